@@ -1,0 +1,65 @@
+/* The backend interface: the CPU backend and the CUDA backend fill it.
+ * Nothing above this header includes a CUDA header. */
+#ifndef PPB_BACKEND_H
+#define PPB_BACKEND_H
+
+#include <stdint.h>
+
+#include "case.h"
+#include "ppb_error.h"
+#include "result.h"
+#include "target.h"
+#include "workload.h"
+
+typedef struct ppb_device_info {
+    char backend[16];        /* "cpu" or "cuda" */
+    int is_gpu;
+    char name[128];          /* "NVIDIA H200", or the CPU model */
+    char uuid[64];
+    char driver[64], runtime[64];
+    int cc_major, cc_minor;
+    int sm_count;            /* CPU: cores */
+    int warp_size;
+    long long mem_total, mem_free;
+    long long l2_bytes;
+    int smem_per_block, smem_per_block_optin;
+} ppb_device_info;
+
+/* Key/value environment facts stored with a run (clocks, temperature, versions). */
+typedef void (*ppb_env_sink)(void *ctx, const char *key, const char *value);
+
+typedef struct ppb_backend ppb_backend;   /* backend-private state */
+
+typedef struct ppb_backend_options {
+    int device_index;
+    const ppb_target *target;   /* emulated target (limits launches), or NULL */
+    double cpu_max_gflop;       /* CPU backend: refuse cases above this much work */
+} ppb_backend_options;
+
+typedef struct ppb_backend_ops {
+    const char *name;
+    int (*open)(ppb_backend **out, const ppb_backend_options *opt, ppb_err *err);
+    void (*close)(ppb_backend *b);
+    void (*device_info)(ppb_backend *b, ppb_device_info *info);
+    /* Environment facts now (called before and after a run). */
+    void (*environment)(ppb_backend *b, ppb_env_sink sink, void *ctx);
+    /* Refuse (PPB_EREFUSED + reason) or get ready: compile, allocate, upload inputs.
+     * Fills res->resources where known. */
+    int (*prepare)(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_result *res,
+                   ppb_err *err);
+    /* Poison the output, launch once, wait, copy the output (storage dtype) to `out`
+     * (w->out_elems elements). Mismatch scenario: fills res->overrun. */
+    int (*run_checked)(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_err *err);
+    /* Time one sample of `launches` back-to-back launches; cold = flush caches first.
+     * Returns milliseconds per launch in *ms. */
+    int (*time_sample)(ppb_backend *b, int launches, int cold, double *ms, ppb_err *err);
+    /* Free what prepare allocated. */
+    void (*release)(ppb_backend *b);
+} ppb_backend_ops;
+
+extern const ppb_backend_ops ppb_backend_cpu;
+#ifdef PPB_HAVE_CUDA
+extern const ppb_backend_ops ppb_backend_cuda;
+#endif
+
+#endif

@@ -1,0 +1,66 @@
+/* What running one case produced: check errors, timings, status and reason.
+ * Filled by the run pipeline (harness/runner.c), stored by store.c. */
+#ifndef PPB_RESULT_H
+#define PPB_RESULT_H
+
+#include <stdint.h>
+
+typedef enum {
+    PPB_STATUS_OK = 0,        /* correct and timed */
+    PPB_STATUS_WRONG = 1,     /* ran, output outside tolerance (or not written / non-finite) */
+    PPB_STATUS_REFUSED = 2,   /* config refused before launch (kernel or target); reason says why */
+    PPB_STATUS_SKIPPED = 3,   /* not run: too large for memory / backend; reason says why */
+    PPB_STATUS_ERROR = 4,     /* the backend failed while running it */
+    PPB_STATUS_NOISY = 5,     /* correct, but the noise target was not met within the budget */
+    PPB_STATUS_CRASHED = 6,   /* the worker died on it */
+} ppb_status;
+
+const char *ppb_status_name(int status);   /* "ok", "wrong", ... */
+int ppb_status_parse(const char *name);    /* -1 if unknown */
+
+typedef struct ppb_check_result {
+    int checked;               /* 0: no check was made */
+    int pass;
+    double max_abs_err;
+    double rel_l2_err;         /* ||out - ref|| / ||ref|| over the checked rows */
+    long rows_checked, rows_total;
+    long nonfinite;            /* NaN/Inf elements in checked rows */
+    long unwritten;            /* poison left in the output: elements the kernel never wrote */
+    double atol, rtol;         /* tolerances applied */
+} ppb_check_result;
+
+/* The PARTITION_SIZE host/kernel mismatch: what was written past each buffer. */
+typedef struct ppb_overrun {
+    int detected;
+    long long tmp_out_bytes, exp_sums_bytes, max_logits_bytes; /* bytes written past the end */
+    long long guard_bytes_changed;                             /* canary bytes overwritten */
+} ppb_overrun;
+
+typedef struct ppb_resources {
+    int known;                 /* 1 when measured from the compiled kernel */
+    int registers, static_smem, dynamic_smem, local_bytes, max_threads;
+} ppb_resources;
+
+typedef struct ppb_result {
+    int status;                /* ppb_status */
+    char reason[512];
+    ppb_check_result check;
+    ppb_overrun overrun;
+    ppb_resources resources;
+    int timing_is_cpu;         /* 1: times are CPU-backend timings, not GPU */
+    int n_samples;
+    double *samples_ms;        /* raw samples, owned by the result */
+    int dropped_throttled;     /* samples dropped by the throttle guard */
+    int batch_launches;        /* launches per sample (batched timing of short kernels) */
+    double median_ms, mean_ms, stdev_ms, min_ms, max_ms, q1_ms, q3_ms;
+    double rel_noise;          /* (q3 - q1) / median */
+    double tflops;             /* ppb_case_flops / median */
+    double gbps;               /* ppb_case_min_bytes / median */
+} ppb_result;
+
+void ppb_result_init(ppb_result *r);
+void ppb_result_free(ppb_result *r);
+/* Fill the summary statistics and rates from samples_ms. */
+void ppb_result_summarise(ppb_result *r, double flops, double bytes);
+
+#endif

@@ -1,0 +1,68 @@
+/* A benchmark suite, parsed from YAML (schema: docs/SUITES.md).
+ *
+ * The shape and config parts are lists of "axis sets": each set maps fields to
+ * lists of values and stands for their Cartesian product; the suite is the
+ * union of its sets. An explicit case list is a set with one value per field. */
+#ifndef PPB_SUITE_H
+#define PPB_SUITE_H
+
+#include <stdint.h>
+
+#include "case.h"
+#include "ppb_error.h"
+
+#define PPB_MAX_AXIS_VALUES 64
+
+typedef struct ppb_axis {
+    int n;                           /* 0: field not given in this set */
+    int v[PPB_MAX_AXIS_VALUES];
+} ppb_axis;
+
+typedef struct ppb_axis_set {
+    ppb_axis axis[PPB_F_COUNT];
+    double weight;                   /* weights: only; 1.0 elsewhere */
+    int line;                        /* where it was defined, for messages */
+} ppb_axis_set;
+
+typedef struct ppb_measure_settings {
+    int cold_l2;            /* 1 (default): overwrite > 2x L2 before each sample */
+    double warmup_ms;       /* warm-up by time */
+    int min_samples, max_samples;
+    double min_time_ms;     /* minimum total measured time per case */
+    double budget_ms;       /* per-case time budget; past it the case is marked noisy */
+    double target_noise;    /* stop when (q3-q1)/median falls under this */
+    uint64_t seed;          /* input generation and row sampling */
+} ppb_measure_settings;
+
+typedef struct ppb_check_settings {
+    double atol[2], rtol[2];   /* indexed by ppb_dtype */
+    long full_check_max_rows;  /* cases with at most this many output rows are checked whole */
+    int sample_rows;           /* otherwise: this many seeded random (seq, head, row) + first/last */
+} ppb_check_settings;
+
+typedef struct ppb_suite {
+    char path[4096];
+    char name[128];
+    char description[512];
+    char hash[17];                    /* FNV-1a 64 of the file bytes, hex */
+    ppb_kernel_kind kernel;
+    ppb_axis_set *shapes;  int n_shapes;
+    ppb_axis_set *configs; int n_configs;
+    ppb_axis_set *excludes; int n_excludes;   /* a case matching every given field is dropped */
+    ppb_axis_set *weights; int n_weights;     /* first match sets the case weight */
+    ppb_measure_settings measure;
+    ppb_check_settings check;
+    char target[64];                  /* profile name under suites/targets/, "" = none */
+    char model[64];                   /* profile name under suites/models/, "" = none */
+} ppb_suite;
+
+/* Parse and validate a suite file. On error: PPB_EINPUT and a one-line message
+ * "FILE:LINE:COLUMN: field: what is wrong". Unknown keys are errors. */
+int ppb_suite_load(const char *path, ppb_suite *suite, ppb_err *err);
+void ppb_suite_free(ppb_suite *suite);
+/* Defaults for measure/check settings (also used by tests and inline cases). */
+void ppb_suite_defaults(ppb_suite *suite);
+/* Directory of suite->path, for resolving targets/ and models/ ("suites/"). */
+void ppb_suite_dir(const ppb_suite *suite, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,71 @@
+/* Target device profiles (suites/targets/*.yaml) and the feasibility model:
+ * what a kernel config needs (shared memory, threads, registers) against what
+ * a target offers, with the arithmetic and the disputed values that would flip
+ * the answer (TARGETS.md). */
+#ifndef PPB_TARGET_H
+#define PPB_TARGET_H
+
+#include "case.h"
+#include "ppb_error.h"
+#include "result.h"
+
+#define PPB_TARGET_MAX_ALT 8
+
+/* One profile value with where it came from. `alternatives` are the other
+ * published figures for a disputed value (e.g. BI-V100 shared memory 32/48/128 KB). */
+typedef struct ppb_target_value {
+    int present;
+    double value;                 /* the figure ppbench uses */
+    char source[256];
+    char confidence[32];          /* "measured", "vendor", "disputed", "estimated", ... */
+    int n_alt;
+    double alternatives[PPB_TARGET_MAX_ALT];
+} ppb_target_value;
+
+typedef struct ppb_target {
+    char name[64];
+    char description[256];
+    char path[4096];
+    ppb_target_value warp_size;
+    ppb_target_value smem_per_block;      /* bytes a block may use (after opt-in where that exists) */
+    ppb_target_value smem_per_sm;         /* bytes */
+    ppb_target_value max_threads_per_block;
+    ppb_target_value max_threads_per_sm;
+    ppb_target_value max_blocks_per_sm;
+    ppb_target_value regs_per_sm;
+    ppb_target_value max_regs_per_thread;
+    ppb_target_value sm_count;
+    ppb_target_value mem_bytes;
+    ppb_target_value mem_bandwidth;       /* bytes/s */
+    ppb_target_value fp16_flops;          /* FLOP/s, dense fp16/bf16 */
+} ppb_target;
+
+int ppb_target_load(const char *path, ppb_target *t, ppb_err *err);
+/* Load suites_dir/targets/NAME.yaml. */
+int ppb_target_load_named(const char *suites_dir, const char *name, ppb_target *t, ppb_err *err);
+
+/* What one config needs. From the compiled kernel's resources when `measured`
+ * is non-NULL and known, else from the formula model. */
+typedef struct ppb_needs {
+    long smem_bytes;
+    int threads;
+    int registers_per_thread;     /* 0 = unknown */
+    int from_compiled;            /* 1: measured from the compiled kernel */
+    char arithmetic[512];         /* how smem_bytes and threads were computed */
+} ppb_needs;
+
+void ppb_target_needs(const ppb_case *c, const ppb_target *t, const ppb_resources *measured,
+                      ppb_needs *needs);
+
+typedef struct ppb_feasibility {
+    int feasible;
+    int blocks_per_sm;            /* occupancy estimate; 0 when infeasible or unknown */
+    char limiter[32];             /* what limits blocks_per_sm: "smem", "threads", "registers", "blocks" */
+    char reason[1024];            /* the arithmetic, one line */
+    char flips[512];              /* "feasible at the 128 KB figure (source)" or "" */
+} ppb_feasibility;
+
+void ppb_target_judge(const ppb_case *c, const ppb_target *t, const ppb_resources *measured,
+                      ppb_feasibility *out);
+
+#endif

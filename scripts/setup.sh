@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The README's two commands:
+#   scripts/setup.sh run    install, build, run the main job (ppbench run suites/smoke.yaml)
+#   scripts/setup.sh test   install, build (normal + ASan/UBSan), run every test
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+jobs=$(nproc 2>/dev/null || echo 2)
+mode=${1:-}
+
+"$root/scripts/install-deps.sh"
+
+build() { # build DIR [cmake args...]
+  local dir=$1; shift
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+
+case "$mode" in
+  run)
+    build build
+    # The backend is chosen at run time: the GPU when there is one, else the CPU
+    # backend, and ppbench says which.
+    exec ./build/ppbench run suites/smoke.yaml --db "${PPBENCH_DB:-ppbench.db}"
+    ;;
+  test)
+    build build -DPPB_WERROR=ON
+    build build-asan -DPPB_WERROR=ON -DPPB_SANITIZE=ON -DPPB_CUDA=OFF
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    ctest --test-dir build --output-on-failure -j "$jobs"
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" -L unit
+    ;;
+  *)
+    echo "usage: scripts/setup.sh run|test" >&2
+    exit 2
+    ;;
+esac
