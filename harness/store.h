@@ -1,6 +1,8 @@
 /* The results database (SQLite, WAL). store.c owns every SQL statement.
  * Each case result is committed in its own transaction when it completes, so a
- * killed run loses nothing that finished, and --resume completes the rest. */
+ * killed run loses nothing that finished, and --resume completes the rest.
+ * Schema, migrations and resume: docs/STORE.md. One ppb_store is one SQLite
+ * connection: use it from one thread at a time. */
 #ifndef PPB_STORE_H
 #define PPB_STORE_H
 
@@ -13,7 +15,8 @@
 
 typedef struct ppb_store ppb_store;
 
-#define PPB_STORE_SCHEMA_VERSION 1
+/* user_version of a database this binary writes; store_schema.c has the steps. */
+#define PPB_STORE_SCHEMA_VERSION 2
 
 /* Path used when neither --db nor PPBENCH_DB is given. */
 #define PPB_DEFAULT_DB "ppbench.db"
@@ -38,37 +41,52 @@ typedef struct ppb_run_info {
 } ppb_run_info;
 
 /* Open or create; applies migrations up to PPB_STORE_SCHEMA_VERSION. A file that
- * is not a ppbench database (or is newer) is refused and left untouched. */
+ * is not a ppbench database (or is newer) is refused with PPB_EINPUT and left
+ * untouched; a path that does not exist (or an empty file) becomes a new database. */
 int ppb_store_open(ppb_store **out, const char *path, ppb_err *err);
 void ppb_store_close(ppb_store *s);
 /* Resolve the database path: explicit option, then $PPBENCH_DB, then the default. */
 const char *ppb_store_default_path(const char *option);
 
-int ppb_store_begin_run(ppb_store *s, ppb_run_info *run, ppb_err *err); /* fills run->id */
+/* Fills run->id; an empty started_at becomes now (UTC), an empty status "running". */
+int ppb_store_begin_run(ppb_store *s, ppb_run_info *run, ppb_err *err);
+/* Insert or replace one environment entry of a run. */
 int ppb_store_put_env(ppb_store *s, int64_t run_id, const char *key, const char *value,
                       ppb_err *err);
-/* One transaction: the case row (if new), the result and its raw samples. */
+/* One transaction: the case row (if new), the result and its raw samples. The
+ * key is recomputed from c's fields. A second put for the same (run, case)
+ * replaces the first (a case re-run after a crash). */
 int ppb_store_put_result(ppb_store *s, int64_t run_id, const ppb_case *c, const ppb_result *r,
                          ppb_err *err);
+/* status: "complete", "interrupted" or "failed" stamps finished_at; "running"
+ * clears it (a run reopened by --resume). */
 int ppb_store_finish_run(ppb_store *s, int64_t run_id, const char *status, ppb_err *err);
 
 int ppb_store_get_run(ppb_store *s, int64_t run_id, ppb_run_info *run, ppb_err *err);
-/* Latest run id, or 0 when none. */
+/* Latest run id, or 0 when none (negative PPB_E* if the query fails). */
 int64_t ppb_store_latest_run(ppb_store *s);
-/* Is there a stored result for this case key in this run? (resume) */
+/* Is there a stored result for this case key in this run? (resume)
+ * 1 yes, 0 no, negative PPB_E* if the query fails. */
 int ppb_store_has_result(ppb_store *s, int64_t run_id, const char *case_key);
 
-/* Iterate results of a run, in insertion order. The callback gets a fully
- * filled case and result (samples included); returning non-zero stops. */
+/* Iterate results of a run, in insertion order (a replaced result counts as
+ * inserted when replaced). The callback gets a fully filled case and result
+ * (samples included); both, and the samples array, belong to the store and are
+ * freed when the callback returns: copy what you keep. The callback must not
+ * write to the same store. Returning non-zero stops the walk, and each_* then
+ * returns that value (so a visitor can pass a PPB_E* code up); 0 otherwise. */
 typedef int (*ppb_result_visitor)(void *ctx, const ppb_case *c, const ppb_result *r);
 int ppb_store_each_result(ppb_store *s, int64_t run_id, ppb_result_visitor fn, void *ctx,
                           ppb_err *err);
+/* Runs newest first. */
 typedef int (*ppb_run_visitor)(void *ctx, const ppb_run_info *run);
 int ppb_store_each_run(ppb_store *s, ppb_run_visitor fn, void *ctx, ppb_err *err);
+/* Environment entries in the order they were first put. */
 typedef int (*ppb_env_visitor)(void *ctx, const char *key, const char *value);
 int ppb_store_each_env(ppb_store *s, int64_t run_id, ppb_env_visitor fn, void *ctx, ppb_err *err);
 
-/* export RUN --format csv|json, written by SQLite (json via its JSON functions). */
+/* export RUN --format csv|json, written by SQLite (json via its JSON functions).
+ * Unknown format or run: PPB_EINPUT; a failed write to `out`: PPB_EIO. */
 int ppb_store_export(ppb_store *s, int64_t run_id, const char *format, FILE *out, ppb_err *err);
 
 #endif

@@ -12,6 +12,9 @@
 #include "ppb_error.h"
 
 #define PPB_MAX_AXIS_VALUES 64
+/* Sets per section (after heads pairs expand); guards against a file that
+ * would expand into an absurd amount of memory. */
+#define PPB_MAX_AXIS_SETS 1024
 
 typedef struct ppb_axis {
     int n;                           /* 0: field not given in this set */
@@ -47,7 +50,8 @@ typedef struct ppb_suite {
     char hash[17];                    /* FNV-1a 64 of the file bytes, hex */
     ppb_kernel_kind kernel;
     ppb_axis_set *shapes;  int n_shapes;
-    ppb_axis_set *configs; int n_configs;
+    ppb_axis_set *configs; int n_configs;     /* 0: no configs: in the file, every config
+                                                 field takes its default */
     ppb_axis_set *excludes; int n_excludes;   /* a case matching every given field is dropped */
     ppb_axis_set *weights; int n_weights;     /* first match sets the case weight */
     ppb_measure_settings measure;
@@ -64,5 +68,14 @@ void ppb_suite_free(ppb_suite *suite);
 void ppb_suite_defaults(ppb_suite *suite);
 /* Directory of suite->path, for resolving targets/ and models/ ("suites/"). */
 void ppb_suite_dir(const ppb_suite *suite, char *buf, size_t len);
+
+/* A case matches a set when, for every field the set gives, the case's value is
+ * one of the listed values (fields the set leaves out match anything). This is
+ * the meaning of exclude: and weights: match: (docs/SUITES.md). */
+int ppb_axis_set_matches(const ppb_axis_set *set, const ppb_case *c);
+/* 1 if any exclude: rule matches the case. */
+int ppb_suite_case_excluded(const ppb_suite *suite, const ppb_case *c);
+/* Weight of the first weights: rule matching the case; 1.0 when none does. */
+double ppb_suite_case_weight(const ppb_suite *suite, const ppb_case *c);
 
 #endif

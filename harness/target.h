@@ -1,4 +1,4 @@
-/* Target device profiles (suites/targets/*.yaml) and the feasibility model:
+/* Target device profiles (suites/targets/NAME.yaml) and the feasibility model:
  * what a kernel config needs (shared memory, threads, registers) against what
  * a target offers, with the arithmetic and the disputed values that would flip
  * the answer (TARGETS.md). */
@@ -20,6 +20,7 @@ typedef struct ppb_target_value {
     char confidence[32];          /* "measured", "vendor", "disputed", "estimated", ... */
     int n_alt;
     double alternatives[PPB_TARGET_MAX_ALT];
+    char alt_source[PPB_TARGET_MAX_ALT][128];  /* where each alternative comes from ("" = see source) */
 } ppb_target_value;
 
 typedef struct ppb_target {
@@ -38,7 +39,13 @@ typedef struct ppb_target {
     ppb_target_value mem_bytes;
     ppb_target_value mem_bandwidth;       /* bytes/s */
     ppb_target_value fp16_flops;          /* FLOP/s, dense fp16/bf16 */
+    ppb_target_value smem_per_block_default;   /* bytes without opt-in (48 KB on NVIDIA); optional */
+    ppb_target_value smem_reserved_per_block;  /* bytes the runtime keeps per resident block; optional */
 } ppb_target;
+
+/* Confidence words a profile may use: measured, vendor, seen, disputed,
+ * estimated, assumed, unverified, unknown. 1 if `word` is one of them. */
+int ppb_target_confidence_known(const char *word);
 
 int ppb_target_load(const char *path, ppb_target *t, ppb_err *err);
 /* Load suites_dir/targets/NAME.yaml. */
@@ -52,6 +59,12 @@ typedef struct ppb_needs {
     int registers_per_thread;     /* 0 = unknown */
     int from_compiled;            /* 1: measured from the compiled kernel */
     char arithmetic[512];         /* how smem_bytes and threads were computed */
+    /* Appended: the parts of `arithmetic`, and the seed document's figures
+     * (prefill K+V tiles only, 32-wide warp) so a report can show both. */
+    char smem_arithmetic[320];
+    char threads_arithmetic[160];
+    long seed_smem_bytes;         /* 0 when the seed gives no estimate (decode) */
+    int seed_threads;
 } ppb_needs;
 
 void ppb_target_needs(const ppb_case *c, const ppb_target *t, const ppb_resources *measured,

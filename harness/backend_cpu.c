@@ -1,0 +1,429 @@
+/* The CPU backend: runs the kernels' tiled algorithms (cpu_attention.c) so the
+ * whole pipeline (suites, checking, measuring, storing, verdicts) works and is
+ * tested on a machine without a GPU. Its timings are CPU timings and are marked
+ * so (res->timing_is_cpu); they say nothing about a GPU.
+ *
+ * Environment: PPB_MISMATCH_PACKED=1 puts the v2 scratch buffers back to back
+ * without guard zones, so a PARTITION_SIZE mismatch overrun corrupts the
+ * neighbouring buffer (as it can on a GPU) instead of landing in a guard. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "cpu_attention.h"
+#include "reference.h"
+#include "threads.h"
+
+#define DEFAULT_CPU_MAX_GFLOP 2.0
+#define DEFAULT_SMEM_PER_BLOCK 49152 /* the 48 KB a block gets without opt-in */
+#define DEFAULT_LLC_BYTES (32ll << 20)
+
+struct ppb_backend {
+    ppb_backend_options opt;
+    ppb_device_info info;
+    ppb_case c;                 /* the prepared case (copied: stable for cpu_attn) */
+    const ppb_workload *w;
+    cpu_attn *attn;
+    uint16_t *out;              /* the "device" output the runs write */
+    unsigned char *flush;       /* cold-cache buffer, 2 x last-level cache, allocated on first use */
+    size_t flush_bytes;
+    unsigned flush_round;
+};
+
+/* ---- machine facts --------------------------------------------------------------- */
+
+static void trim(char *s)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+        s[--n] = '\0';
+}
+
+/* Value of the first "key : value" line of /proc/cpuinfo whose key is `key`. */
+static int cpuinfo_value(const char *key, char *buf, size_t len)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return 0;
+    char line[512];
+    int found = 0;
+    size_t klen = strlen(key);
+    while (!found && fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, klen) != 0 || (line[klen] != ' ' && line[klen] != '\t' && line[klen] != ':'))
+            continue;
+        char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        colon++;
+        while (*colon == ' ')
+            colon++;
+        snprintf(buf, len, "%s", colon);
+        trim(buf);
+        found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
+static void cpu_model(char *buf, size_t len)
+{
+    if (cpuinfo_value("model name", buf, len) || cpuinfo_value("Model", buf, len) ||
+        cpuinfo_value("Hardware", buf, len))
+        return;
+    struct utsname u;
+    snprintf(buf, len, "unknown %s CPU", uname(&u) == 0 ? u.machine : "");
+}
+
+/* Average "cpu MHz" over the cores (x86 lists it per core), or -1. */
+static double cpu_mhz(void)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    double sum = 0;
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        double v;
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "cpu MHz", 7) == 0 && colon && sscanf(colon + 1, "%lf", &v) == 1) {
+            sum += v;
+            n++;
+        }
+    }
+    fclose(f);
+    return n ? sum / n : -1;
+}
+
+/* "32768K" / "1M" / "524288" (sysfs cache sizes) -> bytes, or -1. */
+static long long parse_size(const char *text)
+{
+    char *end = NULL;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || v <= 0)
+        return -1;
+    if (*end == 'K' || *end == 'k')
+        v <<= 10;
+    else if (*end == 'M' || *end == 'm')
+        v <<= 20;
+    else if (*end == 'G' || *end == 'g')
+        v <<= 30;
+    return v;
+}
+
+static long long last_level_cache_bytes(void)
+{
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+    if (!f)
+        return DEFAULT_LLC_BYTES;
+    char buf[64] = "";
+    long long v = fgets(buf, sizeof buf, f) ? parse_size(buf) : -1;
+    fclose(f);
+    return v > 0 ? v : DEFAULT_LLC_BYTES;
+}
+
+static int online_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static void compiler_text(char *buf, size_t len)
+{
+#if defined(__clang__)
+    snprintf(buf, len, "clang %s", __clang_version__);
+#elif defined(__GNUC__)
+    snprintf(buf, len, "gcc %s", __VERSION__);
+#else
+    snprintf(buf, len, "unknown C compiler");
+#endif
+}
+
+/* ---- interface ------------------------------------------------------------------------ */
+
+static int cpu_open(ppb_backend **out, const ppb_backend_options *opt, ppb_err *err)
+{
+    ppb_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return ppb_fail(err, PPB_ENOMEM, "cpu backend: out of host memory");
+    if (opt)
+        b->opt = *opt;
+    ppb_device_info *d = &b->info;
+    snprintf(d->backend, sizeof d->backend, "cpu");
+    d->is_gpu = 0;
+    cpu_model(d->name, sizeof d->name);
+    d->sm_count = online_cores();
+    long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    d->mem_total = pages > 0 && psz > 0 ? (long long)pages * psz : 0;
+    d->mem_free = avail > 0 && psz > 0 ? (long long)avail * psz : 0;
+    d->l2_bytes = last_level_cache_bytes(); /* the cache a cold sample flushes */
+    *out = b;
+    return PPB_OK;
+}
+
+static void cpu_release(ppb_backend *b)
+{
+    cpu_attn_destroy(b->attn);
+    b->attn = NULL;
+    free(b->out);
+    b->out = NULL;
+    b->w = NULL;
+}
+
+static void cpu_close(ppb_backend *b)
+{
+    if (!b)
+        return;
+    cpu_release(b);
+    free(b->flush);
+    free(b);
+}
+
+static void cpu_device_info(ppb_backend *b, ppb_device_info *info) { *info = b->info; }
+
+static void cpu_environment(ppb_backend *b, ppb_env_sink sink, void *ctx)
+{
+    char buf[512];
+    sink(ctx, "backend", "cpu");
+    sink(ctx, "cpu_model", b->info.name);
+    snprintf(buf, sizeof buf, "%d", online_cores());
+    sink(ctx, "cpu_cores", buf);
+    snprintf(buf, sizeof buf, "%d", ppb_thread_count());
+    sink(ctx, "cpu_threads", buf);
+    double mhz = cpu_mhz();
+    if (mhz > 0) {
+        snprintf(buf, sizeof buf, "%.0f", mhz);
+        sink(ctx, "cpu_mhz", buf);
+    }
+    snprintf(buf, sizeof buf, "%lld", last_level_cache_bytes());
+    sink(ctx, "cpu_llc_bytes", buf);
+    struct utsname u;
+    if (uname(&u) == 0) {
+        snprintf(buf, sizeof buf, "%s %s %s", u.sysname, u.release, u.machine);
+        sink(ctx, "os_kernel", buf);
+    }
+    compiler_text(buf, sizeof buf);
+    sink(ctx, "compiler", buf);
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        double l1, l5, l15;
+        if (fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) == 3) {
+            snprintf(buf, sizeof buf, "%.2f %.2f %.2f", l1, l5, l15);
+            sink(ctx, "loadavg", buf);
+        }
+        fclose(f);
+    }
+    const char *packed = getenv("PPB_MISMATCH_PACKED");
+    if (packed && strcmp(packed, "1") == 0)
+        sink(ctx, "mismatch_packed", "1");
+}
+
+static int packed_requested(void)
+{
+    const char *v = getenv("PPB_MISMATCH_PACKED");
+    return v && strcmp(v, "1") == 0;
+}
+
+/* Shared memory the vLLM decode kernels ask for (their launchers' arithmetic):
+ * max(logits, the warps' output exchange). v1 holds the logits of the longest
+ * sequence padded to the page, v2 one partition's, and the v2 reduce two floats
+ * per partition. Checked against the target's per-block figure, else 48 KB. */
+static int refuse_decode_smem(const ppb_backend *b, const ppb_case *c, const ppb_workload *w,
+                              ppb_err *err)
+{
+    const ppb_shape *s = &c->shape;
+    const ppb_config *k = &c->config;
+    long long limit = DEFAULT_SMEM_PER_BLOCK;
+    char limit_text[160];
+    snprintf(limit_text, sizeof limit_text, "48 KB default, no target given");
+    const ppb_target *t = b->opt.target;
+    if (t && t->smem_per_block.present) {
+        limit = (long long)t->smem_per_block.value;
+        snprintf(limit_text, sizeof limit_text, "target %s smem_per_block", t->name);
+    }
+    int max_seq_len = 0;
+    for (int i = 0; i < w->batch; i++)
+        if (w->context_lens[i] > max_seq_len)
+            max_seq_len = w->context_lens[i];
+    long long outputs = (long long)(k->num_threads / 32 / 2) * s->head_dim * 4;
+    if (k->version == 1) {
+        long long padded = ((long long)max_seq_len + s->page_size - 1) / s->page_size * s->page_size;
+        long long need = padded * 4 > outputs ? padded * 4 : outputs;
+        if (need > limit)
+            return ppb_fail(err, PPB_EREFUSED,
+                            "paged_attention v1 holds the logits of the longest sequence in shared "
+                            "memory: %lld tokens (padded to the page) x 4 B = %lld B > %lld B per block "
+                            "(%s); use version 2",
+                            padded, need, limit, limit_text);
+        return PPB_OK;
+    }
+    long long need = (long long)k->partition_size * 4 > outputs ? (long long)k->partition_size * 4 : outputs;
+    if (need > limit)
+        return ppb_fail(err, PPB_EREFUSED,
+                        "paged_attention v2 holds one partition's logits in shared memory: "
+                        "partition_size %d x 4 B = %lld B > %lld B per block (%s)",
+                        k->partition_size, need, limit, limit_text);
+    long long parts = ((long long)max_seq_len + k->partition_size - 1) / k->partition_size;
+    if (2 * parts * 4 > limit)
+        return ppb_fail(err, PPB_EREFUSED,
+                        "paged_attention v2 reduce holds 2 floats per partition in shared memory: "
+                        "2 x %lld partitions x 4 B = %lld B > %lld B per block (%s)",
+                        parts, 2 * parts * 4, limit, limit_text);
+    return PPB_OK;
+}
+
+static int cpu_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_result *res,
+                       ppb_err *err)
+{
+    cpu_release(b);
+    int rc = ppb_case_validate(c, err);
+    if (rc)
+        return rc;
+    if (!w || !w->q)
+        return ppb_fail(err, PPB_EINPUT, "cpu backend: the workload has no tensors");
+    if (c->config.path == PPB_PATH_MMA)
+        return ppb_fail(err, PPB_EREFUSED, "the CPU backend has no tensor-core path (path=mma)");
+    double limit = b->opt.cpu_max_gflop > 0 ? b->opt.cpu_max_gflop : DEFAULT_CPU_MAX_GFLOP;
+    double gflop = ppb_case_flops(c) / 1e9;
+    if (gflop > limit)
+        return ppb_fail(err, PPB_EREFUSED,
+                        "too large for the CPU backend: %.3g GFLOP > %.3g GFLOP limit (--cpu-max-gflop)",
+                        gflop, limit);
+    if (c->kernel == PPB_PAGED_ATTENTION) {
+        rc = refuse_decode_smem(b, c, w, err);
+        if (rc)
+            return rc;
+    }
+    b->c = *c;
+    b->w = w;
+    if (res) {
+        res->timing_is_cpu = 1;
+        res->resources.known = 0; /* no compiled kernel to measure */
+    }
+    rc = cpu_attn_create(&b->attn, &b->c, w, packed_requested(), err);
+    if (rc)
+        goto fail;
+    b->out = malloc(sizeof(uint16_t) * (w->out_elems ? w->out_elems : 1));
+    if (!b->out) {
+        rc = ppb_fail(err, PPB_ENOMEM, "cpu backend: out of host memory for the output");
+        goto fail;
+    }
+    return PPB_OK;
+fail:
+    cpu_release(b);
+    return rc;
+}
+
+/* The PARTITION_SIZE mismatch in words, into res->reason. */
+static void describe_mismatch(const ppb_backend *b, ppb_result *res)
+{
+    const ppb_config *k = &b->c.config;
+    cpu_scratch_info si;
+    cpu_attn_scratch_info(b->attn, &si);
+    const ppb_overrun *ov = &res->overrun;
+    if (ov->detected) {
+        snprintf(res->reason, sizeof res->reason,
+                 "PARTITION_SIZE mismatch: host %d, kernel %d: kernel wrote %lld B past tmp_out, "
+                 "%lld B past exp_sums, %lld B past max_logits (%s; %lld guard canary bytes changed)",
+                 k->host_partition_size, k->partition_size, ov->tmp_out_bytes, ov->exp_sums_bytes,
+                 ov->max_logits_bytes,
+                 si.packed ? "buffers packed back to back without guard zones: the overrun landed in "
+                             "the neighbouring buffers"
+                           : "guard zones caught it",
+                 ov->guard_bytes_changed);
+    } else {
+        size_t total = si.tmp_out_bytes + si.exp_sums_bytes + si.max_logits_bytes;
+        double used = si.host_partitions ? (double)si.kernel_partitions / (double)si.host_partitions : 0;
+        snprintf(res->reason, sizeof res->reason,
+                 "PARTITION_SIZE mismatch: host %d, kernel %d: host buffers sized for %lld partitions, "
+                 "kernel indexes %lld: %zu B of scratch, %.0f%% used; no overrun",
+                 k->host_partition_size, k->partition_size, si.host_partitions, si.kernel_partitions,
+                 total, 100.0 * (used > 1 ? 1 : used));
+    }
+}
+
+static int cpu_run_checked(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_err *err)
+{
+    if (!b->attn)
+        return ppb_fail(err, PPB_EINPUT, "cpu backend: run before prepare");
+    size_t n = b->w->out_elems;
+    for (size_t i = 0; i < n; i++)
+        b->out[i] = PPB_POISON_BITS;
+    cpu_attn_reset_scratch(b->attn);
+    int rc = cpu_attn_run(b->attn, b->out, err);
+    if (rc)
+        return rc;
+    memcpy(out, b->out, sizeof(uint16_t) * n);
+    if (res) {
+        cpu_attn_overrun(b->attn, &res->overrun);
+        const ppb_config *k = &b->c.config;
+        if (b->c.kernel == PPB_PAGED_ATTENTION && k->version == 2 && k->host_partition_size != 0 &&
+            k->host_partition_size != k->partition_size)
+            describe_mismatch(b, res);
+    }
+    return PPB_OK;
+}
+
+/* Evict the caches: write then read every cache line of a buffer twice the
+ * last-level cache (the value changes each round so no write is redundant). */
+static int flush_caches(ppb_backend *b, ppb_err *err)
+{
+    if (!b->flush) {
+        b->flush_bytes = (size_t)(2 * b->info.l2_bytes);
+        b->flush = malloc(b->flush_bytes);
+        if (!b->flush)
+            return ppb_fail(err, PPB_ENOMEM, "cpu backend: out of host memory for the cache flush (%zu B)",
+                            b->flush_bytes);
+    }
+    b->flush_round++;
+    memset(b->flush, (int)(b->flush_round & 0xFF), b->flush_bytes);
+    volatile unsigned char sink = 0;
+    for (size_t i = 0; i < b->flush_bytes; i += 64)
+        sink ^= b->flush[i];
+    (void)sink;
+    return PPB_OK;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cpu_time_sample(ppb_backend *b, int launches, int cold, double *ms, ppb_err *err)
+{
+    if (!b->attn)
+        return ppb_fail(err, PPB_EINPUT, "cpu backend: timing before prepare");
+    if (launches < 1)
+        return ppb_fail(err, PPB_EINPUT, "cpu backend: launches must be >= 1 (got %d)", launches);
+    if (cold) {
+        int rc = flush_caches(b, err);
+        if (rc)
+            return rc;
+    }
+    double t0 = now_ms();
+    for (int i = 0; i < launches; i++) {
+        int rc = cpu_attn_run(b->attn, b->out, err);
+        if (rc)
+            return rc;
+    }
+    *ms = (now_ms() - t0) / launches;
+    return PPB_OK;
+}
+
+const ppb_backend_ops ppb_backend_cpu = {
+    .name = "cpu",
+    .open = cpu_open,
+    .close = cpu_close,
+    .device_info = cpu_device_info,
+    .environment = cpu_environment,
+    .prepare = cpu_prepare,
+    .run_checked = cpu_run_checked,
+    .time_sample = cpu_time_sample,
+    .release = cpu_release,
+};

@@ -1,0 +1,136 @@
+/* ppbench run SUITE: the main job. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "matrix.h"
+#include "results_table.h"
+#include "runner.h"
+#include "store.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ppbench run SUITE.yaml [options]\n"
+            "       ppbench run --resume RUN [--db PATH]\n\n"
+            "Runs every case of the suite: target check, checked launch against the float64\n"
+            "CPU reference, timing, and stores each case as it completes.\n\n"
+            "  --db PATH            results database (default $PPBENCH_DB, else ./" PPB_DEFAULT_DB ")\n"
+            "  --backend NAME       auto (GPU when there is one, default), cuda or cpu\n"
+            "  --device N           GPU index (default 0)\n"
+            "  --target NAME        judge configs against suites/targets/NAME.yaml (overrides the\n"
+            "                       suite's target:; 'none' for no target)\n"
+            "  --filter EXPR        only cases matching EXPR, e.g. 'head_dim=128,block_m=64|128'\n"
+            "  --shard K/N          only shard K of N (stable across runs and hosts)\n"
+            "  --label TEXT         free text stored with the run (e.g. 'nightly', a PR number)\n"
+            "  --resume RUN         complete an interrupted run: only cases not yet stored run\n"
+            "  --hot                do not flush caches between samples (default: cold)\n"
+            "  --cpu-max-gflop X    CPU backend: skip cases above X GFLOP (default 2)\n"
+            "  --no-progress        no progress line even on a terminal\n"
+            "  -h, --help           this help\n\n"
+            "exit: 0 no case wrong or failed, 1 some case wrong/error, 2 usage, 3 bad input (nothing\n"
+            "      written), 4 runtime failure, 130 interrupted (resume with --resume RUN)\n");
+}
+
+int cmd_run(int argc, char **argv)
+{
+    ppb_run_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = "auto";
+    o.log = stderr;
+    o.progress = isatty(STDERR_FILENO);
+    const char *db = NULL;
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, 'd'},       {"backend", required_argument, NULL, 'b'},
+        {"device", required_argument, NULL, 'D'},   {"target", required_argument, NULL, 't'},
+        {"filter", required_argument, NULL, 'f'},   {"shard", required_argument, NULL, 's'},
+        {"label", required_argument, NULL, 'l'},    {"resume", required_argument, NULL, 'r'},
+        {"hot", no_argument, NULL, 'H'},            {"cpu-max-gflop", required_argument, NULL, 'g'},
+        {"no-progress", no_argument, NULL, 'P'},    {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    ppb_err err = {{0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'd': db = optarg; break;
+        case 'b': o.backend = optarg; break;
+        case 'D':
+            o.device_index = (int)strtol(optarg, &end, 10);
+            if (*end || o.device_index < 0) {
+                fprintf(stderr, "ppbench run: --device %s: expected a GPU index\n", optarg);
+                return PPB_EXIT_USAGE;
+            }
+            break;
+        case 't': o.target = optarg; break;
+        case 'f': o.filter = optarg; break;
+        case 's':
+            if (ppb_matrix_parse_shard(optarg, &o.shard_k, &o.shard_n, &err)) {
+                fprintf(stderr, "ppbench run: --shard: %s\n", err.msg);
+                return PPB_EXIT_USAGE;
+            }
+            break;
+        case 'l': o.label = optarg; break;
+        case 'r':
+            o.resume_run = strtoll(optarg, &end, 10);
+            if (*end || o.resume_run <= 0) {
+                fprintf(stderr, "ppbench run: --resume %s: expected a run id\n", optarg);
+                return PPB_EXIT_USAGE;
+            }
+            break;
+        case 'H': o.hot = 1; break;
+        case 'g':
+            o.cpu_max_gflop = strtod(optarg, &end);
+            if (*end || o.cpu_max_gflop <= 0) {
+                fprintf(stderr, "ppbench run: --cpu-max-gflop %s: expected a positive number\n", optarg);
+                return PPB_EXIT_USAGE;
+            }
+            break;
+        case 'P': o.progress = 0; break;
+        case 'h': usage(stdout); return PPB_EXIT_OK;
+        default: usage(stderr); return PPB_EXIT_USAGE;
+        }
+    }
+    if (o.resume_run ? optind != argc : optind != argc - 1) {
+        usage(stderr);
+        return PPB_EXIT_USAGE;
+    }
+    if (!o.resume_run)
+        o.suite_path = argv[optind];
+    o.db_path = ppb_store_default_path(db);
+
+    ppb_run_summary sum;
+    int rc = ppb_run_suite(&o, &sum, &err);
+    if (rc) {
+        fprintf(stderr, "ppbench run: %s\n", err.msg);
+        if (sum.run_id)
+            fprintf(stderr, "ppbench run: run %lld is stored; complete it with "
+                            "'ppbench run --resume %lld --db %s'\n",
+                    (long long)sum.run_id, (long long)sum.run_id, o.db_path);
+        return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+    }
+
+    ppb_store *s = NULL;
+    ppb_status_counts counts;
+    if (ppb_store_open(&s, o.db_path, &err) ||
+        ppb_print_results(s, sum.run_id, stdout, &counts, &err)) {
+        fprintf(stderr, "ppbench run: %s\n", err.msg);
+        ppb_store_close(s);
+        return PPB_EXIT_RUNTIME;
+    }
+    ppb_store_close(s);
+    printf("run %lld (%s backend%s) stored in %s\n", (long long)sum.run_id, sum.backend,
+           sum.timing_is_cpu ? ", CPU timings" : "", o.db_path);
+    if (sum.interrupted) {
+        fprintf(stderr, "ppbench run: interrupted; complete it with 'ppbench run --resume %lld --db %s'\n",
+                (long long)sum.run_id, o.db_path);
+        return PPB_EXIT_INTERRUPTED;
+    }
+    /* Noisy cases are correct, only not trusted for timing: reported, not failed. */
+    int bad = counts.n[PPB_STATUS_WRONG] + counts.n[PPB_STATUS_ERROR] + counts.n[PPB_STATUS_CRASHED];
+    return bad ? PPB_EXIT_FAILURES : PPB_EXIT_OK;
+}

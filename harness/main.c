@@ -1,0 +1,54 @@
+/* ppbench: benchmark LLM attention kernels and judge tuning proposals.
+ * Subcommands are rows of one table (the git.c model); each handler lives in
+ * harness/cli/cmd_<name>.c and returns the process exit code (docs/CLI.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"run", cmd_run, "run a suite: check every case against the CPU reference and time it"},
+    {"check", cmd_check, "judge a suite's configs against a target device profile (no timing)"},
+    {"list", cmd_list, "list stored runs, or the cases of a suite (list SUITE)"},
+    {"show", cmd_show, "show a run's environment and results"},
+    {"export", cmd_export, "export a run as CSV or JSON"},
+    {"dump", cmd_dump, "write one case's inputs, output and reference rows as .npy files"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: ppbench <command> [options]   (ppbench <command> --help for details)\n\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nexit codes: 0 ok, 1 some case failed or infeasible, 2 usage, 3 bad input, "
+                 "4 runtime failure, 130 interrupted\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return PPB_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return PPB_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("ppbench 0.1.0\n");
+        return PPB_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "ppbench: '%s' is not a command\n\n", argv[1]);
+    usage(stderr);
+    return PPB_EXIT_USAGE;
+}

@@ -1,0 +1,80 @@
+#include "measure.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "stats.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static double robust_noise(const double *x, int n)
+{
+    double med = ppb_median(x, n);
+    return med > 0 ? (ppb_quantile(x, n, 0.75) - ppb_quantile(x, n, 0.25)) / med : INFINITY;
+}
+
+int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
+                     volatile sig_atomic_t *stop, ppb_result *res, ppb_err *err)
+{
+    int rc = PPB_OK;
+    double ms = 0, start = now_ms();
+
+    /* Warm-up by time: the first launch pays for JIT, allocation and cold
+     * instruction caches, none of which belongs in the numbers. */
+    double shortest = INFINITY;
+    int warm = 0;
+    while (warm < 2 || now_ms() - start < m->warmup_ms) {
+        rc = ops->time_sample(b, 1, m->cold_l2, &ms, err);
+        if (rc)
+            return rc;
+        shortest = ms < shortest ? ms : shortest;
+        warm++;
+        if (stop && *stop)
+            return ppb_fail(err, PPB_EINTR, "interrupted");
+    }
+    int launches = 1;
+    if (shortest < PPB_MIN_SAMPLE_MS)
+        launches = (int)ceil(PPB_MIN_SAMPLE_MS / (shortest > 1e-6 ? shortest : 1e-6));
+    if (launches > 1000)
+        launches = 1000;
+    res->batch_launches = launches;
+
+    int cap = m->max_samples > 0 ? m->max_samples : 1;
+    res->samples_ms = malloc(sizeof *res->samples_ms * (size_t)cap);
+    if (!res->samples_ms)
+        return ppb_fail(err, PPB_ENOMEM, "out of memory for %d samples", cap);
+    res->n_samples = 0;
+
+    double measured = 0, sampling_start = now_ms();
+    int noise_met = 0;
+    for (;;) {
+        if (stop && *stop)
+            return ppb_fail(err, PPB_EINTR, "interrupted");
+        rc = ops->time_sample(b, launches, m->cold_l2, &ms, err);
+        if (rc)
+            return rc;
+        res->samples_ms[res->n_samples++] = ms;
+        measured += ms * launches;
+        int n = res->n_samples;
+        int enough = n >= m->min_samples && measured >= m->min_time_ms;
+        if (enough) {
+            noise_met = robust_noise(res->samples_ms, n) <= m->target_noise;
+            if (noise_met)
+                break;
+        }
+        /* Out of samples or out of budget: stop, and say so if noisy. */
+        if (n >= cap || (now_ms() - sampling_start >= m->budget_ms && n >= 3)) {
+            noise_met = robust_noise(res->samples_ms, n) <= m->target_noise;
+            break;
+        }
+    }
+    if (!noise_met && res->status == PPB_STATUS_OK)
+        res->status = PPB_STATUS_NOISY;
+    return PPB_OK;
+}

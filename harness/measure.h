@@ -1,0 +1,23 @@
+/* Timing one prepared case (MEASUREMENT.md "How ppbench measures one case"):
+ * warm up by time, batch very short launches, then sample until the robust
+ * noise (q3-q1)/median is under the suite's target and the minimum count and
+ * time are reached, or the per-case budget runs out (then the case is NOISY). */
+#ifndef PPB_MEASURE_H
+#define PPB_MEASURE_H
+
+#include <signal.h>
+
+#include "backend.h"
+#include "suite.h"
+
+/* Launches shorter than this are timed in batches (launch overhead and event
+ * resolution would otherwise dominate). */
+#define PPB_MIN_SAMPLE_MS 0.02
+
+/* Fills res->samples_ms, n_samples, batch_launches; sets res->status to
+ * PPB_STATUS_NOISY when the noise target was not met. `stop` (may be NULL) is
+ * polled between samples: when it becomes non-zero, returns PPB_EINTR. */
+int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
+                     volatile sig_atomic_t *stop, ppb_result *res, ppb_err *err);
+
+#endif

@@ -1,0 +1,60 @@
+#include "results_table.h"
+
+#include <string.h>
+
+typedef struct table_ctx {
+    FILE *out;
+    ppb_status_counts *counts;
+} table_ctx;
+
+/* The key minus its kernel name: the columns say what the row is. */
+static const char *short_key(const char *key)
+{
+    const char *space = strchr(key, ' ');
+    return space ? space + 1 : key;
+}
+
+static int print_row(void *ctx, const ppb_case *c, const ppb_result *r)
+{
+    table_ctx *t = ctx;
+    if (r->status >= 0 && r->status < 8)
+        t->counts->n[r->status]++;
+    t->counts->total++;
+    char timing[64] = "-", rate[32] = "-", err[32] = "-";
+    if (r->n_samples > 0) {
+        snprintf(timing, sizeof timing, "%10.4f ms %s", r->median_ms, r->timing_is_cpu ? "(CPU)" : "");
+        if (c->kernel == PPB_PREFIX_PREFILL && r->tflops >= 0.1)
+            snprintf(rate, sizeof rate, "%8.2f TFLOP/s", r->tflops);
+        else if (c->kernel == PPB_PREFIX_PREFILL) /* CPU backend, tiny cases */
+            snprintf(rate, sizeof rate, "%8.2f GFLOP/s", r->tflops * 1e3);
+        else
+            snprintf(rate, sizeof rate, "%8.1f GB/s", r->gbps);
+    }
+    if (r->check.checked)
+        snprintf(err, sizeof err, "%.2e", r->check.max_abs_err);
+    fprintf(t->out, "%-7s %-22s %-18s %-9s %s\n", ppb_status_name(r->status), timing, rate, err,
+            short_key(c->key));
+    if (r->reason[0])
+        fprintf(t->out, "        -> %s\n", r->reason);
+    return 0;
+}
+
+int ppb_print_results(ppb_store *s, int64_t run_id, FILE *out, ppb_status_counts *counts,
+                      ppb_err *err)
+{
+    ppb_status_counts local;
+    if (!counts)
+        counts = &local;
+    memset(counts, 0, sizeof *counts);
+    fprintf(out, "%-7s %-22s %-18s %-9s %s\n", "status", "median", "rate", "max err", "case");
+    table_ctx t = {out, counts};
+    int rc = ppb_store_each_result(s, run_id, print_row, &t, err);
+    if (rc)
+        return rc;
+    fprintf(out, "%d results:", counts->total);
+    for (int i = 0; i < 7; i++)
+        if (counts->n[i])
+            fprintf(out, " %d %s", counts->n[i], ppb_status_name(i));
+    fputc('\n', out);
+    return 0;
+}

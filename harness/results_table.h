@@ -1,0 +1,18 @@
+/* The table of a run's results printed after `run` and by `show`. */
+#ifndef PPB_RESULTS_TABLE_H
+#define PPB_RESULTS_TABLE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "store.h"
+
+typedef struct ppb_status_counts {
+    int n[8];      /* by ppb_status */
+    int total;
+} ppb_status_counts;
+
+int ppb_print_results(ppb_store *s, int64_t run_id, FILE *out, ppb_status_counts *counts,
+                      ppb_err *err);
+
+#endif

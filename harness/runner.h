@@ -1,0 +1,49 @@
+/* The run pipeline: suite -> matrix -> (target check) -> workload -> backend ->
+ * reference check -> measurement -> store, one case at a time, each committed
+ * as it completes so an interrupted run can be resumed. */
+#ifndef PPB_RUNNER_H
+#define PPB_RUNNER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "ppb_error.h"
+
+typedef struct ppb_run_options {
+    const char *suite_path;
+    const char *db_path;
+    const char *filter;       /* --filter, or NULL */
+    int shard_k, shard_n;     /* --shard K/N; 0/0 = everything */
+    const char *backend;      /* "auto" (GPU when there is one), "cpu", "cuda" */
+    int device_index;
+    const char *target;       /* overrides the suite's target; "none" = no target */
+    const char *label;
+    int64_t resume_run;       /* complete this run instead of starting one */
+    double cpu_max_gflop;     /* CPU backend work limit per case (0 = its default) */
+    int hot;                  /* 1: do not flush caches between samples */
+    int progress;             /* 1: progress line on stderr */
+    FILE *log;                /* where to say which backend runs and why cases are refused */
+} ppb_run_options;
+
+typedef struct ppb_run_summary {
+    int64_t run_id;
+    int planned;              /* cases in this run (after filter and shard) */
+    int already_done;         /* resume: cases found stored */
+    int interrupted;
+    int timing_is_cpu;
+    char backend[16];
+} ppb_run_summary;
+
+/* Seed of a case's inputs: the same case key and suite seed give the same
+ * inputs in every run, shard and commit (dump regenerates them from it). */
+uint64_t ppb_case_input_seed(uint64_t suite_seed, const char *case_key);
+
+/* Open a backend by name: "cpu", "cuda", or "auto" (the GPU when one is usable,
+ * else the CPU backend, saying so on `log`: never a silent fallback). */
+int ppb_open_backend(const char *name, const ppb_backend_options *bo, FILE *log,
+                     const ppb_backend_ops **ops, ppb_backend **b, ppb_err *err);
+
+int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err);
+
+#endif

@@ -1,0 +1,109 @@
+/* The schema of the results database, as an ordered list of migration steps
+ * (docs/STORE.md). store.c applies the steps a database lacks, each in its own
+ * transaction, and records the version reached in PRAGMA user_version.
+ *
+ * Append-only: never edit a step that has been released; add a new one and
+ * bump PPB_STORE_SCHEMA_VERSION (store.h). */
+#include "store_internal.h"
+
+/* Version 1: runs, the cases they measured, one result per (run, case), the
+ * raw timing samples, and the environment of each run.
+ *
+ * Case fields get one column each, named as in the field table of case.h
+ * (text names for enum-valued fields, NULL where the field does not apply to
+ * the kernel). The key stays the source of truth; the columns are for queries
+ * and exports. A REAL column holds NULL where the value was NaN (SQLite stores
+ * NaN as NULL; store.c reads NULL back as NaN). */
+static const char schema_v1[] =
+    "CREATE TABLE runs("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT," /* ids are never reused, even after a delete */
+    "  suite_path TEXT NOT NULL DEFAULT '',"
+    "  suite_name TEXT NOT NULL DEFAULT '',"
+    "  suite_hash TEXT NOT NULL DEFAULT '',"
+    "  git_commit TEXT NOT NULL DEFAULT '',"
+    "  host TEXT NOT NULL DEFAULT '',"
+    "  backend TEXT NOT NULL DEFAULT '',"
+    "  device TEXT NOT NULL DEFAULT '',"
+    "  target TEXT NOT NULL DEFAULT '',"
+    "  label TEXT NOT NULL DEFAULT '',"
+    "  started_at TEXT NOT NULL,"
+    "  finished_at TEXT," /* NULL while running */
+    "  status TEXT NOT NULL,"
+    "  args TEXT NOT NULL DEFAULT '',"
+    "  n_cases INTEGER NOT NULL DEFAULT 0"
+    ");"
+    "CREATE TABLE cases("
+    "  id INTEGER PRIMARY KEY,"
+    "  key TEXT NOT NULL UNIQUE,"
+    "  kernel TEXT NOT NULL,"
+    "  batch INTEGER, query_len INTEGER, context_len INTEGER, seq_len INTEGER, ragged TEXT,"
+    "  num_heads INTEGER, num_kv_heads INTEGER, head_dim INTEGER, dtype TEXT, page_size INTEGER,"
+    "  sliding_window INTEGER,"
+    "  block_m INTEGER, block_n INTEGER, num_warps INTEGER,"
+    "  version INTEGER, num_threads INTEGER, partition_size INTEGER, host_partition_size INTEGER,"
+    "  path TEXT,"
+    "  weight REAL NOT NULL DEFAULT 1.0" /* the latest weight seen; results.weight is per run */
+    ");"
+    "CREATE TABLE results("
+    "  id INTEGER PRIMARY KEY,"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  case_id INTEGER NOT NULL REFERENCES cases(id),"
+    "  weight REAL NOT NULL DEFAULT 1.0," /* the case weight in this run's suite */
+    "  status TEXT NOT NULL,"
+    "  reason TEXT NOT NULL DEFAULT '',"
+    "  timing_is_cpu INTEGER NOT NULL DEFAULT 0,"
+    "  n_samples INTEGER NOT NULL DEFAULT 0,"
+    "  dropped_throttled INTEGER NOT NULL DEFAULT 0,"
+    "  batch_launches INTEGER NOT NULL DEFAULT 1,"
+    "  median_ms REAL, mean_ms REAL, stdev_ms REAL, min_ms REAL, max_ms REAL, q1_ms REAL,"
+    "  q3_ms REAL, rel_noise REAL, tflops REAL, gbps REAL,"
+    "  check_checked INTEGER NOT NULL DEFAULT 0,"
+    "  check_pass INTEGER NOT NULL DEFAULT 0,"
+    "  check_max_abs_err REAL, check_rel_l2_err REAL,"
+    "  check_rows_checked INTEGER NOT NULL DEFAULT 0,"
+    "  check_rows_total INTEGER NOT NULL DEFAULT 0,"
+    "  check_nonfinite INTEGER NOT NULL DEFAULT 0,"
+    "  check_unwritten INTEGER NOT NULL DEFAULT 0,"
+    "  check_atol REAL, check_rtol REAL,"
+    "  stored_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),"
+    "  UNIQUE(run_id, case_id)"
+    ");"
+    /* trend and compare look a case up across runs */
+    "CREATE INDEX results_by_case ON results(case_id);"
+    /* one row per sample: exact (REAL is an IEEE double) and queryable */
+    "CREATE TABLE samples("
+    "  result_id INTEGER NOT NULL REFERENCES results(id) ON DELETE CASCADE,"
+    "  idx INTEGER NOT NULL,"
+    "  ms REAL,"
+    "  PRIMARY KEY(result_id, idx)"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE env("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  key TEXT NOT NULL,"
+    "  value TEXT NOT NULL,"
+    "  PRIMARY KEY(run_id, key)"
+    ");";
+
+/* Version 2: what the kernel wrote past its buffers (the PARTITION_SIZE
+ * host/kernel mismatch) and the compiled kernel's resources. Existing results
+ * get "not detected" / "not known". */
+static const char schema_v2[] =
+    "ALTER TABLE results ADD COLUMN overrun_detected INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE results ADD COLUMN overrun_tmp_out_bytes INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE results ADD COLUMN overrun_exp_sums_bytes INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE results ADD COLUMN overrun_max_logits_bytes INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE results ADD COLUMN overrun_guard_bytes_changed INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE results ADD COLUMN resources_known INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE results ADD COLUMN resources_registers INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE results ADD COLUMN resources_static_smem INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE results ADD COLUMN resources_dynamic_smem INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE results ADD COLUMN resources_local_bytes INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE results ADD COLUMN resources_max_threads INTEGER NOT NULL DEFAULT 0;";
+
+const ppb_store_migration ppb_store_migrations[] = {
+    {1, "runs, cases, results, samples, env", schema_v1},
+    {2, "overrun and kernel resource columns", schema_v2},
+};
+
+const int ppb_store_migration_count =
+    (int)(sizeof ppb_store_migrations / sizeof ppb_store_migrations[0]);

@@ -1,0 +1,52 @@
+/* Kernel arguments, shared by the CUDA kernels (device side), the kernel runtime
+ * (host side, NVRTC or ahead-of-time launch) and the harness. Plain C: no CUDA
+ * headers, so the harness and the BI-V100 toolchain see the same layout.
+ * Layouts follow vLLM (docs: ../shared/design/KERNELS.md). */
+#ifndef PPB_ATTENTION_ARGS_H
+#define PPB_ATTENTION_ARGS_H
+
+#ifdef __CUDACC_RTC__
+typedef int int32_t;
+#else
+#include <stdint.h>
+#endif
+
+/* dtype codes match harness/case.h ppb_dtype */
+#define PPB_KDTYPE_FP16 0
+#define PPB_KDTYPE_BF16 1
+
+/* Prefix prefill (vLLM context_attention_fwd). Pointers are device pointers.
+ * q, out: [total_tokens, num_heads, head_dim]; k, v: [total_tokens, num_kv_heads, head_dim]
+ * k_cache: [num_blocks, num_kv_heads, head_dim / 8, page_size, 8]
+ * v_cache: [num_blocks, num_kv_heads, head_dim, page_size]
+ * block_table: [batch, max_blocks_per_seq]; start_loc: [batch + 1] first new token of each sequence;
+ * query_lens, context_lens: [batch]. New token i of a sequence sees the whole context and new tokens 0..i;
+ * with sliding_window > 0, a query at absolute position p sees keys at positions > p - sliding_window. */
+typedef struct ppb_prefill_args {
+    const void *q, *k, *v, *k_cache, *v_cache;
+    void *out;
+    const int32_t *block_table, *start_loc, *query_lens, *context_lens;
+    int batch, max_query_len, num_heads, num_kv_heads, head_dim, page_size, max_blocks_per_seq;
+    int sliding_window;
+    float sm_scale;
+} ppb_prefill_args;
+
+/* Paged attention decode (vLLM paged_attention_v1/_v2 + reduce).
+ * q, out: [num_seqs, num_heads, head_dim]; caches as above; seq_lens: [num_seqs].
+ * v2 scratch (sized by the host with ITS partition size; the kernel indexes with
+ * max_num_partitions = ceil(max_seq_len / kernel partition size), like vLLM's gridDim.z):
+ * tmp_out [num_seqs, num_heads, max_num_partitions, head_dim] (storage dtype),
+ * exp_sums, max_logits [num_seqs, num_heads, max_num_partitions] (fp32). */
+typedef struct ppb_decode_args {
+    const void *q, *k_cache, *v_cache;
+    void *out;
+    const int32_t *block_table, *seq_lens;
+    void *tmp_out;
+    float *exp_sums, *max_logits;
+    int num_seqs, num_heads, num_kv_heads, head_dim, page_size, max_blocks_per_seq;
+    int max_seq_len, max_num_partitions;
+    int sliding_window;
+    float sm_scale;
+} ppb_decode_args;
+
+#endif

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The README's main job on the CPU backend: run, list, show, export, dump.
+source "$(dirname "$0")/lib.bash"
+export PPBENCH_DB="$WORK/p.db"
+expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --backend auto --no-progress
+grep -q "CPU backend" "$WORK/err" || fail "the CPU backend was not announced"
+grep -q "CPU timings" "$WORK/out" || fail "timings not labelled as CPU timings"
+grep -q "^ok " "$WORK/out" || fail "no ok result in the table"
+n_cases=$("$PPB" list "$SRC/suites/smoke.yaml" | wc -l)
+[ "$n_cases" -gt 0 ] || fail "smoke suite expands to no cases"
+grep -q "^$n_cases results:" "$WORK/out" || fail "expected $n_cases results: $(tail -1 "$WORK/out")"
+
+expect_rc 0 "$PPB" list
+grep -q "complete" "$WORK/out" || fail "run not listed as complete"
+expect_rc 0 "$PPB" show latest
+grep -q "timings *cpu" "$WORK/out" || fail "show does not record cpu timings in the environment"
+
+expect_rc 0 "$PPB" export 1 --format csv -o "$WORK/r.csv"
+rows=$("$PY" -c "import csv,sys; print(sum(1 for _ in csv.DictReader(open('$WORK/r.csv'))))")
+[ "$rows" -eq "$n_cases" ] || fail "csv has $rows rows, expected $n_cases"
+expect_rc 0 "$PPB" export 1 --format json -o "$WORK/r.json"
+"$PY" - "$WORK/r.json" "$n_cases" <<'PY' || fail "json export"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert len(doc["results"]) == int(sys.argv[2]), len(doc["results"])
+PY
+
+# dump one checked case and cross-check it independently in NumPy
+key=$("$PPB" list "$SRC/suites/smoke.yaml" | head -1)
+expect_rc 0 "$PPB" dump 1 "$key" -o "$WORK/dump"
+"$PY" "$SRC/tests/e2e/check_dump.py" "$WORK/dump" || fail "dump does not cross-check in NumPy"
+
+expect_rc 3 "$PPB" dump 1 "prefix_prefill b=1" -o "$WORK/dump2"
+expect_rc 3 "$PPB" show 999
+echo "smoke_run: ok ($n_cases cases)"
