@@ -283,8 +283,9 @@ static int cpu_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w,
     int rc = ppb_case_validate(c, err);
     if (rc)
         return rc;
-    if (!w || !w->q)
-        return ppb_fail(err, PPB_EINPUT, "cpu backend: the workload has no tensors");
+    if (!w)
+        return ppb_fail(err, PPB_EINPUT, "cpu backend: no workload");
+    /* Refusals first: they need the lengths, not the tensors. */
     if (c->config.path == PPB_PATH_MMA)
         return ppb_fail(err, PPB_EREFUSED, "the CPU backend has no tensor-core path (path=mma)");
     double limit = b->opt.cpu_max_gflop > 0 ? b->opt.cpu_max_gflop : DEFAULT_CPU_MAX_GFLOP;
@@ -298,6 +299,8 @@ static int cpu_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w,
         if (rc)
             return rc;
     }
+    if (!w->q)
+        return ppb_fail(err, PPB_EINPUT, "cpu backend: the workload has no tensors");
     b->c = *c;
     b->w = w;
     if (res) {

@@ -74,12 +74,16 @@ static void gather_cached_kv(const ppb_workload *w, int seq, int kv_head, int po
     }
 }
 
+/* n is a multiple of 8 (head_dim 64/128/256). Eight independent partial sums:
+ * the compiler vectorises the lanes, and fp32 summation order is not part of
+ * the kernels' contract anyway (each GPU kernel sums in its own order). */
 static float dot_f32(const float *a, const float *b, int n)
 {
-    float acc = 0.0f;
-    for (int i = 0; i < n; i++)
-        acc += a[i] * b[i];
-    return acc;
+    float lane[8] = {0};
+    for (int i = 0; i < n; i += 8)
+        for (int l = 0; l < 8; l++)
+            lane[l] += a[i + l] * b[i + l];
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
 /* ==== prefix prefill ========================================================== */
@@ -297,26 +301,61 @@ static void scratch_load(cpu_attn *a, int buf, size_t offset, void *dst, size_t 
     memcpy(dst, a->region + at, n);
 }
 
-/* Logits of keys [start, end) of a sequence for one query row, scaled, with
- * the sliding window applied (masked keys get -inf). Returns the max. */
-static float decode_logits(const ppb_workload *w, int seq, int kv_head, const float *q, int start,
-                           int end, float *logits, float *k_row)
+/* Slots [s0, s1) of logical page `page_index` of a sequence, converted to fp32
+ * rows [slot - s0][D]: K from [D/8, page, 8], V from [D, page]. A page block of
+ * one kv head is contiguous, so this reads memory in order. */
+static void gather_page(const ppb_workload *w, int seq, int kv_head, int page_index, int s0, int s1,
+                        float *k_rows, float *v_rows)
 {
     const ppb_shape *s = &w->c->shape;
-    int dim = s->head_dim;
+    int block = w->block_table[(size_t)seq * (size_t)w->max_blocks_per_seq + (size_t)page_index];
+    int dim = s->head_dim, dtype = s->dtype, page = s->page_size;
+    if (k_rows) {
+        const uint16_t *kb = w->k_cache + ppb_kcache_index(w, block, kv_head, 0, 0);
+        for (int g = 0; g < dim / 8; g++)
+            for (int slot = s0; slot < s1; slot++) {
+                const uint16_t *src = kb + ((size_t)g * page + (size_t)slot) * 8;
+                float *dst = k_rows + (size_t)(slot - s0) * dim + g * 8;
+                for (int x = 0; x < 8; x++)
+                    dst[x] = to_f32(src[x], dtype);
+            }
+    }
+    if (v_rows) {
+        const uint16_t *vb = w->v_cache + ppb_vcache_index(w, block, kv_head, 0, 0);
+        for (int d = 0; d < dim; d++)
+            for (int slot = s0; slot < s1; slot++)
+                v_rows[(size_t)(slot - s0) * dim + d] = to_f32(vb[(size_t)d * page + (size_t)slot], dtype);
+    }
+}
+
+/* Logits of keys [start, end) of a sequence for one query row, scaled, with
+ * the sliding window applied (masked keys get -inf). Walks the range a page
+ * at a time, as the kernel's warps do. Returns the max. */
+static float decode_logits(const ppb_workload *w, int seq, int kv_head, const float *q, int start,
+                           int end, float *logits, float *k_rows)
+{
+    const ppb_shape *s = &w->c->shape;
+    int dim = s->head_dim, page = s->page_size;
     int query_pos = w->context_lens[seq] - 1;
     float sm_scale = 1.0f / sqrtf((float)dim);
     float max_logit = -FLT_MAX;
-    for (int t = start; t < end; t++) {
-        if (s->sliding_window > 0 && query_pos - t >= s->sliding_window) {
-            logits[t - start] = -INFINITY;
-            continue;
+    for (int t = start; t < end;) {
+        int s0 = t % page, s1 = end - t < page - s0 ? s0 + (end - t) : page;
+        int first_visible = t; /* keys before it are outside the window */
+        if (s->sliding_window > 0 && query_pos - s->sliding_window + 1 > first_visible)
+            first_visible = query_pos - s->sliding_window + 1;
+        if (first_visible < t + (s1 - s0))
+            gather_page(w, seq, kv_head, t / page, s0, s1, k_rows, NULL);
+        for (int n = 0; n < s1 - s0; n++, t++) {
+            if (t < first_visible) {
+                logits[t - start] = -INFINITY;
+                continue;
+            }
+            float qk = sm_scale * dot_f32(q, k_rows + (size_t)n * dim, dim);
+            logits[t - start] = qk;
+            if (qk > max_logit)
+                max_logit = qk;
         }
-        gather_cached_kv(w, seq, kv_head, t, k_row, NULL);
-        float qk = sm_scale * dot_f32(q, k_row, dim);
-        logits[t - start] = qk;
-        if (qk > max_logit)
-            max_logit = qk;
     }
     return max_logit;
 }
@@ -336,32 +375,46 @@ static float decode_exp(float *logits, int n, float max_logit)
 /* acc = sum_t to_storage(prob_t) V_t: vLLM converts the probabilities to the
  * cache dtype before the dot with V and accumulates in fp32. */
 static void decode_weighted_v(const ppb_workload *w, int seq, int kv_head, const float *probs,
-                              int start, int end, float *acc, float *v_row)
+                              int start, int end, float *acc, float *v_rows)
 {
     const ppb_shape *s = &w->c->shape;
-    int dim = s->head_dim;
+    int dim = s->head_dim, page = s->page_size;
     memset(acc, 0, sizeof(float) * (size_t)dim);
-    for (int t = start; t < end; t++) {
-        float p = round_storage(probs[t - start], s->dtype);
-        if (p == 0.0f)
-            continue;
-        gather_cached_kv(w, seq, kv_head, t, NULL, v_row);
-        for (int d = 0; d < dim; d++)
-            acc[d] += p * v_row[d];
+    for (int t = start; t < end;) {
+        int s0 = t % page, s1 = end - t < page - s0 ? s0 + (end - t) : page;
+        int any = 0;
+        for (int n = 0; n < s1 - s0 && !any; n++)
+            any = probs[t - start + n] != 0.0f;
+        if (any)
+            gather_page(w, seq, kv_head, t / page, s0, s1, NULL, v_rows);
+        for (int n = 0; n < s1 - s0; n++, t++) {
+            float p = round_storage(probs[t - start], s->dtype);
+            if (p == 0.0f)
+                continue;
+            const float *v = v_rows + (size_t)n * dim;
+            for (int d = 0; d < dim; d++)
+                acc[d] += p * v[d];
+        }
     }
 }
 
-/* Per-worker decode scratch: q, k row, v row, acc (D each), then the logits. */
-static void decode_scratch(cpu_attn *a, int worker, float **q, float **k_row, float **v_row,
+/* Per-worker decode scratch: q and acc (D each), K and V of one page (page x D
+ * each), then the logits. */
+static size_t decode_scratch_floats(const ppb_shape *s, size_t logits)
+{
+    return 2 * (size_t)s->head_dim + 2 * (size_t)s->page_size * (size_t)s->head_dim + logits;
+}
+
+static void decode_scratch(cpu_attn *a, int worker, float **q, float **k_rows, float **v_rows,
                            float **acc, float **logits)
 {
-    int dim = a->c->shape.head_dim;
+    size_t dim = (size_t)a->c->shape.head_dim, page = (size_t)a->c->shape.page_size;
     float *base = worker_scratch(a, worker);
     *q = base;
-    *k_row = base + dim;
-    *v_row = base + 2 * dim;
-    *acc = base + 3 * dim;
-    *logits = base + 4 * dim;
+    *acc = base + dim;
+    *k_rows = base + 2 * dim;
+    *v_rows = *k_rows + page * dim;
+    *logits = *v_rows + page * dim;
 }
 
 static void load_query(const ppb_workload *w, int seq, int head, float *q)
@@ -595,7 +648,7 @@ int cpu_attn_create(cpu_attn **out, const ppb_case *c, const ppb_workload *w, in
         a->scratch_floats = prefill_scratch_floats(c->config.block_m, c->config.block_n, s->head_dim);
     } else {
         size_t logits = c->config.version == 1 ? (size_t)a->max_seq_len : (size_t)c->config.partition_size;
-        a->scratch_floats = 4 * (size_t)s->head_dim + logits;
+        a->scratch_floats = decode_scratch_floats(s, logits);
         if (c->config.version == 2) {
             a->packed = packed_scratch;
             rc = plan_v2_scratch(a, err);

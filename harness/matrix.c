@@ -330,6 +330,10 @@ static int parse_term(const char *begin, size_t len, filter_term *t, ppb_err *er
 
     t->n = 0;
     if (t->op == OP_EQ || t->op == OP_NE) {
+        /* "a=1|" or "a=|1": an empty alternative is a typo, not "nothing". */
+        if (values[0] == '|' || values[strlen(values) - 1] == '|' || strstr(values, "||"))
+            return ppb_fail(err, PPB_EINPUT, "filter term '%s': empty value in the list",
+                            t->text);
         char *save = NULL;
         for (char *v = strtok_r(values, "|", &save); v; v = strtok_r(NULL, "|", &save)) {
             if (t->n == PPB_MAX_AXIS_VALUES)
@@ -340,11 +344,6 @@ static int parse_term(const char *begin, size_t len, filter_term *t, ppb_err *er
                 return ppb_fail(err, PPB_EINPUT, "filter term '%s': %s", t->text, why.msg);
             t->n++;
         }
-        /* "a=1|" or "a=|1": an empty alternative is a typo, not "nothing". */
-        if (values[0] == '|' || values[strlen(values) - 1] == '|' || strstr(values, "||") ||
-            t->n == 0)
-            return ppb_fail(err, PPB_EINPUT, "filter term '%s': empty value in the list",
-                            t->text);
         return PPB_OK;
     }
     if (fi->names)

@@ -39,7 +39,8 @@ int ppb_matrix_filter(ppb_case_list *list, const char *expr, ppb_err *err);
 int ppb_matrix_parse_shard(const char *text, int *k, int *n, ppb_err *err);
 /* Keep the cases of shard K of N: a case belongs to shard
  * (FNV-1a 64 of its key) % N + 1, so it lands in the same shard whatever the
- * suite's order, across runs and commits. Order is kept. */
+ * suite's order, across runs and commits. Order is kept. K and N as
+ * ppb_matrix_parse_shard accepts them; other values leave the list alone. */
 void ppb_matrix_shard(ppb_case_list *list, int k, int n);
 
 /* Append a copy; PPB_ENOMEM when the list cannot grow. */

@@ -54,7 +54,8 @@ static int read_field(ppb_yaml *y, yaml_node_t *node, const model_field *f, ppb_
     yaml_node_t *src = ppb_yaml_get(y, node, "source");
     snprintf(field, sizeof field, "%s.source", f->name);
     if (!src)
-        return ppb_yaml_fail(y, err, node, f->name, "source is missing: say where the figure comes from");
+        return ppb_yaml_fail(y, err, node, f->name,
+                             "source is missing: say where the figure comes from");
     rc = ppb_yaml_string(y, src, field, v->source, sizeof v->source, err);
     if (rc)
         return rc;
@@ -110,7 +111,8 @@ int ppb_model_load(const char *path, ppb_model *m, ppb_err *err)
     for (int i = 0; i < N_MODEL_FIELDS; i++) {
         yaml_node_t *node = ppb_yaml_get(&y, root, model_fields[i].name);
         if (!node) {
-            rc = ppb_yaml_fail(&y, err, root, model_fields[i].name, "missing (every field is required)");
+            rc = ppb_yaml_fail(&y, err, root, model_fields[i].name,
+                               "missing (every field is required)");
             goto end;
         }
         rc = read_field(&y, node, &model_fields[i], field_of(m, &model_fields[i]), err);

@@ -7,13 +7,16 @@
 #include "ppb_rng.h"
 #include "threads.h"
 
-/* The reference is deliberately the textbook formula, not the kernels' tiled
- * online softmax: exact max first, then exp-sum and weighted V sum, all in
- * double. It recomputes the logits in the second pass instead of storing them,
- * so a row costs no memory beyond D doubles and a 100K-token row stays
- * O(ctx x D). */
+/* The reference is plain softmax attention in double, independent of the
+ * kernels' tiles: keys are visited in chunks of at most one page (or 32 new
+ * tokens), each chunk converted to fp32 rows (exact for fp16/bf16) and folded
+ * into a running max / sum / weighted V sum in double. No memory beyond a few
+ * fixed buffers, one pass over K and V, so a 100K-token row costs O(ctx x D).
+ * Double rounding makes the result exact to ~1e-15 relative: far below any
+ * tolerance a 16-bit output is judged with. */
 
 #define REF_MAX_D 256
+#define REF_CHUNK 32 /* >= the largest page size */
 
 /* Sequence whose new tokens contain global token `token` (prefill). */
 static int seq_of_token(const ppb_workload *w, int token)
@@ -29,33 +32,46 @@ static int seq_of_token(const ppb_workload *w, int token)
     return lo;
 }
 
+static inline float bits_to_f32(uint16_t h, int dtype)
+{
+    return dtype == PPB_FP16 ? ppb_rng_fp16_to_float(h) : ppb_rng_bf16_to_float(h);
+}
+
 typedef struct ref_row_keys {
     const ppb_workload *w;
     int seq, kv_head, cached, dim, dtype;
 } ref_row_keys;
 
-/* Key or value of key position j of the row's sequence: positions below
- * `cached` from the paged cache through the block table, the rest from the
- * contiguous new-token k/v (prefill). */
-static void load_kv(const ref_row_keys *r, int j, int want_value, double *out)
+/* K and V rows [j - j0][D] of key positions [j0, j1), all in one page of the
+ * cache (positions < cached, through the block table) or all among the new
+ * tokens (contiguous k / v, prefill). */
+static void load_chunk(const ref_row_keys *r, int j0, int j1, float *k, float *v)
 {
     const ppb_workload *w = r->w;
     const ppb_shape *s = &w->c->shape;
-    if (j < r->cached) {
-        int block = w->block_table[(size_t)r->seq * (size_t)w->max_blocks_per_seq +
-                                   (size_t)(j / s->page_size)];
-        int slot = j % s->page_size;
-        for (int d = 0; d < r->dim; d++) {
-            uint16_t h = want_value ? w->v_cache[ppb_vcache_index(w, block, r->kv_head, d, slot)]
-                                    : w->k_cache[ppb_kcache_index(w, block, r->kv_head, d, slot)];
-            out[d] = ppb_half_to_float(h, r->dtype);
+    int dim = r->dim;
+    for (int j = j0; j < j1; j++) {
+        float *kd = k + (size_t)(j - j0) * dim, *vd = v + (size_t)(j - j0) * dim;
+        if (j < r->cached) {
+            int block = w->block_table[(size_t)r->seq * (size_t)w->max_blocks_per_seq +
+                                       (size_t)(j / s->page_size)];
+            int slot = j % s->page_size;
+            /* k: [.., D/8, page, 8] -> dim d at + (d / 8) * page * 8 + d % 8; v: [.., D, page] */
+            const uint16_t *kb = w->k_cache + ppb_kcache_index(w, block, r->kv_head, 0, slot);
+            const uint16_t *vb = w->v_cache + ppb_vcache_index(w, block, r->kv_head, 0, slot);
+            size_t page = (size_t)s->page_size;
+            for (int d = 0; d < dim; d++) {
+                kd[d] = bits_to_f32(kb[(size_t)(d / 8) * page * 8 + (size_t)(d % 8)], r->dtype);
+                vd[d] = bits_to_f32(vb[(size_t)d * page], r->dtype);
+            }
+        } else {
+            size_t tok = (size_t)w->start_loc[r->seq] + (size_t)(j - r->cached);
+            size_t at = (tok * (size_t)s->num_kv_heads + (size_t)r->kv_head) * (size_t)dim;
+            for (int d = 0; d < dim; d++) {
+                kd[d] = bits_to_f32(w->k[at + d], r->dtype);
+                vd[d] = bits_to_f32(w->v[at + d], r->dtype);
+            }
         }
-    } else {
-        size_t tok = (size_t)w->start_loc[r->seq] + (size_t)(j - r->cached);
-        const uint16_t *src = (want_value ? w->v : w->k) +
-                              (tok * (size_t)s->num_kv_heads + (size_t)r->kv_head) * (size_t)r->dim;
-        for (int d = 0; d < r->dim; d++)
-            out[d] = ppb_half_to_float(src[d], r->dtype);
     }
 }
 
@@ -84,34 +100,49 @@ void ppb_reference_row(const ppb_workload *w, int token, int head, double *out_r
         first = query_pos - s->sliding_window + 1;
     int last = query_pos;
 
-    double q[REF_MAX_D], kv[REF_MAX_D];
+    double q[REF_MAX_D];
+    float k[REF_CHUNK * REF_MAX_D], v[REF_CHUNK * REF_MAX_D];
     const uint16_t *qsrc = w->q + ((size_t)token * (size_t)s->num_heads + (size_t)head) * (size_t)dim;
     double scale = 1.0 / sqrt((double)dim);
-    for (int d = 0; d < dim; d++)
-        q[d] = ppb_half_to_float(qsrc[d], s->dtype) * scale;
-
-    double max_logit = -INFINITY;
-    for (int j = first; j <= last; j++) {
-        load_kv(&r, j, 0, kv);
-        double dot = 0;
-        for (int d = 0; d < dim; d++)
-            dot += q[d] * kv[d];
-        if (dot > max_logit)
-            max_logit = dot;
-    }
-    double sum = 0;
-    for (int d = 0; d < dim; d++)
+    for (int d = 0; d < dim; d++) {
+        q[d] = bits_to_f32(qsrc[d], s->dtype) * scale;
         out_row[d] = 0;
-    for (int j = first; j <= last; j++) {
-        load_kv(&r, j, 0, kv);
-        double dot = 0;
-        for (int d = 0; d < dim; d++)
-            dot += q[d] * kv[d];
-        double p = exp(dot - max_logit);
-        sum += p;
-        load_kv(&r, j, 1, kv);
-        for (int d = 0; d < dim; d++)
-            out_row[d] += p * kv[d];
+    }
+    double max_logit = -INFINITY, sum = 0;
+    for (int j0 = first; j0 <= last;) {
+        /* a chunk never crosses a page or the cached / new boundary */
+        int j1 = j0 < r.cached ? (j0 / s->page_size + 1) * s->page_size : j0 + REF_CHUNK;
+        if (j0 < r.cached && j1 > r.cached)
+            j1 = r.cached;
+        if (j1 > last + 1)
+            j1 = last + 1;
+        load_chunk(&r, j0, j1, k, v);
+        double logit[REF_CHUNK], chunk_max = -INFINITY;
+        for (int j = 0; j < j1 - j0; j++) {
+            const float *kj = k + (size_t)j * dim;
+            double lane[4] = {0, 0, 0, 0};
+            for (int d = 0; d < dim; d += 4)
+                for (int l = 0; l < 4; l++)
+                    lane[l] += q[d + l] * kj[d + l];
+            logit[j] = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+            if (logit[j] > chunk_max)
+                chunk_max = logit[j];
+        }
+        if (chunk_max > max_logit) {
+            double rescale = exp(max_logit - chunk_max); /* 0 on the first chunk */
+            sum *= rescale;
+            for (int d = 0; d < dim; d++)
+                out_row[d] *= rescale;
+            max_logit = chunk_max;
+        }
+        for (int j = 0; j < j1 - j0; j++) {
+            double p = exp(logit[j] - max_logit);
+            const float *vj = v + (size_t)j * dim;
+            sum += p;
+            for (int d = 0; d < dim; d++)
+                out_row[d] += p * vj[d];
+        }
+        j0 = j1;
     }
     for (int d = 0; d < dim; d++)
         out_row[d] /= sum;

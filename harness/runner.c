@@ -252,6 +252,16 @@ static int run_case(run_ctx *x, const ppb_case *c, ppb_result *res)
         rc = PPB_OK;
         goto end;
     }
+    /* A kernel that writes past its buffers is wrong even when its output
+     * happens to be right (the PARTITION_SIZE mismatch, KERNELS.md). */
+    if (res->overrun.detected && res->check.pass) {
+        size_t n = strlen(res->reason);
+        snprintf(res->reason + n, sizeof res->reason - n,
+                 "%sthe output was still within tolerance (max abs err %.3g)", n ? "; " : "",
+                 res->check.max_abs_err);
+        res->status = PPB_STATUS_WRONG;
+        goto end;
+    }
     if (!res->check.pass) {
         char why[400];
         snprintf(why, sizeof why,
@@ -424,6 +434,27 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
     prefixed_sink before = {&x, "before."}, after = {&x, "after."};
     x.ops->environment(x.backend, env_prefixed, opt->resume_run ? (void *)&after : (void *)&before);
 
+    /* Resume: which cases are stored already (a database error is an error,
+     * not "done"). */
+    char *stored = calloc((size_t)x.cases.n + 1, 1);
+    if (!stored) {
+        rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+        goto end;
+    }
+    int todo = 0;
+    for (int i = 0; i < x.cases.n; i++) {
+        int has = ppb_store_has_result(x.store, x.run.id, x.cases.items[i].key);
+        if (has < 0) {
+            free(stored);
+            rc = ppb_fail(err, PPB_EIO, "database error while looking up '%s'",
+                          x.cases.items[i].key);
+            goto end;
+        }
+        stored[i] = (char)has;
+        todo += !has;
+    }
+    sum->already_done = x.cases.n - todo;
+
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -433,14 +464,10 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
     sigaction(SIGTERM, &sa, &old_term);
 
     double t0 = now_s();
-    int todo = 0;
-    for (int i = 0; i < x.cases.n; i++)
-        todo += !ppb_store_has_result(x.store, x.run.id, x.cases.items[i].key);
-    sum->already_done = x.cases.n - todo;
     int done = 0;
     for (int i = 0; i < x.cases.n && !stop_requested; i++) {
         const ppb_case *c = &x.cases.items[i];
-        if (ppb_store_has_result(x.store, x.run.id, c->key))
+        if (stored[i])
             continue;
         progress_line(&effective, done, todo, t0, c->key);
         ppb_result res;
@@ -459,6 +486,7 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
             break;
         done++;
     }
+    free(stored);
     progress_line(&effective, done, todo, t0, NULL);
     if (effective.progress)
         fputc('\n', stderr);

@@ -26,6 +26,16 @@
 
 #include "store_internal.h"
 
+/* UPSERT needs 3.24; checkpoint-on-close control 3.16; the JSON functions must
+ * be compiled in (they are by default, and built in from 3.38). RETURNING
+ * (3.35) is avoided so older cluster distributions (RHEL 8: 3.26) still work. */
+#if SQLITE_VERSION_NUMBER < 3024000
+#error "ppbench needs SQLite 3.24 or newer"
+#endif
+#ifndef SQLITE_INNOCUOUS
+#define SQLITE_INNOCUOUS 0
+#endif
+
 struct ppb_store {
     sqlite3 *db;
     char path[4096];
@@ -242,6 +252,10 @@ static void rollback_if_open(ppb_store *s)
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
+/* A visitor's non-zero return ends a walk: > 0 means "done early" (success),
+ * < 0 is an error code the visitor chose, passed up as is. */
+static int visitor_stop(int visitor_rc) { return visitor_rc > 0 ? PPB_OK : visitor_rc; }
+
 /* A single integer from a statement without parameters (pragmas, counts). */
 static int query_int(ppb_store *s, const char *sql, long long *out, ppb_err *err)
 {
@@ -443,7 +457,8 @@ int ppb_store_open_at_version(ppb_store **out, const char *path, int target, ppb
     if (sqlite3_step(stmt) == SQLITE_ROW)
         copy_column_text(stmt, 0, mode, sizeof mode);
     sqlite3_finalize(stmt);
-    if (strcmp(mode, "wal") != 0 && !(strcmp(mode, "memory") == 0 && strcmp(path, ":memory:") == 0)) {
+    int in_memory = strcmp(path, ":memory:") == 0 && strcmp(mode, "memory") == 0;
+    if (strcmp(mode, "wal") != 0 && !in_memory) {
         rc = ppb_fail(err, PPB_EIO,
                       "%s: cannot switch to WAL journal mode (got '%s': %s); use a local file "
                       "system",
@@ -522,8 +537,7 @@ int ppb_store_begin_run(ppb_store *s, ppb_run_info *run, ppb_err *err)
         " VALUES(:suite_path, :suite_name, :suite_hash, :git_commit, :host, :backend, :device,"
         " :target, :label,"
         " COALESCE(NULLIF(:started_at, ''), strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),"
-        " COALESCE(NULLIF(:status, ''), 'running'), :args, :n_cases)"
-        " RETURNING id, started_at, status";
+        " COALESCE(NULLIF(:status, ''), 'running'), :args, :n_cases)";
     sqlite3_stmt *stmt = NULL;
     int rc = prepare(s, sql, &stmt, err);
     if (rc)
@@ -538,19 +552,13 @@ int ppb_store_begin_run(ppb_store *s, ppb_run_info *run, ppb_err *err)
         (rc = bind_i64(stmt, ":n_cases", run->n_cases, err)))
         goto end;
 #undef BIND_RUN_TEXT
-    if (sqlite3_step(stmt) != SQLITE_ROW) {
+    if (sqlite3_step(stmt) != SQLITE_DONE) {
         rc = sqlite_fail(s, err, "recording a new run");
         goto end;
     }
-    run->id = sqlite3_column_int64(stmt, 0);
-    copy_column_text(stmt, 1, run->started_at, sizeof run->started_at);
-    copy_column_text(stmt, 2, run->status, sizeof run->status);
-    run->finished_at[0] = '\0';
-    run->n_done = 0;
-    /* RETURNING rows are all produced by the first step; finish the statement
-     * so the insert is committed before we return. */
-    if (sqlite3_step(stmt) != SQLITE_DONE)
-        rc = sqlite_fail(s, err, "recording a new run");
+    /* Read back what the database filled in (the id, a default start time). */
+    int64_t id = sqlite3_last_insert_rowid(s->db);
+    rc = ppb_store_get_run(s, id, run, err);
 end:
     sqlite3_finalize(stmt);
     return rc;
@@ -624,8 +632,10 @@ int ppb_store_each_env(ppb_store *s, int64_t run_id, ppb_env_visitor fn, void *c
     while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
         const char *k = (const char *)sqlite3_column_text(stmt, 0);
         const char *v = (const char *)sqlite3_column_text(stmt, 1);
-        if ((rc = fn(ctx, k ? k : "", v ? v : "")) != 0)
+        if ((rc = fn(ctx, k ? k : "", v ? v : "")) != 0) {
+            rc = visitor_stop(rc);
             goto end;
+        }
     }
     if (step != SQLITE_DONE)
         rc = sqlite_fail(s, err, "reading env");
@@ -697,8 +707,10 @@ int ppb_store_each_run(ppb_store *s, ppb_run_visitor fn, void *ctx, ppb_err *err
     int step;
     while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
         read_run_row(stmt, run);
-        if ((rc = fn(ctx, run)) != 0)
+        if ((rc = fn(ctx, run)) != 0) {
+            rc = visitor_stop(rc);
             goto end;
+        }
     }
     if (step != SQLITE_DONE)
         rc = sqlite_fail(s, err, "listing runs");
@@ -770,8 +782,8 @@ static int upsert_case(ppb_store *s, const ppb_case *c, int64_t *case_id, ppb_er
     static const char sql[] =
         "INSERT INTO cases(key, kernel" CASE_FIELD_COLUMNS(FIELD_NAME_LIST) ", weight)"
         " VALUES(:key, :kernel" CASE_FIELD_COLUMNS(FIELD_PARAM_LIST) ", :weight)"
-        " ON CONFLICT(key) DO UPDATE SET weight = excluded.weight RETURNING id";
-    sqlite3_stmt *stmt = NULL;
+        " ON CONFLICT(key) DO UPDATE SET weight = excluded.weight";
+    sqlite3_stmt *stmt = NULL, *find = NULL;
     int rc = prepare(s, sql, &stmt, err);
     if (rc)
         return rc;
@@ -779,14 +791,21 @@ static int upsert_case(ppb_store *s, const ppb_case *c, int64_t *case_id, ppb_er
         (rc = bind_text(stmt, ":kernel", ppb_kernel_name(c->kernel), err)) ||
         (rc = bind_case_fields(stmt, c, err)) || (rc = bind_real(stmt, ":weight", c->weight, err)))
         goto end;
-    if (sqlite3_step(stmt) != SQLITE_ROW) {
+    if (sqlite3_step(stmt) != SQLITE_DONE) {
         rc = sqlite_fail(s, err, "storing a case");
         goto end;
     }
-    *case_id = sqlite3_column_int64(stmt, 0);
-    if (sqlite3_step(stmt) != SQLITE_DONE)
-        rc = sqlite_fail(s, err, "storing a case");
+    /* last_insert_rowid is not set by the UPDATE branch: look the id up. */
+    if ((rc = prepare(s, "SELECT id FROM cases WHERE key = :key", &find, err)) ||
+        (rc = bind_text(find, ":key", c->key, err)))
+        goto end;
+    if (sqlite3_step(find) != SQLITE_ROW) {
+        rc = sqlite_fail(s, err, "looking up a case");
+        goto end;
+    }
+    *case_id = sqlite3_column_int64(find, 0);
 end:
+    sqlite3_finalize(find);
     sqlite3_finalize(stmt);
     return rc;
 }
@@ -795,9 +814,10 @@ static int insert_result(ppb_store *s, int64_t run_id, int64_t case_id, const pp
                          const ppb_result *r, int64_t *result_id, ppb_err *err)
 {
     static const char sql[] =
-        "INSERT INTO results(run_id, case_id, weight, status, reason" RESULT_COLUMNS(
-            RESULT_NAME_LIST) ")"
-        " VALUES(:run_id, :case_id, :weight, :status, :reason" RESULT_COLUMNS(RESULT_PARAM_LIST) ")";
+        "INSERT INTO results(run_id, case_id, weight, status, reason"
+        RESULT_COLUMNS(RESULT_NAME_LIST) ")"
+        " VALUES(:run_id, :case_id, :weight, :status, :reason"
+        RESULT_COLUMNS(RESULT_PARAM_LIST) ")";
     sqlite3_stmt *stmt = NULL;
     int rc = prepare(s, sql, &stmt, err);
     if (rc)
@@ -970,8 +990,10 @@ int ppb_store_each_result(ppb_store *s, int64_t run_id, ppb_result_visitor fn, v
             goto end;
         rc = fn(ctx, &c, &res);
         ppb_result_free(&res);
-        if (rc != 0)
+        if (rc != 0) {
+            rc = visitor_stop(rc);
             goto end;
+        }
     }
     if (step != SQLITE_DONE)
         rc = sqlite_fail(s, err, "reading results");

@@ -73,8 +73,9 @@ int ppb_store_has_result(ppb_store *s, int64_t run_id, const char *case_key);
  * inserted when replaced). The callback gets a fully filled case and result
  * (samples included); both, and the samples array, belong to the store and are
  * freed when the callback returns: copy what you keep. The callback must not
- * write to the same store. Returning non-zero stops the walk, and each_* then
- * returns that value (so a visitor can pass a PPB_E* code up); 0 otherwise. */
+ * write to the same store. A visitor returning > 0 stops the walk early (found
+ * it) and each_* returns 0; one returning < 0 stops it and each_* returns that
+ * value unchanged (a PPB_E* code the visitor set; err is left as it is). */
 typedef int (*ppb_result_visitor)(void *ctx, const ppb_case *c, const ppb_result *r);
 int ppb_store_each_result(ppb_store *s, int64_t run_id, ppb_result_visitor fn, void *ctx,
                           ppb_err *err);

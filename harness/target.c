@@ -345,7 +345,10 @@ int ppb_target_load_named(const char *suites_dir, const char *name, ppb_target *
 
 static long round_up(long v, long m) { return m > 0 ? (v + m - 1) / m * m : v; }
 
-static int target_warp(const ppb_target *t) { return t->warp_size.present ? (int)t->warp_size.value : SEED_WARP; }
+static int target_warp(const ppb_target *t)
+{
+    return t->warp_size.present ? (int)t->warp_size.value : SEED_WARP;
+}
 
 static void prefill_needs(const ppb_case *c, const ppb_target *t, ppb_needs *n)
 {
@@ -397,7 +400,8 @@ static void decode_needs(const ppb_case *c, const ppb_target *t, ppb_needs *n)
     n->smem_bytes = main_total;
     n->seed_smem_bytes = 0;
     int len = snprintf(n->smem_arithmetic, sizeof n->smem_arithmetic,
-                       "logits %ld x 4 B = %ld B (%s); outputs (%ld warps / 2) x %ld x 4 B = %ld B; "
+                       "logits %ld x 4 B = %ld B (%s); "
+                       "outputs (%ld warps / 2) x %ld x 4 B = %ld B; "
                        "max %ld B + reduction scratch 2 x %ld warps x 4 B = %ld B + q %ld x %ld "
                        "B = %ld B -> %ld B",
                        logits_len, logits, v1 ? "v1: whole sequence, rounded up to the page"

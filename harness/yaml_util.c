@@ -13,7 +13,7 @@ int ppb_yaml_load(ppb_yaml *y, const char *path, ppb_err *err)
     snprintf(y->path, sizeof y->path, "%s", path);
     FILE *f = fopen(path, "rb");
     if (!f)
-        return ppb_fail(err, PPB_EIO, "%s: cannot open: %s", path, strerror(errno));
+        return ppb_fail(err, PPB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
     yaml_parser_t parser;
     int rc = PPB_OK;
     if (!yaml_parser_initialize(&parser)) {

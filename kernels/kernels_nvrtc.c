@@ -143,13 +143,16 @@ int ppb_nvrtc_build(const ppb_nvrtc_request *rq, ppb_kernel_cache_entry *e,
      * the portable build never sees it); the template's USE_MMA picks the path. */
     snprintf(opt_mma, sizeof opt_mma, "-DPPB_USE_MMA=%d", rq->arch >= PPB_MMA_MIN_CC ? 1 : 0);
     snprintf(opt_inc, sizeof opt_inc, "-I%s", include_dir);
-    const char *opts[8];
+    const char *opts[10];
     int n_opts = 0;
     opts[n_opts++] = opt_arch;
     opts[n_opts++] = "-std=c++17";
     opts[n_opts++] = opt_warp;
     opts[n_opts++] = opt_mma;
     opts[n_opts++] = "-lineinfo";   /* source lines in compute-sanitizer reports; no code change */
+    /* NVRTC rejects unannotated (host) functions, e.g. constexpr helpers that
+     * nvcc happily evaluates at compile time: treat them as device functions. */
+    opts[n_opts++] = "-default-device";
     if (include_dir[0])
         opts[n_opts++] = opt_inc;
 
@@ -419,15 +422,15 @@ int ppb_cudrv_set_dynamic_smem(void *function, int bytes, ppb_err *err)
     return PPB_OK;
 }
 
-int ppb_cudrv_launch(void *function, const ppb_kernel_dims *dims, void **params, void *stream,
+int ppb_cudrv_launch(void *function, const ppb_launch_plan *plan, void **params, void *stream,
                      ppb_err *err)
 {
     int rc = drv_ready(err);
     if (rc)
         return rc;
-    CUresult r = drv.LaunchKernel((CUfunction)function, dims->grid[0], dims->grid[1], dims->grid[2],
-                                  dims->block[0], dims->block[1], dims->block[2],
-                                  (unsigned)dims->dynamic_smem, (CUstream)stream, params, NULL);
+    CUresult r = drv.LaunchKernel((CUfunction)function, plan->grid[0], plan->grid[1], plan->grid[2],
+                                  plan->block[0], plan->block[1], plan->block[2],
+                                  (unsigned)plan->dynamic_smem, (CUstream)stream, params, NULL);
     if (r != CUDA_SUCCESS)
         return drv_fail(err, r, "cuLaunchKernel");
     return PPB_OK;

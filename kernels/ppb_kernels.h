@@ -20,6 +20,7 @@
 
 #include "case.h"
 #include "kernel_spec.h"
+#include "launch_plan.h"
 #include "ppb_error.h"
 #include "result.h"
 
@@ -34,6 +35,7 @@ typedef struct ppb_kernel ppb_kernel;     /* one loaded kernel; owned by ppb_ker
 
 typedef struct ppb_kernels_options {
     const char *cache_dir;     /* NULL/"": $PPB_KERNEL_CACHE, $XDG_CACHE_HOME/ppbench, ~/.cache/ppbench */
+    int no_cache;              /* 1: always compile, read and write no cache */
     int device_index;          /* the CUDA device: architecture, warp size and limits come from it */
     int mechanism;             /* ppb_kernel_mechanism; env PPB_KERNEL_MECHANISM=nvrtc|aot overrides AUTO */
     /* Opt-in dynamic shared memory is never raised above this (an emulated
@@ -46,8 +48,9 @@ typedef struct ppb_kernels_options {
     int arch;
     int warp_size;
     /* NULL: the sources embedded at build time. Else read every .cuh/.h of
-     * this folder at open (kernel development, tests with stand-in kernels);
-     * env PPB_KERNEL_SOURCE_DIR does the same. */
+     * this folder at open, over the embedded ones (a file of the same name
+     * replaces the embedded one; the others stay): kernel development, tests
+     * with stand-in kernels. Env PPB_KERNEL_SOURCE_DIR does the same. */
     const char *source_dir;
 } ppb_kernels_options;
 
@@ -99,19 +102,13 @@ int ppb_kernels_get_decode(ppb_kernels *k, const ppb_config *config, int head_di
                            int dtype, int use_mma, ppb_kernel **main, ppb_resources *main_res,
                            ppb_kernel **reduce, ppb_resources *reduce_res, ppb_err *err);
 
-/* Grid, block and dynamic shared memory of one launch (from the kernel plans). */
-typedef struct ppb_kernel_dims {
-    unsigned grid[3];
-    unsigned block[3];
-    size_t dynamic_smem;
-} ppb_kernel_dims;
-
-/* Launch asynchronously on `stream`. `args` points at the kernel's single
+/* Launch asynchronously on `stream` with the plan's grid, block and dynamic
+ * shared memory (launch_plan.h; from ppb_prefill_plan / ppb_decode_plan). `args` points at the kernel's single
  * by-value parameter (ppb_prefill_args or ppb_decode_args), args_size its size.
  * Dynamic shared memory above the 48 KB default is opted in per kernel, never
  * above min(device limit, smem_cap): past it the launch is PPB_EREFUSED. A
  * launch error is PPB_EFAIL with the CUDA error text. */
-int ppb_kernels_launch(ppb_kernel *h, const ppb_kernel_dims *dims, const void *args,
+int ppb_kernels_launch(ppb_kernel *h, const ppb_launch_plan *plan, const void *args,
                        size_t args_size, void *stream, ppb_err *err);
 
 const ppb_kernel_spec *ppb_kernel_get_spec(const ppb_kernel *h);

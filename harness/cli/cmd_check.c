@@ -24,7 +24,8 @@ static void usage(FILE *out)
             "(blocks per SM and what limits it); and which disputed profile figures would\n"
             "flip a verdict. Nothing is run.\n"
             "\n"
-            "  --target NAME       profile SUITE_DIR/targets/NAME.yaml (default: the suite's target:)\n"
+            "  --target NAME       profile SUITE_DIR/targets/NAME.yaml\n"
+            "                      (default: the suite's target:)\n"
             "  --target-file PATH  profile file at PATH\n"
             "  --filter EXPR       only cases matching EXPR, e.g. 'head_dim=128,block_n>=64'\n"
             "  --format FMT        table (default) or csv\n"
@@ -443,7 +444,10 @@ static int judge_suite(const check_options *o)
     if (cases.n == 0)
         fprintf(stderr, "ppbench check: no case to judge%s\n",
                 o->filter ? " (the filter matches none)" : "");
-    fprintf(summary, "%d of %d configs infeasible on %s (%d of %d config x shape rows, %d of %d cases)\n",
+    /* A config counts as infeasible when some shape of the suite makes it so. */
+    fprintf(summary,
+            "%d of %d configs infeasible on %s (at one shape or more; %d of %d config x shape "
+            "rows, %d of %d cases)\n",
             bad_configs, n_configs, target->name, bad_rows, rows, bad_cases, cases.n);
     exit_code = bad_configs ? PPB_EXIT_FAILURES : PPB_EXIT_OK;
     goto end;

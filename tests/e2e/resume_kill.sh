@@ -27,7 +27,10 @@ expect_rc 3 "$PPB" run --resume 1 --db "$WORK/killed.db" --no-progress   # alrea
 
 keys() { "$PPB" export 1 --db "$1" --format csv | "$PY" -c '
 import csv, sys
-for r in csv.DictReader(sys.stdin): print(r["case_key"], r["status"])' | sort; }
+# noisy vs ok is a timing verdict that may differ between two runs; every other
+# status (wrong, refused, skipped...) must match exactly.
+for r in csv.DictReader(sys.stdin):
+    print(r["case_key"], "ok" if r["status"] == "noisy" else r["status"])' | sort; }
 diff <(keys "$WORK/full.db") <(keys "$WORK/killed.db") || fail "resumed run differs from an uninterrupted one"
 [ "$(keys "$WORK/killed.db" | wc -l)" -eq "$total" ] || fail "resumed run does not hold $total cases"
 echo "resume_kill: ok"

@@ -1,0 +1,897 @@
+/* The CUDA backend: runs the real kernels (kernels/, through the kernel
+ * runtime ppb_kernels.h) on a GPU.
+ *
+ * Host API: the CUDA runtime at the CUDA 10.2 level only (the BI-V100 builds
+ * this file too). NVML is opened with dlopen when present (NVIDIA), never linked.
+ *
+ * The PARTITION_SIZE mismatch (config.host_partition_size != partition_size):
+ * the three v2 scratch buffers are sized with the host's partition count but
+ * each sits in its own allocation followed by a canary-filled guard zone big
+ * enough for everything the kernel could write past it; the kernels are
+ * launched with the kernel's own count, and afterwards the changed guard bytes
+ * say how far past each buffer the kernel wrote. Other memory is never touched.
+ *
+ * A kernel fault (illegal address, ...) leaves the CUDA context unusable for
+ * the rest of the process: the backend then says so on every later call. */
+#ifdef PPB_HAVE_CUDA
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "attention_args.h"
+#include "backend.h"
+#include "decode_plan.h"
+#include "kernel_spec.h"
+#include "ppb_kernels.h"
+#include "prefill_plan.h"
+#include "reference.h"
+
+#define GUARD_CANARY 0xA5
+#define GUARD_SLACK (64 << 10)          /* guard bytes beyond the computed overrun */
+#define MEMORY_MARGIN (256ll << 20)     /* left free for the context, the kernels, the driver */
+
+/* ---- NVML, opened at run time ------------------------------------------------------ */
+
+typedef int nvml_ret;
+typedef struct nvml_device_st *nvml_device;
+
+typedef struct nvml_api {
+    void *lib;
+    nvml_device dev;
+    int ok;
+    char why[256];
+    nvml_ret (*Init)(void);
+    nvml_ret (*Shutdown)(void);
+    nvml_ret (*GetHandleByUUID)(const char *, nvml_device *);
+    nvml_ret (*GetHandleByPciBusId)(const char *, nvml_device *);
+    nvml_ret (*GetTemperature)(nvml_device, int, unsigned *);
+    nvml_ret (*GetPowerUsage)(nvml_device, unsigned *);
+    nvml_ret (*GetClockInfo)(nvml_device, int, unsigned *);
+    nvml_ret (*GetThrottleReasons)(nvml_device, unsigned long long *);
+    nvml_ret (*GetPerformanceState)(nvml_device, int *);
+    nvml_ret (*SystemGetDriverVersion)(char *, unsigned);
+} nvml_api;
+
+enum { NVML_TEMPERATURE_GPU = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
+
+static void *nvml_sym(void *lib, const char *a, const char *b)
+{
+    void *p = dlsym(lib, a);
+    return p || !b ? p : dlsym(lib, b);
+}
+
+static void nvml_open(nvml_api *n, const char *uuid, const char *pci)
+{
+    memset(n, 0, sizeof *n);
+    n->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!n->lib) {
+        snprintf(n->why, sizeof n->why, "libnvidia-ml.so.1 not found");
+        return;
+    }
+    void *p;
+#define NVML_LOAD(field, a, b)                                                                     \
+    p = nvml_sym(n->lib, a, b);                                                                    \
+    memcpy(&n->field, &p, sizeof p);
+    NVML_LOAD(Init, "nvmlInit_v2", "nvmlInit")
+    NVML_LOAD(Shutdown, "nvmlShutdown", NULL)
+    NVML_LOAD(GetHandleByUUID, "nvmlDeviceGetHandleByUUID", NULL)
+    NVML_LOAD(GetHandleByPciBusId, "nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetHandleByPciBusId")
+    NVML_LOAD(GetTemperature, "nvmlDeviceGetTemperature", NULL)
+    NVML_LOAD(GetPowerUsage, "nvmlDeviceGetPowerUsage", NULL)
+    NVML_LOAD(GetClockInfo, "nvmlDeviceGetClockInfo", NULL)
+    NVML_LOAD(GetThrottleReasons, "nvmlDeviceGetCurrentClocksEventReasons",
+              "nvmlDeviceGetCurrentClocksThrottleReasons")
+    NVML_LOAD(GetPerformanceState, "nvmlDeviceGetPerformanceState", NULL)
+    NVML_LOAD(SystemGetDriverVersion, "nvmlSystemGetDriverVersion", NULL)
+#undef NVML_LOAD
+    if (!n->Init || !n->Shutdown || (!n->GetHandleByUUID && !n->GetHandleByPciBusId)) {
+        snprintf(n->why, sizeof n->why, "libnvidia-ml.so.1 lacks nvmlInit or device lookup");
+        dlclose(n->lib);
+        n->lib = NULL;
+        return;
+    }
+    nvml_ret r = n->Init();
+    if (r != 0) {
+        snprintf(n->why, sizeof n->why, "nvmlInit failed (%d)", r);
+        dlclose(n->lib);
+        n->lib = NULL;
+        return;
+    }
+    r = -1;
+    if (n->GetHandleByUUID && uuid[0])
+        r = n->GetHandleByUUID(uuid, &n->dev);
+    if (r != 0 && n->GetHandleByPciBusId && pci[0])
+        r = n->GetHandleByPciBusId(pci, &n->dev);
+    if (r != 0) {
+        snprintf(n->why, sizeof n->why, "NVML does not know device %s (%s)", uuid, pci);
+        n->Shutdown();
+        dlclose(n->lib);
+        n->lib = NULL;
+        return;
+    }
+    n->ok = 1;
+}
+
+static void nvml_close(nvml_api *n)
+{
+    if (n->lib) {
+        n->Shutdown();
+        dlclose(n->lib);
+    }
+    memset(n, 0, sizeof *n);
+}
+
+/* NVML's clock-event (throttle) reason bits, as names. */
+static void throttle_names(unsigned long long bits, char *buf, size_t len)
+{
+    static const struct {
+        unsigned long long bit;
+        const char *name;
+    } names[] = {
+        {0x1ull, "gpu_idle"},           {0x2ull, "applications_clocks"}, {0x4ull, "sw_power_cap"},
+        {0x8ull, "hw_slowdown"},        {0x10ull, "sync_boost"},        {0x20ull, "sw_thermal"},
+        {0x40ull, "hw_thermal"},        {0x80ull, "hw_power_brake"},     {0x100ull, "display_clocks"},
+    };
+    size_t n = (size_t)snprintf(buf, len, "0x%llx", bits);
+    for (size_t i = 0; i < sizeof names / sizeof *names && n < len; i++)
+        if (bits & names[i].bit)
+            n += (size_t)snprintf(buf + n, len - n, " %s", names[i].name);
+    if (bits == 0 && n < len)
+        snprintf(buf + n, len - n, " none");
+}
+
+/* ---- the backend --------------------------------------------------------------------- */
+
+/* A device buffer followed by a guard zone filled with GUARD_CANARY. */
+typedef struct guarded {
+    unsigned char *ptr;
+    size_t bytes, guard;
+} guarded;
+
+struct ppb_backend {
+    ppb_backend_options opt;
+    ppb_device_info info;
+    int device;
+    char pci[32];
+    cudaStream_t stream;
+    cudaEvent_t ev_start, ev_stop;
+    ppb_kernels *kernels;
+    nvml_api nvml;
+    int lost;                    /* the context died of a kernel fault */
+    char lost_reason[600];
+    void *flush;                 /* cold-L2 buffer, >= 2x L2, allocated once */
+    size_t flush_bytes;
+    unsigned flush_round;
+
+    /* the prepared case */
+    int prepared;
+    ppb_case c;
+    const ppb_workload *w;
+    ppb_kernel *main_kernel, *reduce_kernel;
+    ppb_launch_plan main_plan, reduce_plan;
+    ppb_prefill_args pa;
+    ppb_decode_args da;
+    void *d_q, *d_k, *d_v, *d_kc, *d_vc, *d_out;
+    int32_t *d_table, *d_start, *d_qlens, *d_ctxlens;
+    guarded tmp_out, exp_sums, max_logits;
+    size_t kernel_tmp_bytes, kernel_es_bytes, kernel_ml_bytes;  /* what the kernel's count spans */
+    int host_parts, kernel_parts;
+};
+
+static int is_sticky(cudaError_t e)
+{
+    switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* A CUDA error while running: after a kernel fault every later call fails, so
+ * remember that the context is lost and say so now and later. */
+static int run_fail(ppb_backend *b, ppb_err *err, cudaError_t e, const char *what)
+{
+    cudaGetLastError(); /* clear what can be cleared */
+    int sticky = is_sticky(e) || cudaDeviceSynchronize() != cudaSuccess;
+    if (sticky && !b->lost) {
+        b->lost = 1;
+        snprintf(b->lost_reason, sizeof b->lost_reason, "%s: %s (%s) while running %s", what,
+                 cudaGetErrorString(e), cudaGetErrorName(e), b->prepared ? b->c.key : "no case");
+    }
+    return ppb_fail(err, PPB_EFAIL, "%s: %s (%s)%s", what, cudaGetErrorString(e), cudaGetErrorName(e),
+                    sticky ? "; the CUDA context is lost: later cases in this process cannot run "
+                             "(resume the run in a new process)"
+                           : "");
+}
+
+static int lost_fail(const ppb_backend *b, ppb_err *err)
+{
+    return ppb_fail(err, PPB_EFAIL,
+                    "the CUDA context was lost earlier (%s); nothing more can run in this process: "
+                    "resume the run in a new process",
+                    b->lost_reason);
+}
+
+static int setup_fail(ppb_err *err, cudaError_t e, const char *what)
+{
+    return ppb_fail(err, e == cudaErrorMemoryAllocation ? PPB_ENOMEM : PPB_EFAIL, "%s: %s (%s)", what,
+                    cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+static void version_text(int v, char *buf, size_t len)
+{
+    snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+static void uuid_text(const cudaUUID_t *u, char *buf, size_t len)
+{
+    const unsigned char *b = (const unsigned char *)u->bytes;
+    snprintf(buf, len,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+}
+
+static void cuda_release(ppb_backend *b);
+
+static int cuda_open(ppb_backend **out, const ppb_backend_options *opt, ppb_err *err)
+{
+    *out = NULL;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0)
+        return ppb_fail(err, PPB_EFAIL, "no CUDA device: %s",
+                        e != cudaSuccess ? cudaGetErrorString(e) : "the runtime found none");
+    int dev = opt ? opt->device_index : 0;
+    if (dev < 0 || dev >= count)
+        return ppb_fail(err, PPB_EINPUT, "no CUDA device %d: %d device(s) found", dev, count);
+    ppb_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return ppb_fail(err, PPB_ENOMEM, "cuda backend: out of host memory");
+    if (opt)
+        b->opt = *opt;
+    b->device = dev;
+    int rc = PPB_OK;
+    if ((e = cudaSetDevice(dev)) != cudaSuccess) {
+        rc = setup_fail(err, e, "cudaSetDevice");
+        goto fail;
+    }
+    struct cudaDeviceProp prop;
+    if ((e = cudaGetDeviceProperties(&prop, dev)) != cudaSuccess) {
+        rc = setup_fail(err, e, "cudaGetDeviceProperties");
+        goto fail;
+    }
+    ppb_device_info *d = &b->info;
+    snprintf(d->backend, sizeof d->backend, "cuda");
+    d->is_gpu = 1;
+    snprintf(d->name, sizeof d->name, "%s", prop.name);
+    uuid_text(&prop.uuid, d->uuid, sizeof d->uuid);
+    int drv = 0, rt = 0;
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    version_text(drv, d->driver, sizeof d->driver);
+    version_text(rt, d->runtime, sizeof d->runtime);
+    d->cc_major = prop.major;
+    d->cc_minor = prop.minor;
+    d->sm_count = prop.multiProcessorCount;
+    d->warp_size = prop.warpSize;
+    d->l2_bytes = prop.l2CacheSize;
+    d->smem_per_block = (int)prop.sharedMemPerBlock;
+    d->smem_per_block_optin = (int)prop.sharedMemPerBlockOptin;
+    if (cudaDeviceGetPCIBusId(b->pci, sizeof b->pci, dev) != cudaSuccess)
+        b->pci[0] = '\0';
+    size_t free_b = 0, total_b = 0;
+    if ((e = cudaMemGetInfo(&free_b, &total_b)) != cudaSuccess) {
+        rc = setup_fail(err, e, "cudaMemGetInfo");
+        goto fail;
+    }
+    d->mem_total = (long long)total_b;
+    d->mem_free = (long long)free_b;
+    if ((e = cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaEventCreate(&b->ev_start)) != cudaSuccess || (e = cudaEventCreate(&b->ev_stop)) != cudaSuccess) {
+        rc = setup_fail(err, e, "creating the stream and events");
+        goto fail;
+    }
+    /* Emulating a target: never opt in past its shared memory per block. */
+    ppb_kernels_options ko = {0};
+    ko.device_index = dev;
+    ko.mechanism = PPB_KMECH_AUTO;
+    const ppb_target *t = b->opt.target;
+    if (t && t->smem_per_block.present && t->smem_per_block.value > 0 &&
+        t->smem_per_block.value < (double)d->smem_per_block_optin)
+        ko.smem_cap = (long)t->smem_per_block.value;
+    rc = ppb_kernels_open(&b->kernels, &ko, err);
+    if (rc) {
+        ppb_err_prefix(err, "kernel runtime: ");
+        goto fail;
+    }
+    nvml_open(&b->nvml, d->uuid, b->pci);
+    *out = b;
+    return PPB_OK;
+fail:
+    if (b->ev_start)
+        cudaEventDestroy(b->ev_start);
+    if (b->ev_stop)
+        cudaEventDestroy(b->ev_stop);
+    if (b->stream)
+        cudaStreamDestroy(b->stream);
+    free(b);
+    return rc;
+}
+
+static void cuda_close(ppb_backend *b)
+{
+    if (!b)
+        return;
+    cuda_release(b);
+    ppb_kernels_close(b->kernels);
+    if (b->flush)
+        cudaFree(b->flush);
+    cudaEventDestroy(b->ev_start);
+    cudaEventDestroy(b->ev_stop);
+    cudaStreamDestroy(b->stream);
+    nvml_close(&b->nvml);
+    free(b);
+}
+
+static void cuda_device_info(ppb_backend *b, ppb_device_info *info)
+{
+    size_t free_b, total_b;
+    if (!b->lost && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
+        b->info.mem_free = (long long)free_b;
+    *info = b->info;
+}
+
+static void sink_int(ppb_env_sink sink, void *ctx, const char *key, long long v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", v);
+    sink(ctx, key, buf);
+}
+
+static void cuda_environment(ppb_backend *b, ppb_env_sink sink, void *ctx)
+{
+    const ppb_device_info *d = &b->info;
+    char buf[512];
+    sink(ctx, "backend", "cuda");
+    sink(ctx, "gpu_name", d->name);
+    sink(ctx, "gpu_uuid", d->uuid);
+    sink(ctx, "gpu_pci_bus", b->pci);
+    sink(ctx, "cuda_driver", d->driver);
+    sink(ctx, "cuda_runtime", d->runtime);
+    snprintf(buf, sizeof buf, "%d.%d", d->cc_major, d->cc_minor);
+    sink(ctx, "compute_capability", buf);
+    sink_int(sink, ctx, "sm_count", d->sm_count);
+    sink_int(sink, ctx, "warp_size", d->warp_size);
+    sink_int(sink, ctx, "l2_bytes", d->l2_bytes);
+    sink_int(sink, ctx, "smem_per_block_optin", d->smem_per_block_optin);
+    if (b->lost) {
+        sink(ctx, "cuda_context", b->lost_reason);
+        return;
+    }
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, b->device) == cudaSuccess)
+        sink_int(sink, ctx, "sm_clock_max_mhz", v / 1000);
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, b->device) == cudaSuccess)
+        sink_int(sink, ctx, "mem_clock_max_mhz", v / 1000);
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrGlobalMemoryBusWidth, b->device) == cudaSuccess)
+        sink_int(sink, ctx, "mem_bus_width_bits", v);
+    cudaGetLastError();
+    size_t free_b, total_b;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
+        sink_int(sink, ctx, "mem_free_bytes", (long long)free_b);
+
+    ppb_kernels_info ki;
+    ppb_kernels_get_info(b->kernels, &ki);
+    sink(ctx, "kernels.mechanism", ki.mechanism);
+    sink(ctx, "kernels.compiler", ki.compiler);
+    snprintf(buf, sizeof buf, "sm_%d", ki.arch);
+    sink(ctx, "kernels.arch", buf);
+    sink(ctx, "kernels.sources_hash", ki.sources_hash);
+    sink(ctx, "kernels.cache_dir", ki.cache_dir[0] ? ki.cache_dir : "(none)");
+    sink_int(sink, ctx, "kernels.cache_hits", ki.cache_hits);
+    sink_int(sink, ctx, "kernels.cache_misses", ki.cache_misses);
+    snprintf(buf, sizeof buf, "%.2f", ki.compile_seconds);
+    sink(ctx, "kernels.compile_seconds", buf);
+    sink_int(sink, ctx, "kernels.smem_limit", ki.smem_optin_limit);
+
+    nvml_api *n = &b->nvml;
+    if (!n->ok) {
+        sink(ctx, "nvml", n->why);
+        return;
+    }
+    unsigned u;
+    if (n->SystemGetDriverVersion && n->SystemGetDriverVersion(buf, 80) == 0)
+        sink(ctx, "nvml.driver", buf);
+    if (n->GetTemperature && n->GetTemperature(n->dev, NVML_TEMPERATURE_GPU, &u) == 0)
+        sink_int(sink, ctx, "nvml.temperature_c", u);
+    if (n->GetPowerUsage && n->GetPowerUsage(n->dev, &u) == 0) {
+        snprintf(buf, sizeof buf, "%.1f", u / 1000.0);
+        sink(ctx, "nvml.power_w", buf);
+    }
+    if (n->GetClockInfo && n->GetClockInfo(n->dev, NVML_CLOCK_SM, &u) == 0)
+        sink_int(sink, ctx, "nvml.sm_clock_mhz", u);
+    if (n->GetClockInfo && n->GetClockInfo(n->dev, NVML_CLOCK_MEM, &u) == 0)
+        sink_int(sink, ctx, "nvml.mem_clock_mhz", u);
+    int pstate;
+    if (n->GetPerformanceState && n->GetPerformanceState(n->dev, &pstate) == 0) {
+        snprintf(buf, sizeof buf, "P%d", pstate);
+        sink(ctx, "nvml.pstate", buf);
+    }
+    unsigned long long reasons;
+    if (n->GetThrottleReasons && n->GetThrottleReasons(n->dev, &reasons) == 0) {
+        throttle_names(reasons, buf, sizeof buf);
+        sink(ctx, "nvml.throttle_reasons", buf);
+    }
+}
+
+/* ---- prepare ------------------------------------------------------------------------- */
+
+static void free_guarded(guarded *g)
+{
+    if (g->ptr)
+        cudaFree(g->ptr);
+    memset(g, 0, sizeof *g);
+}
+
+static void cuda_release(ppb_backend *b)
+{
+    void **bufs[] = {&b->d_q, &b->d_k, &b->d_v, &b->d_kc, &b->d_vc, &b->d_out,
+                     (void **)&b->d_table, (void **)&b->d_start, (void **)&b->d_qlens,
+                     (void **)&b->d_ctxlens};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
+        if (*bufs[i])
+            cudaFree(*bufs[i]);
+        *bufs[i] = NULL;
+    }
+    free_guarded(&b->tmp_out);
+    free_guarded(&b->exp_sums);
+    free_guarded(&b->max_logits);
+    b->prepared = 0;
+    b->w = NULL;
+    b->main_kernel = b->reduce_kernel = NULL;
+}
+
+static size_t guard_for(size_t host_bytes, size_t kernel_bytes)
+{
+    size_t over = kernel_bytes > host_bytes ? kernel_bytes - host_bytes : 0;
+    return (over + GUARD_SLACK + 255) / 256 * 256;
+}
+
+static int alloc_upload(void **dst, const void *src, size_t bytes, ppb_err *err, const char *what)
+{
+    cudaError_t e = cudaMalloc(dst, bytes ? bytes : 16);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        *dst = NULL;
+        return ppb_fail(err, PPB_ENOMEM, "cudaMalloc(%s, %zu B): %s", what, bytes, cudaGetErrorString(e));
+    }
+    if (src && bytes && (e = cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice)) != cudaSuccess)
+        return setup_fail(err, e, "uploading the inputs");
+    return PPB_OK;
+}
+
+static int alloc_guarded(guarded *g, size_t bytes, size_t guard, ppb_err *err, const char *what)
+{
+    g->bytes = bytes;
+    g->guard = guard;
+    int rc = alloc_upload((void **)&g->ptr, NULL, bytes + guard, err, what);
+    if (rc)
+        return rc;
+    cudaError_t e = cudaMemset(g->ptr + bytes, GUARD_CANARY, guard);
+    return e == cudaSuccess ? PPB_OK : setup_fail(err, e, "filling a guard zone");
+}
+
+static int max_of(const int32_t *v, int n)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+/* Grid, block and shared memory from the kernels' plans, or the plan's refusal.
+ * Fills the shape part of the argument structs. */
+static int plan_case(ppb_backend *b, const ppb_case *c, const ppb_workload *w, int use_mma, ppb_err *err)
+{
+    const ppb_shape *s = &c->shape;
+    const ppb_config *k = &c->config;
+    ppb_kernels_info ki;
+    ppb_kernels_get_info(b->kernels, &ki);
+    unsigned smem_limit = (unsigned)ki.smem_optin_limit;
+    char reason[512] = "";
+    memset(&b->pa, 0, sizeof b->pa);
+    memset(&b->da, 0, sizeof b->da);
+    memset(&b->main_plan, 0, sizeof b->main_plan);
+    memset(&b->reduce_plan, 0, sizeof b->reduce_plan);
+    float sm_scale = 1.0f / sqrtf((float)s->head_dim); /* as the CPU backend computes it */
+    if (c->kernel == PPB_PREFIX_PREFILL) {
+        ppb_prefill_args *a = &b->pa;
+        a->batch = w->batch;
+        a->max_query_len = max_of(w->query_lens, w->batch);
+        a->num_heads = s->num_heads;
+        a->num_kv_heads = s->num_kv_heads;
+        a->head_dim = s->head_dim;
+        a->page_size = s->page_size;
+        a->max_blocks_per_seq = w->max_blocks_per_seq;
+        a->sliding_window = s->sliding_window;
+        a->sm_scale = sm_scale;
+        ppb_prefill_config pc = {k->block_m, k->block_n, k->num_warps, use_mma, b->info.warp_size};
+        if (ppb_prefill_plan(&pc, a, s->head_dim, s->dtype, smem_limit, &b->main_plan, reason,
+                             sizeof reason) != 0)
+            return ppb_fail(err, PPB_EREFUSED, "%s", reason);
+        return PPB_OK;
+    }
+    ppb_decode_args *a = &b->da;
+    a->num_seqs = w->batch;
+    a->num_heads = s->num_heads;
+    a->num_kv_heads = s->num_kv_heads;
+    a->head_dim = s->head_dim;
+    a->page_size = s->page_size;
+    a->max_blocks_per_seq = w->max_blocks_per_seq;
+    a->max_seq_len = max_of(w->context_lens, w->batch);
+    a->sliding_window = s->sliding_window;
+    a->sm_scale = sm_scale;
+    if (k->version == 2) {
+        b->kernel_parts = (int)ppb_decode_num_partitions(a->max_seq_len, k->partition_size);
+        int host_p = k->host_partition_size ? k->host_partition_size : k->partition_size;
+        b->host_parts = (int)ppb_decode_num_partitions(a->max_seq_len, host_p);
+        a->max_num_partitions = b->kernel_parts; /* the kernel indexes with its own count */
+    }
+    ppb_decode_config dc = {k->version, k->num_threads, k->partition_size, use_mma, b->info.warp_size};
+    if (ppb_decode_plan(&dc, a, s->head_dim, s->page_size, s->dtype, smem_limit, &b->main_plan,
+                        &b->reduce_plan, reason, sizeof reason) != 0)
+        return ppb_fail(err, PPB_EREFUSED, "%s", reason);
+    return PPB_OK;
+}
+
+/* Device bytes the case needs (inputs, output, scratch with guards, the flush
+ * buffer if it does not exist yet). */
+static size_t device_bytes(ppb_backend *b, const ppb_case *c, const ppb_workload *w)
+{
+    size_t e = sizeof(uint16_t), n = 0;
+    n += (w->q_elems + 2 * w->kv_elems + 2 * w->cache_elems + w->out_elems) * e;
+    n += sizeof(int32_t) * ((size_t)w->batch * (size_t)w->max_blocks_per_seq + 3 * (size_t)w->batch + 1);
+    if (c->kernel == PPB_PAGED_ATTENTION && c->config.version == 2) {
+        const ppb_decode_args *a = &b->da;
+        int host_p = c->config.host_partition_size ? c->config.host_partition_size : c->config.partition_size;
+        size_t ht = ppb_decode_tmp_out_bytes(a->num_seqs, a->num_heads, a->head_dim, a->max_seq_len, host_p, 2);
+        size_t he = ppb_decode_exp_sums_bytes(a->num_seqs, a->num_heads, a->max_seq_len, host_p);
+        size_t hm = ppb_decode_max_logits_bytes(a->num_seqs, a->num_heads, a->max_seq_len, host_p);
+        b->kernel_tmp_bytes = ppb_decode_tmp_out_bytes(a->num_seqs, a->num_heads, a->head_dim, a->max_seq_len,
+                                                       c->config.partition_size, 2);
+        b->kernel_es_bytes = ppb_decode_exp_sums_bytes(a->num_seqs, a->num_heads, a->max_seq_len,
+                                                       c->config.partition_size);
+        b->kernel_ml_bytes = ppb_decode_max_logits_bytes(a->num_seqs, a->num_heads, a->max_seq_len,
+                                                         c->config.partition_size);
+        n += ht + guard_for(ht, b->kernel_tmp_bytes) + he + guard_for(he, b->kernel_es_bytes) + hm +
+             guard_for(hm, b->kernel_ml_bytes);
+    }
+    if (!b->flush)
+        n += (size_t)(2 * b->info.l2_bytes) + (1u << 20);
+    return n;
+}
+
+static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_result *res,
+                        ppb_err *err)
+{
+    cuda_release(b);
+    if (b->lost)
+        return lost_fail(b, err);
+    int rc = ppb_case_validate(c, err);
+    if (rc)
+        return rc;
+    if (!w)
+        return ppb_fail(err, PPB_EINPUT, "cuda backend: no workload");
+    int cc = b->info.cc_major * 10 + b->info.cc_minor, use_mma = 0;
+    rc = ppb_kernel_use_mma(c->config.path, cc, &use_mma, err);
+    if (rc)
+        return rc;
+    b->c = *c;
+    b->w = w;
+    rc = plan_case(b, c, w, use_mma, err);
+    if (rc)
+        return rc;
+
+    /* Memory first: a case that cannot fit is refused before anything is allocated. */
+    size_t need = device_bytes(b, c, w), free_b = 0, total_b = 0;
+    cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
+    if (e != cudaSuccess)
+        return run_fail(b, err, e, "cudaMemGetInfo");
+    if ((long long)need + MEMORY_MARGIN > (long long)free_b)
+        return ppb_fail(err, PPB_EREFUSED, "needs %.2f GB of device memory, %.2f GB free (of %.2f GB)",
+                        need / 1e9, free_b / 1e9, total_b / 1e9);
+    if (!w->q)
+        return ppb_fail(err, PPB_EINPUT, "cuda backend: the workload has no tensors");
+
+    /* The kernels: compiled (or from the cache) now, so compile time never lands in a timing. */
+    ppb_resources main_res = {0}, reduce_res = {0};
+    if (c->kernel == PPB_PREFIX_PREFILL)
+        rc = ppb_kernels_get_prefill(b->kernels, &c->config, c->shape.head_dim, c->shape.dtype, use_mma,
+                                     &b->main_kernel, &main_res, err);
+    else
+        rc = ppb_kernels_get_decode(b->kernels, &c->config, c->shape.head_dim, c->shape.page_size,
+                                    c->shape.dtype, use_mma, &b->main_kernel, &main_res, &b->reduce_kernel,
+                                    &reduce_res, err);
+    if (rc)
+        goto fail;
+    ppb_kernels_info ki;
+    ppb_kernels_get_info(b->kernels, &ki);
+    long need_smem = (long)main_res.static_smem + (long)b->main_plan.dynamic_smem;
+    if (need_smem > ki.smem_optin_limit) {
+        rc = ppb_fail(err, PPB_EREFUSED,
+                      "needs %ld B of shared memory per block (%d static, compiled + %u dynamic, planned); "
+                      "the limit here is %ld B%s",
+                      need_smem, main_res.static_smem, b->main_plan.dynamic_smem, ki.smem_optin_limit,
+                      b->opt.target ? " (capped by the target profile)" : "");
+        goto fail;
+    }
+    if (res) {
+        res->resources = main_res;
+        res->resources.dynamic_smem = (int)b->main_plan.dynamic_smem;
+        res->timing_is_cpu = 0;
+    }
+
+    /* Allocate and upload. */
+    size_t el = sizeof(uint16_t);
+    if ((rc = alloc_upload(&b->d_q, w->q, w->q_elems * el, err, "q")) ||
+        (rc = alloc_upload(&b->d_kc, w->k_cache, w->cache_elems * el, err, "k_cache")) ||
+        (rc = alloc_upload(&b->d_vc, w->v_cache, w->cache_elems * el, err, "v_cache")) ||
+        (rc = alloc_upload(&b->d_out, NULL, w->out_elems * el, err, "out")) ||
+        (rc = alloc_upload((void **)&b->d_table, w->block_table,
+                           sizeof(int32_t) * (size_t)w->batch * (size_t)w->max_blocks_per_seq, err,
+                           "block_table")) ||
+        (rc = alloc_upload((void **)&b->d_ctxlens, w->context_lens, sizeof(int32_t) * (size_t)w->batch, err,
+                           "context_lens")))
+        goto fail;
+    if (c->kernel == PPB_PREFIX_PREFILL) {
+        if ((rc = alloc_upload(&b->d_k, w->k, w->kv_elems * el, err, "k")) ||
+            (rc = alloc_upload(&b->d_v, w->v, w->kv_elems * el, err, "v")) ||
+            (rc = alloc_upload((void **)&b->d_start, w->start_loc, sizeof(int32_t) * ((size_t)w->batch + 1),
+                               err, "start_loc")) ||
+            (rc = alloc_upload((void **)&b->d_qlens, w->query_lens, sizeof(int32_t) * (size_t)w->batch, err,
+                               "query_lens")))
+            goto fail;
+        ppb_prefill_args *a = &b->pa;
+        a->q = b->d_q;
+        a->k = b->d_k;
+        a->v = b->d_v;
+        a->k_cache = b->d_kc;
+        a->v_cache = b->d_vc;
+        a->out = b->d_out;
+        a->block_table = b->d_table;
+        a->start_loc = b->d_start;
+        a->query_lens = b->d_qlens;
+        a->context_lens = b->d_ctxlens;
+    } else {
+        ppb_decode_args *a = &b->da;
+        a->q = b->d_q;
+        a->k_cache = b->d_kc;
+        a->v_cache = b->d_vc;
+        a->out = b->d_out;
+        a->block_table = b->d_table;
+        a->seq_lens = b->d_ctxlens;
+        if (c->config.version == 2) {
+            int host_p = c->config.host_partition_size ? c->config.host_partition_size : c->config.partition_size;
+            size_t ht = ppb_decode_tmp_out_bytes(a->num_seqs, a->num_heads, a->head_dim, a->max_seq_len, host_p,
+                                                 (int)el);
+            size_t he = ppb_decode_exp_sums_bytes(a->num_seqs, a->num_heads, a->max_seq_len, host_p);
+            size_t hm = ppb_decode_max_logits_bytes(a->num_seqs, a->num_heads, a->max_seq_len, host_p);
+            if ((rc = alloc_guarded(&b->tmp_out, ht, guard_for(ht, b->kernel_tmp_bytes), err, "tmp_out")) ||
+                (rc = alloc_guarded(&b->exp_sums, he, guard_for(he, b->kernel_es_bytes), err, "exp_sums")) ||
+                (rc = alloc_guarded(&b->max_logits, hm, guard_for(hm, b->kernel_ml_bytes), err,
+                                    "max_logits")))
+                goto fail;
+            a->tmp_out = b->tmp_out.ptr;
+            a->exp_sums = (float *)b->exp_sums.ptr;
+            a->max_logits = (float *)b->max_logits.ptr;
+        }
+    }
+    b->prepared = 1;
+    return PPB_OK;
+fail:
+    cuda_release(b);
+    return rc;
+}
+
+/* ---- run ----------------------------------------------------------------------------- */
+
+/* One launch of the case: the main kernel, then the v2 reduce. */
+static int launch_once(ppb_backend *b, ppb_err *err)
+{
+    int rc;
+    if (b->c.kernel == PPB_PREFIX_PREFILL)
+        return ppb_kernels_launch(b->main_kernel, &b->main_plan, &b->pa, sizeof b->pa, b->stream, err);
+    rc = ppb_kernels_launch(b->main_kernel, &b->main_plan, &b->da, sizeof b->da, b->stream, err);
+    if (rc == PPB_OK && b->reduce_kernel)
+        rc = ppb_kernels_launch(b->reduce_kernel, &b->reduce_plan, &b->da, sizeof b->da, b->stream, err);
+    return rc;
+}
+
+/* After a launch error from the runtime layer, find out whether the context survived. */
+static int launch_failed(ppb_backend *b, int rc, ppb_err *err)
+{
+    if (rc == PPB_EREFUSED || rc == PPB_EINPUT)
+        return rc;
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(b->stream);
+    if (e != cudaSuccess) {
+        ppb_err detail;
+        run_fail(b, &detail, e, "kernel launch");
+        return ppb_fail(err, PPB_EFAIL, "%s; %s", err->msg, detail.msg);
+    }
+    return rc;
+}
+
+/* Changed guard bytes: how many, and how far past the buffer the last one lies. */
+static int scan_guard(ppb_backend *b, const guarded *g, long long *past_end, long long *changed, ppb_err *err)
+{
+    *past_end = *changed = 0;
+    if (!g->ptr || !g->guard)
+        return PPB_OK;
+    unsigned char *host = malloc(g->guard);
+    if (!host)
+        return ppb_fail(err, PPB_ENOMEM, "out of host memory reading a guard zone");
+    cudaError_t e = cudaMemcpy(host, g->ptr + g->bytes, g->guard, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        free(host);
+        return run_fail(b, err, e, "reading a guard zone");
+    }
+    for (size_t i = 0; i < g->guard; i++)
+        if (host[i] != GUARD_CANARY) {
+            (*changed)++;
+            *past_end = (long long)i + 1;
+        }
+    free(host);
+    return PPB_OK;
+}
+
+/* Before the checked launch: canaries back in the guard zones, and the
+ * scratch itself set to NaN bits (0xFF.. is NaN in fp16, bf16 and fp32), so a
+ * reduce that reads a partition nobody wrote produces NaN, not stale values. */
+static cudaError_t reset_scratch(const guarded *g, cudaStream_t stream)
+{
+    if (!g->ptr)
+        return cudaSuccess;
+    cudaError_t e = cudaMemsetAsync(g->ptr, 0xFF, g->bytes, stream);
+    if (e == cudaSuccess && g->guard)
+        e = cudaMemsetAsync(g->ptr + g->bytes, GUARD_CANARY, g->guard, stream);
+    return e;
+}
+
+static int cuda_run_checked(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_err *err)
+{
+    if (b->lost)
+        return lost_fail(b, err);
+    if (!b->prepared)
+        return ppb_fail(err, PPB_EINPUT, "cuda backend: run before prepare");
+    const ppb_workload *w = b->w;
+    size_t out_bytes = w->out_elems * sizeof(uint16_t);
+    /* Poison the output: PPB_POISON_BITS is 0x7E7E, one byte pattern. */
+    cudaError_t e = cudaMemsetAsync(b->d_out, (int)(PPB_POISON_BITS & 0xFF), out_bytes, b->stream);
+    if (e == cudaSuccess && (e = reset_scratch(&b->tmp_out, b->stream)) == cudaSuccess &&
+        (e = reset_scratch(&b->exp_sums, b->stream)) == cudaSuccess)
+        e = reset_scratch(&b->max_logits, b->stream);
+    if (e != cudaSuccess)
+        return run_fail(b, err, e, "poisoning the output");
+    int rc = launch_once(b, err);
+    if (rc)
+        return launch_failed(b, rc, err);
+    if ((e = cudaStreamSynchronize(b->stream)) != cudaSuccess || (e = cudaGetLastError()) != cudaSuccess)
+        return run_fail(b, err, e, "running the kernel");
+    if ((e = cudaMemcpy(out, b->d_out, out_bytes, cudaMemcpyDeviceToHost)) != cudaSuccess)
+        return run_fail(b, err, e, "copying the output back");
+
+    const ppb_config *k = &b->c.config;
+    int mismatch = b->c.kernel == PPB_PAGED_ATTENTION && k->version == 2 && k->host_partition_size != 0 &&
+                   k->host_partition_size != k->partition_size;
+    if (res && b->tmp_out.ptr) {
+        ppb_overrun *ov = &res->overrun;
+        memset(ov, 0, sizeof *ov);
+        long long c1, c2, c3;
+        if ((rc = scan_guard(b, &b->tmp_out, &ov->tmp_out_bytes, &c1, err)) ||
+            (rc = scan_guard(b, &b->exp_sums, &ov->exp_sums_bytes, &c2, err)) ||
+            (rc = scan_guard(b, &b->max_logits, &ov->max_logits_bytes, &c3, err)))
+            return rc;
+        ov->guard_bytes_changed = c1 + c2 + c3;
+        ov->detected = ov->guard_bytes_changed > 0;
+        char head[128];
+        if (mismatch)
+            snprintf(head, sizeof head, "PARTITION_SIZE mismatch: host %d, kernel %d", k->host_partition_size,
+                     k->partition_size);
+        else
+            snprintf(head, sizeof head, "v2 scratch overrun with matching partition sizes (%d)",
+                     k->partition_size);
+        if (ov->detected) {
+            snprintf(res->reason, sizeof res->reason,
+                     "%s: kernel wrote %lld B past tmp_out, %lld B past exp_sums, %lld B past max_logits "
+                     "(guard zones caught it: %lld canary bytes changed)",
+                     head, ov->tmp_out_bytes, ov->exp_sums_bytes, ov->max_logits_bytes,
+                     ov->guard_bytes_changed);
+        } else if (mismatch) {
+            size_t total = b->tmp_out.bytes + b->exp_sums.bytes + b->max_logits.bytes;
+            int used = b->kernel_parts < b->host_parts ? b->kernel_parts : b->host_parts;
+            snprintf(res->reason, sizeof res->reason,
+                     "%s: host buffers sized for %d partitions, kernel indexes %d: %zu B of scratch, %.0f%% "
+                     "used; no overrun",
+                     head, b->host_parts, b->kernel_parts, total,
+                     b->host_parts ? 100.0 * used / b->host_parts : 0.0);
+        }
+    }
+    return PPB_OK;
+}
+
+/* ---- timing -------------------------------------------------------------------------- */
+
+static int flush_l2(ppb_backend *b, ppb_err *err)
+{
+    cudaError_t e;
+    if (!b->flush) {
+        b->flush_bytes = (size_t)(2 * b->info.l2_bytes) + (1u << 20);
+        if ((e = cudaMalloc(&b->flush, b->flush_bytes)) != cudaSuccess) {
+            cudaGetLastError();
+            b->flush = NULL;
+            return ppb_fail(err, PPB_ENOMEM, "cudaMalloc of the %zu B cold-L2 buffer: %s", b->flush_bytes,
+                            cudaGetErrorString(e));
+        }
+    }
+    /* A new value each round: no write is redundant, every line is evicted. */
+    b->flush_round++;
+    e = cudaMemsetAsync(b->flush, (int)(b->flush_round & 0xFF), b->flush_bytes, b->stream);
+    return e == cudaSuccess ? PPB_OK : run_fail(b, err, e, "flushing L2");
+}
+
+static int cuda_time_sample(ppb_backend *b, int launches, int cold, double *ms, ppb_err *err)
+{
+    if (b->lost)
+        return lost_fail(b, err);
+    if (!b->prepared)
+        return ppb_fail(err, PPB_EINPUT, "cuda backend: timing before prepare");
+    if (launches < 1)
+        return ppb_fail(err, PPB_EINPUT, "cuda backend: launches must be >= 1 (got %d)", launches);
+    int rc;
+    if (cold && (rc = flush_l2(b, err)) != PPB_OK)
+        return rc;
+    cudaError_t e = cudaEventRecord(b->ev_start, b->stream);
+    if (e != cudaSuccess)
+        return run_fail(b, err, e, "cudaEventRecord");
+    for (int i = 0; i < launches; i++)
+        if ((rc = launch_once(b, err)) != PPB_OK)
+            return launch_failed(b, rc, err);
+    if ((e = cudaEventRecord(b->ev_stop, b->stream)) != cudaSuccess ||
+        (e = cudaEventSynchronize(b->ev_stop)) != cudaSuccess)
+        return run_fail(b, err, e, "timing the kernel");
+    float elapsed = 0;
+    if ((e = cudaEventElapsedTime(&elapsed, b->ev_start, b->ev_stop)) != cudaSuccess)
+        return run_fail(b, err, e, "cudaEventElapsedTime");
+    *ms = (double)elapsed / launches;
+    return PPB_OK;
+}
+
+const ppb_backend_ops ppb_backend_cuda = {
+    .name = "cuda",
+    .open = cuda_open,
+    .close = cuda_close,
+    .device_info = cuda_device_info,
+    .environment = cuda_environment,
+    .prepare = cuda_prepare,
+    .run_checked = cuda_run_checked,
+    .time_sample = cuda_time_sample,
+    .release = cuda_release,
+};
+
+#endif /* PPB_HAVE_CUDA */

@@ -1,0 +1,215 @@
+/* Nightly trend of one case (docs/STATISTICS.md "Trend"). */
+#include "trend.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats.h"
+
+/* MAD -> standard deviation for normal data. */
+#define MAD_TO_SD 1.4826
+
+const char *ppb_trend_status_name(int status)
+{
+    switch (status) {
+    case PPB_TREND_OK: return "ok";
+    case PPB_TREND_REGRESSION: return "regression";
+    case PPB_TREND_IMPROVEMENT: return "improvement";
+    case PPB_TREND_OUTLIER: return "outlier";
+    case PPB_TREND_INSUFFICIENT_HISTORY: return "insufficient-history";
+    default: return "?";
+    }
+}
+
+void ppb_trend_options_default(ppb_trend_options *opt)
+{
+    opt->window = 10;
+    opt->min_history = 6;
+    opt->min_segment = 3;
+    opt->sustain = 2;
+    opt->min_change = 0.05;
+    opt->min_score = 5.0;
+    opt->noise_floor = 0.001;
+}
+
+static int check_options(const ppb_trend_options *o, ppb_err *err)
+{
+    if (o->min_segment < 2 || o->window < o->min_segment)
+        return ppb_fail(err, PPB_EINPUT, "trend window %d and min_segment %d: need 2 <= min_segment <= window",
+                        o->window, o->min_segment);
+    if (o->sustain < 1 || o->min_history < o->min_segment + 1)
+        return ppb_fail(err, PPB_EINPUT, "trend sustain %d must be >= 1 and min_history %d > min_segment %d",
+                        o->sustain, o->min_history, o->min_segment);
+    if (!(o->min_change >= 0) || !(o->min_score >= 0) || !(o->noise_floor >= 0))
+        return ppb_fail(err, PPB_EINPUT, "trend thresholds must be >= 0");
+    return 0;
+}
+
+/* Median and floored robust scale of values[from, to). */
+typedef struct reference {
+    double median, scale;
+    int n;
+} reference;
+
+static int make_reference(const double *v, int from, int to, double noise_floor, reference *r)
+{
+    r->n = to - from;
+    r->median = ppb_median(v + from, r->n);
+    double mad = ppb_mad(v + from, r->n);
+    if (isnan(r->median) || isnan(mad))
+        return PPB_ENOMEM;
+    r->scale = fmax(MAD_TO_SD * mad, noise_floor * fabs(r->median));
+    return 0;
+}
+
+/* +1 (slower) / -1 (faster) when x is beyond both thresholds against r, else 0. */
+static int beyond(double x, const reference *r, const ppb_trend_options *o)
+{
+    double rel = x / r->median - 1, z = r->scale > 0 ? (x - r->median) / r->scale : (x == r->median ? 0 : INFINITY);
+    if (fabs(rel) >= o->min_change && fabs(z) >= o->min_score)
+        return x > r->median ? 1 : -1;
+    return 0;
+}
+
+/* Sum of |v - median| over v[from, to). */
+static int l1_cost(const double *v, int from, int to, double *cost)
+{
+    double med = ppb_median(v + from, to - from);
+    if (isnan(med))
+        return PPB_ENOMEM;
+    double c = 0;
+    for (int i = from; i < to; i++)
+        c += fabs(v[i] - med);
+    *cost = c;
+    return 0;
+}
+
+static const char *name_of(const ppb_trend_point *p, int i, char *buf, size_t size)
+{
+    if (p[i].run_id && *p[i].run_id)
+        snprintf(buf, size, "'%s'", p[i].run_id);
+    else
+        snprintf(buf, size, "#%d", i);
+    return buf;
+}
+
+int ppb_trend_analyse(const ppb_trend_point *history, int n, const ppb_trend_options *opt,
+                      ppb_trend_result *out, ppb_err *err)
+{
+    ppb_trend_options defaults;
+    if (!opt) {
+        ppb_trend_options_default(&defaults);
+        opt = &defaults;
+    }
+    int rc = check_options(opt, err);
+    if (rc)
+        return rc;
+    memset(out, 0, sizeof *out);
+    out->step_index = -1;
+    if (n < 0 || (n > 0 && !history))
+        return ppb_fail(err, PPB_EINPUT, "no trend history");
+    for (int i = 0; i < n; i++)
+        if (!isfinite(history[i].value) || history[i].value <= 0)
+            return ppb_fail(err, PPB_EINPUT, "trend point %d is %g: medians must be finite and > 0", i,
+                            history[i].value);
+    if (n < opt->min_history) {
+        out->status = PPB_TREND_INSUFFICIENT_HISTORY;
+        snprintf(out->reason, sizeof out->reason, "INSUFFICIENT_HISTORY: %d run%s, at least %d needed", n,
+                 n == 1 ? "" : "s", opt->min_history);
+        return 0;
+    }
+
+    double *v = malloc(sizeof *v * (size_t)n);
+    if (!v)
+        return ppb_fail(err, PPB_ENOMEM, "out of memory for a trend of %d runs", n);
+    for (int i = 0; i < n; i++)
+        v[i] = history[i].value;
+    const int last = n - 1;
+    char who[160], from[160];
+    name_of(history, last, who, sizeof who);
+
+    /* 1. The latest run against the trailing window before it. */
+    reference win;
+    if ((rc = make_reference(v, last - opt->window > 0 ? last - opt->window : 0, last, opt->noise_floor, &win)))
+        goto oom;
+    out->reference = win.median;
+    out->scale = win.scale;
+    out->n_reference = win.n;
+    out->rel_change = v[last] / win.median - 1;
+    out->score = (v[last] - win.median) / win.scale;
+    const int latest_dir = beyond(v[last], &win, opt);
+
+    /* 2. The step test, whatever the latest score says (a step a few runs old
+     *    has already pulled the trailing window's median and MAD towards it).
+     *    The single change point minimising the L1 cost (sum of absolute
+     *    deviations from each segment's median) over the last two windows,
+     *    with at least `min_segment` runs before it. A step with more than
+     *    `window` runs after it is the new normal, not news. */
+    const int region = n - 2 * opt->window > 0 ? n - 2 * opt->window : 0;
+    int best = -1;
+    double best_cost = INFINITY;
+    for (int s = region + opt->min_segment; s <= last; s++) {
+        double before, after;
+        if ((rc = l1_cost(v, region, s, &before)) || (rc = l1_cost(v, s, n, &after)))
+            goto oom;
+        if (before + after < best_cost) {   /* ties: the earliest */
+            best_cost = before + after;
+            best = s;
+        }
+    }
+
+    /* 3. Sustained? The median after the change point and each of the last
+     *    `sustain` runs must all be beyond the thresholds, the same way,
+     *    against the runs before it. */
+    int dir = 0;
+    reference ref;
+    if (best >= 0 && n - best >= opt->sustain && n - best <= opt->window) {
+        int ref_from = best - opt->window > region ? best - opt->window : region;
+        if ((rc = make_reference(v, ref_from, best, opt->noise_floor, &ref)))
+            goto oom;
+        double after = ppb_median(v + best, n - best);
+        dir = beyond(after, &ref, opt);
+        for (int i = n - opt->sustain; i < n && dir; i++)
+            if (beyond(v[i], &ref, opt) != dir)
+                dir = 0;
+        if (dir) {
+            out->status = dir > 0 ? PPB_TREND_REGRESSION : PPB_TREND_IMPROVEMENT;
+            out->reference = ref.median;
+            out->scale = ref.scale;
+            out->n_reference = ref.n;
+            out->rel_change = after / ref.median - 1;
+            out->score = (after - ref.median) / ref.scale;
+            out->step_index = best;
+            out->step_runs = n - best;
+            if (history[best].run_id)
+                snprintf(out->step_run_id, sizeof out->step_run_id, "%s", history[best].run_id);
+            name_of(history, best, from, sizeof from);
+            snprintf(out->reason, sizeof out->reason,
+                     "%s: a step of %+.1f%% (score %+.1f) began at run %s and has held for %d runs, against the "
+                     "median of the %d runs before it",
+                     dir > 0 ? "REGRESSION" : "IMPROVEMENT", 100 * out->rel_change, out->score, from,
+                     out->step_runs, ref.n);
+            goto done;
+        }
+    }
+    if (latest_dir) {
+        out->status = PPB_TREND_OUTLIER;
+        snprintf(out->reason, sizeof out->reason,
+                 "OUTLIER: latest run %s is %+.1f%% against the median of the %d runs before (score %+.1f), but "
+                 "no step is sustained over %d runs: an outlier, not a step",
+                 who, 100 * out->rel_change, win.n, out->score, opt->sustain);
+        goto done;
+    }
+    out->status = PPB_TREND_OK;
+    snprintf(out->reason, sizeof out->reason,
+             "OK: latest run %s is %+.1f%% against the median of the %d runs before (score %+.1f)", who,
+             100 * out->rel_change, win.n, out->score);
+done:
+    free(v);
+    return 0;
+oom:
+    free(v);
+    return ppb_fail(err, PPB_ENOMEM, "out of memory analysing a trend of %d runs", n);
+}

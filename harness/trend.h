@@ -1,0 +1,57 @@
+/* Nightly trend: one case's history of per-run medians against itself. The
+ * latest run gets a robust score against a trailing window; a step test (L1
+ * change point) finds where a shift began, and only a shift that the last
+ * runs sustain raises an alert, so one noisy night is an OUTLIER, never a new
+ * normal. Formulas and defaults, with reasons: docs/STATISTICS.md "Trend". */
+#ifndef PPB_TREND_H
+#define PPB_TREND_H
+
+#include "ppb_error.h"
+
+typedef enum {
+    PPB_TREND_OK = 0,
+    PPB_TREND_REGRESSION = 1,            /* a sustained step up in time */
+    PPB_TREND_IMPROVEMENT = 2,           /* a sustained step down in time */
+    PPB_TREND_OUTLIER = 3,               /* the latest run alone is beyond the thresholds */
+    PPB_TREND_INSUFFICIENT_HISTORY = 4,
+} ppb_trend_status;
+
+const char *ppb_trend_status_name(int status);   /* "ok", "regression", ... */
+
+/* One run of a case, oldest first. */
+typedef struct ppb_trend_point {
+    const char *run_id;    /* borrowed; may be NULL */
+    double value;          /* the run's median time (> 0) */
+} ppb_trend_point;
+
+typedef struct ppb_trend_options {
+    int window;           /* trailing runs in the reference (10) */
+    int min_history;      /* fewer runs than this: INSUFFICIENT_HISTORY (6) */
+    int min_segment;      /* runs before a change point, at least (3) */
+    int sustain;          /* last runs that must all be beyond the thresholds (2) */
+    double min_change;    /* |relative change| at least this (0.05) ... */
+    double min_score;     /* ... AND |robust score| at least this (5) */
+    double noise_floor;   /* the scale is at least this fraction of the reference median (0.001) */
+} ppb_trend_options;
+
+void ppb_trend_options_default(ppb_trend_options *opt);
+
+typedef struct ppb_trend_result {
+    int status;              /* ppb_trend_status */
+    double rel_change;       /* step: median after / reference - 1; otherwise latest / reference - 1 */
+    double score;            /* the same difference over the reference's robust scale */
+    double reference;        /* median of the reference runs */
+    double scale;            /* 1.4826 MAD of the reference runs, floored */
+    int n_reference;         /* runs in the reference */
+    int step_index;          /* first run of the step (REGRESSION/IMPROVEMENT), else -1 */
+    int step_runs;           /* runs since the step began, the latest included */
+    char step_run_id[128];   /* run id of step_index ("" if none or unnamed) */
+    char reason[512];        /* one line */
+} ppb_trend_result;
+
+/* Judge the latest point of `history` (n points, oldest first). `opt` NULL:
+ * defaults. */
+int ppb_trend_analyse(const ppb_trend_point *history, int n, const ppb_trend_options *opt,
+                      ppb_trend_result *out, ppb_err *err);
+
+#endif

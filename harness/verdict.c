@@ -1,0 +1,448 @@
+/* The proposal verdict. Order of business (docs/STATISTICS.md, "The verdict"):
+ * feasibility, then correctness, then timing; every interval shares one
+ * family-wise alpha (Bonferroni over the compared cases and the mean). */
+#include "verdict.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Hint cap: more samples than this per side is "not within any budget". */
+#define MORE_SAMPLES_CAP 1000000L
+
+const char *ppb_verdict_name(int verdict)
+{
+    switch (verdict) {
+    case PPB_VERDICT_ACCEPT: return "ACCEPT";
+    case PPB_VERDICT_REJECT: return "REJECT";
+    case PPB_VERDICT_INCONCLUSIVE: return "INCONCLUSIVE";
+    default: return "?";
+    }
+}
+
+const char *ppb_case_state_name(int state)
+{
+    switch (state) {
+    case PPB_CASE_COMPARED: return "compared";
+    case PPB_CASE_INFEASIBLE: return "infeasible";
+    case PPB_CASE_WRONG: return "wrong";
+    case PPB_CASE_NO_SAMPLES: return "no-samples";
+    case PPB_CASE_EXCLUDED: return "excluded";
+    default: return "?";
+    }
+}
+
+void ppb_verdict_rules_default(ppb_verdict_rules *rules)
+{
+    memset(rules, 0, sizeof *rules);
+    rules->min_gain = 0.02;
+    rules->max_regression = 0.05;
+    rules->require_correct = 1;
+    rules->threshold = 0.01;
+    rules->alpha = 0.05;
+    rules->method = PPB_METHOD_HODGES_LEHMANN;
+    rules->bootstrap_reps = 2000;
+    rules->seed = 1;
+}
+
+/* ---- reason lines -------------------------------------------------------- */
+
+typedef struct line_list {
+    char **v;
+    int n, cap;
+} line_list;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static int add_line(line_list *l, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 8;
+        char **v = realloc(l->v, sizeof *v * (size_t)cap);
+        if (!v)
+            return PPB_ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    size_t len = strlen(buf);
+    char *s = malloc(len + 1);
+    if (!s)
+        return PPB_ENOMEM;
+    memcpy(s, buf, len + 1);
+    l->v[l->n++] = s;
+    return 0;
+}
+
+static void free_lines(line_list *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+/* Append all of `from` to `to`, taking ownership of the strings. */
+static int move_lines(line_list *to, line_list *from)
+{
+    for (int i = 0; i < from->n; i++) {
+        if (to->n == to->cap) {
+            int cap = to->cap ? 2 * to->cap : 8;
+            char **v = realloc(to->v, sizeof *v * (size_t)cap);
+            if (!v)
+                return PPB_ENOMEM;
+            to->v = v;
+            to->cap = cap;
+        }
+        to->v[to->n++] = from->v[i];
+        from->v[i] = NULL;
+    }
+    free_lines(from);
+    return 0;
+}
+
+/* Percent for a reason line: no "-0.0%". */
+static double pct(double fraction)
+{
+    double v = fraction * 100;
+    return fabs(v) < 0.05 ? 0.0 : v;
+}
+
+/* "7.1% slower [5.2%, 9.0%]" or "3.0% faster [2.1%, 3.9%]": the effect in the
+ * direction of the estimate, its interval in the same terms. */
+static void describe_ratio(char *buf, size_t size, double r, double lo, double hi, int bounded)
+{
+    if (r >= 1) {
+        if (bounded)
+            snprintf(buf, size, "%.1f%% slower [%.1f%%, %.1f%%]", pct(r - 1), pct(lo - 1), pct(hi - 1));
+        else
+            snprintf(buf, size, "%.1f%% slower (no interval yet)", pct(r - 1));
+    } else {
+        if (bounded)
+            snprintf(buf, size, "%.1f%% faster [%.1f%%, %.1f%%]", pct(1 / r - 1), pct(1 / hi - 1), pct(1 / lo - 1));
+        else
+            snprintf(buf, size, "%.1f%% faster (no interval yet)", pct(1 / r - 1));
+    }
+}
+
+static const char *plural(int n) { return n == 1 ? "" : "s"; }
+
+static const char *or_unknown(const char *s) { return s && *s ? s : "no reason recorded"; }
+
+/* ---- decision ------------------------------------------------------------ */
+
+static int check_rules(const ppb_verdict_rules *r, ppb_err *err)
+{
+    if (!r)
+        return ppb_fail(err, PPB_EINPUT, "no verdict rules");
+    if (!(r->min_gain >= 0) || !isfinite(r->min_gain))
+        return ppb_fail(err, PPB_EINPUT, "min_gain %g must be >= 0", r->min_gain);
+    if (!(r->max_regression >= 0) || !isfinite(r->max_regression))
+        return ppb_fail(err, PPB_EINPUT, "max_regression %g must be >= 0", r->max_regression);
+    if (!(r->threshold >= 0) || !isfinite(r->threshold))
+        return ppb_fail(err, PPB_EINPUT, "threshold %g must be >= 0", r->threshold);
+    if (!(r->alpha > 0 && r->alpha < 1))
+        return ppb_fail(err, PPB_EINPUT, "alpha %g is not in (0, 1)", r->alpha);
+    if (r->method != PPB_METHOD_HODGES_LEHMANN && r->method != PPB_METHOD_BOOTSTRAP)
+        return ppb_fail(err, PPB_EINPUT, "unknown interval method %d", r->method);
+    return 0;
+}
+
+/* Feasibility and correctness, before any timing. */
+static int classify_states(const ppb_verdict_case *cases, int n, const ppb_verdict_rules *rules,
+                           ppb_verdict_report *out, line_list *reject, line_list *unresolved,
+                           line_list *notes, ppb_err *err)
+{
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        const ppb_verdict_case *c = &cases[i];
+        ppb_verdict_outcome *o = &out->cases[i];
+        if (!c->key)
+            return ppb_fail(err, PPB_EINPUT, "case %d has no key", i);
+        if (!(c->weight >= 0) || !isfinite(c->weight))
+            return ppb_fail(err, PPB_EINPUT, "case '%s' has weight %g: weights must be finite and >= 0",
+                            c->key, c->weight);
+        int base_wrong = !c->baseline_correct, cand_wrong = !c->candidate_correct;
+        if (!c->candidate_feasible) {
+            o->state = PPB_CASE_INFEASIBLE;
+            rc = add_line(reject, "REJECT: case '%s': the candidate cannot run on the target: %s", c->key,
+                          or_unknown(c->candidate_reason));
+        } else if (!c->baseline_feasible) {
+            o->state = PPB_CASE_EXCLUDED;
+            rc = add_line(notes, "note: case '%s' is left out: the baseline cannot run on the target (%s)",
+                          c->key, or_unknown(c->baseline_reason));
+        } else if (rules->require_correct && (base_wrong || cand_wrong)) {
+            o->state = PPB_CASE_WRONG;
+            if (cand_wrong)
+                rc = add_line(reject, "REJECT: case '%s': the candidate's output is wrong: %s", c->key,
+                              or_unknown(c->candidate_reason));
+            if (!rc && base_wrong)
+                rc = add_line(reject,
+                              "REJECT: case '%s': the baseline's output is wrong (%s): a comparison against "
+                              "it proves nothing",
+                              c->key, or_unknown(c->baseline_reason));
+        } else if (c->n_baseline < 1 || c->n_candidate < 1 || !c->baseline || !c->candidate) {
+            o->state = PPB_CASE_NO_SAMPLES;
+            rc = add_line(unresolved, "INCONCLUSIVE: case '%s' has %d baseline and %d candidate samples", c->key,
+                          c->n_baseline, c->n_candidate);
+        } else {
+            o->state = PPB_CASE_COMPARED;
+            if (base_wrong || cand_wrong)
+                rc = add_line(notes, "note: case '%s': the %s output is wrong (correctness not required)",
+                              c->key, cand_wrong ? "candidate's" : "baseline's");
+        }
+    }
+    return rc ? ppb_fail(err, rc, "out of memory for verdict reasons") : 0;
+}
+
+/* Intervals, tests and classes for the compared cases, at level 1 - alpha/family. */
+static int compare_cases(const ppb_verdict_case *cases, int n, const ppb_verdict_rules *rules,
+                         ppb_verdict_report *out, ppb_err *err)
+{
+    int rc = 0, reps = 0;
+    double ia = out->interval_alpha;
+    if (rules->method == PPB_METHOD_BOOTSTRAP) {
+        reps = ppb_bootstrap_min_reps(ia);
+        if (reps < 0)
+            return ppb_fail(err, PPB_EINPUT, "alpha %g is too small for a bootstrap", ia);
+        reps = reps > rules->bootstrap_reps ? reps : rules->bootstrap_reps;
+    }
+    double *p = malloc(sizeof *p * (size_t)(out->n_compared > 0 ? out->n_compared : 1));
+    double *adj = malloc(sizeof *adj * (size_t)(out->n_compared > 0 ? out->n_compared : 1));
+    if (!p || !adj) {
+        rc = ppb_fail(err, PPB_ENOMEM, "out of memory comparing %d cases", n);
+        goto done;
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const ppb_verdict_case *c = &cases[i];
+        ppb_verdict_outcome *o = &out->cases[i];
+        if (o->state != PPB_CASE_COMPARED)
+            continue;
+        if (rules->method == PPB_METHOD_BOOTSTRAP)
+            rc = ppb_ab_bootstrap_median_ratio(c->baseline, c->n_baseline, c->candidate, c->n_candidate, ia, reps,
+                                               rules->seed + (uint64_t)i, &o->interval, err);
+        else
+            rc = ppb_ab_hodges_lehmann(c->baseline, c->n_baseline, c->candidate, c->n_candidate, ia,
+                                       &o->interval, err);
+        if (!rc)
+            rc = ppb_mann_whitney(c->baseline, c->n_baseline, c->candidate, c->n_candidate, &o->test, err);
+        if (rc) {
+            ppb_err_prefix(err, "case '%s': ", c->key);
+            goto done;
+        }
+        o->cls = ppb_ab_classify(o->interval.ratio_lo, o->interval.ratio_hi, rules->threshold);
+        if (o->cls == PPB_AB_UNRESOLVED)
+            o->more_samples = ppb_ab_samples_to_resolve(&o->interval, c->n_baseline, c->n_candidate,
+                                                        rules->threshold, ia, MORE_SAMPLES_CAP);
+        p[k++] = o->test.p;
+    }
+    if (k > 0) {
+        if ((rc = ppb_p_adjust_holm(p, k, adj, err)))
+            goto done;
+        for (int i = 0, j = 0; i < n; i++)
+            if (out->cases[i].state == PPB_CASE_COMPARED)
+                out->cases[i].p_holm = adj[j++];
+        if ((rc = ppb_p_adjust_bh(p, k, adj, err)))
+            goto done;
+        for (int i = 0, j = 0; i < n; i++)
+            if (out->cases[i].state == PPB_CASE_COMPARED)
+                out->cases[i].p_bh = adj[j++];
+    }
+done:
+    free(p);
+    free(adj);
+    return rc;
+}
+
+static int weighted_mean(const ppb_verdict_case *cases, int n, ppb_verdict_report *out, ppb_err *err)
+{
+    int k = 0, rc = 0;
+    double weight = 0;
+    ppb_ab_interval *iv = malloc(sizeof *iv * (size_t)(out->n_compared > 0 ? out->n_compared : 1));
+    double *w = malloc(sizeof *w * (size_t)(out->n_compared > 0 ? out->n_compared : 1));
+    if (!iv || !w) {
+        rc = ppb_fail(err, PPB_ENOMEM, "out of memory for the geometric mean");
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        if (out->cases[i].state == PPB_CASE_COMPARED) {
+            iv[k] = out->cases[i].interval;
+            w[k] = cases[i].weight;
+            weight += w[k++];
+        }
+    if (k > 0 && weight > 0) {
+        if ((rc = ppb_weighted_geomean(iv, w, k, out->interval_alpha, &out->geomean, err)))
+            goto done;
+        out->have_geomean = 1;
+    }
+done:
+    free(iv);
+    free(w);
+    return rc;
+}
+
+int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_rules *rules,
+                       ppb_verdict_report *out, ppb_err *err)
+{
+    int rc;
+    line_list reject = { 0 }, unresolved = { 0 }, notes = { 0 }, final = { 0 };
+    memset(out, 0, sizeof *out);
+    out->verdict = PPB_VERDICT_INCONCLUSIVE;
+    if ((rc = check_rules(rules, err)))
+        return rc;
+    if (n < 1 || !cases)
+        return ppb_fail(err, PPB_EINPUT, "a verdict needs at least one case");
+    out->cases = calloc((size_t)n, sizeof *out->cases);
+    if (!out->cases)
+        return ppb_fail(err, PPB_ENOMEM, "out of memory for %d case outcomes", n);
+    out->n_cases = n;
+    const double t = rules->threshold;
+    const double tol = rules->max_regression > t ? rules->max_regression : t;
+    out->regression_tolerance = tol;
+
+    if ((rc = classify_states(cases, n, rules, out, &reject, &unresolved, &notes, err)))
+        goto done;
+    for (int i = 0; i < n; i++)
+        out->n_compared += out->cases[i].state == PPB_CASE_COMPARED;
+    out->family_size = out->n_compared + 1;
+    out->interval_alpha = ppb_bonferroni_alpha(rules->alpha, out->family_size);
+    if ((rc = compare_cases(cases, n, rules, out, err)) || (rc = weighted_mean(cases, n, out, err)))
+        goto done;
+
+    /* Per-case regressions beyond the tolerance, and cases that might be. */
+    int cases_clear = out->n_compared > 0;
+    char what[160];
+    for (int i = 0; i < n && !rc; i++) {
+        const ppb_verdict_outcome *o = &out->cases[i];
+        const ppb_ab_interval *iv = &o->interval;
+        if (o->state == PPB_CASE_NO_SAMPLES)
+            cases_clear = 0;
+        if (o->state != PPB_CASE_COMPARED)
+            continue;
+        describe_ratio(what, sizeof what, iv->ratio, iv->ratio_lo, iv->ratio_hi, iv->bounded);
+        if (!iv->bounded) {
+            cases_clear = 0;
+            long more = ppb_ab_samples_to_resolve(iv, cases[i].n_baseline, cases[i].n_candidate, t,
+                                                  out->interval_alpha, MORE_SAMPLES_CAP);
+            rc = add_line(&unresolved,
+                          "INCONCLUSIVE: case '%s': %d + %d samples are too few for an interval at level %.4g%%; "
+                          "at least %ld more per side",
+                          cases[i].key, cases[i].n_baseline, cases[i].n_candidate, 100 * (1 - out->interval_alpha),
+                          more);
+        } else if (iv->ratio_lo > 1 + tol) {
+            rc = add_line(&reject, "REJECT: case '%s' is %s, above the %g%% tolerated regression", cases[i].key, what,
+                          100 * tol);
+        } else if (iv->ratio_hi > 1 + tol) {
+            cases_clear = 0;
+            long more = ppb_ab_samples_to_resolve(iv, cases[i].n_baseline, cases[i].n_candidate, tol,
+                                                  out->interval_alpha, MORE_SAMPLES_CAP);
+            int near = more > 10L * (cases[i].n_baseline + cases[i].n_candidate);
+            rc = add_line(&unresolved,
+                          "INCONCLUSIVE: case '%s' is %s: it may be beyond the %g%% tolerated regression; "
+                          "about %ld more samples per side would settle it%s",
+                          cases[i].key, what, 100 * tol, more,
+                          near ? " (the estimate is close to the tolerance)" : "");
+        }
+    }
+    if (rc) {
+        rc = ppb_fail(err, rc, "out of memory for verdict reasons");
+        goto done;
+    }
+
+    /* The weighted geometric mean against the minimum gain. Speedup = 1/ratio - 1. */
+    int gain_clear = 0;
+    const ppb_geomean *g = &out->geomean;
+    if (!out->have_geomean) {
+        rc = add_line(&unresolved, "INCONCLUSIVE: %s", out->n_compared ? "every compared case has weight 0: no "
+                                                                         "geometric mean"
+                                                                       : "no case could be compared");
+    } else {
+        describe_ratio(what, sizeof what, g->ratio, g->ratio_lo, g->ratio_hi, g->bounded);
+        double need = rules->min_gain > t ? rules->min_gain : t;
+        if (!g->bounded) {
+            rc = add_line(&unresolved, "INCONCLUSIVE: the weighted geometric mean is %s: a case has too few samples",
+                          what);
+        } else if (rules->min_gain > 0 && 1 / g->ratio_lo - 1 < rules->min_gain) {
+            double most = 1 / g->ratio_lo - 1;
+            if (most < 0)
+                rc = add_line(&reject,
+                              "REJECT: the weighted geometric mean over %d case%s is %s: slower overall, no gain "
+                              "toward the %g%% minimum",
+                              g->n_cases, plural(g->n_cases), what, 100 * rules->min_gain);
+            else
+                rc = add_line(&reject,
+                              "REJECT: the weighted geometric mean over %d case%s is %s: no meaningful gain, the "
+                              "speedup is at most %.1f%%, below the %g%% minimum",
+                              g->n_cases, plural(g->n_cases), what, pct(most), 100 * rules->min_gain);
+        } else if (g->ratio_lo > 1 + t) {
+            rc = add_line(&reject, "REJECT: the weighted geometric mean over %d case%s is %s: slower overall",
+                          g->n_cases, plural(g->n_cases), what);
+        } else if (g->ratio_hi < 1 / (1 + t) && g->ratio_hi <= 1 / (1 + rules->min_gain)) {
+            gain_clear = 1;
+        } else if (g->ratio_lo >= 1 / (1 + t) && g->ratio_hi <= 1 + t) {
+            rc = add_line(&unresolved,
+                          "INCONCLUSIVE: the weighted geometric mean over %d case%s is %s: no difference beyond "
+                          "the %g%% practical threshold",
+                          g->n_cases, plural(g->n_cases), what, 100 * t);
+        } else {
+            rc = add_line(&unresolved,
+                          "INCONCLUSIVE: the weighted geometric mean over %d case%s is %s: ACCEPT needs the whole "
+                          "interval above a %g%% speedup",
+                          g->n_cases, plural(g->n_cases), what, 100 * need);
+        }
+        if (!rc && gain_clear && cases_clear && reject.n == 0)
+            rc = add_line(&final,
+                          "ACCEPT: the weighted geometric mean over %d case%s is %s, clearing the %g%% minimum "
+                          "gain; no case can be beyond the %g%% tolerated regression; %s",
+                          g->n_cases, plural(g->n_cases), what, 100 * rules->min_gain, 100 * tol,
+                          rules->require_correct ? "every case is correct" : "correctness was not required");
+    }
+    if (rc) {
+        rc = ppb_fail(err, rc, "out of memory for verdict reasons");
+        goto done;
+    }
+
+    if (reject.n > 0) {
+        out->verdict = PPB_VERDICT_REJECT;
+        rc = move_lines(&final, &reject);
+    } else if (gain_clear && cases_clear) {
+        out->verdict = PPB_VERDICT_ACCEPT;
+    } else {
+        out->verdict = PPB_VERDICT_INCONCLUSIVE;
+        rc = move_lines(&final, &unresolved);
+    }
+    if (!rc)
+        rc = move_lines(&final, &notes);
+    if (rc) {
+        rc = ppb_fail(err, rc, "out of memory for verdict reasons");
+        goto done;
+    }
+    out->reasons = final.v;
+    out->n_reasons = final.n;
+    final = (line_list){ 0 };
+done:
+    free_lines(&reject);
+    free_lines(&unresolved);
+    free_lines(&notes);
+    free_lines(&final);
+    return rc;
+}
+
+void ppb_verdict_report_free(ppb_verdict_report *report)
+{
+    if (!report)
+        return;
+    for (int i = 0; i < report->n_reasons; i++)
+        free(report->reasons[i]);
+    free(report->reasons);
+    free(report->cases);
+    memset(report, 0, sizeof *report);
+}

@@ -1,0 +1,94 @@
+/* A proposal's verdict: ACCEPT / REJECT / INCONCLUSIVE from per-case A/B
+ * samples, correctness and feasibility, under the proposal's rules
+ * (MEASUREMENT.md "How ppbench decides"; the exact rules, and why, are in
+ * docs/STATISTICS.md). Pure: no I/O, no exit codes (the CLI maps verdicts). */
+#ifndef PPB_VERDICT_H
+#define PPB_VERDICT_H
+
+#include <stdint.h>
+
+#include "abtest.h"
+#include "ppb_error.h"
+
+typedef enum {
+    PPB_VERDICT_ACCEPT = 0,
+    PPB_VERDICT_REJECT = 1,
+    PPB_VERDICT_INCONCLUSIVE = 2,
+} ppb_verdict;
+
+const char *ppb_verdict_name(int verdict);   /* "ACCEPT", "REJECT", "INCONCLUSIVE" */
+
+typedef enum {
+    PPB_METHOD_HODGES_LEHMANN = 0,   /* HL on log-times, Moses interval (default) */
+    PPB_METHOD_BOOTSTRAP = 1,        /* percentile bootstrap of the median ratio */
+} ppb_interval_method;
+
+/* One case as measured for a proposal. Pointers are borrowed. */
+typedef struct ppb_verdict_case {
+    const char *key;                   /* canonical case key */
+    double weight;                     /* share of serving this case stands for (>= 0) */
+    const double *baseline;            /* times, any unit, the same for both sides */
+    int n_baseline;
+    const double *candidate;
+    int n_candidate;
+    int baseline_correct, candidate_correct;     /* 1: within tolerance of the reference */
+    int baseline_feasible, candidate_feasible;   /* 1: the target can run it */
+    const char *baseline_reason;       /* why infeasible or wrong (may be NULL) */
+    const char *candidate_reason;      /* e.g. the target's feasibility arithmetic */
+} ppb_verdict_case;
+
+typedef struct ppb_verdict_rules {
+    double min_gain;        /* the geometric-mean speedup must clear this (0.02 = 2% faster); 0: no minimum */
+    double max_regression;  /* largest tolerated slowdown of any one case (0.05 = 5%) */
+    int require_correct;    /* 1: a failed correctness check on either side rejects */
+    double threshold;       /* practical threshold t: smaller differences count as none (0.01) */
+    double alpha;           /* family-wise error of the verdict's intervals (0.05) */
+    int method;             /* ppb_interval_method */
+    int bootstrap_reps;     /* at least this many replicates (raised to what alpha needs) */
+    uint64_t seed;          /* bootstrap seed */
+} ppb_verdict_rules;
+
+/* min_gain 0.02, max_regression 0.05, require_correct 1, threshold 0.01,
+ * alpha 0.05, Hodges-Lehmann, 2000 replicates, seed 1. */
+void ppb_verdict_rules_default(ppb_verdict_rules *rules);
+
+typedef enum {
+    PPB_CASE_COMPARED = 0,      /* timed on both sides and compared */
+    PPB_CASE_INFEASIBLE = 1,    /* the candidate cannot run on the target */
+    PPB_CASE_WRONG = 2,         /* a required correctness check failed */
+    PPB_CASE_NO_SAMPLES = 3,    /* a side has no samples: nothing to compare */
+    PPB_CASE_EXCLUDED = 4,      /* the baseline cannot run on the target: nothing to compare against */
+} ppb_case_state;
+
+const char *ppb_case_state_name(int state);
+
+typedef struct ppb_verdict_outcome {
+    int state;                  /* ppb_case_state */
+    int cls;                    /* ppb_ab_class (COMPARED only) */
+    ppb_ab_interval interval;   /* ratio candidate/baseline at the family level */
+    ppb_mwu test;               /* Mann-Whitney, for the report */
+    double p_holm, p_bh;        /* adjusted across the compared cases */
+    long more_samples;          /* per side to resolve the class (UNRESOLVED only) */
+} ppb_verdict_outcome;
+
+typedef struct ppb_verdict_report {
+    int verdict;                     /* ppb_verdict */
+    int n_cases;
+    ppb_verdict_outcome *cases;      /* one per input case, same order */
+    int n_compared;
+    int family_size;                 /* intervals sharing alpha: compared cases + the mean */
+    double interval_alpha;           /* alpha / family_size: every interval's level is 1 - this */
+    double regression_tolerance;     /* max(max_regression, threshold) */
+    int have_geomean;
+    ppb_geomean geomean;             /* over compared cases, at the same level */
+    int n_reasons;
+    char **reasons;                  /* one line each, "ACCEPT: ...", "REJECT: ...", "INCONCLUSIVE: ...", "note: ..." */
+} ppb_verdict_report;
+
+/* Decide. Fills `out` (free it with ppb_verdict_report_free, also after an
+ * error). Errors are input errors (bad rules, bad samples) or memory. */
+int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_rules *rules,
+                       ppb_verdict_report *out, ppb_err *err);
+void ppb_verdict_report_free(ppb_verdict_report *report);
+
+#endif

@@ -1,0 +1,637 @@
+#include "ppb_kernels.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "attention_args.h"
+#include "hash.h"
+#include "kernels_internal.h"
+
+struct ppb_kernel {
+    ppb_kernel_spec spec;
+    int mechanism;             /* PPB_KMECH_NVRTC or PPB_KMECH_AOT */
+    void *module, *function;   /* NVRTC: CUmodule, CUfunction */
+    const void *aot_fn;        /* AOT: the __global__ function's host stub */
+    ppb_resources res;
+    int dynamic_smem_attr;     /* current MAX_DYNAMIC_SHARED_SIZE_BYTES (0 = default 48 KB) */
+    long smem_limit;           /* static + dynamic may not exceed this */
+    int threads_limit;
+};
+
+struct ppb_kernels {
+    int mechanism;
+    int compile_only;
+    int device;
+    int cc;                    /* device compute capability (or the requested arch) */
+    int arch;                  /* what NVRTC compiles for */
+    int arch_lowered;
+    int warp_size;
+    long smem_limit;           /* min(device opt-in, cap) */
+    int threads_limit;
+    char cache_dir[4096];
+    int cache_ok;              /* the folder exists and is writable enough to try */
+    ppb_kernel_source *sources;     /* owned copies when read from a folder */
+    int n_sources;
+    int sources_owned;
+    char sources_hash[17];
+    ppb_kernel **loaded;
+    int n_loaded, cap_loaded;
+    pthread_mutex_t lock;      /* statistics (compile may run on several threads) */
+    int hits, misses;
+    double compile_seconds;
+};
+
+static const char *const type_names[] = {"__half", "__nv_bfloat16"};
+
+void ppb_kernel_name_expression(const ppb_kernel_spec *s, char *buf, size_t len)
+{
+    const char *t = type_names[s->dtype == PPB_FP16 ? 0 : 1];
+    switch (s->kind) {
+    case PPB_KSPEC_PREFILL:
+        snprintf(buf, len, "prefix_prefill_kernel<%s, %d, %d, %d, %d, %s>", t, s->head_dim, s->block_m,
+                 s->block_n, s->num_warps, s->use_mma ? "true" : "false");
+        break;
+    case PPB_KSPEC_DECODE:
+        snprintf(buf, len, "paged_attention_kernel<%s, %d, %d, %d, %d, %s>", t, s->head_dim,
+                 s->page_size, s->num_threads, s->partition_size, s->use_mma ? "true" : "false");
+        break;
+    default:
+        snprintf(buf, len, "paged_attention_v2_reduce_kernel<%s, %d, %d, %d>", t, s->head_dim,
+                 s->num_threads, s->partition_size);
+        break;
+    }
+}
+
+size_t ppb_kernel_args_size(int kind)
+{
+    return kind == PPB_KSPEC_PREFILL ? sizeof(ppb_prefill_args) : sizeof(ppb_decode_args);
+}
+
+const ppb_kernel_spec *ppb_kernel_get_spec(const ppb_kernel *h) { return &h->spec; }
+
+static int cuda_fail(ppb_err *err, cudaError_t e, const char *what)
+{
+    return ppb_fail(err, e == cudaErrorMemoryAllocation ? PPB_ENOMEM : PPB_EFAIL, "%s: %s (%s)", what,
+                    cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+/* ------------------------------------------------------------- sources -- */
+
+static int has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const ppb_kernel_source *)a)->name, ((const ppb_kernel_source *)b)->name);
+}
+
+/* Read every *.cuh and *.h of `dir` (not recursive). */
+static int read_source_dir(ppb_kernels *k, const char *dir, ppb_err *err)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return ppb_fail(err, PPB_EIO, "kernel source folder %s: %s", dir, strerror(errno));
+    int rc = PPB_OK, cap = 0;
+    struct dirent *ent;
+    while (rc == PPB_OK && (ent = readdir(d)) != NULL) {
+        if (!has_suffix(ent->d_name, ".cuh") && !has_suffix(ent->d_name, ".h"))
+            continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            rc = ppb_fail(err, PPB_EIO, "%s: %s", path, strerror(errno));
+            break;
+        }
+        char *text = NULL;
+        long size = -1;
+        if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+            text = malloc((size_t)size + 1);
+            if (text && fread(text, 1, (size_t)size, f) != (size_t)size) {
+                free(text);
+                text = NULL;
+            }
+        }
+        fclose(f);
+        if (!text) {
+            rc = ppb_fail(err, PPB_EIO, "cannot read %s", path);
+            break;
+        }
+        text[size] = '\0';
+        if (k->n_sources == cap) {
+            cap = cap ? 2 * cap : 16;
+            ppb_kernel_source *grown = realloc(k->sources, (size_t)cap * sizeof *grown);
+            if (!grown) {
+                free(text);
+                rc = ppb_fail(err, PPB_ENOMEM, "out of memory reading kernel sources");
+                break;
+            }
+            k->sources = grown;
+        }
+        char *name = strdup(ent->d_name);
+        if (!name) {
+            free(text);
+            rc = ppb_fail(err, PPB_ENOMEM, "out of memory reading kernel sources");
+            break;
+        }
+        k->sources[k->n_sources].name = name;
+        k->sources[k->n_sources].text = text;
+        k->sources[k->n_sources].len = (size_t)size;
+        k->n_sources++;
+    }
+    closedir(d);
+    if (rc == PPB_OK && k->n_sources == 0)
+        rc = ppb_fail(err, PPB_EINPUT, "kernel source folder %s holds no .cuh or .h files", dir);
+    /* The folder overlays the embedded sources: files it lacks (attention_args.h
+     * next to a stand-in kernel, say) come from the build. */
+    for (int e = 0; rc == PPB_OK && e < ppb_embedded_kernel_source_count; e++) {
+        const ppb_kernel_source *src = &ppb_embedded_kernel_sources[e];
+        int present = 0;
+        for (int i = 0; i < k->n_sources && !present; i++)
+            present = strcmp(k->sources[i].name, src->name) == 0;
+        if (present)
+            continue;
+        if (k->n_sources == cap) {
+            cap = cap ? 2 * cap : 16;
+            ppb_kernel_source *grown = realloc(k->sources, (size_t)cap * sizeof *grown);
+            if (!grown) {
+                rc = ppb_fail(err, PPB_ENOMEM, "out of memory reading kernel sources");
+                break;
+            }
+            k->sources = grown;
+        }
+        char *name = strdup(src->name), *text = malloc(src->len + 1);
+        if (!name || !text) {
+            free(name);
+            free(text);
+            rc = ppb_fail(err, PPB_ENOMEM, "out of memory reading kernel sources");
+            break;
+        }
+        memcpy(text, src->text, src->len + 1);
+        k->sources[k->n_sources].name = name;
+        k->sources[k->n_sources].text = text;
+        k->sources[k->n_sources].len = src->len;
+        k->n_sources++;
+    }
+    if (rc == PPB_OK)
+        qsort(k->sources, (size_t)k->n_sources, sizeof *k->sources, by_name);
+    return rc;
+}
+
+static void hash_sources(ppb_kernels *k)
+{
+    uint64_t h = PPB_FNV1A64_OFFSET;
+    for (int i = 0; i < k->n_sources; i++) {
+        h = ppb_fnv1a64_update(h, k->sources[i].name, strlen(k->sources[i].name) + 1);
+        uint64_t len = k->sources[i].len;
+        h = ppb_fnv1a64_update(h, &len, sizeof len);
+        h = ppb_fnv1a64_update(h, k->sources[i].text, k->sources[i].len);
+    }
+    ppb_fnv1a64_hex(h, k->sources_hash);
+}
+
+/* ---------------------------------------------------------------- open -- */
+
+static int pick_mechanism(int requested, int *out, ppb_err *err)
+{
+    if (requested == PPB_KMECH_AUTO) {
+        const char *env = getenv("PPB_KERNEL_MECHANISM");
+        if (env && strcmp(env, "nvrtc") == 0)
+            requested = PPB_KMECH_NVRTC;
+        else if (env && strcmp(env, "aot") == 0)
+            requested = PPB_KMECH_AOT;
+        else if (env && *env && strcmp(env, "auto") != 0)
+            return ppb_fail(err, PPB_EINPUT, "PPB_KERNEL_MECHANISM='%s': use nvrtc, aot or auto", env);
+    }
+#ifdef PPB_HAVE_NVRTC
+    const int have_nvrtc = 1;
+#else
+    const int have_nvrtc = 0;
+#endif
+#ifdef PPB_HAVE_AOT
+    const int have_aot = 1;
+#else
+    const int have_aot = 0;
+#endif
+    if (requested == PPB_KMECH_AUTO)
+        requested = have_nvrtc ? PPB_KMECH_NVRTC : PPB_KMECH_AOT;
+    if (requested == PPB_KMECH_NVRTC && !have_nvrtc)
+        return ppb_fail(err, PPB_EREFUSED, "this build has no NVRTC (configure with PPB_NVRTC=ON)");
+    if (requested == PPB_KMECH_AOT && !have_aot)
+        return ppb_fail(err, PPB_EREFUSED,
+                        "this build has no ahead-of-time kernels (configure with PPB_AOT_CONFIGS=FILE)");
+    *out = requested;
+    return PPB_OK;
+}
+
+static int query_device(ppb_kernels *k, const ppb_kernels_options *opt, ppb_err *err)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess)
+        return ppb_fail(err, PPB_EFAIL, "no CUDA device: %s", cudaGetErrorString(e));
+    if (opt->device_index < 0 || opt->device_index >= count)
+        return ppb_fail(err, PPB_EINPUT, "CUDA device %d does not exist (%d found)", opt->device_index,
+                        count);
+    k->device = opt->device_index;
+    if ((e = cudaSetDevice(k->device)) != cudaSuccess)
+        return cuda_fail(err, e, "cudaSetDevice");
+    /* Make the primary context current: the driver API loads modules into it. */
+    if ((e = cudaFree(NULL)) != cudaSuccess)
+        return cuda_fail(err, e, "creating the CUDA context");
+    int major = 0, minor = 0, warp = 0, optin = 0, plain = 0, threads = 0;
+    if ((e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, k->device)) ||
+        (e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, k->device)) ||
+        (e = cudaDeviceGetAttribute(&warp, cudaDevAttrWarpSize, k->device)) ||
+        (e = cudaDeviceGetAttribute(&plain, cudaDevAttrMaxSharedMemoryPerBlock, k->device)) ||
+        (e = cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerBlock, k->device)))
+        return cuda_fail(err, e, "cudaDeviceGetAttribute");
+    /* Devices without opt-in (and toolchains that do not report it) keep the plain limit. */
+    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, k->device) != cudaSuccess ||
+        optin < plain) {
+        cudaGetLastError();
+        optin = plain;
+    }
+    k->cc = major * 10 + minor;
+    k->warp_size = warp;
+    k->smem_limit = optin;
+    k->threads_limit = threads;
+    return PPB_OK;
+}
+
+int ppb_kernels_open(ppb_kernels **out, const ppb_kernels_options *opt, ppb_err *err)
+{
+    *out = NULL;
+    ppb_kernels *k = calloc(1, sizeof *k);
+    if (!k)
+        return ppb_fail(err, PPB_ENOMEM, "out of memory");
+    pthread_mutex_init(&k->lock, NULL);
+    int rc = pick_mechanism(opt->mechanism, &k->mechanism, err);
+    if (rc)
+        goto fail;
+    k->compile_only = opt->compile_only;
+    if (k->compile_only) {
+        if (k->mechanism != PPB_KMECH_NVRTC) {
+            rc = ppb_fail(err, PPB_EREFUSED, "compile-only needs NVRTC");
+            goto fail;
+        }
+        k->cc = opt->arch > 0 ? opt->arch : 90;
+        k->warp_size = opt->warp_size > 0 ? opt->warp_size : 32;
+        k->smem_limit = 0;
+    } else {
+        rc = query_device(k, opt, err);
+        if (rc)
+            goto fail;
+    }
+    if (opt->smem_cap > 0 && (k->smem_limit == 0 || opt->smem_cap < k->smem_limit))
+        k->smem_limit = opt->smem_cap;
+
+    if (k->mechanism == PPB_KMECH_AOT) {
+#ifdef PPB_HAVE_AOT
+        if (ppb_aot_warp_size() != k->warp_size) {
+            rc = ppb_fail(err, PPB_EREFUSED,
+                          "the ahead-of-time kernels were built with PPB_WARP_SIZE=%d but the device's "
+                          "warp is %d lanes: rebuild with -DPPB_WARP_SIZE=%d",
+                          ppb_aot_warp_size(), k->warp_size, k->warp_size);
+            goto fail;
+        }
+#endif
+        k->arch = k->cc;
+    }
+#ifdef PPB_HAVE_NVRTC
+    if (k->mechanism == PPB_KMECH_NVRTC) {
+        rc = ppb_nvrtc_pick_arch(k->cc, k->compile_only, &k->arch, &k->arch_lowered, err);
+        if (rc)
+            goto fail;
+        const char *dir = opt->source_dir;
+        if (!dir || !*dir)
+            dir = getenv("PPB_KERNEL_SOURCE_DIR");
+        if (dir && *dir) {
+            k->sources_owned = 1;
+            rc = read_source_dir(k, dir, err);
+            if (rc)
+                goto fail;
+        } else {
+            k->sources = (ppb_kernel_source *)ppb_embedded_kernel_sources;
+            k->n_sources = ppb_embedded_kernel_source_count;
+        }
+        hash_sources(k);
+        if (!opt->no_cache) {
+            rc = ppb_kernel_cache_dir(opt->cache_dir, k->cache_dir, sizeof k->cache_dir, err);
+            if (rc)
+                goto fail;
+            ppb_err cerr;
+            /* No cache is slower, not wrong: compile every time if the folder cannot be made. */
+            k->cache_ok = ppb_kernel_cache_prepare(k->cache_dir, &cerr) == PPB_OK;
+        }
+    }
+#endif
+    *out = k;
+    return PPB_OK;
+fail:
+    ppb_kernels_close(k);
+    return rc;
+}
+
+void ppb_kernels_close(ppb_kernels *k)
+{
+    if (!k)
+        return;
+    for (int i = 0; i < k->n_loaded; i++) {
+#ifdef PPB_HAVE_NVRTC
+        if (k->loaded[i]->mechanism == PPB_KMECH_NVRTC)
+            ppb_cudrv_unload_module(k->loaded[i]->module);
+#endif
+        free(k->loaded[i]);
+    }
+    free(k->loaded);
+    if (k->sources_owned) {
+        for (int i = 0; i < k->n_sources; i++) {
+            free((char *)k->sources[i].name);
+            free((char *)k->sources[i].text);
+        }
+        free(k->sources);
+    }
+    pthread_mutex_destroy(&k->lock);
+    free(k);
+}
+
+void ppb_kernels_get_info(const ppb_kernels *k, ppb_kernels_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->mechanism = k->mechanism == PPB_KMECH_NVRTC ? "nvrtc" : "aot";
+#ifdef PPB_HAVE_NVRTC
+    if (k->mechanism == PPB_KMECH_NVRTC) {
+        int major, minor;
+        ppb_nvrtc_version(&major, &minor);
+        snprintf(info->compiler, sizeof info->compiler, "NVRTC %d.%d", major, minor);
+    }
+#endif
+#ifdef PPB_HAVE_AOT
+    if (k->mechanism == PPB_KMECH_AOT)
+        snprintf(info->compiler, sizeof info->compiler, "ahead of time, %d kernels", ppb_aot_count());
+#endif
+    info->arch = k->arch;
+    info->arch_note_lowered = k->arch_lowered;
+    info->warp_size = k->warp_size;
+    info->smem_optin_limit = k->smem_limit;
+    snprintf(info->cache_dir, sizeof info->cache_dir, "%s", k->cache_ok ? k->cache_dir : "");
+    memcpy(info->sources_hash, k->sources_hash, sizeof info->sources_hash);
+    pthread_mutex_lock((pthread_mutex_t *)&k->lock);
+    info->cache_hits = k->hits;
+    info->cache_misses = k->misses;
+    info->compile_seconds = k->compile_seconds;
+    pthread_mutex_unlock((pthread_mutex_t *)&k->lock);
+}
+
+/* ------------------------------------------------------------- compile -- */
+
+static int check_spec(const ppb_kernel_spec *s, ppb_err *err)
+{
+    char text[PPB_KERNEL_SPEC_TEXT_MAX];
+    ppb_kernel_spec_format(s, text, sizeof text);
+    if (s->kind < PPB_KSPEC_PREFILL || s->kind > PPB_KSPEC_DECODE_REDUCE)
+        return ppb_fail(err, PPB_EINPUT, "bad kernel kind %d", s->kind);
+    if (s->dtype != PPB_FP16 && s->dtype != PPB_BF16)
+        return ppb_fail(err, PPB_EINPUT, "%s: bad dtype", text);
+    if (s->head_dim <= 0 || (s->kind == PPB_KSPEC_PREFILL && (s->block_m <= 0 || s->block_n <= 0 ||
+                                                               s->num_warps <= 0)) ||
+        (s->kind != PPB_KSPEC_PREFILL && s->num_threads <= 0) ||
+        (s->kind == PPB_KSPEC_DECODE && s->page_size <= 0) ||
+        (s->kind == PPB_KSPEC_DECODE_REDUCE && s->partition_size <= 0))
+        return ppb_fail(err, PPB_EINPUT, "%s: incomplete kernel spec", text);
+    return PPB_OK;
+}
+
+static int nvrtc_build_for(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel_cache_entry *e,
+                           ppb_kernel_compile_info *info, ppb_err *err)
+{
+#ifdef PPB_HAVE_NVRTC
+    if (spec->use_mma && k->arch < PPB_MMA_MIN_CC)
+        return ppb_fail(err, PPB_EREFUSED, "the mma path needs sm_%d or newer; compiling for sm_%d",
+                        PPB_MMA_MIN_CC, k->arch);
+    ppb_nvrtc_request rq = {
+        .sources = k->sources,
+        .n_sources = k->n_sources,
+        .sources_hash = k->sources_hash,
+        .spec = spec,
+        .arch = k->arch,
+        .warp_size = k->warp_size,
+        .cache_dir = k->cache_ok ? k->cache_dir : NULL,
+    };
+    int rc = ppb_nvrtc_build(&rq, e, info, err);
+    if (rc == PPB_OK) {
+        pthread_mutex_lock(&k->lock);
+        if (info->from_cache)
+            k->hits++;
+        else
+            k->misses++;
+        k->compile_seconds += info->seconds;
+        pthread_mutex_unlock(&k->lock);
+    }
+    return rc;
+#else
+    (void)k; (void)spec; (void)e; (void)info;
+    return ppb_fail(err, PPB_EREFUSED, "this build has no NVRTC");
+#endif
+}
+
+int ppb_kernels_compile(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel_compile_info *info,
+                        ppb_err *err)
+{
+    int rc = check_spec(spec, err);
+    if (rc)
+        return rc;
+    if (k->mechanism != PPB_KMECH_NVRTC)
+        return ppb_fail(err, PPB_EREFUSED, "compiling needs NVRTC (this runtime is ahead of time)");
+    ppb_kernel_cache_entry e;
+    rc = nvrtc_build_for(k, spec, &e, info, err);
+    free(e.image);
+    return rc;
+}
+
+/* ----------------------------------------------------------------- get -- */
+
+int ppb_kernels_get(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel **handle,
+                    ppb_resources *res, ppb_err *err)
+{
+    *handle = NULL;
+    int rc = check_spec(spec, err);
+    if (rc)
+        return rc;
+    if (k->compile_only)
+        return ppb_fail(err, PPB_EREFUSED, "this kernel runtime is compile-only (no device)");
+    for (int i = 0; i < k->n_loaded; i++)
+        if (ppb_kernel_spec_equal(&k->loaded[i]->spec, spec)) {
+            *handle = k->loaded[i];
+            if (res)
+                *res = k->loaded[i]->res;
+            return PPB_OK;
+        }
+    if (k->n_loaded == k->cap_loaded) {
+        int cap = k->cap_loaded ? 2 * k->cap_loaded : 8;
+        ppb_kernel **grown = realloc(k->loaded, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return ppb_fail(err, PPB_ENOMEM, "out of memory");
+        k->loaded = grown;
+        k->cap_loaded = cap;
+    }
+    ppb_kernel *h = calloc(1, sizeof *h);
+    if (!h)
+        return ppb_fail(err, PPB_ENOMEM, "out of memory");
+    h->spec = *spec;
+    h->mechanism = k->mechanism;
+    h->smem_limit = k->smem_limit;
+    h->threads_limit = k->threads_limit;
+    char text[PPB_KERNEL_SPEC_TEXT_MAX];
+    ppb_kernel_spec_format(spec, text, sizeof text);
+
+    if (k->mechanism == PPB_KMECH_NVRTC) {
+#ifdef PPB_HAVE_NVRTC
+        ppb_kernel_cache_entry e;
+        ppb_kernel_compile_info info;
+        rc = nvrtc_build_for(k, spec, &e, &info, err);
+        if (rc == PPB_OK) {
+            rc = ppb_cudrv_load_module(e.image, e.lowered_name, &h->module, &h->function, err);
+            free(e.image);
+        }
+        if (rc == PPB_OK)
+            rc = ppb_cudrv_resources(h->function, &h->res, err);
+#endif
+    } else {
+#ifdef PPB_HAVE_AOT
+        h->aot_fn = ppb_aot_find(spec);
+        if (!h->aot_fn)
+            rc = ppb_fail(err, PPB_EREFUSED, "%s: not built ahead of time; add it to PPB_AOT_CONFIGS",
+                          text);
+        else
+            rc = ppb_aot_resources(h->aot_fn, &h->res, err);
+#endif
+    }
+    if (rc) {
+#ifdef PPB_HAVE_NVRTC
+        ppb_cudrv_unload_module(h->module);
+#endif
+        free(h);
+        return rc;
+    }
+    k->loaded[k->n_loaded++] = h;
+    *handle = h;
+    if (res)
+        *res = h->res;
+    return PPB_OK;
+}
+
+int ppb_kernels_get_prefill(ppb_kernels *k, const ppb_config *config, int head_dim, int dtype,
+                            int use_mma, ppb_kernel **handle, ppb_resources *res, ppb_err *err)
+{
+    ppb_kernel_spec s = {0};
+    s.kind = PPB_KSPEC_PREFILL;
+    s.dtype = dtype;
+    s.head_dim = head_dim;
+    s.use_mma = use_mma ? 1 : 0;
+    s.block_m = config->block_m;
+    s.block_n = config->block_n;
+    s.num_warps = config->num_warps;
+    return ppb_kernels_get(k, &s, handle, res, err);
+}
+
+int ppb_kernels_get_decode(ppb_kernels *k, const ppb_config *config, int head_dim, int page_size,
+                           int dtype, int use_mma, ppb_kernel **main, ppb_resources *main_res,
+                           ppb_kernel **reduce, ppb_resources *reduce_res, ppb_err *err)
+{
+    ppb_kernel_spec s = {0};
+    s.kind = PPB_KSPEC_DECODE;
+    s.dtype = dtype;
+    s.head_dim = head_dim;
+    s.use_mma = use_mma ? 1 : 0;
+    s.page_size = page_size;
+    s.num_threads = config->num_threads;
+    s.partition_size = config->version == 2 ? config->partition_size : 0;
+    if (reduce)
+        *reduce = NULL;
+    int rc = ppb_kernels_get(k, &s, main, main_res, err);
+    if (rc || config->version != 2)
+        return rc;
+    ppb_kernel_spec r = {0};
+    r.kind = PPB_KSPEC_DECODE_REDUCE;
+    r.dtype = dtype;
+    r.head_dim = head_dim;
+    r.num_threads = config->num_threads;
+    r.partition_size = config->partition_size;
+    if (!reduce)
+        return ppb_fail(err, PPB_EINPUT, "version 2 needs somewhere to put the reduce kernel");
+    return ppb_kernels_get(k, &r, reduce, reduce_res, err);
+}
+
+/* -------------------------------------------------------------- launch -- */
+
+int ppb_kernels_launch(ppb_kernel *h, const ppb_launch_plan *plan, const void *args,
+                       size_t args_size, void *stream, ppb_err *err)
+{
+    char text[PPB_KERNEL_SPEC_TEXT_MAX];
+    if (args_size != ppb_kernel_args_size(h->spec.kind)) {
+        ppb_kernel_spec_format(&h->spec, text, sizeof text);
+        return ppb_fail(err, PPB_EINPUT, "%s: argument struct of %zu bytes, the kernel takes %zu", text,
+                        args_size, ppb_kernel_args_size(h->spec.kind));
+    }
+    long threads = (long)plan->block[0] * plan->block[1] * plan->block[2];
+    long grid = (long)plan->grid[0] * plan->grid[1] * plan->grid[2];
+    if (threads <= 0 || grid <= 0) {
+        ppb_kernel_spec_format(&h->spec, text, sizeof text);
+        return ppb_fail(err, PPB_EINPUT, "%s: empty launch (grid %ld blocks, block %ld threads)", text,
+                        grid, threads);
+    }
+    if (threads > h->res.max_threads || (h->threads_limit > 0 && threads > h->threads_limit)) {
+        ppb_kernel_spec_format(&h->spec, text, sizeof text);
+        return ppb_fail(err, PPB_EREFUSED,
+                        "%s: %ld threads per block; the compiled kernel allows %d (device limit %d)", text,
+                        threads, h->res.max_threads, h->threads_limit);
+    }
+    long need = (long)h->res.static_smem + (long)plan->dynamic_smem;
+    if (h->smem_limit > 0 && need > h->smem_limit) {
+        ppb_kernel_spec_format(&h->spec, text, sizeof text);
+        return ppb_fail(err, PPB_EREFUSED,
+                        "%s: needs %ld B of shared memory per block (%d static + %u dynamic); the "
+                        "limit is %ld B",
+                        text, need, h->res.static_smem, plan->dynamic_smem, h->smem_limit);
+    }
+    int rc = PPB_OK;
+    /* Opt in only past the 48 KB (static + dynamic) every block may use, and
+     * only as far as this launch needs: the attribute stays at the largest
+     * value asked so far, never past smem_limit (checked above). */
+    if (need > PPB_SMEM_DEFAULT_LIMIT && (int)plan->dynamic_smem > h->dynamic_smem_attr) {
+#ifdef PPB_HAVE_NVRTC
+        if (h->mechanism == PPB_KMECH_NVRTC)
+            rc = ppb_cudrv_set_dynamic_smem(h->function, (int)plan->dynamic_smem, err);
+#endif
+#ifdef PPB_HAVE_AOT
+        if (h->mechanism == PPB_KMECH_AOT)
+            rc = ppb_aot_set_dynamic_smem(h->aot_fn, (int)plan->dynamic_smem, err);
+#endif
+        if (rc)
+            return rc;
+        h->dynamic_smem_attr = (int)plan->dynamic_smem;
+    }
+    void *params[1] = {(void *)args};
+#ifdef PPB_HAVE_NVRTC
+    if (h->mechanism == PPB_KMECH_NVRTC)
+        rc = ppb_cudrv_launch(h->function, plan, params, stream, err);
+#endif
+#ifdef PPB_HAVE_AOT
+    if (h->mechanism == PPB_KMECH_AOT)
+        rc = ppb_aot_launch(h->aot_fn, plan, params, stream, err);
+#endif
+    if (rc == PPB_OK)
+        h->res.dynamic_smem = (int)plan->dynamic_smem;
+    return rc;
+}

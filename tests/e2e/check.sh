@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# ppbench check: the issue's acceptance check (BLOCK_N=128 at D=128 refused on the
+# BI-V100 at 48 KB, with the arithmetic, and feasible at the 128 KB figure), the
+# exit codes, CSV output, --filter, --target-file and the suite-dir lookup.
+source "$(dirname "$0")/lib.bash"
+
+# -- the acceptance check ------------------------------------------------------
+expect_rc 1 "$PPB" check "$SRC/suites/prefill.yaml" --target bi-v100
+row=$(grep -E '^block_m=128 block_n=128 num_warps=8 .*head_dim=128 ' "$WORK/out" || true)
+[ -n "$row" ] || { cat "$WORK/out"; fail "no row for block_m=128 block_n=128 num_warps=8 at head_dim=128"; }
+echo "$row" | grep -q ' INFEASIBLE ' || fail "128/128 tiles at D 128 not refused: $row"
+echo "$row" | grep -qF 'K+V tiles 2 x 128 x 128 x 2 B = 65536 B; + Q tile 128 x 128 x 2 B = 32768 B -> 98304 B' \
+  || fail "the arithmetic is missing: $row"
+echo "$row" | grep -qF '> 49152 B per block (bi-v100 smem_per_block, disputed)' || fail "no 49152 B limit: $row"
+echo "$row" | grep -qF 'the seed counts K+V only: 65536 B' || fail "the seed's figure is missing: $row"
+echo "$row" | grep -qF 'feasible at 131072 B (128 KB, LLVM backend feature list)' || fail "no 128 KB flip: $row"
+# The seed's proposal (64/64 tiles) fits at exactly 48 KB, and the 32 KB figure would refuse it.
+row=$(grep -E '^block_m=64 block_n=64 num_warps=4 .*head_dim=128 ' "$WORK/out" || true)
+[ -n "$row" ] || fail "no row for block_m=64 block_n=64 num_warps=4 at head_dim=128"
+echo "$row" | grep -q ' feasible ' || fail "64/64 tiles at D 128 refused: $row"
+echo "$row" | grep -qF 'infeasible at 32768 B (32 KB' || fail "no 32 KB flip for 64/64: $row"
+# The assumptions are listed, and the summary counts what was refused.
+grep -qE '^  smem_per_block +49152 B \(disputed; other figures: 32768, 131072\)' "$WORK/out" \
+  || fail "the profile's assumptions are not listed"
+grep -qE '^[1-9][0-9]* of [0-9]+ configs infeasible on bi-v100' "$WORK/out" || fail "no summary line"
+[ ! -s "$WORK/err" ] || { cat "$WORK/err"; fail "unexpected stderr"; }
+
+# -- the same suite on the H200: everything fits after opt-in ------------------------
+expect_rc 0 "$PPB" check "$SRC/suites/prefill.yaml" --target h200
+grep -q '^0 of [0-9]* configs infeasible on h200' "$WORK/out" || fail "h200 summary"
+grep -E '^block_m=128 block_n=128 num_warps=8 .*head_dim=128 ' "$WORK/out" | grep -qF '2 (smem)' \
+  || fail "h200: 128/128 at D 128 should give 2 blocks/SM limited by smem"
+
+# -- --filter: only head_dim 64 rows, all of which fit in 48 KB -----------------------
+expect_rc 0 "$PPB" check "$SRC/suites/prefill.yaml" --target bi-v100 --filter 'head_dim=64'
+grep -q 'head_dim=256\|head_dim=128' "$WORK/out" && fail "--filter head_dim=64 kept other head dims"
+grep -q 'head_dim=64' "$WORK/out" || fail "--filter head_dim=64 left nothing"
+
+# -- CSV: a header, quoted reasons, the summary on stderr ------------------------------
+expect_rc 1 "$PPB" check "$SRC/suites/prefill.yaml" --target bi-v100 --format csv
+head -n1 "$WORK/out" | grep -q '^config,shape,cases,smem_bytes,seed_smem_bytes,threads,seed_threads,registers,from_compiled,verdict,blocks_per_sm,limiter,reason,flips$' \
+  || fail "CSV header"
+"$PY" - "$WORK/out" <<'PYEOF' || fail "CSV content"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert rows, "no rows"
+r = [x for x in rows if x["config"].startswith("block_m=128 block_n=128 num_warps=8 ")
+     and "head_dim=128 " in x["shape"]]
+assert len(r) == 1, r
+r = r[0]
+assert r["verdict"] == "infeasible" and r["smem_bytes"] == "98304" and r["seed_smem_bytes"] == "65536", r
+assert r["threads"] == "512" and r["seed_threads"] == "256", r
+assert "feasible at 131072 B" in r["flips"], r
+assert all(len(x) == 14 for x in csv.reader(open(sys.argv[1]))), "ragged CSV"
+PYEOF
+grep -q 'configs infeasible on bi-v100' "$WORK/err" || fail "CSV mode: no summary on stderr"
+
+# -- targets are found next to the suite; the suite's own target: is the default ------
+cat > suite.yaml <<'YAML'
+name: tiny
+kernel: prefix_prefill
+shapes:
+  - query_len: 128
+    heads: "8/1"
+    head_dim: 128
+configs:
+  - block_m: 128
+    block_n: [64, 128]
+    num_warps: 4
+YAML
+expect_rc 2 "$PPB" check suite.yaml
+grep -q 'names no target' "$WORK/err" || fail "no-target message"
+expect_rc 3 "$PPB" check suite.yaml --target bi-v100
+[ "$(wc -l < "$WORK/err")" -eq 1 ] || { cat "$WORK/err"; fail "expected one error line"; }
+grep -q "no target profile 'bi-v100'" "$WORK/err" || fail "missing profile message"
+mkdir targets && cp "$SRC"/suites/targets/*.yaml targets/
+expect_rc 1 "$PPB" check suite.yaml --target bi-v100
+grep -q '^2 of 2 configs infeasible on bi-v100' "$WORK/out" || { cat "$WORK/out"; fail "tiny suite on bi-v100"; }
+sed -i '1a target: h200' suite.yaml
+expect_rc 0 "$PPB" check suite.yaml
+grep -q '^0 of 2 configs infeasible on h200' "$WORK/out" || fail "the suite's target: was not used"
+
+# -- --target-file, and a bad profile: one line with file:line:column and the field ----
+sed 's/^name: bi-v100/name: custom/; s/value: 49152/value: 131072/; s/- {value: 131072, source: "LLVM backend feature list"}/- {value: 49152, source: "the seed"}/' \
+  "$SRC/suites/targets/bi-v100.yaml" > custom.yaml
+expect_rc 0 "$PPB" check suite.yaml --target-file custom.yaml
+grep -q '^0 of 2 configs infeasible on custom' "$WORK/out" || { cat "$WORK/out"; fail "--target-file"; }
+expect_rc 3 "$PPB" check suite.yaml --target-file "$SRC/tests/data/targets/bad/missing_source.yaml"
+[ "$(wc -l < "$WORK/err")" -eq 1 ] || { cat "$WORK/err"; fail "expected one error line"; }
+grep -q 'missing_source.yaml:3:3: sm_count: source is missing' "$WORK/err" || { cat "$WORK/err"; fail "bad profile message"; }
+
+# -- a bad suite: exit 3, one line --------------------------------------------------
+printf 'name: bad\nkernel: prefix_prefill\nshapes:\n  - query_len: [16]\n    heads: ["4/2"]\n    dtype: [fp8]\n' > bad.yaml
+expect_rc 3 "$PPB" check bad.yaml --target-file custom.yaml
+[ "$(wc -l < "$WORK/err")" -eq 1 ] || { cat "$WORK/err"; fail "expected one error line"; }
+grep -q 'bad.yaml:6:' "$WORK/err" || { cat "$WORK/err"; fail "bad suite message lacks its position"; }
+
+expect_rc 3 "$PPB" check "$WORK/missing.yaml" --target h200
+grep -q 'missing.yaml' "$WORK/err" || fail "missing suite message"
+
+# -- usage errors: exit 2 ----------------------------------------------------------
+expect_rc 2 "$PPB" check
+expect_rc 2 "$PPB" check suite.yaml extra.yaml
+expect_rc 2 "$PPB" check suite.yaml --format xml
+expect_rc 2 "$PPB" check suite.yaml --target h200 --target-file custom.yaml
+expect_rc 2 "$PPB" check suite.yaml --bogus
+expect_rc 2 "$PPB" check suite.yaml --filter 'blok_n=64'
+grep -q "unknown field 'blok_n'" "$WORK/err" || fail "bad filter message"
+expect_rc 0 "$PPB" check --help
+grep -q 'usage: ppbench check' "$WORK/out" || fail "--help"
+echo "check: ok"

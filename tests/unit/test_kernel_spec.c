@@ -1,0 +1,284 @@
+/* Kernel instantiations: the spec line format, the case -> instantiation
+ * mapping per compute capability, the sorted dedupe, and the list derived
+ * from suites (what ppb-kernel-compile and PPB_AOT_CONFIGS consume). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernel_spec.h"
+
+static void test_format_parse_round_trip(void **state)
+{
+    (void)state;
+    const char *lines[] = {
+        "prefill dtype=bf16 head_dim=128 block_m=128 block_n=64 num_warps=8 mma=1",
+        "decode dtype=fp16 head_dim=256 page_size=32 num_threads=256 partition_size=0 mma=0",
+        "decode_reduce dtype=bf16 head_dim=64 num_threads=128 partition_size=512",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+        ppb_kernel_spec s;
+        ppb_err err = {{0}};
+        assert_int_equal(ppb_kernel_spec_parse(lines[i], &s, &err), PPB_OK);
+        char text[PPB_KERNEL_SPEC_TEXT_MAX];
+        ppb_kernel_spec_format(&s, text, sizeof text);
+        assert_string_equal(text, lines[i]);
+    }
+    /* Field order and surrounding blanks do not matter on input. */
+    ppb_kernel_spec a, b;
+    ppb_err err = {{0}};
+    assert_int_equal(ppb_kernel_spec_parse("  prefill mma=0 num_warps=4 block_n=32 block_m=16 head_dim=64 "
+                                           "dtype=fp16\n",
+                                           &a, &err),
+                     PPB_OK);
+    assert_int_equal(a.kind, PPB_KSPEC_PREFILL);
+    assert_int_equal(a.dtype, PPB_FP16);
+    assert_int_equal(a.head_dim, 64);
+    assert_int_equal(a.block_m, 16);
+    assert_int_equal(a.block_n, 32);
+    assert_int_equal(a.num_warps, 4);
+    assert_int_equal(a.use_mma, 0);
+    assert_int_equal(ppb_kernel_spec_parse("prefill dtype=fp16 head_dim=64 block_m=16 block_n=32 "
+                                           "num_warps=4 mma=0",
+                                           &b, &err),
+                     PPB_OK);
+    assert_true(ppb_kernel_spec_equal(&a, &b));
+}
+
+static void test_parse_errors_name_the_problem(void **state)
+{
+    (void)state;
+    struct {
+        const char *line, *expect;
+    } bad[] = {
+        {"", "empty"},
+        {"gemm dtype=fp16", "not a kernel kind"},
+        {"prefill dtype=fp16 head_dim=64 block_m=16 block_n=32 num_warps=4", "needs mma="},
+        {"prefill dtype=fp8 head_dim=64 block_m=16 block_n=32 num_warps=4 mma=0", "dtype 'fp8'"},
+        {"prefill dtype=fp16 head_dim=64 block_m=16 block_n=32 num_warps=4 mma=2", "mma must be 0 or 1"},
+        {"prefill dtype=fp16 head_dim=x block_m=16 block_n=32 num_warps=4 mma=0", "head_dim='x'"},
+        {"prefill dtype=fp16 head_dim=64 head_dim=64 block_m=16 block_n=32 num_warps=4 mma=0", "given twice"},
+        {"decode_reduce dtype=fp16 head_dim=64 num_threads=128 partition_size=512 mma=0", "not a field"},
+        {"decode dtype=fp16 head_dim", "not name=value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ppb_kernel_spec s;
+        ppb_err err = {{0}};
+        assert_int_equal(ppb_kernel_spec_parse(bad[i].line, &s, &err), PPB_EINPUT);
+        if (!strstr(err.msg, bad[i].expect))
+            fail_msg("'%s': message '%s' lacks '%s'", bad[i].line, err.msg, bad[i].expect);
+    }
+}
+
+static ppb_case decode_case(int version, int partition)
+{
+    ppb_case c;
+    ppb_case_init(&c, PPB_PAGED_ATTENTION);
+    c.shape.seq_len = 1000;
+    c.shape.num_heads = 8;
+    c.shape.num_kv_heads = 1;
+    c.shape.page_size = 16;
+    c.shape.dtype = PPB_FP16;
+    c.config.version = version;
+    c.config.partition_size = partition;
+    c.config.num_threads = 256;
+    ppb_case_make_key(&c);
+    return c;
+}
+
+static void test_specs_for_case(void **state)
+{
+    (void)state;
+    ppb_case p;
+    ppb_case_init(&p, PPB_PREFIX_PREFILL);
+    p.shape.query_len = 10;
+    p.shape.num_heads = 4;
+    p.shape.num_kv_heads = 2;
+    p.config.block_m = 64;
+    p.config.block_n = 32;
+    p.config.num_warps = 4;
+    ppb_kernel_spec s[2];
+    int n = 0;
+    ppb_err err = {{0}};
+    /* path auto: tensor cores from compute capability 8.0 on, not below. */
+    assert_int_equal(ppb_kernel_specs_for_case(&p, 90, s, &n, &err), PPB_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(s[0].kind, PPB_KSPEC_PREFILL);
+    assert_int_equal(s[0].use_mma, 1);
+    assert_int_equal(s[0].head_dim, 128);
+    assert_int_equal(s[0].block_m, 64);
+    assert_int_equal(s[0].block_n, 32);
+    assert_int_equal(s[0].dtype, PPB_BF16);
+    assert_int_equal(ppb_kernel_specs_for_case(&p, 70, s, &n, &err), PPB_OK);
+    assert_int_equal(s[0].use_mma, 0);
+    p.config.path = PPB_PATH_SIMT;
+    assert_int_equal(ppb_kernel_specs_for_case(&p, 90, s, &n, &err), PPB_OK);
+    assert_int_equal(s[0].use_mma, 0);
+    p.config.path = PPB_PATH_MMA;
+    assert_int_equal(ppb_kernel_specs_for_case(&p, 75, s, &n, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "path=mma needs compute capability 8.0"));
+
+    /* decode v1: one kernel, PARTITION_SIZE 0 whatever the config says. */
+    ppb_case d1 = decode_case(1, 512);
+    assert_int_equal(ppb_kernel_specs_for_case(&d1, 90, s, &n, &err), PPB_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(s[0].kind, PPB_KSPEC_DECODE);
+    assert_int_equal(s[0].partition_size, 0);
+    assert_int_equal(s[0].page_size, 16);
+    assert_int_equal(s[0].num_threads, 256);
+    /* decode v2: main + reduce with the kernel's partition size (never the host's). */
+    ppb_case d2 = decode_case(2, 256);
+    d2.config.host_partition_size = 512;
+    assert_int_equal(ppb_kernel_specs_for_case(&d2, 90, s, &n, &err), PPB_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(s[0].partition_size, 256);
+    assert_int_equal(s[1].kind, PPB_KSPEC_DECODE_REDUCE);
+    assert_int_equal(s[1].partition_size, 256);
+    assert_int_equal(s[1].num_threads, 256);
+    assert_int_equal(s[1].use_mma, 0);
+    assert_int_equal(s[1].page_size, 0);
+}
+
+static void test_list_sorted_without_duplicates(void **state)
+{
+    (void)state;
+    ppb_kernel_spec_list l = {0};
+    ppb_err err = {{0}};
+    const char *lines[] = {
+        "decode dtype=bf16 head_dim=128 page_size=16 num_threads=128 partition_size=512 mma=1",
+        "prefill dtype=bf16 head_dim=128 block_m=128 block_n=64 num_warps=8 mma=1",
+        "prefill dtype=bf16 head_dim=64 block_m=128 block_n=64 num_warps=8 mma=1",
+        "decode dtype=bf16 head_dim=128 page_size=16 num_threads=128 partition_size=512 mma=1",
+        "prefill dtype=bf16 head_dim=128 block_m=128 block_n=64 num_warps=8 mma=1",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+        ppb_kernel_spec s;
+        assert_int_equal(ppb_kernel_spec_parse(lines[i], &s, &err), PPB_OK);
+        assert_int_equal(ppb_kernel_spec_list_add(&l, &s), PPB_OK);
+    }
+    assert_int_equal(l.n, 3);
+    assert_int_equal(l.items[0].kind, PPB_KSPEC_PREFILL);
+    assert_int_equal(l.items[0].head_dim, 64);
+    assert_int_equal(l.items[1].head_dim, 128);
+    assert_int_equal(l.items[2].kind, PPB_KSPEC_DECODE);
+    for (int i = 1; i < l.n; i++)
+        assert_true(ppb_kernel_spec_compare(&l.items[i - 1], &l.items[i]) < 0);
+    ppb_kernel_spec_list_free(&l);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The list comes from the suite through the matrix: excluded cases bring no
+ * kernel, shapes that differ only in lengths share one, mma depends on cc. */
+static void test_list_from_suite(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ppb_kspec_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/s.yaml", dir);
+    write_file(path, "name: t\n"
+                     "kernel: prefix_prefill\n"
+                     "shapes:\n"
+                     "  - {query_len: [16, 32], context_len: [0, 64], heads: \"4/2\", head_dim: [64, 128], dtype: fp16}\n"
+                     "configs:\n"
+                     "  - {block_m: [16, 32], block_n: 32, num_warps: 4}\n"
+                     "  - {block_m: 64, block_n: 64, num_warps: 4, path: mma}\n"
+                     "exclude:\n"
+                     "  - {head_dim: 128, block_m: 32}\n");
+    ppb_kernel_spec_list l = {0};
+    long skipped = -1;
+    ppb_err err = {{0}};
+    const char *paths[] = {path};
+    int rc = ppb_kernel_list_suites(paths, 1, 90, &l, &skipped, &err);
+    if (rc)
+        fail_msg("%s", err.msg);
+    /* d64: bm 16, 32, 64(mma); d128: bm 16, 64(mma) */
+    assert_int_equal(l.n, 5);
+    assert_int_equal(skipped, 0);
+    for (int i = 0; i < l.n; i++) {
+        assert_int_equal(l.items[i].use_mma, 1); /* auto and mma both on sm_90 */
+        assert_false(l.items[i].head_dim == 128 && l.items[i].block_m == 32);
+    }
+    ppb_kernel_spec_list_free(&l);
+
+    /* On sm_70 the mma configs are left out (and counted), the rest are SIMT. */
+    rc = ppb_kernel_list_suites(paths, 1, 70, &l, &skipped, &err);
+    if (rc)
+        fail_msg("%s", err.msg);
+    assert_int_equal(l.n, 3);
+    assert_int_equal(skipped, 8); /* 2 q x 2 ctx x 2 head_dim of the path=mma config */
+    for (int i = 0; i < l.n; i++) {
+        assert_int_equal(l.items[i].use_mma, 0);
+        assert_true(l.items[i].block_m != 64);
+    }
+    ppb_kernel_spec_list_free(&l);
+
+    /* A list file: comments and blank lines ignored, errors name the line. */
+    char list_path[256];
+    snprintf(list_path, sizeof list_path, "%s/k.txt", dir);
+    write_file(list_path, "# kernels\n\nprefill dtype=fp16 head_dim=64 block_m=16 block_n=32 num_warps=4 mma=0\n"
+                          "decode_reduce dtype=bf16 head_dim=64 num_threads=128 partition_size=512 # v2\n");
+    assert_int_equal(ppb_kernel_list_read(list_path, &l, &err), PPB_OK);
+    assert_int_equal(l.n, 2);
+    ppb_kernel_spec_list_free(&l);
+    write_file(list_path, "prefill dtype=fp16 head_dim=64 block_m=16 block_n=32 num_warps=4 mma=0\nprefill x=1\n");
+    assert_int_equal(ppb_kernel_list_read(list_path, &l, &err), PPB_EINPUT);
+    assert_non_null(strstr(err.msg, "k.txt:2:"));
+    ppb_kernel_spec_list_free(&l);
+    unlink(list_path);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Every suite in the repository yields a non-empty list on both architectures
+ * the compile check uses (a suite that cannot be expanded fails here first). */
+static void test_repository_suites_list(void **state)
+{
+    (void)state;
+    const char *root = getenv("PPB_SOURCE_DIR");
+    if (!root)
+        skip();
+    const char *names[] = {"prefill.yaml", "decode.yaml", "smoke.yaml"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/suites/%s", root, names[i]);
+        if (access(path, R_OK) != 0)
+            continue;
+        const char *paths[] = {path};
+        for (int cc = 70; cc <= 90; cc += 20) {
+            ppb_kernel_spec_list l = {0};
+            ppb_err err = {{0}};
+            int rc = ppb_kernel_list_suites(paths, 1, cc, &l, NULL, &err);
+            if (rc)
+                fail_msg("%s: %s", path, err.msg);
+            assert_true(l.n > 0);
+            ppb_kernel_spec_list_free(&l);
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_format_parse_round_trip),
+        cmocka_unit_test(test_parse_errors_name_the_problem),
+        cmocka_unit_test(test_specs_for_case),
+        cmocka_unit_test(test_list_sorted_without_duplicates),
+        cmocka_unit_test(test_list_from_suite),
+        cmocka_unit_test(test_repository_suites_list),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

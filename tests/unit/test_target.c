@@ -1,0 +1,533 @@
+/* Target profiles and the feasibility model: the shipped profiles, the seed's
+ * BI-V100 question (BLOCK_N=128 at D=128), occupancy limiters computed by hand,
+ * measured resources overriding the formula, and bad profile files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "target.h"
+
+static const char *source_dir(void)
+{
+    const char *d = getenv("PPB_SOURCE_DIR");
+    return d && d[0] ? d : PPB_SOURCE_DIR;
+}
+
+static const char *data_dir(void)
+{
+    static char buf[4096];
+    const char *d = getenv("PPB_TEST_DATA");
+    if (d && d[0])
+        return d;
+    snprintf(buf, sizeof buf, "%s/tests/data", source_dir());
+    return buf;
+}
+
+static ppb_target *load_named(const char *name)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/suites", source_dir());
+    ppb_target *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    ppb_err err = {{0}};
+    int rc = ppb_target_load_named(dir, name, t, &err);
+    if (rc != PPB_OK)
+        fail_msg("loading %s: %s", name, err.msg);
+    return t;
+}
+
+static ppb_case prefill(int bm, int bn, int warps, int d)
+{
+    ppb_case c;
+    ppb_case_init(&c, PPB_PREFIX_PREFILL);
+    c.shape.query_len = 8192;
+    c.shape.num_heads = 32;
+    c.shape.num_kv_heads = 4;
+    c.shape.head_dim = d;
+    c.config.block_m = bm;
+    c.config.block_n = bn;
+    c.config.num_warps = warps;
+    ppb_case_make_key(&c);
+    return c;
+}
+
+static ppb_case decode(int version, int threads, int partition, int seq_len)
+{
+    ppb_case c;
+    ppb_case_init(&c, PPB_PAGED_ATTENTION);
+    c.shape.seq_len = seq_len;
+    c.shape.batch = 8;
+    c.shape.num_heads = 32;
+    c.shape.num_kv_heads = 4;
+    c.shape.head_dim = 128;
+    c.config.version = version;
+    c.config.num_threads = threads;
+    c.config.partition_size = partition;
+    ppb_case_make_key(&c);
+    return c;
+}
+
+static void set_value(ppb_target_value *v, double value)
+{
+    memset(v, 0, sizeof *v);
+    v->present = 1;
+    v->value = value;
+    snprintf(v->source, sizeof v->source, "test");
+    snprintf(v->confidence, sizeof v->confidence, "assumed");
+}
+
+#define assert_contains(haystack, needle)                                                         \
+    do {                                                                                          \
+        if (!strstr((haystack), (needle)))                                                        \
+            fail_msg("'%s' does not contain '%s'", (haystack), (needle));                        \
+    } while (0)
+#define assert_lacks(haystack, needle)                                                            \
+    do {                                                                                          \
+        if (strstr((haystack), (needle)))                                                         \
+            fail_msg("'%s' contains '%s'", (haystack), (needle));                                \
+    } while (0)
+
+/* ---- the shipped profiles ------------------------------------------------ */
+
+static void test_load_shipped_profiles(void **state)
+{
+    (void)state;
+    ppb_target *b = load_named("bi-v100");
+    assert_string_equal(b->name, "bi-v100");
+    assert_true(b->warp_size.present && b->warp_size.value == 64);
+    assert_string_equal(b->warp_size.confidence, "measured");
+    assert_true(b->smem_per_block.value == 49152);
+    assert_string_equal(b->smem_per_block.confidence, "disputed");
+    assert_int_equal(b->smem_per_block.n_alt, 2);
+    assert_true(b->smem_per_block.alternatives[0] == 32768);
+    assert_true(b->smem_per_block.alternatives[1] == 131072);
+    assert_string_equal(b->smem_per_block.alt_source[1], "LLVM backend feature list");
+    assert_false(b->smem_per_sm.present);              /* unknown, not invented */
+    assert_string_equal(b->smem_per_sm.confidence, "unknown");
+    assert_false(b->regs_per_sm.present);
+    assert_true(b->mem_bytes.value == 34057748480.0);
+    assert_true(b->sm_count.value == 16 && b->sm_count.n_alt == 1);
+    assert_true(b->mem_bandwidth.value == 1.2e12);
+    assert_int_equal(b->mem_bandwidth.n_alt, 2);
+    assert_true(b->mem_bandwidth.alternatives[0] == 584e9);
+    const ppb_target_value *all[] = {&b->warp_size, &b->smem_per_block, &b->smem_per_sm,
+                                     &b->max_threads_per_block, &b->max_threads_per_sm,
+                                     &b->max_blocks_per_sm, &b->regs_per_sm,
+                                     &b->max_regs_per_thread, &b->sm_count, &b->mem_bytes,
+                                     &b->mem_bandwidth, &b->fp16_flops};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        assert_true(all[i]->source[0] != '\0');   /* every figure, known or not, says why */
+
+    ppb_target *h = load_named("h200");
+    assert_true(h->warp_size.value == 32);
+    assert_true(h->smem_per_block.value == 232448);
+    assert_true(h->smem_per_block_default.value == 49152);
+    assert_true(h->smem_per_sm.value == 233472);
+    assert_true(h->smem_reserved_per_block.value == 1024);
+    assert_true(h->sm_count.value == 132);
+    assert_true(h->regs_per_sm.value == 65536);
+    assert_true(h->max_regs_per_thread.value == 255);
+    assert_true(h->max_threads_per_sm.value == 2048);
+    assert_true(h->max_blocks_per_sm.value == 32);
+    assert_true(h->mem_bytes.value > 140e9);
+
+    ppb_target *a = load_named("a100");
+    assert_true(a->smem_per_block.value == 166912);
+    assert_true(a->smem_per_sm.value == 167936);
+    assert_true(a->sm_count.value == 108);
+    assert_true(a->mem_bytes.value == 80e9);
+    assert_int_equal(a->mem_bytes.n_alt, 1);
+    assert_true(a->mem_bytes.alternatives[0] == 40e9);
+    free(b);
+    free(h);
+    free(a);
+}
+
+/* ---- the seed's question on the BI-V100 ---------------------------------- */
+
+static void test_bi_v100_block_n_128_refused_and_flips_at_128k(void **state)
+{
+    (void)state;
+    ppb_target *b = load_named("bi-v100");
+    ppb_case c = prefill(128, 128, 8, 128);
+    ppb_needs n;
+    ppb_target_needs(&c, b, NULL, &n);
+    assert_int_equal(n.smem_bytes, 2 * 128 * 128 * 2 + 128 * 128 * 2);   /* 98304 */
+    assert_int_equal(n.seed_smem_bytes, 65536);
+    assert_int_equal(n.threads, 8 * 64);
+    assert_int_equal(n.seed_threads, 8 * 32);
+    assert_int_equal(n.from_compiled, 0);
+    assert_contains(n.arithmetic, "the seed assumes a 32-wide warp: 256");
+
+    ppb_feasibility f;
+    ppb_target_judge(&c, b, NULL, &f);
+    assert_false(f.feasible);
+    assert_int_equal(f.blocks_per_sm, 0);
+    assert_contains(f.reason, "needs 98304 B shared memory (K+V tiles 2 x 128 x 128 x 2 B = 65536 B; "
+                              "+ Q tile 128 x 128 x 2 B = 32768 B -> 98304 B");
+    assert_contains(f.reason, "the seed counts K+V only: 65536 B");
+    assert_contains(f.reason, "> 49152 B per block (bi-v100 smem_per_block, disputed)");
+    assert_true(strchr(f.reason, '\n') == NULL);
+    assert_string_equal(f.flips, "feasible at 131072 B (128 KB, LLVM backend feature list)");
+
+    /* The seed's proposal, 64/64 tiles: exactly 48 KB with the Q tile; the
+     * 32 KB figure from Iluvatar's vLLM build would refuse it. */
+    c = prefill(64, 64, 4, 128);
+    ppb_target_judge(&c, b, NULL, &f);
+    assert_true(f.feasible);
+    assert_contains(f.reason, "needs 49152 B shared memory");
+    assert_contains(f.reason, "<= 49152 B per block");
+    assert_string_equal(f.flips, "infeasible at 32768 B (32 KB, hard-coded in Iluvatar's vLLM build)");
+    /* Occupancy cannot be estimated: the per-SM figures are unknown. */
+    assert_int_equal(f.blocks_per_sm, 0);
+    assert_string_equal(f.limiter, "unknown");
+    assert_contains(f.reason, "blocks/SM unknown");
+
+    /* BLOCK_M 128 with BLOCK_N 64 (newer vLLM): 32 KB K+V but 64 KB with Q. */
+    c = prefill(128, 64, 4, 128);
+    ppb_target_judge(&c, b, NULL, &f);
+    assert_false(f.feasible);
+    assert_contains(f.reason, "needs 65536 B");
+    assert_string_equal(f.flips, "feasible at 131072 B (128 KB, LLVM backend feature list)");
+
+    /* D 256 with 128 tiles needs 192 KB: no published figure rescues it. */
+    c = prefill(128, 128, 8, 256);
+    ppb_target_judge(&c, b, NULL, &f);
+    assert_false(f.feasible);
+    assert_contains(f.reason, "needs 196608 B");
+    assert_contains(f.flips, "no disputed figure flips it");
+    assert_lacks(f.flips, "feasible at");
+    free(b);
+}
+
+static void test_h200_opt_in_and_smem_limiter(void **state)
+{
+    (void)state;
+    ppb_target *h = load_named("h200");
+    ppb_case c = prefill(128, 128, 8, 128);
+    ppb_feasibility f;
+    ppb_target_judge(&c, h, NULL, &f);
+    assert_true(f.feasible);
+    /* smem: 233472 / (98304 + 1024) = 2.35 -> 2; threads 2048 / 256 = 8; blocks 32. */
+    assert_int_equal(f.blocks_per_sm, 2);
+    assert_string_equal(f.limiter, "smem");
+    assert_contains(f.reason, "over the 49152 B default: the launch must opt in");
+    assert_contains(f.reason, "2 blocks/SM, limited by smem (233472 B per SM / (98304 + 1024 reserved) B)");
+    assert_contains(f.reason, "(an upper bound: registers/thread unknown)");
+    assert_string_equal(f.flips, "");   /* nothing disputed on the H200 */
+
+    /* D 256, 128 tiles: 192 KB fits the 227 KB opt-in; one block per SM. */
+    c = prefill(128, 128, 8, 256);
+    ppb_target_judge(&c, h, NULL, &f);
+    assert_true(f.feasible);
+    assert_int_equal(f.blocks_per_sm, 1);
+    /* 64/64/4 at D 128: 48 KB + 1 KB reserve -> 233472 / 50176 = 4; under the default. */
+    c = prefill(64, 64, 4, 128);
+    ppb_target_judge(&c, h, NULL, &f);
+    assert_int_equal(f.blocks_per_sm, 4);
+    assert_string_equal(f.limiter, "smem");
+    assert_lacks(f.reason, "opt in");
+    free(h);
+}
+
+/* ---- occupancy on hand-made targets -------------------------------------- */
+
+static ppb_target *synthetic(void)
+{
+    ppb_target *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    snprintf(t->name, sizeof t->name, "synthetic");
+    set_value(&t->warp_size, 32);
+    set_value(&t->smem_per_block, 65536);
+    set_value(&t->smem_per_sm, 65536);
+    set_value(&t->max_threads_per_block, 1024);
+    set_value(&t->max_threads_per_sm, 1024);
+    set_value(&t->max_blocks_per_sm, 32);
+    set_value(&t->regs_per_sm, 65536);
+    set_value(&t->max_regs_per_thread, 255);
+    return t;
+}
+
+static void test_occupancy_limiters(void **state)
+{
+    (void)state;
+    ppb_target *t = synthetic();
+    /* 16x16 tiles at D 64: 2*16*64*2 + 16*64*2 = 6144 B; 8 warps = 256 threads.
+     * smem 65536/6144 = 10, threads 1024/256 = 4, blocks 32 -> 4 (threads). */
+    ppb_case c = prefill(16, 16, 8, 64);
+    ppb_feasibility f;
+    ppb_target_judge(&c, t, NULL, &f);
+    assert_true(f.feasible);
+    assert_int_equal(f.blocks_per_sm, 4);
+    assert_string_equal(f.limiter, "threads");
+    assert_contains(f.reason, "1024 threads per SM / 256");
+
+    /* Cap the blocks: 3 < 4. */
+    set_value(&t->max_blocks_per_sm, 3);
+    ppb_target_judge(&c, t, NULL, &f);
+    assert_int_equal(f.blocks_per_sm, 3);
+    assert_string_equal(f.limiter, "blocks");
+
+    /* Shared memory: 1 warp = 32 threads (32 blocks by threads), 6144 B, a
+     * reserve of 2048 B per block: 65536 / 8192 = 8. */
+    set_value(&t->max_blocks_per_sm, 32);
+    set_value(&t->smem_reserved_per_block, 2048);
+    c = prefill(16, 16, 1, 64);
+    ppb_target_judge(&c, t, NULL, &f);
+    assert_int_equal(f.blocks_per_sm, 8);
+    assert_string_equal(f.limiter, "smem");
+
+    /* Registers, from measured resources: 64 regs x 32 threads = 2048 per block,
+     * 65536 / 2048 = 32 = the block cap; with 128 regs: 16 (registers). */
+    ppb_resources r = {.known = 1, .registers = 128, .static_smem = 1024, .dynamic_smem = 0};
+    ppb_target_judge(&c, t, &r, &f);
+    assert_int_equal(f.blocks_per_sm, 16);
+    assert_string_equal(f.limiter, "registers");
+    assert_contains(f.reason, "65536 registers per SM / (128 x 32)");
+    free(t);
+}
+
+static void test_kernels_md_decode_anchor(void **state)
+{
+    (void)state;
+    ppb_target *h = load_named("h200");
+    /* KERNELS.md: vLLM's paged attention uses 96 registers and 288 B static
+     * shared memory per block: 5 blocks per SM on the H200. */
+    ppb_case c = decode(2, 128, 512, 32768);
+    ppb_needs n;
+    ppb_target_needs(&c, h, NULL, &n);
+    /* Formula: logits 512 x 4 = 2048 (> outputs 4/2 x 128 x 4 = 1024) + red 2 x 4 x 4
+     * = 32 + q 128 x 2 = 256 -> 2336 B; the static part is the anchor's 288 B. */
+    assert_int_equal(n.smem_bytes, 2336);
+    assert_int_equal(n.threads, 128);
+    assert_contains(n.arithmetic, "reduce kernel 2 x 64 partitions x 4 B = 512 B");
+    ppb_resources r = {.known = 1, .registers = 96, .static_smem = 288, .dynamic_smem = 2048};
+    ppb_feasibility f;
+    ppb_target_judge(&c, h, &r, &f);
+    assert_true(f.feasible);
+    assert_int_equal(f.blocks_per_sm, 5);     /* 65536 / (96 x 128) = 5.3 */
+    assert_string_equal(f.limiter, "registers");
+
+    /* v1 at 100K context: KERNELS.md's "needs 391 KB": 100000 x 4 + 288. */
+    c = decode(1, 128, 512, 100000);
+    ppb_target_needs(&c, h, NULL, &n);
+    assert_int_equal(n.smem_bytes, 400288);
+    ppb_target_judge(&c, h, NULL, &f);
+    assert_false(f.feasible);
+    assert_contains(f.reason, "needs 400288 B shared memory");
+    assert_contains(f.reason, "> 232448 B per block (h200 smem_per_block, measured)");
+    /* ... and the per-SM limit is broken too. */
+    assert_contains(f.reason, "> 233472 B per SM");
+    /* v1 rounds the sequence up to the page. */
+    c = decode(1, 128, 512, 1001);
+    ppb_target_needs(&c, h, NULL, &n);
+    assert_int_equal(n.smem_bytes, 1008 * 4 + 288);
+    free(h);
+}
+
+static void test_measured_resources_override_the_formula(void **state)
+{
+    (void)state;
+    ppb_target *b = load_named("bi-v100");
+    ppb_case c = prefill(128, 128, 8, 128);
+    ppb_resources r = {.known = 1, .registers = 64, .static_smem = 8192, .dynamic_smem = 32768};
+    ppb_needs n;
+    ppb_target_needs(&c, b, &r, &n);
+    assert_int_equal(n.from_compiled, 1);
+    assert_int_equal(n.smem_bytes, 40960);
+    assert_int_equal(n.registers_per_thread, 64);
+    assert_contains(n.arithmetic, "measured from the compiled kernel: 8192 B static + 32768 B dynamic");
+    assert_contains(n.arithmetic, "the formula says 98304 B");
+    ppb_feasibility f;
+    ppb_target_judge(&c, b, &r, &f);
+    assert_true(f.feasible);   /* the formula alone says infeasible */
+    assert_contains(f.reason, "measured from the compiled kernel");
+
+    /* Unknown resources (known = 0) leave the formula in charge. */
+    r.known = 0;
+    ppb_target_judge(&c, b, &r, &f);
+    assert_false(f.feasible);
+
+    /* Registers past the SM's file: 128 x 1024 threads = 131072 > 65536. */
+    ppb_target *h = load_named("h200");
+    c = decode(2, 1024, 512, 4096);
+    ppb_resources big = {.known = 1, .registers = 128, .static_smem = 0, .dynamic_smem = 4096};
+    ppb_target_judge(&c, h, &big, &f);
+    assert_false(f.feasible);
+    assert_contains(f.reason, "128 registers x 1024 threads = 131072 registers > 65536 per SM");
+    free(b);
+    free(h);
+}
+
+static void test_threads_and_warp_flip(void **state)
+{
+    (void)state;
+    ppb_target *t = synthetic();
+    set_value(&t->warp_size, 64);
+    t->warp_size.n_alt = 1;
+    t->warp_size.alternatives[0] = 32;
+    snprintf(t->warp_size.alt_source[0], sizeof t->warp_size.alt_source[0], "the seed");
+    set_value(&t->max_threads_per_block, 256);
+    /* 8 warps x 64 = 512 threads > 256; at a 32-wide warp, 256: fits. */
+    ppb_case c = prefill(16, 16, 8, 64);
+    ppb_feasibility f;
+    ppb_target_judge(&c, t, NULL, &f);
+    assert_false(f.feasible);
+    assert_contains(f.reason, "needs 512 threads (threads 8 warps x 64 = 512 (the seed assumes a "
+                              "32-wide warp: 256)) > 256 per block");
+    assert_string_equal(f.flips, "feasible at warp_size 32 (the seed)");
+    free(t);
+}
+
+static void test_plain_alternatives_and_partial_occupancy(void **state)
+{
+    (void)state;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/targets/good/plain_alternatives.yaml", data_dir());
+    ppb_target *t = calloc(1, sizeof *t);
+    ppb_err err = {{0}};
+    if (ppb_target_load(path, t, &err) != PPB_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(t->smem_per_block.n_alt, 1);
+    assert_string_equal(t->smem_per_block.alt_source[0], "");
+    ppb_case c = prefill(128, 128, 4, 128);
+    ppb_feasibility f;
+    ppb_target_judge(&c, t, NULL, &f);
+    assert_false(f.feasible);
+    assert_string_equal(f.flips, "feasible at 131072 B (128 KB)");
+    /* 64/32 tiles at D 64: 8192 + 8192 B; 4 warps = 128 threads: threads allow 16, blocks 3. */
+    c = prefill(64, 32, 4, 64);
+    ppb_target_judge(&c, t, NULL, &f);
+    assert_true(f.feasible);
+    assert_int_equal(f.blocks_per_sm, 3);
+    assert_string_equal(f.limiter, "blocks");
+    assert_contains(f.reason, "an upper bound: smem_per_sm; registers/thread unknown");
+    free(t);
+}
+
+static void test_unknown_warp_assumes_32_and_says_so(void **state)
+{
+    (void)state;
+    ppb_target *t = synthetic();
+    memset(&t->warp_size, 0, sizeof t->warp_size);
+    ppb_case c = prefill(64, 64, 4, 64);
+    ppb_needs n;
+    ppb_target_needs(&c, t, NULL, &n);
+    assert_int_equal(n.threads, 128);
+    assert_contains(n.arithmetic, "warp size unknown on synthetic: 32 assumed");
+    /* And with no per-block limit the check says what it could not check. */
+    memset(&t->smem_per_block, 0, sizeof t->smem_per_block);
+    ppb_feasibility f;
+    ppb_target_judge(&c, t, NULL, &f);
+    assert_true(f.feasible);
+    assert_contains(f.reason, "not checked: smem_per_block unknown on synthetic");
+    free(t);
+}
+
+/* ---- bad profiles -------------------------------------------------------- */
+
+static void test_bad_profiles_name_position_and_field(void **state)
+{
+    (void)state;
+    const struct {
+        const char *file, *where, *what;
+    } bad[] = {
+        {"unknown_top_key.yaml", ":3:1: shared_mem", "unknown key"},
+        {"unknown_value_key.yaml", ":4:3: warp_size.src", "unknown key"},
+        {"missing_confidence.yaml", ":3:3: smem_per_block", "confidence is missing"},
+        {"missing_source.yaml", ":3:3: sm_count", "source is missing"},
+        {"empty_source.yaml", ":2:31: sm_count.source", "must not be empty"},
+        {"bad_confidence.yaml", ":2:49: warp_size.confidence", "'sure' is not one of"},
+        {"disputed_without_alternatives.yaml", ":4:3: smem_per_block", "needs its alternatives"},
+        {"unknown_with_value.yaml", ":3:10: regs_per_sm.value", "marked unknown"},
+        {"missing_value.yaml", ":3:3: regs_per_sm", "value is missing"},
+        {"not_a_number.yaml", ":2:24: mem_bandwidth.value", "'fast' is not a finite number"},
+        {"fractional_warp.yaml", ":2:20: warp_size.value", "32.5 is not a whole number"},
+        {"negative_value.yaml", ":2:32: max_threads_per_block.value", "out of range"},
+        {"missing_name.yaml", ":1:1: name", "no name"},
+        {"bad_name.yaml", ":1:7: name", "must be letters"},
+        {"per_block_over_per_sm.yaml", ":3:17: smem_per_block", "98304 is more than smem_per_sm 65536"},
+        {"alternative_repeats_value.yaml", ":6:25: smem_per_block.alternatives",
+         "repeats the value"},
+        {"alternative_bad_key.yaml", ":7:22: smem_per_block.alternatives.where", "unknown key"},
+        {"value_not_a_mapping.yaml", ":2:12: warp_size", "expected a mapping"},
+        {"syntax_error.yaml", "syntax_error.yaml:", "YAML syntax error"},
+        {"list_at_top.yaml", ":1:1:", "expected a mapping"},
+    };
+    ppb_target *t = calloc(1, sizeof *t);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/targets/bad/%s", data_dir(), bad[i].file);
+        ppb_err err = {{0}};
+        int rc = ppb_target_load(path, t, &err);
+        if (rc != PPB_EINPUT)
+            fail_msg("%s: returned %d, expected PPB_EINPUT (%s)", bad[i].file, rc, err.msg);
+        char where[256];
+        snprintf(where, sizeof where, "%s%s", bad[i].file, bad[i].where);
+        if (bad[i].where[0] != ':')
+            snprintf(where, sizeof where, "%s", bad[i].where);
+        if (!strstr(err.msg, where) || !strstr(err.msg, bad[i].what))
+            fail_msg("%s: message '%s' lacks '%s' or '%s'", bad[i].file, err.msg, where,
+                     bad[i].what);
+        assert_true(strchr(err.msg, '\n') == NULL);
+    }
+    free(t);
+}
+
+static void test_load_named_errors(void **state)
+{
+    (void)state;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/suites", source_dir());
+    ppb_target *t = calloc(1, sizeof *t);
+    ppb_err err = {{0}};
+    assert_int_equal(ppb_target_load_named(dir, "bi-v200", t, &err), PPB_EINPUT);
+    assert_contains(err.msg, "no target profile 'bi-v200'");
+    assert_contains(err.msg, "known: a100, bi-v100, h200");
+    assert_int_equal(ppb_target_load_named(dir, "../targets/h200", t, &err), PPB_EINPUT);
+    assert_contains(err.msg, "--target-file");
+
+    /* A file whose name: differs from its file name. */
+    char tmp[] = "/tmp/ppb_target_XXXXXX";
+    assert_non_null(mkdtemp(tmp));
+    char sub[4200], file[4300];
+    snprintf(sub, sizeof sub, "%s/targets", tmp);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    snprintf(file, sizeof file, "%s/alias.yaml", sub);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("name: other\n", f);
+    fclose(f);
+    assert_int_equal(ppb_target_load_named(tmp, "alias", t, &err), PPB_EINPUT);
+    assert_contains(err.msg, "named 'other', not 'alias'");
+    unlink(file);
+    rmdir(sub);
+    rmdir(tmp);
+    free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_load_shipped_profiles),
+        cmocka_unit_test(test_bi_v100_block_n_128_refused_and_flips_at_128k),
+        cmocka_unit_test(test_h200_opt_in_and_smem_limiter),
+        cmocka_unit_test(test_occupancy_limiters),
+        cmocka_unit_test(test_kernels_md_decode_anchor),
+        cmocka_unit_test(test_measured_resources_override_the_formula),
+        cmocka_unit_test(test_threads_and_warp_flip),
+        cmocka_unit_test(test_plain_alternatives_and_partial_occupancy),
+        cmocka_unit_test(test_unknown_warp_assumes_32_and_says_so),
+        cmocka_unit_test(test_bad_profiles_name_position_and_field),
+        cmocka_unit_test(test_load_named_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,100 @@
+/* The parallel-for: every item once, worker indices safe for per-worker scratch,
+ * nested calls inline, PPB_THREADS honoured. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "threads.h"
+
+typedef struct count_ctx {
+    atomic_int *hits;
+    atomic_int busy[PPB_THREADS_MAX]; /* 1 while a worker index is in use */
+    atomic_int clashes, bad_worker, nested_items;
+    int n_threads;
+    int nest;
+} count_ctx;
+
+static void nested_item(void *p, long item, int worker)
+{
+    (void)item;
+    count_ctx *c = p;
+    atomic_fetch_add(&c->nested_items, 1);
+    /* inline: same worker index as the caller, which is marked busy */
+    if (worker < 0 || worker >= c->n_threads || atomic_load(&c->busy[worker]) != 1)
+        atomic_fetch_add(&c->bad_worker, 1);
+}
+
+static void count_item(void *p, long item, int worker)
+{
+    count_ctx *c = p;
+    if (worker < 0 || worker >= c->n_threads) {
+        atomic_fetch_add(&c->bad_worker, 1);
+        return;
+    }
+    if (atomic_exchange(&c->busy[worker], 1) != 0)
+        atomic_fetch_add(&c->clashes, 1);
+    atomic_fetch_add(&c->hits[item], 1);
+    volatile double x = 0; /* a little work so items overlap */
+    for (int i = 0; i < 2000; i++)
+        x += i;
+    if (c->nest)
+        ppb_parallel_for(3, nested_item, c);
+    atomic_store(&c->busy[worker], 0);
+}
+
+static void run_and_check(long n, int nest)
+{
+    count_ctx *c = calloc(1, sizeof *c);
+    c->hits = calloc((size_t)n, sizeof(atomic_int));
+    c->n_threads = ppb_thread_count();
+    c->nest = nest;
+    ppb_parallel_for(n, count_item, c);
+    for (long i = 0; i < n; i++)
+        assert_int_equal(atomic_load(&c->hits[i]), 1);
+    assert_int_equal(atomic_load(&c->clashes), 0);
+    assert_int_equal(atomic_load(&c->bad_worker), 0);
+    assert_int_equal(atomic_load(&c->nested_items), nest ? 3 * n : 0);
+    free(c->hits);
+    free(c);
+}
+
+static void test_every_item_once(void **state)
+{
+    (void)state;
+    run_and_check(1, 0);
+    run_and_check(1000, 0);
+    run_and_check(200, 1);
+    ppb_parallel_for(0, count_item, NULL); /* nothing to do: fn never called */
+}
+
+static void test_thread_count_override(void **state)
+{
+    (void)state;
+    setenv("PPB_THREADS", "5", 1);
+    assert_int_equal(ppb_thread_count(), 5);
+    run_and_check(500, 1); /* more threads than cores still works */
+    setenv("PPB_THREADS", "1", 1);
+    assert_int_equal(ppb_thread_count(), 1);
+    run_and_check(50, 1);
+    setenv("PPB_THREADS", "100000", 1);
+    assert_int_equal(ppb_thread_count(), PPB_THREADS_MAX);
+    setenv("PPB_THREADS", "zero", 1); /* not a number: the core count */
+    int cores = ppb_thread_count();
+    unsetenv("PPB_THREADS");
+    assert_int_equal(cores, ppb_thread_count());
+    assert_true(cores >= 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_item_once),
+        cmocka_unit_test(test_thread_count_override),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,437 @@
+/* Proposal verdicts on synthetic samples: the rules of MEASUREMENT.md "How
+ * ppbench decides" as docs/STATISTICS.md states them. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verdict.h"
+#include "stats_sim.h"
+
+#define MAX_CASES 16
+#define MAX_SAMPLES 128
+
+/* A synthetic proposal: each case gets lognormal baseline and candidate times. */
+typedef struct proposal {
+    int n;
+    ppb_verdict_case cases[MAX_CASES];
+    char keys[MAX_CASES][64];
+    double base[MAX_CASES][MAX_SAMPLES], cand[MAX_CASES][MAX_SAMPLES];
+    sim_rng rng;
+} proposal;
+
+/* Adds a correct, feasible case: candidate time = ratio x baseline, both with
+ * log-sd `noise`, `samples` per side. Returns its index. */
+static int add_case(proposal *p, double ratio, double noise, int samples, double weight)
+{
+    int i = p->n++;
+    assert_true(i < MAX_CASES && samples <= MAX_SAMPLES);
+    snprintf(p->keys[i], sizeof p->keys[i], "kernel=test;case=%d", i);
+    double level = 0.1 * (i + 1);   /* cases of different lengths: ratios must not care */
+    sim_lognormal(&p->rng, level, noise, p->base[i], samples);
+    sim_lognormal(&p->rng, level * ratio, noise, p->cand[i], samples);
+    p->cases[i] = (ppb_verdict_case){
+        .key = p->keys[i], .weight = weight,
+        .baseline = p->base[i], .n_baseline = samples, .candidate = p->cand[i], .n_candidate = samples,
+        .baseline_correct = 1, .candidate_correct = 1, .baseline_feasible = 1, .candidate_feasible = 1,
+    };
+    return i;
+}
+
+static void proposal_init(proposal *p, uint64_t seed)
+{
+    memset(p, 0, sizeof *p);
+    p->rng.state = seed;
+}
+
+static int has_reason(const ppb_verdict_report *r, const char *a, const char *b)
+{
+    for (int i = 0; i < r->n_reasons; i++)
+        if (strstr(r->reasons[i], a) && (!b || strstr(r->reasons[i], b)))
+            return 1;
+    return 0;
+}
+
+static void print_reasons(const ppb_verdict_report *r)
+{
+    for (int i = 0; i < r->n_reasons; i++)
+        print_message("  %s\n", r->reasons[i]);
+}
+
+static int decide(const proposal *p, const ppb_verdict_rules *rules, ppb_verdict_report *r)
+{
+    ppb_err err;
+    int rc = ppb_verdict_decide(p->cases, p->n, rules, r, &err);
+    if (rc)
+        print_message("verdict failed: %s\n", err.msg);
+    return rc;
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    assert_string_equal(ppb_verdict_name(PPB_VERDICT_ACCEPT), "ACCEPT");
+    assert_string_equal(ppb_verdict_name(PPB_VERDICT_REJECT), "REJECT");
+    assert_string_equal(ppb_verdict_name(PPB_VERDICT_INCONCLUSIVE), "INCONCLUSIVE");
+    assert_string_equal(ppb_case_state_name(PPB_CASE_INFEASIBLE), "infeasible");
+    ppb_verdict_rules r;
+    ppb_verdict_rules_default(&r);
+    assert_true(r.min_gain == 0.02 && r.max_regression == 0.05 && r.threshold == 0.01 && r.alpha == 0.05);
+    assert_int_equal(r.require_correct, 1);
+}
+
+static void test_clear_win_accepts(void **state)
+{
+    (void)state;
+    static proposal p;
+    proposal_init(&p, 1);
+    for (int i = 0; i < 6; i++)
+        add_case(&p, 0.90, 0.01, 30, 1.0);
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    ppb_verdict_report r;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    assert_int_equal(r.verdict, PPB_VERDICT_ACCEPT);
+    assert_true(strncmp(r.reasons[0], "ACCEPT: ", 8) == 0);
+    assert_int_equal(r.n_compared, 6);
+    assert_int_equal(r.family_size, 7);
+    assert_true(fabs(r.interval_alpha - 0.05 / 7) < 1e-15);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(r.cases[i].state, PPB_CASE_COMPARED);
+        assert_int_equal(r.cases[i].cls, PPB_AB_FASTER);
+        assert_true(fabs(r.cases[i].interval.level - (1 - 0.05 / 7)) < 1e-15);
+        assert_true(r.cases[i].p_holm >= r.cases[i].test.p);
+        assert_true(r.cases[i].p_bh >= r.cases[i].test.p && r.cases[i].p_bh <= r.cases[i].p_holm);
+    }
+    assert_true(r.have_geomean);
+    assert_true(fabs(r.geomean.ratio - 0.90) < 0.005);
+    assert_true(r.geomean.ratio_lo < r.geomean.ratio && r.geomean.ratio < r.geomean.ratio_hi);
+    ppb_verdict_report_free(&r);
+
+    /* The bootstrap method reaches the same verdict. */
+    rules.method = PPB_METHOD_BOOTSTRAP;
+    rules.bootstrap_reps = 500;   /* raised to what alpha / 7 needs */
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    assert_int_equal(r.verdict, PPB_VERDICT_ACCEPT);
+    assert_true(fabs(r.geomean.ratio - 0.90) < 0.005);
+    ppb_verdict_report_free(&r);
+}
+
+static void test_clear_loss_rejects(void **state)
+{
+    (void)state;
+    static proposal p;
+    proposal_init(&p, 2);
+    for (int i = 0; i < 4; i++)
+        add_case(&p, 1.10, 0.01, 30, 1.0);
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    ppb_verdict_report r;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    assert_int_equal(r.verdict, PPB_VERDICT_REJECT);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(r.cases[i].cls, PPB_AB_SLOWER);
+        char want[96];
+        snprintf(want, sizeof want, "REJECT: case '%s' is ", p.keys[i]);
+        assert_true(has_reason(&r, want, "% slower [") && has_reason(&r, want, "above the 5% tolerated regression"));
+    }
+    assert_true(has_reason(&r, "REJECT: the weighted geometric mean over 4 cases is ", "slower overall"));
+    ppb_verdict_report_free(&r);
+}
+
+/* A/A: with min_gain 0 (calibration) the verdict must be neither ACCEPT nor
+ * REJECT, over many seeded proposals. */
+static void test_aa_is_inconclusive(void **state)
+{
+    (void)state;
+    static proposal p;
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    rules.min_gain = 0;
+    int same = 0, total = 0;
+    for (uint64_t seed = 100; seed < 130; seed++) {
+        proposal_init(&p, seed);
+        for (int i = 0; i < 10; i++)
+            add_case(&p, 1.0, 0.002 + 0.004 * (i % 5), 40, 1.0 + i % 3);
+        ppb_verdict_report r;
+        assert_int_equal(decide(&p, &rules, &r), 0);
+        if (r.verdict != PPB_VERDICT_INCONCLUSIVE)
+            print_reasons(&r);
+        assert_int_equal(r.verdict, PPB_VERDICT_INCONCLUSIVE);
+        assert_true(strncmp(r.reasons[0], "INCONCLUSIVE: ", 14) == 0);
+        for (int i = 0; i < p.n; i++) {
+            assert_true(r.cases[i].cls == PPB_AB_SAME || r.cases[i].cls == PPB_AB_UNRESOLVED);
+            same += r.cases[i].cls == PPB_AB_SAME;
+            total++;
+        }
+        ppb_verdict_report_free(&r);
+    }
+    assert_true(same > total / 2);   /* quiet cases with 40 samples are mostly resolved as SAME */
+
+    /* The same A/A data under a 2% minimum gain: the candidate demonstrably
+     * does not deliver 2%, and that is a correct REJECT, not a false alarm. */
+    rules.min_gain = 0.02;
+    proposal_init(&p, 100);
+    for (int i = 0; i < 10; i++)
+        add_case(&p, 1.0, 0.002, 40, 1.0);
+    ppb_verdict_report r;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    assert_int_equal(r.verdict, PPB_VERDICT_REJECT);
+    assert_true(has_reason(&r, "no meaningful gain", "below the 2% minimum"));
+    assert_false(has_reason(&r, "tolerated regression", NULL));
+    ppb_verdict_report_free(&r);
+}
+
+static void test_mixed_rejects_on_the_regression(void **state)
+{
+    (void)state;
+    static proposal p;
+    proposal_init(&p, 3);
+    add_case(&p, 0.80, 0.01, 30, 1.0);
+    int slow = add_case(&p, 1.10, 0.01, 30, 1.0);
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    ppb_verdict_report r;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    assert_int_equal(r.verdict, PPB_VERDICT_REJECT);
+    assert_int_equal(r.cases[0].cls, PPB_AB_FASTER);
+    assert_int_equal(r.cases[slow].cls, PPB_AB_SLOWER);
+    /* The geometric mean is a clear gain; the regression alone rejects. */
+    assert_true(r.geomean.ratio_hi < 1 / 1.02);
+    assert_int_equal(r.n_reasons, 1);
+    char want[96];
+    snprintf(want, sizeof want, "REJECT: case '%s' is ", p.keys[slow]);
+    assert_true(has_reason(&r, want, "% slower ["));
+    assert_true(has_reason(&r, want, "above the 5% tolerated regression"));
+    ppb_verdict_report_free(&r);
+}
+
+static void test_regression_within_tolerance_accepts(void **state)
+{
+    (void)state;
+    static proposal p;
+    proposal_init(&p, 4);
+    add_case(&p, 0.88, 0.01, 30, 1.0);
+    add_case(&p, 0.90, 0.01, 30, 1.0);
+    add_case(&p, 1.03, 0.005, 30, 1.0);   /* 3% slower: under the 5% tolerance */
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    ppb_verdict_report r;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    assert_int_equal(r.cases[2].cls, PPB_AB_SLOWER);
+    assert_int_equal(r.verdict, PPB_VERDICT_ACCEPT);
+    ppb_verdict_report_free(&r);
+
+    /* Tighten the tolerance to 2%: the same case now rejects. */
+    rules.max_regression = 0.02;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    assert_int_equal(r.verdict, PPB_VERDICT_REJECT);
+    assert_true(has_reason(&r, "case 'kernel=test;case=2'", "above the 2% tolerated regression"));
+    ppb_verdict_report_free(&r);
+}
+
+static void test_weights_decide_the_mean(void **state)
+{
+    (void)state;
+    static proposal p;
+    proposal_init(&p, 5);
+    add_case(&p, 0.90, 0.005, 30, 1.0);
+    add_case(&p, 1.03, 0.005, 30, 1.0);
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    ppb_verdict_report r;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    assert_int_equal(r.verdict, PPB_VERDICT_ACCEPT);   /* (0.90 * 1.03)^(1/2) = 0.963 */
+    assert_true(fabs(r.geomean.ratio - sqrt(0.90 * 1.03)) < 0.005);
+    ppb_verdict_report_free(&r);
+    /* The slower shape is what serving mostly runs: the mean is slower. */
+    p.cases[1].weight = 9.0;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    assert_true(fabs(r.geomean.ratio - exp((log(0.90) + 9 * log(1.03)) / 10)) < 0.005);
+    assert_int_equal(r.verdict, PPB_VERDICT_REJECT);
+    assert_true(has_reason(&r, "REJECT: the weighted geometric mean over 2 cases is 1.", "slower overall"));
+    ppb_verdict_report_free(&r);
+    /* With no minimum gain, "slower overall" still rejects. */
+    rules.min_gain = 0;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    assert_int_equal(r.verdict, PPB_VERDICT_REJECT);
+    assert_true(has_reason(&r, "REJECT: the weighted geometric mean", "slower overall"));
+    ppb_verdict_report_free(&r);
+}
+
+static void test_correctness_failures_reject(void **state)
+{
+    (void)state;
+    static proposal p;
+    proposal_init(&p, 6);
+    for (int i = 0; i < 3; i++)
+        add_case(&p, 0.85, 0.01, 30, 1.0);
+    p.cases[1].candidate_correct = 0;
+    p.cases[1].candidate_reason = "rel_l2_err 3.1e-02 > rtol 1.0e-02";
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    ppb_verdict_report r;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    assert_int_equal(r.verdict, PPB_VERDICT_REJECT);
+    assert_int_equal(r.cases[1].state, PPB_CASE_WRONG);
+    assert_true(has_reason(&r, "REJECT: case 'kernel=test;case=1': the candidate's output is wrong",
+                           "rel_l2_err 3.1e-02"));
+    assert_int_equal(r.n_compared, 2);
+    ppb_verdict_report_free(&r);
+
+    /* A wrong baseline rejects too. */
+    p.cases[1].candidate_correct = 1;
+    p.cases[2].baseline_correct = 0;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    assert_int_equal(r.verdict, PPB_VERDICT_REJECT);
+    assert_true(has_reason(&r, "case 'kernel=test;case=2': the baseline's output is wrong", NULL));
+    ppb_verdict_report_free(&r);
+
+    /* Not required: the timing decides, and a note keeps the failure visible. */
+    rules.require_correct = 0;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    assert_int_equal(r.verdict, PPB_VERDICT_ACCEPT);
+    assert_true(has_reason(&r, "note: case 'kernel=test;case=2'", "correctness not required"));
+    assert_true(has_reason(&r, "ACCEPT:", "correctness was not required"));
+    ppb_verdict_report_free(&r);
+}
+
+static void test_infeasible_candidate_rejects_first(void **state)
+{
+    (void)state;
+    static proposal p;
+    proposal_init(&p, 7);
+    add_case(&p, 1.10, 0.01, 30, 1.0);   /* also a regression: listed after feasibility */
+    add_case(&p, 0.80, 0.01, 30, 1.0);
+    const char *why = "needs 64 KiB shared memory (BLOCK_N 128 x head_dim 128 x 2 B x 2 tiles) > 48 KiB per block";
+    p.cases[1].candidate_feasible = 0;
+    p.cases[1].candidate_reason = why;
+    p.cases[1].n_candidate = 0;   /* never timed */
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    ppb_verdict_report r;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    assert_int_equal(r.verdict, PPB_VERDICT_REJECT);
+    assert_int_equal(r.cases[1].state, PPB_CASE_INFEASIBLE);
+    assert_non_null(strstr(r.reasons[0], "REJECT: case 'kernel=test;case=1': the candidate cannot run on the target"));
+    assert_non_null(strstr(r.reasons[0], why));
+    assert_true(has_reason(&r, "REJECT: case 'kernel=test;case=0' is ", "tolerated regression"));
+    ppb_verdict_report_free(&r);
+
+    /* A baseline the target cannot run leaves its case out, with a note; the
+     * rest decides. */
+    proposal_init(&p, 17);
+    add_case(&p, 0.80, 0.01, 30, 1.0);
+    add_case(&p, 0.80, 0.01, 30, 1.0);
+    p.cases[1].baseline_feasible = 0;
+    p.cases[1].baseline_reason = "1056 threads > 1024 per block";
+    p.cases[1].n_baseline = 0;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    assert_int_equal(r.verdict, PPB_VERDICT_ACCEPT);
+    assert_int_equal(r.cases[1].state, PPB_CASE_EXCLUDED);
+    assert_int_equal(r.n_compared, 1);
+    assert_true(has_reason(&r, "ACCEPT: the weighted geometric mean over 1 case is ", NULL));
+    assert_true(has_reason(&r, "note: case 'kernel=test;case=1' is left out", "1056 threads"));
+    ppb_verdict_report_free(&r);
+}
+
+static void test_unresolved_cases_are_inconclusive(void **state)
+{
+    (void)state;
+    static proposal p;
+    proposal_init(&p, 8);
+    add_case(&p, 0.85, 0.01, 30, 1.0);
+    add_case(&p, 1.04, 0.08, 12, 1.0);   /* noisy and few: could be beyond 5% */
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    ppb_verdict_report r;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    assert_int_equal(r.verdict, PPB_VERDICT_INCONCLUSIVE);
+    assert_int_equal(r.cases[1].cls, PPB_AB_UNRESOLVED);
+    assert_true(r.cases[1].more_samples > 0);
+    assert_true(has_reason(&r, "INCONCLUSIVE: case 'kernel=test;case=1' is ", "more samples per side"));
+    ppb_verdict_report_free(&r);
+
+    /* Too few samples for any interval at the family level. */
+    p.cases[1].n_baseline = p.cases[1].n_candidate = 3;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    assert_int_equal(r.verdict, PPB_VERDICT_INCONCLUSIVE);
+    assert_int_equal(r.cases[1].interval.bounded, 0);
+    assert_true(has_reason(&r, "case 'kernel=test;case=1': 3 + 3 samples are too few", NULL));
+    assert_true(has_reason(&r, "weighted geometric mean", "too few samples"));
+    ppb_verdict_report_free(&r);
+
+    /* No samples at all on one side. */
+    p.cases[1].n_candidate = 0;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    assert_int_equal(r.verdict, PPB_VERDICT_INCONCLUSIVE);
+    assert_int_equal(r.cases[1].state, PPB_CASE_NO_SAMPLES);
+    assert_true(has_reason(&r, "has 3 baseline and 0 candidate samples", NULL));
+    ppb_verdict_report_free(&r);
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    static proposal p;
+    proposal_init(&p, 9);
+    add_case(&p, 1.0, 0.01, 10, 1.0);
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    ppb_verdict_report r;
+    ppb_err err;
+    rules.alpha = 0;
+    assert_int_equal(ppb_verdict_decide(p.cases, p.n, &rules, &r, &err), PPB_EINPUT);
+    ppb_verdict_report_free(&r);
+    ppb_verdict_rules_default(&rules);
+    rules.max_regression = -0.1;
+    assert_int_equal(ppb_verdict_decide(p.cases, p.n, &rules, &r, &err), PPB_EINPUT);
+    ppb_verdict_report_free(&r);
+    ppb_verdict_rules_default(&rules);
+    p.cases[0].weight = -1;
+    assert_int_equal(ppb_verdict_decide(p.cases, p.n, &rules, &r, &err), PPB_EINPUT);
+    ppb_verdict_report_free(&r);
+    p.cases[0].weight = 1;
+    p.base[0][3] = -1.0;   /* a negative time */
+    assert_int_equal(ppb_verdict_decide(p.cases, p.n, &rules, &r, &err), PPB_EINPUT);
+    assert_non_null(strstr(err.msg, "case 'kernel=test;case=0': baseline sample 3"));
+    ppb_verdict_report_free(&r);
+    assert_int_equal(ppb_verdict_decide(p.cases, 0, &rules, &r, &err), PPB_EINPUT);
+    ppb_verdict_report_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_clear_win_accepts),
+        cmocka_unit_test(test_clear_loss_rejects),
+        cmocka_unit_test(test_aa_is_inconclusive),
+        cmocka_unit_test(test_mixed_rejects_on_the_regression),
+        cmocka_unit_test(test_regression_within_tolerance_accepts),
+        cmocka_unit_test(test_weights_decide_the_mean),
+        cmocka_unit_test(test_correctness_failures_reject),
+        cmocka_unit_test(test_infeasible_candidate_rejects_first),
+        cmocka_unit_test(test_unresolved_cases_are_inconclusive),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
