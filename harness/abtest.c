@@ -506,6 +506,20 @@ done:
     return rc;
 }
 
+int ppb_pairwise_diff_kth(const double *a, int n, const double *b, int m, int64_t k, double *kth,
+                          ppb_err *err)
+{
+    if (n < 1 || m < 1 || !a || !b || k < 1 || k > (int64_t)n * m)
+        return ppb_fail(err, PPB_EINPUT, "rank %lld is not within the %d x %d differences", (long long)k, n, m);
+    double *sa = ppb_sorted_copy(a, n), *sb = ppb_sorted_copy(b, m);
+    int rc = sa && sb ? pairwise_diff_select(sa, n, sb, m, k, kth) : PPB_ENOMEM;
+    if (rc)
+        ppb_fail(err, rc, "out of memory selecting among %d x %d differences", n, m);
+    free(sa);
+    free(sb);
+    return rc;
+}
+
 static double *log_copy(const double *x, int n)
 {
     double *l = malloc(sizeof *l * (size_t)n);

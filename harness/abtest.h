@@ -67,6 +67,11 @@ typedef struct ppb_ab_interval {
 int ppb_hodges_lehmann_shift(const double *a, int n, const double *b, int m, double alpha,
                              ppb_ab_interval *out, ppb_err *err);
 
+/* The k-th smallest (1-based, 1 <= k <= n*m) of the differences b[j] - a[i],
+ * by the same selection (a and b need not be sorted). */
+int ppb_pairwise_diff_kth(const double *a, int n, const double *b, int m, int64_t k, double *kth,
+                          ppb_err *err);
+
 /* The same on log-times: the ratio candidate/baseline and its interval. */
 int ppb_ab_hodges_lehmann(const double *baseline, int n, const double *candidate, int m,
                           double alpha, ppb_ab_interval *out, ppb_err *err);

@@ -277,7 +277,9 @@ static int cuda_open(ppb_backend **out, const ppb_backend_options *opt, ppb_err 
     ppb_device_info *d = &b->info;
     snprintf(d->backend, sizeof d->backend, "cuda");
     d->is_gpu = 1;
-    snprintf(d->name, sizeof d->name, "%s", prop.name);
+    /* prop.name is 256 bytes; names are far shorter, keep what fits. */
+    memcpy(d->name, prop.name, sizeof d->name - 1);
+    d->name[sizeof d->name - 1] = '\0';
     uuid_text(&prop.uuid, d->uuid, sizeof d->uuid);
     int drv = 0, rt = 0;
     cudaDriverGetVersion(&drv);

@@ -272,6 +272,9 @@ static int run_prefill(cpu_attn *a, uint16_t *out, ppb_err *err)
 }
 
 /* ==== paged attention decode ===================================================== */
+/* num_threads only changes how a GPU block splits a sequence over warps (and the
+ * kernel's shared-memory request, which backend_cpu.c checks); one CPU thread
+ * runs a whole block, so it has no effect on the computation here. */
 
 /* v2 scratch access: byte `offset` of buffer `buf`, `n` bytes. Lands wherever the
  * kernel's index puts it (the buffer, its guard, or in the packed layout the

@@ -1169,3 +1169,226 @@ int ppb_store_export(ppb_store *s, int64_t run_id, const char *format, FILE *out
                       (long long)run_id, strerror(errno));
     return rc;
 }
+
+/* ---- proposal verdicts ----------------------------------------------------- */
+
+static int insert_proposal_case(ppb_store *s, int64_t proposal_id, int idx,
+                                const ppb_proposal_case *c, ppb_err *err)
+{
+    static const char sql[] =
+        "INSERT INTO proposal_cases(proposal_id, idx, baseline_key, candidate_key, weight, state,"
+        " class, ratio, ratio_lo, ratio_hi, p_holm) VALUES(:pid, :idx, :bk, :ck, :w, :state, :cls,"
+        " :ratio, :lo, :hi, :p)";
+    sqlite3_stmt *stmt = NULL;
+    int rc = prepare(s, sql, &stmt, err);
+    if (rc)
+        return rc;
+    if ((rc = bind_i64(stmt, ":pid", proposal_id, err)) || (rc = bind_i64(stmt, ":idx", idx, err)) ||
+        (rc = bind_text_n(stmt, ":bk", c->baseline_key, sizeof c->baseline_key, err)) ||
+        (rc = bind_text_n(stmt, ":ck", c->candidate_key, sizeof c->candidate_key, err)) ||
+        (rc = bind_real(stmt, ":w", c->weight, err)) ||
+        (rc = bind_text_n(stmt, ":state", c->state, sizeof c->state, err)) ||
+        (rc = bind_text_n(stmt, ":cls", c->cls, sizeof c->cls, err)) ||
+        (rc = bind_real(stmt, ":ratio", c->ratio, err)) ||
+        (rc = bind_real(stmt, ":lo", c->ratio_lo, err)) ||
+        (rc = bind_real(stmt, ":hi", c->ratio_hi, err)) ||
+        (rc = bind_real(stmt, ":p", c->p_holm, err)))
+        goto end;
+    if (sqlite3_step(stmt) != SQLITE_DONE)
+        rc = sqlite_fail(s, err, "storing a proposal case");
+end:
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+/* 0 binds as NULL: a proposal that ran nothing has no runs to point at. */
+static int bind_run_ref(sqlite3_stmt *stmt, const char *name, int64_t run, ppb_err *err)
+{
+    if (run > 0)
+        return bind_i64(stmt, name, run, err);
+    int i = param_index(stmt, name, err);
+    return i && sqlite3_bind_null(stmt, i) == SQLITE_OK ? PPB_OK : PPB_EFAIL;
+}
+
+int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_proposal_case *cases,
+                           int n_cases, ppb_err *err)
+{
+    static const char sql[] =
+        "INSERT INTO proposals(name, path, kind, target, baseline_run, candidate_run, verdict,"
+        " geomean_ratio, geomean_lo, geomean_hi, reasons) VALUES(:name, :path, :kind, :target,"
+        " :brun, :crun, :verdict, :g, :glo, :ghi, :reasons)";
+    int rc = exec_sql(s, "BEGIN IMMEDIATE", "starting to store a proposal", err);
+    if (rc)
+        return rc;
+    sqlite3_stmt *stmt = NULL;
+    if ((rc = prepare(s, sql, &stmt, err)))
+        goto fail;
+    if ((rc = bind_text_n(stmt, ":name", rec->name, sizeof rec->name, err)) ||
+        (rc = bind_text_n(stmt, ":path", rec->path, sizeof rec->path, err)) ||
+        (rc = bind_text_n(stmt, ":kind", rec->kind, sizeof rec->kind, err)) ||
+        (rc = bind_text_n(stmt, ":target", rec->target, sizeof rec->target, err)) ||
+        (rc = bind_run_ref(stmt, ":brun", rec->baseline_run, err)) ||
+        (rc = bind_run_ref(stmt, ":crun", rec->candidate_run, err)) ||
+        (rc = bind_text_n(stmt, ":verdict", rec->verdict, sizeof rec->verdict, err)) ||
+        (rc = bind_real(stmt, ":g", rec->geomean_ratio, err)) ||
+        (rc = bind_real(stmt, ":glo", rec->geomean_lo, err)) ||
+        (rc = bind_real(stmt, ":ghi", rec->geomean_hi, err)) ||
+        (rc = bind_text_n(stmt, ":reasons", rec->reasons, sizeof rec->reasons, err)))
+        goto fail;
+    if (sqlite3_step(stmt) != SQLITE_DONE) {
+        rc = sqlite_fail(s, err, "storing a proposal");
+        goto fail;
+    }
+    sqlite3_finalize(stmt);
+    stmt = NULL;
+    rec->id = sqlite3_last_insert_rowid(s->db);
+    for (int i = 0; i < n_cases; i++)
+        if ((rc = insert_proposal_case(s, rec->id, i, &cases[i], err)))
+            goto fail;
+    if ((rc = exec_sql(s, "COMMIT", "committing a proposal", err)))
+        goto fail;
+    return PPB_OK;
+fail:
+    sqlite3_finalize(stmt);
+    rollback_if_open(s);
+    return rc;
+}
+
+int ppb_store_get_proposal(ppb_store *s, int64_t id, ppb_proposal_record *rec, ppb_err *err)
+{
+    static const char sql[] =
+        "SELECT id, name, path, kind, target, COALESCE(baseline_run, 0),"
+        " COALESCE(candidate_run, 0), verdict, geomean_ratio, geomean_lo, geomean_hi, reasons,"
+        " created_at FROM proposals WHERE id = :id";
+    sqlite3_stmt *stmt = NULL;
+    int rc = prepare(s, sql, &stmt, err);
+    if (rc)
+        return rc;
+    if ((rc = bind_i64(stmt, ":id", id, err)))
+        goto end;
+    int step = sqlite3_step(stmt);
+    if (step == SQLITE_DONE) {
+        rc = ppb_fail(err, PPB_EINPUT, "%s: proposal %lld not found", s->path, (long long)id);
+        goto end;
+    }
+    if (step != SQLITE_ROW) {
+        rc = sqlite_fail(s, err, "reading a proposal");
+        goto end;
+    }
+    memset(rec, 0, sizeof *rec);
+    rec->id = sqlite3_column_int64(stmt, 0);
+    copy_column_text(stmt, 1, rec->name, sizeof rec->name);
+    copy_column_text(stmt, 2, rec->path, sizeof rec->path);
+    copy_column_text(stmt, 3, rec->kind, sizeof rec->kind);
+    copy_column_text(stmt, 4, rec->target, sizeof rec->target);
+    rec->baseline_run = sqlite3_column_int64(stmt, 5);
+    rec->candidate_run = sqlite3_column_int64(stmt, 6);
+    copy_column_text(stmt, 7, rec->verdict, sizeof rec->verdict);
+    read_REAL(stmt, 8, &rec->geomean_ratio);
+    read_REAL(stmt, 9, &rec->geomean_lo);
+    read_REAL(stmt, 10, &rec->geomean_hi);
+    copy_column_text(stmt, 11, rec->reasons, sizeof rec->reasons);
+    copy_column_text(stmt, 12, rec->created_at, sizeof rec->created_at);
+end:
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+int64_t ppb_store_latest_proposal(ppb_store *s)
+{
+    long long id = 0;
+    ppb_err ignored;
+    if (query_int(s, "SELECT COALESCE(max(id), 0) FROM proposals", &id, &ignored) != PPB_OK)
+        return PPB_EIO;
+    return id;
+}
+
+int ppb_store_each_proposal_case(ppb_store *s, int64_t id, ppb_proposal_case_visitor fn, void *ctx,
+                                 ppb_err *err)
+{
+    static const char sql[] =
+        "SELECT baseline_key, candidate_key, weight, state, class, ratio, ratio_lo, ratio_hi,"
+        " p_holm FROM proposal_cases WHERE proposal_id = :id ORDER BY idx";
+    sqlite3_stmt *stmt = NULL;
+    int rc = prepare(s, sql, &stmt, err);
+    if (rc)
+        return rc;
+    if ((rc = bind_i64(stmt, ":id", id, err)))
+        goto end;
+    int step;
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        ppb_proposal_case c;
+        memset(&c, 0, sizeof c);
+        copy_column_text(stmt, 0, c.baseline_key, sizeof c.baseline_key);
+        copy_column_text(stmt, 1, c.candidate_key, sizeof c.candidate_key);
+        read_REAL(stmt, 2, &c.weight);
+        copy_column_text(stmt, 3, c.state, sizeof c.state);
+        copy_column_text(stmt, 4, c.cls, sizeof c.cls);
+        read_REAL(stmt, 5, &c.ratio);
+        read_REAL(stmt, 6, &c.ratio_lo);
+        read_REAL(stmt, 7, &c.ratio_hi);
+        read_REAL(stmt, 8, &c.p_holm);
+        if ((rc = fn(ctx, &c)) != 0) {
+            rc = visitor_stop(rc);
+            goto end;
+        }
+    }
+    if (step != SQLITE_DONE)
+        rc = sqlite_fail(s, err, "reading proposal cases");
+end:
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+/* ---- history (trend) ------------------------------------------------------- */
+
+int ppb_store_case_history(ppb_store *s, const char *suite_name, const char *case_key,
+                           const char *since, ppb_history_visitor fn, void *ctx, ppb_err *err)
+{
+    static const char sql[] =
+        "SELECT u.id, u.started_at, r.status, r.median_ms FROM results r"
+        " JOIN runs u ON u.id = r.run_id JOIN cases c ON c.id = r.case_id"
+        " WHERE u.suite_name = :suite AND c.key = :key AND u.started_at >= :since"
+        " ORDER BY u.started_at, u.id";
+    sqlite3_stmt *stmt = NULL;
+    int rc = prepare(s, sql, &stmt, err);
+    if (rc)
+        return rc;
+    if ((rc = bind_text(stmt, ":suite", suite_name, err)) ||
+        (rc = bind_text(stmt, ":key", case_key, err)) ||
+        (rc = bind_text(stmt, ":since", since ? since : "", err)))
+        goto end;
+    int step;
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        ppb_history_point p;
+        memset(&p, 0, sizeof p);
+        p.run_id = sqlite3_column_int64(stmt, 0);
+        copy_column_text(stmt, 1, p.started_at, sizeof p.started_at);
+        copy_column_text(stmt, 2, p.status, sizeof p.status);
+        read_REAL(stmt, 3, &p.median_ms);
+        if ((rc = fn(ctx, &p)) != 0) {
+            rc = visitor_stop(rc);
+            goto end;
+        }
+    }
+    if (step != SQLITE_DONE)
+        rc = sqlite_fail(s, err, "reading a case's history");
+end:
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+int64_t ppb_store_latest_run_of_suite(ppb_store *s, const char *suite_name)
+{
+    sqlite3_stmt *stmt = NULL;
+    ppb_err ignored;
+    if (prepare(s, "SELECT COALESCE(max(id), 0) FROM runs WHERE suite_name = :suite", &stmt,
+                &ignored))
+        return PPB_EIO;
+    int64_t id = PPB_EIO;
+    if (bind_text(stmt, ":suite", suite_name, &ignored) == PPB_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW)
+        id = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+    return id;
+}

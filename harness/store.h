@@ -16,7 +16,7 @@
 typedef struct ppb_store ppb_store;
 
 /* user_version of a database this binary writes; store_schema.c has the steps. */
-#define PPB_STORE_SCHEMA_VERSION 2
+#define PPB_STORE_SCHEMA_VERSION 3
 
 /* Path used when neither --db nor PPBENCH_DB is given. */
 #define PPB_DEFAULT_DB "ppbench.db"
@@ -85,6 +85,55 @@ int ppb_store_each_run(ppb_store *s, ppb_run_visitor fn, void *ctx, ppb_err *err
 /* Environment entries in the order they were first put. */
 typedef int (*ppb_env_visitor)(void *ctx, const char *key, const char *value);
 int ppb_store_each_env(ppb_store *s, int64_t run_id, ppb_env_visitor fn, void *ctx, ppb_err *err);
+
+/* ---- proposal verdicts (schema v3) -------------------------------------- */
+
+typedef struct ppb_proposal_record {
+    int64_t id;
+    char name[128];
+    char path[4096];
+    char kind[32];                 /* "kernel_config", "chunked_prefill", "kv_capacity" */
+    char target[64];
+    int64_t baseline_run, candidate_run;   /* 0 when the proposal ran nothing (kv_capacity) */
+    char verdict[16];              /* "ACCEPT", "REJECT", "INCONCLUSIVE" */
+    double geomean_ratio, geomean_lo, geomean_hi;   /* candidate/baseline time; NaN if none */
+    char reasons[8192];            /* one reason per line */
+    char created_at[32];
+} ppb_proposal_record;
+
+typedef struct ppb_proposal_case {
+    char baseline_key[PPB_CASE_KEY_MAX], candidate_key[PPB_CASE_KEY_MAX];
+    double weight;
+    char state[16];                /* "compared", "infeasible", "wrong", ... */
+    char cls[16];                  /* "faster", "slower", "same", "unresolved", "" */
+    double ratio, ratio_lo, ratio_hi, p_holm;
+} ppb_proposal_case;
+
+/* One transaction: the proposal row (fills rec->id) and its cases. */
+int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_proposal_case *cases,
+                           int n_cases, ppb_err *err);
+int ppb_store_get_proposal(ppb_store *s, int64_t id, ppb_proposal_record *rec, ppb_err *err);
+int64_t ppb_store_latest_proposal(ppb_store *s);
+typedef int (*ppb_proposal_case_visitor)(void *ctx, const ppb_proposal_case *c);
+int ppb_store_each_proposal_case(ppb_store *s, int64_t id, ppb_proposal_case_visitor fn, void *ctx,
+                                 ppb_err *err);
+
+/* ---- history (trend) ----------------------------------------------------- */
+
+typedef struct ppb_history_point {
+    int64_t run_id;
+    char started_at[32];
+    char status[16];
+    double median_ms;
+} ppb_history_point;
+
+/* Results of one case key across the runs of one suite (by suite name),
+ * oldest first, limited to runs started at or after `since` ("" = all). */
+typedef int (*ppb_history_visitor)(void *ctx, const ppb_history_point *p);
+int ppb_store_case_history(ppb_store *s, const char *suite_name, const char *case_key,
+                           const char *since, ppb_history_visitor fn, void *ctx, ppb_err *err);
+/* Latest run of a suite (complete or not), 0 when none. */
+int64_t ppb_store_latest_run_of_suite(ppb_store *s, const char *suite_name);
 
 /* export RUN --format csv|json, written by SQLite (json via its JSON functions).
  * Unknown format or run: PPB_EINPUT; a failed write to `out`: PPB_EIO. */

@@ -100,9 +100,39 @@ static const char schema_v2[] =
     "ALTER TABLE results ADD COLUMN resources_local_bytes INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE results ADD COLUMN resources_max_threads INTEGER NOT NULL DEFAULT 0;";
 
+/* Version 3: proposal verdicts (ppbench propose / compare). The baseline and
+ * candidate samples stay in their two runs; these rows say how they were
+ * paired and judged, so a verdict can be re-analysed from the database. */
+static const char schema_v3[] =
+    "CREATE TABLE proposals("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  name TEXT NOT NULL,"
+    "  path TEXT NOT NULL DEFAULT '',"
+    "  kind TEXT NOT NULL,"
+    "  target TEXT NOT NULL DEFAULT '',"
+    "  baseline_run INTEGER REFERENCES runs(id),"
+    "  candidate_run INTEGER REFERENCES runs(id),"
+    "  verdict TEXT NOT NULL,"
+    "  geomean_ratio REAL, geomean_lo REAL, geomean_hi REAL,"
+    "  reasons TEXT NOT NULL DEFAULT '',"
+    "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))"
+    ");"
+    "CREATE TABLE proposal_cases("
+    "  proposal_id INTEGER NOT NULL REFERENCES proposals(id) ON DELETE CASCADE,"
+    "  idx INTEGER NOT NULL,"
+    "  baseline_key TEXT NOT NULL,"
+    "  candidate_key TEXT NOT NULL,"
+    "  weight REAL NOT NULL DEFAULT 1.0,"
+    "  state TEXT NOT NULL,"
+    "  class TEXT NOT NULL DEFAULT '',"
+    "  ratio REAL, ratio_lo REAL, ratio_hi REAL, p_holm REAL,"
+    "  PRIMARY KEY(proposal_id, idx)"
+    ") WITHOUT ROWID;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
+    {3, "proposal verdicts", schema_v3},
 };
 
 const int ppb_store_migration_count =

@@ -121,15 +121,26 @@ static void fill_chunk(void *ctx, long item, int worker)
     const fill_tensor *t = &job->t[ti];
     size_t begin = (chunk - t->first_chunk) * FILL_CHUNK;
     size_t end = begin + FILL_CHUNK < t->n ? begin + FILL_CHUNK : t->n;
+    uint64_t key = ppb_rng_key(job->seed, t->id);
+    if (t->layout == FILL_PLAIN) {
+        for (size_t i = begin; i < end; i++)
+            t->data[i] = ppb_rng_keyed_input(key, i, job->dtype, 0);
+        return;
+    }
+    /* page sizes are 8, 16 or 32 (ppb_case_validate): a mask gives the slot.
+     * k: [.., D/8, page, 8] -> slot = (i / 8) % page; v: [.., D, page] -> slot = i % page */
+    size_t slot_mask = job->page - 1;
+    unsigned slot_shift = t->layout == FILL_K_CACHE ? 3u : 0u;
+    size_t block = begin / job->block_elems, block_end = (block + 1) * job->block_elems;
+    size_t valid = (size_t)job->valid_tokens[block];
     for (size_t i = begin; i < end; i++) {
-        int garbage = 0;
-        if (t->layout != FILL_PLAIN) {
-            size_t block = i / job->block_elems;
-            /* k: [.., D/8, page, 8] -> slot = (i / 8) % page; v: [.., D, page] -> slot = i % page */
-            size_t slot = t->layout == FILL_K_CACHE ? (i / 8) % job->page : i % job->page;
-            garbage = slot >= (size_t)job->valid_tokens[block];
+        if (i == block_end) {
+            block++;
+            block_end += job->block_elems;
+            valid = (size_t)job->valid_tokens[block];
         }
-        t->data[i] = ppb_rng_input(job->seed, t->id, i, job->dtype, garbage);
+        int garbage = ((i >> slot_shift) & slot_mask) >= valid;
+        t->data[i] = ppb_rng_keyed_input(key, i, job->dtype, garbage);
     }
 }
 

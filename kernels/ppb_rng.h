@@ -44,17 +44,31 @@ static inline PPB_HD uint64_t ppb_rng_mix64(uint64_t z)
 
 /* 64 random bits for element `index` of stream `stream` under `seed`. Two
  * rounds of mixing so that neighbouring seeds, streams and indices decorrelate. */
-static inline PPB_HD uint64_t ppb_rng_u64(uint64_t seed, uint32_t stream, uint64_t index)
+static inline PPB_HD uint64_t ppb_rng_key(uint64_t seed, uint32_t stream)
 {
-    uint64_t key = ppb_rng_mix64(seed + 0x9E3779B97F4A7C15ull * ((uint64_t)stream + 1u));
+    return ppb_rng_mix64(seed + 0x9E3779B97F4A7C15ull * ((uint64_t)stream + 1u));
+}
+
+static inline PPB_HD uint64_t ppb_rng_keyed_u64(uint64_t key, uint64_t index)
+{
     return ppb_rng_mix64(key ^ (index * 0xD1B54A32D192ED03ull + 0x632BE59BD9B4E019ull));
 }
 
+static inline PPB_HD uint64_t ppb_rng_u64(uint64_t seed, uint32_t stream, uint64_t index)
+{
+    return ppb_rng_keyed_u64(ppb_rng_key(seed, stream), index);
+}
+
 /* Uniform in [-1, 1): 24 random bits, exactly representable in float. */
+static inline PPB_HD float ppb_rng_keyed_uniform(uint64_t key, uint64_t index)
+{
+    uint32_t bits = (uint32_t)(ppb_rng_keyed_u64(key, index) >> 40);
+    return (float)bits * (1.0f / 8388608.0f) - 1.0f;
+}
+
 static inline PPB_HD float ppb_rng_uniform(uint64_t seed, uint32_t stream, uint64_t index)
 {
-    uint32_t bits = (uint32_t)(ppb_rng_u64(seed, stream, index) >> 40);
-    return (float)bits * (1.0f / 8388608.0f) - 1.0f;
+    return ppb_rng_keyed_uniform(ppb_rng_key(seed, stream), index);
 }
 
 /* Uniform integer in [0, n), n > 0 (multiply-shift; bias below 2^-32 for n < 2^32). */
@@ -106,8 +120,7 @@ static inline PPB_HD uint16_t ppb_rng_float_to_fp16(float f)
     uint32_t r = abs - 0x38000000u;
     uint32_t q = r >> 13;
     uint32_t rem = r & 0x1FFFu;
-    if (rem > 0x1000u || (rem == 0x1000u && (q & 1u)))
-        q++;
+    q += (uint32_t)(rem > 0x1000u) | ((uint32_t)(rem == 0x1000u) & q); /* branch-free: random data */
     return (uint16_t)(sign | q);
 }
 
@@ -142,13 +155,20 @@ static inline PPB_HD float ppb_rng_bf16_to_float(uint16_t h)
 }
 
 /* One input element in storage bits; dtype 0 = fp16, 1 = bf16 (harness/case.h). */
-static inline PPB_HD uint16_t ppb_rng_input(uint64_t seed, uint32_t tensor, uint64_t index, int dtype,
-                                            int garbage)
+static inline PPB_HD uint16_t ppb_rng_keyed_input(uint64_t key, uint64_t index, int dtype, int garbage)
 {
-    float u = ppb_rng_uniform(seed, tensor, index);
+    float u = ppb_rng_keyed_uniform(key, index);
     if (garbage)
         u = 100.0f + u;
     return dtype == 0 ? ppb_rng_float_to_fp16(u) : ppb_rng_float_to_bf16(u);
+}
+
+/* Same as ppb_rng_keyed_input(ppb_rng_key(seed, tensor), ...): the key can be
+ * computed once per tensor. */
+static inline PPB_HD uint16_t ppb_rng_input(uint64_t seed, uint32_t tensor, uint64_t index, int dtype,
+                                            int garbage)
+{
+    return ppb_rng_keyed_input(ppb_rng_key(seed, tensor), index, dtype, garbage);
 }
 
 #endif

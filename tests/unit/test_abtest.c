@@ -249,6 +249,34 @@ static void test_hodges_lehmann_matches_brute_force(void **state)
     }
 }
 
+/* Every rank of a matrix large enough for several pivot rounds, with ties:
+ * an off-by-one at a rank boundary shows up at some rank. */
+static void test_pairwise_selection_every_rank(void **state)
+{
+    (void)state;
+    enum { N = 45, M = 52 };
+    double a[N], b[M], d[N * M];
+    sim_rng rng = { 5 };
+    for (int i = 0; i < N; i++)
+        a[i] = round(8 * sim_normal(&rng)) / 8;
+    for (int j = 0; j < M; j++)
+        b[j] = round(8 * sim_normal(&rng)) / 8;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < M; j++)
+            d[i * M + j] = b[j] - a[i];
+    qsort(d, N * M, sizeof *d, cmp_dbl);
+    ppb_err err;
+    for (int64_t k = 1; k <= N * M; k++) {
+        double kth;
+        assert_int_equal(ppb_pairwise_diff_kth(a, N, b, M, k, &kth, &err), 0);
+        if (kth != d[k - 1])
+            fail_msg("rank %lld: %.17g, brute force %.17g", (long long)k, kth, d[k - 1]);
+    }
+    double kth;
+    assert_int_equal(ppb_pairwise_diff_kth(a, N, b, M, 0, &kth, &err), PPB_EINPUT);
+    assert_int_equal(ppb_pairwise_diff_kth(a, N, b, M, N * M + 1, &kth, &err), PPB_EINPUT);
+}
+
 static void test_hodges_lehmann_edge_cases(void **state)
 {
     (void)state;
@@ -554,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_mann_whitney_p_values),
         cmocka_unit_test(test_hodges_lehmann_textbook),
         cmocka_unit_test(test_hodges_lehmann_matches_brute_force),
+        cmocka_unit_test(test_pairwise_selection_every_rank),
         cmocka_unit_test(test_hodges_lehmann_edge_cases),
         cmocka_unit_test(test_ratio_on_log_times),
         cmocka_unit_test(test_bootstrap_median_ratio),

@@ -737,7 +737,7 @@ static void test_migration_from_v1(void **state)
 
     s = open_ok(f->db);
     db = ppb_store_db(s);
-    assert_int_equal(db_int(db, "PRAGMA user_version"), 2);
+    assert_int_equal(db_int(db, "PRAGMA user_version"), PPB_STORE_SCHEMA_VERSION);
     char ok[16];
     db_text(db, "PRAGMA integrity_check", ok, sizeof ok);
     assert_string_equal(ok, "ok");
@@ -784,7 +784,7 @@ static void test_refuses_newer_schema(void **state)
     ppb_store_close(s);
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
-    db_exec(db, "PRAGMA user_version = 3");
+    db_exec(db, "PRAGMA user_version = 999");
     sqlite3_close(db);
     assert_refused_untouched(f->db, "newer");
 }

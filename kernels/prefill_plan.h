@@ -1,0 +1,39 @@
+/* Launch plan of the prefix-prefill kernel (prefix_prefill.cuh): whether a config can
+ * run on a shape and a device, and with which grid, block and dynamic shared memory.
+ * Plain C (no CUDA headers): the kernel runtime, the harness's target checks and the
+ * GPU test all ask the same function, so "refused" means the same everywhere.
+ *
+ * Refusals (one-line reason, checked in this order): a knob outside the supported set;
+ * a shape the kernel does not handle (head_dim mismatch, GQA not dividing, page size not
+ * a power of two >= 8, grid too large); the tensor-core path on a warp size other than
+ * 32, with fewer than 16 rows per warp, or with more accumulators per thread than the
+ * register file holds without spilling; the portable path with thread tiles over its
+ * register budget; dynamic shared memory above max_smem_optin. */
+#ifndef PPB_PREFILL_PLAN_H
+#define PPB_PREFILL_PLAN_H
+
+#include "attention_args.h"
+#include "launch_plan.h"
+
+typedef struct ppb_prefill_config {
+    int block_m, block_n, num_warps;
+    int use_mma;     /* 1: tensor-core path (NVIDIA sm_80+, warp size 32); 0: portable SIMT */
+    int warp_size;   /* PPB_WARP_SIZE the kernel is compiled with (32, or 64 on the BI-V100) */
+} ppb_prefill_config;
+
+/* Budgets behind the register refusals (prefill_plan.c says how they were set). */
+#define PPB_PREFILL_MMA_ACC_LIMIT 192   /* fp32 O + S accumulators per thread, tensor-core path */
+#define PPB_PREFILL_SIMT_O_LIMIT 64     /* fp32 O values per thread, portable path */
+#define PPB_PREFILL_SIMT_S_LIMIT 64     /* fp32 S values per thread, portable path */
+
+/* max_smem_optin: bytes the launcher may opt into (device or target limit, whichever is
+ * lower). Returns 0 and fills *plan, or -1 with a one-line reason (reason may be NULL).
+ * dtype: PPB_KDTYPE_FP16 / PPB_KDTYPE_BF16. */
+int ppb_prefill_plan(const ppb_prefill_config *cfg, const ppb_prefill_args *args, int head_dim, int dtype,
+                     unsigned max_smem_optin, ppb_launch_plan *plan, char *reason, unsigned reason_len);
+
+/* Dynamic shared memory the kernel's layout needs for a config (bytes; both dtypes are 2
+ * bytes wide), without any feasibility check; 0 for knobs outside the supported set. */
+unsigned ppb_prefill_smem_bytes(const ppb_prefill_config *cfg, int head_dim);
+
+#endif
