@@ -686,6 +686,15 @@ void cpu_attn_destroy(cpu_attn *a)
 
 int cpu_attn_run(cpu_attn *a, uint16_t *out, ppb_err *err)
 {
+    /* PPB_THREADS may have grown since create: every worker index needs scratch */
+    int workers = ppb_thread_count();
+    if (workers > a->n_workers) {
+        float *more = realloc(a->scratch, sizeof(float) * a->scratch_floats * (size_t)workers);
+        if (!more)
+            return ppb_fail(err, PPB_ENOMEM, "cpu attention: out of host memory for worker scratch");
+        a->scratch = more;
+        a->n_workers = workers;
+    }
     if (a->c->kernel == PPB_PREFIX_PREFILL)
         return run_prefill(a, out, err);
     return run_decode(a, out, err);

@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "backend.h"
 #include "ppb_error.h"
 
 typedef struct ppb_run_options {
@@ -34,15 +33,6 @@ typedef struct ppb_run_summary {
     int timing_is_cpu;
     char backend[16];
 } ppb_run_summary;
-
-/* Seed of a case's inputs: the same case key and suite seed give the same
- * inputs in every run, shard and commit (dump regenerates them from it). */
-uint64_t ppb_case_input_seed(uint64_t suite_seed, const char *case_key);
-
-/* Open a backend by name: "cpu", "cuda", or "auto" (the GPU when one is usable,
- * else the CPU backend, saying so on `log`: never a silent fallback). */
-int ppb_open_backend(const char *name, const ppb_backend_options *bo, FILE *log,
-                     const ppb_backend_ops **ops, ppb_backend **b, ppb_err *err);
 
 int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err);
 

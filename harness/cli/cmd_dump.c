@@ -13,7 +13,7 @@
 #include "cli/commands.h"
 #include "npy.h"
 #include "reference.h"
-#include "runner.h"
+#include "session.h"
 
 static void usage(FILE *out)
 {
@@ -116,8 +116,8 @@ static int dump_case(ppb_store *s, int64_t run_id, const char *key, const char *
     ppb_case c;
     ppb_workload w;
     memset(&w, 0, sizeof w);
-    const ppb_backend_ops *ops = NULL;
-    ppb_backend *b = NULL;
+    ppb_session session;
+    memset(&session, 0, sizeof session);
     ppb_result res;
     ppb_result_init(&res);
     uint16_t *out = NULL;
@@ -147,9 +147,11 @@ static int dump_case(ppb_store *s, int64_t run_id, const char *key, const char *
     rc = ppb_workload_create(&w, &c, seed, 1, err);
     if (rc)
         goto end;
-    ppb_backend_options bo = {0, NULL, 1e9};
-    rc = ppb_open_backend(strcmp(run.backend, "cuda") == 0 ? "auto" : "cpu", &bo, stderr, &ops, &b,
-                          err);
+    /* Reproduce the output on the run's backend where this machine has it. */
+    rc = ppb_session_open(&session, strcmp(run.backend, "cuda") == 0 ? "auto" : "cpu", 0, NULL, 1e9,
+                          stderr, err);
+    const ppb_backend_ops *ops = session.ops;
+    ppb_backend *b = session.backend;
     if (!rc)
         rc = ops->prepare(b, &c, &w, &res, err);
     prepared = rc == PPB_OK;
@@ -198,12 +200,11 @@ static int dump_case(ppb_store *s, int64_t run_id, const char *key, const char *
                            files[i].data, err);
     }
     if (!rc)
-        rc = write_json(dir, &c, seed, ops->name, files, n_files, err);
+        rc = write_json(dir, &c, seed, session.ops->name, files, n_files, err);
 end:
     if (prepared)
-        ops->release(b);
-    if (b)
-        ops->close(b);
+        session.ops->release(session.backend);
+    ppb_session_close(&session);
     ppb_result_free(&res);
     ppb_workload_free(&w);
     free(out);

@@ -1,0 +1,230 @@
+#include "session.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hash.h"
+#include "provenance.h"
+#include "reference.h"
+
+int ppb_session_open(ppb_session *s, const char *want, int device_index,
+                     const ppb_target *target, double cpu_max_gflop, FILE *log, ppb_err *err)
+{
+    memset(s, 0, sizeof *s);
+    s->target = target;
+    ppb_backend_options bo = {device_index, target, cpu_max_gflop};
+    int rc = PPB_OK;
+    if (strcmp(want, "cpu") != 0 && strcmp(want, "cuda") != 0 && strcmp(want, "auto") != 0)
+        return ppb_fail(err, PPB_EINPUT, "--backend %s: expected auto, cpu or cuda", want);
+#ifdef PPB_HAVE_CUDA
+    if (strcmp(want, "cpu") != 0) {
+        ppb_err cuda_err = {{0}};
+        if (ppb_backend_cuda.open(&s->backend, &bo, &cuda_err) == PPB_OK) {
+            s->ops = &ppb_backend_cuda;
+            goto opened;
+        }
+        if (strcmp(want, "cuda") == 0)
+            return ppb_fail(err, PPB_EFAIL, "CUDA backend: %s", cuda_err.msg);
+        if (log)
+            fprintf(log, "ppbench: no usable GPU (%s): using the CPU backend; timings are CPU "
+                         "timings\n", cuda_err.msg);
+    }
+#else
+    if (strcmp(want, "cuda") == 0)
+        return ppb_fail(err, PPB_EINPUT,
+                        "--backend cuda: this ppbench was built without CUDA (PPB_CUDA=OFF or no "
+                        "toolkit)");
+    if (strcmp(want, "auto") == 0 && log)
+        fprintf(log, "ppbench: built without CUDA: using the CPU backend; timings are CPU "
+                     "timings\n");
+#endif
+    s->ops = &ppb_backend_cpu;
+    rc = ppb_backend_cpu.open(&s->backend, &bo, err);
+    if (rc)
+        return rc;
+#ifdef PPB_HAVE_CUDA
+opened:
+#endif
+    s->ops->device_info(s->backend, &s->device);
+    return PPB_OK;
+}
+
+void ppb_session_close(ppb_session *s)
+{
+    if (s->backend)
+        s->ops->close(s->backend);
+    s->backend = NULL;
+}
+
+uint64_t ppb_case_input_seed(uint64_t suite_seed, const char *key)
+{
+    return suite_seed ^ ppb_fnv1a64_str(key);
+}
+
+static long long physical_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (long long)pages * page : 0;
+}
+
+static void set_status(ppb_result *r, int status, const char *reason)
+{
+    r->status = status;
+    snprintf(r->reason, sizeof r->reason, "%s", reason);
+}
+
+int ppb_session_workload(const ppb_case *c, uint64_t seed, ppb_workload *w, ppb_result *res)
+{
+    memset(w, 0, sizeof *w);
+    /* Inputs (and the reference's copy of them) live on the host too. */
+    double need = (double)ppb_workload_host_bytes(c), have = (double)physical_memory();
+    if (have > 0 && need > 0.5 * have) {
+        snprintf(res->reason, sizeof res->reason,
+                 "needs %.1f GB of host memory for inputs, more than half of the %.1f GB here",
+                 need / 1e9, have / 1e9);
+        res->status = PPB_STATUS_SKIPPED;
+        return PPB_OK;
+    }
+    ppb_err err = {{0}};
+    int rc = ppb_workload_create(w, c, seed, 1, &err);
+    if (rc)
+        set_status(res, rc == PPB_ENOMEM ? PPB_STATUS_SKIPPED : PPB_STATUS_ERROR, err.msg);
+    return PPB_OK;
+}
+
+/* Append to the reason, keeping what the backend said (e.g. the mismatch report) in front. */
+static void append_reason(ppb_result *res, const char *text)
+{
+    size_t n = strlen(res->reason);
+    snprintf(res->reason + n, sizeof res->reason - n, "%s%s", n ? "; " : "", text);
+}
+
+int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
+                      const ppb_check_settings *cs, uint64_t seed, ppb_result *res,
+                      int *prepared)
+{
+    ppb_err err = {{0}};
+    *prepared = 0;
+    res->timing_is_cpu = !s->device.is_gpu;
+    int rc = s->ops->prepare(s->backend, c, w, res, &err);
+    if (rc) {
+        set_status(res, rc == PPB_EREFUSED || rc == PPB_ENOMEM ? PPB_STATUS_REFUSED
+                                                               : PPB_STATUS_ERROR,
+                   err.msg);
+        return PPB_OK;
+    }
+    *prepared = 1;
+    if (s->target) {
+        ppb_feasibility f;
+        ppb_target_judge(c, s->target, &res->resources, &f);
+        if (!f.feasible) {
+            snprintf(res->reason, sizeof res->reason, "infeasible on %s: %s%s%s", s->target->name,
+                     f.reason, f.flips[0] ? "; " : "", f.flips);
+            res->status = PPB_STATUS_REFUSED;
+            return PPB_OK;
+        }
+    }
+    uint16_t *out = malloc(w->out_elems * sizeof *out);
+    if (!out) {
+        set_status(res, PPB_STATUS_SKIPPED, "out of host memory for the output copy");
+        return PPB_OK;
+    }
+    rc = s->ops->run_checked(s->backend, out, res, &err);
+    if (rc == PPB_OK)
+        rc = ppb_reference_check(w, out, cs, seed ^ 0x9e3779b97f4a7c15ull, &res->check, &err);
+    free(out);
+    if (rc == PPB_EINTR)
+        return rc;
+    if (rc) {
+        set_status(res, PPB_STATUS_ERROR, err.msg);
+        return PPB_OK;
+    }
+    char why[400];
+    /* A kernel that writes past its buffers is wrong even when its output
+     * happens to be right (the PARTITION_SIZE mismatch, KERNELS.md). */
+    if (res->overrun.detected && res->check.pass) {
+        snprintf(why, sizeof why, "the output was still within tolerance (max abs err %.3g)",
+                 res->check.max_abs_err);
+        append_reason(res, why);
+        res->status = PPB_STATUS_WRONG;
+    } else if (!res->check.pass) {
+        snprintf(why, sizeof why,
+                 "output wrong: max abs err %.3g, rel L2 %.3g (atol %.3g, rtol %.3g), %ld "
+                 "non-finite, %ld unwritten, %ld of %ld rows checked",
+                 res->check.max_abs_err, res->check.rel_l2_err, res->check.atol, res->check.rtol,
+                 res->check.nonfinite, res->check.unwritten, res->check.rows_checked,
+                 res->check.rows_total);
+        append_reason(res, why);
+        res->status = PPB_STATUS_WRONG;
+    }
+    return PPB_OK;
+}
+
+static void put_env(ppb_store *store, int64_t run, const char *key, const char *value)
+{
+    ppb_err ignored; /* environment facts are best effort: a run is worth more */
+    ppb_store_put_env(store, run, key, value, &ignored);
+}
+
+typedef struct env_ctx {
+    ppb_store *store;
+    int64_t run;
+    const char *prefix;
+} env_ctx;
+
+static void env_sink(void *ctx, const char *key, const char *value)
+{
+    env_ctx *e = ctx;
+    char k[256];
+    snprintf(k, sizeof k, "%s%s", e->prefix, key);
+    put_env(e->store, e->run, k, value);
+}
+
+void ppb_session_store_environment(ppb_session *s, ppb_store *store, int64_t run_id,
+                                   const char *prefix)
+{
+    env_ctx e = {store, run_id, prefix};
+    s->ops->environment(s->backend, env_sink, &e);
+}
+
+int ppb_session_begin_run(ppb_session *s, ppb_store *store, const ppb_suite *suite,
+                          const char *label, const char *args, int n_cases, ppb_run_info *r,
+                          ppb_err *err)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->suite_path, sizeof r->suite_path, "%s", suite->path);
+    snprintf(r->suite_name, sizeof r->suite_name, "%s", suite->name);
+    snprintf(r->suite_hash, sizeof r->suite_hash, "%s", suite->hash);
+    ppb_git_commit(r->git_commit, sizeof r->git_commit);
+    ppb_hostname(r->host, sizeof r->host);
+    snprintf(r->backend, sizeof r->backend, "%s", s->ops->name);
+    snprintf(r->device, sizeof r->device, "%s", s->device.name);
+    snprintf(r->target, sizeof r->target, "%s", s->target ? s->target->name : "");
+    snprintf(r->label, sizeof r->label, "%s", label ? label : "");
+    ppb_utc_now(r->started_at, sizeof r->started_at);
+    snprintf(r->status, sizeof r->status, "running");
+    snprintf(r->args, sizeof r->args, "%s", args ? args : "");
+    r->n_cases = n_cases;
+    int rc = ppb_store_begin_run(store, r, err);
+    if (rc)
+        return rc;
+    const ppb_device_info *d = &s->device;
+    char v[128];
+    put_env(store, r->id, "device.backend", d->backend);
+    put_env(store, r->id, "device.name", d->name);
+    put_env(store, r->id, "device.uuid", d->uuid);
+    put_env(store, r->id, "device.driver", d->driver);
+    put_env(store, r->id, "device.runtime", d->runtime);
+    snprintf(v, sizeof v, "%d.%d", d->cc_major, d->cc_minor);
+    put_env(store, r->id, "device.compute_capability", v);
+    snprintf(v, sizeof v, "%d", d->sm_count);
+    put_env(store, r->id, "device.sm_count", v);
+    snprintf(v, sizeof v, "%lld", d->mem_total);
+    put_env(store, r->id, "device.mem_total", v);
+    put_env(store, r->id, "timings", d->is_gpu ? "gpu" : "cpu");
+    snprintf(v, sizeof v, "%llu", (unsigned long long)suite->measure.seed);
+    put_env(store, r->id, "suite.seed", v); /* dump regenerates a case's inputs from it */
+    ppb_session_store_environment(s, store, r->id, "before.");
+    return PPB_OK;
+}

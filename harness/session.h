@@ -1,0 +1,57 @@
+/* A measuring session: one backend on one device, optionally emulating a
+ * target, plus the per-case steps every pipeline shares (inputs, refusal,
+ * checked launch, reference check) and the creation of stored runs. `run`
+ * uses one session; `propose` uses two on the same device, one per side. */
+#ifndef PPB_SESSION_H
+#define PPB_SESSION_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "store.h"
+#include "suite.h"
+#include "target.h"
+#include "workload.h"
+
+typedef struct ppb_session {
+    const ppb_backend_ops *ops;
+    ppb_backend *backend;
+    ppb_device_info device;
+    const ppb_target *target;   /* borrowed; NULL = no target */
+} ppb_session;
+
+/* Open a backend by name: "cpu", "cuda", or "auto" (the GPU when one is usable,
+ * else the CPU backend, saying so on `log` unless log is NULL: never silent). */
+int ppb_session_open(ppb_session *s, const char *backend, int device_index,
+                     const ppb_target *target, double cpu_max_gflop, FILE *log, ppb_err *err);
+void ppb_session_close(ppb_session *s);
+
+/* Seed of a case's inputs: the same key and suite seed give the same inputs in
+ * every run, shard and commit. A/B pairs use their shared shape key. */
+uint64_t ppb_case_input_seed(uint64_t suite_seed, const char *key);
+
+/* Build a case's inputs, or mark res SKIPPED (with the reason) when they would
+ * not fit in host memory. Returns PPB_OK in both cases; check res->status. */
+int ppb_session_workload(const ppb_case *c, uint64_t seed, ppb_workload *w, ppb_result *res);
+
+/* Prepare the case (the backend may refuse), judge it on the target (from the
+ * compiled kernel's resources when known), launch it once and check it
+ * against the float64 reference. On return res->status is OK when the case can
+ * be timed; *prepared says whether the caller must call ops->release. Only an
+ * interrupt is returned as an error (PPB_EINTR); every other outcome is a
+ * status with a reason in res. */
+int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
+                      const ppb_check_settings *cs, uint64_t seed, ppb_result *res,
+                      int *prepared);
+
+/* A new run in the store with provenance, device and the seed; `args` are the
+ * options resume needs. */
+int ppb_session_begin_run(ppb_session *s, ppb_store *store, const ppb_suite *suite,
+                          const char *label, const char *args, int n_cases, ppb_run_info *run,
+                          ppb_err *err);
+/* Store the backend's environment facts now, keys prefixed (e.g. "before."). */
+void ppb_session_store_environment(ppb_session *s, ppb_store *store, int64_t run_id,
+                                   const char *prefix);
+
+#endif
