@@ -505,58 +505,31 @@ static int max_of(const int32_t *v, int n)
     return m;
 }
 
-/* Grid, block and shared memory from the kernels' plans, or the plan's refusal.
- * Fills the shape part of the argument structs. */
-static int plan_case(ppb_backend *b, const ppb_case *c, const ppb_workload *w, int use_mma, ppb_err *err)
+/* Grid, block and shared memory from the kernels' plans (the same function the
+ * kernel list and the compile check use), or the plan's refusal. Fills the
+ * shape part of the argument structs and checks it against the workload. */
+static int plan_case(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_kernel_launch *l, ppb_err *err)
 {
-    const ppb_shape *s = &c->shape;
-    const ppb_config *k = &c->config;
     ppb_kernels_info ki;
     ppb_kernels_get_info(b->kernels, &ki);
-    unsigned smem_limit = (unsigned)ki.smem_optin_limit;
-    char reason[512] = "";
-    memset(&b->pa, 0, sizeof b->pa);
-    memset(&b->da, 0, sizeof b->da);
-    memset(&b->main_plan, 0, sizeof b->main_plan);
-    memset(&b->reduce_plan, 0, sizeof b->reduce_plan);
-    float sm_scale = 1.0f / sqrtf((float)s->head_dim); /* as the CPU backend computes it */
-    if (c->kernel == PPB_PREFIX_PREFILL) {
-        ppb_prefill_args *a = &b->pa;
-        a->batch = w->batch;
-        a->max_query_len = max_of(w->query_lens, w->batch);
-        a->num_heads = s->num_heads;
-        a->num_kv_heads = s->num_kv_heads;
-        a->head_dim = s->head_dim;
-        a->page_size = s->page_size;
-        a->max_blocks_per_seq = w->max_blocks_per_seq;
-        a->sliding_window = s->sliding_window;
-        a->sm_scale = sm_scale;
-        ppb_prefill_config pc = {k->block_m, k->block_n, k->num_warps, use_mma, b->info.warp_size};
-        if (ppb_prefill_plan(&pc, a, s->head_dim, s->dtype, smem_limit, &b->main_plan, reason,
-                             sizeof reason) != 0)
-            return ppb_fail(err, PPB_EREFUSED, "%s", reason);
-        return PPB_OK;
-    }
-    ppb_decode_args *a = &b->da;
-    a->num_seqs = w->batch;
-    a->num_heads = s->num_heads;
-    a->num_kv_heads = s->num_kv_heads;
-    a->head_dim = s->head_dim;
-    a->page_size = s->page_size;
-    a->max_blocks_per_seq = w->max_blocks_per_seq;
-    a->max_seq_len = max_of(w->context_lens, w->batch);
-    a->sliding_window = s->sliding_window;
-    a->sm_scale = sm_scale;
-    if (k->version == 2) {
-        b->kernel_parts = (int)ppb_decode_num_partitions(a->max_seq_len, k->partition_size);
-        int host_p = k->host_partition_size ? k->host_partition_size : k->partition_size;
-        b->host_parts = (int)ppb_decode_num_partitions(a->max_seq_len, host_p);
-        a->max_num_partitions = b->kernel_parts; /* the kernel indexes with its own count */
-    }
-    ppb_decode_config dc = {k->version, k->num_threads, k->partition_size, use_mma, b->info.warp_size};
-    if (ppb_decode_plan(&dc, a, s->head_dim, s->page_size, s->dtype, smem_limit, &b->main_plan,
-                        &b->reduce_plan, reason, sizeof reason) != 0)
-        return ppb_fail(err, PPB_EREFUSED, "%s", reason);
+    int cc = b->info.cc_major * 10 + b->info.cc_minor;
+    int rc = ppb_kernel_launch_for_case(c, cc, b->info.warp_size, (unsigned)ki.smem_optin_limit, l, err);
+    if (rc)
+        return rc;
+    b->main_plan = l->plan[0];
+    b->reduce_plan = l->plan[1];
+    b->pa = l->prefill;
+    b->da = l->decode;
+    b->host_parts = l->host_parts;
+    b->kernel_parts = l->kernel_parts;
+    /* The plan worked from the case; the kernel reads the workload: they must agree. */
+    int agree = c->kernel == PPB_PREFIX_PREFILL
+                    ? b->pa.max_query_len == max_of(w->query_lens, w->batch) && b->pa.batch == w->batch &&
+                          b->pa.max_blocks_per_seq == w->max_blocks_per_seq
+                    : b->da.max_seq_len == max_of(w->context_lens, w->batch) && b->da.num_seqs == w->batch &&
+                          b->da.max_blocks_per_seq == w->max_blocks_per_seq;
+    if (!agree)
+        return ppb_fail(err, PPB_EFAIL, "cuda backend: the workload's lengths differ from the case's (%s)", c->key);
     return PPB_OK;
 }
 
@@ -598,15 +571,16 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
         return rc;
     if (!w)
         return ppb_fail(err, PPB_EINPUT, "cuda backend: no workload");
-    int cc = b->info.cc_major * 10 + b->info.cc_minor, use_mma = 0;
-    rc = ppb_kernel_use_mma(c->config.path, cc, &use_mma, err);
-    if (rc)
-        return rc;
     b->c = *c;
     b->w = w;
-    rc = plan_case(b, c, w, use_mma, err);
+    ppb_kernel_launch launch;
+    rc = plan_case(b, c, w, &launch, err);
     if (rc)
         return rc;
+    int use_mma = launch.use_mma;
+    if (res && launch.auto_fell_back)
+        snprintf(res->reason, sizeof res->reason, "path auto ran simt: the mma path refused (%s)",
+                 launch.auto_reason);
 
     /* Memory first: a case that cannot fit is refused before anything is allocated. */
     size_t need = device_bytes(b, c, w), free_b = 0, total_b = 0;

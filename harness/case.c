@@ -169,6 +169,18 @@ void ppb_case_make_key(ppb_case *c)
     }
 }
 
+void ppb_case_shape_key(const ppb_case *c, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "%s", ppb_kernel_name(c->kernel));
+    for (int f = 0; f < PPB_F_COUNT && n < len; f++) {
+        if (!field_applies(c->kernel, f) || fields[f].is_config)
+            continue;
+        char val[32];
+        ppb_field_format_value(f, ppb_case_get(c, f), val, sizeof val);
+        n += (size_t)snprintf(buf + n, len - n, " %s=%s", fields[f].key_name, val);
+    }
+}
+
 int ppb_case_from_key(const char *key, ppb_case *out, ppb_err *err)
 {
     char buf[PPB_CASE_KEY_MAX];

@@ -99,6 +99,9 @@ void ppb_case_init(ppb_case *c, ppb_kernel_kind kernel);
  * the kernel, in field order, separated by single spaces. Same case, same key,
  * across runs, shards and commits. */
 void ppb_case_make_key(ppb_case *c);
+/* The key without the config fields: the same shape under two configs (the
+ * two sides of a proposal) has the same shape key. */
+void ppb_case_shape_key(const ppb_case *c, char *buf, size_t len);
 /* Inverse of make_key (for resume, dump, compare). */
 int ppb_case_from_key(const char *key, ppb_case *out, ppb_err *err);
 /* Structural checks that do not depend on a device (GQA divisibility, decode v1

@@ -1,6 +1,7 @@
 #include "kernel_spec.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +196,112 @@ int ppb_kernel_specs_for_case(const ppb_case *c, int cc, ppb_kernel_spec out[2],
     return PPB_OK;
 }
 
+#ifdef PPB_HAVE_CUDA
+#include "decode_plan.h"
+#include "prefill_plan.h"
+
+unsigned ppb_kernel_smem_optin_for_cc(int cc)
+{
+    if (cc >= 90)
+        return 232448; /* 227 KB: Hopper */
+    if (cc == 80 || cc == 87)
+        return 166912; /* 163 KB: A100, Orin */
+    if (cc >= 86)
+        return 101376; /* 99 KB: GA10x, Ada */
+    if (cc >= 75)
+        return 65536;  /* Turing */
+    if (cc >= 70)
+        return 98304;  /* 96 KB: Volta */
+    return 49152;
+}
+
+static int max_len(const ppb_case *c, int decode)
+{
+    int m = 0;
+    for (int b = 0; b < c->shape.batch; b++) {
+        int v = decode ? ppb_case_context_len_of(c, b) : ppb_case_query_len_of(c, b);
+        m = v > m ? v : m;
+    }
+    return m;
+}
+
+/* Plan with a fixed path; 0 or -1 with reason (the plans' convention). */
+static int plan_path(const ppb_case *c, int use_mma, int warp_size, unsigned smem_limit, ppb_kernel_launch *l,
+                     char *reason, unsigned reason_len)
+{
+    const ppb_shape *s = &c->shape;
+    const ppb_config *k = &c->config;
+    memset(l->plan, 0, sizeof l->plan);
+    if (c->kernel == PPB_PREFIX_PREFILL) {
+        ppb_prefill_args *a = &l->prefill;
+        memset(a, 0, sizeof *a);
+        a->batch = s->batch;
+        a->max_query_len = max_len(c, 0);
+        a->num_heads = s->num_heads;
+        a->num_kv_heads = s->num_kv_heads;
+        a->head_dim = s->head_dim;
+        a->page_size = s->page_size;
+        a->sliding_window = s->sliding_window;
+        int max_ctx = 0;
+        for (int b = 0; b < s->batch; b++) {
+            int v = ppb_case_context_len_of(c, b);
+            max_ctx = v > max_ctx ? v : max_ctx;
+        }
+        a->max_blocks_per_seq = max_ctx > 0 ? (max_ctx + s->page_size - 1) / s->page_size : 1;
+        a->sm_scale = 1.0f / sqrtf((float)s->head_dim);
+        ppb_prefill_config pc = {k->block_m, k->block_n, k->num_warps, use_mma, warp_size};
+        return ppb_prefill_plan(&pc, a, s->head_dim, s->dtype, smem_limit, &l->plan[0], reason, reason_len);
+    }
+    ppb_decode_args *a = &l->decode;
+    memset(a, 0, sizeof *a);
+    a->num_seqs = s->batch;
+    a->num_heads = s->num_heads;
+    a->num_kv_heads = s->num_kv_heads;
+    a->head_dim = s->head_dim;
+    a->page_size = s->page_size;
+    a->max_seq_len = max_len(c, 1);
+    a->max_blocks_per_seq = (a->max_seq_len + s->page_size - 1) / s->page_size;
+    a->sliding_window = s->sliding_window;
+    a->sm_scale = 1.0f / sqrtf((float)s->head_dim);
+    l->kernel_parts = l->host_parts = 0;
+    if (k->version == 2) {
+        int host_p = k->host_partition_size ? k->host_partition_size : k->partition_size;
+        l->kernel_parts = (int)ppb_decode_num_partitions(a->max_seq_len, k->partition_size);
+        l->host_parts = (int)ppb_decode_num_partitions(a->max_seq_len, host_p);
+        a->max_num_partitions = l->kernel_parts; /* the kernel indexes with its own count */
+    }
+    ppb_decode_config dc = {k->version, k->num_threads, k->partition_size, use_mma, warp_size};
+    return ppb_decode_plan(&dc, a, s->head_dim, s->page_size, s->dtype, smem_limit, &l->plan[0], &l->plan[1],
+                           reason, reason_len);
+}
+
+int ppb_kernel_launch_for_case(const ppb_case *c, int cc, int warp_size, unsigned smem_limit,
+                               ppb_kernel_launch *out, ppb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int use_mma = 0;
+    int rc = ppb_kernel_use_mma(c->config.path, cc, &use_mma, err);
+    if (rc)
+        return rc;
+    char reason[400] = "";
+    if (plan_path(c, use_mma, warp_size, smem_limit, out, reason, sizeof reason) != 0) {
+        if (!(c->config.path == PPB_PATH_AUTO && use_mma))
+            return ppb_fail(err, PPB_EREFUSED, "%s", reason);
+        /* auto asked for "the best this device has": the portable path is next. */
+        char simt_reason[400] = "";
+        if (plan_path(c, 0, warp_size, smem_limit, out, simt_reason, sizeof simt_reason) != 0)
+            return ppb_fail(err, PPB_EREFUSED, "mma path: %s; simt path: %s", reason, simt_reason);
+        use_mma = 0;
+        out->auto_fell_back = 1;
+        snprintf(out->auto_reason, sizeof out->auto_reason, "%s", reason);
+    }
+    out->use_mma = use_mma;
+    ppb_case chosen = *c;
+    chosen.config.path = use_mma ? PPB_PATH_MMA : PPB_PATH_SIMT;
+    return ppb_kernel_specs_for_case(&chosen, cc, out->spec, &out->n_specs, err);
+}
+#endif
+
 int ppb_kernel_spec_list_add(ppb_kernel_spec_list *l, const ppb_kernel_spec *s)
 {
     int lo = 0, hi = l->n;
@@ -243,7 +350,15 @@ int ppb_kernel_list_suites(const char *const *suite_paths, int n_paths, int cc,
             ppb_kernel_spec specs[2];
             int n = 0;
             ppb_err why;
+#ifdef PPB_HAVE_CUDA
+            ppb_kernel_launch launch;
+            int src = ppb_kernel_launch_for_case(&cases.items[i], cc, 32, ppb_kernel_smem_optin_for_cc(cc),
+                                                 &launch, &why);
+            n = launch.n_specs;
+            memcpy(specs, launch.spec, sizeof specs);
+#else
             int src = ppb_kernel_specs_for_case(&cases.items[i], cc, specs, &n, &why);
+#endif
             if (src == PPB_EREFUSED) {
                 skipped++;
                 continue;

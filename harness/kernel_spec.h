@@ -62,6 +62,39 @@ int ppb_kernel_use_mma(int path, int cc, int *use_mma, ppb_err *err);
 int ppb_kernel_specs_for_case(const ppb_case *c, int cc, ppb_kernel_spec out[2], int *n,
                               ppb_err *err);
 
+#ifdef PPB_HAVE_CUDA
+#include "attention_args.h"
+#include "launch_plan.h"
+
+/* How a case launches on a device, short of the device pointers: the code path,
+ * the instantiations, the kernel plans (kernels/prefill_plan.h, decode_plan.h)
+ * and the shape part of the argument struct. Shared by the CUDA backend and
+ * the kernel list, so the compile check compiles exactly what would run. */
+typedef struct ppb_kernel_launch {
+    int use_mma;
+    int auto_fell_back;            /* path=auto chose simt because the mma plan refused */
+    char auto_reason[256];         /* ... and why */
+    ppb_kernel_spec spec[2];       /* main kernel; [1]: the v2 reduce */
+    int n_specs;
+    ppb_launch_plan plan[2];
+    ppb_prefill_args prefill;      /* shape fields only (pointers NULL) */
+    ppb_decode_args decode;        /* shape fields; max_num_partitions = the kernel's count */
+    int kernel_parts, host_parts;  /* v2 partitions: the kernel's and the host's count */
+} ppb_kernel_launch;
+
+/* Plan a case for a device of compute capability `cc` and warp size `warp_size`
+ * that may opt in to `smem_limit` bytes of dynamic shared memory per block.
+ * path=auto takes the tensor-core path when cc allows it and its plan accepts
+ * the case, else the portable path (noted in auto_fell_back / auto_reason).
+ * PPB_EREFUSED with the plan's reason when the case cannot run. */
+int ppb_kernel_launch_for_case(const ppb_case *c, int cc, int warp_size, unsigned smem_limit,
+                               ppb_kernel_launch *out, ppb_err *err);
+
+/* Per-block shared memory a device of compute capability cc can opt in to (the
+ * compile check's stand-in for a device it does not have). */
+unsigned ppb_kernel_smem_optin_for_cc(int cc);
+#endif
+
 /* A sorted list without duplicates. */
 typedef struct ppb_kernel_spec_list {
     ppb_kernel_spec *items;
@@ -73,10 +106,12 @@ int ppb_kernel_spec_list_add(ppb_kernel_spec_list *l, const ppb_kernel_spec *s);
 void ppb_kernel_spec_list_free(ppb_kernel_spec_list *l);
 
 /* Every distinct instantiation the cases of these suites launch on compute
- * capability `cc`. Cases whose path cannot run at that cc (path=mma below
- * PPB_MMA_MIN_CC) are left out and counted in *skipped_cases (may be NULL).
- * Derived from the suites through the same matrix expansion `ppbench run` uses,
- * so the list cannot drift from what runs. */
+ * capability `cc`. Derived from the suites through the same matrix expansion
+ * `ppbench run` uses, so the list cannot drift from what runs. In CUDA builds
+ * each case goes through ppb_kernel_launch_for_case (warp 32, the cc's opt-in
+ * shared memory): cases the kernel plans refuse instantiate nothing and are
+ * counted in *skipped_cases (may be NULL), as are path=mma cases below
+ * PPB_MMA_MIN_CC. CPU builds (no plans linked) map cases structurally. */
 int ppb_kernel_list_suites(const char *const *suite_paths, int n_paths, int cc,
                            ppb_kernel_spec_list *out, long *skipped_cases, ppb_err *err);
 

@@ -19,6 +19,9 @@ static const command commands[] = {
     {"show", cmd_show, "show a run's environment and results"},
     {"export", cmd_export, "export a run as CSV or JSON"},
     {"dump", cmd_dump, "write one case's inputs, output and reference rows as .npy files"},
+    {"propose", cmd_propose, "judge a tuning proposal: baseline vs candidate, ACCEPT/REJECT/INCONCLUSIVE"},
+    {"compare", cmd_compare, "compare two stored runs case by case"},
+    {"trend", cmd_trend, "each case's latest result against its own nightly history"},
 };
 
 static void usage(FILE *out)
@@ -27,7 +30,8 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nexit codes: 0 ok, 1 some case failed or infeasible, 2 usage, 3 bad input, "
-                 "4 runtime failure, 130 interrupted\n");
+                 "4 runtime failure, 130 interrupted;\n            propose/compare: 0 ACCEPT, 10 REJECT, 11 INCONCLUSIVE; "
+                 "trend: 12 regression\n");
 }
 
 int main(int argc, char **argv)

@@ -19,30 +19,33 @@ static double robust_noise(const double *x, int n)
     return med > 0 ? (ppb_quantile(x, n, 0.75) - ppb_quantile(x, n, 0.25)) / med : INFINITY;
 }
 
-int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
-                     volatile sig_atomic_t *stop, ppb_result *res, ppb_err *err)
+int ppb_measure_warmup(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
+                       volatile sig_atomic_t *stop, int *launches, ppb_err *err)
 {
-    int rc = PPB_OK;
-    double ms = 0, start = now_ms();
-
-    /* Warm-up by time: the first launch pays for JIT, allocation and cold
-     * instruction caches, none of which belongs in the numbers. */
-    double shortest = INFINITY;
-    int warm = 0;
-    while (warm < 2 || now_ms() - start < m->warmup_ms) {
-        rc = ops->time_sample(b, 1, m->cold_l2, &ms, err);
+    double ms = 0, start = now_ms(), shortest = INFINITY;
+    for (int warm = 0; warm < 2 || now_ms() - start < m->warmup_ms; warm++) {
+        int rc = ops->time_sample(b, 1, m->cold_l2, &ms, err);
         if (rc)
             return rc;
         shortest = ms < shortest ? ms : shortest;
-        warm++;
         if (stop && *stop)
             return ppb_fail(err, PPB_EINTR, "interrupted");
     }
-    int launches = 1;
+    int n = 1;
     if (shortest < PPB_MIN_SAMPLE_MS)
-        launches = (int)ceil(PPB_MIN_SAMPLE_MS / (shortest > 1e-6 ? shortest : 1e-6));
-    if (launches > 1000)
-        launches = 1000;
+        n = (int)ceil(PPB_MIN_SAMPLE_MS / (shortest > 1e-6 ? shortest : 1e-6));
+    *launches = n > 1000 ? 1000 : n;
+    return PPB_OK;
+}
+
+int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
+                     volatile sig_atomic_t *stop, ppb_result *res, ppb_err *err)
+{
+    double ms = 0;
+    int launches = 1;
+    int rc = ppb_measure_warmup(ops, b, m, stop, &launches, err);
+    if (rc)
+        return rc;
     res->batch_launches = launches;
 
     int cap = m->max_samples > 0 ? m->max_samples : 1;

@@ -1,5 +1,6 @@
 #include "results_table.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef struct table_ctx {
@@ -57,4 +58,44 @@ int ppb_print_results(ppb_store *s, int64_t run_id, FILE *out, ppb_status_counts
             fprintf(out, " %d %s", counts->n[i], ppb_status_name(i));
     fputc('\n', out);
     return 0;
+}
+
+static void print_interval(FILE *out, double r, double lo, double hi)
+{
+    if (isnan(r))
+        fprintf(out, "%-26s", "-");
+    else if (isfinite(lo) && isfinite(hi))
+        fprintf(out, "%7.4f [%7.4f, %7.4f]", r, lo, hi);
+    else
+        fprintf(out, "%7.4f [ unbounded       ]", r);
+}
+
+static int print_proposal_case(void *ctx, const ppb_proposal_case *c)
+{
+    FILE *out = ctx;
+    fprintf(out, "%-11s %-10s ", c->state, c->cls[0] ? c->cls : "-");
+    print_interval(out, c->ratio, c->ratio_lo, c->ratio_hi);
+    fprintf(out, " %s\n", short_key(c->candidate_key));
+    return 0;
+}
+
+int ppb_print_proposal(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *err)
+{
+    ppb_proposal_record rec;
+    int rc = ppb_store_get_proposal(s, proposal_id, &rec, err);
+    if (rc)
+        return rc;
+    fprintf(out, "proposal %lld: %s (%s%s%s)\n", (long long)rec.id, rec.name, rec.kind,
+            rec.target[0] ? ", target " : "", rec.target);
+    fprintf(out, "%-11s %-10s %-26s %s\n", "state", "class", "time ratio cand/base [CI]",
+            "candidate case");
+    if ((rc = ppb_store_each_proposal_case(s, proposal_id, print_proposal_case, out, err)))
+        return rc;
+    if (!isnan(rec.geomean_ratio)) {
+        fprintf(out, "%-22s ", "weighted geometric mean");
+        print_interval(out, rec.geomean_ratio, rec.geomean_lo, rec.geomean_hi);
+        fputc('\n', out);
+    }
+    fprintf(out, "%sverdict: %s\n", rec.reasons, rec.verdict);
+    return PPB_OK;
 }

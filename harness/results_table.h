@@ -1,4 +1,5 @@
-/* The table of a run's results printed after `run` and by `show`. */
+/* Tables printed on the terminal: a run's results (after `run`, by `show`)
+ * and a verdict's cases (after `propose`, `compare`). */
 #ifndef PPB_RESULTS_TABLE_H
 #define PPB_RESULTS_TABLE_H
 
@@ -14,5 +15,9 @@ typedef struct ppb_status_counts {
 
 int ppb_print_results(ppb_store *s, int64_t run_id, FILE *out, ppb_status_counts *counts,
                       ppb_err *err);
+
+/* A stored proposal verdict: one row per case, the geometric mean, the
+ * reasons and the verdict line. */
+int ppb_print_proposal(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *err);
 
 #endif

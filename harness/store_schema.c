@@ -129,10 +129,47 @@ static const char schema_v3[] =
     "  PRIMARY KEY(proposal_id, idx)"
     ") WITHOUT ROWID;";
 
+/* Version 4: a stable identity for each run, and the queue of pushes that
+ * failed (ppbench push, merge; docs/CI.md).
+ *
+ * runs.uid: run ids are per database (AUTOINCREMENT), so two hosts' databases
+ * both have a run 1. `ppbench merge` needs to know whether a run of one file is
+ * already in another (idempotent merges), so every run gets a random 128-bit
+ * id. A trigger fills it for every inserted row that does not bring one (as
+ * store.c's begin_run does not), so the store code needs no change; merge
+ * inserts rows with their uid, which the trigger leaves alone. Existing runs
+ * get theirs when the step is applied.
+ *
+ * push_queue: a push that failed, to be sent by the next push to the same
+ * server. It holds what is needed to regenerate the request (run, URL,
+ * format) and never the body or a credential: the body is rebuilt from the
+ * database at send time, the token comes from the environment, and URLs with
+ * user:password are refused before they are queued. One row per (run, url,
+ * format): a second failure updates the row. */
+static const char schema_v4[] =
+    "ALTER TABLE runs ADD COLUMN uid TEXT;"
+    "UPDATE runs SET uid = lower(hex(randomblob(16))) WHERE uid IS NULL;"
+    "CREATE UNIQUE INDEX runs_by_uid ON runs(uid);"
+    "CREATE TRIGGER runs_fill_uid AFTER INSERT ON runs WHEN NEW.uid IS NULL BEGIN"
+    "  UPDATE runs SET uid = lower(hex(randomblob(16))) WHERE id = NEW.id;"
+    " END;"
+    "CREATE TABLE push_queue("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  url TEXT NOT NULL,"
+    "  format TEXT NOT NULL,"
+    "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),"
+    "  attempts INTEGER NOT NULL DEFAULT 0," /* HTTP requests made so far */
+    "  last_error TEXT NOT NULL DEFAULT '',"
+    "  last_attempt_at TEXT,"
+    "  UNIQUE(run_id, url, format)"
+    ");";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
     {3, "proposal verdicts", schema_v3},
+    {4, "run uids and the push queue", schema_v4},
 };
 
 const int ppb_store_migration_count =

@@ -227,7 +227,7 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
         const int seg = 1 << seg_shift;
         const T *kc = static_cast<const T *>(a.k_cache);
         const int *table = a.block_table + (size_t)g.seq * a.max_blocks_per_seq;
-#pragma unroll
+#pragma unroll 4
         for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
             const int c = tid + i * THREADS;
             if (CHUNKS % THREADS == 0 || c < CHUNKS) {
@@ -248,7 +248,7 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
         }
     } else {
         const T *kn = static_cast<const T *>(a.k);
-#pragma unroll
+#pragma unroll 4
         for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
             const int c = tid + i * THREADS;
             if (CHUNKS % THREADS == 0 || c < CHUNKS) {
@@ -276,7 +276,7 @@ __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const ct
         const int cps_shift = seg_shift - 3;   /* 16-byte chunks per dim per segment */
         const T *vc = static_cast<const T *>(a.v_cache);
         const int *table = a.block_table + (size_t)g.seq * a.max_blocks_per_seq;
-#pragma unroll
+#pragma unroll 4
         for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
             const int c = tid + i * THREADS;
             if (CHUNKS % THREADS == 0 || c < CHUNKS) {
@@ -298,7 +298,7 @@ __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const ct
     } else {
         constexpr int DC = D / 8;
         const T *vn = static_cast<const T *>(a.v);
-#pragma unroll
+#pragma unroll 4
         for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
             const int c = tid + i * THREADS;
             if (CHUNKS % THREADS == 0 || c < CHUNKS) {
@@ -371,7 +371,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     {
         constexpr int CHUNKS = BM * D / 8, DC = D / 8;
         const T *qp = static_cast<const T *>(a.q);
-#pragma unroll
+#pragma unroll 4
         for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
             const int c = tid + i * THREADS;
             if (CHUNKS % THREADS == 0 || c < CHUNKS) {
@@ -661,7 +661,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
 
     /* Q^T, zero rows past the sequence */
     {
-        constexpr int CHUNKS = BM * D / 8, DC = D / 8;
+        constexpr int CHUNKS = BM * D / 8;
         const T zero = ppb_from_float<T>(0.f);
         for (int c = tid; c < CHUNKS; c += THREADS) {
             const int r = c % BM, dc = c / BM;

@@ -10,6 +10,10 @@ enum {
     PPB_EXIT_INPUT = 3,       /* bad input file (suite, profile, key): nothing was written */
     PPB_EXIT_RUNTIME = 4,     /* database, backend or I/O failure */
     PPB_EXIT_INTERRUPTED = 130,
+    /* verdicts (propose, compare) and alerts (trend): ACCEPT / no alert is 0 */
+    PPB_EXIT_REJECT = 10,
+    PPB_EXIT_INCONCLUSIVE = 11,
+    PPB_EXIT_REGRESSION = 12,  /* trend: some case regressed */
 };
 
 int cmd_run(int argc, char **argv);
@@ -18,5 +22,8 @@ int cmd_list(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_propose(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_trend(int argc, char **argv);
 
 #endif

@@ -1,0 +1,460 @@
+#include "abrun.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abtest.h"
+#include "matrix.h"
+#include "measure.h"
+#include "session.h"
+#include "suite.h"
+#include "target.h"
+
+/* One compared pair: the two cases and what was measured on each side. */
+typedef struct ab_pair {
+    ppb_case side[2];          /* 0 = baseline, 1 = candidate */
+    int present[2];            /* chunked_prefill: the side with fewer chunks lacks the last ones */
+    ppb_result res[2];
+    char shape_key[PPB_CASE_KEY_MAX];
+} ab_pair;
+
+typedef struct ab_ctx {
+    const ppb_proposal *p;
+    const ppb_propose_options *o;
+    ppb_suite suite;
+    ppb_target target;
+    int have_target;
+    ppb_session session[2];
+    ppb_store *store;
+    ppb_run_info run[2];
+    ab_pair *pairs;
+    int n_pairs;
+} ab_ctx;
+
+/* The suite's shapes under one side's knobs. */
+static int expand_side(ab_ctx *x, const ppb_side *side, ppb_case_list *out, ppb_err *err)
+{
+    ppb_axis_set knobs;
+    memset(&knobs, 0, sizeof knobs);
+    knobs.weight = 1.0;
+    for (int f = 0; f < PPB_F_COUNT; f++)
+        if (side->given & (1u << f)) {
+            knobs.axis[f].n = 1;
+            knobs.axis[f].v[0] = side->value[f];
+        }
+    ppb_axis_set *saved = x->suite.configs;
+    int saved_n = x->suite.n_configs;
+    x->suite.configs = &knobs;
+    x->suite.n_configs = 1;
+    int rc = ppb_matrix_expand(&x->suite, out, err);
+    x->suite.configs = saved;
+    x->suite.n_configs = saved_n;
+    if (!rc && x->p->filter[0])
+        rc = ppb_matrix_filter(out, x->p->filter, err);
+    return rc;
+}
+
+static int build_kernel_config_pairs(ab_ctx *x, ppb_err *err)
+{
+    ppb_case_list base = {0}, cand = {0};
+    int rc = expand_side(x, &x->p->baseline, &base, err);
+    if (!rc)
+        rc = expand_side(x, &x->p->candidate, &cand, err);
+    if (!rc && !(x->pairs = calloc((size_t)base.n + 1, sizeof *x->pairs)))
+        rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+    for (int i = 0; !rc && i < base.n; i++) {
+        char key[PPB_CASE_KEY_MAX], other[PPB_CASE_KEY_MAX];
+        ppb_case_shape_key(&base.items[i], key, sizeof key);
+        for (int j = 0; j < cand.n; j++) {
+            ppb_case_shape_key(&cand.items[j], other, sizeof other);
+            if (strcmp(key, other) != 0)
+                continue;
+            ab_pair *pr = &x->pairs[x->n_pairs++];
+            pr->side[0] = base.items[i];
+            pr->side[1] = cand.items[j];
+            pr->present[0] = pr->present[1] = 1;
+            snprintf(pr->shape_key, sizeof pr->shape_key, "%s", key);
+            break;
+        }
+    }
+    if (!rc && x->n_pairs == 0)
+        rc = ppb_fail(err, PPB_EINPUT, "%s: no shape of %s is run by both sides", x->p->path,
+                      x->suite.path);
+    ppb_case_list_free(&base);
+    ppb_case_list_free(&cand);
+    return rc;
+}
+
+/* max-num-batched-tokens as kernel work: a prompt of P tokens prefilled in
+ * chunks of C, chunk i being a prefix-prefill call with query min(C, P - iC) on
+ * a context of iC tokens. Pairs are (baseline chunk i, candidate chunk i);
+ * the side with fewer chunks leaves the rest of its slots empty. */
+static int build_chunked_pairs(ab_ctx *x, ppb_err *err)
+{
+    const ppb_proposal *p = x->p;
+    int chunks[2] = {(p->prompt_len + p->baseline.chunk_tokens - 1) / p->baseline.chunk_tokens,
+                     (p->prompt_len + p->candidate.chunk_tokens - 1) / p->candidate.chunk_tokens};
+    int n = chunks[0] > chunks[1] ? chunks[0] : chunks[1];
+    if (!(x->pairs = calloc((size_t)n, sizeof *x->pairs)))
+        return ppb_fail(err, PPB_ENOMEM, "out of memory");
+    x->n_pairs = n;
+    for (int i = 0; i < n; i++)
+        for (int s = 0; s < 2; s++) {
+            int c = s ? p->candidate.chunk_tokens : p->baseline.chunk_tokens;
+            ppb_case *k = &x->pairs[i].side[s];
+            *k = p->chunk_case;
+            x->pairs[i].present[s] = i < chunks[s];
+            if (!x->pairs[i].present[s])
+                continue;
+            k->shape.context_len = i * c;
+            k->shape.query_len = p->prompt_len - i * c < c ? p->prompt_len - i * c : c;
+            ppb_case_make_key(k);
+            ppb_err verr;
+            if (ppb_case_validate(k, &verr))
+                return ppb_fail(err, PPB_EINPUT, "%s: chunk %d: %s", p->path, i, verr.msg);
+        }
+    return PPB_OK;
+}
+
+static int open_sessions(ab_ctx *x, ppb_err *err)
+{
+    const ppb_propose_options *o = x->o;
+    const char *target = o->target ? o->target : x->p->target;
+    if (target && target[0] && strcmp(target, "none") != 0) {
+        char dir[4096];
+        ppb_proposal_suites_dir(x->p, dir, sizeof dir);
+        int rc = ppb_target_load_named(dir, target, &x->target, err);
+        if (rc)
+            return rc;
+        x->have_target = 1;
+    }
+    for (int s = 0; s < 2; s++) {
+        int rc = ppb_session_open(&x->session[s], o->backend ? o->backend : "auto",
+                                  o->device_index, x->have_target ? &x->target : NULL,
+                                  o->cpu_max_gflop, s == 0 ? o->log : NULL, err);
+        if (rc)
+            return rc;
+    }
+    return PPB_OK;
+}
+
+/* One timed sample of side s; the candidate optionally runs extra launches
+ * (calibration's known slowdown) while counting only `launches`. */
+static int sample(ab_ctx *x, int s, int launches, int cold, double *ms, ppb_err *err)
+{
+    ppb_session *ss = &x->session[s];
+    int run = launches;
+    if (s == 1 && x->o->candidate_slowdown > 0)
+        run = launches + (int)lround(x->o->candidate_slowdown * launches);
+    int rc = ss->ops->time_sample(ss->backend, run, cold, ms, err);
+    *ms = *ms * run / launches;
+    return rc;
+}
+
+static int push_sample(ppb_result *r, double ms, int *cap)
+{
+    if (r->n_samples == *cap) {
+        int ncap = *cap ? *cap * 2 : 64;
+        double *grown = realloc(r->samples_ms, sizeof *grown * (size_t)ncap);
+        if (!grown)
+            return PPB_ENOMEM;
+        r->samples_ms = grown;
+        *cap = ncap;
+    }
+    r->samples_ms[r->n_samples++] = ms;
+    return PPB_OK;
+}
+
+/* Interleave the two sides (AB, BA, AB, ...) so drift hits both, until the
+ * pair's ratio interval resolves against the threshold or the budget ends. */
+static int measure_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
+{
+    const ppb_measure_settings *m = &x->suite.measure;
+    const ppb_sampling *sp = &x->p->sampling;
+    int launches[2], cap[2] = {0, 0}, rc;
+    for (int s = 0; s < 2; s++)
+        if ((rc = ppb_measure_warmup(x->session[s].ops, x->session[s].backend, m, NULL,
+                                     &launches[s], err)))
+            return rc;
+    /* Both sides count the same launches per sample so batching cannot bias the ratio. */
+    int n_launch = launches[0] > launches[1] ? launches[0] : launches[1];
+    if (x->o->candidate_slowdown > 0 && n_launch < (int)ceil(1.0 / x->o->candidate_slowdown))
+        n_launch = (int)ceil(1.0 / x->o->candidate_slowdown);
+    double measured = 0;
+    for (int round = 0; round < sp->max_rounds; round++) {
+        for (int k = 0; k < 2; k++) {
+            int s = (round + k) % 2;
+            for (int i = 0; i < sp->samples_per_round; i++) {
+                double ms;
+                if ((rc = sample(x, s, n_launch, m->cold_l2, &ms, err)))
+                    return rc;
+                if (push_sample(&pr->res[s], ms, &cap[s]))
+                    return ppb_fail(err, PPB_ENOMEM, "out of memory for samples");
+                measured += ms * n_launch;
+            }
+        }
+        if (round + 1 < sp->min_rounds)
+            continue;
+        ppb_ab_interval iv;
+        if (ppb_ab_hodges_lehmann(pr->res[0].samples_ms, pr->res[0].n_samples,
+                                  pr->res[1].samples_ms, pr->res[1].n_samples, family_alpha, &iv,
+                                  err) == PPB_OK &&
+            ppb_ab_classify(iv.ratio_lo, iv.ratio_hi, x->p->rules.threshold) != PPB_AB_UNRESOLVED)
+            break;
+        if (measured >= sp->budget_ms)
+            break;
+    }
+    for (int s = 0; s < 2; s++) {
+        pr->res[s].batch_launches = n_launch;
+        ppb_result_summarise(&pr->res[s], ppb_case_flops(&pr->side[s]),
+                             ppb_case_min_bytes(&pr->side[s]));
+    }
+    return PPB_OK;
+}
+
+/* Check both sides of a pair and, when both can be timed, measure them. */
+static int run_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
+{
+    ppb_workload w[2];
+    int prepared[2] = {0, 0}, rc = PPB_OK, distinct = x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL;
+    memset(w, 0, sizeof w);
+    for (int s = 0; s < 2; s++) {
+        ppb_result_init(&pr->res[s]);
+        if (!pr->present[s]) {
+            pr->res[s].status = PPB_STATUS_SKIPPED;
+            continue;
+        }
+        /* kernel_config sides share one input set; chunks differ per side */
+        int wi = distinct ? s : 0;
+        const char *seed_key = distinct ? pr->side[s].key : pr->shape_key;
+        uint64_t seed = ppb_case_input_seed(x->suite.measure.seed, seed_key);
+        if (s == 0 || distinct)
+            ppb_session_workload(&pr->side[s], seed, &w[wi], &pr->res[s]);
+        if (pr->res[s].status == PPB_STATUS_OK && !w[wi].q)
+            pr->res[s] = pr->res[0]; /* the shared inputs could not be built */
+        if (pr->res[s].status == PPB_STATUS_OK)
+            rc = ppb_session_check(&x->session[s], &pr->side[s], &w[wi], &x->suite.check, seed,
+                                   &pr->res[s], &prepared[s]);
+        if (rc)
+            goto end;
+    }
+    if (pr->res[0].status == PPB_STATUS_OK && pr->res[1].status == PPB_STATUS_OK)
+        rc = measure_pair(x, pr, family_alpha, err);
+    else if (x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL)
+        for (int s = 0; s < 2 && !rc; s++) /* a chunk only one side has is timed alone */
+            if (pr->res[s].status == PPB_STATUS_OK)
+                rc = ppb_measure_case(x->session[s].ops, x->session[s].backend, &x->suite.measure,
+                                      NULL, &pr->res[s], err);
+end:
+    for (int s = 0; s < 2; s++) {
+        if (prepared[s])
+            x->session[s].ops->release(x->session[s].backend);
+        ppb_workload_free(&w[s]);
+    }
+    return rc;
+}
+
+/* Totals over chunks: sample j of a side's prompt = sum of sample j of each of
+ * its chunks (the chunks were measured interleaved with the other side's). */
+static int chunk_totals(const ab_ctx *x, int s, double **out, int *n_out)
+{
+    int n = -1;
+    for (int i = 0; i < x->n_pairs; i++) {
+        const ppb_result *r = &x->pairs[i].res[s];
+        if (!x->pairs[i].present[s])
+            continue;
+        if (r->n_samples == 0) {
+            *n_out = 0;
+            *out = NULL;
+            return PPB_OK;
+        }
+        n = n < 0 || r->n_samples < n ? r->n_samples : n;
+    }
+    *n_out = n < 0 ? 0 : n;
+    *out = calloc((size_t)(*n_out ? *n_out : 1), sizeof **out);
+    if (!*out)
+        return PPB_ENOMEM;
+    for (int i = 0; i < x->n_pairs; i++)
+        for (int j = 0; j < *n_out && x->pairs[i].present[s]; j++)
+            (*out)[j] += x->pairs[i].res[s].samples_ms[j];
+    return PPB_OK;
+}
+
+static int side_state(const ab_ctx *x, int s, int *correct, int *feasible, const char **why)
+{
+    *correct = 1, *feasible = 1, *why = NULL;
+    for (int i = 0; i < x->n_pairs; i++) {
+        const ppb_result *r = &x->pairs[i].res[s];
+        if (!x->pairs[i].present[s])
+            continue;
+        if (r->status == PPB_STATUS_WRONG && *correct)
+            *correct = 0, *why = r->reason;
+        if (r->status == PPB_STATUS_REFUSED && *feasible)
+            *feasible = 0, *why = r->reason;
+    }
+    return PPB_OK;
+}
+
+static void fill_case(ppb_verdict_case *vc, const ab_pair *pr)
+{
+    memset(vc, 0, sizeof *vc);
+    vc->key = pr->shape_key;
+    vc->weight = pr->side[0].weight;
+    for (int s = 0; s < 2; s++) {
+        const ppb_result *r = &pr->res[s];
+        int feasible = r->status != PPB_STATUS_REFUSED, correct = r->status != PPB_STATUS_WRONG;
+        const double *samples = r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY
+                                    ? r->samples_ms : NULL;
+        if (s == 0) {
+            vc->baseline = samples, vc->n_baseline = samples ? r->n_samples : 0;
+            vc->baseline_feasible = feasible, vc->baseline_correct = correct;
+            vc->baseline_reason = r->reason[0] ? r->reason : NULL;
+        } else {
+            vc->candidate = samples, vc->n_candidate = samples ? r->n_samples : 0;
+            vc->candidate_feasible = feasible, vc->candidate_correct = correct;
+            vc->candidate_reason = r->reason[0] ? r->reason : NULL;
+        }
+    }
+}
+
+static void record_reasons(ppb_proposal_record *rec, const ppb_verdict_report *rep)
+{
+    size_t n = 0;
+    for (int i = 0; i < rep->n_reasons && n < sizeof rec->reasons; i++)
+        n += (size_t)snprintf(rec->reasons + n, sizeof rec->reasons - n, "%s\n", rep->reasons[i]);
+}
+
+static int decide_and_store(ab_ctx *x, ppb_proposal_record *rec, ppb_verdict_report *rep,
+                            ppb_err *err)
+{
+    const int chunked = x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL;
+    int n_cases = chunked ? 1 : x->n_pairs, rc;
+    ppb_verdict_case *vcs = calloc((size_t)n_cases, sizeof *vcs);
+    ppb_proposal_case *pcs = calloc((size_t)n_cases, sizeof *pcs);
+    double *totals[2] = {NULL, NULL};
+    if (!vcs || !pcs) {
+        rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+        goto end;
+    }
+    if (chunked) {
+        ppb_verdict_case *vc = &vcs[0];
+        vc->key = x->p->name;
+        vc->weight = 1.0;
+        int n[2];
+        for (int s = 0; s < 2; s++)
+            if (chunk_totals(x, s, &totals[s], &n[s])) {
+                rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+                goto end;
+            }
+        vc->baseline = totals[0], vc->n_baseline = n[0];
+        vc->candidate = totals[1], vc->n_candidate = n[1];
+        side_state(x, 0, &vc->baseline_correct, &vc->baseline_feasible, &vc->baseline_reason);
+        side_state(x, 1, &vc->candidate_correct, &vc->candidate_feasible, &vc->candidate_reason);
+    } else {
+        for (int i = 0; i < n_cases; i++)
+            fill_case(&vcs[i], &x->pairs[i]);
+    }
+    if ((rc = ppb_verdict_decide(vcs, n_cases, &x->p->rules, rep, err)))
+        goto end;
+
+    snprintf(rec->name, sizeof rec->name, "%s", x->p->name);
+    snprintf(rec->path, sizeof rec->path, "%s", x->p->path);
+    snprintf(rec->kind, sizeof rec->kind, "%s", ppb_proposal_kind_name(x->p->kind));
+    snprintf(rec->target, sizeof rec->target, "%s", x->have_target ? x->target.name : "");
+    rec->baseline_run = x->run[0].id;
+    rec->candidate_run = x->run[1].id;
+    snprintf(rec->verdict, sizeof rec->verdict, "%s", ppb_verdict_name(rep->verdict));
+    rec->geomean_ratio = rep->have_geomean ? rep->geomean.ratio : NAN;
+    rec->geomean_lo = rep->have_geomean ? rep->geomean.ratio_lo : NAN;
+    rec->geomean_hi = rep->have_geomean ? rep->geomean.ratio_hi : NAN;
+    record_reasons(rec, rep);
+    for (int i = 0; i < n_cases; i++) {
+        const ppb_verdict_outcome *oc = &rep->cases[i];
+        ppb_proposal_case *pc = &pcs[i];
+        snprintf(pc->baseline_key, sizeof pc->baseline_key, "%s",
+                 chunked ? "(all baseline chunks)" : x->pairs[i].side[0].key);
+        snprintf(pc->candidate_key, sizeof pc->candidate_key, "%s",
+                 chunked ? "(all candidate chunks)" : x->pairs[i].side[1].key);
+        pc->weight = vcs[i].weight;
+        snprintf(pc->state, sizeof pc->state, "%s", ppb_case_state_name(oc->state));
+        snprintf(pc->cls, sizeof pc->cls, "%s",
+                 oc->state == PPB_CASE_COMPARED ? ppb_ab_class_name(oc->cls) : "");
+        int compared = oc->state == PPB_CASE_COMPARED;
+        pc->ratio = compared ? oc->interval.ratio : NAN;
+        pc->ratio_lo = compared ? oc->interval.ratio_lo : NAN;
+        pc->ratio_hi = compared ? oc->interval.ratio_hi : NAN;
+        pc->p_holm = compared ? oc->p_holm : NAN;
+    }
+    rc = ppb_store_put_proposal(x->store, rec, pcs, n_cases, err);
+end:
+    free(vcs);
+    free(pcs);
+    free(totals[0]);
+    free(totals[1]);
+    return rc;
+}
+
+int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_proposal_record *rec,
+                    ppb_verdict_report *report, ppb_err *err)
+{
+    ab_ctx x;
+    memset(&x, 0, sizeof x);
+    memset(rec, 0, sizeof *rec);
+    memset(report, 0, sizeof *report);
+    x.p = p;
+    x.o = o;
+    FILE *log = o->log ? o->log : stderr;
+    int rc = ppb_suite_load(p->suite_path, &x.suite, err);
+    if (!rc)
+        rc = p->kind == PPB_PROPOSAL_CHUNKED_PREFILL ? build_chunked_pairs(&x, err)
+                                                     : build_kernel_config_pairs(&x, err);
+    if (!rc)
+        rc = open_sessions(&x, err);
+    if (!rc)
+        rc = ppb_store_open(&x.store, o->db_path, err);
+    for (int s = 0; s < 2 && !rc; s++) {
+        char label[256], args[256];
+        snprintf(label, sizeof label, "proposal %s: %s%s%s", p->name, s ? "candidate" : "baseline",
+                 o->label ? " " : "", o->label ? o->label : "");
+        snprintf(args, sizeof args, "proposal=%s\n", p->path);
+        rc = ppb_session_begin_run(&x.session[s], x.store, &x.suite, label, args, x.n_pairs,
+                                   &x.run[s], err);
+    }
+    if (rc)
+        goto end;
+    fprintf(log, "ppbench propose %s: %d pairs, %s backend on %s%s\n", p->name, x.n_pairs,
+            x.session[0].ops->name, x.session[0].device.name,
+            x.session[0].device.is_gpu ? "" : " (CPU timings)");
+    /* The stopping rule uses the verdict's own simultaneous level. */
+    double family_alpha = ppb_bonferroni_alpha(p->rules.alpha, x.n_pairs + 1);
+    for (int i = 0; i < x.n_pairs && !rc; i++) {
+        ab_pair *pr = &x.pairs[i];
+        rc = run_pair(&x, pr, family_alpha, err);
+        for (int s = 0; s < 2 && !rc; s++)
+            if (pr->present[s])
+                rc = ppb_store_put_result(x.store, x.run[s].id, &pr->side[s], &pr->res[s], err);
+        fprintf(log, "  [%d/%d] %s: baseline %s, candidate %s\n", i + 1, x.n_pairs,
+                pr->shape_key[0] ? pr->shape_key : pr->side[0].key,
+                ppb_status_name(pr->res[0].status), ppb_status_name(pr->res[1].status));
+    }
+    if (!rc)
+        rc = decide_and_store(&x, rec, report, err);
+    for (int s = 0; s < 2; s++)
+        if (x.run[s].id) {
+            ppb_err ferr;
+            ppb_session_store_environment(&x.session[s], x.store, x.run[s].id, "after.");
+            ppb_store_finish_run(x.store, x.run[s].id, rc ? "failed" : "complete", &ferr);
+        }
+end:
+    for (int i = 0; i < x.n_pairs; i++)
+        for (int s = 0; s < 2; s++)
+            ppb_result_free(&x.pairs[i].res[s]);
+    free(x.pairs);
+    for (int s = 0; s < 2; s++)
+        ppb_session_close(&x.session[s]);
+    if (x.store)
+        ppb_store_close(x.store);
+    ppb_suite_free(&x.suite);
+    return rc;
+}

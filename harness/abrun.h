@@ -1,0 +1,32 @@
+/* Running a proposal: baseline and candidate interleaved in one process on one
+ * device (two sessions, one per side, sharing the inputs), more rounds for the
+ * pairs the statistics cannot resolve yet, then the verdict, all stored.
+ * kv_capacity proposals are arithmetic (kv_capacity.h) and run nothing. */
+#ifndef PPB_ABRUN_H
+#define PPB_ABRUN_H
+
+#include <stdio.h>
+
+#include "proposal.h"
+#include "store.h"
+#include "verdict.h"
+
+typedef struct ppb_propose_options {
+    const char *db_path;
+    const char *backend;        /* auto | cpu | cuda */
+    int device_index;
+    const char *target;         /* overrides the proposal's target ("none" = no target) */
+    const char *label;
+    double cpu_max_gflop;
+    FILE *log;                  /* progress and notes */
+    /* Calibration: the candidate's samples time (1 + candidate_slowdown) x as
+     * many launches as they count, a known effect to detect. 0 = off. */
+    double candidate_slowdown;
+} ppb_propose_options;
+
+/* Run it, decide, store; rec gets the stored proposal row (verdict, reasons,
+ * runs), report the full verdict (free with ppb_verdict_report_free). */
+int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_proposal_record *rec,
+                    ppb_verdict_report *report, ppb_err *err);
+
+#endif

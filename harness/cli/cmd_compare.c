@@ -1,0 +1,258 @@
+/* ppbench compare RUN_A RUN_B: the same case in two runs (joined on case
+ * keys), judged with the proposal statistics, A as baseline, B as candidate. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "results_table.h"
+#include "verdict.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ppbench compare RUN_A RUN_B [--db PATH] [options]\n\n"
+            "Joins the two runs on case keys and judges B (candidate) against A (baseline).\n"
+            "Refuses runs from different devices or backends unless --allow-different-devices;\n"
+            "warns when drivers, runtimes or clocks differ.\n\n"
+            "  --threshold T        practical threshold (default 0.01)\n"
+            "  --max-regression R   largest tolerated slowdown of one case (default 0.05)\n"
+            "  --min-gain G         required geometric-mean gain (default 0: report only)\n"
+            "  --alpha A            family-wise error (default 0.05)\n"
+            "  --allow-different-devices\n\n"
+            "exit: 0 ACCEPT (B better), 10 REJECT (B worse), 11 INCONCLUSIVE, 2 usage, 3 bad input\n");
+}
+
+typedef struct run_results {
+    int n, cap;
+    ppb_case *cases;
+    ppb_result *results;
+} run_results;
+
+static int collect(void *ctx, const ppb_case *c, const ppb_result *r)
+{
+    run_results *rr = ctx;
+    if (rr->n == rr->cap) {
+        int cap = rr->cap ? rr->cap * 2 : 64;
+        ppb_case *cs = realloc(rr->cases, sizeof *cs * (size_t)cap);
+        if (cs)
+            rr->cases = cs;
+        ppb_result *rs = cs ? realloc(rr->results, sizeof *rs * (size_t)cap) : NULL;
+        if (!rs)
+            return PPB_ENOMEM;
+        rr->results = rs;
+        rr->cap = cap;
+    }
+    rr->cases[rr->n] = *c;
+    ppb_result *copy = &rr->results[rr->n];
+    *copy = *r;
+    copy->samples_ms = NULL;
+    if (r->n_samples > 0) {
+        copy->samples_ms = malloc(sizeof(double) * (size_t)r->n_samples);
+        if (!copy->samples_ms)
+            return PPB_ENOMEM;
+        memcpy(copy->samples_ms, r->samples_ms, sizeof(double) * (size_t)r->n_samples);
+    }
+    rr->n++;
+    return 0;
+}
+
+static void free_results(run_results *rr)
+{
+    for (int i = 0; i < rr->n; i++)
+        ppb_result_free(&rr->results[i]);
+    free(rr->cases);
+    free(rr->results);
+}
+
+typedef struct env_pair {
+    const char *key;
+    char value[256];
+} env_pair;
+
+static int find_env(void *ctx, const char *key, const char *value)
+{
+    env_pair *e = ctx;
+    if (strcmp(e->key, key) == 0) {
+        snprintf(e->value, sizeof e->value, "%s", value);
+        return 1;
+    }
+    return 0;
+}
+
+/* Different hardware makes every difference meaningless: refuse (unless
+ * overridden). Different software or clocks: say so, plainly. */
+static int check_comparable(ppb_store *s, int64_t a, int64_t b, int allow, ppb_err *err)
+{
+    static const struct {
+        const char *key;
+        int hard;
+    } facts[] = {{"timings", 1}, {"device.name", 1}, {"device.driver", 0},
+                 {"device.runtime", 0}, {"before.sm_clock_mhz", 0}, {"before.mem_clock_mhz", 0},
+                 {"before.nvml.sm_clock_mhz", 0}, {"before.nvml.mem_clock_mhz", 0}};
+    for (size_t i = 0; i < sizeof facts / sizeof *facts; i++) {
+        env_pair ea = {facts[i].key, ""}, eb = {facts[i].key, ""};
+        int rc = ppb_store_each_env(s, a, find_env, &ea, err);
+        if (!rc)
+            rc = ppb_store_each_env(s, b, find_env, &eb, err);
+        if (rc)
+            return rc;
+        if (strcmp(ea.value, eb.value) == 0)
+            continue;
+        if (facts[i].hard && !allow)
+            return ppb_fail(err, PPB_EINPUT,
+                            "runs %lld and %lld differ in %s ('%s' vs '%s'): their timings are not "
+                            "comparable (--allow-different-devices to compare anyway)",
+                            (long long)a, (long long)b, facts[i].key, ea.value, eb.value);
+        fprintf(stderr, "ppbench compare: warning: %s differs: run %lld '%s', run %lld '%s'\n",
+                facts[i].key, (long long)a, ea.value, (long long)b, eb.value);
+    }
+    return PPB_OK;
+}
+
+static double parse_fraction(const char *opt, const char *text, int *bad)
+{
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (*end || !(v >= 0 && v < 1)) {
+        fprintf(stderr, "ppbench compare: %s %s: expected a number in [0, 1)\n", opt, text);
+        *bad = 1;
+    }
+    return v;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, 'd'},
+        {"threshold", required_argument, NULL, 't'},
+        {"max-regression", required_argument, NULL, 'r'},
+        {"min-gain", required_argument, NULL, 'g'},
+        {"alpha", required_argument, NULL, 'a'},
+        {"allow-different-devices", no_argument, NULL, 'A'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *db = NULL;
+    int allow = 0, bad = 0, c;
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    rules.min_gain = 0; /* comparing two runs is not a proposal: no gain required */
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd': db = optarg; break;
+        case 't': rules.threshold = parse_fraction("--threshold", optarg, &bad); break;
+        case 'r': rules.max_regression = parse_fraction("--max-regression", optarg, &bad); break;
+        case 'g': rules.min_gain = parse_fraction("--min-gain", optarg, &bad); break;
+        case 'a': rules.alpha = parse_fraction("--alpha", optarg, &bad); break;
+        case 'A': allow = 1; break;
+        case 'h': usage(stdout); return PPB_EXIT_OK;
+        default: usage(stderr); return PPB_EXIT_USAGE;
+        }
+    }
+    if (bad || optind != argc - 2) {
+        usage(stderr);
+        return PPB_EXIT_USAGE;
+    }
+    ppb_store *s = ppb_cli_open_store("compare", db);
+    if (!s)
+        return PPB_EXIT_RUNTIME;
+    ppb_err err = {{0}};
+    int64_t id[2] = {0, 0};
+    run_results rr[2];
+    memset(rr, 0, sizeof rr);
+    ppb_verdict_case *vcs = NULL;
+    ppb_proposal_case *pcs = NULL;
+    ppb_verdict_report rep;
+    memset(&rep, 0, sizeof rep);
+    ppb_proposal_record rec;
+    memset(&rec, 0, sizeof rec);
+    int rc = ppb_cli_run_id(s, argv[optind], &id[0], &err);
+    if (!rc)
+        rc = ppb_cli_run_id(s, argv[optind + 1], &id[1], &err);
+    for (int k = 0; k < 2 && !rc; k++)
+        rc = ppb_store_each_result(s, id[k], collect, &rr[k], &err);
+    if (!rc)
+        rc = check_comparable(s, id[0], id[1], allow, &err);
+    if (rc)
+        goto end;
+    vcs = calloc((size_t)rr[0].n + 1, sizeof *vcs);
+    pcs = calloc((size_t)rr[0].n + 1, sizeof *pcs);
+    if (!vcs || !pcs) {
+        rc = ppb_fail(&err, PPB_ENOMEM, "out of memory");
+        goto end;
+    }
+    int n = 0;
+    for (int i = 0; i < rr[0].n; i++)
+        for (int j = 0; j < rr[1].n; j++) {
+            if (strcmp(rr[0].cases[i].key, rr[1].cases[j].key) != 0)
+                continue;
+            const ppb_result *ra = &rr[0].results[i], *rb = &rr[1].results[j];
+            ppb_verdict_case *vc = &vcs[n];
+            vc->key = rr[0].cases[i].key;
+            vc->weight = rr[0].cases[i].weight;
+            vc->baseline = ra->samples_ms, vc->n_baseline = ra->n_samples;
+            vc->candidate = rb->samples_ms, vc->n_candidate = rb->n_samples;
+            vc->baseline_correct = ra->status != PPB_STATUS_WRONG;
+            vc->candidate_correct = rb->status != PPB_STATUS_WRONG;
+            vc->baseline_feasible = ra->status != PPB_STATUS_REFUSED;
+            vc->candidate_feasible = rb->status != PPB_STATUS_REFUSED;
+            vc->baseline_reason = ra->reason;
+            vc->candidate_reason = rb->reason;
+            snprintf(pcs[n].baseline_key, sizeof pcs[n].baseline_key, "%s", vc->key);
+            snprintf(pcs[n].candidate_key, sizeof pcs[n].candidate_key, "%s", vc->key);
+            n++;
+            break;
+        }
+    if (n == 0) {
+        rc = ppb_fail(&err, PPB_EINPUT, "runs %lld and %lld have no case key in common",
+                      (long long)id[0], (long long)id[1]);
+        goto end;
+    }
+    if (n < rr[0].n || n < rr[1].n)
+        fprintf(stderr, "ppbench compare: %d cases in common (run %lld has %d, run %lld has %d)\n",
+                n, (long long)id[0], rr[0].n, (long long)id[1], rr[1].n);
+    if ((rc = ppb_verdict_decide(vcs, n, &rules, &rep, &err)))
+        goto end;
+    snprintf(rec.name, sizeof rec.name, "compare %lld %lld", (long long)id[0], (long long)id[1]);
+    snprintf(rec.kind, sizeof rec.kind, "compare");
+    rec.baseline_run = id[0];
+    rec.candidate_run = id[1];
+    snprintf(rec.verdict, sizeof rec.verdict, "%s", ppb_verdict_name(rep.verdict));
+    rec.geomean_ratio = rep.have_geomean ? rep.geomean.ratio : NAN;
+    rec.geomean_lo = rep.have_geomean ? rep.geomean.ratio_lo : NAN;
+    rec.geomean_hi = rep.have_geomean ? rep.geomean.ratio_hi : NAN;
+    size_t len = 0;
+    for (int i = 0; i < rep.n_reasons && len < sizeof rec.reasons; i++)
+        len += (size_t)snprintf(rec.reasons + len, sizeof rec.reasons - len, "%s\n", rep.reasons[i]);
+    for (int i = 0; i < n; i++) {
+        const ppb_verdict_outcome *oc = &rep.cases[i];
+        int compared = oc->state == PPB_CASE_COMPARED;
+        pcs[i].weight = vcs[i].weight;
+        snprintf(pcs[i].state, sizeof pcs[i].state, "%s", ppb_case_state_name(oc->state));
+        snprintf(pcs[i].cls, sizeof pcs[i].cls, "%s", compared ? ppb_ab_class_name(oc->cls) : "");
+        pcs[i].ratio = compared ? oc->interval.ratio : NAN;
+        pcs[i].ratio_lo = compared ? oc->interval.ratio_lo : NAN;
+        pcs[i].ratio_hi = compared ? oc->interval.ratio_hi : NAN;
+        pcs[i].p_holm = compared ? oc->p_holm : NAN;
+    }
+    if (!(rc = ppb_store_put_proposal(s, &rec, pcs, n, &err)))
+        rc = ppb_print_proposal(s, rec.id, stdout, &err);
+end:
+    if (rc)
+        fprintf(stderr, "ppbench compare: %s\n", err.msg);
+    ppb_verdict_report_free(&rep);
+    free(vcs);
+    free(pcs);
+    free_results(&rr[0]);
+    free_results(&rr[1]);
+    ppb_store_close(s);
+    if (rc)
+        return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+    return strcmp(rec.verdict, "ACCEPT") == 0   ? PPB_EXIT_OK
+           : strcmp(rec.verdict, "REJECT") == 0 ? PPB_EXIT_REJECT
+                                                : PPB_EXIT_INCONCLUSIVE;
+}

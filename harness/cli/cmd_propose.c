@@ -1,0 +1,149 @@
+/* ppbench propose PROPOSAL.yaml: baseline against candidate, interleaved on
+ * one device, and a verdict with its reasons. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abrun.h"
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "kv_capacity.h"
+#include "model.h"
+#include "results_table.h"
+#include "store.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ppbench propose PROPOSAL.yaml [options]\n\n"
+            "Runs the proposal's baseline and candidate interleaved on one device (kernel_config,\n"
+            "chunked_prefill) or computes it (kv_capacity), and decides ACCEPT / REJECT /\n"
+            "INCONCLUSIVE with its reasons (docs/PROPOSALS.md, docs/STATISTICS.md).\n\n"
+            "  --db PATH            results database (default $PPBENCH_DB, else ./" PPB_DEFAULT_DB ")\n"
+            "  --backend NAME       auto (default), cuda or cpu\n"
+            "  --device N           GPU index\n"
+            "  --target NAME        override the proposal's target ('none': no target)\n"
+            "  --label TEXT         stored with both runs\n"
+            "  --cpu-max-gflop X    CPU backend: skip cases above X GFLOP (default 2)\n"
+            "  -h, --help\n\n"
+            "exit: 0 ACCEPT, 10 REJECT, 11 INCONCLUSIVE, 2 usage, 3 bad input, 4 runtime failure\n");
+}
+
+static int verdict_exit(const char *verdict)
+{
+    if (strcmp(verdict, "ACCEPT") == 0)
+        return PPB_EXIT_OK;
+    return strcmp(verdict, "REJECT") == 0 ? PPB_EXIT_REJECT : PPB_EXIT_INCONCLUSIVE;
+}
+
+static int propose_kv_capacity(const ppb_proposal *p, const char *db, const char *target_opt,
+                               ppb_err *err)
+{
+    char dir[4096];
+    ppb_proposal_suites_dir(p, dir, sizeof dir);
+    ppb_target t;
+    ppb_model m;
+    ppb_kv_side sides[2];
+    ppb_proposal_record rec;
+    const char *target = target_opt ? target_opt : p->target;
+    int rc = ppb_target_load_named(dir, target, &t, err);
+    if (!rc)
+        rc = ppb_model_load_named(dir, p->model, &m, err);
+    if (!rc)
+        rc = ppb_kv_capacity_decide(p, &t, &m, sides, &rec, stdout, err);
+    ppb_store *s = NULL;
+    if (!rc)
+        rc = ppb_store_open(&s, db, err);
+    if (!rc)
+        rc = ppb_store_put_proposal(s, &rec, NULL, 0, err);
+    if (s)
+        ppb_store_close(s);
+    if (rc)
+        return rc;
+    printf("%sverdict: %s\nproposal %lld stored in %s\n", rec.reasons, rec.verdict,
+           (long long)rec.id, db);
+    return verdict_exit(rec.verdict);
+}
+
+int cmd_propose(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, 'd'},     {"backend", required_argument, NULL, 'b'},
+        {"device", required_argument, NULL, 'D'}, {"target", required_argument, NULL, 't'},
+        {"label", required_argument, NULL, 'l'},  {"cpu-max-gflop", required_argument, NULL, 'g'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    ppb_propose_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = "auto";
+    o.log = stderr;
+    const char *db = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'd': db = optarg; break;
+        case 'b': o.backend = optarg; break;
+        case 'D':
+            o.device_index = (int)strtol(optarg, &end, 10);
+            if (*end || o.device_index < 0) {
+                fprintf(stderr, "ppbench propose: --device %s: expected a GPU index\n", optarg);
+                return PPB_EXIT_USAGE;
+            }
+            break;
+        case 't': o.target = optarg; break;
+        case 'l': o.label = optarg; break;
+        case 'g':
+            o.cpu_max_gflop = strtod(optarg, &end);
+            if (*end || o.cpu_max_gflop <= 0) {
+                fprintf(stderr, "ppbench propose: --cpu-max-gflop %s: expected a positive number\n",
+                        optarg);
+                return PPB_EXIT_USAGE;
+            }
+            break;
+        case 'h': usage(stdout); return PPB_EXIT_OK;
+        default: usage(stderr); return PPB_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        usage(stderr);
+        return PPB_EXIT_USAGE;
+    }
+    o.db_path = ppb_store_default_path(db);
+    ppb_err err = {{0}};
+    ppb_proposal p;
+    int rc = ppb_proposal_load(argv[optind], &p, &err);
+    if (rc) {
+        fprintf(stderr, "ppbench propose: %s\n", err.msg);
+        return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+    }
+    if (p.kind == PPB_PROPOSAL_KV_CAPACITY) {
+        rc = propose_kv_capacity(&p, o.db_path, o.target, &err);
+        if (rc < 0) {
+            fprintf(stderr, "ppbench propose: %s\n", err.msg);
+            return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+        }
+        return rc;
+    }
+    ppb_proposal_record rec;
+    ppb_verdict_report rep;
+    rc = ppb_propose_run(&p, &o, &rec, &rep, &err);
+    if (rc) {
+        fprintf(stderr, "ppbench propose: %s\n", err.msg);
+        ppb_verdict_report_free(&rep);
+        return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+    }
+    ppb_verdict_report_free(&rep);
+    ppb_store *s = ppb_cli_open_store("propose", o.db_path);
+    if (!s || ppb_print_proposal(s, rec.id, stdout, &err)) {
+        if (s)
+            fprintf(stderr, "ppbench propose: %s\n", err.msg);
+        ppb_store_close(s);
+        return PPB_EXIT_RUNTIME;
+    }
+    ppb_store_close(s);
+    printf("proposal %lld stored in %s (baseline run %lld, candidate run %lld)\n",
+           (long long)rec.id, o.db_path, (long long)rec.baseline_run, (long long)rec.candidate_run);
+    return verdict_exit(rec.verdict);
+}

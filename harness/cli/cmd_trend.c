@@ -1,0 +1,169 @@
+/* ppbench trend SUITE: each case of the suite's latest run against its own
+ * history of nightly runs (harness/trend.h); exit 12 on a regression. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "suite.h"
+#include "trend.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: ppbench trend SUITE.yaml|SUITE_NAME [--db PATH] [--since DATE] [--window N]\n\n"
+            "Judges each case of the suite's latest run against the same case in earlier runs of\n"
+            "the suite: median and MAD of a trailing window plus a step test, so one noisy night is\n"
+            "an outlier, not a regression. Names the first run of a step.\n\n"
+            "  --since DATE   only runs started at or after DATE (ISO 8601, e.g. 2026-11-01)\n"
+            "  --window N     trailing runs in the reference (default 10)\n\n"
+            "exit: 0 no regression, 12 some case regressed, 2 usage, 3 bad input, 4 runtime\n");
+}
+
+typedef struct history {
+    ppb_trend_point *pts;
+    char (*ids)[24];
+    int n, cap;
+} history;
+
+static int add_point(void *ctx, const ppb_history_point *p)
+{
+    history *h = ctx;
+    if (!(strcmp(p->status, "ok") == 0 || strcmp(p->status, "noisy") == 0) ||
+        !(p->median_ms > 0))
+        return 0; /* only timed results have a time to follow */
+    if (h->n == h->cap) {
+        int cap = h->cap ? h->cap * 2 : 32;
+        ppb_trend_point *pts = realloc(h->pts, sizeof *pts * (size_t)cap);
+        if (pts)
+            h->pts = pts;
+        char(*ids)[24] = pts ? realloc(h->ids, sizeof *ids * (size_t)cap) : NULL;
+        if (!ids)
+            return PPB_ENOMEM;
+        h->ids = ids;
+        h->cap = cap;
+    }
+    snprintf(h->ids[h->n], sizeof h->ids[h->n], "%lld", (long long)p->run_id);
+    h->pts[h->n].value = p->median_ms;
+    h->n++;
+    return 0;
+}
+
+typedef struct trend_ctx {
+    ppb_store *s;
+    const char *suite;
+    const char *since;
+    ppb_trend_options opt;
+    int counts[5];
+    int rc;
+    ppb_err *err;
+} trend_ctx;
+
+static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
+{
+    (void)r;
+    trend_ctx *t = ctx;
+    history h = {0};
+    int rc = ppb_store_case_history(t->s, t->suite, c->key, t->since, add_point, &h, t->err);
+    ppb_trend_result res;
+    if (!rc) {
+        for (int i = 0; i < h.n; i++)
+            h.pts[i].run_id = h.ids[i]; /* ids may have moved while growing */
+        rc = ppb_trend_analyse(h.pts, h.n, &t->opt, &res, t->err);
+    }
+    if (!rc) {
+        t->counts[res.status]++;
+        printf("%-12s %+7.1f%% %8.1f  %-8s %s\n", ppb_trend_status_name(res.status),
+               isfinite(res.rel_change) ? res.rel_change * 100 : 0.0,
+               isfinite(res.score) ? res.score : 0.0, res.step_run_id[0] ? res.step_run_id : "-",
+               strchr(c->key, ' ') ? strchr(c->key, ' ') + 1 : c->key);
+        if (res.status == PPB_TREND_REGRESSION || res.status == PPB_TREND_IMPROVEMENT ||
+            res.status == PPB_TREND_OUTLIER)
+            printf("             -> %s\n", res.reason);
+    }
+    free(h.pts);
+    free(h.ids);
+    t->rc = rc;
+    return rc ? rc : 0;
+}
+
+int cmd_trend(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
+                                             {"since", required_argument, NULL, 's'},
+                                             {"window", required_argument, NULL, 'w'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    const char *db = NULL;
+    trend_ctx t;
+    memset(&t, 0, sizeof t);
+    t.since = "";
+    ppb_trend_options_default(&t.opt);
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'd': db = optarg; break;
+        case 's': t.since = optarg; break;
+        case 'w':
+            t.opt.window = (int)strtol(optarg, &end, 10);
+            if (*end || t.opt.window < 3) {
+                fprintf(stderr, "ppbench trend: --window %s: expected an integer >= 3\n", optarg);
+                return PPB_EXIT_USAGE;
+            }
+            break;
+        case 'h': usage(stdout); return PPB_EXIT_OK;
+        default: usage(stderr); return PPB_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        usage(stderr);
+        return PPB_EXIT_USAGE;
+    }
+    ppb_err err = {{0}};
+    t.err = &err;
+    /* A suite file names the suite; anything else is taken as the name. */
+    char name[128];
+    snprintf(name, sizeof name, "%s", argv[optind]);
+    size_t len = strlen(argv[optind]);
+    if (len > 5 && strcmp(argv[optind] + len - 5, ".yaml") == 0) {
+        ppb_suite suite;
+        if (ppb_suite_load(argv[optind], &suite, &err)) {
+            fprintf(stderr, "ppbench trend: %s\n", err.msg);
+            return PPB_EXIT_INPUT;
+        }
+        snprintf(name, sizeof name, "%s", suite.name);
+        ppb_suite_free(&suite);
+    }
+    t.suite = name;
+    ppb_store *s = ppb_cli_open_store("trend", db);
+    if (!s)
+        return PPB_EXIT_RUNTIME;
+    t.s = s;
+    int64_t latest = ppb_store_latest_run_of_suite(s, name);
+    int rc = PPB_OK;
+    if (latest <= 0) {
+        rc = ppb_fail(&err, latest < 0 ? PPB_EIO : PPB_EINPUT, "no run of suite '%s' in the database",
+                      name);
+    } else {
+        printf("suite %s: latest run %lld against its history (window %d)\n", name,
+               (long long)latest, t.opt.window);
+        printf("%-12s %8s %8s  %-8s %s\n", "status", "change", "score", "step@", "case");
+        rc = ppb_store_each_result(s, latest, judge_case, &t, &err);
+    }
+    if (rc)
+        fprintf(stderr, "ppbench trend: %s\n", err.msg);
+    else
+        printf("%d ok, %d regression, %d improvement, %d outlier, %d insufficient history\n",
+               t.counts[PPB_TREND_OK], t.counts[PPB_TREND_REGRESSION],
+               t.counts[PPB_TREND_IMPROVEMENT], t.counts[PPB_TREND_OUTLIER],
+               t.counts[PPB_TREND_INSUFFICIENT_HISTORY]);
+    ppb_store_close(s);
+    if (rc)
+        return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+    return t.counts[PPB_TREND_REGRESSION] ? PPB_EXIT_REGRESSION : PPB_EXIT_OK;
+}

@@ -1,0 +1,71 @@
+/* A tuning proposal (suites/proposals/NAME.yaml; schema in docs/PROPOSALS.md):
+ * what changes (kernel knobs, a kernel path, or a serving option), on which
+ * cases, and the rules that decide it. */
+#ifndef PPB_PROPOSAL_H
+#define PPB_PROPOSAL_H
+
+#include "case.h"
+#include "ppb_error.h"
+#include "verdict.h"
+
+typedef enum {
+    PPB_PROPOSAL_KERNEL_CONFIG = 0,   /* baseline vs candidate kernel knobs over a suite's shapes */
+    PPB_PROPOSAL_CHUNKED_PREFILL = 1, /* max-num-batched-tokens: a whole prompt in chunks of C tokens */
+    PPB_PROPOSAL_KV_CAPACITY = 2,     /* gpu-memory-utilization: KV-cache capacity arithmetic */
+} ppb_proposal_kind;
+
+const char *ppb_proposal_kind_name(int kind);
+
+/* Knobs one side sets; fields not given keep the suite's (or the default). */
+typedef struct ppb_side {
+    unsigned given;          /* bit f set: field f given */
+    int value[PPB_F_COUNT];
+    int chunk_tokens;        /* chunked_prefill */
+    double gpu_memory_utilization;   /* kv_capacity */
+} ppb_side;
+
+/* The seed's own figures, shown next to the checked ones (kv_capacity). */
+typedef struct ppb_seed_claims {
+    int present;
+    double mem_bytes, weights_bytes_per_gpu, kv_bytes_per_token_per_layer;
+    int layers;
+} ppb_seed_claims;
+
+typedef struct ppb_sampling {
+    int samples_per_round;   /* per side, per round */
+    int min_rounds, max_rounds;
+    double budget_ms;        /* per case pair, measured time of both sides */
+} ppb_sampling;
+
+typedef struct ppb_proposal {
+    char path[4096];
+    char name[128];
+    char description[512];
+    int kind;
+    char suite_path[4096];   /* resolved against the proposal's folder */
+    char filter[512];
+    char target[64];
+    ppb_side baseline, candidate;
+    ppb_verdict_rules rules;
+    ppb_sampling sampling;
+    /* chunked_prefill: the prompt and the kernel it runs on */
+    int prompt_len;
+    ppb_case chunk_case;     /* shape and config; query/context lengths set per chunk */
+    /* kv_capacity */
+    char model[64];
+    int tensor_parallel;
+    int max_model_len;
+    double reserve_bytes;    /* per GPU inside vLLM's budget, neither weights nor KV (activations, graphs) */
+    double outside_bytes;    /* per GPU outside the budget (CUDA context, NCCL); < 0 = unknown */
+    int max_num_seqs;        /* the deployment's max-num-seqs; 0 = not given */
+    ppb_seed_claims seed;
+} ppb_proposal;
+
+/* Parse and validate; errors name FILE:LINE:COLUMN and the field. */
+int ppb_proposal_load(const char *path, ppb_proposal *p, ppb_err *err);
+/* Apply a side's knobs to a case (and re-key it). */
+void ppb_side_apply(const ppb_side *side, ppb_case *c);
+/* Folder of the proposal file ("suites/proposals"), and of its suites ("suites"). */
+void ppb_proposal_suites_dir(const ppb_proposal *p, char *buf, size_t len);
+
+#endif

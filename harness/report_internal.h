@@ -1,0 +1,131 @@
+/* The report's model, shared by report.c (gathers it from the store),
+ * report_charts.c (charts) and report_html.c (the page). Not for other modules. */
+#ifndef PPB_REPORT_INTERNAL_H
+#define PPB_REPORT_INTERNAL_H
+
+#include <stdint.h>
+
+#include "case.h"
+#include "gnuplot.h"
+#include "report.h"
+#include "result.h"
+#include "store.h"
+#include "target.h"
+#include "trend.h"
+
+/* Charts shown per kernel against sequence length (the shape groups with most
+ * points), and trend charts per report: the tables always hold everything. */
+#define RP_MAX_FAMILY_CHARTS 12
+#define RP_MAX_TREND_CHARTS 60
+
+enum { RP_SIDE_RUN = 0, RP_SIDE_CANDIDATE = 0, RP_SIDE_BASELINE = 1 };
+
+/* One stored result (samples not kept) and the labels the page groups it by. */
+typedef struct rp_item {
+    ppb_case c;
+    ppb_result r;              /* samples_ms is NULL */
+    int side;                  /* RP_SIDE_* */
+    int number;                /* 1-based row number in the page's tables and charts */
+    char series[192];          /* config fields that vary ("bm=64 bn=64 w=4"), side first in proposals */
+    char shape[256];           /* shape fields that vary */
+    char family[256];          /* shape without the length axis: one line of the time charts */
+    double length;             /* x of the time charts: context_len + query_len (prefill), seq_len */
+} rp_item;
+
+typedef struct rp_env {
+    char key[256];
+    char value[1024];
+} rp_env;
+
+typedef struct rp_trend_case {
+    char key[PPB_CASE_KEY_MAX];
+    ppb_history_point *points;  /* runs with a usable median, oldest first */
+    int n_points;
+    int n_unusable;             /* runs of this case without a median (failed, refused) */
+    int analysed;
+    ppb_trend_result trend;
+    char error[256];            /* why it was not analysed */
+    int chart;                  /* index into the chart list, -1 if none */
+} rp_trend_case;
+
+typedef struct rp_feasibility {
+    char series[192];
+    int kernel;
+    int feasible, blocks_per_sm;
+    char limiter[32];
+    char reason[1024];
+    char flips[512];
+    int n_cases;
+    char shapes[600];           /* the first few shapes it applies to */
+} rp_feasibility;
+
+typedef struct rp_chart {
+    char name[96];              /* file stem: [a-z0-9-] */
+    char title[256];
+    char note[600];             /* shown under the chart */
+    char error[600];            /* why it is missing */
+    char *svg;                  /* checked inline SVG, NULL when not rendered */
+} rp_chart;
+
+typedef struct rp_report {
+    const ppb_report_request *req;
+    int kind;
+
+    ppb_run_info run;           /* run: the run; proposal: the candidate run; trend: the latest run */
+    int have_run;
+    ppb_run_info base_run;      /* proposal: the baseline run */
+    int have_base_run;
+    rp_env *env, *base_env;
+    int n_env, n_base_env;
+
+    rp_item *items;
+    int n_items, cap_items;
+
+    ppb_proposal_record proposal;
+    ppb_proposal_case *pcases;
+    int n_pcases, cap_pcases;
+
+    rp_trend_case *trend;
+    int n_trend, cap_trend;
+    ppb_trend_options trend_opt;
+
+    ppb_target target;          /* feasibility */
+    int have_target;
+    char target_note[1200];
+    ppb_target ceilings;        /* roofline */
+    int have_ceilings;
+    char ceilings_note[1200];
+
+    rp_feasibility *feas;
+    int n_feas, cap_feas;
+
+    char fixed[512];            /* fields every case shares ("d=64 page=16") */
+    char verdict[32];
+    char verdict_class[16];     /* good, bad, warn */
+    char reasons[8192];         /* one per line; the first is the headline */
+
+    ppb_gnuplot gp;
+    rp_chart *charts;
+    int n_charts, cap_charts;
+    char charts_dir[4200];
+    char command[8192];
+    char generated_at[32];
+} rp_report;
+
+/* Items that carry a usable time. */
+int rp_item_timed(const rp_item *it);
+/* The kernels present in the items, as a bit set of 1 << ppb_kernel_kind. */
+unsigned rp_kernels(const rp_report *r);
+/* Row number of the proposal case's candidate / baseline items, NULL if none. */
+const rp_item *rp_find_item(const rp_report *r, int side, const char *key);
+
+/* report_charts.c: write every chart's .dat and .gp, run gnuplot, inline the
+ * SVGs. Failures are recorded per chart; only file errors fail. */
+int rp_charts_make(rp_report *r, ppb_err *err);
+/* The chart with that name, or NULL (the page places charts by name). */
+const rp_chart *rp_chart_named(const rp_report *r, const char *name);
+
+/* report_html.c: the page. */
+int rp_html_write(const rp_report *r, const char *path, ppb_err *err);
+
+#endif

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# The GPU test and benchmark run (tests/gpu/README.md): on a machine with an
+# NVIDIA GPU and a CUDA toolkit, build ppbench with CUDA, run the GPU tests,
+# compute-sanitizer, and the benchmark suites; logs, the database and a summary
+# go to OUT_DIR.
+#
+#   tests/gpu/run.sh [OUT_DIR] [STEP...]
+#
+# OUT_DIR defaults to $OUT, else ./gpu-out. STEPs (default: all, in this order):
+#   env        GPU, driver, toolkit, host facts
+#   build      CMake build with CUDA (system libraries, else the .debs of .deps/ unpacked to /tmp/deps)
+#   kernels    the kernel engineers' standalone tests (tests/gpu/test_*_kernel.cu, built with nvcc)
+#   backend    the runtime + backend test (test_cuda_backend), and a kernel fault in its own process
+#   suites     ppbench run of the GPU suites (tests/gpu/suites: both code paths, 100K contexts)
+#              with the float64 reference check
+#   sanitizer  compute-sanitizer memcheck and racecheck on small matrices
+#   bench      ppbench run suites/prefill.yaml and suites/decode.yaml
+# Every step runs under `timeout`; the default limits add up to about 9 minutes
+# with a warm kernel cache (PPB_KERNEL_CACHE, default OUT_DIR/kernel-cache).
+# Limits: PPB_GPU_TIMEOUT_<STEP>=seconds. Exit: 0 when every step passed.
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-${OUT:-$PWD/gpu-out}}
+[ $# -gt 0 ] && shift
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(env build kernels backend suites sanitizer bench)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+build=${PPB_GPU_BUILD_DIR:-$root/build-gpu}
+jobs=$(nproc 2>/dev/null || echo 4)
+export PPB_KERNEL_CACHE=${PPB_KERNEL_CACHE:-$out/kernel-cache}
+export PPB_SOURCE_DIR=$root
+db=$out/ppbench.db
+summary=$out/summary.txt
+: >"$summary"
+failed=0
+t_all=$(date +%s)
+
+limit() { # limit STEP DEFAULT
+  local var="PPB_GPU_TIMEOUT_${1^^}"
+  echo "${!var:-$2}"
+}
+
+# run NAME SECONDS CMD...: log to OUT/NAME.log, one summary line.
+run() {
+  local name=$1 secs=$2; shift 2
+  local t0 rc
+  t0=$(date +%s)
+  echo "== $name: $*" | tee -a "$out/commands.txt"
+  timeout --kill-after=10 "$secs" "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  local dt=$(( $(date +%s) - t0 ))
+  local verdict=ok
+  case $rc in
+    0) ;;
+    124|137) verdict="TIMEOUT after ${secs}s"; failed=1 ;;
+    77) verdict="skipped" ;;
+    *) verdict="FAILED (exit $rc)"; failed=1 ;;
+  esac
+  printf '%-28s %-22s %4ds  %s\n' "$name" "$verdict" "$dt" "$out/$name.log" | tee -a "$summary"
+  tail -n 3 "$out/$name.log" | sed 's/^/      /'
+  return $rc
+}
+
+want() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+
+# ---- env -------------------------------------------------------------------------
+if want env; then
+  run env 30 bash -c '
+    nvidia-smi || true
+    nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv || true
+    nvcc --version || true
+    command -v compute-sanitizer || echo "no compute-sanitizer"
+    uname -a; nproc; free -g || true
+    cmake --version | head -1; command -v pkg-config || echo "no pkg-config"'
+fi
+
+# ---- build -----------------------------------------------------------------------
+deps_env=()
+if want build || [ ! -x "$build/ppbench" ]; then
+  # Libraries the harness needs: the system's, else the repository's .debs.
+  if ! pkg-config --exists yaml-0.1 libcurl sqlite3 cmocka 2>/dev/null && [ -d "$root/.deps" ]; then
+    mkdir -p /tmp/deps
+    for f in "$root"/.deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+  fi
+fi
+if [ -d /tmp/deps/usr ]; then
+  multi=/tmp/deps/usr/lib/x86_64-linux-gnu
+  export PKG_CONFIG_PATH=$multi/pkgconfig:/tmp/deps/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  export PKG_CONFIG_SYSROOT_DIR=/tmp/deps
+  export LD_LIBRARY_PATH=$multi${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LIBRARY_PATH=$multi${LIBRARY_PATH:+:$LIBRARY_PATH}
+  deps_env=(-DCMAKE_PREFIX_PATH=/tmp/deps/usr -DSQLite3_INCLUDE_DIR=/tmp/deps/usr/include
+            "-DSQLite3_LIBRARY=$multi/libsqlite3.so" "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,$multi")
+fi
+if want build; then
+  gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+  run build "$(limit build 240)" bash -c '
+    set -e
+    cmake -S "$0" -B "$1" "${@:3}" -DPPB_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    cmake --build "$1" -j "$2" --target test_cuda_backend ppb-kernel-compile
+    cmake --build "$1" -j "$2"' "$root" "$build" "$jobs" "${gen[@]}" "${deps_env[@]}"
+fi
+ppbench=$build/ppbench
+backend_test=$build/kernels/test_cuda_backend
+
+# ---- the kernel engineers' standalone tests -------------------------------------------
+if want kernels; then
+  shopt -s nullglob
+  for src in "$root"/tests/gpu/test_*_kernel.cu; do
+    name=$(basename "$src" .cu)
+    run "${name}_build" "$(limit kernels_build 300)" \
+      nvcc -std=c++17 -O2 -lineinfo -arch=sm_90 -I"$root/kernels" "$src" "$root"/kernels/*_plan.c \
+           -o "$out/$name" || continue
+    run "$name" "$(limit kernels 240)" "$out/$name"
+  done
+  shopt -u nullglob
+fi
+
+# ---- the runtime and backend test --------------------------------------------------------
+if want backend; then
+  if [ -x "$backend_test" ]; then
+    run backend "$(limit backend 300)" "$backend_test" --cache "$PPB_KERNEL_CACHE"
+    run backend_fault 60 "$backend_test" --fault
+  else
+    echo "backend: $backend_test not built" | tee -a "$summary"; failed=1
+  fi
+fi
+
+# ---- GPU suites through ppbench run -------------------------------------------------------
+if want suites; then
+  for s in "$root"/tests/gpu/suites/*.yaml; do
+    name=suite_$(basename "$s" .yaml)
+    run "$name" "$(limit suites 300)" "$ppbench" run "$s" --backend cuda --db "$db" --label gpu-tests --no-progress
+  done
+fi
+
+# ---- compute-sanitizer ------------------------------------------------------------------
+if want sanitizer; then
+  if command -v compute-sanitizer >/dev/null; then
+    cs=(compute-sanitizer --error-exitcode 99 --print-limit 20)
+    # The harness path, small cases only: the smoke suites (tiny shapes, every code path).
+    run sanitizer_memcheck_prefill "$(limit sanitizer 240)" "${cs[@]}" --tool memcheck \
+      "$ppbench" run "$root/suites/smoke.yaml" --backend cuda --db "$out/sanitizer.db" --no-progress \
+      --filter "batch=1,dtype=bf16"
+    run sanitizer_memcheck_decode "$(limit sanitizer 240)" "${cs[@]}" --tool memcheck \
+      "$ppbench" run "$root/suites/smoke-decode.yaml" --backend cuda --db "$out/sanitizer.db" --no-progress \
+      --filter "batch=3,dtype=bf16,head_dim=64"
+    run sanitizer_racecheck_prefill "$(limit sanitizer 240)" "${cs[@]}" --tool racecheck \
+      "$ppbench" run "$root/suites/smoke.yaml" --backend cuda --db "$out/sanitizer.db" --no-progress \
+      --filter "batch=1,query_len=17,context_len=37,dtype=bf16,head_dim=64"
+    run sanitizer_racecheck_decode "$(limit sanitizer 240)" "${cs[@]}" --tool racecheck \
+      "$ppbench" run "$root/suites/smoke-decode.yaml" --backend cuda --db "$out/sanitizer.db" --no-progress \
+      --filter "batch=3,seq_len=100,dtype=bf16,head_dim=64,host_partition_size=0"
+    shopt -s nullglob
+    for bin in "$out"/test_*_kernel; do
+      run "sanitizer_memcheck_$(basename "$bin")" "$(limit sanitizer 240)" "${cs[@]}" --tool memcheck "$bin" --quick
+    done
+    shopt -u nullglob
+  else
+    echo "sanitizer: compute-sanitizer not found" | tee -a "$summary"; failed=1
+  fi
+fi
+
+# ---- benchmarks ---------------------------------------------------------------------------
+if want bench; then
+  for s in prefill decode; do
+    run "bench_$s" "$(limit bench 600)" "$ppbench" run "$root/suites/$s.yaml" --backend cuda --db "$db" \
+      --label gpu-bench --no-progress
+  done
+  [ -x "$ppbench" ] && "$ppbench" list --db "$db" >"$out/runs.txt" 2>&1
+fi
+
+echo "---- summary ($(( $(date +%s) - t_all )) s; logs and $db in $out)" | tee -a "$summary"
+cat "$summary"
+exit $failed

@@ -1,0 +1,88 @@
+#!/bin/bash
+# Build and run the prefix-prefill GPU test (tests/gpu/test_prefill_kernel.cu).
+#
+#   tests/gpu/run_prefill_gpu.sh build          build $BUILD/test_prefill_kernel (ARCH, default sm_90)
+#   tests/gpu/run_prefill_gpu.sh portable       compile the portable (SIMT) kernels for $PORTABLE_ARCH
+#                                               (sm_75: the oldest nvcc 13 has; the BI-V100 reports 7.0)
+#   tests/gpu/run_prefill_gpu.sh device         on a GPU machine: build if the binary is missing or does
+#                                               not start, then test, benchmark and one ncu profile;
+#                                               logs under $OUT (default ./out-prefill)
+# The kernel table is split into 12 parts (dtype x head_dim x path) compiled in parallel ($JOBS).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+ARCH=${ARCH:-sm_90}
+BUILD=${BUILD:-$ROOT/build-prefill-gpu}
+JOBS=${JOBS:-$(nproc)}
+PORTABLE_ARCH=${PORTABLE_ARCH:-sm_75}
+SRC=$ROOT/tests/gpu/test_prefill_kernel.cu
+DEPS="$SRC $ROOT/kernels/prefix_prefill.cuh $ROOT/kernels/ppb_device_common.cuh $ROOT/kernels/attention_args.h $ROOT/kernels/prefill_plan.h"
+NVFLAGS=(-std=c++17 -O3 -arch="$ARCH" -I"$ROOT/kernels" -lineinfo -Xptxas -v)
+
+stale() {   # stale OUTPUT: true when OUTPUT is missing or older than any source
+    [ -f "$1" ] || return 0
+    for d in $DEPS "$ROOT/kernels/prefill_plan.c"; do [ "$d" -nt "$1" ] && return 0; done
+    return 1
+}
+
+build() {
+    mkdir -p "$BUILD"
+    local parts=()
+    for p in $(seq 0 11); do stale "$BUILD/part$p.o" && parts+=("$p"); done
+    if [ ${#parts[@]} -gt 0 ]; then
+        echo "compiling kernel parts: ${parts[*]} ($JOBS jobs)"
+        printf '%s\n' "${parts[@]}" | xargs -P "$JOBS" -I{} sh -c \
+            'nvcc "$@" -DPPB_TEST_PART={} -c "'"$SRC"'" -o "'"$BUILD"'/part{}.o" > "'"$BUILD"'/part{}.log" 2>&1 || { echo "part {} failed"; cat "'"$BUILD"'/part{}.log"; exit 255; }' \
+            sh "${NVFLAGS[@]}" || return 1
+    fi
+    if stale "$BUILD/main.o"; then
+        nvcc "${NVFLAGS[@]}" -c "$SRC" -o "$BUILD/main.o" > "$BUILD/main.log" 2>&1 || { cat "$BUILD/main.log"; return 1; }
+    fi
+    gcc -std=c11 -O2 -Wall -Wextra -Wshadow -Werror -I"$ROOT/kernels" -c "$ROOT/kernels/prefill_plan.c" -o "$BUILD/prefill_plan.o" || return 1
+    nvcc -arch="$ARCH" "$BUILD"/part*.o "$BUILD/main.o" "$BUILD/prefill_plan.o" -o "$BUILD/test_prefill_kernel" || return 1
+    grep -h -B1 -A3 "warning" "$BUILD"/part*.log "$BUILD/main.log" | head -40
+    echo "built $BUILD/test_prefill_kernel"
+}
+
+portable() {
+    mkdir -p "$BUILD/portable"
+    for p in 0 2 4 6 8 10; do   # even parts: the SIMT path
+        nvcc -std=c++17 -O3 -arch="$PORTABLE_ARCH" -DPPB_USE_MMA=0 -I"$ROOT/kernels" -Xptxas -v \
+            -DPPB_TEST_PART=$p -c "$SRC" -o "$BUILD/portable/part$p.o" > "$BUILD/portable/part$p.log" 2>&1 &
+    done
+    wait
+    grep -l -E "error|warning" "$BUILD"/portable/*.log && return 1
+    echo "portable path compiles for $PORTABLE_ARCH"
+}
+
+device() {
+    OUT=${OUT:-$ROOT/out-prefill}
+    mkdir -p "$OUT"
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
+    BIN=$BUILD/test_prefill_kernel
+    if ! "$BIN" --probe > /dev/null 2>&1; then
+        echo "no usable binary: building here" | tee "$OUT/build.txt"
+        build >> "$OUT/build.txt" 2>&1 || { echo "build failed"; tail -50 "$OUT/build.txt"; return 1; }
+    fi
+    echo "== correctness"
+    timeout 240 "$BIN" 2>&1 | tee "$OUT/test.txt" | grep -E "FAIL|matrix|PASSED|FAILED|device|refused as" | head -80
+    local rc_test=${PIPESTATUS[0]}
+    echo "test exit code $rc_test"
+    echo "== benchmark"
+    timeout 150 "$BIN" --bench 20 2>&1 | tee "$OUT/bench.txt"
+    if command -v ncu > /dev/null && [ "${NCU:-1}" = 1 ]; then
+        echo "== ncu (one launch, q512-ctx16384-32/4, mma 128/64/8)"
+        timeout 90 ncu --clock-control none -k regex:prefix_prefill --launch-count 1 \
+            --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis_Tables \
+            --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed_pipe_tensor_op_hmma.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum \
+            "$BIN" --ncu q512-ctx16384-32/4 128 64 8 > "$OUT/ncu.txt" 2>&1
+        grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|hmma|bank_conflicts|Achieved Occupancy|Registers|Stall|Warp Cycles" "$OUT/ncu.txt" | head -40
+    fi
+    return $rc_test
+}
+
+case "${1:-build}" in
+build) build ;;
+portable) portable ;;
+device) device ;;
+*) echo "usage: $0 build|portable|device" >&2; exit 2 ;;
+esac
