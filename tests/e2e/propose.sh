@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# propose / compare / trend end to end on the CPU backend.
+source "$(dirname "$0")/lib.bash"
+export PPBENCH_DB="$WORK/p.db"
+P="$SRC/tests/data/proposals"
+
+# A candidate that writes past its buffers is rejected, whatever its output.
+expect_rc 10 "$PPB" propose "$P/mismatch-smoke.yaml"
+grep -q "^verdict: REJECT" "$WORK/out" || fail "mismatch not rejected"
+grep -q "past tmp_out" "$WORK/out" || fail "overrun not named in the reasons"
+
+# KV capacity: arithmetic only, the seed's figures shown beside the checked ones.
+expect_rc 10 "$PPB" propose "$SRC/suites/proposals/seed-gpu-memory-utilization.yaml"
+grep -q "the seed's arithmetic: 50 GB" "$WORK/out" || fail "seed arithmetic not shown"
+grep -q "max-num-seqs is 1" "$WORK/out" || fail "capacity verdict reason missing"
+
+# Timed proposals: a verdict (any of the three), both runs stored.
+for p in ab-smoke chunked-smoke; do
+  set +e; "$PPB" propose "$P/$p.yaml" >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
+  case $rc in 0|10|11) ;; *) cat "$WORK/err"; fail "propose $p exited $rc";; esac
+  grep -q "^verdict: " "$WORK/out" || fail "$p printed no verdict"
+  grep -q "baseline run [0-9]*, candidate run [0-9]*" "$WORK/out" || fail "$p runs not stored"
+done
+
+# A bad proposal: one line with file:line:column and the field.
+printf 'name: x\nsuite: %s/suites/smoke.yaml\nbaseline: {block_m: 7}\ncandidate: {num_warps: 4}\n' "$SRC" > "$WORK/bad.yaml"
+expect_rc 3 "$PPB" propose "$WORK/bad.yaml"
+grep -q "bad.yaml:[0-9]*:[0-9]*: " "$WORK/err" || { cat "$WORK/err"; fail "no position in the error"; }
+
+# compare: two runs of the same suite; refused across devices unless overridden.
+"$PPB" run "$SRC/suites/smoke.yaml" --filter "dtype=bf16,head_dim=64" --no-progress >/dev/null 2>&1
+"$PPB" run "$SRC/suites/smoke.yaml" --filter "dtype=bf16,head_dim=64" --no-progress >/dev/null 2>&1
+a=$("$PPB" list | awk 'NR==3 {print $1}'); b=$("$PPB" list | awk 'NR==2 {print $1}')
+set +e; "$PPB" compare "$a" "$b" >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
+case $rc in 0|10|11) ;; *) cat "$WORK/err"; fail "compare exited $rc";; esac
+grep -q "^verdict: " "$WORK/out" || fail "compare printed no verdict"
+sqlite3 "$PPBENCH_DB" "UPDATE env SET value='Other GPU' WHERE run_id=$b AND key='device.name'"
+expect_rc 3 "$PPB" compare "$a" "$b"
+grep -q "differ in device.name" "$WORK/err" || fail "different devices not refused"
+set +e; "$PPB" compare "$a" "$b" --allow-different-devices >/dev/null 2>&1; rc=$?; set -e
+case $rc in 0|10|11) ;; *) fail "compare --allow-different-devices exited $rc";; esac
+
+# trend: eight nightly runs of a small suite, medians rewritten to a known
+# history: flat, then a sustained +30% step from run 6 on -> regression named
+# at run 6; then a single slow night -> outlier, not a regression.
+T="$WORK/trend.db"
+for i in $(seq 1 8); do
+  "$PPB" run "$SRC/suites/smoke.yaml" --db "$T" --filter "dtype=bf16,head_dim=64,batch=1,page_size=16,sliding_window=0" --no-progress >/dev/null 2>&1
+done
+sqlite3 "$T" "UPDATE results SET median_ms = 1.0 + 0.001 * (run_id % 3) WHERE run_id <= 5;
+              UPDATE results SET median_ms = 1.3 + 0.001 * (run_id % 3) WHERE run_id > 5;"
+expect_rc 12 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$T"
+grep -q "^regression" "$WORK/out" || fail "step not reported as a regression"
+grep -qE "^regression +\+30\.[0-9]%.* 6 " "$WORK/out" || { cat "$WORK/out"; fail "first run of the step not named as run 6"; }
+sqlite3 "$T" "UPDATE results SET median_ms = 1.0 + 0.001 * (run_id % 3) WHERE run_id < 8;
+              UPDATE results SET median_ms = 2.0 WHERE run_id = 8;"
+expect_rc 0 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$T"
+grep -q "^outlier" "$WORK/out" || { cat "$WORK/out"; fail "one slow night not reported as an outlier"; }
+echo "propose: ok"
