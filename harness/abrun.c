@@ -32,9 +32,16 @@ typedef struct ab_ctx {
     int n_pairs;
 } ab_ctx;
 
-/* The suite's shapes under one side's knobs. */
+/* The suite's shapes under one side's knobs; a side that names no knob runs
+ * the suite's own configs (calibration's A/A). */
 static int expand_side(ab_ctx *x, const ppb_side *side, ppb_case_list *out, ppb_err *err)
 {
+    if (!side->given) {
+        int rc = ppb_matrix_expand(&x->suite, out, err);
+        if (!rc && x->p->filter[0])
+            rc = ppb_matrix_filter(out, x->p->filter, err);
+        return rc;
+    }
     ppb_axis_set knobs;
     memset(&knobs, 0, sizeof knobs);
     knobs.weight = 1.0;
@@ -63,12 +70,15 @@ static int build_kernel_config_pairs(ab_ctx *x, ppb_err *err)
         rc = expand_side(x, &x->p->candidate, &cand, err);
     if (!rc && !(x->pairs = calloc((size_t)base.n + 1, sizeof *x->pairs)))
         rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+    /* Pair by shape; when both sides run the suite's configs (A/A), by the whole key. */
+    int by_key = !x->p->baseline.given && !x->p->candidate.given;
     for (int i = 0; !rc && i < base.n; i++) {
         char key[PPB_CASE_KEY_MAX], other[PPB_CASE_KEY_MAX];
         ppb_case_shape_key(&base.items[i], key, sizeof key);
         for (int j = 0; j < cand.n; j++) {
             ppb_case_shape_key(&cand.items[j], other, sizeof other);
-            if (strcmp(key, other) != 0)
+            if (strcmp(key, other) != 0 ||
+                (by_key && strcmp(base.items[i].key, cand.items[j].key) != 0))
                 continue;
             ab_pair *pr = &x->pairs[x->n_pairs++];
             pr->side[0] = base.items[i];

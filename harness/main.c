@@ -22,6 +22,7 @@ static const command commands[] = {
     {"propose", cmd_propose, "judge a tuning proposal: baseline vs candidate, ACCEPT/REJECT/INCONCLUSIVE"},
     {"compare", cmd_compare, "compare two stored runs case by case"},
     {"trend", cmd_trend, "each case's latest result against its own nightly history"},
+    {"calibrate", cmd_calibrate, "measure ppbench's own false alarms, detectable effect, repeatability"},
 };
 
 static void usage(FILE *out)

@@ -43,6 +43,13 @@ namespace ppb_pa {
 
 constexpr int kWarp = PPB_WARP_SIZE;
 
+/* Unroll of the SIMT QK loop over 16-byte K chunks (a tuning knob, not part of the
+ * template signature: docs/KERNELS-IMPL.md has the measurements behind the default). */
+#ifndef PPB_PA_SIMT_QK_UNROLL
+#define PPB_PA_SIMT_QK_UNROLL 2
+#endif
+constexpr int kSimtQkUnroll = PPB_PA_SIMT_QK_UNROLL;
+
 __host__ __device__ constexpr int cmin(int a, int b) { return a < b ? a : b; }
 __host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }
 __host__ __device__ constexpr int round_up(int a, int b) { return (a + b - 1) / b * b; }
@@ -198,7 +205,9 @@ __device__ __forceinline__ void qk_simt(const work &w, float *logits, int lps, c
 #pragma unroll
         for (int j = 0; j < G::TT; j++)
             cur[j] = ok[j] ? ldg16(kp[j] + (long long)sub * PAGE * 16) : zero16();
-#pragma unroll
+        /* Not fully unrolled: 16+ chunk steps x HPC x TT FMAs made the loop larger than the
+         * instruction cache (ncu: 40% of stall cycles waiting on instruction fetch). */
+#pragma unroll(kSimtQkUnroll)
         for (int ci = 0; ci < NCI; ci++) {
             const int c = ci * G::TG + sub;
             uint4 nxt[G::TT];

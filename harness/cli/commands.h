@@ -25,5 +25,6 @@ int cmd_dump(int argc, char **argv);
 int cmd_propose(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_trend(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 #endif

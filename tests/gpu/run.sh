@@ -9,6 +9,7 @@
 # OUT_DIR defaults to $OUT, else ./gpu-out. STEPs (default: all, in this order):
 #   env        GPU, driver, toolkit, host facts
 #   build      CMake build with CUDA (system libraries, else the .debs of .deps/ unpacked to /tmp/deps)
+#   precompile (implied by suites/bench) NVRTC-compile their kernels on all cores into the cache
 #   kernels    the kernel engineers' standalone tests (tests/gpu/test_*_kernel.cu, built with nvcc)
 #   backend    the runtime + backend test (test_cuda_backend), and a kernel fault in its own process
 #   suites     ppbench run of the GPU suites (tests/gpu/suites: both code paths, 100K contexts)
@@ -105,6 +106,21 @@ fi
 ppbench=$build/ppbench
 backend_test=$build/kernels/test_cuda_backend
 
+# ---- compile the suites' kernels on all cores before anything runs them ------------------
+# ppbench compiles a kernel the first time a case needs it, one at a time; this fills
+# the same cache (same sources, options, architecture) with every instantiation the
+# suites below use, in parallel.
+if want suites || want bench || want precompile; then
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  pre=()
+  want suites && pre+=(--suites-dir "$root/tests/gpu/suites")
+  want bench && pre+=(--suite "$root/suites/prefill.yaml" --suite "$root/suites/decode.yaml")
+  want sanitizer && pre+=(--suite "$root/suites/smoke.yaml" --suite "$root/suites/smoke-decode.yaml")
+  [ ${#pre[@]} -eq 0 ] && pre=(--suites-dir "$root/suites")
+  run precompile "$(limit precompile 300)" "$build/kernels/ppb-kernel-compile" "${pre[@]}" \
+    --arch "${cc:-90}" --cache "$PPB_KERNEL_CACHE" --all
+fi
+
 # ---- the kernel engineers' standalone tests -------------------------------------------
 if want kernels; then
   shopt -s nullglob
@@ -172,6 +188,6 @@ if want bench; then
   [ -x "$ppbench" ] && "$ppbench" list --db "$db" >"$out/runs.txt" 2>&1
 fi
 
-echo "---- summary ($(( $(date +%s) - t_all )) s; logs and $db in $out)" | tee -a "$summary"
-cat "$summary"
+echo "---- summary ($(( $(date +%s) - t_all )) s; logs and $db in $out)" >>"$summary"
+echo; cat "$summary"
 exit $failed

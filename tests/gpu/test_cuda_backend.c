@@ -23,6 +23,7 @@
 #include "ppb_rng.h"
 #include "reference.h"
 #include "suite.h"
+#include "threads.h"
 #include "workload.h"
 
 static int failures, checks;
@@ -437,6 +438,63 @@ static void check_real(const ppb_backend_ops *ops, ppb_backend *b, const ppb_cas
     ppb_workload_free(&w);
 }
 
+/* Compile every instantiation the cases need, in parallel, into the cache the
+ * backend then reads (same sources, options and architecture: same keys). */
+typedef struct precompile_job {
+    ppb_kernels *rt;
+    ppb_kernel_spec_list *list;
+    int failed;
+} precompile_job;
+
+static void precompile_one(void *ctx, long i, int worker)
+{
+    (void)worker;
+    precompile_job *j = ctx;
+    ppb_kernel_compile_info info;
+    ppb_err err = {{0}};
+    if (ppb_kernels_compile(j->rt, &j->list->items[i], &info, &err) != PPB_OK) {
+        printf("   precompile failed: %s\n", err.msg);
+        __atomic_add_fetch(&j->failed, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void precompile(const ppb_case *cases, int n, const ppb_device_info *di)
+{
+    int cc = di->cc_major * 10 + di->cc_minor;
+    ppb_kernel_spec_list list = {0};
+    for (int i = 0; i < n; i++) {
+        ppb_kernel_launch l;
+        ppb_err err;
+        if (ppb_kernel_launch_for_case(&cases[i], cc, di->warp_size, (unsigned)di->smem_per_block_optin, &l, &err))
+            continue;
+        for (int k = 0; k < l.n_specs; k++)
+            ppb_kernel_spec_list_add(&list, &l.spec[k]);
+    }
+    ppb_kernels_options opt = {0};
+    opt.compile_only = 1;
+    opt.arch = cc;
+    opt.warp_size = di->warp_size;
+    opt.mechanism = PPB_KMECH_NVRTC;
+    ppb_kernels *rt = NULL;
+    ppb_err err = {{0}};
+    if (ppb_kernels_open(&rt, &opt, &err) != PPB_OK) {
+        printf("   precompile: %s\n", err.msg);
+        ppb_kernel_spec_list_free(&list);
+        return;
+    }
+    double t0 = now_s();
+    precompile_job j = {rt, &list, 0};
+    ppb_parallel_for(list.n, precompile_one, &j);
+    ppb_kernels_info ki;
+    ppb_kernels_get_info(rt, &ki);
+    printf("   precompiled %d instantiations on %d threads in %.1f s (%d compiled, %d from the cache, %.1f s of "
+           "NVRTC)\n",
+           list.n, ppb_thread_count(), now_s() - t0, ki.cache_misses, ki.cache_hits, ki.compile_seconds);
+    CHECK(j.failed == 0, "%d instantiations failed to compile", j.failed);
+    ppb_kernels_close(rt);
+    ppb_kernel_spec_list_free(&list);
+}
+
 static void test_backend_real(void)
 {
     printf("== CUDA backend with the real kernels (embedded sources) against the float64 reference\n");
@@ -448,10 +506,15 @@ static void test_backend_real(void)
     CHECK(rc == PPB_OK, "open: %s", err.msg);
     if (rc)
         return;
+    ppb_device_info di;
+    ops->device_info(b, &di);
     ppb_suite defaults;
     memset(&defaults, 0, sizeof defaults);
     ppb_suite_defaults(&defaults);
     const ppb_check_settings *cs = &defaults.check;
+    ppb_case all_cases[32];
+    int n_all = 0;
+    for (int pass = 0; pass < 2; pass++)
     for (int path = PPB_PATH_SIMT; path <= PPB_PATH_MMA; path++) {
         ppb_case cases[] = {
             make_prefill(2, 40, 37, 4, 2, 64, PPB_FP16, 16, 32, 4, path),
@@ -463,8 +526,14 @@ static void test_backend_real(void)
             make_decode(2, 100000, 8, 1, 128, PPB_BF16, 2, 512, 0, path),         /* 100K context */
             make_decode(4, 4096, 8, 1, 128, PPB_BF16, 2, 256, 512, path),         /* the mismatch */
         };
-        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-            check_real(ops, b, &cases[i], cs);
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            if (pass == 0 && n_all < 32)
+                all_cases[n_all++] = cases[i];
+            else if (pass == 1)
+                check_real(ops, b, &cases[i], cs);
+        }
+        if (pass == 0 && path == PPB_PATH_MMA)
+            precompile(all_cases, n_all, &di);
     }
     ops->environment(b, print_env, NULL);
     ops->close(b);
