@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char replacement[] = "\xEF\xBF\xBD";   /* U+FFFD */
 
@@ -223,6 +224,18 @@ void ppb_html_element_(ppb_html *h, const char *tag, const char *cls, const char
     emit_file(h, "</", 2);
     emit_file(h, tag, strlen(tag));
     emit_file(h, ">", 1);
+}
+
+void ppb_html_style_sheet(ppb_html *h, const char *css)
+{
+    for (const char *p = css; (p = strchr(p, '<')) != NULL; p++)
+        if (strncasecmp(p, "</style", 7) == 0) {
+            h->failed = 1;
+            return;
+        }
+    emit_file(h, "<style>\n", 8);
+    emit_file(h, css, strlen(css));
+    emit_file(h, "</style>\n", 9);
 }
 
 void ppb_html_svg(ppb_html *h, const char *checked_svg)

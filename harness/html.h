@@ -53,6 +53,11 @@ void ppb_html_attrf_(ppb_html *h, const char *name, const char *fmt, ...)
     ppb_html_element_((h), "" tag "", "" cls "", (text))
 void ppb_html_element_(ppb_html *h, const char *tag, const char *cls, const char *text);
 
+/* <style>css</style> for the style sheet compiled into the program
+ * (report_assets.h); nothing is written, and the writer fails, if the text
+ * could end the element ("</style"). */
+void ppb_html_style_sheet(ppb_html *h, const char *css);
+
 /* An inline <svg> produced by ppb_svg_inline (already checked and rewritten). */
 void ppb_html_svg(ppb_html *h, const char *checked_svg);
 

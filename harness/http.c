@@ -149,6 +149,21 @@ int ppb_http_is_loopback(const char *url)
     return parse_url(url, &p, &ignored) == PPB_OK && host_is_loopback(p.host);
 }
 
+int ppb_http_check_token_transport(const ppb_http_options *o, const char *url, ppb_err *err)
+{
+    url_parts p;
+    int rc = parse_url(url, &p, err);
+    if (rc)
+        return rc;
+    if (!o->token || !*o->token || strcmp(p.scheme, "https") == 0 ||
+        strcmp(p.scheme, "file") == 0 || host_is_loopback(p.host))
+        return PPB_OK;
+    return ppb_fail(err, PPB_EINPUT,
+                    "refusing to send the token in clear text to %s: use https (plain http "
+                    "is allowed only to a loopback host)",
+                    url);
+}
+
 /* ---- the request --------------------------------------------------------------- */
 
 typedef struct sink_state {
@@ -288,11 +303,8 @@ int ppb_http_request(const ppb_http_options *o, const char *method, const char *
         return rc;
     int is_file = strcmp(p.scheme, "file") == 0;
     const char *token = o->token && *o->token && !is_file ? o->token : NULL;
-    if (token && strcmp(p.scheme, "https") != 0 && !host_is_loopback(p.host))
-        return ppb_fail(err, PPB_EINPUT,
-                        "refusing to send PPBENCH_PUSH_TOKEN in clear text to %s: use https "
-                        "(plain http is allowed only to a loopback host)",
-                        url);
+    if ((rc = ppb_http_check_token_transport(o, url, err)) != PPB_OK)
+        return rc;
     if (o->retries < 0 || o->timeout_s <= 0 || o->connect_timeout_s <= 0 || o->retry_delay_ms < 0)
         return ppb_fail(err, PPB_EINPUT, "bad HTTP options (timeouts must be > 0, retries >= 0)");
 

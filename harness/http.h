@@ -53,5 +53,8 @@ int ppb_http_check_url(const char *url, const char *schemes, ppb_err *err);
 int ppb_http_origin(const char *url, char *out, size_t len, ppb_err *err);
 /* 1 when the URL's host is localhost, 127.0.0.0/8 or ::1. */
 int ppb_http_is_loopback(const char *url);
+/* PPB_EINPUT when o carries a token and the URL is plain http to a host that
+ * is not loopback (the token would cross the network in clear text). */
+int ppb_http_check_token_transport(const ppb_http_options *o, const char *url, ppb_err *err);
 
 #endif

@@ -12,6 +12,7 @@
 #include "store.h"
 #include "suite.h"
 #include "target.h"
+#include "workers.h"
 
 /* Set by SIGINT/SIGTERM; the pipeline stops between samples and cases. */
 static volatile sig_atomic_t stop_requested;
@@ -125,6 +126,44 @@ static void progress_line(const ppb_run_options *o, int done, int total, double 
     fflush(stderr);
 }
 
+/* ---- worker processes (--devices) ----------------------------------------- */
+
+typedef struct pool_ctx {
+    run_ctx *x;
+    const char *backend;
+    double t0;
+    int done, todo;
+} pool_ctx;
+
+static int pool_worker_open(void *ctx, int device, ppb_device_info *info, ppb_err *err)
+{
+    pool_ctx *p = ctx;
+    run_ctx *x = p->x;
+    int rc = ppb_session_open(&x->session, p->backend, device, x->have_target ? &x->target : NULL,
+                              x->opt->cpu_max_gflop, NULL, err);
+    if (!rc)
+        *info = x->session.device;
+    return rc;
+}
+
+static int pool_worker_case(void *ctx, const ppb_case *c, ppb_result *res)
+{
+    return run_case(((pool_ctx *)ctx)->x, c, res);
+}
+
+static void pool_worker_close(void *ctx) { ppb_session_close(&((pool_ctx *)ctx)->x->session); }
+
+static int store_result(run_ctx *x, const ppb_case *c, ppb_result *res, ppb_err *err);
+
+static int pool_on_result(void *ctx, int index, const ppb_case *c, ppb_result *res, ppb_err *err)
+{
+    pool_ctx *p = ctx;
+    (void)index;
+    int rc = store_result(p->x, c, res, err);
+    progress_line(p->x->opt, ++p->done, p->todo, p->t0, c->key);
+    return rc;
+}
+
 /* ---- the run -------------------------------------------------------------- */
 
 static int prepare_cases(run_ctx *x, const char *filter, int shard_k, int shard_n, ppb_err *err)
@@ -148,26 +187,124 @@ static int load_target(run_ctx *x, const char *name, ppb_err *err)
     return rc;
 }
 
+/* Once the device is known (opened here, or reported by the first worker):
+ * check a resumed run matches, announce the backend, start or reopen the run. */
+static int device_known(run_ctx *x, const ppb_backend_ops *ops, const ppb_device_info *dev,
+                        ppb_run_summary *sum, ppb_err *err)
+{
+    const ppb_run_options *o = x->opt;
+    snprintf(sum->backend, sizeof sum->backend, "%s", ops->name);
+    sum->timing_is_cpu = !dev->is_gpu;
+    if (o->resume_run && strcmp(x->run.backend, ops->name) != 0)
+        return ppb_fail(err, PPB_EINPUT, "run %lld used the %s backend; this one is %s",
+                        (long long)x->run.id, x->run.backend, ops->name);
+    fprintf(o->log, "ppbench: %s backend on %s%s; %d cases%s%s%s\n", ops->name, dev->name,
+            dev->is_gpu ? "" : " (CPU timings)", x->cases.n, x->have_target ? ", target " : "",
+            x->have_target ? x->target.name : "", o->devices ? ", worker processes" : "");
+    int rc = PPB_OK;
+    if (!o->resume_run) {
+        char args[1024];
+        encode_args(o, x->have_target ? x->target.name : "none", args, sizeof args);
+        rc = ppb_session_begin_run(&x->session, x->store, &x->suite, o->label, args, x->cases.n,
+                                   &x->run, err);
+    } else {
+        ppb_session_store_environment(&x->session, x->store, x->run.id, "resume.");
+    }
+    sum->run_id = x->run.id;
+    return rc;
+}
+
+static int store_result(run_ctx *x, const ppb_case *c, ppb_result *res, ppb_err *err)
+{
+    const ppb_run_options *o = x->opt;
+    if (res->status == PPB_STATUS_REFUSED || res->status == PPB_STATUS_SKIPPED ||
+        res->status == PPB_STATUS_ERROR || res->status == PPB_STATUS_CRASHED)
+        fprintf(o->log, "%s%s: %s: %s\n", o->progress ? "\r\033[K" : "", c->key,
+                ppb_status_name(res->status), res->reason);
+    return ppb_store_put_result(x->store, x->run.id, c, res, err);
+}
+
+typedef struct pool_device_ctx {
+    pool_ctx pool;
+    ppb_run_summary *sum;
+} pool_device_ctx;
+
+static int pool_on_device(void *ctx, const ppb_device_info *info, ppb_err *err)
+{
+    pool_device_ctx *p = ctx;
+    run_ctx *x = p->pool.x;
+    /* The parent holds no backend: a session with only the ops and the device. */
+    x->session.ops = strcmp(info->backend, "cpu") == 0 ? &ppb_backend_cpu :
+#ifdef PPB_HAVE_CUDA
+                                                       &ppb_backend_cuda;
+#else
+                                                       &ppb_backend_cpu;
+#endif
+    x->session.device = *info;
+    x->session.target = x->have_target ? &x->target : NULL;
+    return device_known(x, x->session.ops, info, p->sum, err);
+}
+
+/* The cases in this process, one after another. */
+static int run_in_process(run_ctx *x, const char *todo_flags, int todo, ppb_err *err)
+{
+    double t0 = now_s();
+    int done = 0, rc = PPB_OK;
+    for (int i = 0; i < x->cases.n && !stop_requested && !rc; i++) {
+        const ppb_case *c = &x->cases.items[i];
+        if (!todo_flags[i])
+            continue;
+        progress_line(x->opt, done, todo, t0, c->key);
+        ppb_result res;
+        int crc = run_case(x, c, &res);
+        if (crc == PPB_EINTR || stop_requested) {
+            ppb_result_free(&res);
+            break;
+        }
+        rc = store_result(x, c, &res, err);
+        ppb_result_free(&res);
+        done++;
+    }
+    progress_line(x->opt, done, todo, t0, NULL);
+    return rc;
+}
+
+/* How many GPUs `--devices all` means, without initialising CUDA in the parent
+ * (a CUDA context does not survive fork). */
+static int count_gpu_device_files(void)
+{
+    int n = 0;
+    char path[32];
+    for (int i = 0; i < 64; i++) {
+        snprintf(path, sizeof path, "/dev/nvidia%d", i);
+        n += access(path, F_OK) == 0;
+    }
+    return n;
+}
+
 int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err)
 {
     run_ctx x;
     memset(&x, 0, sizeof x);
     memset(sum, 0, sizeof *sum);
-    x.opt = opt;
     int rc = PPB_OK;
     stored_args resumed;
     const char *filter = opt->filter, *target = opt->target;
     int shard_k = opt->shard_k, shard_n = opt->shard_n;
     ppb_run_options effective = *opt;
+    x.opt = &effective;
+    char *todo_flags = NULL;
+    int devices[64], n_devices = 0;
 
     /* Everything that can fail on bad input happens before the database is
      * written, so a malformed suite leaves no trace in it. */
+    if (opt->devices &&
+        (rc = ppb_pool_parse_devices(opt->devices, count_gpu_device_files(), devices, 64,
+                                     &n_devices, err)))
+        goto end;
     if (opt->resume_run) {
-        rc = ppb_store_open(&x.store, opt->db_path, err);
-        if (rc)
-            goto end;
-        rc = ppb_store_get_run(x.store, opt->resume_run, &x.run, err);
-        if (rc)
+        if ((rc = ppb_store_open(&x.store, opt->db_path, err)) ||
+            (rc = ppb_store_get_run(x.store, opt->resume_run, &x.run, err)))
             goto end;
         if (strcmp(x.run.status, "complete") == 0) {
             rc = ppb_fail(err, PPB_EINPUT, "run %lld is already complete", (long long)x.run.id);
@@ -182,9 +319,7 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
         effective.cpu_max_gflop = resumed.cpu_max_gflop;
         effective.suite_path = x.run.suite_path;
     }
-    x.opt = &effective;
-    rc = ppb_suite_load(effective.suite_path, &x.suite, err);
-    if (rc)
+    if ((rc = ppb_suite_load(effective.suite_path, &x.suite, err)))
         goto end;
     if (opt->resume_run && strcmp(x.suite.hash, x.run.suite_hash) != 0) {
         rc = ppb_fail(err, PPB_EINPUT,
@@ -194,66 +329,12 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
     }
     if (!opt->resume_run && !target)
         target = x.suite.target;
-    rc = prepare_cases(&x, filter, shard_k, shard_n, err);
-    if (rc)
+    if ((rc = prepare_cases(&x, filter, shard_k, shard_n, err)) ||
+        (rc = load_target(&x, target, err)))
         goto end;
-    rc = load_target(&x, target, err);
-    if (rc)
+    if (!x.store && (rc = ppb_store_open(&x.store, opt->db_path, err)))
         goto end;
-    rc = ppb_session_open(&x.session, effective.backend ? effective.backend : "auto",
-                          effective.device_index, x.have_target ? &x.target : NULL,
-                          effective.cpu_max_gflop, opt->log, err);
-    if (rc)
-        goto end;
-    const ppb_backend_ops *ops = x.session.ops;
-    const ppb_device_info *dev = &x.session.device;
-    snprintf(sum->backend, sizeof sum->backend, "%s", ops->name);
-    sum->timing_is_cpu = !dev->is_gpu;
-    if (opt->resume_run && strcmp(x.run.backend, ops->name) != 0) {
-        rc = ppb_fail(err, PPB_EINPUT, "run %lld used the %s backend; this one is %s",
-                      (long long)x.run.id, x.run.backend, ops->name);
-        goto end;
-    }
-    fprintf(opt->log, "ppbench: %s backend on %s%s; %d cases%s%s\n", ops->name, dev->name,
-            dev->is_gpu ? "" : " (CPU timings)", x.cases.n,
-            x.have_target ? ", target " : "", x.have_target ? x.target.name : "");
-
-    if (!opt->resume_run) {
-        rc = ppb_store_open(&x.store, opt->db_path, err);
-        if (rc)
-            goto end;
-        char args[1024];
-        encode_args(&effective, x.have_target ? x.target.name : "none", args, sizeof args);
-        rc = ppb_session_begin_run(&x.session, x.store, &x.suite, opt->label, args, x.cases.n,
-                                   &x.run, err);
-        if (rc)
-            goto end;
-    } else {
-        ppb_session_store_environment(&x.session, x.store, x.run.id, "resume.");
-    }
-    sum->run_id = x.run.id;
     sum->planned = x.cases.n;
-
-    /* Resume: which cases are stored already (a database error is an error,
-     * not "done"). */
-    char *stored = calloc((size_t)x.cases.n + 1, 1);
-    if (!stored) {
-        rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
-        goto end;
-    }
-    int todo = 0;
-    for (int i = 0; i < x.cases.n; i++) {
-        int has = ppb_store_has_result(x.store, x.run.id, x.cases.items[i].key);
-        if (has < 0) {
-            free(stored);
-            rc = ppb_fail(err, PPB_EIO, "database error while looking up '%s'",
-                          x.cases.items[i].key);
-            goto end;
-        }
-        stored[i] = (char)has;
-        todo += !has;
-    }
-    sum->already_done = x.cases.n - todo;
 
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
@@ -263,46 +344,57 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
 
-    double t0 = now_s();
-    int done = 0;
-    for (int i = 0; i < x.cases.n && !stop_requested; i++) {
-        const ppb_case *c = &x.cases.items[i];
-        if (stored[i])
-            continue;
-        progress_line(&effective, done, todo, t0, c->key);
-        ppb_result res;
-        int crc = run_case(&x, c, &res);
-        if (crc == PPB_EINTR || stop_requested) {
-            ppb_result_free(&res);
-            break;
-        }
-        if (res.status == PPB_STATUS_REFUSED || res.status == PPB_STATUS_SKIPPED ||
-            res.status == PPB_STATUS_ERROR)
-            fprintf(opt->log, "%s%s: %s: %s\n", effective.progress ? "\r\033[K" : "", c->key,
-                    ppb_status_name(res.status), res.reason);
-        rc = ppb_store_put_result(x.store, x.run.id, c, &res, err);
-        ppb_result_free(&res);
-        if (rc)
-            break;
-        done++;
+    const char *backend = effective.backend ? effective.backend : "auto";
+    if (!(todo_flags = calloc((size_t)x.cases.n + 1, 1))) {
+        rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+        goto restore;
     }
-    free(stored);
-    progress_line(&effective, done, todo, t0, NULL);
+    if (n_devices == 0) {
+        if ((rc = ppb_session_open(&x.session, backend, effective.device_index,
+                                   x.have_target ? &x.target : NULL, effective.cpu_max_gflop,
+                                   opt->log, err)) ||
+            (rc = device_known(&x, x.session.ops, &x.session.device, sum, err)))
+            goto restore;
+    }
+    /* Resume: which cases are stored already (a database error is an error,
+     * not "done"). A fresh run has none. */
+    int todo = 0;
+    for (int i = 0; i < x.cases.n; i++) {
+        int has = x.run.id ? ppb_store_has_result(x.store, x.run.id, x.cases.items[i].key) : 0;
+        if (has < 0) {
+            rc = ppb_fail(err, PPB_EIO, "database error while looking up '%s'",
+                          x.cases.items[i].key);
+            goto restore;
+        }
+        todo_flags[i] = !has;
+        todo += !has;
+    }
+    sum->already_done = x.cases.n - todo;
+    if (n_devices == 0) {
+        rc = run_in_process(&x, todo_flags, todo, err);
+    } else {
+        pool_device_ctx pc = {{&x, backend, now_s(), 0, todo}, sum};
+        ppb_pool_callbacks cb = {&pc, pool_worker_open, pool_worker_case, pool_worker_close,
+                                 pool_on_device, pool_on_result};
+        ppb_pool_options po = {n_devices, devices, effective.case_timeout_s};
+        rc = ppb_pool_run(&po, x.cases.items, todo_flags, x.cases.n, &cb, &stop_requested, err);
+    }
     if (effective.progress)
         fputc('\n', stderr);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-
-    ppb_session_store_environment(&x.session, x.store, x.run.id, "after.");
-    sum->interrupted = stop_requested != 0;
-    if (rc == PPB_OK) {
+    if (x.run.id) {
+        ppb_session_store_environment(&x.session, x.store, x.run.id, "after.");
+        sum->interrupted = stop_requested != 0;
         ppb_err ferr;
-        int frc = ppb_store_finish_run(x.store, x.run.id,
-                                       sum->interrupted ? "interrupted" : "complete", &ferr);
-        if (frc)
+        const char *status = rc ? "failed" : sum->interrupted ? "interrupted" : "complete";
+        int frc = ppb_store_finish_run(x.store, x.run.id, status, &ferr);
+        if (frc && !rc)
             rc = ppb_fail(err, frc, "%s", ferr.msg);
     }
+restore:
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
 end:
+    free(todo_flags);
     ppb_session_close(&x.session);
     if (x.store)
         ppb_store_close(x.store);

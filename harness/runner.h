@@ -23,6 +23,8 @@ typedef struct ppb_run_options {
     int hot;                  /* 1: do not flush caches between samples */
     int progress;             /* 1: progress line on stderr */
     FILE *log;                /* where to say which backend runs and why cases are refused */
+    const char *devices;      /* --devices all|0,1,..: one worker process per device; NULL = in process */
+    double case_timeout_s;    /* worker watchdog per case (0 = none) */
 } ppb_run_options;
 
 typedef struct ppb_run_summary {

@@ -184,6 +184,8 @@ static void env_sink(void *ctx, const char *key, const char *value)
 void ppb_session_store_environment(ppb_session *s, ppb_store *store, int64_t run_id,
                                    const char *prefix)
 {
+    if (!s->backend) /* the parent of worker processes holds no backend */
+        return;
     env_ctx e = {store, run_id, prefix};
     s->ops->environment(s->backend, env_sink, &e);
 }

@@ -10,6 +10,7 @@
 #include "results_table.h"
 #include "runner.h"
 #include "store.h"
+#include "workers.h"
 
 static void usage(FILE *out)
 {
@@ -29,6 +30,9 @@ static void usage(FILE *out)
             "  --resume RUN         complete an interrupted run: only cases not yet stored run\n"
             "  --hot                do not flush caches between samples (default: cold)\n"
             "  --cpu-max-gflop X    CPU backend: skip cases above X GFLOP (default 2)\n"
+            "  --devices LIST       one worker process per device: 'all' or '0,1,..'; a worker\n"
+            "                       that dies or hangs is replaced and its case stored as crashed\n"
+            "  --case-timeout S     with --devices: kill a worker stuck on one case for S seconds\n"
             "  --no-progress        no progress line even on a terminal\n"
             "  -h, --help           this help\n\n"
             "exit: 0 no case wrong or failed, 1 some case wrong/error, 2 usage, 3 bad input (nothing\n"
@@ -50,6 +54,7 @@ int cmd_run(int argc, char **argv)
         {"label", required_argument, NULL, 'l'},    {"resume", required_argument, NULL, 'r'},
         {"hot", no_argument, NULL, 'H'},            {"cpu-max-gflop", required_argument, NULL, 'g'},
         {"no-progress", no_argument, NULL, 'P'},    {"help", no_argument, NULL, 'h'},
+        {"devices", required_argument, NULL, 'V'},  {"case-timeout", required_argument, NULL, 'T'},
         {NULL, 0, NULL, 0}};
     ppb_err err = {{0}};
     int c;
@@ -91,6 +96,24 @@ int cmd_run(int argc, char **argv)
             }
             break;
         case 'P': o.progress = 0; break;
+        case 'V': {
+            int devices[64], n;
+            /* syntax only here ("all" needs the device count, which the runner finds) */
+            if (strcmp(optarg, "all") != 0 &&
+                ppb_pool_parse_devices(optarg, 0, devices, 64, &n, &err)) {
+                fprintf(stderr, "ppbench run: %s\n", err.msg);
+                return PPB_EXIT_USAGE;
+            }
+            o.devices = optarg;
+            break;
+        }
+        case 'T':
+            o.case_timeout_s = strtod(optarg, &end);
+            if (*end || o.case_timeout_s <= 0) {
+                fprintf(stderr, "ppbench run: --case-timeout %s: expected seconds\n", optarg);
+                return PPB_EXIT_USAGE;
+            }
+            break;
         case 'h': usage(stdout); return PPB_EXIT_OK;
         default: usage(stderr); return PPB_EXIT_USAGE;
         }

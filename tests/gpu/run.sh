@@ -88,6 +88,12 @@ if want build || [ ! -x "$build/ppbench" ]; then
 fi
 if [ -d /tmp/deps/usr ]; then
   multi=/tmp/deps/usr/lib/x86_64-linux-gnu
+  # No pkg-config on the machine: the pkgconf of .deps (CMake's FindPkgConfig needs one).
+  if ! command -v pkg-config >/dev/null && [ -x /tmp/deps/usr/bin/pkgconf ]; then
+    mkdir -p /tmp/deps/bin
+    ln -sf /tmp/deps/usr/bin/pkgconf /tmp/deps/bin/pkg-config
+    export PATH=/tmp/deps/bin:$PATH
+  fi
   export PKG_CONFIG_PATH=$multi/pkgconfig:/tmp/deps/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
   export PKG_CONFIG_SYSROOT_DIR=/tmp/deps
   export LD_LIBRARY_PATH=$multi${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

@@ -1,0 +1,887 @@
+/* The report's charts: for each, a .dat file (numbers only) and a .gp script
+ * (ours; every label in it through ppb_gnuplot_string), rendered by one
+ * gnuplot run to SVG (inlined into the page) and PNG. docs/REPORTS.md lists
+ * the charts and what each one shows. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "report_assets.h"
+#include "report_internal.h"
+
+/* ---- chart files ------------------------------------------------------------ */
+
+typedef struct chart_files {
+    FILE *dat, *gp;
+    char dat_path[4400], gp_path[4400];
+} chart_files;
+
+static rp_chart *add_chart(rp_report *r, const char *name, const char *title, ppb_err *err)
+{
+    if (r->n_charts == r->cap_charts) {
+        int cap = r->cap_charts ? r->cap_charts * 2 : 16;
+        rp_chart *p = realloc(r->charts, (size_t)cap * sizeof *p);
+        if (!p) {
+            ppb_fail(err, PPB_ENOMEM, "out of memory");
+            return NULL;
+        }
+        r->charts = p;
+        r->cap_charts = cap;
+    }
+    rp_chart *c = &r->charts[r->n_charts++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    snprintf(c->title, sizeof c->title, "%s", title);
+    return c;
+}
+
+const rp_chart *rp_chart_named(const rp_report *r, const char *name)
+{
+    for (int i = 0; i < r->n_charts; i++)
+        if (strcmp(r->charts[i].name, name) == 0)
+            return &r->charts[i];
+    return NULL;
+}
+
+static int open_chart(const rp_report *r, const rp_chart *c, chart_files *f, ppb_err *err)
+{
+    memset(f, 0, sizeof *f);
+    snprintf(f->dat_path, sizeof f->dat_path, "%s/%s.dat", r->charts_dir, c->name);
+    snprintf(f->gp_path, sizeof f->gp_path, "%s/%s.gp", r->charts_dir, c->name);
+    f->dat = fopen(f->dat_path, "w");
+    f->gp = f->dat ? fopen(f->gp_path, "w") : NULL;
+    if (!f->dat || !f->gp) {
+        int e = errno;
+        if (f->dat)
+            fclose(f->dat);
+        return ppb_fail(err, PPB_EIO, "%s: %s", f->dat ? f->gp_path : f->dat_path, strerror(e));
+    }
+    char title[300];
+    ppb_gnuplot_string(c->title, title, sizeof title);
+    fprintf(f->dat, "# ppbench chart data: %s.gp plots it\n", c->name);
+    fprintf(f->gp,
+            "# ppbench chart %s\n"
+            "# Data: %s.dat; shared style: style.gp. Re-render in this folder: gnuplot -d %s.gp\n"
+            "reset\n"
+            "load 'style.gp'\n"
+            "set title %s\n",
+            c->name, c->name, c->name, title);
+    return PPB_OK;
+}
+
+/* The output lines every script ends with; `plot` is the plot command. */
+static int close_chart(chart_files *f, const rp_chart *c, int w, int h, const char *plot,
+                       ppb_err *err)
+{
+    fprintf(f->gp,
+            "eval svg_term(%d, %d)\n"
+            "set output '%s.svg'\n"
+            "%s\n"
+            "eval png_term(%d, %d)\n"
+            "set output '%s.png'\n"
+            "replot\n"
+            "unset output\n",
+            w, h, c->name, plot, w, h, c->name);
+    int bad = ferror(f->dat) | ferror(f->gp);
+    bad |= fclose(f->dat) != 0;
+    bad |= fclose(f->gp) != 0;
+    return bad ? ppb_fail(err, PPB_EIO, "writing %s failed", f->gp_path) : PPB_OK;
+}
+
+/* A gnuplot string for a label (kept to a safe alphabet). */
+static const char *gq(const char *text, char *buf, size_t len)
+{
+    ppb_gnuplot_string(text, buf, len);
+    return buf;
+}
+
+/* A growing plot command. */
+typedef struct plot_cmd {
+    char s[16384];
+    int n;
+} plot_cmd;
+
+static void plot_add(plot_cmd *p, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void plot_add(plot_cmd *p, const char *fmt, ...)
+{
+    if (p->n >= (int)sizeof p->s - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(p->s + p->n, sizeof p->s - (size_t)p->n, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        p->n = p->n + k < (int)sizeof p->s ? p->n + k : (int)sizeof p->s - 1;
+}
+
+static const char *kernel_slug(int kernel)
+{
+    return kernel == PPB_PREFIX_PREFILL ? "prefill" : "decode";
+}
+
+/* Distinct strings, first-seen order (labels for series, shapes). */
+typedef struct label_set {
+    const char **v;
+    int n, cap;
+} label_set;
+
+static int label_index(label_set *s, const char *label)
+{
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->v[i], label) == 0)
+            return i;
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 16;
+        const char **p = realloc(s->v, (size_t)cap * sizeof *p);
+        if (!p)
+            return -1;
+        s->v = p;
+        s->cap = cap;
+    }
+    s->v[s->n] = label;
+    return s->n++;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ---- time and rate against sequence length --------------------------------------- */
+
+typedef struct family_info {
+    const char *family;
+    int points;        /* timed items */
+    int lengths;       /* distinct lengths among them */
+} family_info;
+
+static int family_order(const void *a, const void *b)
+{
+    const family_info *x = a, *y = b;
+    return y->lengths != x->lengths ? y->lengths - x->lengths : y->points - x->points;
+}
+
+/* Rate of a timed item in the chart's unit. */
+static double item_rate(const rp_item *it, double scale)
+{
+    return it->c.kernel == PPB_PREFIX_PREFILL ? it->r.tflops * scale : it->r.gbps * scale;
+}
+
+static int length_chart(rp_report *r, int kernel, const char *family, int index, int rate,
+                        double rate_scale, const char *rate_unit, ppb_err *err)
+{
+    char name[96], title[400], q[400], xl[128];
+    snprintf(name, sizeof name, "%s-%s-%d", kernel_slug(kernel), rate ? "rate" : "time", index);
+    snprintf(title, sizeof title, "%s %s against sequence length: %s", ppb_kernel_name(kernel),
+             rate ? rate_unit : "time", family);
+    rp_chart *c = add_chart(r, name, title, err);
+    if (!c)
+        return PPB_ENOMEM;
+    chart_files f;
+    int rc = open_chart(r, c, &f, err);
+    if (rc)
+        return rc;
+
+    label_set series = {0};
+    for (int i = 0; i < r->n_items; i++) {
+        const rp_item *it = &r->items[i];
+        if ((int)it->c.kernel == kernel && rp_item_timed(it) && it->length > 0 &&
+            strcmp(it->family, family) == 0)
+            label_index(&series, it->series);
+    }
+    plot_cmd p = {{0}, 0};
+    plot_add(&p, "plot ");
+    for (int s = 0; s < series.n; s++) {
+        /* One block per series, sorted by length; blocks apart by two blank lines. */
+        fprintf(f.dat, "%s# series %d: %s\n", s ? "\n\n" : "", s,
+                gq(series.v[s], q, sizeof q));
+        fprintf(f.dat, rate ? "# length rate(%s)\n" : "# length median_ms q1_ms q3_ms\n",
+                rate_unit);
+        double rows[512][4];
+        int n = 0;
+        for (int i = 0; i < r->n_items && n < 512; i++) {
+            const rp_item *it = &r->items[i];
+            if ((int)it->c.kernel != kernel || !rp_item_timed(it) || !(it->length > 0) ||
+                strcmp(it->family, family) != 0 || strcmp(it->series, series.v[s]) != 0)
+                continue;
+            rows[n][0] = it->length;
+            rows[n][1] = rate ? item_rate(it, rate_scale) : it->r.median_ms;
+            rows[n][2] = isfinite(it->r.q1_ms) && it->r.q1_ms > 0 ? it->r.q1_ms : it->r.median_ms;
+            rows[n][3] = isfinite(it->r.q3_ms) && it->r.q3_ms > 0 ? it->r.q3_ms : it->r.median_ms;
+            n++;
+        }
+        qsort(rows, (size_t)n, sizeof rows[0], compare_double);
+        for (int i = 0; i < n; i++) {
+            if (rate)
+                fprintf(f.dat, "%.9g %.9g\n", rows[i][0], rows[i][1]);
+            else
+                fprintf(f.dat, "%.9g %.9g %.9g %.9g\n", rows[i][0], rows[i][1], rows[i][2],
+                        rows[i][3]);
+        }
+        plot_add(&p, "%s'%s.dat' index %d using 1:2%s with %s title %s", s ? ", \\\n     " : "",
+                 name, s, rate ? "" : ":3:4", rate ? "linespoints" : "yerrorlines",
+                 gq(series.v[s], q, sizeof q));
+    }
+    free(series.v);
+    fprintf(f.gp, "set logscale xy\n"
+                  "set offsets graph 0.04, graph 0.04, graph 0.08, graph 0.08\n"
+                  "set xlabel %s\n"
+                  "set ylabel %s\n",
+            gq(kernel == PPB_PREFIX_PREFILL ? "sequence length: context_len + query_len (tokens)"
+                                            : "sequence length: seq_len (tokens)",
+               xl, sizeof xl),
+            gq(rate ? rate_unit : "median time (ms), bars: q1 to q3", q, sizeof q));
+    snprintf(c->note, sizeof c->note, "%s",
+             rate ? "achieved rate from the median time; log axes"
+                  : "median of the samples, bars from the first to the third quartile; log axes");
+    return close_chart(&f, c, 760, 360, p.s, err);
+}
+
+static int length_charts(rp_report *r, int kernel, ppb_err *err)
+{
+    family_info *fam = calloc((size_t)r->n_items + 1, sizeof *fam);
+    double *lens = calloc((size_t)r->n_items + 1, sizeof *lens);
+    int nf = 0, rc = PPB_OK;
+    if (!fam || !lens) {
+        rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+        goto end;
+    }
+    double max_tflops = 0;
+    for (int i = 0; i < r->n_items; i++) {
+        const rp_item *it = &r->items[i];
+        if ((int)it->c.kernel != kernel || !rp_item_timed(it) || !(it->length > 0))
+            continue;
+        if (it->r.tflops > max_tflops)
+            max_tflops = it->r.tflops;
+        int j = 0;
+        while (j < nf && strcmp(fam[j].family, it->family) != 0)
+            j++;
+        if (j == nf)
+            fam[nf++].family = it->family;
+        fam[j].points++;
+    }
+    for (int j = 0; j < nf; j++) {
+        int n = 0;
+        for (int i = 0; i < r->n_items; i++) {
+            const rp_item *it = &r->items[i];
+            if ((int)it->c.kernel == kernel && rp_item_timed(it) && it->length > 0 &&
+                strcmp(it->family, fam[j].family) == 0)
+                lens[n++] = it->length;
+        }
+        qsort(lens, (size_t)n, sizeof *lens, compare_double);
+        int distinct = n ? 1 : 0;
+        for (int i = 1; i < n; i++)
+            distinct += lens[i] != lens[i - 1];
+        fam[j].lengths = distinct;
+    }
+    /* Stable order: most lengths first, then most points. */
+    for (int i = 1; i < nf; i++)
+        for (int j = i; j > 0 && family_order(&fam[j - 1], &fam[j]) > 0; j--) {
+            family_info t = fam[j];
+            fam[j] = fam[j - 1];
+            fam[j - 1] = t;
+        }
+    /* The CPU backend's tiny cases run at GFLOP/s: say so rather than print 0.00. */
+    int giga = kernel == PPB_PREFIX_PREFILL && max_tflops < 0.1;
+    const char *unit = kernel == PPB_PREFIX_PREFILL ? (giga ? "GFLOP/s" : "TFLOP/s") : "GB/s";
+    double scale = giga ? 1e3 : 1;
+    int made = 0;
+    for (int j = 0; j < nf && made < RP_MAX_FAMILY_CHARTS && !rc; j++) {
+        if (fam[j].lengths < 2)
+            continue;
+        made++;
+        rc = length_chart(r, kernel, fam[j].family, made, 0, scale, unit, err);
+        if (!rc)
+            rc = length_chart(r, kernel, fam[j].family, made, 1, scale, unit, err);
+    }
+end:
+    free(fam);
+    free(lens);
+    return rc;
+}
+
+/* ---- heatmap of configs relative to the best, per shape ----------------------------- */
+
+#define RP_HEATMAP_MAX_ROWS 80
+
+static int heatmap_chart(rp_report *r, int kernel, ppb_err *err)
+{
+    label_set rows = {0}, cols = {0};
+    int rc = PPB_OK;
+    for (int i = 0; i < r->n_items; i++) {
+        const rp_item *it = &r->items[i];
+        if ((int)it->c.kernel != kernel)
+            continue;
+        label_index(&cols, it->series);
+        if (rp_item_timed(it))
+            label_index(&rows, it->shape);
+    }
+    if (cols.n < 2 || rows.n == 0)
+        goto end;   /* one config: nothing to rank */
+    int nrows = rows.n < RP_HEATMAP_MAX_ROWS ? rows.n : RP_HEATMAP_MAX_ROWS;
+    char name[64], title[256], q[400];
+    snprintf(name, sizeof name, "%s-heatmap", kernel_slug(kernel));
+    snprintf(title, sizeof title, "%s: each config's median time over the best of its shape",
+             ppb_kernel_name(kernel));
+    rp_chart *c = add_chart(r, name, title, err);
+    if (!c) {
+        rc = PPB_ENOMEM;
+        goto end;
+    }
+    chart_files f;
+    rc = open_chart(r, c, &f, err);
+    if (rc)
+        goto end;
+    double *best = malloc((size_t)nrows * sizeof *best);
+    if (!best) {
+        fclose(f.dat);
+        fclose(f.gp);
+        rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+        goto end;
+    }
+    for (int y = 0; y < nrows; y++)
+        best[y] = INFINITY;
+    for (int i = 0; i < r->n_items; i++) {
+        const rp_item *it = &r->items[i];
+        if ((int)it->c.kernel != kernel || !rp_item_timed(it))
+            continue;
+        int y = label_index(&rows, it->shape);
+        if (y >= 0 && y < nrows && it->r.median_ms < best[y])
+            best[y] = it->r.median_ms;
+    }
+    fprintf(f.dat, "# timed cells: column row median/best median_ms\n");
+    for (int i = 0; i < r->n_items; i++) {
+        const rp_item *it = &r->items[i];
+        if ((int)it->c.kernel != kernel || !rp_item_timed(it))
+            continue;
+        int y = label_index(&rows, it->shape), x = label_index(&cols, it->series);
+        if (y >= 0 && y < nrows)
+            fprintf(f.dat, "%d %d %.6g %.9g\n", x, y, it->r.median_ms / best[y], it->r.median_ms);
+    }
+    fprintf(f.dat, "\n\n# cells without a time: column row status\n");
+    int untimed = 0;
+    for (int i = 0; i < r->n_items; i++) {
+        const rp_item *it = &r->items[i];
+        if ((int)it->c.kernel != kernel || rp_item_timed(it))
+            continue;
+        int y = -1;
+        for (int k = 0; k < nrows; k++)
+            if (strcmp(rows.v[k], it->shape) == 0)
+                y = k;
+        if (y < 0)
+            continue;
+        fprintf(f.dat, "%d %d \"%s\"\n", label_index(&cols, it->series), y,
+                ppb_status_name(it->r.status));
+        untimed++;
+    }
+    if (!untimed)   /* an empty block would make gnuplot stop on "no data" */
+        fprintf(f.dat, "NaN NaN \"\"\n");
+    free(best);
+
+    fprintf(f.gp, "set xtics (");
+    for (int x = 0; x < cols.n; x++)
+        fprintf(f.gp, "%s%s %d", x ? ", " : "", gq(cols.v[x], q, sizeof q), x);
+    fprintf(f.gp, ") rotate by 30 right noenhanced\nset ytics (");
+    for (int y = 0; y < nrows; y++)
+        fprintf(f.gp, "%s%s %d", y ? ", " : "", gq(rows.v[y], q, sizeof q), y);
+    fprintf(f.gp, ") noenhanced\n"
+                  "set xrange [-0.5:%d.5]\n"
+                  "set yrange [%d.5:-0.5]\n"
+                  "unset grid\n"
+                  "set cbrange [1:2]\n"
+                  "set cblabel 'median / best median of the shape (2 = twice as slow or more)'\n"
+                  "set border 15\n"
+                  "set tics scale 0\n"
+                  "unset key\n",
+            cols.n - 1, nrows - 1);
+    char plot[1024];
+    snprintf(plot, sizeof plot,
+             "plot '%s.dat' index 0 using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 "
+             "noborder lc palette, \\\n"
+             "     '' index 0 using 1:2:(sprintf('%%.2f', $3)) with labels font 'sans,9', \\\n"
+             "     '' index 1 using 1:2:3 with labels font 'sans,9' textcolor rgb '#777777'",
+             name);
+    int w = 260 + 110 * cols.n, h = 150 + 26 * nrows;
+    if (w > 1600)
+        w = 1600;
+    snprintf(c->note, sizeof c->note,
+             "1.00 = the fastest config of that shape; a cell without a time shows its status%s",
+             nrows < rows.n ? " (the first 80 shapes; the table has all)" : "");
+    rc = close_chart(&f, c, w, h, plot, err);
+end:
+    free(rows.v);
+    free(cols.v);
+    return rc;
+}
+
+/* ---- roofline ------------------------------------------------------------------- */
+
+static int roofline_chart(rp_report *r, int kernel, ppb_err *err)
+{
+    label_set series = {0};
+    double max_perf = 0, min_ai = INFINITY, max_ai = 0;
+    for (int i = 0; i < r->n_items; i++) {
+        const rp_item *it = &r->items[i];
+        if ((int)it->c.kernel != kernel || !rp_item_timed(it))
+            continue;
+        double flops = ppb_case_flops(&it->c), bytes = ppb_case_min_bytes(&it->c);
+        if (!(flops > 0) || !(bytes > 0))
+            continue;
+        double perf = flops / (it->r.median_ms * 1e-3), ai = flops / bytes;
+        max_perf = perf > max_perf ? perf : max_perf;
+        min_ai = ai < min_ai ? ai : min_ai;
+        max_ai = ai > max_ai ? ai : max_ai;
+        label_index(&series, it->series);
+    }
+    if (series.n == 0) {
+        free(series.v);
+        return PPB_OK;
+    }
+    /* TFLOP/s for GPUs; GFLOP/s when nothing reaches a tenth of a TFLOP/s (CPU). */
+    int tera = r->have_ceilings || max_perf >= 1e11;
+    double unit = tera ? 1e12 : 1e9;
+    char name[64], title[256], q[400];
+    snprintf(name, sizeof name, "%s-roofline", kernel_slug(kernel));
+    snprintf(title, sizeof title, "%s roofline: achieved %s against arithmetic intensity%s",
+             ppb_kernel_name(kernel), tera ? "TFLOP/s" : "GFLOP/s",
+             r->have_ceilings ? "" : " (no ceilings known)");
+    rp_chart *c = add_chart(r, name, title, err);
+    if (!c) {
+        free(series.v);
+        return PPB_ENOMEM;
+    }
+    chart_files f;
+    int rc = open_chart(r, c, &f, err);
+    if (rc) {
+        free(series.v);
+        return rc;
+    }
+    plot_cmd p = {{0}, 0};
+    plot_add(&p, "plot ");
+    for (int s = 0; s < series.n; s++) {
+        fprintf(f.dat, "%s# series %d: %s\n# flop_per_byte achieved case_number\n",
+                s ? "\n\n" : "", s, gq(series.v[s], q, sizeof q));
+        for (int i = 0; i < r->n_items; i++) {
+            const rp_item *it = &r->items[i];
+            if ((int)it->c.kernel != kernel || !rp_item_timed(it) ||
+                strcmp(it->series, series.v[s]) != 0)
+                continue;
+            double flops = ppb_case_flops(&it->c), bytes = ppb_case_min_bytes(&it->c);
+            if (!(flops > 0) || !(bytes > 0))
+                continue;
+            fprintf(f.dat, "%.9g %.9g %d\n", flops / bytes,
+                    flops / (it->r.median_ms * 1e-3) / unit, it->number);
+        }
+        plot_add(&p, "%s'%s.dat' index %d using 1:2 with points title %s", s ? ", \\\n     " : "",
+                 name, s, gq(series.v[s], q, sizeof q));
+    }
+    free(series.v);
+    double lo = min_ai / 4, hi = max_ai * 4;
+    if (r->have_ceilings) {
+        double bw = r->ceilings.mem_bandwidth.value / unit, peak = r->ceilings.fp16_flops.value / unit;
+        double ridge = peak / bw;
+        if (ridge * 2 > hi)
+            hi = ridge * 2;
+        if (ridge / 2 < lo)
+            lo = ridge / 2;
+        fprintf(f.gp,
+                "# ceilings (%s): memory %.6g B/s, fp16/bf16 %.6g FLOP/s\n"
+                "bandwidth = %.9g\npeak = %.9g\n"
+                "roof(x) = (x * bandwidth < peak) ? x * bandwidth : peak\n"
+                "set arrow from %.9g, graph 0 to %.9g, graph 1 nohead dt 3 lc rgb colour_limit\n",
+                r->ceilings.name, r->ceilings.mem_bandwidth.value, r->ceilings.fp16_flops.value, bw,
+                peak, ridge, ridge);
+        plot_add(&p, ", \\\n     roof(x) with lines lw 2 lc rgb colour_limit title %s",
+                 gq("ceiling", q, sizeof q));
+    }
+    fprintf(f.gp,
+            "set logscale xy\n"
+            "set xrange [%.9g:%.9g]\n"
+            "set samples 400\n"
+            "set xlabel 'arithmetic intensity (FLOP per byte of minimum traffic)'\n"
+            "set ylabel %s\n",
+            lo, hi, gq(tera ? "achieved TFLOP/s" : "achieved GFLOP/s", q, sizeof q));
+    if (!r->have_ceilings)
+        fprintf(f.gp, "set label 1 'no ceilings known for this device' at graph 0.02, graph 0.95 "
+                      "textcolor rgb colour_limit\n");
+    snprintf(c->note, sizeof c->note, "%s", r->ceilings_note);
+    return close_chart(&f, c, 760, 380, p.s, err);
+}
+
+/* ---- correctness ------------------------------------------------------------------ */
+
+static int correctness_chart(rp_report *r, ppb_err *err)
+{
+    double floor_ratio = INFINITY;
+    int n = 0;
+    for (int i = 0; i < r->n_items; i++) {
+        const ppb_check_result *k = &r->items[i].r.check;
+        if (!k->checked || !(k->atol > 0) || !isfinite(k->max_abs_err))
+            continue;
+        n++;
+        double ratio = k->max_abs_err / k->atol;
+        if (ratio > 0 && ratio < floor_ratio)
+            floor_ratio = ratio;
+    }
+    if (n == 0)
+        return PPB_OK;
+    floor_ratio = isfinite(floor_ratio) ? floor_ratio / 4 : 1e-6;
+    if (floor_ratio > 0.1)
+        floor_ratio = 0.1;
+    rp_chart *c = add_chart(r, "correctness", "max abs error / atol per case (1 = atol)", err);
+    if (!c)
+        return PPB_ENOMEM;
+    chart_files f;
+    int rc = open_chart(r, c, &f, err);
+    if (rc)
+        return rc;
+    int zeros = 0;
+    for (int pass = 1; pass >= 0; pass--) {
+        fprintf(f.dat, "%s# %s: case_number max_abs_err/atol\n", pass ? "" : "\n\n",
+                pass ? "pass" : "fail");
+        int any = 0;
+        for (int i = 0; i < r->n_items; i++) {
+            const rp_item *it = &r->items[i];
+            const ppb_check_result *k = &it->r.check;
+            if (!k->checked || !(k->atol > 0) || !isfinite(k->max_abs_err) ||
+                (k->pass != 0) != pass)
+                continue;
+            double ratio = k->max_abs_err / k->atol;
+            if (!(ratio > 0)) {
+                ratio = floor_ratio;
+                zeros++;
+            }
+            fprintf(f.dat, "%d %.9g\n", it->number, ratio);
+            any = 1;
+        }
+        if (!any)
+            fprintf(f.dat, "NaN NaN\n");
+    }
+    fprintf(f.gp,
+            "set logscale y\n"
+            "set xlabel 'case number (the tables use the same numbers)'\n"
+            "set ylabel 'max abs error / atol'\n"
+            "set xrange [0:%d]\n"
+            "set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 1.5 lc rgb colour_fail\n"
+            "set label 1 'atol' at graph 1, first 1 offset 0.5, 0 textcolor rgb colour_fail\n",
+            r->n_items + 1);
+    char plot[512];
+    snprintf(plot, sizeof plot,
+             "plot '%s.dat' index 0 using 1:2 with points pt 7 lc rgb colour_pass title 'pass', "
+             "\\\n     '' index 1 using 1:2 with points pt 5 ps 1.0 lc rgb colour_fail title "
+             "'fail'",
+             c->name);
+    snprintf(c->note, sizeof c->note,
+             "each element must be within atol + rtol x |reference|, so a case can pass above "
+             "the atol line; its pass/fail is the check's own%s",
+             zeros ? "; an error of exactly 0 is drawn at the bottom of the axis" : "");
+    return close_chart(&f, c, 760, 320, plot, err);
+}
+
+/* ---- proposal: ratios with intervals ------------------------------------------------ */
+
+static int proposal_chart(rp_report *r, ppb_err *err)
+{
+    static const char *const classes[] = {"faster", "slower", "same", "unresolved", NULL};
+    static const char *const colours[] = {"colour_faster", "colour_slower", "colour_same",
+                                          "colour_unresolved"};
+    int n = 0;
+    double lo = INFINITY, hi = 0;
+    for (int i = 0; i < r->n_pcases; i++) {
+        const ppb_proposal_case *pc = &r->pcases[i];
+        if (!(pc->ratio > 0) || !isfinite(pc->ratio))
+            continue;
+        n++;
+        double a = pc->ratio_lo > 0 && isfinite(pc->ratio_lo) ? pc->ratio_lo : pc->ratio;
+        double b = pc->ratio_hi > 0 && isfinite(pc->ratio_hi) ? pc->ratio_hi : pc->ratio;
+        lo = a < lo ? a : lo;
+        hi = b > hi ? b : hi;
+    }
+    if (n == 0)
+        return PPB_OK;
+    rp_chart *c = add_chart(r, "proposal-ratios",
+                            "candidate / baseline time per case, with its interval", err);
+    if (!c)
+        return PPB_ENOMEM;
+    chart_files f;
+    int rc = open_chart(r, c, &f, err);
+    if (rc)
+        return rc;
+    plot_cmd p = {{0}, 0};
+    plot_add(&p, "plot ");
+    for (int k = 0; k <= 4; k++) {
+        fprintf(f.dat, "%s# %s: ratio lo hi case_number\n", k ? "\n\n" : "",
+                classes[k] ? classes[k] : "other");
+        int any = 0;
+        for (int i = 0; i < r->n_pcases; i++) {
+            const ppb_proposal_case *pc = &r->pcases[i];
+            if (!(pc->ratio > 0) || !isfinite(pc->ratio))
+                continue;
+            int cls = 4;
+            for (int j = 0; classes[j]; j++)
+                if (strcmp(pc->cls, classes[j]) == 0)
+                    cls = j;
+            if (cls != k)
+                continue;
+            double a = pc->ratio_lo > 0 && isfinite(pc->ratio_lo) ? pc->ratio_lo : pc->ratio;
+            double b = pc->ratio_hi > 0 && isfinite(pc->ratio_hi) ? pc->ratio_hi : pc->ratio;
+            fprintf(f.dat, "%.9g %.9g %.9g %d\n", pc->ratio, a, b, i + 1);
+            any = 1;
+        }
+        if (!any) {
+            fprintf(f.dat, "NaN NaN NaN NaN\n");
+            continue;
+        }
+        plot_add(&p, "%s'%s.dat' index %d using 1:4:2:3 with xerrorbars pt 7 lc rgb %s title '%s'",
+                 p.n > 5 ? ", \\\n     " : "", c->name, k, k < 4 ? colours[k] : "colour_same",
+                 classes[k] ? classes[k] : "other");
+    }
+    if (isfinite(r->proposal.geomean_ratio) && r->proposal.geomean_ratio > 0) {
+        double glo = r->proposal.geomean_lo, ghi = r->proposal.geomean_hi;
+        if (glo > 0 && ghi > 0 && isfinite(glo) && isfinite(ghi)) {
+            fprintf(f.gp, "set object 1 rect from %.9g, graph 0 to %.9g, graph 1 fc rgb '#0072B2' "
+                          "fs transparent solid 0.12 noborder behind\n",
+                    glo, ghi);
+            lo = glo < lo ? glo : lo;
+            hi = ghi > hi ? ghi : hi;
+        }
+        fprintf(f.gp, "set arrow 2 from %.9g, graph 0 to %.9g, graph 1 nohead lc rgb '#0072B2' "
+                      "dt 2\n"
+                      "set label 2 'geometric mean' at %.9g, graph 1 offset 0.3, -0.8 textcolor "
+                      "rgb '#0072B2'\n",
+                r->proposal.geomean_ratio, r->proposal.geomean_ratio, r->proposal.geomean_ratio);
+    }
+    if (lo > 0.99)
+        lo = 0.99;
+    if (hi < 1.01)
+        hi = 1.01;
+    fprintf(f.gp,
+            "set logscale x\n"
+            "set xrange [%.9g:%.9g]\n"
+            "set yrange [%d.5:0.5] reverse\n"
+            "set xlabel 'candidate / baseline time (below 1: the candidate is faster)'\n"
+            "set ylabel 'case number'\n"
+            "set arrow 1 from 1, graph 0 to 1, graph 1 nohead lw 1.5 lc rgb colour_limit\n",
+            lo / 1.02, hi * 1.02, r->n_pcases);
+    if (r->n_pcases <= 40)
+        fprintf(f.gp, "set ytics 1\n");
+    int h = 140 + 16 * r->n_pcases;
+    snprintf(c->note, sizeof c->note,
+             "each case's interval is at the verdict's family level; the band is the weighted "
+             "geometric mean's interval");
+    return close_chart(&f, c, 760, h > 2400 ? 2400 : h, p.s, err);
+}
+
+/* ---- trend: one chart per case ----------------------------------------------------- */
+
+static int trend_chart(rp_report *r, int index, ppb_err *err)
+{
+    rp_trend_case *t = &r->trend[index];
+    char name[64], title[256];
+    snprintf(name, sizeof name, "trend-%d", index + 1);
+    snprintf(title, sizeof title, "#%d %s", index + 1,
+             t->analysed ? ppb_trend_status_name(t->trend.status) : "not analysed");
+    rp_chart *c = add_chart(r, name, title, err);
+    if (!c)
+        return PPB_ENOMEM;
+    t->chart = r->n_charts - 1;
+    chart_files f;
+    int rc = open_chart(r, c, &f, err);
+    if (rc)
+        return rc;
+    fprintf(f.dat, "# every run: run_id median_ms\n");
+    for (int j = 0; j < t->n_points; j++)
+        fprintf(f.dat, "%lld %.9g\n", (long long)t->points[j].run_id, t->points[j].median_ms);
+    fprintf(f.dat, "\n\n# alert: run_id median_ms (the step from its first run, or the outlier)\n");
+    int first_alert = -1;
+    if (t->analysed) {
+        if ((t->trend.status == PPB_TREND_REGRESSION || t->trend.status == PPB_TREND_IMPROVEMENT) &&
+            t->trend.step_index >= 0)
+            first_alert = t->trend.step_index;
+        else if (t->trend.status == PPB_TREND_OUTLIER)
+            first_alert = t->n_points - 1;
+    }
+    if (first_alert >= 0)
+        for (int j = first_alert; j < t->n_points; j++)
+            fprintf(f.dat, "%lld %.9g\n", (long long)t->points[j].run_id, t->points[j].median_ms);
+    else
+        fprintf(f.dat, "NaN NaN\n");
+
+    fprintf(f.gp, "set xlabel 'run'\nset ylabel 'median time (ms)'\nset format x '%%.0f'\n"
+                  "set offsets graph 0.03, graph 0.03, graph 0.1, graph 0.1\n"
+                  "set key inside left top horizontal\n");
+    if (t->n_points == 1)
+        fprintf(f.gp, "set xrange [%lld:%lld]\n", (long long)t->points[0].run_id - 1,
+                (long long)t->points[0].run_id + 1);
+    if (t->analysed && isfinite(t->trend.reference) && t->trend.reference > 0 && t->n_points > 0) {
+        double ref = t->trend.reference;
+        long long x0 = t->points[0].run_id, x1 = t->points[t->n_points - 1].run_id;
+        fprintf(f.gp,
+                "set arrow 1 from %lld, %.9g to %lld, %.9g nohead dt 2 lc rgb colour_limit\n"
+                "set arrow 2 from %lld, %.9g to %lld, %.9g nohead dt 3 lc rgb colour_limit\n"
+                "set arrow 3 from %lld, %.9g to %lld, %.9g nohead dt 3 lc rgb colour_limit\n",
+                x0, ref, x1, ref, x0, ref * (1 + r->trend_opt.min_change), x1,
+                ref * (1 + r->trend_opt.min_change), x0, ref * (1 - r->trend_opt.min_change), x1,
+                ref * (1 - r->trend_opt.min_change));
+    }
+    if (first_alert >= 0 && t->trend.status != PPB_TREND_OUTLIER)
+        fprintf(f.gp, "set arrow 4 from %lld, graph 0 to %lld, graph 1 nohead lc rgb colour_alert\n",
+                (long long)t->points[first_alert].run_id, (long long)t->points[first_alert].run_id);
+    char plot[600];
+    snprintf(plot, sizeof plot,
+             "plot '%s.dat' index 0 using 1:2 with linespoints lt 1 title 'median', \\\n"
+             "     '' index 1 using 1:2 with points pt 9 ps 1.6 lc rgb colour_alert title 'alert'",
+             name);
+    snprintf(c->note, sizeof c->note,
+             "dashed: the reference median; dotted: +-%.0f%%; red: %s",
+             r->trend_opt.min_change * 100,
+             first_alert < 0 ? "no alert"
+             : t->trend.status == PPB_TREND_OUTLIER
+                 ? "the latest run, an outlier"
+                 : "the step, from its first run");
+    return close_chart(&f, c, 640, 240, plot, err);
+}
+
+/* ---- running gnuplot ------------------------------------------------------------- */
+
+/* Old outputs in the chart folder would be shown as if they were this report's. */
+static void clear_chart_dir(const char *dir)
+{
+    static const char *const ours[] = {".svg", ".png", ".gp", ".dat", ".log", NULL};
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        for (int i = 0; ours[i]; i++) {
+            size_t k = strlen(ours[i]);
+            if (n > k && strcmp(e->d_name + n - k, ours[i]) == 0) {
+                char p[4600];
+                snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+                unlink(p);
+                break;
+            }
+        }
+    }
+    closedir(d);
+}
+
+static int write_style(const rp_report *r, ppb_err *err)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/style.gp", r->charts_dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return ppb_fail(err, PPB_EIO, "%s: %s", path, strerror(errno));
+    int bad = fputs(ppb_report_gnuplot_style, f) < 0;
+    bad |= fclose(f) != 0;
+    return bad ? ppb_fail(err, PPB_EIO, "writing %s failed", path) : PPB_OK;
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
+static void render(rp_report *r)
+{
+    if (r->n_charts == 0)
+        return;
+    if (!r->gp.available) {
+        for (int i = 0; i < r->n_charts; i++)
+            snprintf(r->charts[i].error, sizeof r->charts[i].error, "%s", r->gp.why);
+        return;
+    }
+    char(*scripts)[112] = calloc((size_t)r->n_charts, sizeof *scripts);
+    const char **argv = calloc((size_t)r->n_charts, sizeof *argv);
+    if (!scripts || !argv) {
+        for (int i = 0; i < r->n_charts; i++)
+            snprintf(r->charts[i].error, sizeof r->charts[i].error, "out of memory");
+        free(scripts);
+        free(argv);
+        return;
+    }
+    for (int i = 0; i < r->n_charts; i++) {
+        snprintf(scripts[i], sizeof scripts[i], "%s.gp", r->charts[i].name);
+        argv[i] = scripts[i];
+    }
+    /* One gnuplot for all charts (a start costs more than a chart); if it
+     * stops on an error, each chart without output runs alone for its message. */
+    ppb_err batch = {{0}};
+    int timeout = 60 + 2 * r->n_charts;
+    int rc = ppb_gnuplot_run(&r->gp, r->charts_dir, argv, r->n_charts, "gnuplot.log",
+                             timeout > 600 ? 600 : timeout, &batch);
+    for (int i = 0; i < r->n_charts; i++) {
+        rp_chart *c = &r->charts[i];
+        char svg[4400];
+        snprintf(svg, sizeof svg, "%s/%s.svg", r->charts_dir, c->name);
+        if (rc && !file_exists(svg)) {
+            ppb_err one = {{0}};
+            char log[128];
+            snprintf(log, sizeof log, "%s.log", c->name);
+            if (ppb_gnuplot_run(&r->gp, r->charts_dir, &argv[i], 1, log, 60, &one))
+                snprintf(c->error, sizeof c->error, "%s", one.msg);
+        }
+        if (!file_exists(svg)) {
+            if (!c->error[0])
+                snprintf(c->error, sizeof c->error, "gnuplot wrote no %s.svg%s%s", c->name,
+                         rc ? ": " : "", rc ? batch.msg : "");
+            continue;
+        }
+        ppb_err e = {{0}};
+        if (ppb_svg_inline_file(svg, c->name, &c->svg, &e))
+            snprintf(c->error, sizeof c->error, "%s", e.msg);
+    }
+    free(scripts);
+    free(argv);
+}
+
+int rp_charts_make(rp_report *r, ppb_err *err)
+{
+    clear_chart_dir(r->charts_dir);
+    int rc = write_style(r, err);
+    if (rc)
+        return rc;
+    if (r->kind == PPB_REPORT_TREND) {
+        int made = 0;
+        for (int i = 0; i < r->n_trend && made < RP_MAX_TREND_CHARTS && !rc; i++) {
+            if (r->trend[i].n_points == 0)
+                continue;
+            rc = trend_chart(r, i, err);
+            made++;
+        }
+    } else {
+        if (r->kind == PPB_REPORT_PROPOSAL)
+            rc = proposal_chart(r, err);
+        unsigned kernels = rp_kernels(r);
+        for (int k = 0; k < 2 && !rc; k++) {
+            if (!(kernels & (1u << k)))
+                continue;
+            rc = length_charts(r, k, err);
+            if (!rc)
+                rc = heatmap_chart(r, k, err);
+            if (!rc)
+                rc = roofline_chart(r, k, err);
+        }
+        if (!rc)
+            rc = correctness_chart(r, err);
+    }
+    if (rc)
+        return rc;
+    render(r);
+    return PPB_OK;
+}
