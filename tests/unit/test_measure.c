@@ -1,0 +1,116 @@
+/* The sampling loop against a scripted fake backend: warm-up, batching of
+ * short launches, the noise-based stop, and NOISY when the budget runs out. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <string.h>
+
+#include "measure.h"
+
+typedef struct fake {
+    double per_launch_ms;   /* what one launch takes */
+    double jitter;          /* relative, alternating +- */
+    int calls, last_launches;
+} fake;
+
+static fake the_fake;
+
+static int fake_time_sample(ppb_backend *b, int launches, int cold, double *ms, ppb_err *err)
+{
+    (void)b, (void)cold, (void)err;
+    the_fake.calls++;
+    the_fake.last_launches = launches;
+    double sign = (the_fake.calls % 2) ? 1 : -1;
+    *ms = the_fake.per_launch_ms * (1 + sign * the_fake.jitter * (the_fake.calls % 7) / 7.0);
+    return PPB_OK;
+}
+
+static const ppb_backend_ops fake_ops = {.name = "fake", .time_sample = fake_time_sample};
+
+static ppb_measure_settings settings(void)
+{
+    ppb_measure_settings m;
+    memset(&m, 0, sizeof m);
+    m.warmup_ms = 0;
+    m.min_samples = 10;
+    m.max_samples = 200;
+    m.min_time_ms = 0;
+    m.budget_ms = 1e9;
+    m.target_noise = 0.01;
+    return m;
+}
+
+static void test_quiet_case_stops_at_min_samples(void **state)
+{
+    (void)state;
+    the_fake = (fake){.per_launch_ms = 1.0, .jitter = 0};
+    ppb_measure_settings m = settings();
+    ppb_result r;
+    ppb_result_init(&r);
+    ppb_err err;
+    assert_int_equal(ppb_measure_case(&fake_ops, NULL, &m, NULL, &r, &err), PPB_OK);
+    assert_int_equal(r.n_samples, 10);
+    assert_int_equal(r.status, PPB_STATUS_OK);
+    assert_int_equal(r.batch_launches, 1);
+    ppb_result_summarise(&r, 2e9, 1e9);
+    assert_true(fabs(r.median_ms - 1.0) < 1e-12);
+    assert_true(fabs(r.tflops - 2e9 / 1e-3 * 1e-12) < 1e-9);
+    ppb_result_free(&r);
+}
+
+static void test_short_launches_are_batched(void **state)
+{
+    (void)state;
+    the_fake = (fake){.per_launch_ms = 0.002, .jitter = 0};
+    ppb_measure_settings m = settings();
+    ppb_result r;
+    ppb_result_init(&r);
+    ppb_err err;
+    assert_int_equal(ppb_measure_case(&fake_ops, NULL, &m, NULL, &r, &err), PPB_OK);
+    /* 20 us / 2 us = 10 launches per sample */
+    assert_int_equal(r.batch_launches, 10);
+    assert_int_equal(the_fake.last_launches, 10);
+    ppb_result_free(&r);
+}
+
+static void test_noisy_case_runs_to_max_and_is_marked(void **state)
+{
+    (void)state;
+    the_fake = (fake){.per_launch_ms = 1.0, .jitter = 0.5};
+    ppb_measure_settings m = settings();
+    m.max_samples = 37;
+    ppb_result r;
+    ppb_result_init(&r);
+    ppb_err err;
+    assert_int_equal(ppb_measure_case(&fake_ops, NULL, &m, NULL, &r, &err), PPB_OK);
+    assert_int_equal(r.n_samples, 37);
+    assert_int_equal(r.status, PPB_STATUS_NOISY);
+    ppb_result_free(&r);
+}
+
+static void test_stop_flag_interrupts(void **state)
+{
+    (void)state;
+    the_fake = (fake){.per_launch_ms = 1.0, .jitter = 0.5};
+    ppb_measure_settings m = settings();
+    volatile sig_atomic_t stop = 1;
+    ppb_result r;
+    ppb_result_init(&r);
+    ppb_err err;
+    assert_int_equal(ppb_measure_case(&fake_ops, NULL, &m, &stop, &r, &err), PPB_EINTR);
+    ppb_result_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_quiet_case_stops_at_min_samples),
+        cmocka_unit_test(test_short_launches_are_batched),
+        cmocka_unit_test(test_noisy_case_runs_to_max_and_is_marked),
+        cmocka_unit_test(test_stop_flag_interrupts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
