@@ -15,7 +15,9 @@
 #   suites     ppbench run of the GPU suites (tests/gpu/suites: both code paths, 100K contexts)
 #              with the float64 reference check
 #   sanitizer  compute-sanitizer memcheck and racecheck on small matrices
-#   bench      ppbench run suites/prefill.yaml and suites/decode.yaml
+#   bench      ppbench run suites/prefill.yaml and suites/decode.yaml (PPB_BENCH_FILTER_<SUITE> narrows them)
+#   proposals  ppbench propose for each of suites/proposals/seed-*.yaml (PPB_PROPOSALS: a subset)
+#   calibrate  ppbench calibrate on a few prefill and decode cases (A/A, known effects, repeatability)
 # Every step runs under `timeout`; the default limits add up to about 9 minutes
 # with a warm kernel cache (PPB_KERNEL_CACHE, default OUT_DIR/kernel-cache).
 # Limits: PPB_GPU_TIMEOUT_<STEP>=seconds. Exit: 0 when every step passed.
@@ -116,7 +118,7 @@ backend_test=$build/kernels/test_cuda_backend
 # ppbench compiles a kernel the first time a case needs it, one at a time; this fills
 # the same cache (same sources, options, architecture) with every instantiation the
 # suites below use, in parallel.
-if want suites || want bench || want precompile; then
+if want suites || want bench || want sanitizer || want precompile; then
   cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
   pre=()
   want suites && pre+=(--suites-dir "$root/tests/gpu/suites")
@@ -188,10 +190,34 @@ fi
 # ---- benchmarks ---------------------------------------------------------------------------
 if want bench; then
   for s in prefill decode; do
+    fvar="PPB_BENCH_FILTER_${s^^}"
+    filter=()
+    [ -n "${!fvar:-}" ] && filter=(--filter "${!fvar}")
     run "bench_$s" "$(limit bench 600)" "$ppbench" run "$root/suites/$s.yaml" --backend cuda --db "$db" \
-      --label gpu-bench --no-progress
+      --label gpu-bench --no-progress "${filter[@]}"
   done
   [ -x "$ppbench" ] && "$ppbench" list --db "$db" >"$out/runs.txt" 2>&1
+fi
+
+# ---- the seed's proposals ------------------------------------------------------------------
+if want proposals; then
+  for p in ${PPB_PROPOSALS:-$root/suites/proposals/seed-*.yaml}; do
+    name=propose_$(basename "$p" .yaml)
+    # REJECT (10) and INCONCLUSIVE (11) are answers, not failures.
+    before=$failed
+    run "$name" "$(limit proposals 300)" "$ppbench" propose "$p" --backend cuda --db "$db" --label gpu-bench
+    case $? in 10|11) failed=$before ;; esac
+  done
+fi
+
+# ---- calibration ------------------------------------------------------------------------
+if want calibrate; then
+  run calibrate_prefill "$(limit calibrate 300)" "$ppbench" calibrate "$root/suites/prefill.yaml" --backend cuda \
+    --db "$out/calibrate.db" --filter "${PPB_CALIBRATE_FILTER_PREFILL:-query_len=512,num_heads=32,dtype=bf16,head_dim=128}" \
+    --effects 0.01,0.02,0.05
+  run calibrate_decode "$(limit calibrate 300)" "$ppbench" calibrate "$root/suites/decode.yaml" --backend cuda \
+    --db "$out/calibrate.db" --filter "${PPB_CALIBRATE_FILTER_DECODE:-version=2,partition_size=512,dtype=bf16}" \
+    --effects 0.01,0.02,0.05
 fi
 
 echo "---- summary ($(( $(date +%s) - t_all )) s; logs and $db in $out)" >>"$summary"
