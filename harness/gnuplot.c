@@ -420,7 +420,8 @@ int ppb_svg_inline(const char *svg, const char *id_prefix, char **out, ppb_err *
         memmove(title, title + 22, strlen(title + 22) + 1);
 
     strbuf b = {0};
-    sb_add(&b, "<svg class=\"chart-svg\" role=\"img\"", 34);
+    static const char open_tag[] = "<svg class=\"chart-svg\" role=\"img\"";
+    sb_add(&b, open_tag, sizeof open_tag - 1);
     rewrite_ids(body + 4, id_prefix, &b);
     free(body);
     if (b.oom) {

@@ -87,23 +87,33 @@ static void emit_file(void *ctx, const char *s, size_t n)
 
 typedef struct buf_sink {
     char *buf;
-    size_t len, used;
+    size_t len, used, kept;
+    int full;
 } buf_sink;
 
+/* Entities and multi-byte characters are never cut: a truncated escape ends
+ * before the piece that does not fit (plain ASCII runs may be cut anywhere). */
 static void emit_buf(void *ctx, const char *s, size_t n)
 {
     buf_sink *b = ctx;
-    if (b->len && b->used < b->len - 1) {
-        size_t room = b->len - 1 - b->used, k = n < room ? n : room;
-        memcpy(b->buf + b->used, s, k);
-        b->buf[b->used + k] = '\0';
-    }
     b->used += n;
+    if (b->full || !b->len)
+        return;
+    size_t room = b->len - 1 - b->kept, k = n;
+    if (n > room) {
+        b->full = 1;
+        if (s[0] == '&' || (unsigned char)s[0] >= 0x80)
+            return;
+        k = room;
+    }
+    memcpy(b->buf + b->kept, s, k);
+    b->kept += k;
+    b->buf[b->kept] = '\0';
 }
 
 size_t ppb_html_escape(const char *text, char *buf, size_t len)
 {
-    buf_sink b = {buf, len, 0};
+    buf_sink b = {buf, len, 0, 0, 0};
     if (len)
         buf[0] = '\0';
     if (text)
@@ -122,8 +132,11 @@ void ppb_html_slug(const char *text, char *buf, size_t len)
         if (c >= 'A' && c <= 'Z')
             c = (char)(c - 'A' + 'a');
         if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
-            if (dash && o > 0 && o + 2 < len)
+            if (dash && o > 0) {
+                if (o + 2 >= len)
+                    break;   /* no room for "-c": stop rather than join words */
                 buf[o++] = '-';
+            }
             buf[o++] = c;
             dash = 0;
         } else {

@@ -19,9 +19,12 @@ static const command commands[] = {
     {"show", cmd_show, "show a run's environment and results"},
     {"export", cmd_export, "export a run as CSV or JSON"},
     {"dump", cmd_dump, "write one case's inputs, output and reference rows as .npy files"},
+    {"report", cmd_report, "write an HTML report (charts by gnuplot) of a run, a proposal or a trend"},
     {"propose", cmd_propose, "judge a tuning proposal: baseline vs candidate, ACCEPT/REJECT/INCONCLUSIVE"},
     {"compare", cmd_compare, "compare two stored runs case by case"},
     {"trend", cmd_trend, "each case's latest result against its own nightly history"},
+    {"push", cmd_push, "upload a run to a Pushgateway, InfluxDB or a JSON webhook (queued on failure)"},
+    {"merge", cmd_merge, "merge results databases (hosts, shards) into one"},
     {"calibrate", cmd_calibrate, "measure ppbench's own false alarms, detectable effect, repeatability"},
 };
 

@@ -360,7 +360,11 @@ int ppb_merge_into(ppb_store *dst, const char *src_path, ppb_merge_stats *stats,
             sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         ppb_err_prefix(err, "merging %s: ", src_path);
     }
+    /* Detaching the last connection to a WAL source would checkpoint it, a
+     * write to an input; checkpoint-on-close is off around the detach. */
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
     sqlite3_exec(db, "DETACH DATABASE src", NULL, NULL, NULL);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, (int *)NULL);
     if (rc)
         memset(stats, 0, sizeof *stats);
     return rc;

@@ -207,6 +207,14 @@ static const gauge case_gauges[] = {
      offsetof(ppb_result, gbps)},
 };
 
+/* The value of gauge g for a result; NaN when it has none to show: no timing
+ * samples (refused, skipped, error: the store keeps zeros there) or not finite. */
+static double gauge_value(const collected *it, size_t g)
+{
+    double v = *(const double *)((const char *)&it->r + case_gauges[g].offset);
+    return it->r.n_samples > 0 && isfinite(v) ? v : NAN;
+}
+
 static void prom_family(FILE *out, const char *name, const char *help)
 {
     fprintf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
@@ -273,13 +281,14 @@ static void write_prometheus(FILE *out, const ppb_run_info *run, const collectio
         prom_case_labels(out, &col->items[i]);
         fprintf(out, " %d\n", col->items[i].r.n_samples);
     }
-    /* Timings: only finite values (a refused case has none to show). */
+    /* Timings only where there are some (a refused or skipped case stores
+     * zeros, not measurements), and only finite values. */
     for (size_t g = 0; g < sizeof case_gauges / sizeof *case_gauges; g++) {
         prom_family(out, case_gauges[g].name, case_gauges[g].help);
         for (int i = 0; i < col->n; i++) {
             const collected *it = &col->items[i];
-            double v = *(const double *)((const char *)&it->r + case_gauges[g].offset);
-            if (!isfinite(v))
+            double v = gauge_value(it, g);
+            if (isnan(v))
                 continue;
             fputs(case_gauges[g].name, out);
             prom_case_labels(out, it);
@@ -337,8 +346,8 @@ static void write_influx(FILE *out, const ppb_run_info *run, const collection *c
         if (it->r.check.checked)
             fprintf(out, ",check_pass=%s", it->r.check.pass ? "true" : "false");
         for (size_t g = 0; g < sizeof case_gauges / sizeof *case_gauges; g++) {
-            double v = *(const double *)((const char *)&it->r + case_gauges[g].offset);
-            if (!isfinite(v))
+            double v = gauge_value(it, g);
+            if (isnan(v))
                 continue;
             fprintf(out, ",%s=", case_gauges[g].name + strlen("ppbench_case_"));
             write_double(out, v);

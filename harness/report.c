@@ -345,16 +345,7 @@ static int gather(ppb_store *s, rp_report *r, ppb_err *err)
     rc = ppb_store_each_proposal_case(s, req->id, collect_pcase, &pk, err);
     if (rc)
         return rc;
-    if (r->proposal.candidate_run > 0) {
-        rc = load_run(s, r->proposal.candidate_run, &r->run, &r->env, &r->n_env, err);
-        if (rc)
-            return rc;
-        r->have_run = 1;
-        item_sink k = {r, RP_SIDE_CANDIDATE, r->pcases, r->n_pcases, err};
-        rc = ppb_store_each_result(s, r->proposal.candidate_run, collect_item, &k, err);
-        if (rc)
-            return rc;
-    }
+    /* Baseline rows first, then the candidate's: the tables read left to right. */
     if (r->proposal.baseline_run > 0) {
         rc = load_run(s, r->proposal.baseline_run, &r->base_run, &r->base_env, &r->n_base_env,
                       err);
@@ -363,6 +354,16 @@ static int gather(ppb_store *s, rp_report *r, ppb_err *err)
         r->have_base_run = 1;
         item_sink k = {r, RP_SIDE_BASELINE, r->pcases, r->n_pcases, err};
         rc = ppb_store_each_result(s, r->proposal.baseline_run, collect_item, &k, err);
+        if (rc)
+            return rc;
+    }
+    if (r->proposal.candidate_run > 0) {
+        rc = load_run(s, r->proposal.candidate_run, &r->run, &r->env, &r->n_env, err);
+        if (rc)
+            return rc;
+        r->have_run = 1;
+        item_sink k = {r, RP_SIDE_CANDIDATE, r->pcases, r->n_pcases, err};
+        rc = ppb_store_each_result(s, r->proposal.candidate_run, collect_item, &k, err);
     }
     return rc;
 }
@@ -718,7 +719,13 @@ static void decide_trend(rp_report *r)
         n[trend_rank(&r->trend[i])]++;
     char *rs = r->reasons;
     size_t len = sizeof r->reasons;
-    if (n[0]) {
+    if (n[0] + n[1] + n[2] + n[3] == 0) {
+        /* Nothing reached a judgement: saying OK would claim what was not checked. */
+        set_verdict(r, "NO HISTORY", "warn");
+        add_line(rs, len, "NO HISTORY: none of %d cases has enough runs to judge (at least %d "
+                          "with a time)",
+                 r->n_trend, r->trend_opt.min_history);
+    } else if (n[0]) {
         set_verdict(r, "REGRESSION", "bad");
         add_line(rs, len, "REGRESSION: %d of %d cases slowed down in a sustained step", n[0],
                  r->n_trend);
@@ -736,8 +743,7 @@ static void decide_trend(rp_report *r)
         const rp_trend_case *t = &r->trend[i];
         if (trend_rank(t) > 2)
             break;
-        add_line(rs, len, "%s %s: %s", ppb_trend_status_name(t->trend.status), t->key,
-                 t->trend.reason);
+        add_line(rs, len, "%s: %s", t->key, t->trend.reason);   /* the reason names the status */
         shown++;
     }
     if (n[2])
@@ -757,6 +763,7 @@ static void decide_trend(rp_report *r)
 
 static void worst_run(const rp_report *r, ppb_report_outcome *out)
 {
+    snprintf(out->worst_title, sizeof out->worst_title, "failed cases, then the largest errors");
     /* Failed cases first, then the largest error against atol. */
     int *used = calloc((size_t)r->n_items + 1, sizeof *used);
     if (!used)
@@ -769,6 +776,9 @@ static void worst_run(const rp_report *r, ppb_report_outcome *out)
         snprintf(out->worst[out->n_worst++], sizeof out->worst[0], "%-7s #%d %s: %s",
                  ppb_status_name(it->r.status), it->number, it->c.key, it->r.reason);
     }
+    if (out->n_worst == 0)
+        snprintf(out->worst_title, sizeof out->worst_title,
+                 "no case failed; the largest errors against atol");
     while (out->n_worst < PPB_REPORT_MAX_WORST) {
         int best = -1;
         for (int i = 0; i < r->n_items; i++) {
@@ -798,6 +808,8 @@ static double pcase_badness(const ppb_proposal_case *c)
 
 static void worst_proposal(const rp_report *r, ppb_report_outcome *out)
 {
+    snprintf(out->worst_title, sizeof out->worst_title,
+             "cases not compared, then the slowest candidate/baseline ratios");
     int *used = calloc((size_t)r->n_pcases + 1, sizeof *used);
     if (!used)
         return;
@@ -824,6 +836,7 @@ static void worst_proposal(const rp_report *r, ppb_report_outcome *out)
 
 static void worst_trend(const rp_report *r, ppb_report_outcome *out)
 {
+    snprintf(out->worst_title, sizeof out->worst_title, "alerts and outliers, largest first");
     for (int i = 0; i < r->n_trend && out->n_worst < PPB_REPORT_MAX_WORST; i++) {
         const rp_trend_case *t = &r->trend[i];
         if (trend_rank(t) > 2)

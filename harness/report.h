@@ -39,12 +39,14 @@ typedef struct ppb_report_outcome {
     char html_path[4200];
     char charts_dir[4200];
     char verdict[32];          /* run: PASS / FAIL / INCOMPLETE; proposal: ACCEPT / REJECT /
-                                  INCONCLUSIVE; trend: OK / REGRESSION / IMPROVEMENT */
+                                  INCONCLUSIVE; trend: OK / REGRESSION / IMPROVEMENT
+                                  / NO HISTORY */
     char headline[512];        /* the verdict's first reason */
     int n_cases;
     int n_charts, n_charts_failed;
     int gnuplot_available;
     char gnuplot_note[512];    /* version, or why there are no charts */
+    char worst_title[96];      /* what the worst list holds */
     int n_worst;
     char worst[PPB_REPORT_MAX_WORST][600];
 } ppb_report_outcome;

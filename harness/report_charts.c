@@ -70,7 +70,8 @@ static int open_chart(const rp_report *r, const rp_chart *c, chart_files *f, ppb
             "# Data: %s.dat; shared style: style.gp. Re-render in this folder: gnuplot -d %s.gp\n"
             "reset\n"
             "load 'style.gp'\n"
-            "set title %s\n",
+            "# The page's caption names the SVG; the PNG, seen alone, carries the title.\n"
+            "chart_title = %s\n",
             c->name, c->name, c->name, title);
     return PPB_OK;
 }
@@ -82,9 +83,11 @@ static int close_chart(chart_files *f, const rp_chart *c, int w, int h, const ch
     fprintf(f->gp,
             "eval svg_term(%d, %d)\n"
             "set output '%s.svg'\n"
+            "unset title\n"
             "%s\n"
             "eval png_term(%d, %d)\n"
             "set output '%s.png'\n"
+            "set title chart_title\n"
             "replot\n"
             "unset output\n",
             w, h, c->name, plot, w, h, c->name);
@@ -401,7 +404,7 @@ static int heatmap_chart(rp_report *r, int kernel, ppb_err *err)
                   "set yrange [%d.5:-0.5]\n"
                   "unset grid\n"
                   "set cbrange [1:2]\n"
-                  "set cblabel 'median / best median of the shape (2 = twice as slow or more)'\n"
+                  "set cblabel 'median / best of the shape'\n"
                   "set border 15\n"
                   "set tics scale 0\n"
                   "unset key\n",
@@ -410,12 +413,19 @@ static int heatmap_chart(rp_report *r, int kernel, ppb_err *err)
     snprintf(plot, sizeof plot,
              "plot '%s.dat' index 0 using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 "
              "noborder lc palette, \\\n"
-             "     '' index 0 using 1:2:(sprintf('%%.2f', $3)) with labels font 'sans,9', \\\n"
-             "     '' index 1 using 1:2:3 with labels font 'sans,9' textcolor rgb '#777777'",
-             name);
-    int w = 260 + 110 * cols.n, h = 150 + 26 * nrows;
-    if (w > 1600)
-        w = 1600;
+             "     '' index 0 using 1:2:(sprintf('%%.2f', $3)) with labels font 'sans,9'%s",
+             name,
+             untimed ? ", \\\n     '' index 1 using 1:2:3 with labels font 'sans,9' textcolor "
+                       "rgb '#777777'"
+                     : "");
+    /* Room for the row labels (about 7 px a character at the chart font), the
+     * columns and the colour box with its label. */
+    size_t longest = 0;
+    for (int y = 0; y < nrows; y++)
+        longest = strlen(rows.v[y]) > longest ? strlen(rows.v[y]) : longest;
+    int w = 7 * (int)longest + 120 * cols.n + 260, h = 170 + 26 * nrows;
+    if (w > 2000)
+        w = 2000;
     snprintf(c->note, sizeof c->note,
              "1.00 = the fastest config of that shape; a cell without a time shows its status%s",
              nrows < rows.n ? " (the first 80 shapes; the table has all)" : "");
@@ -547,7 +557,8 @@ static int correctness_chart(rp_report *r, ppb_err *err)
     int rc = open_chart(r, c, &f, err);
     if (rc)
         return rc;
-    int zeros = 0;
+    int zeros = 0, in_block[2] = {0, 0};
+    double top = 1;
     for (int pass = 1; pass >= 0; pass--) {
         fprintf(f.dat, "%s# %s: case_number max_abs_err/atol\n", pass ? "" : "\n\n",
                 pass ? "pass" : "fail");
@@ -564,30 +575,37 @@ static int correctness_chart(rp_report *r, ppb_err *err)
                 zeros++;
             }
             fprintf(f.dat, "%d %.9g\n", it->number, ratio);
+            top = ratio > top ? ratio : top;
             any = 1;
         }
         if (!any)
             fprintf(f.dat, "NaN NaN\n");
+        in_block[pass] = any;
     }
+    /* The atol line stays in view however far below it the errors are. */
     fprintf(f.gp,
             "set logscale y\n"
             "set xlabel 'case number (the tables use the same numbers)'\n"
             "set ylabel 'max abs error / atol'\n"
             "set xrange [0:%d]\n"
+            "set yrange [%.6g:%.6g]\n"
             "set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 1.5 lc rgb colour_fail\n"
             "set label 1 'atol' at graph 1, first 1 offset 0.5, 0 textcolor rgb colour_fail\n",
-            r->n_items + 1);
-    char plot[512];
-    snprintf(plot, sizeof plot,
-             "plot '%s.dat' index 0 using 1:2 with points pt 7 lc rgb colour_pass title 'pass', "
-             "\\\n     '' index 1 using 1:2 with points pt 5 ps 1.0 lc rgb colour_fail title "
-             "'fail'",
-             c->name);
+            r->n_items + 1, floor_ratio / 2, top * 3);
+    plot_cmd p = {{0}, 0};
+    plot_add(&p, "plot ");
+    if (in_block[1])
+        plot_add(&p, "'%s.dat' index 0 using 1:2 with points pt 7 lc rgb colour_pass title 'pass'",
+                 c->name);
+    if (in_block[0])
+        plot_add(&p, "%s'%s.dat' index 1 using 1:2 with points pt 5 ps 1.0 lc rgb colour_fail "
+                     "title 'fail'",
+                 in_block[1] ? ", \\\n     " : "", c->name);
     snprintf(c->note, sizeof c->note,
              "each element must be within atol + rtol x |reference|, so a case can pass above "
              "the atol line; its pass/fail is the check's own%s",
              zeros ? "; an error of exactly 0 is drawn at the bottom of the axis" : "");
-    return close_chart(&f, c, 760, 320, plot, err);
+    return close_chart(&f, c, 760, 320, p.s, err);
 }
 
 /* ---- proposal: ratios with intervals ------------------------------------------------ */

@@ -43,8 +43,9 @@ namespace ppb_pa {
 
 constexpr int kWarp = PPB_WARP_SIZE;
 
-/* Unroll of the SIMT QK loop over 16-byte K chunks (a tuning knob, not part of the
- * template signature: docs/KERNELS-IMPL.md has the measurements behind the default). */
+/* Unroll of the v2 SIMT QK loop over 16-byte K chunks (a tuning knob, not part of the
+ * template signature: docs/KERNELS-IMPL.md has the measurements behind the default;
+ * v1 is always fully unrolled). */
 #ifndef PPB_PA_SIMT_QK_UNROLL
 #define PPB_PA_SIMT_QK_UNROLL 2
 #endif
@@ -205,9 +206,11 @@ __device__ __forceinline__ void qk_simt(const work &w, float *logits, int lps, c
 #pragma unroll
         for (int j = 0; j < G::TT; j++)
             cur[j] = ok[j] ? ldg16(kp[j] + (long long)sub * PAGE * 16) : zero16();
-        /* Not fully unrolled: 16+ chunk steps x HPC x TT FMAs made the loop larger than the
-         * instruction cache (ncu: 40% of stall cycles waiting on instruction fetch). */
-#pragma unroll(kSimtQkUnroll)
+        /* v2: not fully unrolled. 16 chunk steps x HPC x TT FMAs made the loop larger than
+         * the instruction cache while 4 CTAs per SM sit in different phases (ncu: 40% of
+         * stall cycles on instruction fetch; unroll 2: 2.72 -> 3.11 TB/s). v1 (one CTA per
+         * SM, few warps) is faster fully unrolled (10.5 ms vs 15.2 ms at unroll 2). */
+#pragma unroll(PART == 0 ? NCI : kSimtQkUnroll)
         for (int ci = 0; ci < NCI; ci++) {
             const int c = ci * G::TG + sub;
             uint4 nxt[G::TT];

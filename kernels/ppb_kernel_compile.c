@@ -137,7 +137,8 @@ static void usage(FILE *out)
             "  --budget S     past S seconds (estimated) compile only a representative subset\n"
             "  --all          compile everything whatever the time\n"
             "  --cache DIR    use (and fill) this kernel cache; default: none, always compile\n"
-            "  --print        print the instantiations per architecture and stop\n",
+            "  --print        print the instantiations and stop (with one --arch: plain spec\n"
+            "                 lines, e.g. for -DPPB_AOT_CONFIGS=FILE)\n",
             PPB_MMA_MIN_CC / 10, PPB_MMA_MIN_CC % 10);
 }
 
@@ -239,7 +240,7 @@ int main(int argc, char **argv)
             goto end;
         }
         if (skipped)
-            printf("sm_%d: %ld case(s) or line(s) instantiate nothing: refused by the kernel plans, or path=mma "
+            fprintf(print_only ? stderr : stdout, "sm_%d: %ld case(s) or line(s) instantiate nothing: refused by the kernel plans, or path=mma "
                    "below sm_%d\n",
                    archs[a], skipped, PPB_MMA_MIN_CC);
         item *grown = realloc(items, (size_t)(n_items + list.n) * sizeof *items);
@@ -261,10 +262,14 @@ int main(int argc, char **argv)
     }
 
     if (print_only) {
+        /* One architecture: plain spec lines, ready for PPB_AOT_CONFIGS. */
         for (int i = 0; i < n_items; i++) {
             char text[PPB_KERNEL_SPEC_TEXT_MAX];
             ppb_kernel_spec_format(&items[i].spec, text, sizeof text);
-            printf("sm_%d %s\n", archs[items[i].arch_index], text);
+            if (n_archs == 1)
+                printf("%s\n", text);
+            else
+                printf("sm_%d %s\n", archs[items[i].arch_index], text);
         }
         goto end;
     }

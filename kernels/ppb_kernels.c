@@ -40,6 +40,7 @@ struct ppb_kernels {
     int n_sources;
     int sources_owned;
     char sources_hash[17];
+    char source_dir[4096];
     ppb_kernel **loaded;
     int n_loaded, cap_loaded;
     pthread_mutex_t lock;      /* statistics (compile may run on several threads) */
@@ -82,6 +83,8 @@ static int cuda_fail(ppb_err *err, cudaError_t e, const char *what)
 }
 
 /* ------------------------------------------------------------- sources -- */
+
+#ifdef PPB_HAVE_NVRTC
 
 static int has_suffix(const char *s, const char *suffix)
 {
@@ -198,6 +201,7 @@ static void hash_sources(ppb_kernels *k)
     }
     ppb_fnv1a64_hex(h, k->sources_hash);
 }
+#endif /* PPB_HAVE_NVRTC */
 
 /* ---------------------------------------------------------------- open -- */
 
@@ -317,6 +321,7 @@ int ppb_kernels_open(ppb_kernels **out, const ppb_kernels_options *opt, ppb_err 
             dir = getenv("PPB_KERNEL_SOURCE_DIR");
         if (dir && *dir) {
             k->sources_owned = 1;
+            snprintf(k->source_dir, sizeof k->source_dir, "%s", dir);
             rc = read_source_dir(k, dir, err);
             if (rc)
                 goto fail;
@@ -386,6 +391,7 @@ void ppb_kernels_get_info(const ppb_kernels *k, ppb_kernels_info *info)
     info->smem_optin_limit = k->smem_limit;
     snprintf(info->cache_dir, sizeof info->cache_dir, "%s", k->cache_ok ? k->cache_dir : "");
     memcpy(info->sources_hash, k->sources_hash, sizeof info->sources_hash);
+    memcpy(info->source_dir, k->source_dir, sizeof info->source_dir);
     pthread_mutex_lock((pthread_mutex_t *)&k->lock);
     info->cache_hits = k->hits;
     info->cache_misses = k->misses;
@@ -453,7 +459,7 @@ int ppb_kernels_compile(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel_
         return rc;
     if (k->mechanism != PPB_KMECH_NVRTC)
         return ppb_fail(err, PPB_EREFUSED, "compiling needs NVRTC (this runtime is ahead of time)");
-    ppb_kernel_cache_entry e;
+    ppb_kernel_cache_entry e = {0};
     rc = nvrtc_build_for(k, spec, &e, info, err);
     free(e.image);
     return rc;

@@ -67,6 +67,7 @@ typedef struct ppb_kernels_info {
     long smem_optin_limit;     /* bytes of dynamic shared memory a launch may opt in to */
     char cache_dir[4096];
     char sources_hash[17];     /* FNV-1a 64 of the kernel sources compiled from */
+    char source_dir[4096];     /* "" = the sources embedded at build time */
     int cache_hits, cache_misses;
     double compile_seconds;    /* spent in NVRTC by this runtime */
 } ppb_kernels_info;

@@ -29,9 +29,9 @@
 namespace ppb_prefill {
 
 /* C++11-style constexpr helpers (the CoreX clang may default to an older standard). */
-constexpr int cmax(int a, int b) { return a > b ? a : b; }
-constexpr int cmin(int a, int b) { return a < b ? a : b; }
-constexpr int pow2_floor_sqrt(int x, int p = 1) { return (p * 2) * (p * 2) <= x ? pow2_floor_sqrt(x, p * 2) : p; }
+__host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }
+__host__ __device__ constexpr int cmin(int a, int b) { return a < b ? a : b; }
+__host__ __device__ constexpr int pow2_floor_sqrt(int x, int p = 1) { return (p * 2) * (p * 2) <= x ? pow2_floor_sqrt(x, p * 2) : p; }
 
 /* ---- shared-memory layouts (prefill_plan.c computes the same figures; the GPU test
  * checks that they agree for every config) ---------------------------------------- */
@@ -212,44 +212,66 @@ __device__ __forceinline__ float quad_sum(float v)
     return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
-/* K tile (both phases) lands as [BN][KS], token-major. */
+__host__ __device__ constexpr int clog2(int x) { return x <= 1 ? 0 : 1 + clog2(x / 2); }
+
+/* Phase-1 gather plan of one thread. A context tile of BN tokens spans NP = BN / SEG page
+ * segments (SEG = min(page, BN) tokens of one page); THREADS / NP threads copy each
+ * segment, so a thread reads one block-table entry per tile (prefetched a tile ahead,
+ * off the critical path) and its 16-byte chunks walk that page in memory order. */
+struct page_slot {
+    int page_shift, seg_shift, tpp_shift;   /* log2 of page, segment, threads per segment */
+    int seg;                                /* this thread's segment of the tile */
+    int lt;                                 /* this thread's index among the segment's threads */
+};
+
+template <int BN, int THREADS>
+__device__ __forceinline__ page_slot make_page_slot(int page_shift)
+{
+    page_slot ps;
+    ps.page_shift = page_shift;
+    ps.seg_shift = min(page_shift, clog2(BN));
+    ps.tpp_shift = clog2(THREADS) - (clog2(BN) - ps.seg_shift);   /* THREADS >= 32 >= BN / 8 >= NP */
+    ps.seg = (int)threadIdx.x >> ps.tpp_shift;
+    ps.lt = (int)threadIdx.x & ((1 << ps.tpp_shift) - 1);
+    return ps;
+}
+
+/* Physical page of this thread's segment of the context tile at n0 (0 past the context). */
+__device__ __forceinline__ int segment_page(const ppb_prefill_args &a, const cta_geom &g, const page_slot &ps, int n0)
+{
+    const int tok = n0 + (ps.seg << ps.seg_shift);
+    return tok < g.ctx ? __ldg(a.block_table + (size_t)g.seq * a.max_blocks_per_seq + (tok >> ps.page_shift)) : 0;
+}
+
+/* K tile (both phases) lands as [BN][KS], token-major. phys: segment_page of this tile. */
 template <typename T, int D, int BN, int THREADS, int KS>
 __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0,
-                                             T *sK, int page_shift)
+                                             T *sK, const page_slot &ps, int phys)
 {
-    constexpr int CHUNKS = BN * D / 8, DC = D / 8;
-    const int tid = threadIdx.x;
+    constexpr int CHUNKS = BN * D / 8, DC = D / 8, ITER = (CHUNKS + THREADS - 1) / THREADS;
     if (ph1) {
-        /* Cache [blocks][kvh][D/8][page][8]: 16 bytes = 8 dims of one token. Threads walk a
-         * page in memory order (token fastest), SEG tokens of one page at a time. */
-        const int page = 1 << page_shift;
-        const int seg_shift = min(page_shift, __ffs(BN) - 1);
-        const int seg = 1 << seg_shift;
+        /* cache [blocks][kvh][D/8][page][8]: 16 bytes = 8 dims of one token */
         const T *kc = static_cast<const T *>(a.k_cache);
-        const int *table = a.block_table + (size_t)g.seq * a.max_blocks_per_seq;
-#pragma unroll 4
-        for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
-            const int c = tid + i * THREADS;
-            if (CHUNKS % THREADS == 0 || c < CHUNKS) {
-                const int tp = c & (seg - 1);
-                const int dc = (c >> seg_shift) % DC;
-                const int pi = (c >> seg_shift) / DC;
-                const int t = (pi << seg_shift) + tp;
-                const int n = n0 + t;
-                const bool valid = n < g.ctx;
-                const T *src = kc;
-                if (valid) {
-                    const int phys = __ldg(table + (n >> page_shift));
-                    src = kc + ((((size_t)phys * a.num_kv_heads + g.kvh) * DC + dc) << page_shift) * 8 +
-                          (size_t)(n & (page - 1)) * 8;
-                }
-                cp_async16(smem_addr(sK + t * KS + dc * 8), src, valid);
+        const int seg_tok = n0 + (ps.seg << ps.seg_shift);
+        const int cpp = DC << ps.seg_shift;   /* chunks per segment */
+        const T *base = kc + ((((size_t)phys * a.num_kv_heads + g.kvh) * DC) << ps.page_shift) * 8 +
+                        (size_t)(seg_tok & ((1 << ps.page_shift) - 1)) * 8;
+        T *dst0 = sK + (ps.seg << ps.seg_shift) * KS;
+#pragma unroll
+        for (int j = 0; j < ITER; j++) {
+            const int cc = ps.lt + (j << ps.tpp_shift);
+            if (CHUNKS % THREADS == 0 || cc < cpp) {
+                const int tp = cc & ((1 << ps.seg_shift) - 1), dc = cc >> ps.seg_shift;
+                const bool valid = seg_tok + tp < g.ctx;
+                const T *src = valid ? base + ((size_t)dc << ps.page_shift) * 8 + tp * 8 : kc;
+                cp_async16(smem_addr(dst0 + tp * KS + dc * 8), src, valid);
             }
         }
     } else {
         const T *kn = static_cast<const T *>(a.k);
+        const int tid = threadIdx.x;
 #pragma unroll 4
-        for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
+        for (int i = 0; i < ITER; i++) {
             const int c = tid + i * THREADS;
             if (CHUNKS % THREADS == 0 || c < CHUNKS) {
                 const int t = c / DC, dc = c % DC;
@@ -265,41 +287,34 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
 /* V tile: phase 1 as [D][VTS] (the cache's layout, d-major), phase 2 as [BN][VS]. */
 template <typename T, int D, int BN, int THREADS, int VTS, int VS>
 __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0,
-                                             T *sV, int page_shift)
+                                             T *sV, const page_slot &ps, int phys)
 {
-    constexpr int CHUNKS = BN * D / 8;
-    const int tid = threadIdx.x;
+    constexpr int CHUNKS = BN * D / 8, ITER = (CHUNKS + THREADS - 1) / THREADS;
     if (ph1) {
-        /* Cache [blocks][kvh][D][page]: 16 bytes = 8 tokens of one dim. */
-        const int page = 1 << page_shift;
-        const int seg_shift = min(page_shift, __ffs(BN) - 1);
-        const int cps_shift = seg_shift - 3;   /* 16-byte chunks per dim per segment */
+        /* cache [blocks][kvh][D][page]: 16 bytes = 8 tokens of one dim */
         const T *vc = static_cast<const T *>(a.v_cache);
-        const int *table = a.block_table + (size_t)g.seq * a.max_blocks_per_seq;
-#pragma unroll 4
-        for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
-            const int c = tid + i * THREADS;
-            if (CHUNKS % THREADS == 0 || c < CHUNKS) {
-                const int tc = c & ((1 << cps_shift) - 1);
-                const int d = (c >> cps_shift) % D;
-                const int pi = (c >> cps_shift) / D;
-                const int t = (pi << seg_shift) + tc * 8;
-                const int n = n0 + t;
-                const bool valid = n < g.ctx;
-                const T *src = vc;
-                if (valid) {
-                    const int phys = __ldg(table + (n >> page_shift));
-                    src = vc + ((((size_t)phys * a.num_kv_heads + g.kvh) * D + d) << page_shift) +
-                          (n & (page - 1));
-                }
-                cp_async16(smem_addr(sV + d * VTS + t), src, valid);
+        const int seg_tok = n0 + (ps.seg << ps.seg_shift);
+        const int cps_shift = ps.seg_shift - 3;   /* chunks per dim per segment: SEG / 8 */
+        const int cpp = D << cps_shift;
+        const T *base = vc + ((((size_t)phys * a.num_kv_heads + g.kvh) * D) << ps.page_shift) +
+                        (seg_tok & ((1 << ps.page_shift) - 1));
+        T *dst0 = sV + (ps.seg << ps.seg_shift);
+#pragma unroll
+        for (int j = 0; j < ITER; j++) {
+            const int cc = ps.lt + (j << ps.tpp_shift);
+            if (CHUNKS % THREADS == 0 || cc < cpp) {
+                const int tc = cc & ((1 << cps_shift) - 1), d = cc >> cps_shift;
+                const bool valid = seg_tok + tc * 8 < g.ctx;
+                const T *src = valid ? base + ((size_t)d << ps.page_shift) + tc * 8 : vc;
+                cp_async16(smem_addr(dst0 + d * VTS + tc * 8), src, valid);
             }
         }
     } else {
         constexpr int DC = D / 8;
         const T *vn = static_cast<const T *>(a.v);
+        const int tid = threadIdx.x;
 #pragma unroll 4
-        for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
+        for (int i = 0; i < ITER; i++) {
             const int c = tid + i * THREADS;
             if (CHUNKS % THREADS == 0 || c < CHUNKS) {
                 const int t = c / DC, dc = c % DC;
@@ -364,7 +379,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int gq = lane >> 2, tq = lane & 3;
     const int W_ = a.sliding_window;
-    const int page_shift = __ffs(a.page_size) - 1;
+    const page_slot ps = make_page_slot<BN, THREADS>(__ffs(a.page_size) - 1);
     const int ntiles = g.n1 + g.n2;
 
     /* Q tile: row r = packed row m0 + r = token * G + head in group. */
@@ -384,8 +399,10 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
             }
         }
     }
+    /* block-table entries: this thread's page of the current tile (phys) and of the next (phys_next) */
+    int phys = g.n1 > 0 ? segment_page(a, g, ps, g.k1_begin) : 0, phys_next = 0;
     if (ntiles > 0)
-        issue_k_tile<T, D, BN, THREADS, L::KS>(a, g, g.n1 > 0, g.n1 > 0 ? g.k1_begin : g.k2_begin, sK, page_shift);
+        issue_k_tile<T, D, BN, THREADS, L::KS>(a, g, g.n1 > 0, g.n1 > 0 ? g.k1_begin : g.k2_begin, sK, ps, phys);
     cp_async_commit();
 
     int row_tok[MT][2];
@@ -423,8 +440,10 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
                     ldsm_x4(smem_addr(q_warp + m * 16 * L::QS + kk * 16), qf[m][kk][0], qf[m][kk][1], qf[m][kk][2],
                             qf[m][kk][3]);
         }
-        issue_v_tile<T, D, BN, THREADS, L::VTS, L::VS>(a, g, ph1, n0, sV, page_shift);
+        issue_v_tile<T, D, BN, THREADS, L::VTS, L::VS>(a, g, ph1, n0, sV, ps, phys);
         cp_async_commit();
+        if (it + 1 < g.n1)
+            phys_next = segment_page(a, g, ps, n0 + BN);   /* used after S and softmax */
 
         /* S = Q K^T */
         float s[MT][BN / 8][4];
@@ -525,9 +544,10 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
         if (it + 1 < ntiles) {
             const bool nph1 = it + 1 < g.n1;
             const int nn0 = nph1 ? g.k1_begin + (it + 1) * BN : g.k2_begin + (it + 1 - g.n1) * BN;
-            issue_k_tile<T, D, BN, THREADS, L::KS>(a, g, nph1, nn0, sK, page_shift);
+            issue_k_tile<T, D, BN, THREADS, L::KS>(a, g, nph1, nn0, sK, ps, phys_next);
             cp_async_commit();
         }
+        phys = phys_next;
 
         if (ph1)
             pv_tile<T, D, BN, MT, L::VTS, false>(o, s, sV, lane);

@@ -19,6 +19,8 @@ set grid xtics ytics mxtics mytics lc rgb '#e4e4e4' lw 1 dt 1, lc rgb '#f2f2f2' 
 set key outside right top vertical Left reverse samplen 2 spacing 1.1 noenhanced
 set title noenhanced font 'sans,12'
 set datafile missing 'NaN'
+set format x '%g'
+set format y '%g'
 
 # Series colours: Okabe-Ito, readable by colour-blind readers; then gnuplot cycles.
 set linetype 1 lc rgb '#0072B2' lw 1.5 pt 7 ps 0.7

@@ -22,9 +22,12 @@ int cmd_list(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_propose(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_trend(int argc, char **argv);
+int cmd_push(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 
 #endif

@@ -1,84 +1,29 @@
 /* GPU test and benchmark of the prefix-prefill kernel (kernels/prefix_prefill.cuh).
  *
  * A standalone nvcc program (no harness libraries: the GPU machine has none). Built by
- * tests/gpu/run_prefill_gpu.sh: this file is compiled once per kernel-table part
- * (-DPPB_TEST_PART=0..11: dtype x head_dim x path, so the ~400 instantiations compile in
- * parallel) and once without it (the program), plus kernels/prefill_plan.c.
+ * tests/gpu/run_prefill_gpu.sh from this file, the kernel table (prefill_kernel_table.cu,
+ * compiled once per part so the ~370 instantiations build in parallel) and
+ * kernels/prefill_plan.c.
  *
  *   test_prefill_kernel            correctness: every config x head_dim x dtype x path on
  *                                  seeded inputs in vLLM's paged layout against a float64
- *                                  CPU reference; refusals must be exactly the expected set
- *   test_prefill_kernel --bench    KERNELS.md anchor cases, cudaEvent timing, cold L2
- *   test_prefill_kernel --ncu CASE BM BN W   one launch (for ncu)
+ *                                  CPU reference; refusals must be exactly the expected set;
+ *                                  then edge shapes and a ~100K-token context (sampled rows)
+ *   test_prefill_kernel --quick    a few shapes and configs (for compute-sanitizer)
+ *   test_prefill_kernel --bench [N]  KERNELS.md anchor cases, cudaEvent timing, cold L2
+ *                                  (256 MB written between samples), median of N (20)
+ *   test_prefill_kernel --ncu CASE BM BN W [MMA]   one config on one anchor case (for ncu)
  * Exit code != 0 on any failure. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "prefix_prefill.cuh"
-
 extern "C" {
 #include "prefill_plan.h"
 }
 
-typedef void (*prefill_fn)(ppb_prefill_args);
+#include "prefill_kernel_table.h"
 
-/* The configs this test instantiates: the plan's static rules, restated independently
- * (the test then checks the plan agrees, config by config). */
-static constexpr bool test_expects_static_ok(int d, int bm, int bn, int w, bool mma, int ws)
-{
-    return mma ? (bm / w >= 16 && (bm / w / 16) * (d / 2 + bn / 2) <= 192)
-               : (bm * d / (w * ws) <= 64 && bm * bn / (w * ws) <= 64);
-}
-
-template <int D, int BM, int BN, int W, bool MMA>
-static constexpr unsigned test_layout_smem()
-{
-    return MMA ? ppb_prefill::mma_layout<D, BM, BN, W>::SMEM_BYTES
-               : ppb_prefill::simt_layout<D, BM, BN, W * PPB_WARP_SIZE>::SMEM_BYTES;
-}
-
-struct kernel_entry {
-    prefill_fn fn;      /* nullptr: not instantiated */
-    unsigned smem;      /* the kernel's own layout figure */
-};
-
-#define PPB_TEST_BM_IDX(v) ((v) == 16 ? 0 : (v) == 32 ? 1 : (v) == 64 ? 2 : 3)
-#define PPB_TEST_W_IDX(v) ((v) == 1 ? 0 : (v) == 2 ? 1 : (v) == 4 ? 2 : 3)
-
-#ifdef PPB_TEST_PART
-/* ---- one part of the kernel table ---------------------------------------------- */
-#define PART_DTYPE (PPB_TEST_PART / 6)
-#define PART_D (PPB_TEST_PART / 2 % 3 == 0 ? 64 : PPB_TEST_PART / 2 % 3 == 1 ? 128 : 256)
-#define PART_MMA (PPB_TEST_PART % 2 == 1)
-#if PART_DTYPE == 0
-typedef __half PartT;
-#else
-typedef __nv_bfloat16 PartT;
-#endif
-
-template <int BM, int BN, int W>
-static kernel_entry pick()
-{
-    kernel_entry e;
-    e.smem = test_layout_smem<PART_D, BM, BN, W, PART_MMA>();
-    if constexpr (test_expects_static_ok(PART_D, BM, BN, W, PART_MMA, PPB_WARP_SIZE))
-        e.fn = prefix_prefill_kernel<PartT, PART_D, BM, BN, W, PART_MMA>;
-    else
-        e.fn = nullptr;
-    return e;
-}
-#define PW(BM, BN) {pick<BM, BN, 1>(), pick<BM, BN, 2>(), pick<BM, BN, 4>(), pick<BM, BN, 8>()}
-#define PBN(BM) {PW(BM, 16), PW(BM, 32), PW(BM, 64), PW(BM, 128)}
-#define PPB_PART_FN2(p) ppb_test_table_part##p
-#define PPB_PART_FN(p) PPB_PART_FN2(p)
-kernel_entry PPB_PART_FN(PPB_TEST_PART)(int bm, int bn, int w)
-{
-    static const kernel_entry table[4][4][4] = {PBN(16), PBN(32), PBN(64), PBN(128)};
-    return table[PPB_TEST_BM_IDX(bm)][PPB_TEST_BM_IDX(bn)][PPB_TEST_W_IDX(w)];
-}
-
-#else
 /* ================================================================================
  * The program
  * ================================================================================ */
@@ -90,19 +35,6 @@ kernel_entry PPB_PART_FN(PPB_TEST_PART)(int bm, int bn, int w)
 #include <cstring>
 #include <string>
 #include <vector>
-
-kernel_entry ppb_test_table_part0(int, int, int);
-kernel_entry ppb_test_table_part1(int, int, int);
-kernel_entry ppb_test_table_part2(int, int, int);
-kernel_entry ppb_test_table_part3(int, int, int);
-kernel_entry ppb_test_table_part4(int, int, int);
-kernel_entry ppb_test_table_part5(int, int, int);
-kernel_entry ppb_test_table_part6(int, int, int);
-kernel_entry ppb_test_table_part7(int, int, int);
-kernel_entry ppb_test_table_part8(int, int, int);
-kernel_entry ppb_test_table_part9(int, int, int);
-kernel_entry ppb_test_table_part10(int, int, int);
-kernel_entry ppb_test_table_part11(int, int, int);
 
 static kernel_entry lookup_kernel(int dtype, int d, bool mma, int bm, int bn, int w)
 {
@@ -632,11 +564,14 @@ static int test_matrix(unsigned smem_limit)
     return launched;
 }
 
-/* Shapes beyond the matrix, on a few configs of each path. */
-static void test_shapes(unsigned smem_limit)
+/* Shapes beyond the matrix, on a few configs of each path. quick: fewer configs and shapes
+ * (for compute-sanitizer runs). */
+static void test_shapes(unsigned smem_limit, bool quick)
 {
-    const cfg_key cfgs[] = {{64, 64, 4, true}, {128, 64, 8, true}, {16, 16, 1, true}, {128, 32, 4, true},
-                            {64, 64, 4, false}, {16, 16, 1, false}, {32, 128, 8, false}};
+    std::vector<cfg_key> cfgs = {{64, 64, 4, true}, {128, 64, 8, true}, {16, 16, 1, true}, {128, 32, 4, true},
+                                 {64, 64, 4, false}, {16, 16, 1, false}, {32, 128, 8, false}};
+    if (quick)
+        cfgs = {{64, 64, 4, true}, {16, 16, 1, true}, {64, 64, 4, false}};
     std::vector<shape> shapes;
     for (int dt = 0; dt < 2; dt++) {
         shapes.push_back(make_shape("gqa1", {17, 33}, {5, 64}, 4, 4, 128, 16, 0, dt));
@@ -654,6 +589,8 @@ static void test_shapes(unsigned smem_limit)
     }
     int n = 0;
     for (const shape &s : shapes) {
+        if (quick && s.name != "page8" && s.name != "window7" && s.name != "ragged-8" && s.name != "q1-ctx0")
+            continue;
         workload w;
         make_workload(w, s, 3000 + n, true);
         std::vector<ref_row> rows = reference(w, 0, 3);
@@ -819,17 +756,18 @@ int main(int argc, char **argv)
         const int samples = argc > 2 ? atoi(argv[2]) : 20;
         print_resources();
         bench(smem_limit, nullptr, nullptr, samples < 1 ? 20 : samples);
+    } else if (argc > 1 && strcmp(argv[1], "--quick") == 0) {
+        test_shapes(smem_limit, true);
     } else if (argc > 5 && strcmp(argv[1], "--ncu") == 0) {
         const cfg_key c = {atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), argc > 6 ? atoi(argv[6]) != 0 : true};
         bench(smem_limit, argv[2], &c, 1);
     } else {
         check_plan_refusals();
         test_matrix(smem_limit);
-        test_shapes(smem_limit);
+        test_shapes(smem_limit, false);
         test_long(smem_limit);
     }
     CHECK_CUDA(cudaDeviceSynchronize());
     printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
     return g_failures ? 1 : 0;
 }
-#endif

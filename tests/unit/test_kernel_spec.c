@@ -194,10 +194,10 @@ static void test_list_from_suite(void **state)
                      "shapes:\n"
                      "  - {query_len: [16, 32], context_len: [0, 64], heads: \"4/2\", head_dim: [64, 128], dtype: fp16}\n"
                      "configs:\n"
-                     "  - {block_m: [16, 32], block_n: 32, num_warps: 4}\n"
-                     "  - {block_m: 64, block_n: 64, num_warps: 4, path: mma}\n"
+                     "  - {block_m: [64, 128], block_n: 64, num_warps: 4}\n"
+                     "  - {block_m: 64, block_n: 32, num_warps: 4, path: mma}\n"
                      "exclude:\n"
-                     "  - {head_dim: 128, block_m: 32}\n");
+                     "  - {head_dim: 128, block_m: 128}\n");
     ppb_kernel_spec_list l = {0};
     long skipped = -1;
     ppb_err err = {{0}};
@@ -205,12 +205,12 @@ static void test_list_from_suite(void **state)
     int rc = ppb_kernel_list_suites(paths, 1, 90, &l, &skipped, &err);
     if (rc)
         fail_msg("%s", err.msg);
-    /* d64: bm 16, 32, 64(mma); d128: bm 16, 64(mma) */
+    /* d64: 64/64, 128/64, 64/32(mma); d128: 64/64, 64/32(mma) */
     assert_int_equal(l.n, 5);
     assert_int_equal(skipped, 0);
     for (int i = 0; i < l.n; i++) {
         assert_int_equal(l.items[i].use_mma, 1); /* auto and mma both on sm_90 */
-        assert_false(l.items[i].head_dim == 128 && l.items[i].block_m == 32);
+        assert_false(l.items[i].head_dim == 128 && l.items[i].block_m == 128);
     }
     ppb_kernel_spec_list_free(&l);
 
@@ -222,7 +222,7 @@ static void test_list_from_suite(void **state)
     assert_int_equal(skipped, 8); /* 2 q x 2 ctx x 2 head_dim of the path=mma config */
     for (int i = 0; i < l.n; i++) {
         assert_int_equal(l.items[i].use_mma, 0);
-        assert_true(l.items[i].block_m != 64);
+        assert_int_equal(l.items[i].block_n, 64);
     }
     ppb_kernel_spec_list_free(&l);
 
@@ -242,6 +242,65 @@ static void test_list_from_suite(void **state)
     unlink(path);
     rmdir(dir);
 }
+
+#ifdef PPB_HAVE_CUDA
+/* With the kernel plans linked (CUDA builds): path=auto takes the portable
+ * path where the tensor-core plan refuses the tile, and says why; an explicit
+ * path=mma is refused instead; the launch shape comes from the plan. */
+static void test_launch_for_case_uses_the_plans(void **state)
+{
+    (void)state;
+    ppb_case c;
+    ppb_case_init(&c, PPB_PREFIX_PREFILL);
+    c.shape.batch = 2;
+    c.shape.query_len = 100;
+    c.shape.context_len = 37;
+    c.shape.num_heads = 8;
+    c.shape.num_kv_heads = 2;
+    c.shape.head_dim = 64;
+    c.config.block_m = 16; /* 4 rows per warp with 4 warps: below one m16 tile */
+    c.config.block_n = 32;
+    c.config.num_warps = 4;
+    ppb_case_make_key(&c);
+    ppb_kernel_launch l;
+    ppb_err err = {{0}};
+    assert_int_equal(ppb_kernel_launch_for_case(&c, 90, 32, 232448, &l, &err), PPB_OK);
+    assert_int_equal(l.use_mma, 0);
+    assert_int_equal(l.auto_fell_back, 1);
+    assert_non_null(strstr(l.auto_reason, "rows per warp"));
+    assert_int_equal(l.n_specs, 1);
+    assert_int_equal(l.spec[0].use_mma, 0);
+    assert_int_equal(l.plan[0].block[0], 4 * 32);
+    assert_true(l.plan[0].grid[0] * l.plan[0].grid[1] * l.plan[0].grid[2] > 0);
+    assert_int_equal(l.prefill.max_query_len, 100);
+    assert_int_equal(l.prefill.max_blocks_per_seq, 3); /* 37 tokens in 16-token pages */
+    c.config.path = PPB_PATH_MMA;
+    assert_int_equal(ppb_kernel_launch_for_case(&c, 90, 32, 232448, &l, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "rows per warp"));
+
+    /* Decode v2 with a host/kernel mismatch: the kernel's partition count in the
+     * arguments, the host's beside it, and a reduce launch. */
+    ppb_case d;
+    ppb_case_init(&d, PPB_PAGED_ATTENTION);
+    d.shape.batch = 3;
+    d.shape.seq_len = 1000;
+    d.shape.num_heads = 8;
+    d.shape.num_kv_heads = 1;
+    d.config.version = 2;
+    d.config.partition_size = 256;
+    d.config.host_partition_size = 512;
+    ppb_case_make_key(&d);
+    assert_int_equal(ppb_kernel_launch_for_case(&d, 90, 32, 232448, &l, &err), PPB_OK);
+    assert_int_equal(l.kernel_parts, 4);
+    assert_int_equal(l.host_parts, 2);
+    assert_int_equal(l.decode.max_num_partitions, 4);
+    assert_int_equal(l.n_specs, 2);
+    assert_true(l.plan[1].block[0] > 0);
+    /* Too little shared memory for anything: refused with the plan's words. */
+    assert_int_equal(ppb_kernel_launch_for_case(&d, 90, 32, 1024, &l, &err), PPB_EREFUSED);
+    assert_true(strlen(err.msg) > 0);
+}
+#endif
 
 /* Every suite in the repository yields a non-empty list on both architectures
  * the compile check uses (a suite that cannot be expanded fails here first). */
@@ -279,6 +338,9 @@ int main(void)
         cmocka_unit_test(test_list_sorted_without_duplicates),
         cmocka_unit_test(test_list_from_suite),
         cmocka_unit_test(test_repository_suites_list),
+#ifdef PPB_HAVE_CUDA
+        cmocka_unit_test(test_launch_for_case_uses_the_plans),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

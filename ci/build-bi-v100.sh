@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Build ppbench for the Iluvatar BI-V100 with its CoreX toolchain: clang in
+# CUDA mode for the ivcore10 architecture (the toolchain's nvcc is a stub and
+# there is no NVRTC), 64-wide warps, and the kernels compiled ahead of time
+# from a list of kernel spec lines (kernels/CMakeLists.txt, PPB_AOT_CONFIGS).
+#
+# This cannot run on the machines this repository is developed and tested on
+# (no CoreX SDK there); `--dry-run` prints what it would do, and this
+# repository's CI checks that. On a BI-V100 runner ci/nightly.sh calls it.
+#
+#   ci/build-bi-v100.sh [--dry-run]
+#   COREX=/usr/local/corex       the SDK (clang++, CUDA headers and runtime)
+#   PPB_BUILD_DIR=build-bi-v100  where to build
+#   PPB_AOT_CONFIGS=FILE         kernel spec lines to build (default: listed from the
+#                                nightly suites by a host build's `ppbench list-kernels`)
+#   PPB_AOT_SUITES="..."         the suites to list kernels from (default: the nightly ones)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+dry=0
+[ "${1:-}" = "--dry-run" ] && dry=1
+corex=${COREX:-/usr/local/corex}
+build=${PPB_BUILD_DIR:-build-bi-v100}
+suites=${PPB_AOT_SUITES:-suites/nightly.yaml suites/nightly-decode.yaml}
+aot=${PPB_AOT_CONFIGS:-$root/$build/aot-bi-v100.txt}
+run() { echo "+ $*"; [ "$dry" = 1 ] || "$@"; }
+
+if [ "$dry" = 0 ]; then
+  [ -x "$corex/bin/clang++" ] || { echo "build-bi-v100: no $corex/bin/clang++ (set COREX to the CoreX SDK)" >&2; exit 4; }
+  export PATH="$corex/bin:$PATH" LD_LIBRARY_PATH="$corex/lib64:$corex/lib:${LD_LIBRARY_PATH:-}"
+fi
+
+# 1. The kernel list. A host-only build of ppbench (no CUDA) lists the
+#    instantiations the suites need on the BI-V100 (target bi-v100: 64-wide
+#    warps, 48 KB of shared memory, no tensor-core path).
+if [ -z "${PPB_AOT_CONFIGS:-}" ]; then
+  run cmake -S . -B "$build-host" -DCMAKE_BUILD_TYPE=Release -DPPB_CUDA=OFF -DPPB_BUILD_TESTS=OFF
+  run cmake --build "$build-host" -j "$(nproc)" --target ppbench
+  if [ "$dry" = 0 ] && ! "$build-host/ppbench" --help | grep -qE '^  list-kernels '; then
+    echo "build-bi-v100: this ppbench has no list-kernels command; give the list in PPB_AOT_CONFIGS" >&2
+    exit 4
+  fi
+  echo "+ $build-host/ppbench list-kernels $suites --target bi-v100 > $aot"
+  if [ "$dry" = 0 ]; then
+    mkdir -p "$(dirname "$aot")"
+    # shellcheck disable=SC2086 # a list of suite files
+    "$build-host/ppbench" list-kernels $suites --target bi-v100 >"$aot"
+    [ -s "$aot" ] || { echo "build-bi-v100: the suites list no kernels for the BI-V100" >&2; exit 4; }
+  fi
+fi
+
+# 2. The device build: clang -x cuda --cuda-gpu-arch=ivcore10 --cuda-path=$COREX
+#    (CMake adds -x cuda and the arch flag from CMAKE_CUDA_ARCHITECTURES).
+run cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPPB_BUILD_TESTS=OFF \
+  -DPPB_CUDA=ON \
+  -DCMAKE_CUDA_COMPILER="$corex/bin/clang++" \
+  -DCMAKE_CUDA_ARCHITECTURES=ivcore10 \
+  -DCMAKE_CUDA_FLAGS="--cuda-path=$corex" \
+  -DCUDAToolkit_ROOT="$corex" \
+  -DPPB_NVRTC=OFF \
+  -DPPB_AOT_CONFIGS="$aot" \
+  -DPPB_WARP_SIZE=64 \
+  -DPPB_AOT_USE_MMA=OFF
+run cmake --build "$build" -j "$(nproc)" --target ppbench
+echo "build-bi-v100: $build/ppbench"
