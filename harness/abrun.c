@@ -240,7 +240,7 @@ static int run_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
         const char *seed_key = distinct ? pr->side[s].key : pr->shape_key;
         uint64_t seed = ppb_case_input_seed(x->suite.measure.seed, seed_key);
         if (s == 0 || distinct)
-            ppb_session_workload(&pr->side[s], seed, &w[wi], &pr->res[s]);
+            ppb_session_workload(&x->session[s], &pr->side[s], seed, &w[wi], &pr->res[s]);
         if (pr->res[s].status == PPB_STATUS_OK && !w[wi].q)
             pr->res[s] = pr->res[0]; /* the shared inputs could not be built */
         if (pr->res[s].status == PPB_STATUS_OK)

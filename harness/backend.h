@@ -43,6 +43,10 @@ typedef struct ppb_backend_ops {
     void (*device_info)(ppb_backend *b, ppb_device_info *info);
     /* Environment facts now (called before and after a run). */
     void (*environment)(ppb_backend *b, ppb_env_sink sink, void *ctx);
+    /* Optional: refuse (PPB_EREFUSED + reason) from the shape alone, before the
+     * inputs are built (they take seconds to generate at 100K contexts). `w`
+     * holds lengths and the block table, no tensors. NULL: prepare decides. */
+    int (*refuse)(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_err *err);
     /* Refuse (PPB_EREFUSED + reason) or get ready: compile, allocate, upload inputs.
      * Fills res->resources where known. */
     int (*prepare)(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_result *res,

@@ -276,16 +276,14 @@ static int refuse_decode_smem(const ppb_backend *b, const ppb_case *c, const ppb
     return PPB_OK;
 }
 
-static int cpu_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_result *res,
-                       ppb_err *err)
+/* Refusals need the lengths, not the tensors. */
+static int cpu_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_err *err)
 {
-    cpu_release(b);
     int rc = ppb_case_validate(c, err);
     if (rc)
         return rc;
     if (!w)
         return ppb_fail(err, PPB_EINPUT, "cpu backend: no workload");
-    /* Refusals first: they need the lengths, not the tensors. */
     if (c->config.path == PPB_PATH_MMA)
         return ppb_fail(err, PPB_EREFUSED, "the CPU backend has no tensor-core path (path=mma)");
     double limit = b->opt.cpu_max_gflop > 0 ? b->opt.cpu_max_gflop : DEFAULT_CPU_MAX_GFLOP;
@@ -294,11 +292,16 @@ static int cpu_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w,
         return ppb_fail(err, PPB_EREFUSED,
                         "too large for the CPU backend: %.3g GFLOP > %.3g GFLOP limit (--cpu-max-gflop)",
                         gflop, limit);
-    if (c->kernel == PPB_PAGED_ATTENTION) {
-        rc = refuse_decode_smem(b, c, w, err);
-        if (rc)
-            return rc;
-    }
+    return c->kernel == PPB_PAGED_ATTENTION ? refuse_decode_smem(b, c, w, err) : PPB_OK;
+}
+
+static int cpu_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_result *res,
+                       ppb_err *err)
+{
+    cpu_release(b);
+    int rc = cpu_refuse(b, c, w, err);
+    if (rc)
+        return rc;
     if (!w->q)
         return ppb_fail(err, PPB_EINPUT, "cpu backend: the workload has no tensors");
     b->c = *c;
@@ -425,6 +428,7 @@ const ppb_backend_ops ppb_backend_cpu = {
     .close = cpu_close,
     .device_info = cpu_device_info,
     .environment = cpu_environment,
+    .refuse = cpu_refuse,
     .prepare = cpu_prepare,
     .run_checked = cpu_run_checked,
     .time_sample = cpu_time_sample,

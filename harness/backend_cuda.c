@@ -562,6 +562,27 @@ static size_t device_bytes(ppb_backend *b, const ppb_case *c, const ppb_workload
     return n;
 }
 
+/* The plan's refusals and the memory check need only the lengths. */
+static int cuda_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_err *err)
+{
+    if (b->lost)
+        return lost_fail(b, err);
+    int rc = ppb_case_validate(c, err);
+    if (rc)
+        return rc;
+    ppb_kernel_launch launch;
+    if ((rc = plan_case(b, c, w, &launch, err)))
+        return rc;
+    size_t need = device_bytes(b, c, w), free_b = 0, total_b = 0;
+    cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
+    if (e != cudaSuccess)
+        return run_fail(b, err, e, "cudaMemGetInfo");
+    if ((long long)need + MEMORY_MARGIN > (long long)free_b)
+        return ppb_fail(err, PPB_EREFUSED, "needs %.2f GB of device memory, %.2f GB free (of %.2f GB)",
+                        need / 1e9, free_b / 1e9, total_b / 1e9);
+    return PPB_OK;
+}
+
 static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_result *res,
                         ppb_err *err)
 {
@@ -866,6 +887,7 @@ const ppb_backend_ops ppb_backend_cuda = {
     .close = cuda_close,
     .device_info = cuda_device_info,
     .environment = cuda_environment,
+    .refuse = cuda_refuse,
     .prepare = cuda_prepare,
     .run_checked = cuda_run_checked,
     .time_sample = cuda_time_sample,

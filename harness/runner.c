@@ -91,7 +91,7 @@ static int run_case(run_ctx *x, const ppb_case *c, ppb_result *res)
 
     ppb_result_init(res);
     res->timing_is_cpu = !x->session.device.is_gpu;
-    ppb_session_workload(c, seed, &w, res);
+    ppb_session_workload(&x->session, c, seed, &w, res);
     if (res->status == PPB_STATUS_OK)
         rc = ppb_session_check(&x->session, c, &w, &s->check, seed, res, &prepared);
     if (rc == PPB_OK && res->status == PPB_STATUS_OK) {

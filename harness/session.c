@@ -74,9 +74,21 @@ static void set_status(ppb_result *r, int status, const char *reason)
     snprintf(r->reason, sizeof r->reason, "%s", reason);
 }
 
-int ppb_session_workload(const ppb_case *c, uint64_t seed, ppb_workload *w, ppb_result *res)
+int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, ppb_workload *w,
+                         ppb_result *res)
 {
     memset(w, 0, sizeof *w);
+    ppb_err err = {{0}};
+    if (s->ops->refuse) {
+        int rc = ppb_workload_create(w, c, seed, 0, &err);
+        if (!rc)
+            rc = s->ops->refuse(s->backend, c, w, &err);
+        ppb_workload_free(w);
+        if (rc) {
+            set_status(res, rc == PPB_EREFUSED ? PPB_STATUS_REFUSED : PPB_STATUS_ERROR, err.msg);
+            return PPB_OK;
+        }
+    }
     /* Inputs (and the reference's copy of them) live on the host too. */
     double need = (double)ppb_workload_host_bytes(c), have = (double)physical_memory();
     if (have > 0 && need > 0.5 * have) {
@@ -86,7 +98,6 @@ int ppb_session_workload(const ppb_case *c, uint64_t seed, ppb_workload *w, ppb_
         res->status = PPB_STATUS_SKIPPED;
         return PPB_OK;
     }
-    ppb_err err = {{0}};
     int rc = ppb_workload_create(w, c, seed, 1, &err);
     if (rc)
         set_status(res, rc == PPB_ENOMEM ? PPB_STATUS_SKIPPED : PPB_STATUS_ERROR, err.msg);

@@ -31,9 +31,12 @@ void ppb_session_close(ppb_session *s);
  * every run, shard and commit. A/B pairs use their shared shape key. */
 uint64_t ppb_case_input_seed(uint64_t suite_seed, const char *key);
 
-/* Build a case's inputs, or mark res SKIPPED (with the reason) when they would
- * not fit in host memory. Returns PPB_OK in both cases; check res->status. */
-int ppb_session_workload(const ppb_case *c, uint64_t seed, ppb_workload *w, ppb_result *res);
+/* Build a case's inputs, unless the backend refuses the case from its shape
+ * (res REFUSED) or they would not fit in host memory (res SKIPPED), so a
+ * refused 100K case costs no input generation. Returns PPB_OK in every case;
+ * check res->status. */
+int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, ppb_workload *w,
+                         ppb_result *res);
 
 /* Prepare the case (the backend may refuse), judge it on the target (from the
  * compiled kernel's resources when known), launch it once and check it

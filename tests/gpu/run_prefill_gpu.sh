@@ -80,12 +80,14 @@ device() {
     timeout 120 "$BIN" --bench 20 > "$OUT/bench.txt" 2>&1
     echo "bench exit code $?"; cat "$OUT/bench.txt"
     if command -v ncu > /dev/null && [ "${NCU:-1}" = 1 ]; then
-        echo "== ncu (one launch, q512-ctx16384-32/4, mma 128/64/8)"
-        timeout 45 ncu --clock-control none -k regex:prefix_prefill --launch-count 1 \
-            --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis_Tables \
-            --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed_pipe_tensor_op_hmma.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum \
-            "$BIN" --ncu q512-ctx16384-32/4 128 64 8 > "$OUT/ncu.txt" 2>&1
-        grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|hmma|bank_conflicts|Achieved Occupancy|Registers|Stall|Warp Cycles" "$OUT/ncu.txt" | head -40
+        echo "== ncu (one launch of ${NCU_CFG:-128 64 4} on ${NCU_CASE:-q8192-ctx90112-32/4})"
+        local st=smsp__average_warps_issue_stalled
+        timeout 60 ncu --clock-control none -k regex:prefix_prefill --launch-count 1 \
+            --section SpeedOfLight --section Occupancy \
+            --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,${st}_barrier_per_issue_active.ratio,${st}_long_scoreboard_per_issue_active.ratio,${st}_short_scoreboard_per_issue_active.ratio,${st}_mio_throttle_per_issue_active.ratio,${st}_math_pipe_throttle_per_issue_active.ratio,${st}_wait_per_issue_active.ratio,${st}_not_selected_per_issue_active.ratio,${st}_selected_per_issue_active.ratio,${st}_dispatch_stall_per_issue_active.ratio,${st}_lg_throttle_per_issue_active.ratio,${st}_no_instruction_per_issue_active.ratio \
+            "$BIN" --ncu ${NCU_CASE:-q8192-ctx90112-32/4} ${NCU_CFG:-128 64 4} > "$OUT/ncu.txt" 2>&1
+        echo "ncu exit code $?"
+        grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|hmma|issue_active|hit_rate|bank_conflicts|stalled|Achieved Occupancy|Registers|ERR" "$OUT/ncu.txt" | head -40
     fi
     if command -v compute-sanitizer > /dev/null && [ "${SANITIZE:-1}" = 1 ]; then
         echo "== compute-sanitizer racecheck (--quick)"

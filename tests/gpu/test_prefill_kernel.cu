@@ -645,7 +645,8 @@ static int bench(unsigned smem_limit, const char *only_case, const cfg_key *only
         cfgs.push_back(*only_cfg);
     else
         cfgs = {{128, 64, 8, true}, {128, 128, 8, true}, {128, 64, 4, true}, {64, 64, 4, true},
-                {128, 32, 4, true}, {64, 128, 4, true},  {64, 64, 4, false}};
+                {128, 32, 4, true}, {64, 128, 4, true},  {64, 64, 2, true},  {64, 32, 2, true},
+                {64, 64, 4, false}};
     void *flush = nullptr;
     const size_t flush_bytes = 256u << 20;
     CHECK_CUDA(cudaMalloc(&flush, flush_bytes));
@@ -725,7 +726,8 @@ static void print_resources(void)
 {
     printf("\nresources of the main configs (bf16, D 128):\n");
     const cfg_key cfgs[] = {{128, 64, 8, true}, {128, 128, 8, true}, {128, 64, 4, true}, {64, 64, 4, true},
-                            {128, 32, 4, true}, {64, 128, 4, true}, {64, 64, 4, false}};
+                            {128, 32, 4, true}, {64, 128, 4, true}, {64, 64, 2, true},  {64, 32, 2, true},
+                            {64, 64, 4, false}};
     for (const cfg_key &c : cfgs) {
         kernel_entry ke = lookup_kernel(PPB_KDTYPE_BF16, 128, c.mma, c.bm, c.bn, c.w);
         if (!ke.fn)

@@ -423,6 +423,46 @@ static void test_charts_inline_svg(void **state)
     free(html);
 }
 
+/* One chart gnuplot cannot draw costs that chart only: the others are drawn,
+ * and its place in the page says what gnuplot said. */
+static void test_one_failing_chart(void **state)
+{
+    fixture *f = *state;
+    if (!have_gnuplot())
+        skip();
+    char fake[600];
+    snprintf(fake, sizeof fake, "%s/fake-gnuplot", f->dir);
+    FILE *script = fopen(fake, "w");
+    assert_non_null(script);
+    fputs("#!/bin/sh\n"
+          "[ \"$1\" = --version ] && exec gnuplot --version\n"
+          "shift\n"
+          "status=0\n"
+          "for f in \"$@\"; do\n"
+          "  case \"$f\" in\n"
+          "  prefill-heatmap.gp) echo \"\\\"$f\\\" line 3: simulated failure\" >&2; status=1 ;;\n"
+          "  *) gnuplot -d \"$f\" || status=1 ;;\n"
+          "  esac\n"
+          "done\n"
+          "exit $status\n",
+          script);
+    fclose(script);
+    chmod(fake, 0755);
+    char keys[8][PPB_CASE_KEY_MAX];
+    int64_t run = smoke_like_run(f, "fail", "cpu", "CPU", "", 0, keys);
+    ppb_report_request req;
+    ppb_report_outcome out;
+    request(f, &req, PPB_REPORT_RUN, run, fake);
+    char *html = write_report(f, &req, &out);
+    assert_int_equal(out.gnuplot_available, 1);
+    assert_int_equal(out.n_charts_failed, 1);
+    assert_int_equal(out.n_charts, 6);
+    assert_non_null(strstr(html, "chart not drawn: gnuplot exited with 1: &quot;prefill-heatmap.gp"
+                                 "&quot; line 3: simulated failure"));
+    assert_non_null(strstr(html, "id=\"chart-correctness\" data-chart=\"correctness\">\n<svg"));
+    free(html);
+}
+
 static void test_feasibility_and_ceilings(void **state)
 {
     fixture *f = *state;
@@ -671,6 +711,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_run_banner_and_verdicts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_gnuplot_keeps_every_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_charts_inline_svg, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_failing_chart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_feasibility_and_ceilings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proposal_report, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trend_report, setup, teardown),
