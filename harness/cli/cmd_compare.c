@@ -8,13 +8,14 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "fetch.h"
 #include "results_table.h"
 #include "verdict.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: ppbench compare RUN_A RUN_B [--db PATH] [options]\n\n"
+            "usage: ppbench compare RUN_A RUN_B [--db PATH] [--baseline-db PATH|URL] [options]\n\n"
             "Joins the two runs on case keys and judges B (candidate) against A (baseline).\n"
             "Refuses runs from different devices or backends unless --allow-different-devices;\n"
             "warns when drivers, runtimes or clocks differ.\n\n"
@@ -22,7 +23,9 @@ static void usage(FILE *out)
             "  --max-regression R   largest tolerated slowdown of one case (default 0.05)\n"
             "  --min-gain G         required geometric-mean gain (default 0: report only)\n"
             "  --alpha A            family-wise error (default 0.05)\n"
-            "  --allow-different-devices\n\n"
+            "  --allow-different-devices\n"
+            "  --baseline-db PATH|URL  RUN_A comes from this database (a file, or http(s)/file URL\n"
+            "                       fetched with libcurl and checked to be a ppbench database)\n\n"
             "exit: 0 ACCEPT (B better), 10 REJECT (B worse), 11 INCONCLUSIVE, 2 usage, 3 bad input\n");
 }
 
@@ -85,7 +88,8 @@ static int find_env(void *ctx, const char *key, const char *value)
 
 /* Different hardware makes every difference meaningless: refuse (unless
  * overridden). Different software or clocks: say so, plainly. */
-static int check_comparable(ppb_store *s, int64_t a, int64_t b, int allow, ppb_err *err)
+static int check_comparable(ppb_store *sa, int64_t a, ppb_store *sb, int64_t b, int allow,
+                            ppb_err *err)
 {
     static const struct {
         const char *key;
@@ -95,9 +99,9 @@ static int check_comparable(ppb_store *s, int64_t a, int64_t b, int allow, ppb_e
                  {"before.nvml.sm_clock_mhz", 0}, {"before.nvml.mem_clock_mhz", 0}};
     for (size_t i = 0; i < sizeof facts / sizeof *facts; i++) {
         env_pair ea = {facts[i].key, ""}, eb = {facts[i].key, ""};
-        int rc = ppb_store_each_env(s, a, find_env, &ea, err);
+        int rc = ppb_store_each_env(sa, a, find_env, &ea, err);
         if (!rc)
-            rc = ppb_store_each_env(s, b, find_env, &eb, err);
+            rc = ppb_store_each_env(sb, b, find_env, &eb, err);
         if (rc)
             return rc;
         if (strcmp(ea.value, eb.value) == 0)
@@ -133,9 +137,10 @@ int cmd_compare(int argc, char **argv)
         {"min-gain", required_argument, NULL, 'g'},
         {"alpha", required_argument, NULL, 'a'},
         {"allow-different-devices", no_argument, NULL, 'A'},
+        {"baseline-db", required_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    const char *db = NULL;
+    const char *db = NULL, *baseline_db = NULL;
     int allow = 0, bad = 0, c;
     ppb_verdict_rules rules;
     ppb_verdict_rules_default(&rules);
@@ -149,6 +154,7 @@ int cmd_compare(int argc, char **argv)
         case 'g': rules.min_gain = parse_fraction("--min-gain", optarg, &bad); break;
         case 'a': rules.alpha = parse_fraction("--alpha", optarg, &bad); break;
         case 'A': allow = 1; break;
+        case 'B': baseline_db = optarg; break;
         case 'h': usage(stdout); return PPB_EXIT_OK;
         default: usage(stderr); return PPB_EXIT_USAGE;
         }
@@ -161,6 +167,21 @@ int cmd_compare(int argc, char **argv)
     if (!s)
         return PPB_EXIT_RUNTIME;
     ppb_err err = {{0}};
+    /* RUN_A from a baseline database (a nightly artifact, say) when given. */
+    ppb_store *sa = s;
+    char baseline_path[4096] = "";
+    if (baseline_db) {
+        int frc = ppb_fetch_baseline_db(baseline_db, baseline_path, sizeof baseline_path, &err);
+        if (!frc)
+            frc = ppb_store_open(&sa, baseline_path, &err);
+        if (frc) {
+            fprintf(stderr, "ppbench compare: %s\n", err.msg);
+            if (baseline_path[0])
+                ppb_fetch_release(baseline_db, baseline_path);
+            ppb_store_close(s);
+            return frc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+        }
+    }
     int64_t id[2] = {0, 0};
     run_results rr[2];
     memset(rr, 0, sizeof rr);
@@ -170,13 +191,13 @@ int cmd_compare(int argc, char **argv)
     memset(&rep, 0, sizeof rep);
     ppb_proposal_record rec;
     memset(&rec, 0, sizeof rec);
-    int rc = ppb_cli_run_id(s, argv[optind], &id[0], &err);
+    int rc = ppb_cli_run_id(sa, argv[optind], &id[0], &err);
     if (!rc)
         rc = ppb_cli_run_id(s, argv[optind + 1], &id[1], &err);
     for (int k = 0; k < 2 && !rc; k++)
-        rc = ppb_store_each_result(s, id[k], collect, &rr[k], &err);
+        rc = ppb_store_each_result(k ? s : sa, id[k], collect, &rr[k], &err);
     if (!rc)
-        rc = check_comparable(s, id[0], id[1], allow, &err);
+        rc = check_comparable(sa, id[0], s, id[1], allow, &err);
     if (rc)
         goto end;
     vcs = calloc((size_t)rr[0].n + 1, sizeof *vcs);
@@ -217,9 +238,10 @@ int cmd_compare(int argc, char **argv)
                 n, (long long)id[0], rr[0].n, (long long)id[1], rr[1].n);
     if ((rc = ppb_verdict_decide(vcs, n, &rules, &rep, &err)))
         goto end;
-    snprintf(rec.name, sizeof rec.name, "compare %lld %lld", (long long)id[0], (long long)id[1]);
+    snprintf(rec.name, sizeof rec.name, "compare %s%s%lld %lld", baseline_db ? baseline_db : "",
+             baseline_db ? "#" : "", (long long)id[0], (long long)id[1]);
     snprintf(rec.kind, sizeof rec.kind, "compare");
-    rec.baseline_run = id[0];
+    rec.baseline_run = sa == s ? id[0] : 0; /* a run of another database has no row here */
     rec.candidate_run = id[1];
     snprintf(rec.verdict, sizeof rec.verdict, "%s", ppb_verdict_name(rep.verdict));
     rec.geomean_ratio = rep.have_geomean ? rep.geomean.ratio : NAN;
@@ -249,6 +271,10 @@ end:
     free(pcs);
     free_results(&rr[0]);
     free_results(&rr[1]);
+    if (sa != s) {
+        ppb_store_close(sa);
+        ppb_fetch_release(baseline_db, baseline_path);
+    }
     ppb_store_close(s);
     if (rc)
         return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;

@@ -8,24 +8,30 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "fetch.h"
 #include "suite.h"
 #include "trend.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: ppbench trend SUITE.yaml|SUITE_NAME [--db PATH] [--since DATE] [--window N]\n\n"
+            "usage: ppbench trend SUITE.yaml|SUITE_NAME [--db PATH] [--since DATE] [--window N]\n"
+            "                    [--baseline-db PATH|URL]\n\n"
             "Judges each case of the suite's latest run against the same case in earlier runs of\n"
             "the suite: median and MAD of a trailing window plus a step test, so one noisy night is\n"
             "an outlier, not a regression. Names the first run of a step.\n\n"
             "  --since DATE   only runs started at or after DATE (ISO 8601, e.g. 2026-11-01)\n"
-            "  --window N     trailing runs in the reference (default 10)\n\n"
+            "  --window N     trailing runs in the reference (default 10)\n"
+            "  --baseline-db PATH|URL  earlier nights from another database (fetched with libcurl\n"
+            "                 and checked to be a ppbench database); their run ids print as base:N\n\n"
             "exit: 0 no regression, 12 some case regressed, 2 usage, 3 bad input, 4 runtime\n");
 }
 
 typedef struct history {
     ppb_trend_point *pts;
     char (*ids)[24];
+    char (*when)[32];
+    const char *prefix;     /* "base:" for runs of the baseline database */
     int n, cap;
 } history;
 
@@ -41,12 +47,16 @@ static int add_point(void *ctx, const ppb_history_point *p)
         if (pts)
             h->pts = pts;
         char(*ids)[24] = pts ? realloc(h->ids, sizeof *ids * (size_t)cap) : NULL;
-        if (!ids)
+        if (ids)
+            h->ids = ids;
+        char(*when)[32] = ids ? realloc(h->when, sizeof *when * (size_t)cap) : NULL;
+        if (!when)
             return PPB_ENOMEM;
-        h->ids = ids;
+        h->when = when;
         h->cap = cap;
     }
-    snprintf(h->ids[h->n], sizeof h->ids[h->n], "%lld", (long long)p->run_id);
+    snprintf(h->ids[h->n], sizeof h->ids[h->n], "%s%lld", h->prefix, (long long)p->run_id);
+    snprintf(h->when[h->n], sizeof h->when[h->n], "%s", p->started_at);
     h->pts[h->n].value = p->median_ms;
     h->n++;
     return 0;
@@ -54,6 +64,7 @@ static int add_point(void *ctx, const ppb_history_point *p)
 
 typedef struct trend_ctx {
     ppb_store *s;
+    ppb_store *baseline;    /* --baseline-db: older nights from another database, or NULL */
     const char *suite;
     const char *since;
     ppb_trend_options opt;
@@ -67,9 +78,32 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
     (void)r;
     trend_ctx *t = ctx;
     history h = {0};
-    int rc = ppb_store_case_history(t->s, t->suite, c->key, t->since, add_point, &h, t->err);
+    int rc = PPB_OK;
+    if (t->baseline) {
+        h.prefix = "base:";
+        rc = ppb_store_case_history(t->baseline, t->suite, c->key, t->since, add_point, &h, t->err);
+    }
+    h.prefix = "";
+    int n_base = h.n;
+    if (!rc)
+        rc = ppb_store_case_history(t->s, t->suite, c->key, t->since, add_point, &h, t->err);
     ppb_trend_result res;
     if (!rc) {
+        /* baseline nights first, then ours: each list is in time order; keep
+         * only baseline nights older than our first run */
+        int keep = 0;
+        for (int i = 0; i < n_base; i++)
+            if (h.n == n_base || strcmp(h.when[i], h.when[n_base]) < 0)
+                keep = i + 1;
+        int m = 0;
+        for (int i = 0; i < h.n; i++) {
+            if (i >= keep && i < n_base)
+                continue;
+            h.pts[m] = h.pts[i];
+            memmove(h.ids[m], h.ids[i], sizeof h.ids[m]);
+            m++;
+        }
+        h.n = m;
         for (int i = 0; i < h.n; i++)
             h.pts[i].run_id = h.ids[i]; /* ids may have moved while growing */
         rc = ppb_trend_analyse(h.pts, h.n, &t->opt, &res, t->err);
@@ -86,6 +120,7 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
     }
     free(h.pts);
     free(h.ids);
+    free(h.when);
     t->rc = rc;
     return rc ? rc : 0;
 }
@@ -95,9 +130,10 @@ int cmd_trend(int argc, char **argv)
     static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
                                              {"since", required_argument, NULL, 's'},
                                              {"window", required_argument, NULL, 'w'},
+                                             {"baseline-db", required_argument, NULL, 'B'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    const char *db = NULL;
+    const char *db = NULL, *baseline_db = NULL;
     trend_ctx t;
     memset(&t, 0, sizeof t);
     t.since = "";
@@ -109,6 +145,7 @@ int cmd_trend(int argc, char **argv)
         switch (c) {
         case 'd': db = optarg; break;
         case 's': t.since = optarg; break;
+        case 'B': baseline_db = optarg; break;
         case 'w':
             t.opt.window = (int)strtol(optarg, &end, 10);
             if (*end || t.opt.window < 3) {
@@ -144,6 +181,19 @@ int cmd_trend(int argc, char **argv)
     if (!s)
         return PPB_EXIT_RUNTIME;
     t.s = s;
+    char baseline_path[4096] = "";
+    if (baseline_db) {
+        int frc = ppb_fetch_baseline_db(baseline_db, baseline_path, sizeof baseline_path, &err);
+        if (!frc)
+            frc = ppb_store_open(&t.baseline, baseline_path, &err);
+        if (frc) {
+            fprintf(stderr, "ppbench trend: %s\n", err.msg);
+            if (baseline_path[0])
+                ppb_fetch_release(baseline_db, baseline_path);
+            ppb_store_close(s);
+            return frc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+        }
+    }
     int64_t latest = ppb_store_latest_run_of_suite(s, name);
     int rc = PPB_OK;
     if (latest <= 0) {
@@ -163,6 +213,10 @@ int cmd_trend(int argc, char **argv)
                t.counts[PPB_TREND_IMPROVEMENT], t.counts[PPB_TREND_OUTLIER],
                t.counts[PPB_TREND_INSUFFICIENT_HISTORY]);
     ppb_store_close(s);
+    if (t.baseline) {
+        ppb_store_close(t.baseline);
+        ppb_fetch_release(baseline_db, baseline_path);
+    }
     if (rc)
         return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
     return t.counts[PPB_TREND_REGRESSION] ? PPB_EXIT_REGRESSION : PPB_EXIT_OK;

@@ -56,4 +56,19 @@ sqlite3 "$T" "UPDATE results SET median_ms = 1.0 + 0.001 * (run_id % 3) WHERE ru
               UPDATE results SET median_ms = 2.0 WHERE run_id = 8;"
 expect_rc 0 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$T"
 grep -q "^outlier" "$WORK/out" || { cat "$WORK/out"; fail "one slow night not reported as an outlier"; }
+# Baselines from another database (issue: baselines over HTTP; file:// here,
+# http in push_failures.sh's server tests): runs 1-5 live only in the baseline.
+sqlite3 "$T" "UPDATE runs SET started_at = printf('2026-11-%02dT00:00:00Z', id);
+              UPDATE results SET median_ms = 1.0 + 0.001 * (run_id % 3) WHERE run_id <= 5;
+              UPDATE results SET median_ms = 1.3 + 0.001 * (run_id % 3) WHERE run_id > 5;"
+cp "$T" "$WORK/recent.db"
+sqlite3 "$WORK/recent.db" "PRAGMA foreign_keys=ON; DELETE FROM runs WHERE id <= 5;"
+expect_rc 0 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$WORK/recent.db"   # 3 runs: too short a history
+grep -q "insufficient" "$WORK/out" || fail "3 runs should be insufficient history"
+expect_rc 12 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$WORK/recent.db" --baseline-db "file://$T"
+grep -qE "^regression .* 6 " "$WORK/out" || { cat "$WORK/out"; fail "baseline history not used"; }
+set +e; "$PPB" compare 6 7 --db "$WORK/recent.db" --baseline-db "file://$T" >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
+case $rc in 0|10|11) ;; *) cat "$WORK/err"; fail "compare --baseline-db exited $rc";; esac
+echo "not a database" > "$WORK/junk.db"
+expect_rc 3 "$PPB" compare 6 7 --db "$WORK/recent.db" --baseline-db "file://$WORK/junk.db"
 echo "propose: ok"
