@@ -20,6 +20,8 @@
 
 /* ---- small helpers --------------------------------------------------------- */
 
+#define PLURAL(n) ((n) == 1 ? "" : "s")
+
 /* Grow a dynamic array of `size`-byte elements to hold one more. */
 static int grow(void **items, int *cap, int n, size_t size, ppb_err *err)
 {
@@ -380,8 +382,8 @@ static void append_field(char *buf, size_t len, int f, int value)
     char v[64];
     ppb_field_format_value((ppb_field)f, value, v, sizeof v);
     size_t used = strlen(buf);
-    snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", ppb_field_get((ppb_field)f)->key_name,
-             v);
+    snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "",
+             ppb_field_get((ppb_field)f)->key_name, v);
 }
 
 /* Which fields take more than one value among the items of each kernel: a
@@ -549,7 +551,10 @@ static void find_ceilings(rp_report *r)
 {
     static const struct {
         const char *pattern, *profile;
-    } known[] = {{"H200", "h200"}, {"A100", "a100"}, {"BI-V100", "bi-v100"}, {"Iluvatar", "bi-v100"}};
+    } known[] = {{"H200", "h200"},
+                 {"A100", "a100"},
+                 {"BI-V100", "bi-v100"},
+                 {"Iluvatar", "bi-v100"}};
     if (!r->have_run) {
         snprintf(r->ceilings_note, sizeof r->ceilings_note, "no run: no device");
         return;
@@ -649,15 +654,15 @@ static void decide_run(rp_report *r)
         add_line(rs, len, "note: run %lld is %s with %d of %d cases stored", (long long)r->run.id,
                  r->run.status, r->n_items, r->run.n_cases);
     if (n[PPB_STATUS_REFUSED])
-        add_line(rs, len, "note: %d cases refused before launch (the kernel or the target cannot "
-                          "run them; the feasibility table has the arithmetic)",
-                 n[PPB_STATUS_REFUSED]);
+        add_line(rs, len, "note: %d case%s refused before launch (the kernel or the target cannot "
+                          "run it; the feasibility table has the arithmetic)",
+                 n[PPB_STATUS_REFUSED], PLURAL(n[PPB_STATUS_REFUSED]));
     if (n[PPB_STATUS_SKIPPED])
-        add_line(rs, len, "note: %d cases skipped (too large for this machine or backend)",
-                 n[PPB_STATUS_SKIPPED]);
+        add_line(rs, len, "note: %d case%s skipped (too large for this machine or backend)",
+                 n[PPB_STATUS_SKIPPED], PLURAL(n[PPB_STATUS_SKIPPED]));
     if (n[PPB_STATUS_NOISY])
-        add_line(rs, len, "note: %d cases noisy (the noise target was not met in the budget)",
-                 n[PPB_STATUS_NOISY]);
+        add_line(rs, len, "note: %d case%s noisy (the noise target was not met in the budget)",
+                 n[PPB_STATUS_NOISY], PLURAL(n[PPB_STATUS_NOISY]));
     if (strcmp(r->run.backend, "cpu") == 0)
         add_line(rs, len, "note: CPU backend on %s: these are CPU timings and say nothing about "
                           "a GPU",
@@ -747,14 +752,15 @@ static void decide_trend(rp_report *r)
         shown++;
     }
     if (n[2])
-        add_line(rs, len, "note: %d cases with a latest run beyond the thresholds alone (an "
+        add_line(rs, len, "note: %d case%s with a latest run beyond the thresholds alone (an "
                           "outlier, not a step: no alert)",
-                 n[2]);
+                 n[2], PLURAL(n[2]));
     if (n[4])
-        add_line(rs, len, "note: %d cases have too little history to judge (fewer than %d runs)",
-                 n[4], r->trend_opt.min_history);
+        add_line(rs, len, "note: %d case%s too little history to judge (fewer than %d runs)",
+                 n[4], n[4] == 1 ? " has" : "s have", r->trend_opt.min_history);
     if (n[5])
-        add_line(rs, len, "note: %d cases could not be analysed (no usable times)", n[5]);
+        add_line(rs, len, "note: %d case%s could not be analysed (no usable times)", n[5],
+                 PLURAL(n[5]));
     add_line(rs, len, "note: cases of the latest run %lld of suite '%s'%s%s", (long long)r->run.id,
              r->req->suite, r->req->since[0] ? ", history since " : "", r->req->since);
 }

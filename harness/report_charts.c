@@ -500,7 +500,8 @@ static int roofline_chart(rp_report *r, int kernel, ppb_err *err)
     free(series.v);
     double lo = min_ai / 4, hi = max_ai * 4;
     if (r->have_ceilings) {
-        double bw = r->ceilings.mem_bandwidth.value / unit, peak = r->ceilings.fp16_flops.value / unit;
+        double bw = r->ceilings.mem_bandwidth.value / unit;
+        double peak = r->ceilings.fp16_flops.value / unit;
         double ridge = peak / bw;
         if (ridge * 2 > hi)
             hi = ridge * 2;
@@ -513,8 +514,11 @@ static int roofline_chart(rp_report *r, int kernel, ppb_err *err)
                 "set arrow from %.9g, graph 0 to %.9g, graph 1 nohead dt 3 lc rgb colour_limit\n",
                 r->ceilings.name, r->ceilings.mem_bandwidth.value, r->ceilings.fp16_flops.value, bw,
                 peak, ridge, ridge);
+        char legend[160];
+        snprintf(legend, sizeof legend, "%s ceiling: %.3g TB/s, %.4g TFLOP/s", r->ceilings.name,
+                 r->ceilings.mem_bandwidth.value / 1e12, r->ceilings.fp16_flops.value / 1e12);
         plot_add(&p, ", \\\n     roof(x) with lines lw 2 lc rgb colour_limit title %s",
-                 gq("ceiling", q, sizeof q));
+                 gq(legend, q, sizeof q));
     }
     fprintf(f.gp,
             "set logscale xy\n"
@@ -755,7 +759,8 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
                 ref * (1 - r->trend_opt.min_change));
     }
     if (first_alert >= 0 && t->trend.status != PPB_TREND_OUTLIER)
-        fprintf(f.gp, "set arrow 4 from %lld, graph 0 to %lld, graph 1 nohead lc rgb colour_alert\n",
+        fprintf(f.gp,
+                "set arrow 4 from %lld, graph 0 to %lld, graph 1 nohead lc rgb colour_alert\n",
                 (long long)t->points[first_alert].run_id, (long long)t->points[first_alert].run_id);
     char plot[600];
     snprintf(plot, sizeof plot,

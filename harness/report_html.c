@@ -234,7 +234,8 @@ static void results_table(page *p, int kernel)
     ppb_html_markup(h, "><thead><tr><th class=\"num\">#</th>");
     if (proposal)
         ppb_html_markup(h, "<th>side</th>");
-    ppb_html_markup(h, "<th>status</th><th>config</th><th>shape</th><th class=\"num\">median ms</th>"
+    ppb_html_markup(h, "<th>status</th><th>config</th><th>shape</th>"
+                       "<th class=\"num\">median ms</th>"
                        "<th class=\"num\">q1 to q3 ms</th><th class=\"num\">samples</th>"
                        "<th class=\"num\">rate</th><th class=\"num\">max err / atol</th>"
                        "<th>reason</th><th>case key</th></tr></thead>\n<tbody>\n");
@@ -451,7 +452,7 @@ static void feasibility_section(page *p)
         td_num(h, "%.0f", f->feasible && f->blocks_per_sm > 0 ? (double)f->blocks_per_sm : NAN);
         td_text(h, f->feasible ? f->limiter : "");
         td_num(h, "%.0f", (double)f->n_cases);
-        ppb_html_markup(h, "<td>");
+        ppb_html_markup(h, "<td class=\"shapes\">");
         ppb_html_text(h, f->shapes);
         if (f->n_cases > 4)
             ppb_html_textf(h, "; and %d more", f->n_cases - 4);

@@ -26,10 +26,10 @@ typedef struct rp_item {
     ppb_result r;              /* samples_ms is NULL */
     int side;                  /* RP_SIDE_* */
     int number;                /* 1-based row number in the page's tables and charts */
-    char series[192];          /* config fields that vary ("bm=64 bn=64 w=4"), side first in proposals */
+    char series[192];          /* config fields that vary ("bm=64 w=4"); proposals: side first */
     char shape[256];           /* shape fields that vary */
     char family[256];          /* shape without the length axis: one line of the time charts */
-    double length;             /* x of the time charts: context_len + query_len (prefill), seq_len */
+    double length;             /* x of the time charts: prefill context_len + query_len; seq_len */
 } rp_item;
 
 typedef struct rp_env {
@@ -71,7 +71,7 @@ typedef struct rp_report {
     const ppb_report_request *req;
     int kind;
 
-    ppb_run_info run;           /* run: the run; proposal: the candidate run; trend: the latest run */
+    ppb_run_info run;           /* the run; proposal: the candidate run; trend: the latest run */
     int have_run;
     ppb_run_info base_run;      /* proposal: the baseline run */
     int have_base_run;

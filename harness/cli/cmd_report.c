@@ -26,7 +26,8 @@ static void usage(FILE *out)
             "  --since DATE    only runs started on or after DATE (YYYY-MM-DD[THH:MM:SSZ])\n"
             "  --window N      reference runs of the trend test (default 10)\n"
             "Charts need gnuplot (apt-get install gnuplot-nox); PPB_GNUPLOT=PATH picks the\n"
-            "program, PPB_GNUPLOT= (empty) turns charts off. Without it the tables are complete.\n");
+            "program, PPB_GNUPLOT= (empty) turns charts off. Without it the tables are\n"
+            "complete.\n");
 }
 
 /* YYYY-MM-DD, optionally followed by the rest of an ISO 8601 time. */

@@ -167,7 +167,8 @@ static void finish(fixture *f, int64_t run, const char *status)
 
 /* 2 configs x 2 head dims x 2 context lengths = 8 cases; `wrong` marks case 0 wrong. */
 static int64_t smoke_like_run(fixture *f, const char *label, const char *backend,
-                              const char *device, const char *target, int wrong, char keys[8][PPB_CASE_KEY_MAX])
+                              const char *device, const char *target, int wrong,
+                              char keys[8][PPB_CASE_KEY_MAX])
 {
     int64_t run = begin_run(f, HOSTILE_ATTR, label, backend, device, target);
     ppb_err err = {{0}};
@@ -283,10 +284,12 @@ static void test_hostile_strings_are_text(void **state)
     assert_null(strcasestr(html, "<img"));
     /* ... and the strings are all there, as text. */
     assert_true(count(html, "&lt;script&gt;alert(1)&lt;/script&gt;") >= 2);   /* label, reason */
-    assert_non_null(strstr(html, "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"));   /* suite, device */
+    /* suite name, device */
+    assert_non_null(strstr(html, "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"));
     assert_non_null(strstr(html, "&lt;/style&gt;&lt;script&gt;x()&lt;/script&gt;"));   /* env */
     assert_int_equal(count(html, "</style>"), 1);   /* only the page's own */
-    assert_non_null(strstr(html, "<dd class=\"run-label\">&lt;script&gt;alert(1)&lt;/script&gt;</dd>"));
+    assert_non_null(
+        strstr(html, "<dd class=\"run-label\">&lt;script&gt;alert(1)&lt;/script&gt;</dd>"));
     /* The page forbids loading or running anything, whatever slips through. */
     assert_non_null(strstr(html, "Content-Security-Policy\" content=\"default-src 'none'"));
     for (int i = 0; i < 8; i++)
