@@ -201,6 +201,24 @@ __device__ __forceinline__ float ex2(float x)
     return y;
 }
 
+/* Tree reductions over a register array with compile-time indices (short dependency chains). */
+template <int LEN, int OFF, int N>
+__device__ __forceinline__ float tree_max(const float (&t)[LEN])
+{
+    if constexpr (N == 1)
+        return t[OFF];
+    else
+        return fmaxf(tree_max<LEN, OFF, N / 2>(t), tree_max<LEN, OFF + N / 2, N / 2>(t));
+}
+template <int LEN, int OFF, int N>
+__device__ __forceinline__ float tree_sum(const float (&t)[LEN])
+{
+    if constexpr (N == 1)
+        return t[OFF];
+    else
+        return tree_sum<LEN, OFF, N / 2>(t) + tree_sum<LEN, OFF + N / 2, N / 2>(t);
+}
+
 __device__ __forceinline__ float quad_max(float v)
 {
     v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
@@ -497,36 +515,47 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
                         }
                 }
         }
+        float alpha[MT][2];
+        bool rescale = false;
 #pragma unroll
         for (int m = 0; m < MT; m++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                float mx = NEG_INF;
+                /* tree reductions: short dependency chains */
+                float t[BN / 8];
 #pragma unroll
                 for (int j = 0; j < BN / 8; j++)
-                    mx = fmaxf(mx, fmaxf(s[m][j][2 * h], s[m][j][2 * h + 1]));
-                mx = quad_max(mx);
+                    t[j] = fmaxf(s[m][j][2 * h], s[m][j][2 * h + 1]);
+                const float mx = quad_max(tree_max<BN / 8, 0, BN / 8>(t));
                 const float m_new = fmaxf(m_run[m][h], mx * scale_log2);
                 /* a row with no visible key so far keeps max -inf: subtract 0, not -inf */
                 const float m_use = m_new == NEG_INF ? 0.f : m_new;
-                const float alpha = ex2(m_run[m][h] - m_use);
+                alpha[m][h] = ex2(m_run[m][h] - m_use);
+                rescale |= m_new != m_run[m][h];
                 m_run[m][h] = m_new;
-                float rs = 0.f;
 #pragma unroll
-                for (int j = 0; j < BN / 8; j++)
+                for (int j = 0; j < BN / 8; j++) {
+                    const float p0 = ex2(fmaf(s[m][j][2 * h], scale_log2, -m_use));
+                    const float p1 = ex2(fmaf(s[m][j][2 * h + 1], scale_log2, -m_use));
+                    s[m][j][2 * h] = p0;
+                    s[m][j][2 * h + 1] = p1;
+                    t[j] = p0 + p1;
+                }
+                l_run[m][h] = l_run[m][h] * alpha[m][h] + tree_sum<BN / 8, 0, BN / 8>(t);
+            }
+        /* O *= alpha only when some row's max moved (alpha is exactly 1 otherwise); after the
+         * first tiles of a long context that is rare. Warp-uniform branch. */
+        if (__any_sync(0xffffffffu, rescale)) {
 #pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const float p = ex2(fmaf(s[m][j][2 * h + e], scale_log2, -m_use));
-                        s[m][j][2 * h + e] = p;
-                        rs += p;
-                    }
-                l_run[m][h] = l_run[m][h] * alpha + rs;
+            for (int m = 0; m < MT; m++)
 #pragma unroll
                 for (int i = 0; i < D / 8; i++) {
-                    o[m][i][2 * h] *= alpha;
-                    o[m][i][2 * h + 1] *= alpha;
+                    o[m][i][0] *= alpha[m][0];
+                    o[m][i][1] *= alpha[m][0];
+                    o[m][i][2] *= alpha[m][1];
+                    o[m][i][3] *= alpha[m][1];
                 }
-            }
+        }
 
         cp_async_wait_all();
         __syncthreads();   /* V tile landed; every warp is done with this K tile */

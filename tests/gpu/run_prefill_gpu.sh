@@ -5,8 +5,9 @@
 #   tests/gpu/run_prefill_gpu.sh portable       compile the portable (SIMT) kernels for $PORTABLE_ARCH
 #                                               (sm_75: the oldest nvcc 13 has; the BI-V100 reports 7.0)
 #   tests/gpu/run_prefill_gpu.sh device         on a GPU machine: build if the binary is missing or does
-#                                               not start, then test, benchmark and one ncu profile;
-#                                               logs under $OUT (default ./out-prefill)
+#                                               not start, then test, compute-sanitizer memcheck, benchmark,
+#                                               one ncu profile, racecheck; logs under $OUT (default out/prefill)
+#                                               (NCU=0 / SANITIZE=0 skip those; NCU_CASE, NCU_CFG pick the profile)
 # The kernel table is split into 12 parts (dtype x head_dim x path) compiled in parallel ($JOBS).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -58,7 +59,7 @@ portable() {
 }
 
 device() {
-    OUT=${OUT:-$ROOT/out-prefill}
+    OUT=${OUT:-$ROOT/out/prefill}
     mkdir -p "$OUT"
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
     BIN=$BUILD/test_prefill_kernel
