@@ -170,14 +170,16 @@ static int classify_states(const ppb_verdict_case *cases, int n, const ppb_verdi
             return ppb_fail(err, PPB_EINPUT, "case '%s' has weight %g: weights must be finite and >= 0",
                             c->key, c->weight);
         int base_wrong = !c->baseline_correct, cand_wrong = !c->candidate_correct;
-        if (!c->candidate_feasible) {
-            o->state = PPB_CASE_INFEASIBLE;
-            rc = add_line(reject, "REJECT: case '%s': the candidate cannot run on the target: %s", c->key,
-                          or_unknown(c->candidate_reason));
-        } else if (!c->baseline_feasible) {
+        /* A baseline that cannot run leaves nothing to compare against, also
+         * when the candidate cannot run either (an A/A of a refused config). */
+        if (!c->baseline_feasible) {
             o->state = PPB_CASE_EXCLUDED;
             rc = add_line(notes, "note: case '%s' is left out: the baseline cannot run on the target (%s)",
                           c->key, or_unknown(c->baseline_reason));
+        } else if (!c->candidate_feasible) {
+            o->state = PPB_CASE_INFEASIBLE;
+            rc = add_line(reject, "REJECT: case '%s': the candidate cannot run on the target: %s", c->key,
+                          or_unknown(c->candidate_reason));
         } else if (rules->require_correct && (base_wrong || cand_wrong)) {
             o->state = PPB_CASE_WRONG;
             if (cand_wrong)

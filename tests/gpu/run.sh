@@ -206,7 +206,7 @@ if want proposals; then
     # REJECT (10) and INCONCLUSIVE (11) are answers, not failures.
     before=$failed
     run "$name" "$(limit proposals 300)" "$ppbench" propose "$p" --backend cuda --db "$db" --label gpu-bench
-    case $? in 10|11) failed=$before ;; esac
+    case $? in 10|11) failed=$before; sed -i "s/^\($name *\)FAILED (exit 10)/\1verdict REJECT  /; s/^\($name *\)FAILED (exit 11)/\1verdict INCONCLUSIVE/" "$summary" ;; esac
   done
 fi
 
