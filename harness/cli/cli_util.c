@@ -1,5 +1,8 @@
 #include "cli/cli_util.h"
 
+#include "cli/commands.h"
+#include "fetch.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,4 +31,50 @@ ppb_store *ppb_cli_open_store(const char *cmd, const char *db_option)
         return NULL;
     }
     return s;
+}
+
+int ppb_cli_index(const char *cmd, const char *opt, const char *text, int *out)
+{
+    char *end = NULL;
+    long v = strtol(text, &end, 10);
+    if (!*text || *end || v < 0 || v > 1 << 20) {
+        fprintf(stderr, "ppbench %s: %s %s: expected an integer >= 0\n", cmd, opt, text);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int ppb_cli_positive(const char *cmd, const char *opt, const char *text, double *out)
+{
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (!*text || *end || !(v > 0) || v > 1e15) {
+        fprintf(stderr, "ppbench %s: %s %s: expected a positive number\n", cmd, opt, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int ppb_cli_open_baseline(const char *cmd, const char *path_or_url, ppb_store **out, char *local,
+                          size_t len)
+{
+    ppb_err err = {{0}};
+    local[0] = '\0';
+    int rc = ppb_fetch_baseline_db(path_or_url, local, len, &err);
+    if (!rc)
+        rc = ppb_store_open(out, local, &err);
+    if (!rc)
+        return 0;
+    fprintf(stderr, "ppbench %s: %s\n", cmd, err.msg);
+    if (local[0])
+        ppb_fetch_release(path_or_url, local);
+    return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+}
+
+void ppb_cli_close_baseline(ppb_store *s, const char *path_or_url, const char *local)
+{
+    ppb_store_close(s);
+    ppb_fetch_release(path_or_url, local);
 }

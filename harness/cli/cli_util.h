@@ -12,4 +12,15 @@ int ppb_cli_run_id(ppb_store *s, const char *text, int64_t *id, ppb_err *err);
  * prefixed with `cmd` and returns NULL on failure. */
 ppb_store *ppb_cli_open_store(const char *cmd, const char *db_option);
 
+/* Option values. On a bad value they print "ppbench CMD: --OPT TEXT: expected
+ * ..." and return -1 (the caller exits with PPB_EXIT_USAGE). */
+int ppb_cli_index(const char *cmd, const char *opt, const char *text, int *out);      /* integer >= 0 */
+int ppb_cli_positive(const char *cmd, const char *opt, const char *text, double *out); /* number > 0 */
+
+/* --baseline-db PATH|URL: fetch (URLs, with libcurl) and open a baseline
+ * database. Returns 0, or a PPB_EXIT_* code after printing the error. */
+int ppb_cli_open_baseline(const char *cmd, const char *path_or_url, ppb_store **out, char *local,
+                          size_t len);
+void ppb_cli_close_baseline(ppb_store *s, const char *path_or_url, const char *local);
+
 #endif

@@ -184,8 +184,14 @@ int cmd_calibrate(int argc, char **argv)
             }
             break;
         }
-        case 'm': min_case_ms = strtod(optarg, &end); break;
-        case 'g': o.cpu_max_gflop = strtod(optarg, &end); break;
+        case 'm':
+            if (ppb_cli_positive("calibrate", "--min-case-ms", optarg, &min_case_ms))
+                return PPB_EXIT_USAGE;
+            break;
+        case 'g':
+            if (ppb_cli_positive("calibrate", "--cpu-max-gflop", optarg, &o.cpu_max_gflop))
+                return PPB_EXIT_USAGE;
+            break;
         case 'h': usage(stdout); return PPB_EXIT_OK;
         default: usage(stderr); return PPB_EXIT_USAGE;
         }

@@ -8,7 +8,6 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "fetch.h"
 #include "results_table.h"
 #include "verdict.h"
 
@@ -171,15 +170,11 @@ int cmd_compare(int argc, char **argv)
     ppb_store *sa = s;
     char baseline_path[4096] = "";
     if (baseline_db) {
-        int frc = ppb_fetch_baseline_db(baseline_db, baseline_path, sizeof baseline_path, &err);
-        if (!frc)
-            frc = ppb_store_open(&sa, baseline_path, &err);
-        if (frc) {
-            fprintf(stderr, "ppbench compare: %s\n", err.msg);
-            if (baseline_path[0])
-                ppb_fetch_release(baseline_db, baseline_path);
+        int xrc = ppb_cli_open_baseline("compare", baseline_db, &sa, baseline_path,
+                                        sizeof baseline_path);
+        if (xrc) {
             ppb_store_close(s);
-            return frc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+            return xrc;
         }
     }
     int64_t id[2] = {0, 0};
@@ -271,10 +266,8 @@ end:
     free(pcs);
     free_results(&rr[0]);
     free_results(&rr[1]);
-    if (sa != s) {
-        ppb_store_close(sa);
-        ppb_fetch_release(baseline_db, baseline_path);
-    }
+    if (sa != s)
+        ppb_cli_close_baseline(sa, baseline_db, baseline_path);
     ppb_store_close(s);
     if (rc)
         return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;

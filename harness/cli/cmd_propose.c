@@ -81,26 +81,18 @@ int cmd_propose(int argc, char **argv)
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        char *end = NULL;
         switch (c) {
         case 'd': db = optarg; break;
         case 'b': o.backend = optarg; break;
         case 'D':
-            o.device_index = (int)strtol(optarg, &end, 10);
-            if (*end || o.device_index < 0) {
-                fprintf(stderr, "ppbench propose: --device %s: expected a GPU index\n", optarg);
+            if (ppb_cli_index("propose", "--device", optarg, &o.device_index))
                 return PPB_EXIT_USAGE;
-            }
             break;
         case 't': o.target = optarg; break;
         case 'l': o.label = optarg; break;
         case 'g':
-            o.cpu_max_gflop = strtod(optarg, &end);
-            if (*end || o.cpu_max_gflop <= 0) {
-                fprintf(stderr, "ppbench propose: --cpu-max-gflop %s: expected a positive number\n",
-                        optarg);
+            if (ppb_cli_positive("propose", "--cpu-max-gflop", optarg, &o.cpu_max_gflop))
                 return PPB_EXIT_USAGE;
-            }
             break;
         case 'h': usage(stdout); return PPB_EXIT_OK;
         default: usage(stderr); return PPB_EXIT_USAGE;

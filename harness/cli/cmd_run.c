@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "matrix.h"
 #include "results_table.h"
@@ -65,11 +66,8 @@ int cmd_run(int argc, char **argv)
         case 'd': db = optarg; break;
         case 'b': o.backend = optarg; break;
         case 'D':
-            o.device_index = (int)strtol(optarg, &end, 10);
-            if (*end || o.device_index < 0) {
-                fprintf(stderr, "ppbench run: --device %s: expected a GPU index\n", optarg);
+            if (ppb_cli_index("run", "--device", optarg, &o.device_index))
                 return PPB_EXIT_USAGE;
-            }
             break;
         case 't': o.target = optarg; break;
         case 'f': o.filter = optarg; break;
@@ -89,11 +87,8 @@ int cmd_run(int argc, char **argv)
             break;
         case 'H': o.hot = 1; break;
         case 'g':
-            o.cpu_max_gflop = strtod(optarg, &end);
-            if (*end || o.cpu_max_gflop <= 0) {
-                fprintf(stderr, "ppbench run: --cpu-max-gflop %s: expected a positive number\n", optarg);
+            if (ppb_cli_positive("run", "--cpu-max-gflop", optarg, &o.cpu_max_gflop))
                 return PPB_EXIT_USAGE;
-            }
             break;
         case 'P': o.progress = 0; break;
         case 'V': {
@@ -108,11 +103,8 @@ int cmd_run(int argc, char **argv)
             break;
         }
         case 'T':
-            o.case_timeout_s = strtod(optarg, &end);
-            if (*end || o.case_timeout_s <= 0) {
-                fprintf(stderr, "ppbench run: --case-timeout %s: expected seconds\n", optarg);
+            if (ppb_cli_positive("run", "--case-timeout", optarg, &o.case_timeout_s))
                 return PPB_EXIT_USAGE;
-            }
             break;
         case 'h': usage(stdout); return PPB_EXIT_OK;
         default: usage(stderr); return PPB_EXIT_USAGE;

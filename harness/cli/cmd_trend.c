@@ -8,7 +8,6 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "fetch.h"
 #include "suite.h"
 #include "trend.h"
 
@@ -183,15 +182,11 @@ int cmd_trend(int argc, char **argv)
     t.s = s;
     char baseline_path[4096] = "";
     if (baseline_db) {
-        int frc = ppb_fetch_baseline_db(baseline_db, baseline_path, sizeof baseline_path, &err);
-        if (!frc)
-            frc = ppb_store_open(&t.baseline, baseline_path, &err);
-        if (frc) {
-            fprintf(stderr, "ppbench trend: %s\n", err.msg);
-            if (baseline_path[0])
-                ppb_fetch_release(baseline_db, baseline_path);
+        int xrc = ppb_cli_open_baseline("trend", baseline_db, &t.baseline, baseline_path,
+                                        sizeof baseline_path);
+        if (xrc) {
             ppb_store_close(s);
-            return frc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+            return xrc;
         }
     }
     int64_t latest = ppb_store_latest_run_of_suite(s, name);
@@ -213,10 +208,8 @@ int cmd_trend(int argc, char **argv)
                t.counts[PPB_TREND_IMPROVEMENT], t.counts[PPB_TREND_OUTLIER],
                t.counts[PPB_TREND_INSUFFICIENT_HISTORY]);
     ppb_store_close(s);
-    if (t.baseline) {
-        ppb_store_close(t.baseline);
-        ppb_fetch_release(baseline_db, baseline_path);
-    }
+    if (t.baseline)
+        ppb_cli_close_baseline(t.baseline, baseline_db, baseline_path);
     if (rc)
         return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
     return t.counts[PPB_TREND_REGRESSION] ? PPB_EXIT_REGRESSION : PPB_EXIT_OK;
