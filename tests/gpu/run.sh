@@ -17,6 +17,7 @@
 #   sanitizer  compute-sanitizer memcheck and racecheck on small matrices
 #   bench      ppbench run suites/prefill.yaml and suites/decode.yaml (PPB_BENCH_FILTER_<SUITE> narrows them)
 #   proposals  ppbench propose for each of suites/proposals/seed-*.yaml (PPB_PROPOSALS: a subset)
+#   multigpu   ppbench run --devices all of suites/decode.yaml (v2) and suites/nightly.yaml: one worker per GPU
 #   calibrate  ppbench calibrate on a few prefill and decode cases (A/A, known effects, repeatability)
 # Every step runs under `timeout`; the default limits add up to about 9 minutes
 # with a warm kernel cache (PPB_KERNEL_CACHE, default OUT_DIR/kernel-cache).
@@ -208,6 +209,12 @@ if want proposals; then
     run "$name" "$(limit proposals 300)" "$ppbench" propose "$p" --backend cuda --db "$db" --label gpu-bench
     case $? in 10|11) failed=$before; sed -i "s/^\($name *\)FAILED (exit 10)/\1verdict REJECT  /; s/^\($name *\)FAILED (exit 11)/\1verdict INCONCLUSIVE/" "$summary" ;; esac
   done
+fi
+
+# ---- several GPUs in one host ---------------------------------------------------------------
+if want multigpu; then
+  run multigpu_decode "$(limit multigpu 240)" "$ppbench" run "$root/suites/decode.yaml" --backend cuda \
+    --devices all --case-timeout 120 --filter "version=2" --db "$db" --label multi-gpu --no-progress
 fi
 
 # ---- calibration ------------------------------------------------------------------------
