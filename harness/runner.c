@@ -227,6 +227,8 @@ static int store_result(run_ctx *x, const ppb_case *c, ppb_result *res, ppb_err 
 typedef struct pool_device_ctx {
     pool_ctx pool;
     ppb_run_summary *sum;
+    const int *devices;
+    int n_devices;
 } pool_device_ctx;
 
 static int pool_on_device(void *ctx, const ppb_device_info *info, ppb_err *err)
@@ -242,7 +244,15 @@ static int pool_on_device(void *ctx, const ppb_device_info *info, ppb_err *err)
 #endif
     x->session.device = *info;
     x->session.target = x->have_target ? &x->target : NULL;
-    return device_known(x, x->session.ops, info, p->sum, err);
+    int rc = device_known(x, x->session.ops, info, p->sum, err);
+    /* The run records worker 0's device; say which devices shared the cases. */
+    char list[256] = "";
+    for (int i = 0, n = 0; i < p->n_devices; i++)
+        n += snprintf(list + n, sizeof list - (size_t)n, "%s%d", i ? "," : "", p->devices[i]);
+    ppb_err ignored;
+    if (!rc)
+        ppb_store_put_env(x->store, x->run.id, "workers.devices", list, &ignored);
+    return rc;
 }
 
 /* The cases in this process, one after another. */
@@ -373,7 +383,7 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
     if (n_devices == 0) {
         rc = run_in_process(&x, todo_flags, todo, err);
     } else {
-        pool_device_ctx pc = {{&x, backend, now_s(), 0, todo}, sum};
+        pool_device_ctx pc = {{&x, backend, now_s(), 0, todo}, sum, devices, n_devices};
         ppb_pool_callbacks cb = {&pc, pool_worker_open, pool_worker_case, pool_worker_close,
                                  pool_on_device, pool_on_result};
         ppb_pool_options po = {n_devices, devices, effective.case_timeout_s};
