@@ -235,14 +235,13 @@ static int run_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
             pr->res[s].status = PPB_STATUS_SKIPPED;
             continue;
         }
-        /* kernel_config sides share one input set; chunks differ per side */
+        /* kernel_config sides share one input set (built by the first side
+         * that is not refused from its shape); chunks differ per side */
         int wi = distinct ? s : 0;
         const char *seed_key = distinct ? pr->side[s].key : pr->shape_key;
         uint64_t seed = ppb_case_input_seed(x->suite.measure.seed, seed_key);
-        if (s == 0 || distinct)
+        if (!w[wi].q)
             ppb_session_workload(&x->session[s], &pr->side[s], seed, &w[wi], &pr->res[s]);
-        if (pr->res[s].status == PPB_STATUS_OK && !w[wi].q)
-            pr->res[s] = pr->res[0]; /* the shared inputs could not be built */
         if (pr->res[s].status == PPB_STATUS_OK)
             rc = ppb_session_check(&x->session[s], &pr->side[s], &w[wi], &x->suite.check, seed,
                                    &pr->res[s], &prepared[s]);
