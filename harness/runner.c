@@ -392,7 +392,11 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
     if (effective.progress)
         fputc('\n', stderr);
     if (x.run.id) {
-        ppb_session_store_environment(&x.session, x.store, x.run.id, "after.");
+        /* After a failed database write (locked past the busy timeout, disk
+         * full, read-only) each environment entry would fail again, a locked
+         * one only after another busy timeout: skip them, only mark the run. */
+        if (rc != PPB_EIO)
+            ppb_session_store_environment(&x.session, x.store, x.run.id, "after.");
         sum->interrupted = stop_requested != 0;
         ppb_err ferr;
         const char *status = rc ? "failed" : sum->interrupted ? "interrupted" : "complete";

@@ -182,14 +182,21 @@ typedef struct env_ctx {
     ppb_store *store;
     int64_t run;
     const char *prefix;
+    int failed; /* one entry failed to store: skip the rest */
 } env_ctx;
 
+/* Once one entry fails (database locked past the busy timeout, disk full,
+ * read-only), the rest would too, a locked database only after another busy
+ * timeout each: stop writing. */
 static void env_sink(void *ctx, const char *key, const char *value)
 {
     env_ctx *e = ctx;
+    if (e->failed)
+        return;
     char k[256];
+    ppb_err ignored; /* environment facts are best effort: a run is worth more */
     snprintf(k, sizeof k, "%s%s", e->prefix, key);
-    put_env(e->store, e->run, k, value);
+    e->failed = ppb_store_put_env(e->store, e->run, k, value, &ignored) != PPB_OK;
 }
 
 void ppb_session_store_environment(ppb_session *s, ppb_store *store, int64_t run_id,
@@ -197,7 +204,7 @@ void ppb_session_store_environment(ppb_session *s, ppb_store *store, int64_t run
 {
     if (!s->backend) /* the parent of worker processes holds no backend */
         return;
-    env_ctx e = {store, run_id, prefix};
+    env_ctx e = {store, run_id, prefix, 0};
     s->ops->environment(s->backend, env_sink, &e);
 }
 

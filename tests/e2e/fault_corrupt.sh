@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Fault injection (issue 7): a damaged database file. Truncated to half, its
+# header overwritten, random bytes written over its middle pages: every command
+# (list, show, export, run --resume, a new run) either fails with exit 3 or 4
+# and a message naming the file, or (only where the damage lies in pages the
+# command never reads) succeeds; none crashes, and the file stays byte-for-byte
+# as it was. An intact file before the damage must work, so the test can fail.
+source "$(dirname "$0")/lib.bash"
+source "$SRC/tests/faults/fault.bash"
+expect_rc 0 "$PPB" run "$FAULT_SUITE" --db "$WORK/good.db" --no-progress
+sqlite3 "$WORK/good.db" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null
+rm -f "$WORK/good.db-wal" "$WORK/good.db-shm"
+size=$(stat -c %s "$WORK/good.db")
+[ "$size" -ge 65536 ] || fail "database too small to damage in the middle ($size bytes)"
+
+# try DB WHAT: every command on DB; count clear refusals
+try_all() {
+  local db=$1 what=$2 sum refused=0 rc
+  sum=$(sha256sum <"$db")
+  for cmd in "list --db $db" "show 1 --db $db" "export 1 --db $db --format csv" \
+             "run --resume 1 --db $db --no-progress" "run $FAULT_SUITE --db $db --no-progress"; do
+    set +e
+    # shellcheck disable=SC2086 # split the command into its words
+    "$PPB" $cmd >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
+    case "$rc" in
+      3|4) grep -q "$(basename "$db")" "$WORK/err" || { cat "$WORK/err"; fail "$what: '$cmd': error does not name the file"; }
+           refused=$((refused + 1)) ;;
+      0|1) [ "$what" = "middle" ] || { cat "$WORK/err"; fail "$what: '$cmd' exited $rc on a damaged file"; } ;;
+      *) cat "$WORK/err"; fail "$what: '$cmd' exited $rc (crash?)" ;;
+    esac
+    [ "$(sha256sum <"$db")" = "$sum" ] || fail "$what: '$cmd' changed the damaged file"
+    [ ! -s "$db-wal" ] || fail "$what: '$cmd' wrote a WAL next to the damaged file"
+  done
+  echo "$what: $refused of 5 commands refused, file unchanged: $(head -1 "$WORK/err")"
+  [ "$refused" -ge 1 ] || fail "$what: no command noticed the damage"
+}
+
+cp "$WORK/good.db" "$WORK/half.db"
+truncate -s $((size / 2)) "$WORK/half.db"
+try_all "$WORK/half.db" truncated
+
+cp "$WORK/good.db" "$WORK/header.db"
+printf 'this is not the SQLite header!!!' | dd of="$WORK/header.db" conv=notrunc status=none
+try_all "$WORK/header.db" header
+
+cp "$WORK/good.db" "$WORK/middle.db"
+# 4 KiB of random bytes at every third 4 KiB page from page 2 on
+for off in $(seq 4096 12288 $((size - 4096))); do
+  head -c 4096 /dev/urandom | dd of="$WORK/middle.db" bs=1 seek="$off" conv=notrunc status=none
+done
+try_all "$WORK/middle.db" middle
+
+# the intact copy works, so the refusals above come from the damage
+expect_rc 0 "$PPB" list --db "$WORK/good.db"
+echo "fault_corrupt: ok"
