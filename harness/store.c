@@ -427,6 +427,11 @@ int ppb_store_open_at_version(ppb_store **out, const char *path, int target, ppb
         goto fail;
     }
     sqlite3_extended_result_codes(s->db, 1);
+    /* The file may come from elsewhere (a fetched baseline, a merge source):
+     * its triggers and views may not call functions with side effects, and
+     * its schema cannot be rewritten by hand (docs/SECURITY.md). */
+    sqlite3_db_config(s->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL);
+    sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
     /* Closing the last connection to a WAL database checkpoints into the main
      * file; a refused foreign WAL database must not be written that way. */
     sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
