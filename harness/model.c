@@ -96,17 +96,9 @@ int ppb_model_load(const char *path, ppb_model *m, ppb_err *err)
     if (rc)
         goto end;
 
-    yaml_node_t *name = ppb_yaml_get(&y, root, "name");
-    if (!name) {
-        rc = ppb_yaml_fail(&y, err, root, "name", "the profile has no name");
-        goto end;
-    }
-    rc = ppb_yaml_string(&y, name, "name", m->name, sizeof m->name, err);
+    rc = ppb_yaml_profile_header(&y, root, m->name, sizeof m->name, m->description,
+                                 sizeof m->description, err);
     if (rc)
-        goto end;
-    yaml_node_t *desc = ppb_yaml_get(&y, root, "description");
-    if (desc && (rc = ppb_yaml_string(&y, desc, "description", m->description,
-                                      sizeof m->description, err)) != PPB_OK)
         goto end;
     for (int i = 0; i < N_MODEL_FIELDS; i++) {
         yaml_node_t *node = ppb_yaml_get(&y, root, model_fields[i].name);

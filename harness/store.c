@@ -725,13 +725,17 @@ end:
     return rc;
 }
 
-int64_t ppb_store_latest_run(ppb_store *s)
+/* The newest id a query returns (0 when none, PPB_EIO on a database error). */
+static int64_t latest_id(ppb_store *s, const char *sql)
 {
     long long id = 0;
     ppb_err ignored;
-    if (query_int(s, "SELECT COALESCE(max(id), 0) FROM runs", &id, &ignored) != PPB_OK)
-        return PPB_EIO;
-    return id;
+    return query_int(s, sql, &id, &ignored) == PPB_OK ? id : PPB_EIO;
+}
+
+int64_t ppb_store_latest_run(ppb_store *s)
+{
+    return latest_id(s, "SELECT COALESCE(max(id), 0) FROM runs");
 }
 
 int ppb_store_has_result(ppb_store *s, int64_t run_id, const char *case_key)
@@ -1301,11 +1305,7 @@ end:
 
 int64_t ppb_store_latest_proposal(ppb_store *s)
 {
-    long long id = 0;
-    ppb_err ignored;
-    if (query_int(s, "SELECT COALESCE(max(id), 0) FROM proposals", &id, &ignored) != PPB_OK)
-        return PPB_EIO;
-    return id;
+    return latest_id(s, "SELECT COALESCE(max(id), 0) FROM proposals");
 }
 
 int ppb_store_each_proposal_case(ppb_store *s, int64_t id, ppb_proposal_case_visitor fn, void *ctx,

@@ -237,24 +237,14 @@ int ppb_target_load(const char *path, ppb_target *t, ppb_err *err)
     if (rc)
         goto end;
 
-    yaml_node_t *name = ppb_yaml_get(&y, root, "name");
-    if (!name) {
-        rc = ppb_yaml_fail(&y, err, root, "name", "the profile has no name");
-        goto end;
-    }
-    rc = ppb_yaml_string(&y, name, "name", t->name, sizeof t->name, err);
+    rc = ppb_yaml_profile_header(&y, root, t->name, sizeof t->name, t->description,
+                                 sizeof t->description, err);
     if (rc)
         goto end;
     if (!valid_name(t->name)) {
-        rc = ppb_yaml_fail(&y, err, name, "name",
+        rc = ppb_yaml_fail(&y, err, ppb_yaml_get(&y, root, "name"), "name",
                            "'%s' must be letters, digits, '-', '_' or '.'", t->name);
         goto end;
-    }
-    yaml_node_t *desc = ppb_yaml_get(&y, root, "description");
-    if (desc) {
-        rc = ppb_yaml_string(&y, desc, "description", t->description, sizeof t->description, err);
-        if (rc)
-            goto end;
     }
     for (int i = 0; i < N_VALUE_FIELDS; i++) {
         yaml_node_t *node = ppb_yaml_get(&y, root, value_fields[i].name);

@@ -207,3 +207,16 @@ int ppb_yaml_check_keys(ppb_yaml *y, yaml_node_t *map, const char *field,
     }
     return PPB_OK;
 }
+
+int ppb_yaml_profile_header(ppb_yaml *y, yaml_node_t *root, char *name, size_t name_len,
+                            char *description, size_t description_len, ppb_err *err)
+{
+    yaml_node_t *n = ppb_yaml_get(y, root, "name");
+    if (!n)
+        return ppb_yaml_fail(y, err, root, "name", "the profile has no name");
+    int rc = ppb_yaml_string(y, n, "name", name, name_len, err);
+    yaml_node_t *d = rc ? NULL : ppb_yaml_get(y, root, "description");
+    if (d)
+        rc = ppb_yaml_string(y, d, "description", description, description_len, err);
+    return rc;
+}

@@ -52,4 +52,8 @@ int ppb_yaml_string(ppb_yaml *y, yaml_node_t *n, const char *field, char *buf, s
 int ppb_yaml_check_keys(ppb_yaml *y, yaml_node_t *map, const char *field,
                         const char *const *allowed, ppb_err *err);
 
+/* The header every profile file has: a required `name`, an optional `description`. */
+int ppb_yaml_profile_header(ppb_yaml *y, yaml_node_t *root, char *name, size_t name_len,
+                            char *description, size_t description_len, ppb_err *err);
+
 #endif
