@@ -40,9 +40,13 @@ unsigned ppb_prefill_smem_bytes(const ppb_prefill_config *cfg, int head_dim)
     if (!is_pow2_in(bm, 16, 128) || !is_pow2_in(bn, 16, 128) || (d != 64 && d != 128 && d != 256))
         return 0;
     if (cfg->use_mma) {
-        /* Q [BM][D+8], K [BN][D+8], V [D][BN+8] or [BN][D+8] (the larger), 2-byte elements */
-        const int v_elems = max_int(d * (bn + 8), bn * (d + 8));
-        return 2u * (unsigned)(bm * (d + 8) + bn * (d + 8) + v_elems);
+        /* Q [BM][D+8], per stage K [BN][D+8] and V [D][BN+8] or [BN][D+8] (the larger),
+         * 2-byte elements; two stages where they fit (prefill_plan.h) */
+        const unsigned q = 2u * (unsigned)(bm * (d + 8));
+        const unsigned kv = 2u * (unsigned)(bn * (d + 8) + max_int(d * (bn + 8), bn * (d + 8)));
+        const int two = PPB_PREFILL_MAX_KV_STAGES >= 2 && cfg->num_warps >= PPB_PREFILL_TWO_STAGE_MIN_WARPS &&
+                        q + 2u * kv <= PPB_PREFILL_TWO_STAGE_SMEM_LIMIT;
+        return q + (two ? 2u : 1u) * kv;
     }
     /* Q^T [D][BM], K^T / V [BN*D], P [BM][BN+2] (2-byte), one fp32 per row */
     return 2u * (unsigned)(d * bm + bn * d + bm * (bn + 2)) + 4u * (unsigned)bm;

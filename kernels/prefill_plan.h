@@ -26,6 +26,19 @@ typedef struct ppb_prefill_config {
 #define PPB_PREFILL_SIMT_O_LIMIT 64     /* fp32 O values per thread, portable path */
 #define PPB_PREFILL_SIMT_S_LIMIT 64     /* fp32 S values per thread, portable path */
 
+/* Tensor-core path: K and V tiles are double-buffered (the next tile's copies fly during
+ * the whole of this tile's maths) when the CTA has at least 4 warps and the two-stage
+ * layout still lets two CTAs share an sm_90 SM (228 KB, 1 KB reserved per CTA); else
+ * single-buffered. With 1 or 2 warps the CTAs per SM hide the copies, and doubling the
+ * tiles cuts them (64/64/2: 4 -> 2 per SM, 29% slower on the H200; 128/64/4: 5% faster,
+ * docs/KERNELS-IMPL.md). The kernel (prefix_prefill.cuh, mma_layout) applies the same
+ * rule. -DPPB_PREFILL_MAX_KV_STAGES=1 in both builds turns it off (for A/B runs). */
+#ifndef PPB_PREFILL_MAX_KV_STAGES
+#define PPB_PREFILL_MAX_KV_STAGES 2
+#endif
+#define PPB_PREFILL_TWO_STAGE_MIN_WARPS 4
+#define PPB_PREFILL_TWO_STAGE_SMEM_LIMIT 115712u
+
 /* max_smem_optin: bytes the launcher may opt into (device or target limit, whichever is
  * lower). Returns 0 and fills *plan, or -1 with a one-line reason (reason may be NULL).
  * dtype: PPB_KDTYPE_FP16 / PPB_KDTYPE_BF16. */

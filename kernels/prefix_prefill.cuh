@@ -25,6 +25,7 @@
 
 #include "attention_args.h"
 #include "ppb_device_common.cuh"
+#include "prefill_plan.h"   /* the shared-memory budget rules the plan and the layouts share */
 
 namespace ppb_prefill {
 
@@ -36,9 +37,10 @@ __host__ __device__ constexpr int pow2_floor_sqrt(int x, int p = 1) { return (p 
 /* ---- shared-memory layouts (prefill_plan.c computes the same figures; the GPU test
  * checks that they agree for every config) ---------------------------------------- */
 
-/* Tensor-core path: Q tile [BM][D+8], K tile [BN][D+8], V tile either [D][BN+8] (phase 1:
- * the cache's d-major page layout) or [BN][D+8] (phase 2); rows padded by 16 bytes so the
- * 8 row addresses of an ldmatrix fall in 8 different bank groups. */
+/* Tensor-core path: Q tile [BM][D+8], then per stage a K tile [BN][D+8] and a V tile,
+ * either [D][BN+8] (phase 1: the cache's d-major page layout) or [BN][D+8] (phase 2); rows
+ * padded by 16 bytes so the 8 row addresses of an ldmatrix fall in 8 different bank
+ * groups. KV_STAGES (1 or 2): the rule of prefill_plan.h. */
 template <int D, int BM, int BN, int W>
 struct mma_layout {
     static constexpr int THREADS = W * 32;
@@ -48,7 +50,12 @@ struct mma_layout {
     static constexpr int Q_ELEMS = BM * QS;
     static constexpr int K_ELEMS = BN * KS;
     static constexpr int V_ELEMS = cmax(D * VTS, BN * VS);
-    static constexpr unsigned SMEM_BYTES = 2u * (Q_ELEMS + K_ELEMS + V_ELEMS);
+    static constexpr int STAGE_ELEMS = K_ELEMS + V_ELEMS;
+    static constexpr int KV_STAGES = PPB_PREFILL_MAX_KV_STAGES >= 2 && W >= PPB_PREFILL_TWO_STAGE_MIN_WARPS &&
+                                             2u * (Q_ELEMS + 2 * STAGE_ELEMS) <= PPB_PREFILL_TWO_STAGE_SMEM_LIMIT
+                                         ? 2
+                                         : 1;
+    static constexpr unsigned SMEM_BYTES = 2u * (Q_ELEMS + KV_STAGES * STAGE_ELEMS);
     /* Q fragments stay in registers when O, S and Q together fit comfortably; otherwise
      * they are re-read from shared memory (ldmatrix) at every k-step, as FA2 does. */
     static constexpr bool Q_IN_REGS = MT * (D / 4 + D / 2 + BN / 2) <= 160;
@@ -345,6 +352,30 @@ __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const ct
     }
 }
 
+/* First key of tile i of a CTA's walk: the context tiles, then the new-token tiles. */
+template <int BN>
+__device__ __forceinline__ int tile_start(const cta_geom &g, int i)
+{
+    return i < g.n1 ? g.k1_begin + i * BN : g.k2_begin + (i - g.n1) * BN;
+}
+
+/* The chunk holding the context's last token also holds up to 7 stale slots of its page:
+ * zero them in the V tile (P is 0 there, but 0 * NaN is not). Call once the tile has
+ * landed; returns whether it wrote (block-uniform: the caller then synchronises). */
+template <typename T, int D, int BN, int THREADS, int VTS>
+__device__ __forceinline__ bool zero_stale_v_slots(const cta_geom &g, int n0, T *sV)
+{
+    if (n0 + BN <= g.ctx || !(g.ctx & 7))
+        return false;
+    const int t0 = (g.ctx - n0) & ~7;
+    for (int idx = threadIdx.x; idx < D * 8; idx += THREADS) {
+        const int t = t0 + (idx & 7);
+        if (t >= g.ctx - n0)
+            sV[(idx >> 3) * VTS + t] = ppb_from_float<T>(0.f);
+    }
+    return true;
+}
+
 /* O += P V for one tile. P comes from the S accumulators (fp32 -> T, the m16n8 C layout of
  * two adjacent n-tiles is the m16k16 A layout). V_TRANS: V as [BN][VS] (ldmatrix.trans),
  * else [D][VTS] (plain ldmatrix). */
@@ -391,9 +422,9 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     cta_geom g;
     if (!cta_setup<BM, BN>(a, g))
         return;
+    constexpr bool TWO_STAGES = L::KV_STAGES == 2;
     T *sQ = reinterpret_cast<T *>(dynamic_smem());
-    T *sK = sQ + L::Q_ELEMS;
-    T *sV = sK + L::K_ELEMS;
+    T *sKV = sQ + L::Q_ELEMS;   /* stage s: K tile at sKV + s * STAGE_ELEMS, its V tile after it */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int gq = lane >> 2, tq = lane & 3;
     const int W_ = a.sliding_window;
@@ -417,11 +448,20 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
             }
         }
     }
-    /* block-table entries: this thread's page of the current tile (phys) and of the next (phys_next) */
+    /* Block-table entries: this thread's page of the tile whose copies are issued next (phys)
+     * and of the one after it (phys_next), read a tile ahead of use. Tile 0 goes with Q:
+     * its K, and with two stages its V too. */
     int phys = g.n1 > 0 ? segment_page(a, g, ps, g.k1_begin) : 0, phys_next = 0;
-    if (ntiles > 0)
-        issue_k_tile<T, D, BN, THREADS, L::KS>(a, g, g.n1 > 0, g.n1 > 0 ? g.k1_begin : g.k2_begin, sK, ps, phys);
+    if (ntiles > 0) {
+        const bool ph1 = g.n1 > 0;
+        const int n0 = tile_start<BN>(g, 0);
+        issue_k_tile<T, D, BN, THREADS, L::KS>(a, g, ph1, n0, sKV, ps, phys);
+        if (TWO_STAGES)
+            issue_v_tile<T, D, BN, THREADS, L::VTS, L::VS>(a, g, ph1, n0, sKV + L::K_ELEMS, ps, phys);
+    }
     cp_async_commit();
+    if (TWO_STAGES && 1 < g.n1)
+        phys_next = segment_page(a, g, ps, tile_start<BN>(g, 1));
 
     int row_tok[MT][2];
 #pragma unroll
@@ -444,12 +484,17 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     const float scale_log2 = a.sm_scale * 1.4426950408889634f;
     const T *q_warp = sQ + (warp * L::ROWS_PER_WARP + (lane & 15)) * L::QS + (lane >> 4) * 8;
 
+    /* One stage: V(it) is copied during S(it) and softmax, K(it + 1) during P V(it). Two
+     * stages: K and V of tile it + 1 are copied during all of tile it's maths. */
     for (int it = 0; it < ntiles; it++) {
         const bool ph1 = it < g.n1;
-        const int n0 = ph1 ? g.k1_begin + it * BN : g.k2_begin + (it - g.n1) * BN;
+        const int n0 = tile_start<BN>(g, it);
+        T *sK = sKV + (TWO_STAGES ? (it & 1) * L::STAGE_ELEMS : 0);
+        T *sV = sK + L::K_ELEMS;
 
         cp_async_wait_all();
-        __syncthreads();   /* K tile (and Q) landed; every warp is done with the previous V tile */
+        __syncthreads();   /* this tile's K (two stages: and V; first tile: Q) landed; every warp is done
+                              with the previous tile */
         if (L::Q_IN_REGS && it == 0) {
 #pragma unroll
             for (int m = 0; m < MT; m++)
@@ -458,10 +503,25 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
                     ldsm_x4(smem_addr(q_warp + m * 16 * L::QS + kk * 16), qf[m][kk][0], qf[m][kk][1], qf[m][kk][2],
                             qf[m][kk][3]);
         }
-        issue_v_tile<T, D, BN, THREADS, L::VTS, L::VS>(a, g, ph1, n0, sV, ps, phys);
-        cp_async_commit();
-        if (it + 1 < g.n1)
-            phys_next = segment_page(a, g, ps, n0 + BN);   /* used after S and softmax */
+        if (TWO_STAGES) {
+            if (ph1 && zero_stale_v_slots<T, D, BN, THREADS, L::VTS>(g, n0, sV))
+                __syncthreads();
+            if (it + 1 < ntiles) {
+                const bool nph1 = it + 1 < g.n1;
+                const int nn0 = tile_start<BN>(g, it + 1);
+                T *nK = sKV + ((it + 1) & 1) * L::STAGE_ELEMS;
+                issue_k_tile<T, D, BN, THREADS, L::KS>(a, g, nph1, nn0, nK, ps, phys_next);
+                issue_v_tile<T, D, BN, THREADS, L::VTS, L::VS>(a, g, nph1, nn0, nK + L::K_ELEMS, ps, phys_next);
+                cp_async_commit();
+            }
+            if (it + 2 < g.n1)
+                phys_next = segment_page(a, g, ps, tile_start<BN>(g, it + 2));   /* used next tile */
+        } else {
+            issue_v_tile<T, D, BN, THREADS, L::VTS, L::VS>(a, g, ph1, n0, sV, ps, phys);
+            cp_async_commit();
+            if (it + 1 < g.n1)
+                phys_next = segment_page(a, g, ps, n0 + BN);   /* used after S and softmax */
+        }
 
         /* S = Q K^T */
         float s[MT][BN / 8][4];
@@ -557,26 +617,18 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
                 }
         }
 
-        cp_async_wait_all();
-        __syncthreads();   /* V tile landed; every warp is done with this K tile */
-        if (ph1 && n0 + BN > g.ctx && (g.ctx & 7)) {
-            /* The chunk holding the context's last token also holds up to 7 stale slots of its
-             * page: zero them (P is 0 there, but 0 * NaN is not). */
-            const int t0 = (g.ctx - n0) & ~7;
-            for (int idx = tid; idx < D * 8; idx += THREADS) {
-                const int t = t0 + (idx & 7);
-                if (t >= g.ctx - n0)
-                    sV[(idx >> 3) * L::VTS + t] = ppb_from_float<T>(0.f);
+        if (!TWO_STAGES) {
+            cp_async_wait_all();
+            __syncthreads();   /* V tile landed; every warp is done with this K tile */
+            if (ph1 && zero_stale_v_slots<T, D, BN, THREADS, L::VTS>(g, n0, sV))
+                __syncthreads();
+            if (it + 1 < ntiles) {
+                issue_k_tile<T, D, BN, THREADS, L::KS>(a, g, it + 1 < g.n1, tile_start<BN>(g, it + 1), sK, ps,
+                                                       phys_next);
+                cp_async_commit();
             }
-            __syncthreads();
+            phys = phys_next;
         }
-        if (it + 1 < ntiles) {
-            const bool nph1 = it + 1 < g.n1;
-            const int nn0 = nph1 ? g.k1_begin + (it + 1) * BN : g.k2_begin + (it + 1 - g.n1) * BN;
-            issue_k_tile<T, D, BN, THREADS, L::KS>(a, g, nph1, nn0, sK, ps, phys_next);
-            cp_async_commit();
-        }
-        phys = phys_next;
 
         if (ph1)
             pv_tile<T, D, BN, MT, L::VTS, false>(o, s, sV, lane);

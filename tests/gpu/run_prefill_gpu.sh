@@ -9,6 +9,8 @@
 #                                               one ncu profile, racecheck; logs under $OUT (default out/prefill)
 #                                               (NCU=0 / SANITIZE=0 skip those; NCU_CASE, NCU_CFG pick the profile)
 # The kernel table is split into 12 parts (dtype x head_dim x path) compiled in parallel ($JOBS).
+# DEFS: extra -D flags for the kernels and the plan alike, e.g. DEFS=-DPPB_PREFILL_MAX_KV_STAGES=1 with its
+# own BUILD folder for an A/B of a layout rule.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 ARCH=${ARCH:-sm_90}
@@ -17,9 +19,10 @@ JOBS=${JOBS:-$(nproc)}
 PORTABLE_ARCH=${PORTABLE_ARCH:-sm_75}
 SRC=$ROOT/tests/gpu/test_prefill_kernel.cu
 TABLE=$ROOT/tests/gpu/prefill_kernel_table.cu
-KDEPS="$TABLE $ROOT/tests/gpu/prefill_kernel_table.h $ROOT/kernels/prefix_prefill.cuh $ROOT/kernels/ppb_device_common.cuh $ROOT/kernels/attention_args.h"
+KDEPS="$TABLE $ROOT/tests/gpu/prefill_kernel_table.h $ROOT/kernels/prefix_prefill.cuh $ROOT/kernels/ppb_device_common.cuh $ROOT/kernels/attention_args.h $ROOT/kernels/prefill_plan.h"
 MDEPS="$SRC $ROOT/tests/gpu/prefill_kernel_table.h $ROOT/kernels/prefill_plan.h $ROOT/kernels/prefix_prefill.cuh"
-NVFLAGS=(-std=c++17 -O3 -arch="$ARCH" -I"$ROOT/kernels" -lineinfo -Xptxas -v)
+read -r -a DEFS <<< "${DEFS:-}"
+NVFLAGS=(-std=c++17 -O3 -arch="$ARCH" -I"$ROOT/kernels" -lineinfo -Xptxas -v "${DEFS[@]}")
 
 stale() {   # stale OUTPUT SOURCES...: true when OUTPUT is missing or older than a source
     local out=$1; shift
@@ -41,7 +44,7 @@ build() {
     if stale "$BUILD/main.o" $MDEPS; then
         nvcc "${NVFLAGS[@]}" -c "$SRC" -o "$BUILD/main.o" > "$BUILD/main.log" 2>&1 || { cat "$BUILD/main.log"; return 1; }
     fi
-    gcc -std=c11 -O2 -Wall -Wextra -Wshadow -Werror -I"$ROOT/kernels" -c "$ROOT/kernels/prefill_plan.c" -o "$BUILD/prefill_plan.o" || return 1
+    gcc -std=c11 -O2 -Wall -Wextra -Wshadow -Werror "${DEFS[@]}" -I"$ROOT/kernels" -c "$ROOT/kernels/prefill_plan.c" -o "$BUILD/prefill_plan.o" || return 1
     nvcc -arch="$ARCH" "$BUILD"/part*.o "$BUILD/main.o" "$BUILD/prefill_plan.o" -o "$BUILD/test_prefill_kernel" || return 1
     grep -h -B1 -A3 "warning" "$BUILD"/part*.log "$BUILD/main.log" | head -40
     echo "built $BUILD/test_prefill_kernel"
