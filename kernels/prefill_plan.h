@@ -15,6 +15,12 @@
 #include "attention_args.h"
 #include "launch_plan.h"
 
+/* C linkage from C++ too: the kernel header includes this one for its layout rules, and
+ * must not give these functions C++ linkage in a program that links prefill_plan.c. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct ppb_prefill_config {
     int block_m, block_n, num_warps;
     int use_mma;     /* 1: tensor-core path (NVIDIA sm_80+, warp size 32); 0: portable SIMT */
@@ -48,5 +54,9 @@ int ppb_prefill_plan(const ppb_prefill_config *cfg, const ppb_prefill_args *args
 /* Dynamic shared memory the kernel's layout needs for a config (bytes; both dtypes are 2
  * bytes wide), without any feasibility check; 0 for knobs outside the supported set. */
 unsigned ppb_prefill_smem_bytes(const ppb_prefill_config *cfg, int head_dim);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -15,6 +15,8 @@
 #   suites     ppbench run of the GPU suites (tests/gpu/suites: both code paths, 100K contexts)
 #              with the float64 reference check
 #   sanitizer  compute-sanitizer memcheck and racecheck on small matrices
+#   aot        the ahead-of-time build (no NVRTC; the BI-V100's mechanism) of the smoke suites' kernels,
+#              then ppbench run of both smoke suites with it
 #   bench      ppbench run suites/prefill.yaml and suites/decode.yaml (PPB_BENCH_FILTER_<SUITE> narrows them)
 #   proposals  ppbench propose for each of suites/proposals/seed-*.yaml (PPB_PROPOSALS: a subset)
 #   multigpu   ppbench run --devices all of suites/decode.yaml (v2) and suites/nightly.yaml: one worker per GPU
@@ -28,7 +30,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-${OUT:-$PWD/gpu-out}}
 [ $# -gt 0 ] && shift
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(env build kernels backend suites sanitizer bench)
+[ ${#steps[@]} -eq 0 ] && steps=(env build kernels backend suites sanitizer aot bench)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 build=${PPB_GPU_BUILD_DIR:-$root/build-gpu}
@@ -202,6 +204,29 @@ if want sanitizer; then
   else
     echo "sanitizer: compute-sanitizer not found" | tee -a "$summary"; failed=1
   fi
+fi
+
+# ---- the ahead-of-time build ---------------------------------------------------------------
+# Kernels compiled into the program and launched through the CUDA 10.2-level runtime API, as
+# on toolchains without NVRTC; here with nvcc for this GPU and the tensor-core path allowed.
+if want aot; then
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  aot_build=${PPB_GPU_AOT_BUILD_DIR:-$root/build-gpu-aot}
+  smoke=("$root/suites/smoke.yaml" "$root/suites/smoke-decode.yaml")
+  run aot_build "$(limit aot 300)" bash -c '
+    set -e
+    "$0" --suite "$1" --suite "$2" --arch "$3" --print >"$4/aot-configs.txt"
+    cmake -S "$5" -B "$6" "${@:8}" -DPPB_NVRTC=OFF -DPPB_AOT_CONFIGS="$4/aot-configs.txt" -DPPB_AOT_USE_MMA=ON \
+          -DCMAKE_CUDA_ARCHITECTURES="$3" -DPPB_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    cmake --build "$6" -j "$7" --target ppbench' \
+    "$build/kernels/ppb-kernel-compile" "${smoke[@]}" "${cc:-90}" "$out" "$root" "$aot_build" "$jobs" \
+    "${deps_env[@]}" && {
+    run aot_smoke "$(limit aot 300)" "$aot_build/ppbench" run "${smoke[0]}" --backend cuda \
+      --db "$out/aot.db" --label aot --no-progress
+    # (the PARTITION_SIZE mismatch cases are WRONG by design: the suites step covers them)
+    run aot_smoke_decode "$(limit aot 300)" "$aot_build/ppbench" run "${smoke[1]}" --backend cuda \
+      --db "$out/aot.db" --label aot --no-progress --filter host_partition_size=0
+  }
 fi
 
 # ---- benchmarks ---------------------------------------------------------------------------
