@@ -448,9 +448,9 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
             }
         }
     }
-    /* Block-table entries: this thread's page of the tile whose copies are issued next (phys)
-     * and of the one after it (phys_next), read a tile ahead of use. Tile 0 goes with Q:
-     * its K, and with two stages its V too. */
+    /* Block-table entries of this thread's page segment, read a tile ahead of use: phys for
+     * the copies issued now (one stage: tile it's V), phys_next for the next tile's copies.
+     * Tile 0 goes with Q: its K, and with two stages its V too. */
     int phys = g.n1 > 0 ? segment_page(a, g, ps, g.k1_begin) : 0, phys_next = 0;
     if (ntiles > 0) {
         const bool ph1 = g.n1 > 0;
