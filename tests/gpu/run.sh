@@ -22,7 +22,7 @@
 #   multigpu   ppbench run --devices all of suites/decode.yaml (v2) and suites/nightly.yaml: one worker per GPU
 #   calibrate  ppbench calibrate on a few prefill and decode cases (A/A, known effects, repeatability)
 # Every step runs under `timeout`; all default steps took about 6 minutes on an H200 host of 16 cores
-# with a warm kernel cache (PPB_KERNEL_CACHE, default OUT_DIR/kernel-cache).
+# from a cold kernel cache (PPB_KERNEL_CACHE, default OUT_DIR/kernel-cache; the aot step came after).
 # Limits: PPB_GPU_TIMEOUT_<STEP>=seconds. Exit: 0 when every step passed.
 set -uo pipefail
 
