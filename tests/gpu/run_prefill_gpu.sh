@@ -4,6 +4,7 @@
 #   tests/gpu/run_prefill_gpu.sh build          build $BUILD/test_prefill_kernel (ARCH, default sm_90)
 #   tests/gpu/run_prefill_gpu.sh portable       compile the portable (SIMT) kernels for $PORTABLE_ARCH
 #                                               (sm_75: the oldest nvcc 13 has; the BI-V100 reports 7.0)
+#   tests/gpu/run_prefill_gpu.sh profile        on a GPU machine: only the ncu profile (build if missing)
 #   tests/gpu/run_prefill_gpu.sh device         on a GPU machine: build if the binary is missing or does
 #                                               not start, then test, compute-sanitizer memcheck, benchmark,
 #                                               one ncu profile, racecheck; logs under $OUT (default out/prefill)
@@ -61,6 +62,23 @@ portable() {
     echo "portable path compiles for $PORTABLE_ARCH"
 }
 
+# One ncu profile of one launch (NCU_CFG on NCU_CASE) into $OUT/ncu.txt, key metrics printed.
+profile() {
+    OUT=${OUT:-$ROOT/out/prefill}
+    mkdir -p "$OUT"
+    command -v ncu > /dev/null || { echo "no ncu"; return 1; }
+    local BIN=$BUILD/test_prefill_kernel
+    [ -x "$BIN" ] || build > "$OUT/build.txt" 2>&1 || { echo "build failed"; tail -50 "$OUT/build.txt"; return 1; }
+    echo "== ncu (one launch of ${NCU_CFG:-128 64 4} on ${NCU_CASE:-q8192-ctx90112-32/4})"
+    local st=smsp__average_warps_issue_stalled
+    timeout 60 ncu --clock-control none -k regex:prefix_prefill --launch-count 1 \
+        --section SpeedOfLight --section Occupancy \
+        --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,${st}_barrier_per_issue_active.ratio,${st}_long_scoreboard_per_issue_active.ratio,${st}_short_scoreboard_per_issue_active.ratio,${st}_mio_throttle_per_issue_active.ratio,${st}_math_pipe_throttle_per_issue_active.ratio,${st}_wait_per_issue_active.ratio,${st}_not_selected_per_issue_active.ratio,${st}_selected_per_issue_active.ratio,${st}_dispatch_stall_per_issue_active.ratio,${st}_lg_throttle_per_issue_active.ratio,${st}_no_instruction_per_issue_active.ratio \
+        "$BIN" --ncu ${NCU_CASE:-q8192-ctx90112-32/4} ${NCU_CFG:-128 64 4} > "$OUT/ncu.txt" 2>&1
+    echo "ncu exit code $?"
+    grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|DRAM Throughput|hmma|issue_active|hit_rate|bank_conflicts|stalled|Achieved Occupancy|Registers|ERR" "$OUT/ncu.txt" | head -40
+}
+
 device() {
     OUT=${OUT:-$ROOT/out/prefill}
     mkdir -p "$OUT"
@@ -83,16 +101,7 @@ device() {
     echo "== benchmark"
     timeout 120 "$BIN" --bench 20 > "$OUT/bench.txt" 2>&1
     echo "bench exit code $?"; cat "$OUT/bench.txt"
-    if command -v ncu > /dev/null && [ "${NCU:-1}" = 1 ]; then
-        echo "== ncu (one launch of ${NCU_CFG:-128 64 4} on ${NCU_CASE:-q8192-ctx90112-32/4})"
-        local st=smsp__average_warps_issue_stalled
-        timeout 60 ncu --clock-control none -k regex:prefix_prefill --launch-count 1 \
-            --section SpeedOfLight --section Occupancy \
-            --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,${st}_barrier_per_issue_active.ratio,${st}_long_scoreboard_per_issue_active.ratio,${st}_short_scoreboard_per_issue_active.ratio,${st}_mio_throttle_per_issue_active.ratio,${st}_math_pipe_throttle_per_issue_active.ratio,${st}_wait_per_issue_active.ratio,${st}_not_selected_per_issue_active.ratio,${st}_selected_per_issue_active.ratio,${st}_dispatch_stall_per_issue_active.ratio,${st}_lg_throttle_per_issue_active.ratio,${st}_no_instruction_per_issue_active.ratio \
-            "$BIN" --ncu ${NCU_CASE:-q8192-ctx90112-32/4} ${NCU_CFG:-128 64 4} > "$OUT/ncu.txt" 2>&1
-        echo "ncu exit code $?"
-        grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|hmma|issue_active|hit_rate|bank_conflicts|stalled|Achieved Occupancy|Registers|ERR" "$OUT/ncu.txt" | head -40
-    fi
+    [ "${NCU:-1}" = 1 ] && profile
     if command -v compute-sanitizer > /dev/null && [ "${SANITIZE:-1}" = 1 ]; then
         echo "== compute-sanitizer racecheck (--quick)"
         timeout 40 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" --quick > "$OUT/racecheck.txt" 2>&1
@@ -103,7 +112,8 @@ device() {
 
 case "${1:-build}" in
 build) build ;;
+profile) profile ;;
 portable) portable ;;
 device) device ;;
-*) echo "usage: $0 build|portable|device" >&2; exit 2 ;;
+*) echo "usage: $0 build|portable|profile|device" >&2; exit 2 ;;
 esac
