@@ -43,7 +43,7 @@ typedef struct ppb_prefill_config {
 #define PPB_PREFILL_MAX_KV_STAGES 2
 #endif
 #define PPB_PREFILL_TWO_STAGE_MIN_WARPS 4
-#define PPB_PREFILL_TWO_STAGE_SMEM_LIMIT 115712u
+#define PPB_PREFILL_TWO_STAGE_SMEM_LIMIT (228u * 1024u / 2u - 1024u)   /* 115712 B */
 
 /* max_smem_optin: bytes the launcher may opt into (device or target limit, whichever is
  * lower). Returns 0 and fills *plan, or -1 with a one-line reason (reason may be NULL).
