@@ -15,19 +15,32 @@
 
 #include "backend.h"
 #include "cpu_attention.h"
+#include "impl.h"
 #include "reference.h"
 #include "threads.h"
 
 #define DEFAULT_CPU_MAX_GFLOP 2.0
 #define DEFAULT_SMEM_PER_BLOCK 49152 /* the 48 KB a block gets without opt-in */
 #define DEFAULT_LLC_BYTES (32ll << 20)
+#define GUARD_CANARY 0xA5
+#define GUARD_SLACK (64 << 10)
+
+/* A plugin's v2 scratch buffer on the host, followed by a canary-filled guard
+ * zone large enough for everything the kernel's partition count can reach. */
+typedef struct host_guarded {
+    unsigned char *ptr;
+    size_t bytes, guard;
+} host_guarded;
 
 struct ppb_backend {
     ppb_backend_options opt;
     ppb_device_info info;
     ppb_case c;                 /* the prepared case (copied: stable for cpu_attn) */
     const ppb_workload *w;
-    cpu_attn *attn;
+    cpu_attn *attn;             /* builtin: the kernels' algorithms */
+    int use_plugin;             /* the case's impl is a plugin */
+    ppb_impl_call plugin;
+    host_guarded scratch[3];    /* plugin v2: tmp_out, exp_sums, max_logits */
     uint16_t *out;              /* the "device" output the runs write */
     unsigned char *flush;       /* cold-cache buffer, 2 x last-level cache, allocated on first use */
     size_t flush_bytes;
@@ -169,6 +182,11 @@ static void cpu_release(ppb_backend *b)
 {
     cpu_attn_destroy(b->attn);
     b->attn = NULL;
+    for (int i = 0; i < 3; i++) {
+        free(b->scratch[i].ptr);
+        memset(&b->scratch[i], 0, sizeof b->scratch[i]);
+    }
+    b->use_plugin = 0;
     free(b->out);
     b->out = NULL;
     b->w = NULL;
@@ -220,6 +238,7 @@ static void cpu_environment(ppb_backend *b, ppb_env_sink sink, void *ctx)
     const char *packed = getenv("PPB_MISMATCH_PACKED");
     if (packed && strcmp(packed, "1") == 0)
         sink(ctx, "mismatch_packed", "1");
+    ppb_impl_environment(sink, ctx);
 }
 
 static int packed_requested(void)
@@ -292,7 +311,101 @@ static int cpu_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w, 
         return ppb_fail(err, PPB_EREFUSED,
                         "too large for the CPU backend: %.3g GFLOP > %.3g GFLOP limit (--cpu-max-gflop)",
                         gflop, limit);
+    if (c->config.impl != PPB_IMPL_BUILTIN) {
+        /* The plugin's own refusals; the shared-memory rule below is the built-in kernels'. */
+        ppbk_device dev = {PPBK_BACKEND_CPU, 0, 0, 1, b->info.sm_count, 0};
+        return ppb_impl_bind(&b->plugin, c, &dev, err);
+    }
     return c->kernel == PPB_PAGED_ATTENTION ? refuse_decode_smem(b, c, w, err) : PPB_OK;
+}
+
+/* Plugin v2 scratch: sized with the host's partition count, indexed by the
+ * kernel with its own (the PARTITION_SIZE mismatch), each buffer in its own
+ * allocation with a guard zone that can take the whole difference. */
+static int plugin_scratch(ppb_backend *b, ppb_err *err)
+{
+    const ppb_config *k = &b->c.config;
+    ppb_decode_args *a = &b->plugin.decode;
+    long long kernel_parts = a->max_num_partitions;
+    int host_p = k->host_partition_size ? k->host_partition_size : k->partition_size;
+    long long host_parts = (a->max_seq_len + host_p - 1) / host_p;
+    long long rows = (long long)a->num_seqs * a->num_heads;
+    const size_t per_part[3] = {(size_t)a->head_dim * sizeof(uint16_t), sizeof(float), sizeof(float)};
+    for (int i = 0; i < 3; i++) {
+        host_guarded *g = &b->scratch[i];
+        g->bytes = (size_t)(rows * host_parts) * per_part[i];
+        size_t kernel_bytes = (size_t)(rows * kernel_parts) * per_part[i];
+        g->guard = (kernel_bytes > g->bytes ? kernel_bytes - g->bytes : 0) + GUARD_SLACK;
+        g->ptr = malloc(g->bytes + g->guard);
+        if (!g->ptr)
+            return ppb_fail(err, PPB_ENOMEM, "cpu backend: out of host memory for the v2 scratch");
+    }
+    a->tmp_out = b->scratch[0].ptr;
+    a->exp_sums = (float *)(void *)b->scratch[1].ptr;
+    a->max_logits = (float *)(void *)b->scratch[2].ptr;
+    return PPB_OK;
+}
+
+static int plugin_prepare(ppb_backend *b, const ppb_workload *w, ppb_result *res, ppb_err *err)
+{
+    b->use_plugin = 1;
+    if (res)
+        ppb_impl_resources(&b->plugin, &res->resources);
+    if (b->c.kernel == PPB_PREFIX_PREFILL) {
+        ppb_prefill_args *a = &b->plugin.prefill;
+        a->q = w->q;
+        a->k = w->k;
+        a->v = w->v;
+        a->k_cache = w->k_cache;
+        a->v_cache = w->v_cache;
+        a->out = b->out;
+        a->block_table = w->block_table;
+        a->start_loc = w->start_loc;
+        a->query_lens = w->query_lens;
+        a->context_lens = w->context_lens;
+        return PPB_OK;
+    }
+    ppb_decode_args *a = &b->plugin.decode;
+    a->q = w->q;
+    a->k_cache = w->k_cache;
+    a->v_cache = w->v_cache;
+    a->out = b->out;
+    a->block_table = w->block_table;
+    a->seq_lens = w->context_lens;
+    return b->c.config.version == 2 ? plugin_scratch(b, err) : PPB_OK;
+}
+
+/* Before a checked launch: NaN bits in the scratch (a reduce reading a partition
+ * nobody wrote gives NaN), canaries in the guards. */
+static void plugin_reset_scratch(ppb_backend *b)
+{
+    for (int i = 0; i < 3; i++)
+        if (b->scratch[i].ptr) {
+            memset(b->scratch[i].ptr, 0xFF, b->scratch[i].bytes);
+            memset(b->scratch[i].ptr + b->scratch[i].bytes, GUARD_CANARY, b->scratch[i].guard);
+        }
+}
+
+/* What the plugin wrote past each host-sized buffer, from the guard bytes. */
+static void plugin_overrun(const ppb_backend *b, ppb_overrun *ov)
+{
+    memset(ov, 0, sizeof *ov);
+    long long *past[3] = {&ov->tmp_out_bytes, &ov->exp_sums_bytes, &ov->max_logits_bytes};
+    for (int i = 0; i < 3; i++) {
+        const host_guarded *g = &b->scratch[i];
+        for (size_t j = 0; g->ptr && j < g->guard; j++)
+            if (g->ptr[g->bytes + j] != GUARD_CANARY) {
+                ov->guard_bytes_changed++;
+                *past[i] = (long long)j + 1;
+            }
+    }
+    ov->detected = ov->guard_bytes_changed > 0;
+}
+
+/* One launch of whatever the case runs. */
+static int cpu_launch(ppb_backend *b, ppb_err *err)
+{
+    return b->use_plugin ? ppb_impl_launch(&b->plugin, NULL, err) : cpu_attn_run(b->attn, b->out, err);
 }
 
 static int cpu_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_result *res,
@@ -310,14 +423,15 @@ static int cpu_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w,
         res->timing_is_cpu = 1;
         res->resources.known = 0; /* no compiled kernel to measure */
     }
-    rc = cpu_attn_create(&b->attn, &b->c, w, packed_requested(), err);
-    if (rc)
-        goto fail;
     b->out = malloc(sizeof(uint16_t) * (w->out_elems ? w->out_elems : 1));
     if (!b->out) {
         rc = ppb_fail(err, PPB_ENOMEM, "cpu backend: out of host memory for the output");
         goto fail;
     }
+    rc = c->config.impl != PPB_IMPL_BUILTIN ? plugin_prepare(b, w, res, err)
+                                            : cpu_attn_create(&b->attn, &b->c, w, packed_requested(), err);
+    if (rc)
+        goto fail;
     return PPB_OK;
 fail:
     cpu_release(b);
@@ -354,17 +468,30 @@ static void describe_mismatch(const ppb_backend *b, ppb_result *res)
 
 static int cpu_run_checked(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_err *err)
 {
-    if (!b->attn)
+    if (!b->attn && !b->use_plugin)
         return ppb_fail(err, PPB_EINPUT, "cpu backend: run before prepare");
     size_t n = b->w->out_elems;
     for (size_t i = 0; i < n; i++)
         b->out[i] = PPB_POISON_BITS;
-    cpu_attn_reset_scratch(b->attn);
-    int rc = cpu_attn_run(b->attn, b->out, err);
+    if (b->use_plugin)
+        plugin_reset_scratch(b);
+    else
+        cpu_attn_reset_scratch(b->attn);
+    int rc = cpu_launch(b, err);
     if (rc)
         return rc;
     memcpy(out, b->out, sizeof(uint16_t) * n);
-    if (res) {
+    if (res && b->use_plugin) {
+        plugin_overrun(b, &res->overrun);
+        if (res->overrun.detected)
+            snprintf(res->reason, sizeof res->reason,
+                     "v2 scratch overrun (host partition %d, kernel %d): kernel wrote %lld B past tmp_out, "
+                     "%lld B past exp_sums, %lld B past max_logits (guard zones caught it: %lld canary bytes "
+                     "changed)",
+                     b->c.config.host_partition_size, b->c.config.partition_size, res->overrun.tmp_out_bytes,
+                     res->overrun.exp_sums_bytes, res->overrun.max_logits_bytes,
+                     res->overrun.guard_bytes_changed);
+    } else if (res) {
         cpu_attn_overrun(b->attn, &res->overrun);
         const ppb_config *k = &b->c.config;
         if (b->c.kernel == PPB_PAGED_ATTENTION && k->version == 2 && k->host_partition_size != 0 &&
@@ -403,7 +530,7 @@ static double now_ms(void)
 
 static int cpu_time_sample(ppb_backend *b, int launches, int cold, double *ms, ppb_err *err)
 {
-    if (!b->attn)
+    if (!b->attn && !b->use_plugin)
         return ppb_fail(err, PPB_EINPUT, "cpu backend: timing before prepare");
     if (launches < 1)
         return ppb_fail(err, PPB_EINPUT, "cpu backend: launches must be >= 1 (got %d)", launches);
@@ -414,7 +541,7 @@ static int cpu_time_sample(ppb_backend *b, int launches, int cold, double *ms, p
     }
     double t0 = now_ms();
     for (int i = 0; i < launches; i++) {
-        int rc = cpu_attn_run(b->attn, b->out, err);
+        int rc = cpu_launch(b, err);
         if (rc)
             return rc;
     }

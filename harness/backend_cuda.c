@@ -26,6 +26,7 @@
 #include "attention_args.h"
 #include "backend.h"
 #include "decode_plan.h"
+#include "impl.h"
 #include "kernel_spec.h"
 #include "ppb_kernels.h"
 #include "prefill_plan.h"
@@ -172,6 +173,8 @@ struct ppb_backend {
     int prepared;
     ppb_case c;
     const ppb_workload *w;
+    int use_plugin;              /* the case's impl is a plugin: `plugin` launches, not the runtime */
+    ppb_impl_call plugin;
     ppb_kernel *main_kernel, *reduce_kernel;
     ppb_launch_plan main_plan, reduce_plan;
     ppb_prefill_args pa;
@@ -412,6 +415,8 @@ static void cuda_environment(ppb_backend *b, ppb_env_sink sink, void *ctx)
     sink(ctx, "kernels.compile_seconds", buf);
     sink_int(sink, ctx, "kernels.smem_limit", ki.smem_optin_limit);
 
+    ppb_impl_environment(sink, ctx);
+
     nvml_api *n = &b->nvml;
     if (!n->ok) {
         sink(ctx, "nvml", n->why);
@@ -515,9 +520,26 @@ static int plan_case(ppb_backend *b, const ppb_case *c, const ppb_workload *w, p
     ppb_kernels_info ki;
     ppb_kernels_get_info(b->kernels, &ki);
     int cc = b->info.cc_major * 10 + b->info.cc_minor;
-    int rc = ppb_kernel_launch_for_case(c, cc, b->info.warp_size, (unsigned)ki.smem_optin_limit, l, err);
-    if (rc)
+    int rc;
+    b->use_plugin = c->config.impl != PPB_IMPL_BUILTIN;
+    if (b->use_plugin) {
+        /* A plugin plans its own launches; the shape and the partition counts are ppbench's. */
+        ppbk_device dev = {PPBK_BACKEND_CUDA, b->device, cc, b->info.warp_size, b->info.sm_count,
+                           ki.smem_optin_limit};
+        if ((rc = ppb_impl_bind(&b->plugin, c, &dev, err)))
+            return rc;
+        memset(l, 0, sizeof *l);
+        l->prefill = b->plugin.prefill;
+        l->decode = b->plugin.decode;
+        if (c->kernel == PPB_PAGED_ATTENTION && c->config.version == 2) {
+            int host_p = c->config.host_partition_size ? c->config.host_partition_size : c->config.partition_size;
+            l->kernel_parts = l->decode.max_num_partitions;
+            l->host_parts = (int)ppb_decode_num_partitions(l->decode.max_seq_len, host_p);
+        }
+    } else if ((rc = ppb_kernel_launch_for_case(c, cc, b->info.warp_size, (unsigned)ki.smem_optin_limit, l,
+                                                err))) {
         return rc;
+    }
     b->main_plan = l->plan[0];
     b->reduce_plan = l->plan[1];
     b->pa = l->prefill;
@@ -618,7 +640,9 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
 
     /* The kernels: compiled (or from the cache) now, so compile time never lands in a timing. */
     ppb_resources main_res = {0}, reduce_res = {0};
-    if (c->kernel == PPB_PREFIX_PREFILL)
+    if (b->use_plugin)
+        ppb_impl_resources(&b->plugin, &main_res);
+    else if (c->kernel == PPB_PREFIX_PREFILL)
         rc = ppb_kernels_get_prefill(b->kernels, &c->config, c->shape.head_dim, c->shape.dtype, use_mma,
                                      &b->main_kernel, &main_res, err);
     else
@@ -630,7 +654,7 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
     ppb_kernels_info ki;
     ppb_kernels_get_info(b->kernels, &ki);
     long need_smem = (long)main_res.static_smem + (long)b->main_plan.dynamic_smem;
-    if (need_smem > ki.smem_optin_limit) {
+    if (!b->use_plugin && need_smem > ki.smem_optin_limit) {
         rc = ppb_fail(err, PPB_EREFUSED,
                       "needs %ld B of shared memory per block (%d static, compiled + %u dynamic, planned); "
                       "the limit here is %ld B%s",
@@ -640,7 +664,8 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
     }
     if (res) {
         res->resources = main_res;
-        res->resources.dynamic_smem = (int)b->main_plan.dynamic_smem;
+        if (!b->use_plugin)
+            res->resources.dynamic_smem = (int)b->main_plan.dynamic_smem;
         res->timing_is_cpu = 0;
     }
 
@@ -699,6 +724,9 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
             a->max_logits = (float *)b->max_logits.ptr;
         }
     }
+    /* The plugin launches on the same buffers (pointers set above). */
+    b->plugin.prefill = b->pa;
+    b->plugin.decode = b->da;
     b->prepared = 1;
     return PPB_OK;
 fail:
@@ -712,6 +740,8 @@ fail:
 static int launch_once(ppb_backend *b, ppb_err *err)
 {
     int rc;
+    if (b->use_plugin)
+        return ppb_impl_launch(&b->plugin, b->stream, err);
     if (b->c.kernel == PPB_PREFIX_PREFILL)
         return ppb_kernels_launch(b->main_kernel, &b->main_plan, &b->pa, sizeof b->pa, b->stream, err);
     rc = ppb_kernels_launch(b->main_kernel, &b->main_plan, &b->da, sizeof b->da, b->stream, err);

@@ -8,6 +8,9 @@
 static const char *const dtype_names[] = {"fp16", "bf16", NULL};
 static const char *const path_names[] = {"auto", "simt", "mma", NULL};
 static const char *const bool_names[] = {"false", "true", NULL};
+/* Grows as plugin:NAME values are parsed; the last slot stays NULL. */
+static const char *impl_names[PPB_IMPL_MAX + 1] = {"builtin", "vllm-triton", "vllm-cuda", NULL};
+static char plugin_names[PPB_IMPL_MAX][48];
 
 /* Ranges are what ppbench accepts at all; ppb_case_validate adds the rules
  * that involve several fields. Order = key order: never reorder, only append
@@ -32,7 +35,53 @@ static const ppb_field_info fields[PPB_F_COUNT] = {
     [PPB_F_PARTITION_SIZE] = {"partition_size", "p", PPB_FOR_DECODE, 1, 0, 65536, 512, NULL},
     [PPB_F_HOST_PARTITION_SIZE] = {"host_partition_size", "hp", PPB_FOR_DECODE, 1, 0, 65536, 0, NULL},
     [PPB_F_PATH] = {"path", "path", PPB_FOR_BOTH, 1, 0, 2, PPB_PATH_AUTO, path_names},
+    [PPB_F_IMPL] = {"impl", "impl", PPB_FOR_BOTH, 1, 0, PPB_IMPL_MAX - 1, PPB_IMPL_BUILTIN, impl_names, 1},
 };
+
+const char *ppb_impl_name(int impl)
+{
+    return impl >= 0 && impl < PPB_IMPL_MAX ? impl_names[impl] : NULL;
+}
+
+const char *ppb_impl_library_name(int impl)
+{
+    const char *name = ppb_impl_name(impl);
+    if (!name || impl == PPB_IMPL_BUILTIN)
+        return NULL;
+    return strncmp(name, "plugin:", 7) == 0 ? name + 7 : name;
+}
+
+/* A plugin name: what a library file and a case key can both carry. */
+static int valid_plugin_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n >= sizeof plugin_names[0] - 7)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_.-", name[i]))
+            return 0;
+    return 1;
+}
+
+/* plugin:NAME -> its value, registering the name on first sight. */
+static int parse_plugin_impl(const char *text, int *value, ppb_err *err)
+{
+    if (!valid_plugin_name(text + 7))
+        return ppb_fail(err, PPB_EINPUT,
+                        "impl: '%s': a plugin name is 1-40 characters of a-z, 0-9, '_', '.', '-'", text);
+    int i = 0;
+    while (impl_names[i] && strcmp(impl_names[i], text) != 0)
+        i++;
+    if (!impl_names[i]) {
+        if (i >= PPB_IMPL_MAX)
+            return ppb_fail(err, PPB_EINPUT, "impl: '%s': more than %d implementations in one run", text,
+                            PPB_IMPL_MAX);
+        snprintf(plugin_names[i], sizeof plugin_names[i], "%s", text);
+        impl_names[i] = plugin_names[i];
+    }
+    *value = i;
+    return PPB_OK;
+}
 
 const ppb_field_info *ppb_field_get(ppb_field f)
 {
@@ -69,6 +118,7 @@ static int *field_slot(ppb_case *c, ppb_field f)
     case PPB_F_PARTITION_SIZE: return &c->config.partition_size;
     case PPB_F_HOST_PARTITION_SIZE: return &c->config.host_partition_size;
     case PPB_F_PATH: return &c->config.path;
+    case PPB_F_IMPL: return &c->config.impl;
     case PPB_F_COUNT: break;
     }
     return NULL;
@@ -92,6 +142,8 @@ int ppb_field_parse_value(ppb_field f, const char *text, int *value, ppb_err *er
     const ppb_field_info *fi = ppb_field_get(f);
     if (!fi)
         return ppb_fail(err, PPB_EINPUT, "unknown field");
+    if (f == PPB_F_IMPL && strncmp(text, "plugin:", 7) == 0)
+        return parse_plugin_impl(text, value, err);
     if (fi->names) {
         for (int i = 0; fi->names[i]; i++)
             if (strcmp(fi->names[i], text) == 0) {
@@ -103,7 +155,8 @@ int ppb_field_parse_value(ppb_field f, const char *text, int *value, ppb_err *er
             strncat(allowed, i ? ", " : "", sizeof allowed - strlen(allowed) - 1);
             strncat(allowed, fi->names[i], sizeof allowed - strlen(allowed) - 1);
         }
-        return ppb_fail(err, PPB_EINPUT, "%s: '%s' is not one of %s", fi->name, text, allowed);
+        return ppb_fail(err, PPB_EINPUT, "%s: '%s' is not one of %s%s", fi->name, text, allowed,
+                        f == PPB_F_IMPL ? ", plugin:NAME" : "");
     }
     char *end = NULL;
     errno = 0;
@@ -120,7 +173,7 @@ int ppb_field_parse_value(ppb_field f, const char *text, int *value, ppb_err *er
 void ppb_field_format_value(ppb_field f, int value, char *buf, size_t len)
 {
     const ppb_field_info *fi = ppb_field_get(f);
-    if (fi && fi->names && value >= 0 && value <= fi->max)
+    if (fi && fi->names && value >= 0 && value <= fi->max && fi->names[value])
         snprintf(buf, len, "%s", fi->names[value]);
     else
         snprintf(buf, len, "%d", value);
@@ -157,11 +210,16 @@ void ppb_case_init(ppb_case *c, ppb_kernel_kind kernel)
             ppb_case_set(c, f, fields[f].def < 0 ? 0 : fields[f].def);
 }
 
+static int omitted_from_key(const ppb_case *c, int f)
+{
+    return fields[f].key_omits_default && ppb_case_get(c, f) == fields[f].def;
+}
+
 void ppb_case_make_key(ppb_case *c)
 {
     size_t n = (size_t)snprintf(c->key, sizeof c->key, "%s", ppb_kernel_name(c->kernel));
     for (int f = 0; f < PPB_F_COUNT && n < sizeof c->key; f++) {
-        if (!field_applies(c->kernel, f))
+        if (!field_applies(c->kernel, f) || omitted_from_key(c, f))
             continue;
         char val[32];
         ppb_field_format_value(f, ppb_case_get(c, f), val, sizeof val);
@@ -213,7 +271,7 @@ int ppb_case_from_key(const char *key, ppb_case *out, ppb_err *err)
         seen |= 1u << f;
     }
     for (int f = 0; f < PPB_F_COUNT; f++)
-        if (field_applies(kernel, f) && !(seen & (1u << f)))
+        if (field_applies(kernel, f) && !(seen & (1u << f)) && !fields[f].key_omits_default)
             return ppb_fail(err, PPB_EINPUT, "case key: field '%s' missing", fields[f].key_name);
     ppb_case_make_key(out);
     return PPB_OK;
@@ -233,6 +291,8 @@ int ppb_case_validate(const ppb_case *c, ppb_err *err)
             return ppb_fail(err, PPB_EINPUT, "%s=%d is out of range [%d, %d]", fields[f].name, v,
                             fields[f].min, fields[f].max);
     }
+    if (!ppb_impl_name(k->impl))
+        return ppb_fail(err, PPB_EINPUT, "impl=%d names no implementation", k->impl);
     if (s->num_heads % s->num_kv_heads != 0)
         return ppb_fail(err, PPB_EINPUT,
                         "num_heads=%d is not a multiple of num_kv_heads=%d (GQA needs whole groups)",

@@ -41,6 +41,7 @@ typedef struct ppb_config {
     int host_partition_size; /* partition size the host sizes buffers with; 0 = same (no mismatch) */
     /* both */
     int path;                /* ppb_code_path */
+    int impl;                /* which implementation runs the kernel: ppb_impl_name(); 0 = builtin */
 } ppb_config;
 
 #define PPB_CASE_KEY_MAX 256
@@ -60,6 +61,7 @@ typedef enum {
     PPB_F_BLOCK_M, PPB_F_BLOCK_N, PPB_F_NUM_WARPS,
     PPB_F_VERSION, PPB_F_NUM_THREADS, PPB_F_PARTITION_SIZE, PPB_F_HOST_PARTITION_SIZE,
     PPB_F_PATH,
+    PPB_F_IMPL,
     PPB_F_COUNT
 } ppb_field;
 
@@ -76,6 +78,7 @@ typedef struct ppb_field_info {
     int min, max;          /* valid range (inclusive) */
     int def;               /* default when a suite leaves it out; -1 = required */
     const char *const *names; /* for enum-valued fields (dtype, path): value i has names[i] */
+    int key_omits_default; /* 1: left out of the key at its default (fields added after keys were stored) */
 } ppb_field_info;
 
 const ppb_field_info *ppb_field_get(ppb_field f);
@@ -87,6 +90,21 @@ void ppb_case_set(ppb_case *c, ppb_field f, int value);
 int ppb_field_parse_value(ppb_field f, const char *text, int *value, ppb_err *err);
 /* Write a value as text (enum names for enum fields). */
 void ppb_field_format_value(ppb_field f, int value, char *buf, size_t len);
+
+/* Implementations (the `impl` field): 0 builtin, 1 vllm-triton, 2 vllm-cuda,
+ * then "plugin:NAME" values in the order this process first parsed them.
+ * Parsing a new plugin:NAME registers it (at most PPB_IMPL_MAX names in all);
+ * whether a library of that name exists is decided when a case runs
+ * (harness/impl.h). The key leaves impl out when it is builtin, so keys
+ * stored before the field existed still name the same case. */
+#define PPB_IMPL_BUILTIN 0
+#define PPB_IMPL_VLLM_TRITON 1
+#define PPB_IMPL_VLLM_CUDA 2
+#define PPB_IMPL_MAX 32
+const char *ppb_impl_name(int impl);   /* NULL when no such value */
+/* The library name an implementation's table carries: "vllm-triton" for
+ * vllm-triton, "NAME" for plugin:NAME, NULL for builtin. */
+const char *ppb_impl_library_name(int impl);
 
 const char *ppb_kernel_name(ppb_kernel_kind k);       /* "prefix_prefill" / "paged_attention" */
 int ppb_kernel_parse(const char *name, ppb_kernel_kind *out);

@@ -196,6 +196,55 @@ int ppb_kernel_specs_for_case(const ppb_case *c, int cc, ppb_kernel_spec out[2],
     return PPB_OK;
 }
 
+static int max_len(const ppb_case *c, int decode)
+{
+    int m = 0;
+    for (int b = 0; b < c->shape.batch; b++) {
+        int v = decode ? ppb_case_context_len_of(c, b) : ppb_case_query_len_of(c, b);
+        m = v > m ? v : m;
+    }
+    return m;
+}
+
+static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+void ppb_kernel_args_for_case(const ppb_case *c, ppb_prefill_args *pa, ppb_decode_args *da)
+{
+    const ppb_shape *s = &c->shape;
+    memset(pa, 0, sizeof *pa);
+    memset(da, 0, sizeof *da);
+    float sm_scale = 1.0f / sqrtf((float)s->head_dim);
+    if (c->kernel == PPB_PREFIX_PREFILL) {
+        pa->batch = s->batch;
+        pa->max_query_len = max_len(c, 0);
+        pa->num_heads = s->num_heads;
+        pa->num_kv_heads = s->num_kv_heads;
+        pa->head_dim = s->head_dim;
+        pa->page_size = s->page_size;
+        pa->sliding_window = s->sliding_window;
+        int max_ctx = 0;
+        for (int b = 0; b < s->batch; b++) {
+            int v = ppb_case_context_len_of(c, b);
+            max_ctx = v > max_ctx ? v : max_ctx;
+        }
+        pa->max_blocks_per_seq = max_ctx > 0 ? ceil_div(max_ctx, s->page_size) : 1;
+        pa->sm_scale = sm_scale;
+        return;
+    }
+    da->num_seqs = s->batch;
+    da->num_heads = s->num_heads;
+    da->num_kv_heads = s->num_kv_heads;
+    da->head_dim = s->head_dim;
+    da->page_size = s->page_size;
+    da->max_seq_len = max_len(c, 1);
+    da->max_blocks_per_seq = ceil_div(da->max_seq_len, s->page_size);
+    da->sliding_window = s->sliding_window;
+    da->sm_scale = sm_scale;
+    /* The kernel indexes the v2 scratch with its own count (vLLM's gridDim.z). */
+    if (c->config.version == 2)
+        da->max_num_partitions = ceil_div(da->max_seq_len, c->config.partition_size);
+}
+
 #ifdef PPB_HAVE_CUDA
 #include "decode_plan.h"
 #include "prefill_plan.h"
@@ -215,16 +264,6 @@ unsigned ppb_kernel_smem_optin_for_cc(int cc)
     return 49152;
 }
 
-static int max_len(const ppb_case *c, int decode)
-{
-    int m = 0;
-    for (int b = 0; b < c->shape.batch; b++) {
-        int v = decode ? ppb_case_context_len_of(c, b) : ppb_case_query_len_of(c, b);
-        m = v > m ? v : m;
-    }
-    return m;
-}
-
 /* Plan with a fixed path; 0 or -1 with reason (the plans' convention). */
 static int plan_path(const ppb_case *c, int use_mma, int warp_size, unsigned smem_limit, ppb_kernel_launch *l,
                      char *reason, unsigned reason_len)
@@ -232,43 +271,17 @@ static int plan_path(const ppb_case *c, int use_mma, int warp_size, unsigned sme
     const ppb_shape *s = &c->shape;
     const ppb_config *k = &c->config;
     memset(l->plan, 0, sizeof l->plan);
+    ppb_kernel_args_for_case(c, &l->prefill, &l->decode);
     if (c->kernel == PPB_PREFIX_PREFILL) {
-        ppb_prefill_args *a = &l->prefill;
-        memset(a, 0, sizeof *a);
-        a->batch = s->batch;
-        a->max_query_len = max_len(c, 0);
-        a->num_heads = s->num_heads;
-        a->num_kv_heads = s->num_kv_heads;
-        a->head_dim = s->head_dim;
-        a->page_size = s->page_size;
-        a->sliding_window = s->sliding_window;
-        int max_ctx = 0;
-        for (int b = 0; b < s->batch; b++) {
-            int v = ppb_case_context_len_of(c, b);
-            max_ctx = v > max_ctx ? v : max_ctx;
-        }
-        a->max_blocks_per_seq = max_ctx > 0 ? (max_ctx + s->page_size - 1) / s->page_size : 1;
-        a->sm_scale = 1.0f / sqrtf((float)s->head_dim);
         ppb_prefill_config pc = {k->block_m, k->block_n, k->num_warps, use_mma, warp_size};
-        return ppb_prefill_plan(&pc, a, s->head_dim, s->dtype, smem_limit, &l->plan[0], reason, reason_len);
+        return ppb_prefill_plan(&pc, &l->prefill, s->head_dim, s->dtype, smem_limit, &l->plan[0], reason, reason_len);
     }
     ppb_decode_args *a = &l->decode;
-    memset(a, 0, sizeof *a);
-    a->num_seqs = s->batch;
-    a->num_heads = s->num_heads;
-    a->num_kv_heads = s->num_kv_heads;
-    a->head_dim = s->head_dim;
-    a->page_size = s->page_size;
-    a->max_seq_len = max_len(c, 1);
-    a->max_blocks_per_seq = (a->max_seq_len + s->page_size - 1) / s->page_size;
-    a->sliding_window = s->sliding_window;
-    a->sm_scale = 1.0f / sqrtf((float)s->head_dim);
     l->kernel_parts = l->host_parts = 0;
     if (k->version == 2) {
         int host_p = k->host_partition_size ? k->host_partition_size : k->partition_size;
         l->kernel_parts = (int)ppb_decode_num_partitions(a->max_seq_len, k->partition_size);
         l->host_parts = (int)ppb_decode_num_partitions(a->max_seq_len, host_p);
-        a->max_num_partitions = l->kernel_parts; /* the kernel indexes with its own count */
     }
     ppb_decode_config dc = {k->version, k->num_threads, k->partition_size, use_mma, warp_size};
     return ppb_decode_plan(&dc, a, s->head_dim, s->page_size, s->dtype, smem_limit, &l->plan[0], &l->plan[1],

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 
+#include "attention_args.h"
 #include "case.h"
 #include "ppb_error.h"
 
@@ -62,8 +63,13 @@ int ppb_kernel_use_mma(int path, int cc, int *use_mma, ppb_err *err);
 int ppb_kernel_specs_for_case(const ppb_case *c, int cc, ppb_kernel_spec out[2], int *n,
                               ppb_err *err);
 
+/* The shape part of the kernels' argument structs for a case (pointers NULL,
+ * the struct of the other kernel zeroed). Every implementation, built-in or
+ * plugin, is handed these same figures. Decode v2: max_num_partitions is the
+ * kernel's own count, ceil(max_seq_len / partition_size). */
+void ppb_kernel_args_for_case(const ppb_case *c, ppb_prefill_args *pa, ppb_decode_args *da);
+
 #ifdef PPB_HAVE_CUDA
-#include "attention_args.h"
 #include "launch_plan.h"
 
 /* How a case launches on a device, short of the device pointers: the code path,

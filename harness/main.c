@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "impl.h"
 
 typedef struct command {
     const char *name;
@@ -26,7 +27,32 @@ static const command commands[] = {
     {"push", cmd_push, "upload a run to a Pushgateway, InfluxDB or a JSON webhook (queued on failure)"},
     {"merge", cmd_merge, "merge results databases (hosts, shards) into one"},
     {"calibrate", cmd_calibrate, "measure ppbench's own false alarms, detectable effect, repeatability"},
+    {"impls", cmd_impls, "list kernel implementations: builtin and plugins (vllm-triton, vllm-cuda, ...)"},
 };
+
+/* --plugin PATH (or --plugin=PATH), anywhere on the command line and for every
+ * command: a plugin library or folder searched first (harness/impl.h). Taken
+ * out of argv before the command parses its own options. */
+static int take_plugin_options(int *argc, char **argv)
+{
+    int out = 0;
+    for (int i = 0; i < *argc; i++) {
+        if (strcmp(argv[i], "--plugin") == 0) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "ppbench: --plugin needs a path\n");
+                return -1;
+            }
+            ppb_impl_add_search_path(argv[++i]);
+        } else if (strncmp(argv[i], "--plugin=", 9) == 0) {
+            ppb_impl_add_search_path(argv[i] + 9);
+        } else {
+            argv[out++] = argv[i];
+        }
+    }
+    argv[out] = NULL;
+    *argc = out;
+    return 0;
+}
 
 static void usage(FILE *out)
 {
@@ -40,6 +66,8 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    if (take_plugin_options(&argc, argv) != 0)
+        return PPB_EXIT_USAGE;
     if (argc < 2) {
         usage(stderr);
         return PPB_EXIT_USAGE;

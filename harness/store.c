@@ -51,7 +51,7 @@ struct ppb_store {
 #define CASE_FIELD_COLUMNS(X)                                                                    \
     X(batch) X(query_len) X(context_len) X(seq_len) X(ragged) X(num_heads) X(num_kv_heads)      \
     X(head_dim) X(dtype) X(page_size) X(sliding_window) X(block_m) X(block_n) X(num_warps)     \
-    X(version) X(num_threads) X(partition_size) X(host_partition_size) X(path)
+    X(version) X(num_threads) X(partition_size) X(host_partition_size) X(path) X(impl)
 
 #define COUNT_ONE(name) +1
 _Static_assert(0 CASE_FIELD_COLUMNS(COUNT_ONE) == PPB_F_COUNT,

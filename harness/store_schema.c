@@ -165,11 +165,17 @@ static const char schema_v4[] =
     "  UNIQUE(run_id, url, format)"
     ");";
 
+/* Version 5: the implementation a case ran on (builtin, vllm-triton,
+ * vllm-cuda, plugin:NAME). Every case stored before ran the built-in kernels;
+ * their keys, which leave impl out at builtin, stay valid. */
+static const char schema_v5[] = "ALTER TABLE cases ADD COLUMN impl TEXT NOT NULL DEFAULT 'builtin';";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
     {3, "proposal verdicts", schema_v3},
     {4, "run uids and the push queue", schema_v4},
+    {5, "the implementation column of cases", schema_v5},
 };
 
 const int ppb_store_migration_count =

@@ -1,0 +1,505 @@
+#include "impl.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hash.h"
+
+#define MAX_SEARCH_PATHS 16
+#define MAX_LIBRARIES 64
+
+/* ---- the search path --------------------------------------------------------------- */
+
+static char *explicit_paths[MAX_SEARCH_PATHS];
+static int n_explicit;
+
+void ppb_impl_add_search_path(const char *path)
+{
+    if (n_explicit < MAX_SEARCH_PATHS)
+        explicit_paths[n_explicit++] = strdup(path);
+}
+
+typedef struct path_list {
+    char items[MAX_LIBRARIES][4096];
+    int n;
+} path_list;
+
+static void add_path(path_list *l, const char *path)
+{
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->items[i], path) == 0)
+            return;
+    if (l->n < MAX_LIBRARIES)
+        snprintf(l->items[l->n++], sizeof l->items[0], "%s", path);
+}
+
+static int is_plugin_file(const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(name, "libppbk_", 8) == 0 && n > 11 && strcmp(name + n - 3, ".so") == 0;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A file as given; a folder: its libppbk_*.so in name order (a stable search order). */
+static void add_entry(path_list *l, const char *entry)
+{
+    struct stat st;
+    if (!entry[0] || stat(entry, &st) != 0)
+        return;
+    if (!S_ISDIR(st.st_mode)) {
+        add_path(l, entry);
+        return;
+    }
+    DIR *d = opendir(entry);
+    if (!d)
+        return;
+    char *names[MAX_LIBRARIES];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < MAX_LIBRARIES)
+        if (is_plugin_file(e->d_name))
+            names[n++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, compare_names);
+    for (int i = 0; i < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", entry, names[i]);
+        add_path(l, path);
+        free(names[i]);
+    }
+}
+
+static void search_path(path_list *l)
+{
+    l->n = 0;
+    for (int i = 0; i < n_explicit; i++)
+        add_entry(l, explicit_paths[i]);
+    const char *env = getenv("PPBENCH_PLUGIN_PATH");
+    if (env) {
+        char *copy = strdup(env), *save = NULL;
+        for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok; tok = strtok_r(NULL, ":", &save))
+            add_entry(l, tok);
+        free(copy);
+    }
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 16);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            snprintf(slash, sizeof exe - (size_t)(slash - exe), "/plugins");
+            add_entry(l, exe);
+        }
+    }
+    char cache[4096];
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && xdg[0])
+        snprintf(cache, sizeof cache, "%s/ppbench/plugins", xdg);
+    else
+        snprintf(cache, sizeof cache, "%s/.cache/ppbench/plugins", home ? home : "");
+    add_entry(l, cache);
+}
+
+/* ---- loading one library ----------------------------------------------------------- */
+
+/* A loaded library. Kept open for the life of the process: its table and
+ * functions are called until exit. */
+typedef struct loaded {
+    ppb_impl_info info;
+    void *handle;
+    const ppbk_impl *table;
+    int open_state;          /* 0 not opened, 1 opened, -1 open failed */
+    char open_error[512];
+} loaded;
+
+static loaded libraries[MAX_LIBRARIES];
+static int n_libraries;
+static int scanned;
+
+static void file_checksum(const char *path, char out[17])
+{
+    FILE *f = fopen(path, "rb");
+    uint64_t h = PPB_FNV1A64_OFFSET;
+    if (f) {
+        unsigned char buf[1 << 16];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+            h = ppb_fnv1a64_update(h, buf, n);
+        fclose(f);
+    }
+    ppb_fnv1a64_hex(h, out);
+}
+
+static int valid_name(const char *name)
+{
+    size_t n = name ? strnlen(name, 64) : 0;
+    if (n == 0 || n > 40)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_.-", name[i]))
+            return 0;
+    return strcmp(name, "builtin") != 0;
+}
+
+static void load_library(loaded *l, const char *path)
+{
+    memset(l, 0, sizeof *l);
+    ppb_impl_info *info = &l->info;
+    snprintf(info->path, sizeof info->path, "%s", path);
+    file_checksum(path, info->checksum);
+    dlerror();
+    l->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!l->handle) {
+        const char *why = dlerror();
+        snprintf(info->error, sizeof info->error, "cannot load: %s", why ? why : "dlopen failed");
+        return;
+    }
+    void *sym = dlsym(l->handle, PPBK_ENTRY_SYMBOL);
+    if (!sym) {
+        snprintf(info->error, sizeof info->error, "no symbol %s: not a ppbench kernel plugin",
+                 PPBK_ENTRY_SYMBOL);
+        return;
+    }
+    ppbk_entry_fn entry;
+    memcpy(&entry, &sym, sizeof entry);
+    const ppbk_impl *t = entry();
+    if (!t) {
+        snprintf(info->error, sizeof info->error, "%s returned no table", PPBK_ENTRY_SYMBOL);
+        return;
+    }
+    info->abi_version = t->abi_version;
+    if (t->abi_version != PPBK_ABI_VERSION) {
+        snprintf(info->error, sizeof info->error,
+                 "kernel ABI version %u; this ppbench speaks version %d: rebuild the plugin against "
+                 "kernels/ppb_kernel_abi.h",
+                 t->abi_version, PPBK_ABI_VERSION);
+        return;
+    }
+    if (t->struct_size < sizeof(ppbk_impl)) {
+        snprintf(info->error, sizeof info->error, "table of %u bytes, version %d needs %zu", t->struct_size,
+                 PPBK_ABI_VERSION, sizeof(ppbk_impl));
+        return;
+    }
+    if (!valid_name(t->name)) {
+        snprintf(info->error, sizeof info->error,
+                 "invalid implementation name (1-40 characters of a-z, 0-9, '_', '.', '-'; not 'builtin')");
+        return;
+    }
+    snprintf(info->name, sizeof info->name, "%s", t->name);
+    snprintf(info->version, sizeof info->version, "%s", t->version ? t->version : "");
+    snprintf(info->source, sizeof info->source, "%s", t->source ? t->source : "");
+    info->backends = t->backends;
+    const struct {
+        const void *ops;
+        int *flag;
+        const char *what;
+    } kernels[] = {{t->prefill, &info->has_prefill, "prefill"},
+                   {t->decode_v1, &info->has_decode_v1, "decode_v1"},
+                   {t->decode_v2, &info->has_decode_v2, "decode_v2"}};
+    for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
+        if (!kernels[i].ops)
+            continue;
+        /* refuse and launch lead every ops table; resources is optional. */
+        const ppbk_prefill_ops *ops = kernels[i].ops;
+        if (!ops->refuse || !ops->launch) {
+            snprintf(info->error, sizeof info->error, "%s: refuse or launch is NULL", kernels[i].what);
+            return;
+        }
+        *kernels[i].flag = 1;
+    }
+    if (!info->has_prefill && !info->has_decode_v1 && !info->has_decode_v2) {
+        snprintf(info->error, sizeof info->error, "provides no kernel");
+        return;
+    }
+    l->table = t;
+    info->usable = 1;
+}
+
+/* Load everything on the search path once per process (dlopen is not undone:
+ * a plugin's functions may still be referenced, and reloading gains nothing). */
+static void scan_once(void)
+{
+    if (scanned)
+        return;
+    scanned = 1;
+    path_list *paths = malloc(sizeof *paths);
+    if (!paths)
+        return;
+    search_path(paths);
+    for (int i = 0; i < paths->n && n_libraries < MAX_LIBRARIES; i++) {
+        loaded *l = &libraries[n_libraries++];
+        load_library(l, paths->items[i]);
+        for (int j = 0; j < n_libraries - 1; j++)
+            if (l->info.usable && libraries[j].info.usable && strcmp(libraries[j].info.name, l->info.name) == 0)
+                l->info.shadowed = 1;
+    }
+    free(paths);
+}
+
+int ppb_impl_scan(ppb_impl_info **out, int *n, ppb_err *err)
+{
+    scan_once();
+    *n = 0;
+    *out = malloc(sizeof **out * (size_t)(n_libraries ? n_libraries : 1));
+    if (!*out)
+        return ppb_fail(err, PPB_ENOMEM, "out of memory listing implementations");
+    for (int i = 0; i < n_libraries; i++)
+        (*out)[(*n)++] = libraries[i].info;
+    return PPB_OK;
+}
+
+static loaded *find_library(const char *name)
+{
+    scan_once();
+    for (int i = 0; i < n_libraries; i++)
+        if (libraries[i].info.usable && !libraries[i].info.shadowed && strcmp(libraries[i].info.name, name) == 0)
+            return &libraries[i];
+    return NULL;
+}
+
+/* Why no library of that name was found: say where we looked and what to do. */
+static int missing(const char *impl, const char *name, ppb_err *err)
+{
+    const char *hint = "pass --plugin PATH or add its folder to PPBENCH_PLUGIN_PATH";
+    if (strcmp(name, "vllm-triton") == 0)
+        hint = "build it with kernels/vllm/triton/prepare.py (docs/KERNEL-ABI.md), then pass --plugin";
+    else if (strcmp(name, "vllm-cuda") == 0)
+        hint = "build ppbench with -DPPB_VLLM_SOURCE=<vLLM source tree> (scripts/fetch-vllm.sh fetches it)";
+    /* A library of that file name that failed to load says more than "not found". */
+    char file[64];
+    snprintf(file, sizeof file, "/libppbk_%s.so", name);
+    for (char *p = file; *p; p++)
+        *p = *p == '-' ? '_' : *p;
+    for (int i = 0; i < n_libraries; i++)
+        if (!libraries[i].info.usable && strstr(libraries[i].info.path, file))
+            return ppb_fail(err, PPB_EREFUSED, "impl %s: %s: %s", impl, libraries[i].info.path,
+                            libraries[i].info.error);
+    return ppb_fail(err, PPB_EREFUSED, "impl %s: no plugin named '%s' on the search path (%d libraries looked at): %s",
+                    impl, name, n_libraries, hint);
+}
+
+/* ---- crash reports ------------------------------------------------------------------ */
+
+/* A plugin that crashes takes the process with it (in a worker, only the worker:
+ * --devices). Before it goes, say which plugin and which call it was. */
+static volatile sig_atomic_t in_call;
+static char crash_note[256];
+
+static void crash_handler(int sig)
+{
+    if (in_call) {
+        ssize_t w = write(STDERR_FILENO, crash_note, strnlen(crash_note, sizeof crash_note));
+        (void)w;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void enter_call(const ppb_impl_call *call, const char *what)
+{
+    static int installed;
+    if (!installed) {
+        installed = 1;
+        const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+        for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = crash_handler;
+            sigemptyset(&sa.sa_mask);
+            sa.sa_flags = SA_RESETHAND;
+            sigaction(sigs[i], &sa, NULL);
+        }
+    }
+    snprintf(crash_note, sizeof crash_note,
+             "ppbench: plugin '%s' crashed in %s; use --devices to run cases in worker processes\n",
+             call->impl->name, what);
+    in_call = 1;
+}
+
+static void leave_call(void) { in_call = 0; }
+
+/* ---- binding a case ------------------------------------------------------------------ */
+
+static int call_open(loaded *l, const ppbk_device *dev, const char *impl, ppb_err *err)
+{
+    if (l->open_state == 0) {
+        l->open_state = 1;
+        if (l->table->open) {
+            char why[512] = "";
+            ppb_impl_call probe = {.impl = l->table};
+            enter_call(&probe, "open");
+            int rc = l->table->open(dev, why, sizeof why);
+            leave_call();
+            if (rc != PPBK_OK) {
+                l->open_state = -1;
+                snprintf(l->open_error, sizeof l->open_error, "%s", why[0] ? why : "open failed");
+            }
+        }
+    }
+    if (l->open_state < 0)
+        return ppb_fail(err, PPB_EREFUSED, "impl %s: %s", impl, l->open_error);
+    return PPB_OK;
+}
+
+int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev, ppb_err *err)
+{
+    memset(call, 0, sizeof *call);
+    const char *impl = ppb_impl_name(c->config.impl);
+    const char *name = ppb_impl_library_name(c->config.impl);
+    if (!name)
+        return ppb_fail(err, PPB_EINPUT, "impl %s is not a plugin", impl ? impl : "?");
+    if (c->config.path != PPB_PATH_AUTO)
+        return ppb_fail(err, PPB_EREFUSED, "impl %s: path= chooses among the built-in kernels' code paths; "
+                                           "leave it at auto for a plugin", impl);
+    loaded *l = find_library(name);
+    if (!l)
+        return missing(impl, name, err);
+    call->impl = l->table;
+    call->dev = *dev;
+    call->kernel = c->kernel;
+    if (!(l->table->backends & dev->backend))
+        return ppb_fail(err, PPB_EREFUSED, "impl %s has no %s backend (it runs on %s)", impl,
+                        dev->backend == PPBK_BACKEND_CPU ? "cpu" : "cuda",
+                        l->table->backends & PPBK_BACKEND_CUDA ? "cuda" : "cpu");
+    const ppb_shape *s = &c->shape;
+    const ppb_config *k = &c->config;
+    const char *missing_kernel = NULL;
+    if (c->kernel == PPB_PREFIX_PREFILL && !l->table->prefill)
+        missing_kernel = "prefix_prefill";
+    else if (c->kernel == PPB_PAGED_ATTENTION && k->version == 1 && !l->table->decode_v1)
+        missing_kernel = "paged_attention v1";
+    else if (c->kernel == PPB_PAGED_ATTENTION && k->version == 2 && !l->table->decode_v2)
+        missing_kernel = "paged_attention v2";
+    if (missing_kernel)
+        return ppb_fail(err, PPB_EREFUSED, "impl %s provides no %s kernel", impl, missing_kernel);
+    int rc = call_open(l, dev, impl, err);
+    if (rc)
+        return rc;
+    ppb_kernel_args_for_case(c, &call->prefill, &call->decode);
+    call->prefill_cfg = (ppbk_prefill_config){s->dtype, s->head_dim, s->page_size, s->sliding_window,
+                                              k->block_m, k->block_n, k->num_warps};
+    call->decode_cfg = (ppbk_decode_config){s->dtype, s->head_dim, s->page_size, s->sliding_window,
+                                            k->version, k->num_threads, k->partition_size};
+    char why[512] = "";
+    enter_call(call, "refuse");
+    if (c->kernel == PPB_PREFIX_PREFILL)
+        rc = call->impl->prefill->refuse(dev, &call->prefill_cfg, &call->prefill, why, sizeof why);
+    else
+        rc = (k->version == 1 ? call->impl->decode_v1 : call->impl->decode_v2)
+                 ->refuse(dev, &call->decode_cfg, &call->decode, why, sizeof why);
+    leave_call();
+    if (rc == PPBK_OK)
+        return PPB_OK;
+    return ppb_fail(err, rc == PPBK_REFUSED ? PPB_EREFUSED : PPB_EFAIL, "impl %s: %s", impl,
+                    why[0] ? why : "refused without a reason");
+}
+
+static const ppbk_decode_ops *decode_ops(const ppb_impl_call *call)
+{
+    return call->decode_cfg.version == 1 ? call->impl->decode_v1 : call->impl->decode_v2;
+}
+
+int ppb_impl_launch(const ppb_impl_call *call, void *stream, ppb_err *err)
+{
+    char why[512] = "";
+    enter_call(call, "launch");
+    int rc = call->kernel == PPB_PREFIX_PREFILL
+                 ? call->impl->prefill->launch(&call->dev, &call->prefill_cfg, &call->prefill, stream, why,
+                                               sizeof why)
+                 : decode_ops(call)->launch(&call->dev, &call->decode_cfg, &call->decode, stream, why, sizeof why);
+    leave_call();
+    if (rc == PPBK_OK)
+        return PPB_OK;
+    return ppb_fail(err, rc == PPBK_REFUSED ? PPB_EREFUSED : PPB_EFAIL, "impl %s: launch: %s", call->impl->name,
+                    why[0] ? why : "failed without a reason");
+}
+
+void ppb_impl_resources(const ppb_impl_call *call, ppb_resources *res)
+{
+    memset(res, 0, sizeof *res);
+    ppbk_resources r = {0};
+    char why[256] = "";
+    int rc = PPBK_FAILED;
+    enter_call(call, "resources");
+    if (call->kernel == PPB_PREFIX_PREFILL && call->impl->prefill->resources)
+        rc = call->impl->prefill->resources(&call->dev, &call->prefill_cfg, &call->prefill, &r, why, sizeof why);
+    else if (call->kernel == PPB_PAGED_ATTENTION && decode_ops(call)->resources)
+        rc = decode_ops(call)->resources(&call->dev, &call->decode_cfg, &call->decode, &r, why, sizeof why);
+    leave_call();
+    if (rc != PPBK_OK)
+        return;
+    res->known = 1;
+    res->registers = r.registers;
+    res->static_smem = r.static_smem;
+    res->dynamic_smem = r.dynamic_smem;
+    res->max_threads = r.threads_per_block;
+}
+
+void ppb_impl_backends_text(unsigned backends, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s%s", backends & PPBK_BACKEND_CPU ? "cpu" : "",
+             (backends & PPBK_BACKEND_CPU) && (backends & PPBK_BACKEND_CUDA) ? "," : "",
+             backends & PPBK_BACKEND_CUDA ? "cuda" : "");
+}
+
+void ppb_impl_kernels_text(int prefill, int v1, int v2, char *buf, size_t len)
+{
+    size_t n = 0;
+    const struct {
+        int on;
+        const char *name;
+    } k[] = {{prefill, "prefix_prefill"}, {v1, "paged_attention_v1"}, {v2, "paged_attention_v2"}};
+    buf[0] = '\0';
+    for (size_t i = 0; i < 3 && n < len; i++)
+        if (k[i].on)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "", k[i].name);
+}
+
+void ppb_impl_environment(ppb_impl_env_sink sink, void *ctx)
+{
+    for (int i = 0; i < n_libraries; i++) {
+        const loaded *l = &libraries[i];
+        if (l->open_state == 0)
+            continue; /* loaded but never used in this process */
+        char key[128];
+        const ppb_impl_info *info = &l->info;
+        const struct {
+            const char *field, *value;
+        } facts[] = {{"version", info->version},   {"source", info->source},
+                     {"path", info->path},         {"checksum_fnv1a64", info->checksum},
+                     {"open", l->open_state > 0 ? "ok" : l->open_error}};
+        for (size_t f = 0; f < sizeof facts / sizeof *facts; f++) {
+            snprintf(key, sizeof key, "impl.%s.%s", info->name, facts[f].field);
+            sink(ctx, key, facts[f].value);
+        }
+    }
+}
+
+void ppb_impl_unload_all(void)
+{
+    for (int i = 0; i < n_libraries; i++) {
+        loaded *l = &libraries[i];
+        if (l->open_state > 0 && l->table && l->table->close)
+            l->table->close();
+        if (l->handle)
+            dlclose(l->handle);
+    }
+    memset(libraries, 0, sizeof libraries);
+    n_libraries = 0;
+    scanned = 0;
+    for (int i = 0; i < n_explicit; i++)
+        free(explicit_paths[i]);
+    n_explicit = 0;
+}

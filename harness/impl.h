@@ -1,0 +1,84 @@
+/* Kernel implementations other than the built-in kernels: plugin libraries
+ * behind the kernel ABI (kernels/ppb_kernel_abi.h, docs/KERNEL-ABI.md).
+ *
+ * A case's `impl` field names the implementation (case.h). Implementation 0,
+ * builtin, runs through the backends' own kernel runtime; every other one is a
+ * shared library found on the search path, loaded with dlopen, checked (entry
+ * symbol, ABI version, table size, name) and called through its table. The
+ * backends ask this module for a bound call (ppb_impl_call) and launch it on
+ * their own buffers, so guard zones, poisoning, the reference check and the
+ * timing loop are the same code for every implementation.
+ *
+ * Search path, in order: each --plugin PATH (a library or a folder), the
+ * entries of $PPBENCH_PLUGIN_PATH (colon-separated, files or folders),
+ * <folder of the ppbench binary>/plugins, ${XDG_CACHE_HOME:-~/.cache}/ppbench/plugins.
+ * In a folder, files named libppbk_*.so are plugins. The first library whose
+ * table carries a name wins; later ones of the same name are listed as shadowed. */
+#ifndef PPB_IMPL_H
+#define PPB_IMPL_H
+
+#include "case.h"
+#include "kernel_spec.h"
+#include "ppb_error.h"
+#include "ppb_kernel_abi.h"
+#include "result.h"
+
+/* --plugin PATH: searched before everything else (and inherited by worker processes). */
+void ppb_impl_add_search_path(const char *path);
+
+/* One library found on the search path, as `ppbench impls` lists it. */
+typedef struct ppb_impl_info {
+    char path[4096];
+    char name[64];           /* the table's name; "" when the library could not be read */
+    char version[128], source[512];
+    unsigned abi_version, backends;
+    int has_prefill, has_decode_v1, has_decode_v2;
+    char checksum[17];       /* FNV-1a 64 of the library file */
+    int usable;              /* 0: `error` says why not */
+    int shadowed;            /* 1: an earlier library has the same name */
+    char error[512];
+} ppb_impl_info;
+
+/* Every library on the search path, each loaded and checked; a library that
+ * fails is listed with its error, never skipped. *out is malloc'ed. */
+int ppb_impl_scan(ppb_impl_info **out, int *n, ppb_err *err);
+
+/* Describe an implementation's backends ("cpu,cuda") and kernels
+ * ("prefix_prefill,paged_attention_v1,paged_attention_v2") into buf. */
+void ppb_impl_backends_text(unsigned backends, char *buf, size_t len);
+void ppb_impl_kernels_text(int prefill, int v1, int v2, char *buf, size_t len);
+
+/* A case bound to one plugin kernel on one device: the table, the config and
+ * the shape part of the argument struct. The backend fills the pointers of
+ * `prefill` / `decode` and then launches. */
+typedef struct ppb_impl_call {
+    const ppbk_impl *impl;
+    ppbk_device dev;
+    ppb_kernel_kind kernel;
+    ppbk_prefill_config prefill_cfg;
+    ppbk_decode_config decode_cfg;
+    ppb_prefill_args prefill;
+    ppb_decode_args decode;
+} ppb_impl_call;
+
+/* Load the case's implementation (once per process), open it for `dev` (once),
+ * check that it provides the case's kernel on this backend, fill the call and
+ * ask the plugin's refuse. PPB_EREFUSED with a reason naming the
+ * implementation when it cannot run the case; PPB_EFAIL for a broken library. */
+int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev, ppb_err *err);
+
+/* Launch (asynchronously on `stream` for CUDA). */
+int ppb_impl_launch(const ppb_impl_call *call, void *stream, ppb_err *err);
+
+/* The plugin's resource figures where it gives them (res->known = 0 otherwise). */
+void ppb_impl_resources(const ppb_impl_call *call, ppb_resources *res);
+
+/* Environment facts for a run that used an implementation: name, version,
+ * source, path and checksum of its library ("impl.<name>.*"). */
+typedef void (*ppb_impl_env_sink)(void *ctx, const char *key, const char *value);
+void ppb_impl_environment(ppb_impl_env_sink sink, void *ctx);
+
+/* Close every opened implementation and unload the libraries (end of process, tests). */
+void ppb_impl_unload_all(void);
+
+#endif

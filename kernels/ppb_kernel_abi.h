@@ -1,0 +1,130 @@
+/* The kernel ABI: how a shared library hands ppbench an implementation of the
+ * attention kernels (prefix prefill, paged attention v1 / v2).
+ *
+ * A plugin exports one C symbol, PPBK_ENTRY_SYMBOL, a function returning a
+ * pointer to a static ppbk_impl table. ppbench dlopen()s the library, calls the
+ * entry, refuses a table whose abi_version is not PPBK_ABI_VERSION (or whose
+ * struct_size is smaller than the version's table), and from then on treats
+ * each kernel exactly like a built-in one: the target check first, the
+ * plugin's `refuse`, poisoned output, guard zones after the v2 scratch, one
+ * checked launch against the float64 reference, then timing of `launch`.
+ *
+ * Rules a plugin follows (docs/KERNEL-ABI.md says why):
+ *  - Plain C, no globals shared with ppbench: everything arrives as arguments.
+ *  - Tensors are laid out as vLLM lays them out (attention_args.h); ppbench
+ *    owns and allocates every buffer. On PPBK_BACKEND_CUDA pointers are device
+ *    pointers and `stream` is a cudaStream_t / CUstream (the same object);
+ *    on PPBK_BACKEND_CPU pointers are host pointers and `stream` is NULL.
+ *  - `launch` is asynchronous on the stream (CPU: returns when done). It never
+ *    synchronises the device, allocates, or prints; ppbench times it.
+ *  - `refuse` answers from the shape and config alone (the argument struct's
+ *    pointers are NULL then): PPBK_REFUSED with a one-line reason for anything
+ *    the kernel cannot compute correctly. A plugin never returns garbage for a
+ *    config it accepted.
+ *  - Every message goes into the caller's buffer (`why`, `why_len`), one line.
+ *
+ * Versioning: any change to a struct or a function type below is a new
+ * PPBK_ABI_VERSION; tables of another version are refused by name. */
+#ifndef PPB_KERNEL_ABI_H
+#define PPB_KERNEL_ABI_H
+
+#include <stddef.h>
+
+#include "attention_args.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PPBK_ABI_VERSION 1
+#define PPBK_ENTRY_SYMBOL "ppbk_entry"
+
+/* Which pointers a launch receives (bit set in ppbk_impl.backends). */
+#define PPBK_BACKEND_CPU 1u
+#define PPBK_BACKEND_CUDA 2u
+
+/* Return codes of every function below. */
+#define PPBK_OK 0
+#define PPBK_REFUSED 1   /* the config cannot run here; `why` says why */
+#define PPBK_FAILED 2    /* something broke (driver error, missing file); `why` says what */
+
+/* The device a call is for. ppbench fills it once per process. */
+typedef struct ppbk_device {
+    unsigned backend;      /* PPBK_BACKEND_CPU or PPBK_BACKEND_CUDA */
+    int device_index;      /* CUDA ordinal (0 on the CPU) */
+    int cc;                /* compute capability, major * 10 + minor (0 on the CPU) */
+    int warp_size;         /* 32 on NVIDIA, 64 on the BI-V100; 1 on the CPU */
+    int sm_count;
+    long smem_optin;       /* bytes of shared memory per block a launch may use (a target profile may cap it) */
+} ppbk_device;
+
+/* The kernel knobs ppbench sweeps, plus the shape facts a kernel is compiled
+ * for. dtype: PPB_KDTYPE_FP16 / PPB_KDTYPE_BF16 (attention_args.h). */
+typedef struct ppbk_prefill_config {
+    int dtype, head_dim, page_size, sliding_window;
+    int block_m, block_n, num_warps;
+} ppbk_prefill_config;
+
+typedef struct ppbk_decode_config {
+    int dtype, head_dim, page_size, sliding_window;
+    int version;           /* 1 or 2 */
+    int num_threads;
+    int partition_size;    /* the kernel's PARTITION_SIZE (v2); the scratch may be sized for another */
+} ppbk_decode_config;
+
+/* What one launch costs in resources, where the plugin knows it (0 = unknown). */
+typedef struct ppbk_resources {
+    int registers;         /* per thread, main kernel */
+    int static_smem;       /* bytes */
+    int dynamic_smem;      /* bytes */
+    int threads_per_block;
+} ppbk_resources;
+
+typedef struct ppbk_prefill_ops {
+    int (*refuse)(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
+                  char *why, size_t why_len);
+    int (*launch)(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *args,
+                  void *stream, char *why, size_t why_len);
+    /* Optional (NULL): resources of the kernel `launch` would run. */
+    int (*resources)(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
+                     ppbk_resources *out, char *why, size_t why_len);
+} ppbk_prefill_ops;
+
+/* One entry for v1 and v2: cfg->version says which. v2 launches the main
+ * kernel and its reduce. args->max_num_partitions is the kernel's own count
+ * (ceil(max_seq_len / cfg->partition_size)); the scratch buffers were sized
+ * by the host, possibly with another partition size (the mismatch cases). */
+typedef struct ppbk_decode_ops {
+    int (*refuse)(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
+                  char *why, size_t why_len);
+    int (*launch)(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *args,
+                  void *stream, char *why, size_t why_len);
+    int (*resources)(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
+                     ppbk_resources *out, char *why, size_t why_len);
+} ppbk_decode_ops;
+
+typedef struct ppbk_impl {
+    unsigned abi_version;  /* PPBK_ABI_VERSION */
+    unsigned struct_size;  /* sizeof(ppbk_impl) as the plugin was built */
+    const char *name;      /* "vllm-triton", "vllm-cuda", or a plugin's own name ([a-z0-9_.-]+) */
+    const char *version;   /* of the kernels, e.g. "vllm 0.6.3" */
+    const char *source;    /* where the kernels came from: archive, path, checksum */
+    unsigned backends;     /* PPBK_BACKEND_* bits */
+    /* Optional: get ready for `dev` (load prepared binaries, check files). Called
+     * once before any refuse/launch; PPBK_FAILED + why makes every case of this
+     * implementation refused with that reason. */
+    int (*open)(const ppbk_device *dev, char *why, size_t why_len);
+    void (*close)(void);   /* optional */
+    /* NULL: the implementation does not provide that kernel. */
+    const ppbk_prefill_ops *prefill;
+    const ppbk_decode_ops *decode_v1;
+    const ppbk_decode_ops *decode_v2;
+} ppbk_impl;
+
+typedef const ppbk_impl *(*ppbk_entry_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
