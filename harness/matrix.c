@@ -434,6 +434,29 @@ int ppb_matrix_filter(ppb_case_list *list, const char *expr, ppb_err *err)
 
 #define SHARD_MAX 100000
 
+int ppb_matrix_override(ppb_case_list *list, const char *field, const char *text, ppb_err *err)
+{
+    int f = ppb_field_lookup(field), value;
+    if (f < 0)
+        return ppb_fail(err, PPB_EINPUT, "no case field '%s'", field);
+    int rc = ppb_field_parse_value(f, text, &value, err);
+    if (rc)
+        return rc;
+    int kept = 0;
+    for (int i = 0; i < list->n; i++) {
+        ppb_case c = list->items[i];
+        ppb_case_set(&c, f, value);
+        ppb_case_make_key(&c);
+        int dup = 0;
+        for (int j = 0; j < kept && !dup; j++)
+            dup = strcmp(list->items[j].key, c.key) == 0;
+        if (!dup)
+            list->items[kept++] = c;
+    }
+    list->n = kept;
+    return PPB_OK;
+}
+
 int ppb_matrix_parse_shard(const char *text, int *k, int *n, ppb_err *err)
 {
     const char *slash = text ? strchr(text, '/') : NULL;

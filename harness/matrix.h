@@ -35,6 +35,12 @@ int ppb_matrix_expand(const ppb_suite *s, ppb_case_list *out, ppb_err *err);
  * expression is PPB_EINPUT naming the term, and leaves the list unchanged. */
 int ppb_matrix_filter(ppb_case_list *list, const char *expr, ppb_err *err);
 
+/* Set one config field to the same value in every case (run --impl NAME: the
+ * whole suite on another implementation), then drop cases whose key became a
+ * duplicate. `text` is parsed like a suite value. PPB_EINPUT naming the field
+ * leaves the list unchanged. */
+int ppb_matrix_override(ppb_case_list *list, const char *field, const char *text, ppb_err *err);
+
 /* Parse "K/N" (1 <= K <= N). */
 int ppb_matrix_parse_shard(const char *text, int *k, int *n, ppb_err *err);
 /* Keep the cases of shard K of N: a case belongs to shard

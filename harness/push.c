@@ -226,6 +226,8 @@ static void prom_case_labels(FILE *out, const collected *it)
     ppb_push_prom_label_value(out, it->c.key);
     fputs("\",kernel=\"", out);
     ppb_push_prom_label_value(out, ppb_kernel_name(it->c.kernel));
+    fputs("\",impl=\"", out);
+    ppb_push_prom_label_value(out, ppb_impl_name(it->c.config.impl));
     fputs("\"}", out);
 }
 
@@ -263,6 +265,8 @@ static void write_prometheus(FILE *out, const ppb_run_info *run, const collectio
         ppb_push_prom_label_value(out, it->c.key);
         fputs("\",kernel=\"", out);
         ppb_push_prom_label_value(out, ppb_kernel_name(it->c.kernel));
+        fputs("\",impl=\"", out);
+        ppb_push_prom_label_value(out, ppb_impl_name(it->c.config.impl));
         fprintf(out, "\",status=\"%s\"} 1\n", ppb_status_name(it->r.status));
     }
     prom_family(out, "ppbench_case_check_pass",
@@ -338,6 +342,7 @@ static void write_influx(FILE *out, const ppb_run_info *run, const collection *c
         fputs("ppbench_case", out);
         influx_run_tags(out, run);
         influx_tag(out, "kernel", ppb_kernel_name(it->c.kernel));
+        influx_tag(out, "impl", ppb_impl_name(it->c.config.impl));
         influx_tag(out, "case", it->c.key);
         fprintf(out, " run_id=%lldi,status=", (long long)run->id);
         ppb_push_influx_string(out, ppb_status_name(it->r.status));

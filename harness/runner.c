@@ -45,12 +45,13 @@ static double now_s(void)
 
 static void encode_args(const ppb_run_options *o, const char *target, char *buf, size_t len)
 {
-    snprintf(buf, len, "filter=%s\nshard=%d/%d\ntarget=%s\nhot=%d\ncpu_max_gflop=%.17g\n",
-             o->filter ? o->filter : "", o->shard_k, o->shard_n, target, o->hot, o->cpu_max_gflop);
+    snprintf(buf, len, "filter=%s\nshard=%d/%d\ntarget=%s\nhot=%d\ncpu_max_gflop=%.17g\nimpl=%s\n",
+             o->filter ? o->filter : "", o->shard_k, o->shard_n, target, o->hot, o->cpu_max_gflop,
+             o->impl ? o->impl : "");
 }
 
 typedef struct stored_args {
-    char filter[512], target[64];
+    char filter[512], target[64], impl[64];
     int shard_k, shard_n, hot;
     double cpu_max_gflop;
 } stored_args;
@@ -71,6 +72,8 @@ static void decode_args(const char *args, stored_args *a)
             snprintf(a->filter, sizeof a->filter, "%s", v);
         else if (strcmp(line, "target") == 0)
             snprintf(a->target, sizeof a->target, "%s", v);
+        else if (strcmp(line, "impl") == 0)
+            snprintf(a->impl, sizeof a->impl, "%s", v);
         else if (strcmp(line, "shard") == 0)
             sscanf(v, "%d/%d", &a->shard_k, &a->shard_n);
         else if (strcmp(line, "hot") == 0)
@@ -166,9 +169,12 @@ static int pool_on_result(void *ctx, int index, const ppb_case *c, ppb_result *r
 
 /* ---- the run -------------------------------------------------------------- */
 
-static int prepare_cases(run_ctx *x, const char *filter, int shard_k, int shard_n, ppb_err *err)
+static int prepare_cases(run_ctx *x, const char *impl, const char *filter, int shard_k, int shard_n,
+                         ppb_err *err)
 {
     int rc = ppb_matrix_expand(&x->suite, &x->cases, err);
+    if (!rc && impl && impl[0] && (rc = ppb_matrix_override(&x->cases, "impl", impl, err)))
+        ppb_err_prefix(err, "--impl: ");
     if (!rc && filter && filter[0])
         rc = ppb_matrix_filter(&x->cases, filter, err);
     if (!rc && shard_n > 0)
@@ -299,7 +305,7 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
     memset(sum, 0, sizeof *sum);
     int rc = PPB_OK;
     stored_args resumed;
-    const char *filter = opt->filter, *target = opt->target;
+    const char *filter = opt->filter, *target = opt->target, *impl = opt->impl;
     int shard_k = opt->shard_k, shard_n = opt->shard_n;
     ppb_run_options effective = *opt;
     x.opt = &effective;
@@ -323,6 +329,7 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
         decode_args(x.run.args, &resumed);
         filter = resumed.filter;
         target = resumed.target;
+        impl = resumed.impl;
         shard_k = resumed.shard_k;
         shard_n = resumed.shard_n;
         effective.hot = resumed.hot;
@@ -339,7 +346,7 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
     }
     if (!opt->resume_run && !target)
         target = x.suite.target;
-    if ((rc = prepare_cases(&x, filter, shard_k, shard_n, err)) ||
+    if ((rc = prepare_cases(&x, impl, filter, shard_k, shard_n, err)) ||
         (rc = load_target(&x, target, err)))
         goto end;
     if (!x.store && (rc = ppb_store_open(&x.store, opt->db_path, err)))

@@ -13,6 +13,7 @@ typedef struct ppb_run_options {
     const char *suite_path;
     const char *db_path;
     const char *filter;       /* --filter, or NULL */
+    const char *impl;         /* --impl: every case on this implementation, or NULL (the suite's) */
     int shard_k, shard_n;     /* --shard K/N; 0/0 = everything */
     const char *backend;      /* "auto" (GPU when there is one), "cpu", "cuda" */
     int device_index;

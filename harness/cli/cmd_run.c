@@ -27,6 +27,8 @@ static void usage(FILE *out)
             "                       suite's target:; 'none' for no target)\n"
             "  --filter EXPR        only cases matching EXPR, e.g. 'head_dim=128,block_m=64|128'\n"
             "  --shard K/N          only shard K of N (stable across runs and hosts)\n"
+            "  --impl NAME          every case on this implementation: builtin, vllm-triton, vllm-cuda,\n"
+            "                       plugin:NAME (ppbench impls lists them); --plugin PATH adds a library\n"
             "  --label TEXT         free text stored with the run (e.g. 'nightly', a PR number)\n"
             "  --resume RUN         complete an interrupted run: only cases not yet stored run\n"
             "  --hot                do not flush caches between samples (default: cold)\n"
@@ -56,7 +58,7 @@ int cmd_run(int argc, char **argv)
         {"hot", no_argument, NULL, 'H'},            {"cpu-max-gflop", required_argument, NULL, 'g'},
         {"no-progress", no_argument, NULL, 'P'},    {"help", no_argument, NULL, 'h'},
         {"devices", required_argument, NULL, 'V'},  {"case-timeout", required_argument, NULL, 'T'},
-        {NULL, 0, NULL, 0}};
+        {"impl", required_argument, NULL, 'I'},     {NULL, 0, NULL, 0}};
     ppb_err err = {{0}};
     int c;
     optind = 1;
@@ -71,6 +73,7 @@ int cmd_run(int argc, char **argv)
             break;
         case 't': o.target = optarg; break;
         case 'f': o.filter = optarg; break;
+        case 'I': o.impl = optarg; break;
         case 's':
             if (ppb_matrix_parse_shard(optarg, &o.shard_k, &o.shard_n, &err)) {
                 fprintf(stderr, "ppbench run: --shard: %s\n", err.msg);

@@ -298,16 +298,16 @@ static void test_prometheus_body_and_url(void **state)
     assert_int_equal(strlen(b), req.body_len);
 
     char line[1024];
-    snprintf(line, sizeof line, "\nppbench_case_median_ms{case=\"%s\",kernel=\"prefix_prefill\"} 1.25\n",
+    snprintf(line, sizeof line, "\nppbench_case_median_ms{case=\"%s\",kernel=\"prefix_prefill\",impl=\"builtin\"} 1.25\n",
              f->key_ok);
     assert_non_null(strstr(b, line));
     snprintf(line, sizeof line,
-             "\nppbench_case_tflops{case=\"%s\",kernel=\"prefix_prefill\"} 0.30000000000000004\n",
+             "\nppbench_case_tflops{case=\"%s\",kernel=\"prefix_prefill\",impl=\"builtin\"} 0.30000000000000004\n",
              f->key_ok);
     assert_non_null(strstr(b, line));
     /* the refused case: a status, no timings */
     snprintf(line, sizeof line,
-             "\nppbench_case_status{case=\"%s\",kernel=\"prefix_prefill\",status=\"refused\"} 1\n",
+             "\nppbench_case_status{case=\"%s\",kernel=\"prefix_prefill\",impl=\"builtin\",status=\"refused\"} 1\n",
              f->key_refused);
     assert_non_null(strstr(b, line));
     snprintf(line, sizeof line, "ppbench_case_median_ms{case=\"%s\"", f->key_refused);
@@ -376,7 +376,7 @@ static void test_influx_body(void **state)
     esc_key[j] = '\0';
     char want[1024];
     snprintf(want, sizeof want,
-             ",kernel=prefix_prefill,case=%s run_id=1i,status=\"ok\",n_samples=3i,"
+             ",kernel=prefix_prefill,impl=builtin,case=%s run_id=1i,status=\"ok\",n_samples=3i,"
              "timing_is_cpu=true,check_pass=true,median_ms=1.25,mean_ms=1.25,stdev_ms=0.25,"
              "min_ms=1,max_ms=1.5,q1_ms=1.125,q3_ms=1.375,rel_noise=0.2,"
              "tflops=0.30000000000000004,gbps=3.5 1767323045000000000\n",
