@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Plugins end to end on the CPU backend (docs/KERNEL-ABI.md): the example CPU
+# plugin through impls, run, propose and report; every loader error named; a
+# crashing plugin named, and contained by --devices.
+source "$(dirname "$0")/lib.bash"
+PLUG=$(dirname "$PPB")/tests/plugins
+BAD=$(dirname "$PPB")/tests/plugins-bad
+[ -f "$PLUG/libppbk_example_cpu.so" ] || fail "the example plugin was not built in $PLUG"
+export PPBENCH_DB="$WORK/p.db"
+
+# impls: builtin and the example with its table; broken libraries with their reasons, exit 1.
+expect_rc 0 "$PPB" impls --plugin "$PLUG"
+grep -q "^builtin " "$WORK/out" || fail "builtin not listed"
+grep -q "^plugin:example-cpu .*prefix_prefill,paged_attention_v1,paged_attention_v2 *cpu *1 " "$WORK/out" \
+  || { cat "$WORK/out"; fail "example plugin not listed with kernels, backend and ABI"; }
+grep -q "checksum fnv1a64:[0-9a-f]\{16\}" "$WORK/out" || fail "no checksum"
+expect_rc 1 "$PPB" impls --plugin "$BAD"
+for why in "no symbol ppbk_entry" "kernel ABI version 999" "returned no table" "invalid implementation name"; do
+  grep -q "$why" "$WORK/out" || { cat "$WORK/out"; fail "impls did not say '$why'"; }
+done
+
+# run: every smoke case on the plugin, checked against the float64 reference.
+total=$("$PPB" list "$SRC/suites/smoke.yaml" | wc -l)
+expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --plugin "$PLUG" --impl plugin:example-cpu --backend cpu --no-progress
+grep -q "^$total results: $total ok" "$WORK/out" || { cat "$WORK/out"; fail "not every case ok on the plugin"; }
+n_impl=$(sqlite3 "$PPBENCH_DB" "SELECT count(*) FROM cases WHERE impl='plugin:example-cpu' AND key LIKE '% impl=plugin:example-cpu'")
+[ "$n_impl" -eq "$total" ] || fail "impl column/key: $n_impl of $total"
+sqlite3 "$PPBENCH_DB" "SELECT value FROM env WHERE key='after.impl.example-cpu.checksum_fnv1a64'" | grep -q '^[0-9a-f]\{16\}$' \
+  || fail "the plugin's checksum is not in the run's environment"
+# Decode v1/v2 and the PARTITION_SIZE mismatch cases (guard zones around the plugin's scratch).
+set +e; "$PPB" run "$SRC/suites/smoke-decode.yaml" --plugin "$PLUG" --impl plugin:example-cpu --backend cpu --no-progress >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
+[ "$rc" -le 1 ] || { cat "$WORK/err"; fail "decode on the plugin exited $rc"; }
+grep -q "kernel wrote [0-9]* B past tmp_out" "$WORK/out" || { cat "$WORK/out"; fail "the plugin's overrun was not measured"; }
+if grep -E "^(wrong|error)" "$WORK/out" | grep -v "hp=64" | grep -q .; then
+  cat "$WORK/out"; fail "a decode case without an overrun failed on the plugin"
+fi
+
+# Without the library: refused with the reason, never run on something else.
+expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/none.db" --impl plugin:example-cpu --backend cpu --no-progress --filter "batch=1,dtype=bf16,head_dim=64,page_size=16,sliding_window=0"
+grep -q "no plugin named 'example-cpu'" "$WORK/out" || { cat "$WORK/out"; fail "missing plugin not named"; }
+grep -q " ok " "$WORK/out" && fail "a case ran without its plugin"
+
+# propose builtin vs the plugin, then its report.
+set +e; "$PPB" propose "$SRC/tests/data/proposals/plugin-vs-builtin.yaml" --plugin "$PLUG" --backend cpu >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
+case $rc in 0|10|11) ;; *) cat "$WORK/err" "$WORK/out"; fail "propose exited $rc";; esac
+grep -q "^verdict: " "$WORK/out" || fail "no verdict"
+pid=$(sqlite3 "$PPBENCH_DB" "SELECT max(id) FROM proposals")
+expect_rc 0 "$PPB" report --proposal "$pid" -o "$WORK/report"
+grep -q "example-cpu" "$WORK/report/index.html" || fail "the report does not name the implementation"
+
+# A plugin that crashes: named before the process dies; contained by workers.
+set +e; "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/crash.db" --plugin "$BAD/libppbk_bad_crash.so" --impl plugin:bad-plugin --backend cpu --no-progress >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
+[ "$rc" -ge 128 ] || fail "the crash did not end the process (exit $rc)"
+grep -q "plugin 'bad-plugin' crashed in launch" "$WORK/err" || { cat "$WORK/err"; fail "crash not named"; }
+expect_rc 1 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/crash2.db" --plugin "$BAD/libppbk_bad_crash.so" --impl plugin:bad-plugin --backend cpu --devices 0,1 --no-progress
+grep -q "^$total results:" "$WORK/out" || { cat "$WORK/out"; fail "the run did not go on after the plugin crashed"; }
+grep -q "^crashed" "$WORK/out" || fail "no case stored as crashed"
+echo "plugin: ok"

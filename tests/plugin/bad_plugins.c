@@ -1,0 +1,88 @@
+/* Plugins that are broken in one way each, for the loader's tests: the loader
+ * must name the fault rather than crash or accept them. One source, one -D per
+ * library (tests/plugin/CMakeLists.txt):
+ *   BAD_NOSYM    exports no ppbk_entry (the entry is misspelt)
+ *   BAD_VERSION  a table with abi_version 999
+ *   BAD_NULL     ppbk_entry returns NULL
+ *   BAD_CRASH    a valid table whose prefill launch dies of SIGSEGV
+ *   BAD_NAME     a valid table named "bad name!" (outside [a-z0-9_.-])
+ * Apart from its one fault each table is well formed, so nothing else trips. */
+#include <signal.h>
+#include <stdio.h>
+
+#include "ppb_kernel_abi.h"
+
+#if defined(BAD_NOSYM) + defined(BAD_VERSION) + defined(BAD_NULL) + defined(BAD_CRASH) + defined(BAD_NAME) != 1
+#error "define exactly one of BAD_NOSYM BAD_VERSION BAD_NULL BAD_CRASH BAD_NAME"
+#endif
+
+#if defined(__GNUC__)
+#define EXPORT __attribute__((visibility("default")))
+#else
+#define EXPORT
+#endif
+
+static int bad_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
+                      char *why, size_t why_len)
+{
+    (void)dev, (void)cfg, (void)shape;
+#ifdef BAD_CRASH
+    (void)why, (void)why_len;
+    return PPBK_OK; /* accept everything, so the crashing launch is reached */
+#else
+    if (why && why_len)
+        snprintf(why, why_len, "a broken test plugin runs nothing");
+    return PPBK_REFUSED;
+#endif
+}
+
+static int bad_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *args,
+                      void *stream, char *why, size_t why_len)
+{
+    (void)dev, (void)cfg, (void)args, (void)stream;
+#ifdef BAD_CRASH
+    (void)why, (void)why_len;
+    raise(SIGSEGV); /* what a wild write in a kernel ends in, without the undefined behaviour */
+    return PPBK_OK;
+#else
+    if (why && why_len)
+        snprintf(why, why_len, "a broken test plugin runs nothing");
+    return PPBK_FAILED;
+#endif
+}
+
+static const ppbk_prefill_ops bad_prefill = {bad_refuse, bad_launch, NULL};
+
+static const ppbk_impl bad_impl = {
+#ifdef BAD_VERSION
+    .abi_version = 999,
+#else
+    .abi_version = PPBK_ABI_VERSION,
+#endif
+    .struct_size = sizeof(ppbk_impl),
+#ifdef BAD_NAME
+    .name = "bad name!",
+#else
+    .name = "bad-plugin",
+#endif
+    .version = "0",
+    .source = "ppbench tests/plugin/bad_plugins.c",
+    .backends = PPBK_BACKEND_CPU,
+    .prefill = &bad_prefill,
+};
+
+#ifdef BAD_NOSYM
+EXPORT const ppbk_impl *ppbk_entry_point(void); /* not PPBK_ENTRY_SYMBOL */
+EXPORT const ppbk_impl *ppbk_entry_point(void)
+#else
+EXPORT const ppbk_impl *ppbk_entry(void);
+EXPORT const ppbk_impl *ppbk_entry(void)
+#endif
+{
+#ifdef BAD_NULL
+    (void)bad_impl; /* a table exists; it is just not handed out */
+    return NULL;
+#else
+    return &bad_impl;
+#endif
+}

@@ -1,0 +1,450 @@
+/* example-cpu: the reference plugin for plugin authors (kernels/ppb_kernel_abi.h).
+ *
+ * Prefix prefill and paged attention v1 / v2 on the CPU backend, written to be
+ * read rather than to be fast: one query row at a time, keys in order, fp32
+ * maths with an online softmax, fp16 / bf16 storage as uint16_t bits. The
+ * tensor layouts are vLLM's, as kernels/attention_args.h describes them.
+ *
+ * Everything arrives as arguments; the only file-scope objects are the
+ * constant tables at the end. `launch` neither allocates nor prints. */
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ppb_kernel_abi.h"
+
+#define MAX_HEAD_DIM 256
+
+/* ---- messages --------------------------------------------------------------- */
+
+/* Fill the caller's one-line buffer and return `rc`. */
+static int say(char *why, size_t why_len, int rc, const char *fmt, ...)
+{
+    if (why && why_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, why_len, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+/* ---- fp16 / bf16 storage ---------------------------------------------------- */
+
+static uint32_t float_bits(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    return x;
+}
+
+static float fp16_to_float(uint16_t h)
+{
+    int exp = (h >> 10) & 0x1f;
+    int man = h & 0x3ff;
+    float mag;
+    if (exp == 0)
+        mag = ldexpf((float)man, -24); /* zero and subnormals: man x 2^-24 */
+    else if (exp == 31)
+        mag = man ? NAN : INFINITY;
+    else
+        mag = ldexpf((float)(man | 0x400), exp - 25);
+    return (h & 0x8000) ? -mag : mag;
+}
+
+/* IEEE half, round to nearest even, in integer arithmetic so the result does
+ * not depend on the floating-point environment's rounding mode. */
+static uint16_t float_to_fp16(float f)
+{
+    uint32_t x = float_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t abs = x & 0x7fffffff;
+    if (abs > 0x7f800000)
+        return sign | 0x7e00; /* NaN stays NaN (quiet) */
+    if (abs >= 0x477ff000)
+        return sign | 0x7c00; /* >= 65520 (halfway past 65504) and inf: inf */
+    if (abs >= 0x38800000) {  /* >= 2^-14: a normal half */
+        uint32_t h = (abs - 0x38000000) >> 13; /* rebias the exponent by 127 - 15 */
+        uint32_t rem = abs & 0x1fff;
+        if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
+            h++; /* a carry into the exponent is the correct next value */
+        return sign | (uint16_t)h;
+    }
+    /* Subnormal half: the value in units of 2^-24, rounded. */
+    int e = (int)(abs >> 23);
+    if (e < 102)
+        return sign; /* below half the smallest subnormal (float subnormals too) */
+    uint32_t m = (abs & 0x7fffff) | 0x800000;
+    int shift = 126 - e; /* 14 .. 24 */
+    uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1)))
+        q++; /* may reach 0x400, the smallest normal: also correct */
+    return sign | (uint16_t)q;
+}
+
+/* bf16 is the top half of a float. */
+static float bf16_to_float(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+static uint16_t float_to_bf16(float f)
+{
+    uint32_t x = float_bits(f);
+    if ((x & 0x7fffffff) > 0x7f800000)
+        return (uint16_t)((x >> 16) | 0x40); /* NaN: keep it NaN (rounding could make it inf) */
+    x += 0x7fff + ((x >> 16) & 1);            /* round to nearest even; overflow gives inf */
+    return (uint16_t)(x >> 16);
+}
+
+static float load(const void *base, size_t i, int dtype)
+{
+    uint16_t h = ((const uint16_t *)base)[i];
+    return dtype == PPB_KDTYPE_FP16 ? fp16_to_float(h) : bf16_to_float(h);
+}
+
+static void store(void *base, size_t i, float f, int dtype)
+{
+    ((uint16_t *)base)[i] = dtype == PPB_KDTYPE_FP16 ? float_to_fp16(f) : float_to_bf16(f);
+}
+
+/* ---- one query row: online softmax over keys visited in any order ----------- */
+
+typedef struct softmax_row {
+    float max, sum;
+    float acc[MAX_HEAD_DIM]; /* sum of exp(logit - max) * v */
+} softmax_row;
+
+static void row_start(softmax_row *r, int dim)
+{
+    r->max = -INFINITY;
+    r->sum = 0.0f;
+    for (int d = 0; d < dim; d++)
+        r->acc[d] = 0.0f;
+}
+
+static void row_add(softmax_row *r, float logit, const float *v, int dim)
+{
+    if (logit > r->max) { /* a new maximum: rescale what was summed so far */
+        float scale = expf(r->max - logit); /* 0 for the first key */
+        r->sum *= scale;
+        for (int d = 0; d < dim; d++)
+            r->acc[d] *= scale;
+        r->max = logit;
+    }
+    float p = expf(logit - r->max);
+    r->sum += p;
+    for (int d = 0; d < dim; d++)
+        r->acc[d] += p * v[d];
+}
+
+static float dot(const float *a, const float *b, int dim)
+{
+    float s = 0.0f;
+    for (int d = 0; d < dim; d++)
+        s += a[d] * b[d];
+    return s;
+}
+
+/* Key and value `pos` of a sequence from the paged caches:
+ * k_cache [blocks, kv_heads, dim / 8, page, 8], v_cache [blocks, kv_heads, dim, page]. */
+static void load_cached(const void *k_cache, const void *v_cache, const int32_t *block_row, int pos,
+                        int kv_head, int num_kv_heads, int dim, int page, int dtype, float *k, float *v)
+{
+    size_t block = (size_t)block_row[pos / page];
+    size_t slot = (size_t)(pos % page);
+    size_t head_base = (block * (size_t)num_kv_heads + (size_t)kv_head) * (size_t)dim * (size_t)page;
+    for (int d = 0; d < dim; d++) {
+        k[d] = load(k_cache, head_base + ((size_t)(d / 8) * (size_t)page + slot) * 8 + (size_t)(d % 8), dtype);
+        v[d] = load(v_cache, head_base + (size_t)d * (size_t)page + slot, dtype);
+    }
+}
+
+/* First key position a query at `pos` sees: with a sliding window W, keys at
+ * positions > pos - W. */
+static int first_visible(int pos, int window)
+{
+    return window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
+}
+
+/* ---- refusals (from the shape and config alone) -------------------------------- */
+
+static int pow2_upto_128(int x)
+{
+    return x > 0 && x <= 128 && (x & (x - 1)) == 0;
+}
+
+/* What both kernels need: this backend, a dtype, a head_dim, heads that group. */
+static int refuse_common(const ppbk_device *dev, int dtype, int head_dim, int page_size, int window,
+                         int shape_head_dim, int shape_page_size, int shape_window, int num_heads,
+                         int num_kv_heads, char *why, size_t why_len)
+{
+    if (!dev || dev->backend != PPBK_BACKEND_CPU)
+        return say(why, why_len, PPBK_REFUSED, "example-cpu runs on the CPU backend only");
+    if (dtype != PPB_KDTYPE_FP16 && dtype != PPB_KDTYPE_BF16)
+        return say(why, why_len, PPBK_REFUSED, "dtype %d is neither fp16 nor bf16", dtype);
+    if (head_dim != 64 && head_dim != 128 && head_dim != 256)
+        return say(why, why_len, PPBK_REFUSED, "head_dim %d: example-cpu handles 64, 128 and 256", head_dim);
+    if (page_size < 1)
+        return say(why, why_len, PPBK_REFUSED, "page_size %d < 1", page_size);
+    /* The config is what the kernel is built for; a shape that disagrees would be computed wrong. */
+    if (shape_head_dim != head_dim || shape_page_size != page_size || shape_window != window)
+        return say(why, why_len, PPBK_REFUSED,
+                   "shape (head_dim %d, page_size %d, sliding_window %d) differs from the config (%d, %d, %d)",
+                   shape_head_dim, shape_page_size, shape_window, head_dim, page_size, window);
+    if (num_heads < 1 || num_kv_heads < 1 || num_heads % num_kv_heads)
+        return say(why, why_len, PPBK_REFUSED, "num_heads %d is not a multiple of num_kv_heads %d", num_heads,
+                   num_kv_heads);
+    return PPBK_OK;
+}
+
+static int prefill_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
+                          char *why, size_t why_len)
+{
+    int rc = refuse_common(dev, cfg->dtype, cfg->head_dim, cfg->page_size, cfg->sliding_window, shape->head_dim,
+                           shape->page_size, shape->sliding_window, shape->num_heads, shape->num_kv_heads, why,
+                           why_len);
+    if (rc)
+        return rc;
+    /* This code ignores the tiling knobs; refusing odd ones shows what a knob-based refusal looks like. */
+    if (!pow2_upto_128(cfg->block_m) || !pow2_upto_128(cfg->block_n) || !pow2_upto_128(cfg->num_warps))
+        return say(why, why_len, PPBK_REFUSED,
+                   "block_m %d, block_n %d, num_warps %d: each must be a power of two <= 128", cfg->block_m,
+                   cfg->block_n, cfg->num_warps);
+    return PPBK_OK;
+}
+
+static int decode_refuse(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
+                         int version, char *why, size_t why_len)
+{
+    int rc = refuse_common(dev, cfg->dtype, cfg->head_dim, cfg->page_size, cfg->sliding_window, shape->head_dim,
+                           shape->page_size, shape->sliding_window, shape->num_heads, shape->num_kv_heads, why,
+                           why_len);
+    if (rc)
+        return rc;
+    if (cfg->version != version)
+        return say(why, why_len, PPBK_REFUSED, "config version %d given to the v%d entry", cfg->version, version);
+    if (cfg->num_threads < 32 || cfg->num_threads % 32)
+        return say(why, why_len, PPBK_REFUSED, "num_threads %d is not a positive multiple of 32", cfg->num_threads);
+    if (version == 2) {
+        if (cfg->partition_size < 1)
+            return say(why, why_len, PPBK_REFUSED, "partition_size %d < 1", cfg->partition_size);
+        /* The scratch stride must hold every partition of the longest sequence. */
+        long long need = ((long long)shape->max_seq_len + cfg->partition_size - 1) / cfg->partition_size;
+        if (shape->max_num_partitions < need)
+            return say(why, why_len, PPBK_REFUSED,
+                       "max_num_partitions %d < %lld partitions of %d for max_seq_len %d",
+                       shape->max_num_partitions, need, cfg->partition_size, shape->max_seq_len);
+    }
+    return PPBK_OK;
+}
+
+static int decode_v1_refuse(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
+                            char *why, size_t why_len)
+{
+    return decode_refuse(dev, cfg, shape, 1, why, why_len);
+}
+
+static int decode_v2_refuse(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
+                            char *why, size_t why_len)
+{
+    return decode_refuse(dev, cfg, shape, 2, why, why_len);
+}
+
+/* ---- prefix prefill ------------------------------------------------------------ */
+
+static int prefill_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *a,
+                          void *stream, char *why, size_t why_len)
+{
+    (void)stream; /* NULL on the CPU: the launch is done when it returns */
+    int rc = prefill_refuse(dev, cfg, a, why, why_len);
+    if (rc)
+        return rc;
+    int dim = a->head_dim, group = a->num_heads / a->num_kv_heads, dtype = cfg->dtype;
+    /* Checked before anything is written: contexts must fit the block table. */
+    for (int b = 0; b < a->batch; b++)
+        if (a->context_lens[b] > a->max_blocks_per_seq * a->page_size)
+            return say(why, why_len, PPBK_FAILED, "sequence %d: context_len %d exceeds %d blocks of %d", b,
+                       a->context_lens[b], a->max_blocks_per_seq, a->page_size);
+
+    float q[MAX_HEAD_DIM], k[MAX_HEAD_DIM], v[MAX_HEAD_DIM];
+    softmax_row row;
+    for (int b = 0; b < a->batch; b++) {
+        int ctx = a->context_lens[b], start = a->start_loc[b];
+        const int32_t *block_row = a->block_table + (size_t)b * (size_t)a->max_blocks_per_seq;
+        for (int i = 0; i < a->query_lens[b]; i++) {
+            size_t token = (size_t)start + (size_t)i;
+            int pos = ctx + i; /* absolute position: the causal mask is bottom-right aligned */
+            for (int h = 0; h < a->num_heads; h++) {
+                int kv_head = h / group;
+                for (int d = 0; d < dim; d++)
+                    q[d] = load(a->q, (token * (size_t)a->num_heads + (size_t)h) * (size_t)dim + (size_t)d, dtype);
+                row_start(&row, dim);
+                for (int j = first_visible(pos, a->sliding_window); j <= pos; j++) {
+                    if (j < ctx) { /* a cached token, through the block table */
+                        load_cached(a->k_cache, a->v_cache, block_row, j, kv_head, a->num_kv_heads, dim,
+                                    a->page_size, dtype, k, v);
+                    } else { /* a new token: k, v [tokens, kv_heads, dim] */
+                        size_t at = (((size_t)start + (size_t)(j - ctx)) * (size_t)a->num_kv_heads +
+                                     (size_t)kv_head) * (size_t)dim;
+                        for (int d = 0; d < dim; d++) {
+                            k[d] = load(a->k, at + (size_t)d, dtype);
+                            v[d] = load(a->v, at + (size_t)d, dtype);
+                        }
+                    }
+                    row_add(&row, a->sm_scale * dot(q, k, dim), v, dim);
+                }
+                size_t out = (token * (size_t)a->num_heads + (size_t)h) * (size_t)dim;
+                for (int d = 0; d < dim; d++)
+                    store(a->out, out + (size_t)d, row.acc[d] / row.sum, dtype); /* sum >= 1: the query sees itself */
+            }
+        }
+    }
+    return PPBK_OK;
+}
+
+/* ---- paged attention decode ---------------------------------------------------- */
+
+/* Keys [start, end) of sequence `seq` for query head `head`, the window applied;
+ * the query is the sequence's last token. */
+static void decode_range(const ppb_decode_args *a, int dtype, int seq, int head, int start, int end,
+                         softmax_row *row)
+{
+    int dim = a->head_dim, kv_head = head / (a->num_heads / a->num_kv_heads);
+    int first = first_visible(a->seq_lens[seq] - 1, a->sliding_window);
+    const int32_t *block_row = a->block_table + (size_t)seq * (size_t)a->max_blocks_per_seq;
+    float q[MAX_HEAD_DIM], k[MAX_HEAD_DIM], v[MAX_HEAD_DIM];
+    for (int d = 0; d < dim; d++)
+        q[d] = load(a->q, ((size_t)seq * (size_t)a->num_heads + (size_t)head) * (size_t)dim + (size_t)d, dtype);
+    row_start(row, dim);
+    for (int j = start > first ? start : first; j < end; j++) {
+        load_cached(a->k_cache, a->v_cache, block_row, j, kv_head, a->num_kv_heads, dim, a->page_size, dtype, k, v);
+        row_add(row, a->sm_scale * dot(q, k, dim), v, dim);
+    }
+}
+
+/* Checked before anything is written: sequences must fit the block table and,
+ * for v2, the partition stride (parts 0 when v1). */
+static int decode_check_lengths(const ppb_decode_args *a, int part_size, char *why, size_t why_len)
+{
+    for (int s = 0; s < a->num_seqs; s++) {
+        int len = a->seq_lens[s];
+        if (len > a->max_blocks_per_seq * a->page_size)
+            return say(why, why_len, PPBK_FAILED, "sequence %d: seq_len %d exceeds %d blocks of %d", s, len,
+                       a->max_blocks_per_seq, a->page_size);
+        if (part_size && (len + part_size - 1) / part_size > a->max_num_partitions)
+            return say(why, why_len, PPBK_FAILED, "sequence %d: seq_len %d needs more than %d partitions of %d", s,
+                       len, a->max_num_partitions, part_size);
+    }
+    return PPBK_OK;
+}
+
+static int decode_v1_launch(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *a,
+                            void *stream, char *why, size_t why_len)
+{
+    (void)stream;
+    int rc = decode_v1_refuse(dev, cfg, a, why, why_len);
+    if (!rc)
+        rc = decode_check_lengths(a, 0, why, why_len);
+    if (rc)
+        return rc;
+    int dim = a->head_dim;
+    softmax_row row;
+    for (int s = 0; s < a->num_seqs; s++)
+        for (int h = 0; h < a->num_heads; h++) {
+            decode_range(a, cfg->dtype, s, h, 0, a->seq_lens[s], &row);
+            float inv = row.sum > 0.0f ? 1.0f / row.sum : 0.0f; /* 0: an empty sequence gives zeros */
+            size_t out = ((size_t)s * (size_t)a->num_heads + (size_t)h) * (size_t)dim;
+            for (int d = 0; d < dim; d++)
+                store(a->out, out + (size_t)d, row.acc[d] * inv, cfg->dtype);
+        }
+    return PPBK_OK;
+}
+
+/* v2: each partition of partition_size tokens writes its max logit, its sum of
+ * exponentials and its normalised output at index (seq * heads + head) *
+ * max_num_partitions + partition, as vLLM's kernel does; partitions past a
+ * sequence's end are not touched. Then the reduce weighs partition p by
+ * exp_sums[p] * exp(max_logits[p] - global max). */
+static int decode_v2_launch(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *a,
+                            void *stream, char *why, size_t why_len)
+{
+    (void)stream;
+    int rc = decode_v2_refuse(dev, cfg, a, why, why_len);
+    if (!rc)
+        rc = decode_check_lengths(a, cfg->partition_size, why, why_len);
+    if (rc)
+        return rc;
+    int dim = a->head_dim, ps = cfg->partition_size, dtype = cfg->dtype;
+    softmax_row row;
+    for (int s = 0; s < a->num_seqs; s++)
+        for (int h = 0; h < a->num_heads; h++) {
+            int len = a->seq_lens[s], parts = (len + ps - 1) / ps;
+            size_t first = ((size_t)s * (size_t)a->num_heads + (size_t)h) * (size_t)a->max_num_partitions;
+            for (int p = 0; p < parts; p++) {
+                int end = (p + 1) * ps < len ? (p + 1) * ps : len;
+                decode_range(a, dtype, s, h, p * ps, end, &row);
+                /* A partition wholly outside the window: weight 0 in the reduce
+                 * (-FLT_MAX rather than -inf, as vLLM starts its max, keeps exp() finite). */
+                int empty = row.sum == 0.0f;
+                a->max_logits[first + (size_t)p] = empty ? -FLT_MAX : row.max;
+                a->exp_sums[first + (size_t)p] = row.sum;
+                for (int d = 0; d < dim; d++)
+                    store(a->tmp_out, (first + (size_t)p) * (size_t)dim + (size_t)d,
+                          empty ? 0.0f : row.acc[d] / row.sum, dtype);
+            }
+            /* The reduce, reading back what was just stored (tmp_out in storage precision). */
+            float global_max = -FLT_MAX, global_sum = 0.0f, acc[MAX_HEAD_DIM] = {0};
+            for (int p = 0; p < parts; p++)
+                global_max = fmaxf(global_max, a->max_logits[first + (size_t)p]);
+            for (int p = 0; p < parts; p++)
+                global_sum += a->exp_sums[first + (size_t)p] * expf(a->max_logits[first + (size_t)p] - global_max);
+            for (int p = 0; p < parts; p++) {
+                float w = a->exp_sums[first + (size_t)p] * expf(a->max_logits[first + (size_t)p] - global_max);
+                w = global_sum > 0.0f ? w / global_sum : 0.0f;
+                for (int d = 0; d < dim; d++)
+                    acc[d] += w * load(a->tmp_out, (first + (size_t)p) * (size_t)dim + (size_t)d, dtype);
+            }
+            size_t out = ((size_t)s * (size_t)a->num_heads + (size_t)h) * (size_t)dim;
+            for (int d = 0; d < dim; d++)
+                store(a->out, out + (size_t)d, acc[d], dtype);
+        }
+    return PPBK_OK;
+}
+
+/* ---- the table ppbench reads --------------------------------------------------- */
+
+static const ppbk_prefill_ops prefill_ops = {prefill_refuse, prefill_launch, NULL};
+static const ppbk_decode_ops decode_v1_ops = {decode_v1_refuse, decode_v1_launch, NULL};
+static const ppbk_decode_ops decode_v2_ops = {decode_v2_refuse, decode_v2_launch, NULL};
+
+static const ppbk_impl example_cpu = {
+    .abi_version = PPBK_ABI_VERSION,
+    .struct_size = sizeof(ppbk_impl),
+    .name = "example-cpu",
+    .version = "1",
+    .source = "ppbench tests/plugin/example_cpu_plugin.c",
+    .backends = PPBK_BACKEND_CPU,
+    .open = NULL,
+    .close = NULL,
+    .prefill = &prefill_ops,
+    .decode_v1 = &decode_v1_ops,
+    .decode_v2 = &decode_v2_ops,
+};
+
+/* Exported even when built with -fvisibility=hidden. */
+#if defined(__GNUC__)
+__attribute__((visibility("default")))
+#endif
+const ppbk_impl *ppbk_entry(void);
+
+const ppbk_impl *ppbk_entry(void)
+{
+    return &example_cpu;
+}

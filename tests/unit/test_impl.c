@@ -1,0 +1,245 @@
+/* The impl case field (parsing, keys, overrides) and the plugin loader
+ * (harness/impl.h) on real libraries: the example CPU plugin and one broken
+ * library per way a plugin can be wrong (tests/plugin/). The libraries'
+ * folders come from PPB_PLUGIN_DIR and PPB_BAD_PLUGIN_DIR (set by CMake); a
+ * test without them fails rather than skipping. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "impl.h"
+#include "matrix.h"
+
+static const char *env_dir(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !v[0])
+        fail_msg("%s is not set (CMake sets it for this test)", name);
+    return v;
+}
+
+/* ---- the field --------------------------------------------------------------------- */
+
+static ppb_case prefill_case(void)
+{
+    ppb_case c;
+    ppb_case_init(&c, PPB_PREFIX_PREFILL);
+    c.shape.query_len = 17;
+    c.shape.num_heads = 4;
+    c.shape.num_kv_heads = 2;
+    c.shape.head_dim = 64;
+    ppb_case_make_key(&c);
+    return c;
+}
+
+static void test_builtin_is_default_and_left_out_of_the_key(void **state)
+{
+    (void)state;
+    ppb_case c = prefill_case();
+    assert_int_equal(c.config.impl, PPB_IMPL_BUILTIN);
+    assert_null(strstr(c.key, "impl="));
+    /* A key stored before the field existed reads back as builtin. */
+    ppb_case back;
+    ppb_err err;
+    assert_int_equal(ppb_case_from_key(c.key, &back, &err), PPB_OK);
+    assert_int_equal(back.config.impl, PPB_IMPL_BUILTIN);
+    assert_string_equal(back.key, c.key);
+}
+
+static void test_named_impls_round_trip_through_the_key(void **state)
+{
+    (void)state;
+    ppb_err err;
+    int v = -1;
+    assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, "vllm-triton", &v, &err), PPB_OK);
+    assert_int_equal(v, PPB_IMPL_VLLM_TRITON);
+    assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, "vllm-cuda", &v, &err), PPB_OK);
+    assert_int_equal(v, PPB_IMPL_VLLM_CUDA);
+    ppb_case c = prefill_case();
+    c.config.impl = PPB_IMPL_VLLM_TRITON;
+    ppb_case_make_key(&c);
+    assert_non_null(strstr(c.key, " impl=vllm-triton"));
+    ppb_case back;
+    assert_int_equal(ppb_case_from_key(c.key, &back, &err), PPB_OK);
+    assert_int_equal(back.config.impl, PPB_IMPL_VLLM_TRITON);
+    /* impl is a config field: both sides of builtin-vs-vllm share a shape key. */
+    char a[PPB_CASE_KEY_MAX], b[PPB_CASE_KEY_MAX];
+    ppb_case builtin = prefill_case();
+    ppb_case_shape_key(&c, a, sizeof a);
+    ppb_case_shape_key(&builtin, b, sizeof b);
+    assert_string_equal(a, b);
+}
+
+static void test_plugin_names_register_once(void **state)
+{
+    (void)state;
+    ppb_err err;
+    int a = -1, b = -1, other = -1;
+    assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, "plugin:alpha", &a, &err), PPB_OK);
+    assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, "plugin:alpha", &b, &err), PPB_OK);
+    assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, "plugin:beta", &other, &err), PPB_OK);
+    assert_int_equal(a, b);
+    assert_int_not_equal(a, other);
+    assert_true(a > PPB_IMPL_VLLM_CUDA);
+    assert_string_equal(ppb_impl_name(a), "plugin:alpha");
+    assert_string_equal(ppb_impl_library_name(a), "alpha");
+    assert_string_equal(ppb_impl_library_name(PPB_IMPL_VLLM_TRITON), "vllm-triton");
+    assert_null(ppb_impl_library_name(PPB_IMPL_BUILTIN));
+}
+
+static void test_bad_impl_values_are_refused(void **state)
+{
+    (void)state;
+    ppb_err err;
+    int v;
+    const char *bad[] = {"vllm", "plugin:", "plugin:Upper", "plugin:has space", "plugin:a/b",
+                         "plugin:this-name-is-far-too-long-to-be-a-plugin-name"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err.msg[0] = '\0';
+        assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, bad[i], &v, &err), PPB_EINPUT);
+        assert_non_null(strstr(err.msg, "impl"));
+    }
+    ppb_case c = prefill_case();
+    c.config.impl = PPB_IMPL_MAX - 1; /* never registered */
+    assert_int_equal(ppb_case_validate(&c, &err), PPB_EINPUT);
+}
+
+static void test_override_sets_every_case_and_drops_duplicates(void **state)
+{
+    (void)state;
+    ppb_case_list l = {0};
+    ppb_case a = prefill_case(), b = prefill_case();
+    b.config.impl = PPB_IMPL_VLLM_TRITON;
+    ppb_case_make_key(&b);
+    assert_int_equal(ppb_case_list_push(&l, &a), PPB_OK);
+    assert_int_equal(ppb_case_list_push(&l, &b), PPB_OK);
+    ppb_err err;
+    assert_int_equal(ppb_matrix_override(&l, "impl", "nonsense", &err), PPB_EINPUT);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(ppb_matrix_override(&l, "impl", "vllm-triton", &err), PPB_OK);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(l.items[0].config.impl, PPB_IMPL_VLLM_TRITON);
+    assert_non_null(strstr(l.items[0].key, "impl=vllm-triton"));
+    ppb_case_list_free(&l);
+}
+
+/* ---- the loader ---------------------------------------------------------------------- */
+
+static int teardown_loader(void **state)
+{
+    (void)state;
+    ppb_impl_unload_all();
+    return 0;
+}
+
+static const ppb_impl_info *find_info(const ppb_impl_info *infos, int n, const char *file)
+{
+    for (int i = 0; i < n; i++)
+        if (strstr(infos[i].path, file))
+            return &infos[i];
+    fail_msg("%s was not on the search path", file);
+    return NULL;
+}
+
+static void test_example_plugin_is_listed_with_its_table(void **state)
+{
+    (void)state;
+    ppb_impl_add_search_path(env_dir("PPB_PLUGIN_DIR"));
+    ppb_impl_info *infos = NULL;
+    int n = 0;
+    ppb_err err;
+    assert_int_equal(ppb_impl_scan(&infos, &n, &err), PPB_OK);
+    const ppb_impl_info *f = find_info(infos, n, "/libppbk_example_cpu.so");
+    assert_true(f->usable);
+    assert_string_equal(f->name, "example-cpu");
+    assert_int_equal(f->abi_version, PPBK_ABI_VERSION);
+    assert_int_equal(f->backends, PPBK_BACKEND_CPU);
+    assert_true(f->has_prefill && f->has_decode_v1 && f->has_decode_v2);
+    assert_int_equal(strlen(f->checksum), 16);
+    free(infos);
+}
+
+static void test_each_broken_library_says_why(void **state)
+{
+    (void)state;
+    ppb_impl_add_search_path(env_dir("PPB_BAD_PLUGIN_DIR"));
+    ppb_impl_info *infos = NULL;
+    int n = 0;
+    ppb_err err;
+    assert_int_equal(ppb_impl_scan(&infos, &n, &err), PPB_OK);
+    const struct {
+        const char *file, *says;
+    } want[] = {
+        {"/libppbk_bad_nosym.so", "no symbol ppbk_entry"},
+        {"/libppbk_bad_version.so", "kernel ABI version 999"},
+        {"/libppbk_bad_null.so", "returned no table"},
+        {"/libppbk_bad_name.so", "invalid implementation name"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const ppb_impl_info *f = find_info(infos, n, want[i].file);
+        assert_false(f->usable);
+        if (!strstr(f->error, want[i].says))
+            fail_msg("%s: '%s' does not say '%s'", want[i].file, f->error, want[i].says);
+    }
+    /* A library that loads fine but whose launch crashes is usable until it runs. */
+    assert_true(find_info(infos, n, "/libppbk_bad_crash.so")->usable);
+    free(infos);
+}
+
+static void test_bind_refuses_with_the_reason(void **state)
+{
+    (void)state;
+    ppb_impl_add_search_path(env_dir("PPB_PLUGIN_DIR"));
+    ppb_err err;
+    int v;
+    ppb_case c = prefill_case();
+    assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, "plugin:example-cpu", &v, &err), PPB_OK);
+    c.config.impl = v;
+    ppb_impl_call call;
+    ppbk_device cpu = {PPBK_BACKEND_CPU, 0, 0, 1, 2, 0}, gpu = {PPBK_BACKEND_CUDA, 0, 90, 32, 132, 232448};
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_OK);
+    assert_int_equal(call.prefill.num_heads, 4);
+    assert_int_equal(call.prefill_cfg.block_m, c.config.block_m);
+    /* No CUDA backend in the example. */
+    assert_int_equal(ppb_impl_bind(&call, &c, &gpu, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "no cuda backend"));
+    /* The plugin's own refusal comes back with its name. */
+    c.config.block_m = 256;
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "impl plugin:example-cpu: "));
+    /* path= belongs to the built-in kernels. */
+    c = prefill_case();
+    c.config.impl = v;
+    c.config.path = PPB_PATH_SIMT;
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    /* A name nobody provides. */
+    assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, "plugin:nobody", &v, &err), PPB_OK);
+    c.config.impl = v;
+    c.config.path = PPB_PATH_AUTO;
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "no plugin named 'nobody'"));
+    c.config.impl = PPB_IMPL_VLLM_CUDA;
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "PPB_VLLM_SOURCE"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_builtin_is_default_and_left_out_of_the_key),
+        cmocka_unit_test(test_named_impls_round_trip_through_the_key),
+        cmocka_unit_test(test_plugin_names_register_once),
+        cmocka_unit_test(test_bad_impl_values_are_refused),
+        cmocka_unit_test(test_override_sets_every_case_and_drops_duplicates),
+        cmocka_unit_test_teardown(test_example_plugin_is_listed_with_its_table, teardown_loader),
+        cmocka_unit_test_teardown(test_each_broken_library_says_why, teardown_loader),
+        cmocka_unit_test_teardown(test_bind_refuses_with_the_reason, teardown_loader),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
