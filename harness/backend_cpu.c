@@ -363,6 +363,7 @@ static int plugin_prepare(ppb_backend *b, const ppb_workload *w, ppb_result *res
         a->start_loc = w->start_loc;
         a->query_lens = w->query_lens;
         a->context_lens = w->context_lens;
+        a->seq_lens = w->seq_lens;
         return PPB_OK;
     }
     ppb_decode_args *a = &b->plugin.decode;

@@ -180,7 +180,7 @@ struct ppb_backend {
     ppb_prefill_args pa;
     ppb_decode_args da;
     void *d_q, *d_k, *d_v, *d_kc, *d_vc, *d_out;
-    int32_t *d_table, *d_start, *d_qlens, *d_ctxlens;
+    int32_t *d_table, *d_start, *d_qlens, *d_ctxlens, *d_seqlens;
     guarded tmp_out, exp_sums, max_logits;
     size_t kernel_tmp_bytes, kernel_es_bytes, kernel_ml_bytes;  /* what the kernel's count spans */
     int host_parts, kernel_parts;
@@ -460,7 +460,7 @@ static void cuda_release(ppb_backend *b)
 {
     void **bufs[] = {&b->d_q, &b->d_k, &b->d_v, &b->d_kc, &b->d_vc, &b->d_out,
                      (void **)&b->d_table, (void **)&b->d_start, (void **)&b->d_qlens,
-                     (void **)&b->d_ctxlens};
+                     (void **)&b->d_ctxlens, (void **)&b->d_seqlens};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
         if (*bufs[i])
             cudaFree(*bufs[i]);
@@ -563,7 +563,7 @@ static size_t device_bytes(ppb_backend *b, const ppb_case *c, const ppb_workload
 {
     size_t e = sizeof(uint16_t), n = 0;
     n += (w->q_elems + 2 * w->kv_elems + 2 * w->cache_elems + w->out_elems) * e;
-    n += sizeof(int32_t) * ((size_t)w->batch * (size_t)w->max_blocks_per_seq + 3 * (size_t)w->batch + 1);
+    n += sizeof(int32_t) * ((size_t)w->batch * (size_t)w->max_blocks_per_seq + 4 * (size_t)w->batch + 1);
     if (c->kernel == PPB_PAGED_ATTENTION && c->config.version == 2) {
         const ppb_decode_args *a = &b->da;
         int host_p = c->config.host_partition_size ? c->config.host_partition_size : c->config.partition_size;
@@ -687,7 +687,9 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
             (rc = alloc_upload((void **)&b->d_start, w->start_loc, sizeof(int32_t) * ((size_t)w->batch + 1),
                                err, "start_loc")) ||
             (rc = alloc_upload((void **)&b->d_qlens, w->query_lens, sizeof(int32_t) * (size_t)w->batch, err,
-                               "query_lens")))
+                               "query_lens")) ||
+            (rc = alloc_upload((void **)&b->d_seqlens, w->seq_lens, sizeof(int32_t) * (size_t)w->batch, err,
+                               "seq_lens")))
             goto fail;
         ppb_prefill_args *a = &b->pa;
         a->q = b->d_q;
@@ -700,6 +702,7 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
         a->start_loc = b->d_start;
         a->query_lens = b->d_qlens;
         a->context_lens = b->d_ctxlens;
+        a->seq_lens = b->d_seqlens;
     } else {
         ppb_decode_args *a = &b->da;
         a->q = b->d_q;

@@ -53,7 +53,7 @@ size_t ppb_workload_host_bytes(const ppb_case *c)
     workload_plan p;
     plan_workload(c, &p);
     size_t b = (size_t)c->shape.batch;
-    size_t bytes = sizeof(int32_t) * (3 * b + 1);                                /* lens, start_loc */
+    size_t bytes = sizeof(int32_t) * (4 * b + 1);                                /* lens, start_loc */
     bytes += sizeof(int32_t) * b * (size_t)p.max_blocks_per_seq;                 /* block table */
     bytes += sizeof(int32_t) * 2 * (size_t)p.num_blocks;                         /* shuffle, valid */
     bytes += sizeof(uint16_t) * (p.q_elems + 2 * p.kv_elems + 2 * p.cache_elems); /* tensors */
@@ -202,10 +202,11 @@ int ppb_workload_create(ppb_workload *w, const ppb_case *c, uint64_t seed, int w
     w->query_lens = malloc(sizeof(int32_t) * b);
     w->context_lens = malloc(sizeof(int32_t) * b);
     w->start_loc = malloc(sizeof(int32_t) * (b + 1));
+    w->seq_lens = malloc(sizeof(int32_t) * b);
     w->block_table = calloc(b * (size_t)p.max_blocks_per_seq, sizeof(int32_t));
     perm = malloc(sizeof(int32_t) * (size_t)p.num_blocks);
     valid = calloc((size_t)p.num_blocks, sizeof(int32_t));
-    if (!w->query_lens || !w->context_lens || !w->start_loc || !w->block_table || !perm || !valid) {
+    if (!w->query_lens || !w->context_lens || !w->start_loc || !w->seq_lens || !w->block_table || !perm || !valid) {
         rc = ppb_fail(err, PPB_ENOMEM, "workload: out of host memory for lengths and block table");
         goto fail;
     }
@@ -215,6 +216,8 @@ int ppb_workload_create(ppb_workload *w, const ppb_case *c, uint64_t seed, int w
         w->query_lens[i] = ppb_case_query_len_of(c, i);
         w->context_lens[i] = cached_tokens_of(c, i);
         w->start_loc[i + 1] = w->start_loc[i] + w->query_lens[i];
+        w->seq_lens[i] = c->kernel == PPB_PREFIX_PREFILL ? w->context_lens[i] + w->query_lens[i]
+                                                         : w->context_lens[i];
     }
 
     /* Logical pages in sequence order take the shuffled physical pages in turn. */
@@ -277,6 +280,7 @@ void ppb_workload_free(ppb_workload *w)
     free(w->query_lens);
     free(w->context_lens);
     free(w->start_loc);
+    free(w->seq_lens);
     free(w->block_table);
     free(w->q);
     free(w->k);

@@ -23,6 +23,7 @@ typedef struct ppb_workload {
     int32_t *query_lens;    /* [batch]; decode: all 1 */
     int32_t *context_lens;  /* [batch]; prefill: cached tokens; decode: seq_lens */
     int32_t *start_loc;     /* [batch + 1]; prefill: first new token of each sequence */
+    int32_t *seq_lens;      /* [batch]; every token a sequence attends to (prefill: context + new; decode: seq_lens) */
     int total_tokens;       /* prefill: sum of query_lens; decode: batch */
     int max_blocks_per_seq;
     int num_blocks;         /* physical pages in the cache */

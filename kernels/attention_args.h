@@ -20,7 +20,9 @@ typedef int int32_t;
  * k_cache: [num_blocks, num_kv_heads, head_dim / 8, page_size, 8]
  * v_cache: [num_blocks, num_kv_heads, head_dim, page_size]
  * block_table: [batch, max_blocks_per_seq]; start_loc: [batch + 1] first new token of each sequence;
- * query_lens, context_lens: [batch]. New token i of a sequence sees the whole context and new tokens 0..i;
+ * query_lens, context_lens: [batch]; seq_lens: [batch] = context_lens + query_lens (vLLM's b_seq_len,
+ * built once per batch by the host as vLLM does, so an implementation that wants it needs no kernel of its own).
+ * New token i of a sequence sees the whole context and new tokens 0..i;
  * with sliding_window > 0, a query at absolute position p sees keys at positions > p - sliding_window. */
 typedef struct ppb_prefill_args {
     const void *q, *k, *v, *k_cache, *v_cache;
@@ -29,6 +31,7 @@ typedef struct ppb_prefill_args {
     int batch, max_query_len, num_heads, num_kv_heads, head_dim, page_size, max_blocks_per_seq;
     int sliding_window;
     float sm_scale;
+    const int32_t *seq_lens;
 } ppb_prefill_args;
 
 /* Paged attention decode (vLLM paged_attention_v1/_v2 + reduce).
