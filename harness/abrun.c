@@ -238,8 +238,8 @@ static int run_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
         /* kernel_config sides share one input set (built by the first side
          * that is not refused from its shape); chunks differ per side */
         int wi = distinct ? s : 0;
-        const char *seed_key = distinct ? pr->side[s].key : pr->shape_key;
-        uint64_t seed = ppb_case_input_seed(x->suite.measure.seed, seed_key);
+        uint64_t seed = distinct ? ppb_case_seed(x->suite.measure.seed, &pr->side[s])
+                                 : ppb_case_input_seed(x->suite.measure.seed, pr->shape_key);
         if (!w[wi].q)
             ppb_session_workload(&x->session[s], &pr->side[s], seed, &w[wi], &pr->res[s]);
         if (pr->res[s].status == PPB_STATUS_OK)

@@ -90,7 +90,7 @@ static int run_case(run_ctx *x, const ppb_case *c, ppb_result *res)
     ppb_workload w;
     int prepared = 0, rc = PPB_OK;
     const ppb_suite *s = &x->suite;
-    uint64_t seed = ppb_case_input_seed(s->measure.seed, c->key);
+    uint64_t seed = ppb_case_seed(s->measure.seed, c);
 
     ppb_result_init(res);
     res->timing_is_cpu = !x->session.device.is_gpu;

@@ -62,6 +62,14 @@ uint64_t ppb_case_input_seed(uint64_t suite_seed, const char *key)
     return suite_seed ^ ppb_fnv1a64_str(key);
 }
 
+uint64_t ppb_case_seed(uint64_t suite_seed, const ppb_case *c)
+{
+    ppb_case inputs = *c;
+    inputs.config.impl = PPB_IMPL_BUILTIN;
+    ppb_case_make_key(&inputs);
+    return ppb_case_input_seed(suite_seed, inputs.key);
+}
+
 static long long physical_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

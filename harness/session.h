@@ -30,6 +30,10 @@ void ppb_session_close(ppb_session *s);
 /* Seed of a case's inputs: the same key and suite seed give the same inputs in
  * every run, shard and commit. A/B pairs use their shared shape key. */
 uint64_t ppb_case_input_seed(uint64_t suite_seed, const char *key);
+/* The seed of a case: its key with impl left out, since the implementation
+ * never changes the inputs (builtin and a plugin of one config are checked and
+ * cross-checked on the same bits; builtin keeps the seeds it always had). */
+uint64_t ppb_case_seed(uint64_t suite_seed, const ppb_case *c);
 
 /* Build a case's inputs, unless the backend refuses the case from its shape
  * (res REFUSED) or they would not fit in host memory (res SKIPPED), so a

@@ -143,7 +143,7 @@ static int dump_case(ppb_store *s, int64_t run_id, const char *key, const char *
         rc = ppb_fail(err, PPB_EINPUT, "run %lld did not store its input seed", (long long)run_id);
         goto end;
     }
-    uint64_t seed = ppb_case_input_seed(strtoull(seed_env.value, NULL, 10), c.key);
+    uint64_t seed = ppb_case_seed(strtoull(seed_env.value, NULL, 10), &c);
     rc = ppb_workload_create(&w, &c, seed, 1, err);
     if (rc)
         goto end;

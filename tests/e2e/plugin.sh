@@ -27,6 +27,11 @@ n_impl=$(sqlite3 "$PPBENCH_DB" "SELECT count(*) FROM cases WHERE impl='plugin:ex
 [ "$n_impl" -eq "$total" ] || fail "impl column/key: $n_impl of $total"
 sqlite3 "$PPBENCH_DB" "SELECT value FROM env WHERE key='after.impl.example-cpu.checksum_fnv1a64'" | grep -q '^[0-9a-f]\{16\}$' \
   || fail "the plugin's checksum is not in the run's environment"
+# The plugin and the built-in kernels agree with each other on the same inputs (the GPU cross-check script).
+expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --backend cpu --no-progress
+run_p=$("$PPB" list | awk 'NR==3 {print $1}'); run_b=$("$PPB" list | awk 'NR==2 {print $1}')
+PPBENCH_PLUGIN_PATH="$PLUG" expect_rc 0 "$PY" "$SRC/tests/gpu/crosscheck.py" "$PPB" "$PPBENCH_DB" "$run_b" "$run_p"
+grep -q "^crosscheck: $total of $total pairs agree" "$WORK/out" || { cat "$WORK/out"; fail "cross-check"; }
 # Decode v1/v2 and the PARTITION_SIZE mismatch cases (guard zones around the plugin's scratch).
 set +e; "$PPB" run "$SRC/suites/smoke-decode.yaml" --plugin "$PLUG" --impl plugin:example-cpu --backend cpu --no-progress >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
 [ "$rc" -le 1 ] || { cat "$WORK/err"; fail "decode on the plugin exited $rc"; }
