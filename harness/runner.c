@@ -175,6 +175,10 @@ static int prepare_cases(run_ctx *x, const char *impl, const char *filter, int s
     int rc = ppb_matrix_expand(&x->suite, &x->cases, err);
     if (!rc && impl && impl[0] && (rc = ppb_matrix_override(&x->cases, "impl", impl, err)))
         ppb_err_prefix(err, "--impl: ");
+    /* path= picks among the built-in kernels' code paths; a plugin has its own (ppb_impl_bind):
+     * its cases all run at auto, so a suite's simt and mma configs become one. */
+    if (!rc && impl && impl[0] && strcmp(impl, "builtin") != 0)
+        rc = ppb_matrix_override(&x->cases, "path", "auto", err);
     if (!rc && filter && filter[0])
         rc = ppb_matrix_filter(&x->cases, filter, err);
     if (!rc && shard_n > 0)

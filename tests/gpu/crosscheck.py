@@ -4,7 +4,8 @@
     crosscheck.py PPBENCH DB RUN_A RUN_B [--out FILE]
 
 For every case that is `ok` (or `noisy`) in both runs and differs only in its
-`impl`, dump both (ppbench dump regenerates the inputs from the seed, which
+`impl` (and `path`, which picks among the built-in kernels' code paths: a
+plugin case is compared with each built-in path of its config), dump both (ppbench dump regenerates the inputs from the seed, which
 depends on the shape only, and reruns the case) and compare the two outputs
 element by element with the tolerance of ppbench's reference check
 (|a - b| <= atol + rtol * |b|, the stored atol/rtol of the case). Each output was
@@ -28,13 +29,16 @@ def to_f64(bits, dtype):
 
 
 def strip_impl(key):
-    return " ".join(t for t in key.split() if not t.startswith("impl="))
+    return " ".join(t for t in key.split() if not t.startswith(("impl=", "path=")))
 
 
 def results(db, run):
     q = ("SELECT c.key, c.impl, r.status, r.check_atol, r.check_rtol, c.dtype FROM results r "
          "JOIN cases c ON c.id = r.case_id WHERE r.run_id = ?")
-    return {strip_impl(k): (k, impl, st, atol, rtol, dt) for k, impl, st, atol, rtol, dt in db.execute(q, (run,))}
+    out = {}
+    for row in db.execute(q, (run,)):
+        out.setdefault(strip_impl(row[0]), []).append(row)
+    return out
 
 
 def dump(ppbench, dbpath, run, key, d):
@@ -54,9 +58,9 @@ def main():
     db = sqlite3.connect(f"file:{a.db}?mode=ro", uri=True)
     ra, rb = results(db, a.run_a), results(db, a.run_b)
     rows, bad = [], 0
-    for shape_key in sorted(set(ra) & set(rb)):
-        ka, ia, sa, atol, rtol, dtype = ra[shape_key]
-        kb, ib, sb, _, _, _ = rb[shape_key]
+    pairs = [(a_row, b_row) for k in sorted(set(ra) & set(rb)) for a_row in ra[k] for b_row in rb[k]]
+    for (ka, ia, sa, atol, rtol, dtype), (kb, ib, sb, _, _, _) in pairs:
+        shape_key = ka
         if sa not in ("ok", "noisy") or sb not in ("ok", "noisy"):
             rows.append({"case": shape_key, "skipped": f"{ia}: {sa}, {ib}: {sb}"})
             continue
