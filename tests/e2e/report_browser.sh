@@ -48,13 +48,13 @@ PPB_GNUPLOT=/nonexistent/gnuplot expect_rc 0 "$PPB" report latest -o "$WORK/repo
 grep -q "gnuplot not found" "$WORK/err" || fail "no warning about the missing gnuplot"
 grep -q "charts   none drawn" "$WORK/out" || fail "summary claims charts without gnuplot"
 
-# A trend over six runs of six cases (CPU timings: any verdict but NO HISTORY).
+# A trend over six runs of nine cases (CPU timings: any verdict but NO HISTORY).
 for i in 1 2 3 4 5; do
   expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --backend cpu --no-progress --filter "batch=1,dtype=bf16,query_len=17"
 done
 "$PPB" list "$SRC/suites/smoke.yaml" --filter "batch=1,dtype=bf16,query_len=17" > "$WORK/trend-keys.txt"
 expect_rc 0 "$PPB" report --trend "$SRC/suites/smoke.yaml" -o "$WORK/trend"
-grep -q "^  6 cases in the trend$" "$WORK/out" || fail "trend summary: $(cat "$WORK/out")"
+grep -q "^  9 cases in the trend$" "$WORK/out" || fail "trend summary: $(cat "$WORK/out")"
 
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then

@@ -14,7 +14,7 @@ export PPB_FAULT_INJECT="crash:b=1 q=40 ctx=37 ragged=false h=4 kvh=2 d=64 dtype
 expect_rc 1 "$PPB" run "$suite" --db "$WORK/b.db" --devices 0,1 --backend cpu --no-progress
 grep -q "^$total results:" "$WORK/out" || fail "the run did not go on after a crash"
 n_crashed=$(grep -c "^crashed" "$WORK/out")
-[ "$n_crashed" -eq 2 ] || fail "expected 2 crashed cases (two configs of the shape), got $n_crashed"
+[ "$n_crashed" -eq 3 ] || fail "expected 3 crashed cases (the three configs of the shape), got $n_crashed"
 grep -q "died: signal 6" "$WORK/out" || fail "crash reason not recorded"
 
 export PPB_FAULT_INJECT="hang:b=2 q=17 ctx=0 ragged=false h=4 kvh=2 d=64 dtype=fp16"

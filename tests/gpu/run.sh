@@ -266,19 +266,22 @@ fi
 # ---- the production implementations (vLLM's own kernels) ------------------------------------
 vllm_src=${PPB_VLLM_SOURCE:-$root/.deps/vllm-0.6.3}
 plugins=$build/plugins
+# The prefill probe's own case (tests/gpu/probe_prefill_plugin.c).
+probe_case='prefix_prefill b=2 q=100 ctx=300 ragged=false h=8 kvh=2 d=128 dtype=bf16 page=16 win=0 bm=128 bn=128 w=8 path=auto'
 if want vllm; then
   run vllm_triton_prepare "$(limit vllm 600)" python3 "$root/kernels/vllm/triton/prepare.py" \
     "$root/suites/prefill.yaml" "$root/suites/smoke.yaml" "$root/tests/gpu/suites/gpu-prefill.yaml" \
+    --case "$probe_case" \
     --vllm "$vllm_src" --ppbench "$ppbench" --out "$out/vllm-triton-cache" \
     --lib "$plugins/libppbk_vllm_triton.so" -j "$jobs"
   run impls 60 "$ppbench" impls
-  cuda_inc=$(dirname "$(command -v nvcc)")/../include
-  run probe_decode_plugin 120 bash -c 'gcc -std=c11 -O2 -I"$0/kernels" -I"$1" "$0/tests/gpu/probe_decode_plugin.c" \
-      -o "$2/probe_decode_plugin" -L"$1/../lib64" -lcudart -ldl -lm && "$2/probe_decode_plugin" "$3/libppbk_vllm_cuda.so"' \
-    "$root" "$cuda_inc" "$out" "$plugins"
-  run probe_prefill_plugin 120 bash -c 'gcc -std=c11 -O2 -I"$0/kernels" -I"$1" "$0/tests/gpu/probe_prefill_plugin.c" \
-      -o "$2/probe_prefill_plugin" -L"$1/../lib64/stubs" -lcuda -ldl -lm && "$2/probe_prefill_plugin" "$3/libppbk_vllm_triton.so"' \
-    "$root" "$cuda_inc" "$out" "$plugins"
+  # nvcc compiles the C probes with the host compiler and knows the toolkit's library folders.
+  run probe_decode_plugin 120 bash -c 'nvcc -O2 -I"$0/kernels" "$0/tests/gpu/probe_decode_plugin.c" \
+      -o "$1/probe_decode_plugin" -ldl -lm && "$1/probe_decode_plugin" "$2/libppbk_vllm_cuda.so"' \
+    "$root" "$out" "$plugins"
+  run probe_prefill_plugin 120 bash -c 'nvcc -O2 -I"$0/kernels" "$0/tests/gpu/probe_prefill_plugin.c" \
+      -o "$1/probe_prefill_plugin" -lcuda -ldl -lm && "$1/probe_prefill_plugin" "$2/libppbk_vllm_triton.so"' \
+    "$root" "$out" "$plugins"
 fi
 
 # latest_run DB LABEL: the id of the newest run with that label
@@ -319,9 +322,22 @@ if want vllm_bench; then
   done
 fi
 
+# The goal shapes of the timing-fidelity check: prefill q 8192 ctx 90112 and q 512 ctx 16384 at 32/4
+# heads, D 128, bf16 (vLLM's 128/8 and the seed's 64/4, among others); decode batch 64 ctx 32768 32/4.
+fidelity_filter_prefill="query_len=8192|512,context_len=90112|16384,num_heads=32,head_dim=128,dtype=bf16,block_m=64|128"
+fidelity_filter_decode="batch=64,seq_len=32768,num_heads=32,dtype=bf16,page_size=16"
 if want fidelity; then
-  run fidelity "$(limit fidelity 600)" python3 "$root/tests/gpu/timing_fidelity.py" --ppbench "$ppbench" --db "$db" \
-    --vllm "$vllm_src" --plugin-dir "$plugins" --out "$out/fidelity.json" ${PPB_FIDELITY_ARGS:-}
+  fdb=$out/fidelity.db
+  for s in prefill decode; do
+    impl=vllm-triton; [ $s = decode ] && impl=vllm-cuda
+    fvar=fidelity_filter_$s
+    run "fidelity_${s}_ppbench" "$(limit fidelity 300)" "$ppbench" run "$root/suites/$s.yaml" --backend cuda \
+      --db "$fdb" --label fidelity --impl "$impl" --filter "${!fvar}" --no-progress
+    run "fidelity_$s" "$(limit fidelity 300)" python3 "$root/tests/gpu/timing_fidelity.py" --ppbench "$ppbench" \
+      --db "$fdb" --vllm "$vllm_src" --plugin-dir "$plugins" --out "$out/fidelity_$s.json" \
+      --triton-cache "$out/vllm-triton-cache" \
+      --cases-from-run latest ${PPB_FIDELITY_ARGS:-}
+  done
 fi
 
 if want vllm_proposals; then

@@ -171,8 +171,8 @@ static void test_shipped_suites_load_and_expand(void **state)
 {
     (void)state;
     shipped expected[] = {
-        {"smoke.yaml", PPB_PREFIX_PREFILL, 10, 40, 0},
-        {"smoke-decode.yaml", PPB_PAGED_ATTENTION, 10, 40, 0},
+        {"smoke.yaml", PPB_PREFIX_PREFILL, 10, 60, 0},
+        {"smoke-decode.yaml", PPB_PAGED_ATTENTION, 10, 60, 0},
         {"prefill.yaml", PPB_PREFIX_PREFILL, 20, 160, 0},
         {"decode.yaml", PPB_PAGED_ATTENTION, 12, 80, 0},
         {"nightly.yaml", PPB_PREFIX_PREFILL, 4, 30, 0},
