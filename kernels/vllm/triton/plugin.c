@@ -125,13 +125,23 @@ static int load(const ppbk_vt_kernel *k, loaded *l)
         r = cuModuleGetFunction(&l->fn, l->mod, k->name);
     if (r != CUDA_SUCCESS)
         return snprintf(l->error, sizeof l->error, "loading the cubin failed: %s", cu_text(r)), -1;
-    /* Above 48 KB of dynamic shared memory a kernel must opt in, as Triton's launcher does. */
-    if (k->shared > 49152 &&
-        (r = cuFuncSetAttribute(l->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k->shared)) != CUDA_SUCCESS)
-        return snprintf(l->error, sizeof l->error, "cannot opt in to %d B of dynamic shared memory: %s", k->shared,
-                        cu_text(r)), -1;
     cuFuncGetAttribute(&l->registers, CU_FUNC_ATTRIBUTE_NUM_REGS, l->fn);
     cuFuncGetAttribute(&l->static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, l->fn);
+    /* Above 48 KB a kernel must opt in. Do it exactly as Triton's loader does
+     * (backends/nvidia/driver.c, loadBinary): prefer shared memory in the L1 /
+     * shared carveout and allow the device's whole opt-in less the static part.
+     * The carveout changes the kernel's speed: opting in to just `shared`, with
+     * no cache preference, left more L1 and ran BLOCK 128 variants 2-10% faster
+     * on an H200 than vLLM's own launches (measured with tests/gpu/timing_fidelity.py). */
+    int optin = 0;
+    cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, g.device);
+    if (k->shared > 49152 && optin > 49152) {
+        if ((r = cuFuncSetCacheConfig(l->fn, CU_FUNC_CACHE_PREFER_SHARED)) != CUDA_SUCCESS ||
+            (r = cuFuncSetAttribute(l->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - l->static_smem)) !=
+                CUDA_SUCCESS)
+            return snprintf(l->error, sizeof l->error, "cannot opt in to %d B of dynamic shared memory: %s",
+                            optin - l->static_smem, cu_text(r)), -1;
+    }
     return 0;
 }
 
