@@ -328,7 +328,7 @@ fidelity_filter_prefill="query_len=8192|512,context_len=90112|16384,num_heads=32
 fidelity_filter_decode="batch=64,seq_len=32768,num_heads=32,dtype=bf16,page_size=16"
 if want fidelity; then
   fdb=$out/fidelity.db
-  for s in prefill decode; do
+  for s in ${PPB_FIDELITY_SUITES:-prefill decode}; do
     impl=vllm-triton; [ $s = decode ] && impl=vllm-cuda
     fvar=fidelity_filter_$s
     run "fidelity_${s}_ppbench" "$(limit fidelity 300)" "$ppbench" run "$root/suites/$s.yaml" --backend cuda \
