@@ -38,7 +38,7 @@ static void usage(FILE *out)
             "  --case-timeout S     with --devices: kill a worker stuck on one case for S seconds\n"
             "  --no-progress        no progress line even on a terminal\n"
             "  -h, --help           this help\n\n"
-            "exit: 0 no case wrong or failed, 1 some case wrong/error, 2 usage, 3 bad input (nothing\n"
+            "exit: 0 no case wrong or failed, 1 some case wrong/error or none timed, 2 usage, 3 bad input (nothing\n"
             "      written), 4 runtime failure, 130 interrupted (resume with --resume RUN)\n");
 }
 
@@ -150,5 +150,14 @@ int cmd_run(int argc, char **argv)
     }
     /* Noisy cases are correct, only not trusted for timing: reported, not failed. */
     int bad = counts.n[PPB_STATUS_WRONG] + counts.n[PPB_STATUS_ERROR] + counts.n[PPB_STATUS_CRASHED];
-    return bad ? PPB_EXIT_FAILURES : PPB_EXIT_OK;
+    int timed = counts.n[PPB_STATUS_OK] + counts.n[PPB_STATUS_NOISY];
+    if (bad)
+        return PPB_EXIT_FAILURES;
+    /* A run that measured nothing answers no question: never a pass. */
+    if (timed == 0) {
+        fprintf(stderr, "ppbench run: no case was timed (%d refused, %d skipped of %d): nothing was measured\n",
+                counts.n[PPB_STATUS_REFUSED], counts.n[PPB_STATUS_SKIPPED], counts.total);
+        return PPB_EXIT_FAILURES;
+    }
+    return PPB_EXIT_OK;
 }

@@ -22,7 +22,9 @@ done
 # run: every smoke case on the plugin, checked against the float64 reference.
 total=$("$PPB" list "$SRC/suites/smoke.yaml" | wc -l)
 expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --plugin "$PLUG" --impl plugin:example-cpu --backend cpu --no-progress
-grep -q "^$total results: $total ok" "$WORK/out" || { cat "$WORK/out"; fail "not every case ok on the plugin"; }
+# ok or noisy (CPU timings on a loaded machine), nothing else
+grep -q "^$total results:" "$WORK/out" && ! grep "^$total results:" "$WORK/out" | grep -Eq "wrong|error|refused|skipped|crashed" \
+  || { cat "$WORK/out"; fail "not every case correct and timed on the plugin"; }
 n_impl=$(sqlite3 "$PPBENCH_DB" "SELECT count(*) FROM cases WHERE impl='plugin:example-cpu' AND key LIKE '% impl=plugin:example-cpu'")
 [ "$n_impl" -eq "$total" ] || fail "impl column/key: $n_impl of $total"
 sqlite3 "$PPBENCH_DB" "SELECT value FROM env WHERE key='after.impl.example-cpu.checksum_fnv1a64'" | grep -q '^[0-9a-f]\{16\}$' \
@@ -41,7 +43,7 @@ if grep -E "^(wrong|error)" "$WORK/out" | grep -v "hp=\(64\|512\)" | grep -q .; 
 fi
 
 # Without the library: refused with the reason, never run on something else.
-expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/none.db" --impl plugin:example-cpu --backend cpu --no-progress --filter "batch=1,dtype=bf16,head_dim=64,page_size=16,sliding_window=0"
+expect_rc 1 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/none.db" --impl plugin:example-cpu --backend cpu --no-progress --filter "batch=1,dtype=bf16,head_dim=64,page_size=16,sliding_window=0"
 grep -q "no plugin named 'example-cpu'" "$WORK/out" || { cat "$WORK/out"; fail "missing plugin not named"; }
 grep -q " ok " "$WORK/out" && fail "a case ran without its plugin"
 

@@ -30,6 +30,11 @@ key=$("$PPB" list "$SRC/suites/smoke.yaml" | head -1)
 expect_rc 0 "$PPB" dump 1 "$key" -o "$WORK/dump"
 "$PY" "$SRC/tests/e2e/check_dump.py" "$WORK/dump" || fail "dump does not cross-check in NumPy"
 
+# A run that timed nothing is not a pass: on the CPU backend every case of the decode suite is too
+# large (refused), so the run exits 1 and says so.
+expect_rc 1 "$PPB" run "$SRC/suites/decode.yaml" --backend cpu --no-progress
+grep -q "no case was timed (30 refused, 0 skipped of 30)" "$WORK/err" || { cat "$WORK/err"; fail "an all-refused run passed"; }
+
 expect_rc 3 "$PPB" dump 1 "prefix_prefill b=1" -o "$WORK/dump2"
 expect_rc 3 "$PPB" show 999
 echo "smoke_run: ok ($n_cases cases)"
