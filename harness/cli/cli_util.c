@@ -1,3 +1,5 @@
+/* strptime is X/Open. */
+#define _XOPEN_SOURCE 700
 #include "cli/cli_util.h"
 
 #include "cli/commands.h"
@@ -6,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int ppb_cli_run_id(ppb_store *s, const char *text, int64_t *id, ppb_err *err)
 {
@@ -54,6 +57,28 @@ int ppb_cli_positive(const char *cmd, const char *opt, const char *text, double 
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+int ppb_cli_date(const char *cmd, const char *opt, const char *text, char *utc, size_t len)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *end = strptime(text, "%Y-%m-%d", &tm);
+    if (end && *end == 'T')
+        end = strptime(end, "T%H:%M:%S", &tm);
+    if (end && *end == 'Z')
+        end++;
+    /* strptime takes 2026-02-31; a round trip through timegm shows it is not a date. */
+    struct tm back = tm;
+    time_t t = end ? timegm(&back) : (time_t)-1;
+    if (!end || *end || strlen(text) < 10 || t == (time_t)-1 || back.tm_mday != tm.tm_mday ||
+        back.tm_mon != tm.tm_mon) {
+        fprintf(stderr, "ppbench %s: %s '%s' is not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)\n", cmd, opt,
+                text);
+        return -1;
+    }
+    strftime(utc, len, "%Y-%m-%dT%H:%M:%SZ", &back);
     return 0;
 }
 

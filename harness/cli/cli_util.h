@@ -16,6 +16,10 @@ ppb_store *ppb_cli_open_store(const char *cmd, const char *db_option);
  * ..." and return -1 (the caller exits with PPB_EXIT_USAGE). */
 int ppb_cli_index(const char *cmd, const char *opt, const char *text, int *out);      /* integer >= 0 */
 int ppb_cli_positive(const char *cmd, const char *opt, const char *text, double *out); /* number > 0 */
+/* A date: YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS[Z] (UTC), a real calendar date,
+ * written into `utc` in the stored runs' form (YYYY-MM-DDTHH:MM:SSZ) so that
+ * comparisons with started_at are exact. */
+int ppb_cli_date(const char *cmd, const char *opt, const char *text, char *utc, size_t len);
 
 /* --baseline-db PATH|URL: fetch (URLs, with libcurl) and open a baseline
  * database. Returns 0, or a PPB_EXIT_* code after printing the error. */

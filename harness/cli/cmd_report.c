@@ -1,6 +1,5 @@
 /* ppbench report: write the HTML report of a run, a proposal or a suite's
  * trend, then a short summary on the terminal (docs/REPORTS.md). */
-#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,22 +30,6 @@ static void usage(FILE *out)
 }
 
 /* YYYY-MM-DD, optionally followed by the rest of an ISO 8601 time. */
-static int valid_date(const char *s)
-{
-    static const char pattern[] = "dddd-dd-dd";
-    if (strlen(s) < 10 || strlen(s) >= 32)
-        return 0;
-    for (int i = 0; i < 10; i++)
-        if (pattern[i] == 'd' ? !isdigit((unsigned char)s[i]) : s[i] != pattern[i])
-            return 0;
-    if (s[10] && s[10] != 'T')
-        return 0;
-    for (const char *p = s + 10; *p; p++)
-        if (!isdigit((unsigned char)*p) && !strchr("T:.Z+-", *p))
-            return 0;
-    return 1;
-}
-
 /* A suite given as its file: the name the runs are stored under. */
 static int suite_name_of(const char *arg, char *name, size_t len, ppb_err *err)
 {
@@ -134,10 +117,9 @@ int cmd_report(int argc, char **argv)
         fprintf(stderr, "ppbench report: --since and --window go with --trend\n");
         return PPB_EXIT_USAGE;
     }
-    if (since && !valid_date(since)) {
-        fprintf(stderr, "ppbench report: --since '%s' is not a date (YYYY-MM-DD)\n", since);
+    char since_utc[32] = "";
+    if (since && ppb_cli_date("report", "--since", since, since_utc, sizeof since_utc))
         return PPB_EXIT_USAGE;
-    }
     if (out && !out[0]) {
         fprintf(stderr, "ppbench report: -o wants a folder\n");
         return PPB_EXIT_USAGE;
@@ -158,7 +140,7 @@ int cmd_report(int argc, char **argv)
         rc = suite_name_of(trend, req->suite, sizeof req->suite, &err);
         if (rc)
             goto end;
-        snprintf(req->since, sizeof req->since, "%s", since ? since : "");
+        snprintf(req->since, sizeof req->since, "%s", since_utc);
         req->window = window;
     }
     s = ppb_cli_open_store("report", db);

@@ -19,7 +19,7 @@ static void usage(FILE *out)
             "Judges each case of the suite's latest run against the same case in earlier runs of\n"
             "the suite: median and MAD of a trailing window plus a step test, so one noisy night is\n"
             "an outlier, not a regression. Names the first run of a step.\n\n"
-            "  --since DATE   only runs started at or after DATE (ISO 8601, e.g. 2026-11-01)\n"
+            "  --since DATE   only runs started at or after DATE (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)\n"
             "  --window N     trailing runs in the reference (default 10)\n"
             "  --baseline-db PATH|URL  earlier nights from another database (fetched with libcurl\n"
             "                 and checked to be a ppbench database); their run ids print as base:N\n\n"
@@ -136,6 +136,7 @@ int cmd_trend(int argc, char **argv)
     trend_ctx t;
     memset(&t, 0, sizeof t);
     t.since = "";
+    char since_utc[32] = "";
     ppb_trend_options_default(&t.opt);
     int c;
     optind = 1;
@@ -143,7 +144,11 @@ int cmd_trend(int argc, char **argv)
         char *end = NULL;
         switch (c) {
         case 'd': db = optarg; break;
-        case 's': t.since = optarg; break;
+        case 's':
+            if (ppb_cli_date("trend", "--since", optarg, since_utc, sizeof since_utc))
+                return PPB_EXIT_USAGE;
+            t.since = since_utc;
+            break;
         case 'B': baseline_db = optarg; break;
         case 'w':
             t.opt.window = (int)strtol(optarg, &end, 10);

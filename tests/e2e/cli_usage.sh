@@ -13,4 +13,17 @@ expect_rc 2 "$PPB" run --shard 3/2 "$SRC/suites/smoke.yaml"
 expect_rc 2 "$PPB" export 1 --format xml
 expect_rc 3 "$PPB" run "$WORK/missing.yaml" --db "$WORK/p.db"
 grep -q "missing.yaml" "$WORK/err" || fail "missing suite not named"
+
+# Dates are parsed, never compared as text: a word, an impossible day or hour is a usage error,
+# and a date-time selects by time (runs are stored as YYYY-MM-DDTHH:MM:SSZ).
+for bad in yesterday 2026-02-31 2026-13-01 2026-11-01T25:00:00Z 20261101; do
+  expect_rc 2 "$PPB" trend smoke --since "$bad" --db "$WORK/p.db"
+  grep -q "is not a date" "$WORK/err" || fail "trend --since $bad"
+  expect_rc 2 "$PPB" report --trend smoke --since "$bad" --db "$WORK/p.db"
+done
+"$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/d.db" --backend cpu --no-progress --filter "batch=1,query_len=17,context_len=0,dtype=bf16,block_m=64" >/dev/null 2>&1
+expect_rc 0 "$PPB" trend smoke --since 2000-01-01 --db "$WORK/d.db"
+grep -q "latest run 1 against its history" "$WORK/out" || fail "trend --since 2000-01-01 lost the run"
+expect_rc 0 "$PPB" trend smoke --since "$(date -u -d '+1 day' +%Y-%m-%d)T00:00:00Z" --db "$WORK/d.db"
+grep -q "1 insufficient history" "$WORK/out" || fail "trend --since tomorrow still had a history"
 echo "cli_usage: ok"
