@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int ppb_cli_run_id(ppb_store *s, const char *text, int64_t *id, ppb_err *err)
 {
@@ -34,6 +35,17 @@ ppb_store *ppb_cli_open_store(const char *cmd, const char *db_option)
         return NULL;
     }
     return s;
+}
+
+ppb_store *ppb_cli_open_existing_store(const char *cmd, const char *db_option)
+{
+    const char *path = ppb_store_default_path(db_option);
+    if (access(path, F_OK) != 0) {
+        fprintf(stderr, "ppbench %s: no database at %s (from %s): nothing to read\n", cmd, path,
+                db_option ? "--db" : getenv("PPBENCH_DB") ? "$PPBENCH_DB" : "the default path");
+        return NULL;
+    }
+    return ppb_cli_open_store(cmd, db_option);
 }
 
 int ppb_cli_index(const char *cmd, const char *opt, const char *text, int *out)

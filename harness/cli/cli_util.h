@@ -11,6 +11,10 @@ int ppb_cli_run_id(ppb_store *s, const char *text, int64_t *id, ppb_err *err);
 /* Open the database named by --db / $PPBENCH_DB / the default; prints the error
  * prefixed with `cmd` and returns NULL on failure. */
 ppb_store *ppb_cli_open_store(const char *cmd, const char *db_option);
+/* The same for commands that only read what earlier runs stored (show, list,
+ * export, dump, report, trend, compare, push): a path with no file is refused,
+ * never created empty (a mistyped --db would otherwise read as "no runs"). */
+ppb_store *ppb_cli_open_existing_store(const char *cmd, const char *db_option);
 
 /* Option values. On a bad value they print "ppbench CMD: --OPT TEXT: expected
  * ..." and return -1 (the caller exits with PPB_EXIT_USAGE). */

@@ -162,7 +162,7 @@ int cmd_compare(int argc, char **argv)
         usage(stderr);
         return PPB_EXIT_USAGE;
     }
-    ppb_store *s = ppb_cli_open_store("compare", db);
+    ppb_store *s = ppb_cli_open_existing_store("compare", db);
     if (!s)
         return PPB_EXIT_RUNTIME;
     ppb_err err = {{0}};

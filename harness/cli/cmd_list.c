@@ -77,7 +77,7 @@ int cmd_list(int argc, char **argv)
         usage(stderr);
         return PPB_EXIT_USAGE;
     }
-    ppb_store *s = ppb_cli_open_store("list", db);
+    ppb_store *s = ppb_cli_open_existing_store("list", db);
     if (!s)
         return PPB_EXIT_RUNTIME;
     printf("%5s  %-20s  %-11s  %-4s  %7s  %-16s  %-10s  %s\n", "run", "started (UTC)", "status",

@@ -153,7 +153,7 @@ int cmd_push(int argc, char **argv)
     }
     http.token = getenv(token_env);
 
-    ppb_store *s = ppb_cli_open_store("push", db);
+    ppb_store *s = ppb_cli_open_existing_store("push", db);
     if (!s)
         return PPB_EXIT_RUNTIME;
     int rc = PPB_OK;

@@ -40,7 +40,7 @@ int cmd_show(int argc, char **argv)
         usage(stderr);
         return PPB_EXIT_USAGE;
     }
-    ppb_store *s = ppb_cli_open_store("show", db);
+    ppb_store *s = ppb_cli_open_existing_store("show", db);
     if (!s)
         return PPB_EXIT_RUNTIME;
     ppb_err err = {{0}};

@@ -181,7 +181,7 @@ int cmd_trend(int argc, char **argv)
         ppb_suite_free(&suite);
     }
     t.suite = name;
-    ppb_store *s = ppb_cli_open_store("trend", db);
+    ppb_store *s = ppb_cli_open_existing_store("trend", db);
     if (!s)
         return PPB_EXIT_RUNTIME;
     t.s = s;

@@ -14,6 +14,13 @@ expect_rc 2 "$PPB" export 1 --format xml
 expect_rc 3 "$PPB" run "$WORK/missing.yaml" --db "$WORK/p.db"
 grep -q "missing.yaml" "$WORK/err" || fail "missing suite not named"
 
+# Read-only commands never create a database: a mistyped --db is refused, naming the path.
+for cmd in "list" "show latest" "export latest --format csv" "report latest -o $WORK/r" "trend smoke" "compare 1 2"; do
+  expect_rc 4 "$PPB" $cmd --db "$WORK/typo.db"
+  grep -q "no database at $WORK/typo.db" "$WORK/err" || { cat "$WORK/err"; fail "$cmd did not name the missing database"; }
+  [ ! -e "$WORK/typo.db" ] || fail "$cmd created $WORK/typo.db"
+done
+
 # Dates are parsed, never compared as text: a word, an impossible day or hour is a usage error,
 # and a date-time selects by time (runs are stored as YYYY-MM-DDTHH:MM:SSZ).
 for bad in yesterday 2026-02-31 2026-13-01 2026-11-01T25:00:00Z 20261101; do
