@@ -14,6 +14,11 @@
 #   PPB_AOT_CONFIGS=FILE         kernel spec lines to build (default: listed from the
 #                                nightly suites by a host build's `ppbench list-kernels`)
 #   PPB_AOT_SUITES="..."         the suites to list kernels from (default: the nightly ones)
+# The same clang-built flow on an NVIDIA GPU (how tests/gpu/run.sh checks this script on the H200):
+#   PPB_CUDA_COMPILER=clang++    the CUDA compiler (default: $COREX/bin/clang++)
+#   PPB_CUDA_ARCH=90             CMAKE_CUDA_ARCHITECTURES (default: ivcore10)
+#   PPB_AOT_TARGET=h200          the profile list-kernels reads the device from (default: bi-v100)
+#   PPB_AOT_WARP=32              the warp size the kernels are compiled for (default: 64)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -23,6 +28,10 @@ corex=${COREX:-/usr/local/corex}
 build=${PPB_BUILD_DIR:-build-bi-v100}
 suites=${PPB_AOT_SUITES:-suites/nightly.yaml suites/nightly-decode.yaml}
 aot=${PPB_AOT_CONFIGS:-$root/$build/aot-bi-v100.txt}
+cuda_compiler=${PPB_CUDA_COMPILER:-$corex/bin/clang++}
+cuda_arch=${PPB_CUDA_ARCH:-ivcore10}
+aot_target=${PPB_AOT_TARGET:-bi-v100}
+aot_warp=${PPB_AOT_WARP:-64}
 run() { echo "+ $*"; [ "$dry" = 1 ] || "$@"; }
 
 if [ "$dry" = 0 ]; then
@@ -40,11 +49,11 @@ if [ -z "${PPB_AOT_CONFIGS:-}" ]; then
     echo "build-bi-v100: this ppbench has no list-kernels command; give the list in PPB_AOT_CONFIGS" >&2
     exit 4
   fi
-  echo "+ $build-host/ppbench list-kernels $suites --target bi-v100 > $aot"
+  echo "+ $build-host/ppbench list-kernels $suites --target $aot_target > $aot"
   if [ "$dry" = 0 ]; then
     mkdir -p "$(dirname "$aot")"
     # shellcheck disable=SC2086 # a list of suite files
-    "$build-host/ppbench" list-kernels $suites --target bi-v100 >"$aot"
+    "$build-host/ppbench" list-kernels $suites --target "$aot_target" >"$aot"
     [ -s "$aot" ] || { echo "build-bi-v100: the suites list no kernels for the BI-V100" >&2; exit 4; }
   fi
 fi
@@ -53,13 +62,13 @@ fi
 #    (CMake adds -x cuda and the arch flag from CMAKE_CUDA_ARCHITECTURES).
 run cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPPB_BUILD_TESTS=OFF \
   -DPPB_CUDA=ON \
-  -DCMAKE_CUDA_COMPILER="$corex/bin/clang++" \
-  -DCMAKE_CUDA_ARCHITECTURES=ivcore10 \
+  -DCMAKE_CUDA_COMPILER="$cuda_compiler" \
+  -DCMAKE_CUDA_ARCHITECTURES="$cuda_arch" \
   -DCMAKE_CUDA_FLAGS="--cuda-path=$corex" \
   -DCUDAToolkit_ROOT="$corex" \
   -DPPB_NVRTC=OFF \
   -DPPB_AOT_CONFIGS="$aot" \
-  -DPPB_WARP_SIZE=64 \
+  -DPPB_WARP_SIZE="$aot_warp" \
   -DPPB_AOT_USE_MMA=OFF
 run cmake --build "$build" -j "$(nproc)" --target ppbench
 echo "build-bi-v100: $build/ppbench"

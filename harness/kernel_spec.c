@@ -347,7 +347,7 @@ void ppb_kernel_spec_list_free(ppb_kernel_spec_list *l)
     memset(l, 0, sizeof *l);
 }
 
-int ppb_kernel_list_suites(const char *const *suite_paths, int n_paths, int cc,
+int ppb_kernel_list_suites(const char *const *suite_paths, int n_paths, int cc, int warp_size, unsigned smem_limit,
                            ppb_kernel_spec_list *out, long *skipped_cases, ppb_err *err)
 {
     long skipped = 0;
@@ -363,9 +363,12 @@ int ppb_kernel_list_suites(const char *const *suite_paths, int n_paths, int cc,
             ppb_kernel_spec specs[2];
             int n = 0;
             ppb_err why;
+            if (cases.items[i].config.impl != PPB_IMPL_BUILTIN)
+                continue;
 #ifdef PPB_HAVE_CUDA
             ppb_kernel_launch launch;
-            int src = ppb_kernel_launch_for_case(&cases.items[i], cc, 32, ppb_kernel_smem_optin_for_cc(cc),
+            int src = ppb_kernel_launch_for_case(&cases.items[i], cc, warp_size ? warp_size : 32,
+                                                 smem_limit ? smem_limit : ppb_kernel_smem_optin_for_cc(cc),
                                                  &launch, &why);
             n = launch.n_specs;
             memcpy(specs, launch.spec, sizeof specs);

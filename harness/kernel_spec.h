@@ -111,14 +111,16 @@ typedef struct ppb_kernel_spec_list {
 int ppb_kernel_spec_list_add(ppb_kernel_spec_list *l, const ppb_kernel_spec *s);
 void ppb_kernel_spec_list_free(ppb_kernel_spec_list *l);
 
-/* Every distinct instantiation the cases of these suites launch on compute
- * capability `cc`. Derived from the suites through the same matrix expansion
- * `ppbench run` uses, so the list cannot drift from what runs. In CUDA builds
- * each case goes through ppb_kernel_launch_for_case (warp 32, the cc's opt-in
- * shared memory): cases the kernel plans refuse instantiate nothing and are
+/* Every distinct instantiation the built-in cases of these suites launch on
+ * compute capability `cc` (cases of other implementations instantiate none of
+ * ppbench's kernels). Derived from the suites through the same matrix
+ * expansion `ppbench run` uses, so the list cannot drift from what runs. In
+ * CUDA builds each case goes through ppb_kernel_launch_for_case with
+ * `warp_size` (0: 32) and `smem_limit` bytes of shared memory per block (0: the
+ * cc's opt-in): cases the kernel plans refuse instantiate nothing and are
  * counted in *skipped_cases (may be NULL), as are path=mma cases below
  * PPB_MMA_MIN_CC. CPU builds (no plans linked) map cases structurally. */
-int ppb_kernel_list_suites(const char *const *suite_paths, int n_paths, int cc,
+int ppb_kernel_list_suites(const char *const *suite_paths, int n_paths, int cc, int warp_size, unsigned smem_limit,
                            ppb_kernel_spec_list *out, long *skipped_cases, ppb_err *err);
 
 /* Read a list file: one spec per line; blank lines and '#' comments ignored.

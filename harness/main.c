@@ -27,6 +27,7 @@ static const command commands[] = {
     {"push", cmd_push, "upload a run to a Pushgateway, InfluxDB or a JSON webhook (queued on failure)"},
     {"merge", cmd_merge, "merge results databases (hosts, shards) into one"},
     {"calibrate", cmd_calibrate, "measure ppbench's own false alarms, detectable effect, repeatability"},
+    {"list-kernels", cmd_list_kernels, "the built-in kernel instantiations suites need on a device (ahead-of-time builds)"},
     {"impls", cmd_impls, "list kernel implementations: builtin and plugins (vllm-triton, vllm-cuda, ...)"},
 };
 
@@ -58,7 +59,7 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: ppbench <command> [options]   (ppbench <command> --help for details)\n\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nexit codes: 0 ok, 1 some case failed or infeasible, 2 usage, 3 bad input, "
                  "4 runtime failure, 130 interrupted;\n            propose/compare: 0 ACCEPT, 10 REJECT, 11 INCONCLUSIVE; "
                  "trend: 12 regression\n");

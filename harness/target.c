@@ -38,6 +38,7 @@ static const value_field value_fields[] = {
     {"fp16_flops", TV(fp16_flops), 0, 1, 1e18, 0, 0},
     {"smem_per_block_default", TV(smem_per_block_default), 1, 1, 64.0 * 1024 * 1024, 1, 1},
     {"smem_reserved_per_block", TV(smem_reserved_per_block), 1, 0, 1024.0 * 1024, 1, 1},
+    {"compute_capability", TV(compute_capability), 0, 1, 20, 0, 0},
 };
 #define N_VALUE_FIELDS ((int)(sizeof value_fields / sizeof value_fields[0]))
 

@@ -41,6 +41,7 @@ typedef struct ppb_target {
     ppb_target_value fp16_flops;          /* FLOP/s, dense fp16/bf16 */
     ppb_target_value smem_per_block_default;   /* bytes without opt-in (48 KB on NVIDIA); optional */
     ppb_target_value smem_reserved_per_block;  /* bytes the runtime keeps per resident block; optional */
+    ppb_target_value compute_capability;  /* as the device reports it, e.g. 7.0; optional (list-kernels) */
 } ppb_target;
 
 /* Confidence words a profile may use: measured, vendor, seen, disputed,

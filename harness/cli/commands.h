@@ -30,5 +30,6 @@ int cmd_push(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_impls(int argc, char **argv);
+int cmd_list_kernels(int argc, char **argv);
 
 #endif

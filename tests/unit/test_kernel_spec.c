@@ -202,7 +202,7 @@ static void test_list_from_suite(void **state)
     long skipped = -1;
     ppb_err err = {{0}};
     const char *paths[] = {path};
-    int rc = ppb_kernel_list_suites(paths, 1, 90, &l, &skipped, &err);
+    int rc = ppb_kernel_list_suites(paths, 1, 90, 0, 0, &l, &skipped, &err);
     if (rc)
         fail_msg("%s", err.msg);
     /* d64: 64/64, 128/64, 64/32(mma); d128: 64/64, 64/32(mma) */
@@ -215,7 +215,7 @@ static void test_list_from_suite(void **state)
     ppb_kernel_spec_list_free(&l);
 
     /* On sm_70 the mma configs are left out (and counted), the rest are SIMT. */
-    rc = ppb_kernel_list_suites(paths, 1, 70, &l, &skipped, &err);
+    rc = ppb_kernel_list_suites(paths, 1, 70, 0, 0, &l, &skipped, &err);
     if (rc)
         fail_msg("%s", err.msg);
     assert_int_equal(l.n, 3);
@@ -320,7 +320,7 @@ static void test_repository_suites_list(void **state)
         for (int cc = 70; cc <= 90; cc += 20) {
             ppb_kernel_spec_list l = {0};
             ppb_err err = {{0}};
-            int rc = ppb_kernel_list_suites(paths, 1, cc, &l, NULL, &err);
+            int rc = ppb_kernel_list_suites(paths, 1, cc, 0, 0, &l, NULL, &err);
             if (rc)
                 fail_msg("%s: %s", path, err.msg);
             assert_true(l.n > 0);
