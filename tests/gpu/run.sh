@@ -30,6 +30,8 @@
 #   vllm_bench ppbench run suites/prefill.yaml --impl vllm-triton, suites/decode.yaml --impl vllm-cuda
 #   fidelity   tests/gpu/timing_fidelity.py at the goal shapes: ppbench's medians against do_bench / an event loop
 #   vllm_proposals  ppbench propose suites/proposals/vllm-*.yaml
+#   clang_aot  ci/build-bi-v100.sh with clang's CUDA front end (the CoreX compiler model) for this GPU
+#              (PPB_CLANG, default clang++), then the nightly suites with that build
 # Every step runs under `timeout`; all default steps took about 6 minutes on an H200 host of 16 cores
 # from a cold kernel cache (PPB_KERNEL_CACHE, default OUT_DIR/kernel-cache; the aot step came after).
 # Limits: PPB_GPU_TIMEOUT_<STEP>=seconds. Exit: 0 when every step passed.
@@ -112,6 +114,8 @@ if [ -d /tmp/deps/usr ]; then
   export PKG_CONFIG_SYSROOT_DIR=/tmp/deps
   export LD_LIBRARY_PATH=$multi${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export LIBRARY_PATH=$multi${LIBRARY_PATH:+:$LIBRARY_PATH}
+  # For builds configured by other scripts (ci/build-bi-v100.sh): the same, through the environment.
+  export CMAKE_PREFIX_PATH=/tmp/deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH} LDFLAGS="-Wl,-rpath-link,$multi ${LDFLAGS:-}"
   deps_env=(-DCMAKE_PREFIX_PATH=/tmp/deps/usr -DSQLite3_INCLUDE_DIR=/tmp/deps/usr/include
             "-DSQLite3_LIBRARY=$multi/libsqlite3.so" "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,$multi")
 fi
@@ -347,6 +351,21 @@ if want vllm_proposals; then
     run "$name" "$(limit proposals 300)" "$ppbench" propose "$p" --backend cuda --db "$db" --label gpu-bench
     case $? in 10|11) failed=$before; sed -i "s/^\($name *\)FAILED (exit 10)/\1verdict REJECT  /; s/^\($name *\)FAILED (exit 11)/\1verdict INCONCLUSIVE/" "$summary" ;; esac
   done
+fi
+
+# ---- the BI-V100 build flow with clang, on this GPU -------------------------------------------
+if want clang_aot; then
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  cuda_root=$(cd "$(dirname "$(command -v nvcc)")/.." && pwd)
+  clang_build=$root/build-clang
+  run clang_aot_build "$(limit clang_aot 420)" env COREX="$cuda_root" PPB_CUDA_COMPILER="${PPB_CLANG:-clang++}" \
+    PPB_CUDA_ARCH="${cc:-90}" PPB_AOT_TARGET=h200 PPB_AOT_WARP=32 PPB_BUILD_DIR=build-clang \
+    "$root/ci/build-bi-v100.sh" && {
+    for s in nightly nightly-decode; do
+      run "clang_aot_$s" "$(limit clang_aot 300)" "$clang_build/ppbench" run "$root/suites/$s.yaml" --backend cuda \
+        --target none --db "$out/clang-aot.db" --label clang-aot --no-progress
+    done
+  }
 fi
 
 # ---- several GPUs in one host ---------------------------------------------------------------
