@@ -35,7 +35,7 @@ aot_warp=${PPB_AOT_WARP:-64}
 run() { echo "+ $*"; [ "$dry" = 1 ] || "$@"; }
 
 if [ "$dry" = 0 ]; then
-  [ -x "$corex/bin/clang++" ] || { echo "build-bi-v100: no $corex/bin/clang++ (set COREX to the CoreX SDK)" >&2; exit 4; }
+  command -v "$cuda_compiler" >/dev/null || { echo "build-bi-v100: no CUDA compiler $cuda_compiler (set COREX to the CoreX SDK, or PPB_CUDA_COMPILER)" >&2; exit 4; }
   export PATH="$corex/bin:$PATH" LD_LIBRARY_PATH="$corex/lib64:$corex/lib:${LD_LIBRARY_PATH:-}"
 fi
 

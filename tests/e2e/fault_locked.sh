@@ -19,6 +19,8 @@ lock() {
   sqlite3 "$db" <"$WORK/sql" >/dev/null &
   locker=$!
   exec 3>"$WORK/sql"
+  # wait out ppbench's own short commit instead of failing on it (the CLI has no busy timeout by default)
+  echo ".timeout 10000" >&3
   echo "BEGIN EXCLUSIVE;" >&3
   echo ".shell touch $WORK/locked" >&3
   for _ in $(seq 1 200); do [ -e "$WORK/locked" ] && return 0; sleep 0.02; done
