@@ -65,6 +65,43 @@ static void usage(FILE *out)
                  "trend: 12 regression\n");
 }
 
+/* Levenshtein distance, for "did you mean". Command names are short. */
+static int edit_distance(const char *a, const char *b)
+{
+    int row[32], n = (int)strlen(b);
+    if (n >= 32)
+        return 99;
+    for (int j = 0; j <= n; j++)
+        row[j] = j;
+    for (int i = 1; a[i - 1]; i++) {
+        int diag = row[0];
+        row[0] = i;
+        for (int j = 1; j <= n; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            best = up + 1 < best ? up + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[n];
+}
+
+static const command *closest(const char *name)
+{
+    const command *best = NULL;
+    int best_d = 3; /* a typo, not another word */
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        int d = edit_distance(name, commands[i].name);
+        if (d < best_d) {
+            best_d = d;
+            best = &commands[i];
+        }
+    }
+    return best;
+}
+
 int main(int argc, char **argv)
 {
     if (take_plugin_options(&argc, argv) != 0)
@@ -75,6 +112,14 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
+        if (argc > 2) { /* ppbench help CMD = ppbench CMD --help */
+            char *help_argv[] = {argv[2], "--help", NULL};
+            for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+                if (strcmp(argv[2], commands[i].name) == 0)
+                    return commands[i].run(2, help_argv);
+            fprintf(stderr, "ppbench: '%s' is not a command\n", argv[2]);
+            return PPB_EXIT_USAGE;
+        }
         usage(stdout);
         return PPB_EXIT_OK;
     }
@@ -85,7 +130,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "ppbench: '%s' is not a command\n\n", argv[1]);
+    const command *guess = closest(argv[1]);
+    if (guess)
+        fprintf(stderr, "ppbench: '%s' is not a command; did you mean '%s'?\n\n", argv[1], guess->name);
+    else
+        fprintf(stderr, "ppbench: '%s' is not a command\n\n", argv[1]);
     usage(stderr);
     return PPB_EXIT_USAGE;
 }

@@ -681,6 +681,14 @@ int ppb_suite_load(const char *path, ppb_suite *suite, ppb_err *err)
                            node_kind(root));
         goto end;
     }
+    /* A proposal file (baseline: / candidate:) given where a suite belongs: say which command takes it. */
+    if (ppb_yaml_get(&y, root, "baseline") && ppb_yaml_get(&y, root, "candidate")) {
+        rc = ppb_yaml_fail(&y, err, root, "suite",
+                           "this is a proposal file (it has baseline: and candidate:): judge it with "
+                           "'ppbench propose %s'",
+                           path);
+        goto end;
+    }
     if ((rc = check_mapping(&y, root, NULL, top_level_keys, err)))
         goto end;
     if ((rc = parse_header(&y, root, suite, err)))

@@ -72,6 +72,14 @@ int ppb_cli_positive(const char *cmd, const char *opt, const char *text, double 
     return 0;
 }
 
+int ppb_cli_backend(const char *cmd, const char *text)
+{
+    if (strcmp(text, "auto") == 0 || strcmp(text, "cpu") == 0 || strcmp(text, "cuda") == 0)
+        return 0;
+    fprintf(stderr, "ppbench %s: --backend %s: expected auto, cpu or cuda\n", cmd, text);
+    return -1;
+}
+
 int ppb_cli_date(const char *cmd, const char *opt, const char *text, char *utc, size_t len)
 {
     struct tm tm;

@@ -20,6 +20,8 @@ ppb_store *ppb_cli_open_existing_store(const char *cmd, const char *db_option);
  * ..." and return -1 (the caller exits with PPB_EXIT_USAGE). */
 int ppb_cli_index(const char *cmd, const char *opt, const char *text, int *out);      /* integer >= 0 */
 int ppb_cli_positive(const char *cmd, const char *opt, const char *text, double *out); /* number > 0 */
+/* --backend NAME: auto, cpu or cuda (a usage error otherwise, exit 2). */
+int ppb_cli_backend(const char *cmd, const char *text);
 /* A date: YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS[Z] (UTC), a real calendar date,
  * written into `utc` in the stored runs' form (YYYY-MM-DDTHH:MM:SSZ) so that
  * comparisons with started_at are exact. */

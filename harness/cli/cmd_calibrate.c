@@ -169,7 +169,11 @@ int cmd_calibrate(int argc, char **argv)
         char *end = NULL;
         switch (c) {
         case 'd': db = optarg; break;
-        case 'b': o.backend = optarg; break;
+        case 'b':
+            if (ppb_cli_backend("calibrate", optarg))
+                return PPB_EXIT_USAGE;
+            o.backend = optarg;
+            break;
         case 'f': filter = optarg; break;
         case 'e': {
             n_effects = 0;

@@ -83,7 +83,11 @@ int cmd_propose(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': db = optarg; break;
-        case 'b': o.backend = optarg; break;
+        case 'b':
+            if (ppb_cli_backend("propose", optarg))
+                return PPB_EXIT_USAGE;
+            o.backend = optarg;
+            break;
         case 'D':
             if (ppb_cli_index("propose", "--device", optarg, &o.device_index))
                 return PPB_EXIT_USAGE;

@@ -66,7 +66,11 @@ int cmd_run(int argc, char **argv)
         char *end = NULL;
         switch (c) {
         case 'd': db = optarg; break;
-        case 'b': o.backend = optarg; break;
+        case 'b':
+            if (ppb_cli_backend("run", optarg))
+                return PPB_EXIT_USAGE;
+            o.backend = optarg;
+            break;
         case 'D':
             if (ppb_cli_index("run", "--device", optarg, &o.device_index))
                 return PPB_EXIT_USAGE;

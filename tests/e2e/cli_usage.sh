@@ -8,6 +8,17 @@ done
 expect_rc 0 "$PPB" --help
 expect_rc 2 "$PPB"
 expect_rc 2 "$PPB" frobnicate
+grep -q "did you mean" "$WORK/err" && fail "a far-off word got a suggestion"
+expect_rc 2 "$PPB" rnu
+grep -q "'rnu' is not a command; did you mean 'run'?" "$WORK/err" || fail "no suggestion for a typo"
+expect_rc 0 "$PPB" help run
+grep -q "usage: ppbench run" "$WORK/out" || fail "help run"
+expect_rc 2 "$PPB" help nope
+expect_rc 2 "$PPB" run "$SRC/suites/smoke.yaml" --backend cdua --db "$WORK/p.db"
+grep -q "expected auto, cpu or cuda" "$WORK/err" || fail "bad backend not explained"
+expect_rc 3 "$PPB" run "$SRC/suites/proposals/seed-prefill-bi-v100.yaml" --db "$WORK/p.db"
+grep -q "this is a proposal file.*ppbench propose" "$WORK/err" || fail "a proposal given to run: no hint"
+[ ! -e "$WORK/p.db" ] || fail "bad input created the database"
 expect_rc 2 "$PPB" run --no-such-option x.yaml
 expect_rc 2 "$PPB" run --shard 3/2 "$SRC/suites/smoke.yaml"
 expect_rc 2 "$PPB" export 1 --format xml
