@@ -1181,6 +1181,50 @@ int ppb_store_export(ppb_store *s, int64_t run_id, const char *format, FILE *out
 
 /* ---- proposal verdicts ----------------------------------------------------- */
 
+/* Built by SQLite, reasons split into lines by a recursive CTE. */
+static const char proposal_json_sql[] =
+    "WITH RECURSIVE lines(line, rest) AS ("
+    "  SELECT NULL, reasons || char(10) FROM proposals WHERE id = :id"
+    "  UNION ALL SELECT substr(rest, 1, instr(rest, char(10)) - 1), substr(rest, instr(rest, char(10)) + 1)"
+    "  FROM lines WHERE rest <> '')"
+    "SELECT json_object("
+    " 'schema', '" PPB_VERDICT_SCHEMA "', 'command', :command, 'exit_code', :exit_code,"
+    " 'proposal', json_object('id', id, 'name', name, 'path', path, 'kind', kind, 'target', target,"
+    "   'created_at', created_at),"
+    " 'verdict', verdict, 'baseline_run', baseline_run, 'candidate_run', candidate_run,"
+    " 'geomean', json_object('ratio', " JNUM("geomean_ratio") ", 'lo', " JNUM("geomean_lo") ","
+    "   'hi', " JNUM("geomean_hi") "),"
+    " 'reasons', json((SELECT json_group_array(line) FROM lines WHERE line <> '')),"
+    " 'cases', json((SELECT json_group_array(json(item)) FROM (SELECT json_object("
+    "   'baseline_key', baseline_key, 'candidate_key', candidate_key, 'weight', " JNUM("weight") ","
+    "   'state', state, 'class', class, 'ratio', " JNUM("ratio") ", 'ratio_lo', " JNUM("ratio_lo") ","
+    "   'ratio_hi', " JNUM("ratio_hi") ", 'p_holm', " JNUM("p_holm") ") AS item"
+    "   FROM proposal_cases WHERE proposal_id = proposals.id ORDER BY idx)))"
+    ") FROM proposals WHERE id = :id";
+
+int ppb_store_proposal_json(ppb_store *s, int64_t id, const char *command, int exit_code, FILE *out,
+                            ppb_err *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    int rc = prepare(s, proposal_json_sql, &stmt, err);
+    if (rc)
+        return rc;
+    if ((rc = bind_i64(stmt, ":id", id, err)) || (rc = bind_text(stmt, ":command", command, err)) ||
+        (rc = bind_i64(stmt, ":exit_code", exit_code, err)))
+        goto end;
+    int step = sqlite3_step(stmt);
+    const char *doc = step == SQLITE_ROW ? (const char *)sqlite3_column_text(stmt, 0) : NULL;
+    if (step == SQLITE_DONE)
+        rc = ppb_fail(err, PPB_EINPUT, "no proposal %lld", (long long)id);
+    else if (!doc)
+        rc = sqlite_fail(s, err, "writing a verdict as JSON");
+    else if (fprintf(out, "%s\n", doc) < 0 || fflush(out) != 0)
+        rc = ppb_fail(err, PPB_EIO, "writing the verdict document: %s", strerror(errno));
+end:
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
 static int insert_proposal_case(ppb_store *s, int64_t proposal_id, int idx,
                                 const ppb_proposal_case *c, ppb_err *err)
 {

@@ -114,6 +114,13 @@ int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_pro
                            int n_cases, ppb_err *err);
 int ppb_store_get_proposal(ppb_store *s, int64_t id, ppb_proposal_record *rec, ppb_err *err);
 int64_t ppb_store_latest_proposal(ppb_store *s);
+/* The verdict document CI reads (docs/CLI.md, schema "ppbench-verdict/1"): the
+ * proposal, its verdict and `exit_code`, the runs, the geometric mean with its
+ * interval, every reason (one array element per stored line) and every case
+ * with state, class, ratio and interval. One JSON object and a newline. */
+#define PPB_VERDICT_SCHEMA "ppbench-verdict/1"
+int ppb_store_proposal_json(ppb_store *s, int64_t id, const char *command, int exit_code, FILE *out,
+                            ppb_err *err);
 typedef int (*ppb_proposal_case_visitor)(void *ctx, const ppb_proposal_case *c);
 int ppb_store_each_proposal_case(ppb_store *s, int64_t id, ppb_proposal_case_visitor fn, void *ctx,
                                  ppb_err *err);

@@ -4,7 +4,9 @@
 
 #include "cli/commands.h"
 #include "fetch.h"
+#include "verdict_doc.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,37 @@ int ppb_cli_positive(const char *cmd, const char *opt, const char *text, double 
     }
     *out = v;
     return 0;
+}
+
+int ppb_cli_verdict_exit(const char *verdict)
+{
+    if (strcmp(verdict, "ACCEPT") == 0)
+        return PPB_EXIT_OK;
+    return strcmp(verdict, "REJECT") == 0 ? PPB_EXIT_REJECT : PPB_EXIT_INCONCLUSIVE;
+}
+
+static int write_doc(const char *cmd, const char *path, ppb_store *s, int64_t id, int exit_code, int markdown)
+{
+    int to_stdout = strcmp(path, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(path, "w");
+    ppb_err err = {{0}};
+    int rc = f ? PPB_OK : ppb_fail(&err, PPB_EIO, "%s: %s", path, strerror(errno));
+    if (!rc)
+        rc = markdown ? ppb_verdict_markdown(s, id, f, &err) : ppb_store_proposal_json(s, id, cmd, exit_code, f, &err);
+    if (f && !to_stdout && fclose(f) != 0 && !rc)
+        rc = ppb_fail(&err, PPB_EIO, "%s: %s", path, strerror(errno));
+    if (rc)
+        fprintf(stderr, "ppbench %s: %s\n", cmd, err.msg);
+    return rc ? PPB_EXIT_RUNTIME : 0;
+}
+
+int ppb_cli_verdict_docs(const char *cmd, ppb_store *s, int64_t proposal_id, int exit_code, const char *json_path,
+                         const char *md_path)
+{
+    int rc = json_path ? write_doc(cmd, json_path, s, proposal_id, exit_code, 0) : 0;
+    if (!rc && md_path)
+        rc = write_doc(cmd, md_path, s, proposal_id, exit_code, 1);
+    return rc;
 }
 
 int ppb_cli_backend(const char *cmd, const char *text)

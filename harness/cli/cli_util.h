@@ -20,6 +20,12 @@ ppb_store *ppb_cli_open_existing_store(const char *cmd, const char *db_option);
  * ..." and return -1 (the caller exits with PPB_EXIT_USAGE). */
 int ppb_cli_index(const char *cmd, const char *opt, const char *text, int *out);      /* integer >= 0 */
 int ppb_cli_positive(const char *cmd, const char *opt, const char *text, double *out); /* number > 0 */
+/* The exit code of a verdict: 0 ACCEPT, 10 REJECT, 11 INCONCLUSIVE. */
+int ppb_cli_verdict_exit(const char *verdict);
+/* --json FILE|- and --markdown FILE|- of a stored verdict (either may be NULL;
+ * "-" is stdout). 0, or PPB_EXIT_RUNTIME after printing the error. */
+int ppb_cli_verdict_docs(const char *cmd, ppb_store *s, int64_t proposal_id, int exit_code, const char *json_path,
+                         const char *md_path);
 /* --backend NAME: auto, cpu or cuda (a usage error otherwise, exit 2). */
 int ppb_cli_backend(const char *cmd, const char *text);
 /* A date: YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS[Z] (UTC), a real calendar date,

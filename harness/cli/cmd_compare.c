@@ -24,7 +24,9 @@ static void usage(FILE *out)
             "  --alpha A            family-wise error (default 0.05)\n"
             "  --allow-different-devices\n"
             "  --baseline-db PATH|URL  RUN_A comes from this database (a file, or http(s)/file URL\n"
-            "                       fetched with libcurl and checked to be a ppbench database)\n\n"
+            "                       fetched with libcurl and checked to be a ppbench database)\n"
+            "  --json FILE|-        the verdict as JSON (schema " PPB_VERDICT_SCHEMA ", docs/CLI.md)\n"
+            "  --markdown FILE|-    the verdict as Markdown (with '-', the table goes to stderr)\n\n"
             "exit: 0 ACCEPT (B better), 10 REJECT (B worse), 11 INCONCLUSIVE, 2 usage, 3 bad input\n");
 }
 
@@ -137,9 +139,12 @@ int cmd_compare(int argc, char **argv)
         {"alpha", required_argument, NULL, 'a'},
         {"allow-different-devices", no_argument, NULL, 'A'},
         {"baseline-db", required_argument, NULL, 'B'},
+        {"json", required_argument, NULL, 'j'},
+        {"markdown", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    const char *db = NULL, *baseline_db = NULL;
+    const char *db = NULL, *baseline_db = NULL, *json = NULL, *md = NULL;
+    int docs_rc = 0;
     int allow = 0, bad = 0, c;
     ppb_verdict_rules rules;
     ppb_verdict_rules_default(&rules);
@@ -154,6 +159,8 @@ int cmd_compare(int argc, char **argv)
         case 'a': rules.alpha = parse_fraction("--alpha", optarg, &bad); break;
         case 'A': allow = 1; break;
         case 'B': baseline_db = optarg; break;
+        case 'j': json = optarg; break;
+        case 'm': md = optarg; break;
         case 'h': usage(stdout); return PPB_EXIT_OK;
         default: usage(stderr); return PPB_EXIT_USAGE;
         }
@@ -256,8 +263,10 @@ int cmd_compare(int argc, char **argv)
         pcs[i].ratio_hi = compared ? oc->interval.ratio_hi : NAN;
         pcs[i].p_holm = compared ? oc->p_holm : NAN;
     }
+    FILE *human = (json && strcmp(json, "-") == 0) || (md && strcmp(md, "-") == 0) ? stderr : stdout;
     if (!(rc = ppb_store_put_proposal(s, &rec, pcs, n, &err)))
-        rc = ppb_print_proposal(s, rec.id, stdout, &err);
+        rc = ppb_print_proposal(s, rec.id, human, &err);
+    docs_rc = rc ? 0 : ppb_cli_verdict_docs("compare", s, rec.id, ppb_cli_verdict_exit(rec.verdict), json, md);
 end:
     if (rc)
         fprintf(stderr, "ppbench compare: %s\n", err.msg);
@@ -271,7 +280,5 @@ end:
     ppb_store_close(s);
     if (rc)
         return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
-    return strcmp(rec.verdict, "ACCEPT") == 0   ? PPB_EXIT_OK
-           : strcmp(rec.verdict, "REJECT") == 0 ? PPB_EXIT_REJECT
-                                                : PPB_EXIT_INCONCLUSIVE;
+    return docs_rc ? docs_rc : ppb_cli_verdict_exit(rec.verdict);
 }

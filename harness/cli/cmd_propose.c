@@ -26,19 +26,21 @@ static void usage(FILE *out)
             "  --target NAME        override the proposal's target ('none': no target)\n"
             "  --label TEXT         stored with both runs\n"
             "  --cpu-max-gflop X    CPU backend: skip cases above X GFLOP (default 2)\n"
+            "  --json FILE|-        the verdict as JSON (schema " PPB_VERDICT_SCHEMA ", docs/CLI.md)\n"
+            "  --markdown FILE|-    the verdict as Markdown (PR comments, CI job summaries)\n"
+            "                       (with '-' the human-readable output goes to stderr)\n"
             "  -h, --help\n\n"
             "exit: 0 ACCEPT, 10 REJECT, 11 INCONCLUSIVE, 2 usage, 3 bad input, 4 runtime failure\n");
 }
 
-static int verdict_exit(const char *verdict)
+/* Where the human-readable output goes: stderr when a document takes stdout. */
+static FILE *human_stream(const char *json, const char *md)
 {
-    if (strcmp(verdict, "ACCEPT") == 0)
-        return PPB_EXIT_OK;
-    return strcmp(verdict, "REJECT") == 0 ? PPB_EXIT_REJECT : PPB_EXIT_INCONCLUSIVE;
+    return (json && strcmp(json, "-") == 0) || (md && strcmp(md, "-") == 0) ? stderr : stdout;
 }
 
-static int propose_kv_capacity(const ppb_proposal *p, const char *db, const char *target_opt,
-                               ppb_err *err)
+static int propose_kv_capacity(const ppb_proposal *p, const char *db, const char *target_opt, FILE *human,
+                               int64_t *id, ppb_err *err)
 {
     char dir[4096];
     ppb_proposal_suites_dir(p, dir, sizeof dir);
@@ -51,7 +53,7 @@ static int propose_kv_capacity(const ppb_proposal *p, const char *db, const char
     if (!rc)
         rc = ppb_model_load_named(dir, p->model, &m, err);
     if (!rc)
-        rc = ppb_kv_capacity_decide(p, &t, &m, sides, &rec, stdout, err);
+        rc = ppb_kv_capacity_decide(p, &t, &m, sides, &rec, human, err);
     ppb_store *s = NULL;
     if (!rc)
         rc = ppb_store_open(&s, db, err);
@@ -61,9 +63,9 @@ static int propose_kv_capacity(const ppb_proposal *p, const char *db, const char
         ppb_store_close(s);
     if (rc)
         return rc;
-    printf("%sverdict: %s\nproposal %lld stored in %s\n", rec.reasons, rec.verdict,
-           (long long)rec.id, db);
-    return verdict_exit(rec.verdict);
+    fprintf(human, "%sverdict: %s\nproposal %lld stored in %s\n", rec.reasons, rec.verdict, (long long)rec.id, db);
+    *id = rec.id;
+    return ppb_cli_verdict_exit(rec.verdict);
 }
 
 int cmd_propose(int argc, char **argv)
@@ -72,7 +74,9 @@ int cmd_propose(int argc, char **argv)
         {"db", required_argument, NULL, 'd'},     {"backend", required_argument, NULL, 'b'},
         {"device", required_argument, NULL, 'D'}, {"target", required_argument, NULL, 't'},
         {"label", required_argument, NULL, 'l'},  {"cpu-max-gflop", required_argument, NULL, 'g'},
+        {"json", required_argument, NULL, 'j'},   {"markdown", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    const char *json = NULL, *md = NULL;
     ppb_propose_options o;
     memset(&o, 0, sizeof o);
     o.backend = "auto";
@@ -94,6 +98,8 @@ int cmd_propose(int argc, char **argv)
             break;
         case 't': o.target = optarg; break;
         case 'l': o.label = optarg; break;
+        case 'j': json = optarg; break;
+        case 'm': md = optarg; break;
         case 'g':
             if (ppb_cli_positive("propose", "--cpu-max-gflop", optarg, &o.cpu_max_gflop))
                 return PPB_EXIT_USAGE;
@@ -114,13 +120,18 @@ int cmd_propose(int argc, char **argv)
         fprintf(stderr, "ppbench propose: %s\n", err.msg);
         return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
     }
+    FILE *human = human_stream(json, md);
     if (p.kind == PPB_PROPOSAL_KV_CAPACITY) {
-        rc = propose_kv_capacity(&p, o.db_path, o.target, &err);
+        int64_t id = 0;
+        rc = propose_kv_capacity(&p, o.db_path, o.target, human, &id, &err);
         if (rc < 0) {
             fprintf(stderr, "ppbench propose: %s\n", err.msg);
             return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
         }
-        return rc;
+        ppb_store *s = (json || md) ? ppb_cli_open_existing_store("propose", o.db_path) : NULL;
+        int drc = (json || md) ? (s ? ppb_cli_verdict_docs("propose", s, id, rc, json, md) : PPB_EXIT_RUNTIME) : 0;
+        ppb_store_close(s);
+        return drc ? drc : rc;
     }
     ppb_proposal_record rec;
     ppb_verdict_report rep;
@@ -132,14 +143,16 @@ int cmd_propose(int argc, char **argv)
     }
     ppb_verdict_report_free(&rep);
     ppb_store *s = ppb_cli_open_store("propose", o.db_path);
-    if (!s || ppb_print_proposal(s, rec.id, stdout, &err)) {
+    if (!s || ppb_print_proposal(s, rec.id, human, &err)) {
         if (s)
             fprintf(stderr, "ppbench propose: %s\n", err.msg);
         ppb_store_close(s);
         return PPB_EXIT_RUNTIME;
     }
+    fprintf(human, "proposal %lld stored in %s (baseline run %lld, candidate run %lld)\n", (long long)rec.id,
+            o.db_path, (long long)rec.baseline_run, (long long)rec.candidate_run);
+    int exit_code = ppb_cli_verdict_exit(rec.verdict);
+    int drc = ppb_cli_verdict_docs("propose", s, rec.id, exit_code, json, md);
     ppb_store_close(s);
-    printf("proposal %lld stored in %s (baseline run %lld, candidate run %lld)\n",
-           (long long)rec.id, o.db_path, (long long)rec.baseline_run, (long long)rec.candidate_run);
-    return verdict_exit(rec.verdict);
+    return drc ? drc : exit_code;
 }

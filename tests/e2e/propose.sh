@@ -13,6 +13,9 @@ grep -q "past tmp_out" "$WORK/out" || fail "overrun not named in the reasons"
 expect_rc 10 "$PPB" propose "$SRC/suites/proposals/seed-gpu-memory-utilization.yaml"
 grep -q "the seed's arithmetic: 50 GB" "$WORK/out" || fail "seed arithmetic not shown"
 grep -q "max-num-seqs is 1" "$WORK/out" || fail "capacity verdict reason missing"
+expect_rc 10 "$PPB" propose "$SRC/suites/proposals/seed-gpu-memory-utilization.yaml" --json "$WORK/kv.json"
+"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['verdict']=='REJECT' and d['exit_code']==10 and d['proposal']['kind']=='kv_capacity' and any('max-num-seqs is 1' in r for r in d['reasons']), d" \
+  "$WORK/kv.json" || fail "kv_capacity --json"
 
 # Timed proposals: a verdict (any of the three), both runs stored.
 for p in ab-smoke chunked-smoke; do
@@ -21,6 +24,25 @@ for p in ab-smoke chunked-smoke; do
   grep -q "^verdict: " "$WORK/out" || fail "$p printed no verdict"
   grep -q "baseline run [0-9]*, candidate run [0-9]*" "$WORK/out" || fail "$p runs not stored"
 done
+
+# Verdict documents CI reads: JSON (schema ppbench-verdict/1) and Markdown, the same verdict and exit code.
+set +e; "$PPB" propose "$P/ab-smoke.yaml" --json - --markdown "$WORK/v.md" >"$WORK/v.json" 2>"$WORK/err"; rc=$?; set -e
+"$PY" - "$WORK/v.json" "$WORK/v.md" "$rc" <<'PY' || fail "verdict documents"
+import json, sys
+doc = json.load(open(sys.argv[1]))          # stdout holds the document alone
+md = open(sys.argv[2]).read()
+rc = int(sys.argv[3])
+assert doc["schema"] == "ppbench-verdict/1", doc["schema"]
+assert doc["command"] == "propose" and doc["exit_code"] == rc, (doc["command"], doc["exit_code"], rc)
+assert {"ACCEPT": 0, "REJECT": 10, "INCONCLUSIVE": 11}[doc["verdict"]] == rc
+assert doc["baseline_run"] > 0 and doc["candidate_run"] > doc["baseline_run"]
+assert len(doc["cases"]) == 10 and all(c["state"] for c in doc["cases"]), len(doc["cases"])
+assert doc["reasons"] and all(r.strip() for r in doc["reasons"])
+assert md.startswith("### ppbench: %s: ab-smoke" % doc["verdict"]), md[:80]
+assert md.count("\n| compared |") + md.count("\n| wrong |") == 10, md
+assert all("- " + r in md for r in doc["reasons"])
+PY
+grep -q "^verdict: " "$WORK/err" || fail "with --json -, the human output did not go to stderr"
 
 # A bad proposal: one line with file:line:column and the field.
 printf 'name: x\nsuite: %s/suites/smoke.yaml\nbaseline: {block_m: 7}\ncandidate: {num_warps: 4}\n' "$SRC" > "$WORK/bad.yaml"
@@ -34,6 +56,9 @@ a=$("$PPB" list | awk 'NR==3 {print $1}'); b=$("$PPB" list | awk 'NR==2 {print $
 set +e; "$PPB" compare "$a" "$b" >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
 case $rc in 0|10|11) ;; *) cat "$WORK/err"; fail "compare exited $rc";; esac
 grep -q "^verdict: " "$WORK/out" || fail "compare printed no verdict"
+set +e; "$PPB" compare "$a" "$b" --json "$WORK/c.json" >/dev/null 2>&1; crc=$?; set -e
+"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['command']=='compare' and d['exit_code']==int(sys.argv[2]) and d['cases'], d" \
+  "$WORK/c.json" "$crc" || fail "compare --json"
 sqlite3 "$PPBENCH_DB" "UPDATE env SET value='Other GPU' WHERE run_id=$b AND key='device.name'"
 expect_rc 3 "$PPB" compare "$a" "$b"
 grep -q "differ in device.name" "$WORK/err" || fail "different devices not refused"
