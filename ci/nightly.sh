@@ -51,6 +51,7 @@ fi
 db=${PPB_DB:-${PPB_STATE_DIR:-$HOME/.ppbench}/nightly-$mode.db}
 report=${PPB_REPORT_DIR:-reports/out/nightly}
 mkdir -p "$(dirname "$db")" "$report"
+: >"$report/summary.md"   # this night's trend verdicts in Markdown (the CI job summary)
 summary="$report/summary.txt"
 : >"$summary"
 
@@ -101,8 +102,11 @@ if has_command trend; then
   for suite in "${suites[@]}"; do
     name=$(basename "$suite" .yaml)
     [ -n "${run_of[$name]:-}" ] || continue
-    "$ppb" trend "$suite" --db "$db" >"$report/trend-$name.txt" 2>&1
+    # The table for people, the same verdict as JSON (schema ppbench-trend/1) and Markdown for CI.
+    "$ppb" trend "$suite" --db "$db" --json "$report/trend-$name.json" --markdown "$report/trend-$name.md" \
+      >"$report/trend-$name.txt" 2>&1
     rc=$?
+    [ -f "$report/trend-$name.md" ] && { cat "$report/trend-$name.md"; echo; } >>"$report/summary.md"
     case "$rc" in
       0) say "trend $name: no regression" ;;
       12) say "trend $name: REGRESSION (see trend-$name.txt)"; regression=1 ;;

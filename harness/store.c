@@ -26,6 +26,8 @@
 
 #include "store_internal.h"
 
+#include "doc_text.h"
+
 /* UPSERT needs 3.24; checkpoint-on-close control 3.16; the JSON functions must
  * be compiled in (they are by default, and built in from 3.38). RETURNING
  * (3.35) is avoided so older cluster distributions (RHEL 8: 3.26) still work. */
@@ -197,16 +199,6 @@ static void copy_column_text(sqlite3_stmt *st, int col, char *buf, size_t cap)
     snprintf(buf, cap, "%s", t ? (const char *)t : "");
 }
 
-/* Shortest decimal text that reads back as exactly x (at most 17 digits). */
-static void format_double_exact(double x, char *buf, size_t cap)
-{
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(buf, cap, "%.*g", prec, x);
-        if (strtod(buf, NULL) == x)
-            return;
-    }
-}
-
 /* SQL function ppb_json_number(x): a REAL as JSON number text that round-trips
  * exactly (SQLite's own JSON rendering keeps 15 digits and writes Inf, which is
  * not JSON); NULL, NaN and infinities become null. Wrapped in json() by the
@@ -222,7 +214,7 @@ static void sql_json_number(sqlite3_context *ctx, int argc, sqlite3_value **argv
     case SQLITE_FLOAT: {
         double x = sqlite3_value_double(argv[0]);
         if (isfinite(x))
-            format_double_exact(x, buf, sizeof buf);
+            ppb_format_double_exact(x, buf, sizeof buf);
         else
             snprintf(buf, sizeof buf, "null");
         break;
@@ -1069,7 +1061,7 @@ static int export_csv(ppb_store *s, int64_t run_id, FILE *out, ppb_err *err)
                 fprintf(out, "%lld", (long long)sqlite3_column_int64(stmt, i));
                 break;
             case SQLITE_FLOAT:
-                format_double_exact(sqlite3_column_double(stmt, i), num, sizeof num);
+                ppb_format_double_exact(sqlite3_column_double(stmt, i), num, sizeof num);
                 fputs(num, out);
                 break;
             default:
@@ -1218,8 +1210,8 @@ int ppb_store_proposal_json(ppb_store *s, int64_t id, const char *command, int e
         rc = ppb_fail(err, PPB_EINPUT, "no proposal %lld", (long long)id);
     else if (!doc)
         rc = sqlite_fail(s, err, "writing a verdict as JSON");
-    else if (fprintf(out, "%s\n", doc) < 0 || fflush(out) != 0)
-        rc = ppb_fail(err, PPB_EIO, "writing the verdict document: %s", strerror(errno));
+    else
+        fprintf(out, "%s\n", doc); /* the caller checks the stream */
 end:
     sqlite3_finalize(stmt);
     return rc;

@@ -1,21 +1,9 @@
 #include "verdict_doc.h"
 
-#include <errno.h>
 #include <math.h>
 #include <string.h>
 
-/* Text inside a table cell or a list item: a '|' would end the cell, a newline the row. */
-static void md_text(FILE *out, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '|')
-            fputs("\\|", out);
-        else if (*s == '\n' || *s == '\r')
-            fputc(' ', out);
-        else
-            fputc(*s, out);
-    }
-}
+#include "doc_text.h"
 
 static void md_ratio(FILE *out, double r, double lo, double hi)
 {
@@ -31,7 +19,7 @@ static int md_case(void *ctx, const ppb_proposal_case *c)
     fprintf(out, "| %s | %s | ", c->state, c->cls[0] ? c->cls : "-");
     md_ratio(out, c->ratio, c->ratio_lo, c->ratio_hi);
     fputs(" | `", out);
-    md_text(out, c->candidate_key);
+    ppb_md_text(out, c->candidate_key);
     fputs("` |\n", out);
     return 0;
 }
@@ -43,7 +31,7 @@ int ppb_verdict_markdown(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *
     if (rc)
         return rc;
     fprintf(out, "### ppbench: %s: ", rec.verdict);
-    md_text(out, rec.name);
+    ppb_md_text(out, rec.name);
     fprintf(out, "\n\nProposal %lld (%s)", (long long)rec.id, rec.kind);
     if (rec.baseline_run)
         fprintf(out, ", baseline run %lld, candidate run %lld", (long long)rec.baseline_run,
@@ -65,10 +53,8 @@ int ppb_verdict_markdown(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *
         if (!*line)
             continue;
         fputs("- ", out);
-        md_text(out, line);
+        ppb_md_text(out, line);
         fputc('\n', out);
     }
-    if (fflush(out) != 0 || ferror(out))
-        return ppb_fail(err, PPB_EIO, "writing the verdict summary: %s", strerror(errno));
     return PPB_OK;
 }

@@ -81,28 +81,48 @@ int ppb_cli_verdict_exit(const char *verdict)
     return strcmp(verdict, "REJECT") == 0 ? PPB_EXIT_REJECT : PPB_EXIT_INCONCLUSIVE;
 }
 
-static int write_doc(const char *cmd, const char *path, ppb_store *s, int64_t id, int exit_code, int markdown)
+int ppb_cli_write_doc(const char *cmd, const char *path, ppb_cli_doc_fn fn, void *ctx)
 {
+    if (!path)
+        return 0;
     int to_stdout = strcmp(path, "-") == 0;
     FILE *f = to_stdout ? stdout : fopen(path, "w");
     ppb_err err = {{0}};
-    int rc = f ? PPB_OK : ppb_fail(&err, PPB_EIO, "%s: %s", path, strerror(errno));
-    if (!rc)
-        rc = markdown ? ppb_verdict_markdown(s, id, f, &err) : ppb_store_proposal_json(s, id, cmd, exit_code, f, &err);
+    int rc = f ? fn(ctx, f, &err) : ppb_fail(&err, PPB_EIO, "%s", strerror(errno));
+    if (!rc && (fflush(f) != 0 || ferror(f)))
+        rc = ppb_fail(&err, PPB_EIO, "%s", strerror(errno));
     if (f && !to_stdout && fclose(f) != 0 && !rc)
-        rc = ppb_fail(&err, PPB_EIO, "%s: %s", path, strerror(errno));
+        rc = ppb_fail(&err, PPB_EIO, "%s", strerror(errno));
     if (rc)
-        fprintf(stderr, "ppbench %s: %s\n", cmd, err.msg);
+        fprintf(stderr, "ppbench %s: writing %s: %s\n", cmd, path, err.msg[0] ? err.msg : "stream error");
     return rc ? PPB_EXIT_RUNTIME : 0;
+}
+
+typedef struct verdict_doc_ctx {
+    const char *cmd;
+    ppb_store *s;
+    int64_t id;
+    int exit_code;
+} verdict_doc_ctx;
+
+static int verdict_json(void *ctx, FILE *out, ppb_err *err)
+{
+    verdict_doc_ctx *v = ctx;
+    return ppb_store_proposal_json(v->s, v->id, v->cmd, v->exit_code, out, err);
+}
+
+static int verdict_markdown(void *ctx, FILE *out, ppb_err *err)
+{
+    verdict_doc_ctx *v = ctx;
+    return ppb_verdict_markdown(v->s, v->id, out, err);
 }
 
 int ppb_cli_verdict_docs(const char *cmd, ppb_store *s, int64_t proposal_id, int exit_code, const char *json_path,
                          const char *md_path)
 {
-    int rc = json_path ? write_doc(cmd, json_path, s, proposal_id, exit_code, 0) : 0;
-    if (!rc && md_path)
-        rc = write_doc(cmd, md_path, s, proposal_id, exit_code, 1);
-    return rc;
+    verdict_doc_ctx v = {cmd, s, proposal_id, exit_code};
+    int rc = ppb_cli_write_doc(cmd, json_path, verdict_json, &v);
+    return rc ? rc : ppb_cli_write_doc(cmd, md_path, verdict_markdown, &v);
 }
 
 int ppb_cli_backend(const char *cmd, const char *text)

@@ -22,8 +22,12 @@ int ppb_cli_index(const char *cmd, const char *opt, const char *text, int *out);
 int ppb_cli_positive(const char *cmd, const char *opt, const char *text, double *out); /* number > 0 */
 /* The exit code of a verdict: 0 ACCEPT, 10 REJECT, 11 INCONCLUSIVE. */
 int ppb_cli_verdict_exit(const char *verdict);
-/* --json FILE|- and --markdown FILE|- of a stored verdict (either may be NULL;
- * "-" is stdout). 0, or PPB_EXIT_RUNTIME after printing the error. */
+/* Write a document (--json / --markdown) to PATH, "-" being stdout, NULL
+ * nothing. `fn` returns 0, or nonzero after filling `err` (may be left empty
+ * for a stream error). 0, or PPB_EXIT_RUNTIME after printing the error. */
+typedef int (*ppb_cli_doc_fn)(void *ctx, FILE *out, ppb_err *err);
+int ppb_cli_write_doc(const char *cmd, const char *path, ppb_cli_doc_fn fn, void *ctx);
+/* --json FILE|- and --markdown FILE|- of a stored verdict (either may be NULL). */
 int ppb_cli_verdict_docs(const char *cmd, ppb_store *s, int64_t proposal_id, int exit_code, const char *json_path,
                          const char *md_path);
 /* --backend NAME: auto, cpu or cuda (a usage error otherwise, exit 2). */

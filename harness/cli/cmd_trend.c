@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "suite.h"
 #include "trend.h"
+#include "trend_doc.h"
 
 static void usage(FILE *out)
 {
@@ -22,7 +23,9 @@ static void usage(FILE *out)
             "  --since DATE   only runs started at or after DATE (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)\n"
             "  --window N     trailing runs in the reference (default 10)\n"
             "  --baseline-db PATH|URL  earlier nights from another database (fetched with libcurl\n"
-            "                 and checked to be a ppbench database); their run ids print as base:N\n\n"
+            "                 and checked to be a ppbench database); their run ids print as base:N\n"
+            "  --json FILE|-  the verdict as JSON (schema " PPB_TREND_SCHEMA ", docs/CLI.md)\n"
+            "  --markdown FILE|-  the verdict as Markdown (with '-', the table goes to stderr)\n\n"
             "exit: 0 no regression, 12 some case regressed, 2 usage, 3 bad input, 4 runtime\n");
 }
 
@@ -67,7 +70,8 @@ typedef struct trend_ctx {
     const char *suite;
     const char *since;
     ppb_trend_options opt;
-    int counts[5];
+    ppb_trend_doc doc;      /* every judged case, for --json / --markdown */
+    FILE *human;
     int rc;
     ppb_err *err;
 } trend_ctx;
@@ -107,15 +111,16 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
             h.pts[i].run_id = h.ids[i]; /* ids may have moved while growing */
         rc = ppb_trend_analyse(h.pts, h.n, &t->opt, &res, t->err);
     }
+    if (!rc)
+        rc = ppb_trend_doc_add(&t->doc, c->key, &res) ? ppb_fail(t->err, PPB_ENOMEM, "out of memory") : PPB_OK;
     if (!rc) {
-        t->counts[res.status]++;
-        printf("%-12s %+7.1f%% %8.1f  %-8s %s\n", ppb_trend_status_name(res.status),
+        fprintf(t->human, "%-12s %+7.1f%% %8.1f  %-8s %s\n", ppb_trend_status_name(res.status),
                isfinite(res.rel_change) ? res.rel_change * 100 : 0.0,
                isfinite(res.score) ? res.score : 0.0, res.step_run_id[0] ? res.step_run_id : "-",
                strchr(c->key, ' ') ? strchr(c->key, ' ') + 1 : c->key);
         if (res.status == PPB_TREND_REGRESSION || res.status == PPB_TREND_IMPROVEMENT ||
             res.status == PPB_TREND_OUTLIER)
-            printf("             -> %s\n", res.reason);
+            fprintf(t->human, "             -> %s\n", res.reason);
     }
     free(h.pts);
     free(h.ids);
@@ -124,15 +129,37 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
     return rc ? rc : 0;
 }
 
+typedef struct trend_doc_ctx {
+    const ppb_trend_doc *doc;
+    int exit_code;
+} trend_doc_ctx;
+
+static int trend_json(void *ctx, FILE *out, ppb_err *err)
+{
+    (void)err; /* a stream error: the caller reports it */
+    trend_doc_ctx *t = ctx;
+    ppb_trend_doc_json(t->doc, t->exit_code, out);
+    return 0;
+}
+
+static int trend_markdown(void *ctx, FILE *out, ppb_err *err)
+{
+    (void)err;
+    ppb_trend_doc_markdown(((trend_doc_ctx *)ctx)->doc, out);
+    return 0;
+}
+
 int cmd_trend(int argc, char **argv)
 {
     static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
                                              {"since", required_argument, NULL, 's'},
                                              {"window", required_argument, NULL, 'w'},
                                              {"baseline-db", required_argument, NULL, 'B'},
+                                             {"json", required_argument, NULL, 'j'},
+                                             {"markdown", required_argument, NULL, 'm'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    const char *db = NULL, *baseline_db = NULL;
+    const char *db = NULL, *baseline_db = NULL, *json = NULL, *md = NULL;
     trend_ctx t;
     memset(&t, 0, sizeof t);
     t.since = "";
@@ -150,6 +177,8 @@ int cmd_trend(int argc, char **argv)
             t.since = since_utc;
             break;
         case 'B': baseline_db = optarg; break;
+        case 'j': json = optarg; break;
+        case 'm': md = optarg; break;
         case 'w':
             t.opt.window = (int)strtol(optarg, &end, 10);
             if (*end || t.opt.window < 3) {
@@ -181,6 +210,9 @@ int cmd_trend(int argc, char **argv)
         ppb_suite_free(&suite);
     }
     t.suite = name;
+    t.human = (json && strcmp(json, "-") == 0) || (md && strcmp(md, "-") == 0) ? stderr : stdout;
+    snprintf(t.doc.suite, sizeof t.doc.suite, "%s", name);
+    t.doc.window = t.opt.window;
     ppb_store *s = ppb_cli_open_existing_store("trend", db);
     if (!s)
         return PPB_EXIT_RUNTIME;
@@ -200,22 +232,26 @@ int cmd_trend(int argc, char **argv)
         rc = ppb_fail(&err, latest < 0 ? PPB_EIO : PPB_EINPUT, "no run of suite '%s' in the database",
                       name);
     } else {
-        printf("suite %s: latest run %lld against its history (window %d)\n", name,
-               (long long)latest, t.opt.window);
-        printf("%-12s %8s %8s  %-8s %s\n", "status", "change", "score", "step@", "case");
+        t.doc.latest_run = latest;
+        fprintf(t.human, "suite %s: latest run %lld against its history (window %d)\n", name, (long long)latest,
+                t.opt.window);
+        fprintf(t.human, "%-12s %8s %8s  %-8s %s\n", "status", "change", "score", "step@", "case");
         rc = ppb_store_each_result(s, latest, judge_case, &t, &err);
     }
     if (rc)
         fprintf(stderr, "ppbench trend: %s\n", err.msg);
     else
-        printf("%d ok, %d regression, %d improvement, %d outlier, %d insufficient history\n",
-               t.counts[PPB_TREND_OK], t.counts[PPB_TREND_REGRESSION],
-               t.counts[PPB_TREND_IMPROVEMENT], t.counts[PPB_TREND_OUTLIER],
-               t.counts[PPB_TREND_INSUFFICIENT_HISTORY]);
+        fprintf(t.human, "%d ok, %d regression, %d improvement, %d outlier, %d insufficient history\n",
+                t.doc.counts[PPB_TREND_OK], t.doc.counts[PPB_TREND_REGRESSION], t.doc.counts[PPB_TREND_IMPROVEMENT],
+                t.doc.counts[PPB_TREND_OUTLIER], t.doc.counts[PPB_TREND_INSUFFICIENT_HISTORY]);
     ppb_store_close(s);
     if (t.baseline)
         ppb_cli_close_baseline(t.baseline, baseline_db, baseline_path);
-    if (rc)
-        return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
-    return t.counts[PPB_TREND_REGRESSION] ? PPB_EXIT_REGRESSION : PPB_EXIT_OK;
+    int exit_code = rc ? (rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME)
+                       : t.doc.counts[PPB_TREND_REGRESSION] ? PPB_EXIT_REGRESSION : PPB_EXIT_OK;
+    trend_doc_ctx dc = {&t.doc, exit_code};
+    if (!rc && (ppb_cli_write_doc("trend", json, trend_json, &dc) || ppb_cli_write_doc("trend", md, trend_markdown, &dc)))
+        exit_code = PPB_EXIT_RUNTIME;
+    ppb_trend_doc_free(&t.doc);
+    return exit_code;
 }

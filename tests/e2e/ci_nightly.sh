@@ -28,7 +28,7 @@ S="$WORK/report-1/summary.txt"
 grep -q "run smoke: run 1, every case correct" "$S" || fail "summary: $(cat "$S")"
 grep -q "trend smoke: no regression" "$S" || fail "trend step: $(cat "$S")"
 grep -q "push smoke: run 1 sent" "$S" || fail "push step: $(cat "$S")"
-for f in smoke/index.html smoke-trend/index.html smoke.json trend-smoke.txt run-smoke.txt; do
+for f in smoke/index.html smoke-trend/index.html smoke.json trend-smoke.txt trend-smoke.json trend-smoke.md summary.md run-smoke.txt; do
   [ -s "$WORK/report-1/$f" ] || fail "report-1/$f is missing"
 done
 [ "$(requests gw)" -eq 1 ] || fail "expected 1 push, got $(requests gw)"
@@ -62,6 +62,9 @@ night 2 12
 S="$WORK/report-2/summary.txt"
 grep -q "trend smoke: REGRESSION" "$S" || fail "no regression found: $(cat "$S")"
 grep -q "regress" "$WORK/report-2/trend-smoke.txt" || fail "trend output: $(cat "$WORK/report-2/trend-smoke.txt")"
+"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['exit_code']==12 and d['counts']['regression']>0, d['counts']" \
+  "$WORK/report-2/trend-smoke.json" || fail "the night's trend JSON does not say regression"
+grep -q "^### ppbench trend: smoke: REGRESSION" "$WORK/report-2/summary.md" || fail "the job summary does not say regression"
 grep -q "push smoke: run .* sent" "$S" || fail "a regression night must still push: $(cat "$S")"
 [ -s "$WORK/report-2/smoke-trend/index.html" ] || fail "no trend report on the regression night"
 [ "$(requests gw)" -eq 2 ] || fail "expected 2 pushes after two nights, got $(requests gw)"

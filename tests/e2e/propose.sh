@@ -77,6 +77,21 @@ sqlite3 "$T" "UPDATE results SET median_ms = 1.0 + 0.001 * (run_id % 3) WHERE ru
 expect_rc 12 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$T"
 grep -q "^regression" "$WORK/out" || fail "step not reported as a regression"
 grep -qE "^regression +\+30\.[0-9]%.* 6 " "$WORK/out" || { cat "$WORK/out"; fail "first run of the step not named as run 6"; }
+# The same verdict as documents for CI (schema ppbench-trend/1), the table on stderr with '-'.
+expect_rc 12 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$T" --json - --markdown "$WORK/t.md"
+"$PY" - "$WORK/out" "$WORK/t.md" <<'PY' || fail "trend documents"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+md = open(sys.argv[2]).read()
+assert doc["schema"] == "ppbench-trend/1" and doc["exit_code"] == 12 and doc["latest_run"] == 8, doc
+reg = [c for c in doc["cases"] if c["status"] == "regression"]
+assert reg and doc["counts"]["regression"] == len(reg) and all(c["step_run"] == "6" for c in reg), reg
+assert all(abs(c["change"] - 0.30) < 0.01 for c in reg), [c["change"] for c in reg]
+assert sum(doc["counts"].values()) == len(doc["cases"])
+assert md.startswith("### ppbench trend: smoke: REGRESSION"), md[:60]
+assert md.count("\n| regression |") == len(reg)
+PY
+grep -q "^regression" "$WORK/err" || fail "with --json -, the table did not go to stderr"
 sqlite3 "$T" "UPDATE results SET median_ms = 1.0 + 0.001 * (run_id % 3) WHERE run_id < 8;
               UPDATE results SET median_ms = 2.0 WHERE run_id = 8;"
 expect_rc 0 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$T"

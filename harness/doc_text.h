@@ -1,0 +1,18 @@
+/* Text in the documents ppbench writes for machines and pull requests: JSON
+ * strings and numbers, Markdown table cells. One rule each, for every writer. */
+#ifndef PPB_DOC_TEXT_H
+#define PPB_DOC_TEXT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Shortest decimal text that reads back as exactly x (at most 17 digits). */
+void ppb_format_double_exact(double x, char *buf, size_t cap);
+/* RFC 8259: quote, backslash and control characters escaped. */
+void ppb_json_string(FILE *out, const char *s);
+/* Exact, or null for NaN and infinities (JSON has neither). */
+void ppb_json_number(FILE *out, double v);
+/* Inside a Markdown table cell or list item: '|' would end the cell, a line break the row. */
+void ppb_md_text(FILE *out, const char *s);
+
+#endif

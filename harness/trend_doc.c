@@ -1,0 +1,86 @@
+#include "trend_doc.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doc_text.h"
+#include "ppb_error.h"
+
+int ppb_trend_doc_add(ppb_trend_doc *d, const char *key, const ppb_trend_result *res)
+{
+    if (d->n == d->cap) {
+        int cap = d->cap ? 2 * d->cap : 64;
+        ppb_trend_row *rows = realloc(d->rows, sizeof *rows * (size_t)cap);
+        if (!rows)
+            return PPB_ENOMEM;
+        d->rows = rows;
+        d->cap = cap;
+    }
+    ppb_trend_row *r = &d->rows[d->n++];
+    snprintf(r->key, sizeof r->key, "%s", key);
+    r->res = *res;
+    if (res->status >= 0 && res->status < 5)
+        d->counts[res->status]++;
+    return PPB_OK;
+}
+
+void ppb_trend_doc_free(ppb_trend_doc *d)
+{
+    free(d->rows);
+    d->rows = NULL;
+    d->n = d->cap = 0;
+}
+
+void ppb_trend_doc_json(const ppb_trend_doc *d, int exit_code, FILE *out)
+{
+    fprintf(out, "{\"schema\":\"" PPB_TREND_SCHEMA "\",\"command\":\"trend\",\"exit_code\":%d,\"suite\":", exit_code);
+    ppb_json_string(out, d->suite);
+    fprintf(out, ",\"latest_run\":%lld,\"window\":%d,\"counts\":{", (long long)d->latest_run, d->window);
+    for (int s = 0; s < 5; s++)
+        fprintf(out, "%s\"%s\":%d", s ? "," : "", ppb_trend_status_name(s), d->counts[s]);
+    fputs("},\"cases\":[", out);
+    for (int i = 0; i < d->n; i++) {
+        const ppb_trend_result *r = &d->rows[i].res;
+        fputs(i ? ",{\"key\":" : "{\"key\":", out);
+        ppb_json_string(out, d->rows[i].key);
+        fprintf(out, ",\"status\":\"%s\",\"change\":", ppb_trend_status_name(r->status));
+        ppb_json_number(out, r->rel_change);
+        fputs(",\"score\":", out);
+        ppb_json_number(out, r->score);
+        fputs(",\"reference_ms\":", out);
+        ppb_json_number(out, r->reference);
+        fprintf(out, ",\"reference_runs\":%d,\"step_run\":", r->n_reference);
+        if (r->step_run_id[0])
+            ppb_json_string(out, r->step_run_id);
+        else
+            fputs("null", out);
+        fputs(",\"reason\":", out);
+        ppb_json_string(out, r->reason);
+        fputc('}', out);
+    }
+    fputs("]}\n", out);
+}
+
+void ppb_trend_doc_markdown(const ppb_trend_doc *d, FILE *out)
+{
+    fprintf(out, "### ppbench trend: %s: %s\n\nLatest run %lld against its last %d nights: ", d->suite,
+            d->counts[PPB_TREND_REGRESSION] ? "REGRESSION" : "no regression", (long long)d->latest_run, d->window);
+    for (int s = 0; s < 5; s++)
+        fprintf(out, "%s%d %s", s ? ", " : "", d->counts[s], ppb_trend_status_name(s));
+    fputs(".\n", out);
+    int shown = 0;
+    for (int i = 0; i < d->n; i++) {
+        const ppb_trend_result *r = &d->rows[i].res;
+        if (r->status != PPB_TREND_REGRESSION && r->status != PPB_TREND_IMPROVEMENT && r->status != PPB_TREND_OUTLIER)
+            continue;
+        if (!shown++)
+            fputs("\n| status | change | first run of the step | case | why |\n| --- | --- | --- | --- | --- |\n", out);
+        fprintf(out, "| %s | %+.1f%% | %s | `", ppb_trend_status_name(r->status),
+                isfinite(r->rel_change) ? r->rel_change * 100 : 0.0, r->step_run_id[0] ? r->step_run_id : "-");
+        ppb_md_text(out, d->rows[i].key);
+        fputs("` | ", out);
+        ppb_md_text(out, r->reason);
+        fputs(" |\n", out);
+    }
+}

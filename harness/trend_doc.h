@@ -1,0 +1,36 @@
+/* A trend verdict as documents for CI: JSON (schema "ppbench-trend/1",
+ * docs/CLI.md) and Markdown (a job summary). Filled by `ppbench trend` case by
+ * case as it judges them. */
+#ifndef PPB_TREND_DOC_H
+#define PPB_TREND_DOC_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "case.h"
+#include "trend.h"
+
+#define PPB_TREND_SCHEMA "ppbench-trend/1"
+
+typedef struct ppb_trend_row {
+    char key[PPB_CASE_KEY_MAX];
+    ppb_trend_result res;
+} ppb_trend_row;
+
+typedef struct ppb_trend_doc {
+    char suite[128];
+    int64_t latest_run;
+    int window;
+    int counts[5];              /* by ppb_trend_status */
+    ppb_trend_row *rows;
+    int n, cap;
+} ppb_trend_doc;
+
+/* Append a judged case (and count it); PPB_ENOMEM when the list cannot grow. */
+int ppb_trend_doc_add(ppb_trend_doc *d, const char *key, const ppb_trend_result *res);
+void ppb_trend_doc_free(ppb_trend_doc *d);
+/* The writer checks the stream (ppb_cli_write_doc). */
+void ppb_trend_doc_json(const ppb_trend_doc *d, int exit_code, FILE *out);
+void ppb_trend_doc_markdown(const ppb_trend_doc *d, FILE *out);
+
+#endif
