@@ -257,15 +257,18 @@ if want bench; then
 fi
 
 # ---- the seed's proposals ------------------------------------------------------------------
-if want proposals; then
-  for p in ${PPB_PROPOSALS:-$root/suites/proposals/seed-*.yaml}; do
+# propose_each FILE...: REJECT (10) and INCONCLUSIVE (11) are answers, not failures.
+propose_each() {
+  local p name before
+  for p in "$@"; do
     name=propose_$(basename "$p" .yaml)
-    # REJECT (10) and INCONCLUSIVE (11) are answers, not failures.
     before=$failed
     run "$name" "$(limit proposals 300)" "$ppbench" propose "$p" --backend cuda --db "$db" --label gpu-bench
     case $? in 10|11) failed=$before; sed -i "s/^\($name *\)FAILED (exit 10)/\1verdict REJECT  /; s/^\($name *\)FAILED (exit 11)/\1verdict INCONCLUSIVE/" "$summary" ;; esac
   done
-fi
+}
+# shellcheck disable=SC2086 # lists of files
+want proposals && propose_each ${PPB_PROPOSALS:-$root/suites/proposals/seed-*.yaml}
 
 # ---- the production implementations (vLLM's own kernels) ------------------------------------
 vllm_src=${PPB_VLLM_SOURCE:-$root/.deps/vllm-0.6.3}
@@ -344,14 +347,8 @@ if want fidelity; then
   done
 fi
 
-if want vllm_proposals; then
-  for p in ${PPB_VLLM_PROPOSALS:-$root/suites/proposals/vllm-*.yaml}; do
-    name=propose_$(basename "$p" .yaml)
-    before=$failed
-    run "$name" "$(limit proposals 300)" "$ppbench" propose "$p" --backend cuda --db "$db" --label gpu-bench
-    case $? in 10|11) failed=$before; sed -i "s/^\($name *\)FAILED (exit 10)/\1verdict REJECT  /; s/^\($name *\)FAILED (exit 11)/\1verdict INCONCLUSIVE/" "$summary" ;; esac
-  done
-fi
+# shellcheck disable=SC2086
+want vllm_proposals && propose_each ${PPB_VLLM_PROPOSALS:-$root/suites/proposals/vllm-*.yaml}
 
 # ---- the BI-V100 build flow with clang, on this GPU -------------------------------------------
 if want clang_aot; then

@@ -26,7 +26,6 @@ import argparse
 import ctypes
 import functools
 import hashlib
-import importlib.util
 import json
 import math
 import os
@@ -36,7 +35,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import types
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -262,18 +260,9 @@ def import_prefix_prefill(vllm):
             want = capability if isinstance(capability, int) else capability[0] * 10 + capability[1]
             return major * 10 + minor >= want
 
-    stubs = {"vllm": types.ModuleType("vllm"), "vllm.platforms": types.ModuleType("vllm.platforms")}
-    stubs["vllm.platforms"].current_platform = Platform()
-    stubs["vllm"].platforms = stubs["vllm.platforms"]
-    saved = {n: sys.modules.get(n) for n in stubs}
-    sys.modules.update(stubs)  # only while the file executes: a real vllm stays untouched
-    try:
-        spec = importlib.util.spec_from_file_location("ppb_vllm_prefix_prefill", src)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        for n, m in saved.items():
-            sys.modules.pop(n) if m is None else sys.modules.__setitem__(n, m)
+    sys.path.insert(0, str(REPO / "kernels" / "vllm" / "triton"))
+    from prepare import import_kernel_module  # the one way ppbench imports vLLM's file
+    mod = import_kernel_module(src, platform=Platform())
     mod.source_path = src
     return mod
 

@@ -229,14 +229,16 @@ class _TargetOnlyDriver:
 _W = {}
 
 
-def _import_kernel_module(src):
+def import_kernel_module(src, platform=None):
     """Import prefix_prefill.py without vLLM, and without torch when it is not
     installed: at load the module needs `vllm.platforms.current_platform` and
     `torch.inference_mode`, both only for context_attention_fwd, never for the
-    kernel. The stand-ins live in sys.modules while the file executes only, so
-    Triton never mistakes them for the real packages."""
+    kernel (tests/gpu/timing_fidelity.py calls context_attention_fwd's launch and
+    passes a `platform` that answers from torch). The stand-ins live in
+    sys.modules while the file executes only, so Triton never mistakes them for
+    the real packages."""
     stubs = {"vllm": types.ModuleType("vllm"), "vllm.platforms": types.ModuleType("vllm.platforms")}
-    stubs["vllm.platforms"].current_platform = None
+    stubs["vllm.platforms"].current_platform = platform
     stubs["vllm"].platforms = stubs["vllm.platforms"]
     if importlib.util.find_spec("torch") is None:
         stubs["torch"] = types.ModuleType("torch")
@@ -265,7 +267,7 @@ def _worker_init(src, target_spec, cache_dir):
     backend, arch, warp = target_spec
     target = GPUTarget(backend, int(arch), int(warp))
     triton.runtime.driver.set_active(_TargetOnlyDriver(target))
-    _W.update(triton=triton, kernel=_import_kernel_module(src)._fwd_kernel, target=target)
+    _W.update(triton=triton, kernel=import_kernel_module(src)._fwd_kernel, target=target)
 
 
 def _ptx_params(ptx, name):
