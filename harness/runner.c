@@ -118,14 +118,18 @@ static int run_case(run_ctx *x, const ppb_case *c, ppb_result *res)
 
 /* ---- progress ------------------------------------------------------------- */
 
+/* `key`: the case starting now (terminal) or just finished (log). The ETA is
+ * the mean time of the finished cases times the cases left. */
 static void progress_line(const ppb_run_options *o, int done, int total, double t0,
                           const char *key)
 {
-    if (!o->progress)
+    if (o->progress == PPB_PROGRESS_NONE || (o->progress == PPB_PROGRESS_LOG && (!key || done == 0)))
         return;
     double el = now_s() - t0, eta = done > 0 ? el / done * (total - done) : 0;
-    fprintf(stderr, "\r\033[K[%d/%d] %02d:%02d elapsed, ETA %02d:%02d  %.60s", done, total,
-            (int)el / 60, (int)el % 60, (int)eta / 60, (int)eta % 60, key ? key : "");
+    fprintf(stderr, "%s[%d/%d] %02d:%02d elapsed, ETA %02d:%02d  %.*s%s", o->progress == PPB_PROGRESS_TERMINAL ? "\r\033[K" : "",
+            done, total, (int)el / 60, (int)el % 60, (int)eta / 60, (int)eta % 60,
+            o->progress == PPB_PROGRESS_TERMINAL ? 60 : 250, key ? key : "",
+            o->progress == PPB_PROGRESS_LOG ? "\n" : "");
     fflush(stderr);
 }
 
@@ -229,7 +233,7 @@ static int store_result(run_ctx *x, const ppb_case *c, ppb_result *res, ppb_err 
     const ppb_run_options *o = x->opt;
     if (res->status == PPB_STATUS_REFUSED || res->status == PPB_STATUS_SKIPPED ||
         res->status == PPB_STATUS_ERROR || res->status == PPB_STATUS_CRASHED)
-        fprintf(o->log, "%s%s: %s: %s\n", o->progress ? "\r\033[K" : "", c->key,
+        fprintf(o->log, "%s%s: %s: %s\n", o->progress == PPB_PROGRESS_TERMINAL ? "\r\033[K" : "", c->key,
                 ppb_status_name(res->status), res->reason);
     return ppb_store_put_result(x->store, x->run.id, c, res, err);
 }
@@ -274,7 +278,8 @@ static int run_in_process(run_ctx *x, const char *todo_flags, int todo, ppb_err 
         const ppb_case *c = &x->cases.items[i];
         if (!todo_flags[i])
             continue;
-        progress_line(x->opt, done, todo, t0, c->key);
+        if (x->opt->progress == PPB_PROGRESS_TERMINAL)
+            progress_line(x->opt, done, todo, t0, c->key);
         ppb_result res;
         int crc = run_case(x, c, &res);
         if (crc == PPB_EINTR || stop_requested) {
@@ -284,6 +289,8 @@ static int run_in_process(run_ctx *x, const char *todo_flags, int todo, ppb_err 
         rc = store_result(x, c, &res, err);
         ppb_result_free(&res);
         done++;
+        if (x->opt->progress == PPB_PROGRESS_LOG)
+            progress_line(x->opt, done, todo, t0, c->key);
     }
     progress_line(x->opt, done, todo, t0, NULL);
     return rc;
@@ -400,7 +407,7 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
         ppb_pool_options po = {n_devices, devices, effective.case_timeout_s};
         rc = ppb_pool_run(&po, x.cases.items, todo_flags, x.cases.n, &cb, &stop_requested, err);
     }
-    if (effective.progress)
+    if (effective.progress == PPB_PROGRESS_TERMINAL)
         fputc('\n', stderr);
     if (x.run.id) {
         /* After a failed database write (locked past the busy timeout, disk

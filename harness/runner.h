@@ -22,11 +22,15 @@ typedef struct ppb_run_options {
     int64_t resume_run;       /* complete this run instead of starting one */
     double cpu_max_gflop;     /* CPU backend work limit per case (0 = its default) */
     int hot;                  /* 1: do not flush caches between samples */
-    int progress;             /* 1: progress line on stderr */
+    int progress;             /* ppb_progress_mode: how progress shows on stderr */
     FILE *log;                /* where to say which backend runs and why cases are refused */
     const char *devices;      /* --devices all|0,1,..: one worker process per device; NULL = in process */
     double case_timeout_s;    /* worker watchdog per case (0 = none) */
 } ppb_run_options;
+
+/* A terminal gets one line rewritten in place; a CI log (stderr not a
+ * terminal) gets a line per finished case, which stays readable in a file. */
+typedef enum { PPB_PROGRESS_NONE = 0, PPB_PROGRESS_TERMINAL = 1, PPB_PROGRESS_LOG = 2 } ppb_progress_mode;
 
 typedef struct ppb_run_summary {
     int64_t run_id;

@@ -36,7 +36,8 @@ static void usage(FILE *out)
             "  --devices LIST       one worker process per device: 'all' or '0,1,..'; a worker\n"
             "                       that dies or hangs is replaced and its case stored as crashed\n"
             "  --case-timeout S     with --devices: kill a worker stuck on one case for S seconds\n"
-            "  --no-progress        no progress line even on a terminal\n"
+            "  --no-progress, --quiet  no progress on stderr (default: a line kept up to date on a\n"
+            "                       terminal, else a line per finished case with done/total and an ETA)\n"
             "  -h, --help           this help\n\n"
             "exit: 0 no case wrong or failed, 1 some case wrong/error or none timed, 2 usage, 3 bad input (nothing\n"
             "      written), 4 runtime failure, 130 interrupted (resume with --resume RUN)\n");
@@ -48,7 +49,7 @@ int cmd_run(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.backend = "auto";
     o.log = stderr;
-    o.progress = isatty(STDERR_FILENO);
+    o.progress = isatty(STDERR_FILENO) ? PPB_PROGRESS_TERMINAL : PPB_PROGRESS_LOG;
     const char *db = NULL;
     static const struct option longopts[] = {
         {"db", required_argument, NULL, 'd'},       {"backend", required_argument, NULL, 'b'},
@@ -56,7 +57,8 @@ int cmd_run(int argc, char **argv)
         {"filter", required_argument, NULL, 'f'},   {"shard", required_argument, NULL, 's'},
         {"label", required_argument, NULL, 'l'},    {"resume", required_argument, NULL, 'r'},
         {"hot", no_argument, NULL, 'H'},            {"cpu-max-gflop", required_argument, NULL, 'g'},
-        {"no-progress", no_argument, NULL, 'P'},    {"help", no_argument, NULL, 'h'},
+        {"no-progress", no_argument, NULL, 'P'},    {"quiet", no_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},
         {"devices", required_argument, NULL, 'V'},  {"case-timeout", required_argument, NULL, 'T'},
         {"impl", required_argument, NULL, 'I'},     {NULL, 0, NULL, 0}};
     ppb_err err = {{0}};
@@ -97,7 +99,7 @@ int cmd_run(int argc, char **argv)
             if (ppb_cli_positive("run", "--cpu-max-gflop", optarg, &o.cpu_max_gflop))
                 return PPB_EXIT_USAGE;
             break;
-        case 'P': o.progress = 0; break;
+        case 'P': o.progress = PPB_PROGRESS_NONE; break;
         case 'V': {
             int devices[64], n;
             /* syntax only here ("all" needs the device count, which the runner finds) */

@@ -9,6 +9,14 @@ grep -q "^ok " "$WORK/out" || fail "no ok result in the table"
 n_cases=$("$PPB" list "$SRC/suites/smoke.yaml" | wc -l)
 [ "$n_cases" -gt 0 ] || fail "smoke suite expands to no cases"
 grep -q "^$n_cases results:" "$WORK/out" || fail "expected $n_cases results: $(tail -1 "$WORK/out")"
+# stderr is a file here, as in CI: one progress line per finished case, none with --quiet.
+expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --backend cpu --db "$WORK/progress.db"
+[ "$(grep -c "^\[[0-9]*/$n_cases\] [0-9][0-9]:[0-9][0-9] elapsed, ETA [0-9][0-9]:[0-9][0-9]  prefix_prefill " "$WORK/err")" -eq "$n_cases" ] \
+  || { cat "$WORK/err"; fail "not one progress line per case in a log"; }
+grep -q "^\[$n_cases/$n_cases\]" "$WORK/err" || fail "no final progress line"
+grep -q $'\r' "$WORK/err" && fail "terminal control characters in a log"
+expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --backend cpu --quiet --db "$WORK/q.db" --filter "batch=1,dtype=bf16,query_len=17"
+grep -q "elapsed, ETA" "$WORK/err" && fail "--quiet printed progress"
 
 expect_rc 0 "$PPB" list
 grep -q "complete" "$WORK/out" || fail "run not listed as complete"
