@@ -182,37 +182,34 @@ static long long epoch_seconds(const char *iso)
 /* ---- Prometheus text format (version 0.0.4) -------------------------------------- */
 
 typedef struct gauge {
-    const char *name;
+    const char *name;     /* in base units, as Prometheus asks: seconds, bytes and FLOPs per second */
     const char *help;
-    size_t offset; /* a double in ppb_result */
+    size_t offset;        /* a double in ppb_result */
+    double to_base;       /* the stored unit (ms, TFLOP/s, GB/s) times this */
 } gauge;
 
 #define TIMING_NOTE " (CPU timings when the run's backend is cpu)"
 static const gauge case_gauges[] = {
-    {"ppbench_case_median_ms", "Median time of one kernel launch, ms" TIMING_NOTE,
-     offsetof(ppb_result, median_ms)},
-    {"ppbench_case_mean_ms", "Mean time of one kernel launch, ms" TIMING_NOTE,
-     offsetof(ppb_result, mean_ms)},
-    {"ppbench_case_stdev_ms", "Standard deviation of the launch times, ms",
-     offsetof(ppb_result, stdev_ms)},
-    {"ppbench_case_min_ms", "Fastest launch, ms", offsetof(ppb_result, min_ms)},
-    {"ppbench_case_max_ms", "Slowest launch, ms", offsetof(ppb_result, max_ms)},
-    {"ppbench_case_q1_ms", "First quartile of the launch times, ms", offsetof(ppb_result, q1_ms)},
-    {"ppbench_case_q3_ms", "Third quartile of the launch times, ms", offsetof(ppb_result, q3_ms)},
-    {"ppbench_case_rel_noise", "Interquartile range over the median",
-     offsetof(ppb_result, rel_noise)},
-    {"ppbench_case_tflops", "Useful FLOPs over the median time, TFLOP/s",
-     offsetof(ppb_result, tflops)},
-    {"ppbench_case_gbps", "Minimum bytes moved over the median time, GB/s",
-     offsetof(ppb_result, gbps)},
+    {"ppbench_case_median_seconds", "Median time of one kernel launch" TIMING_NOTE, offsetof(ppb_result, median_ms),
+     1e-3},
+    {"ppbench_case_mean_seconds", "Mean time of one kernel launch" TIMING_NOTE, offsetof(ppb_result, mean_ms), 1e-3},
+    {"ppbench_case_stdev_seconds", "Standard deviation of the launch times", offsetof(ppb_result, stdev_ms), 1e-3},
+    {"ppbench_case_min_seconds", "Fastest launch", offsetof(ppb_result, min_ms), 1e-3},
+    {"ppbench_case_max_seconds", "Slowest launch", offsetof(ppb_result, max_ms), 1e-3},
+    {"ppbench_case_q1_seconds", "First quartile of the launch times", offsetof(ppb_result, q1_ms), 1e-3},
+    {"ppbench_case_q3_seconds", "Third quartile of the launch times", offsetof(ppb_result, q3_ms), 1e-3},
+    {"ppbench_case_rel_noise_ratio", "Interquartile range over the median", offsetof(ppb_result, rel_noise), 1},
+    {"ppbench_case_flops_per_second", "Useful FLOPs over the median time", offsetof(ppb_result, tflops), 1e12},
+    {"ppbench_case_bytes_per_second", "Minimum bytes moved over the median time", offsetof(ppb_result, gbps), 1e9},
 };
 
-/* The value of gauge g for a result; NaN when it has none to show: no timing
- * samples (refused, skipped, error: the store keeps zeros there) or not finite. */
+/* The value of gauge g for a result, in base units; NaN when it has none to
+ * show: no timing samples (refused, skipped, error: the store keeps zeros
+ * there) or not finite. */
 static double gauge_value(const collected *it, size_t g)
 {
     double v = *(const double *)((const char *)&it->r + case_gauges[g].offset);
-    return it->r.n_samples > 0 && isfinite(v) ? v : NAN;
+    return it->r.n_samples > 0 && isfinite(v) ? v * case_gauges[g].to_base : NAN;
 }
 
 static void prom_family(FILE *out, const char *name, const char *help)
@@ -220,15 +217,44 @@ static void prom_family(FILE *out, const char *name, const char *help)
     fprintf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
 }
 
-static void prom_case_labels(FILE *out, const collected *it)
+/* The labels of one case's series: where it ran (backend, device), the kernel,
+ * and each case field that applies to it under its own name (impl among them),
+ * so dashboards select and group by field instead of parsing a key. */
+static void prom_label(FILE *out, const char *name, const char *value, int first)
 {
-    fputs("{case=\"", out);
-    ppb_push_prom_label_value(out, it->c.key);
-    fputs("\",kernel=\"", out);
-    ppb_push_prom_label_value(out, ppb_kernel_name(it->c.kernel));
-    fputs("\",impl=\"", out);
-    ppb_push_prom_label_value(out, ppb_impl_name(it->c.config.impl));
-    fputs("\"}", out);
+    fprintf(out, "%s%s=\"", first ? "" : ",", name);
+    ppb_push_prom_label_value(out, value);
+    fputc('"', out);
+}
+
+/* Each case field that applies to the case's kernel, as (name, text value). */
+static void each_case_field(const ppb_case *c, void (*fn)(FILE *out, const char *name, const char *value), FILE *out)
+{
+    for (int f = 0; f < PPB_F_COUNT; f++) {
+        const ppb_field_info *fi = ppb_field_get(f);
+        if (!((fi->kernels >> c->kernel) & 1u))
+            continue;
+        char value[64];
+        ppb_field_format_value(f, ppb_case_get(c, f), value, sizeof value);
+        fn(out, fi->name, value);
+    }
+}
+
+static void prom_field_label(FILE *out, const char *name, const char *value) { prom_label(out, name, value, 0); }
+
+static void prom_case_labels_open(FILE *out, const ppb_run_info *run, const collected *it)
+{
+    fputc('{', out);
+    prom_label(out, "backend", run->backend, 1);
+    prom_label(out, "device", run->device, 0);
+    prom_label(out, "kernel", ppb_kernel_name(it->c.kernel), 0);
+    each_case_field(&it->c, prom_field_label, out);
+}
+
+static void prom_case_labels(FILE *out, const ppb_run_info *run, const collected *it)
+{
+    prom_case_labels_open(out, run, it);
+    fputc('}', out);
 }
 
 static void write_prometheus(FILE *out, const ppb_run_info *run, const collection *col)
@@ -261,13 +287,10 @@ static void write_prometheus(FILE *out, const ppb_run_info *run, const collectio
                 "1 for each stored case, with its status (ok, wrong, refused, ...) as a label");
     for (int i = 0; i < col->n; i++) {
         const collected *it = &col->items[i];
-        fputs("ppbench_case_status{case=\"", out);
-        ppb_push_prom_label_value(out, it->c.key);
-        fputs("\",kernel=\"", out);
-        ppb_push_prom_label_value(out, ppb_kernel_name(it->c.kernel));
-        fputs("\",impl=\"", out);
-        ppb_push_prom_label_value(out, ppb_impl_name(it->c.config.impl));
-        fprintf(out, "\",status=\"%s\"} 1\n", ppb_status_name(it->r.status));
+        fputs("ppbench_case_status", out);
+        prom_case_labels_open(out, run, it);
+        prom_label(out, "status", ppb_status_name(it->r.status), 0);
+        fputs("} 1\n", out);
     }
     prom_family(out, "ppbench_case_check_pass",
                 "1 when the output matched the float64 reference, 0 when not (checked cases only)");
@@ -276,13 +299,13 @@ static void write_prometheus(FILE *out, const ppb_run_info *run, const collectio
         if (!it->r.check.checked)
             continue;
         fputs("ppbench_case_check_pass", out);
-        prom_case_labels(out, it);
+        prom_case_labels(out, run, it);
         fprintf(out, " %d\n", it->r.check.pass ? 1 : 0);
     }
     prom_family(out, "ppbench_case_samples", "Timing samples behind the statistics");
     for (int i = 0; i < col->n; i++) {
         fputs("ppbench_case_samples", out);
-        prom_case_labels(out, &col->items[i]);
+        prom_case_labels(out, run, &col->items[i]);
         fprintf(out, " %d\n", col->items[i].r.n_samples);
     }
     /* Timings only where there are some (a refused or skipped case stores
@@ -295,7 +318,7 @@ static void write_prometheus(FILE *out, const ppb_run_info *run, const collectio
             if (isnan(v))
                 continue;
             fputs(case_gauges[g].name, out);
-            prom_case_labels(out, it);
+            prom_case_labels(out, run, it);
             fputc(' ', out);
             write_double(out, v);
             fputc('\n', out);
@@ -342,8 +365,7 @@ static void write_influx(FILE *out, const ppb_run_info *run, const collection *c
         fputs("ppbench_case", out);
         influx_run_tags(out, run);
         influx_tag(out, "kernel", ppb_kernel_name(it->c.kernel));
-        influx_tag(out, "impl", ppb_impl_name(it->c.config.impl));
-        influx_tag(out, "case", it->c.key);
+        each_case_field(&it->c, influx_tag, out); /* a tag per case field (impl among them), as in Prometheus */
         fprintf(out, " run_id=%lldi,status=", (long long)run->id);
         ppb_push_influx_string(out, ppb_status_name(it->r.status));
         fprintf(out, ",n_samples=%di,timing_is_cpu=%s", it->r.n_samples,

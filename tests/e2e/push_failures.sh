@@ -46,7 +46,7 @@ log_py a 0 "
 assert [r['method'] for r in reqs] == ['PUT'] * 3, reqs
 assert all(r['path'].startswith('/metrics/job/ppbench/suite@base64/') for r in reqs), reqs[0]['path']
 assert all(r['headers'].get('authorization') == 'Bearer $TOKEN' for r in reqs), 'token not sent as Bearer'
-assert 'ppbench_case_median_ms{' in reqs[2]['body']
+assert 'ppbench_case_median_seconds{' in reqs[2]['body']
 gaps = [reqs[i + 1]['time'] - reqs[i]['time'] for i in range(2)]
 assert gaps[0] >= 0.045 and gaps[1] >= 0.095, gaps
 assert gaps[1] > gaps[0], gaps

@@ -49,8 +49,20 @@ text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
 con = sqlite3.connect(db)
 host, status, backend, run_label = con.execute(
     "SELECT host, status, backend, label FROM runs WHERE id = ?", (run,)).fetchone()
-rows = con.execute("SELECT c.key, c.kernel, r.status, r.median_ms, r.n_samples FROM results r"
-                   " JOIN cases c ON c.id = r.case_id WHERE r.run_id = ?", (run,)).fetchall()
+# A case's series carry its fields as labels (no free-text key): identify a case by them.
+FIELDS = ("batch", "query_len", "context_len", "seq_len", "ragged", "num_heads", "num_kv_heads", "head_dim", "dtype",
+          "page_size", "sliding_window", "block_m", "block_n", "num_warps", "version", "num_threads",
+          "partition_size", "host_partition_size", "path", "impl")
+con.row_factory = sqlite3.Row
+rows = []
+for r in con.execute("SELECT c.*, r.status AS rstatus, r.median_ms, r.n_samples FROM results r"
+                     " JOIN cases c ON c.id = r.case_id WHERE r.run_id = ?", (run,)):
+    ident = tuple(sorted((f, str(r[f])) for f in FIELDS if r[f] is not None)) + (("kernel", r["kernel"]),)
+    rows.append((ident, r["kernel"], r["rstatus"], r["median_ms"], r["n_samples"]))
+con.row_factory = None
+
+def case_of(sample):
+    return tuple(sorted((f, v) for f, v in sample.labels.items() if f in FIELDS)) + (("kernel", sample.labels["kernel"]),)
 assert rows, "the run has no results"
 fams = {f.name: f for f in text_string_to_metric_families(text)}
 
@@ -70,10 +82,11 @@ assert info[0].labels["label"] == run_label, (info[0].labels["label"], run_label
 if run == "1":
     assert run_label == label, "the label was not stored as given"
 
-status_of = {s.labels["case"]: s.labels["status"] for s in samples("ppbench_case_status")}
+status_of = {case_of(s): s.labels["status"] for s in samples("ppbench_case_status")}
 assert len(status_of) == len(rows), (len(status_of), len(rows))
-medians = {s.labels["case"]: s.value for s in samples("ppbench_case_median_ms")}
-n_samples = {s.labels["case"]: s.value for s in samples("ppbench_case_samples")}
+medians = {case_of(s): s.value for s in samples("ppbench_case_median_seconds")}
+n_samples = {case_of(s): s.value for s in samples("ppbench_case_samples")}
+assert all(s.labels["backend"] == backend for s in samples("ppbench_case_status"))
 checked = 0
 for key, kernel, st, median, n in rows:
     assert status_of[key] == st, (key, status_of[key], st)
@@ -81,7 +94,7 @@ for key, kernel, st, median, n in rows:
     if n == 0 or median is None or not math.isfinite(median):  # no timing to show
         assert key not in medians, key
         continue
-    assert medians[key] == median, (key, medians[key], median)  # exact: shortest round-trip text
+    assert medians[key] == median * 1e-3, (key, medians[key], median)  # exact: the same product, shortest text
     checked += 1
 assert checked > 0
 by_status = {s.labels["status"]: s.value for s in samples("ppbench_run_results")}

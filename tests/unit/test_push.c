@@ -297,21 +297,22 @@ static void test_prometheus_body_and_url(void **state)
     const char *b = req.body;
     assert_int_equal(strlen(b), req.body_len);
 
-    char line[1024];
-    snprintf(line, sizeof line, "\nppbench_case_median_ms{case=\"%s\",kernel=\"prefix_prefill\",impl=\"builtin\"} 1.25\n",
-             f->key_ok);
-    assert_non_null(strstr(b, line));
-    snprintf(line, sizeof line,
-             "\nppbench_case_tflops{case=\"%s\",kernel=\"prefix_prefill\",impl=\"builtin\"} 0.30000000000000004\n",
-             f->key_ok);
-    assert_non_null(strstr(b, line));
+    /* Base units (seconds, FLOPs and bytes per second); where it ran and every case
+     * field as labels of their own, impl among them; no free-text case key. */
+#define LABELS(q)                                                                                          \
+    "{backend=\"cpu\",device=\"AMD EPYC\",kernel=\"prefix_prefill\",batch=\"1\",query_len=\"" q "\","              \
+    "context_len=\"0\",ragged=\"false\",num_heads=\"4\",num_kv_heads=\"2\",head_dim=\"128\",dtype=\"bf16\","       \
+    "page_size=\"16\",sliding_window=\"0\",block_m=\"128\",block_n=\"128\",num_warps=\"8\",path=\"auto\","         \
+    "impl=\"builtin\""
+    assert_non_null(strstr(b, "\nppbench_case_median_seconds" LABELS("17") "} 0.00125\n"));
+    assert_non_null(strstr(b, "\nppbench_case_flops_per_second" LABELS("17") "} 300000000000.00006\n"));
+    assert_non_null(strstr(b, "\nppbench_case_bytes_per_second" LABELS("17") "} 3500000000\n"));
     /* the refused case: a status, no timings */
-    snprintf(line, sizeof line,
-             "\nppbench_case_status{case=\"%s\",kernel=\"prefix_prefill\",impl=\"builtin\",status=\"refused\"} 1\n",
-             f->key_refused);
-    assert_non_null(strstr(b, line));
-    snprintf(line, sizeof line, "ppbench_case_median_ms{case=\"%s\"", f->key_refused);
-    assert_null(strstr(b, line));
+    assert_non_null(strstr(b, "\nppbench_case_status" LABELS("40") ",status=\"refused\"} 1\n"));
+    assert_null(strstr(b, "ppbench_case_median_seconds" LABELS("40")));
+    assert_null(strstr(b, "case=\""));
+    assert_null(strstr(b, "_ms{"));
+#undef LABELS
     /* the run's label, escaped */
     assert_non_null(strstr(b, "label=\"night \\\"7\\\" \\\\ two\\nlines\""));
     assert_non_null(strstr(b, "\nppbench_run_start_timestamp_seconds 1767323045\n"));
@@ -366,28 +367,21 @@ static void test_influx_body(void **state)
                               "run_id=1i,status=\"complete\",n_cases=2i,n_done=2i,"
                               "git_commit=\"abc123\",label=\"night \\\"7\\\" \\\\ two lines\" "
                               "1767323045000000000\n"));
-    char esc_key[512];
-    size_t j = 0;
-    for (const char *k = f->key_ok; *k && j + 2 < sizeof esc_key; k++) {
-        if (*k == ' ' || *k == '=' || *k == ',')
-            esc_key[j++] = '\\';
-        esc_key[j++] = *k;
-    }
-    esc_key[j] = '\0';
-    char want[1024];
-    snprintf(want, sizeof want,
-             ",kernel=prefix_prefill,impl=builtin,case=%s run_id=1i,status=\"ok\",n_samples=3i,"
-             "timing_is_cpu=true,check_pass=true,median_ms=1.25,mean_ms=1.25,stdev_ms=0.25,"
-             "min_ms=1,max_ms=1.5,q1_ms=1.125,q3_ms=1.375,rel_noise=0.2,"
-             "tflops=0.30000000000000004,gbps=3.5 1767323045000000000\n",
-             esc_key);
+    /* every case field a tag of its own; base units */
+    const char *want = ",kernel=prefix_prefill,batch=1,query_len=17,context_len=0,ragged=false,num_heads=4,"
+                       "num_kv_heads=2,head_dim=128,dtype=bf16,page_size=16,sliding_window=0,block_m=128,"
+                       "block_n=128,num_warps=8,path=auto,impl=builtin run_id=1i,status=\"ok\",n_samples=3i,"
+                       "timing_is_cpu=true,check_pass=true,median_seconds=0.00125,mean_seconds=0.00125,"
+                       "stdev_seconds=0.00025,min_seconds=0.001,max_seconds=0.0015,q1_seconds=0.0011250000000000001,"
+                       "q3_seconds=0.001375,rel_noise_ratio=0.2,flops_per_second=300000000000.00006,"
+                       "bytes_per_second=3500000000 1767323045000000000\n";
     assert_non_null(strstr(b, want));
     /* the refused case: status only, no NaN fields */
     const char *refused = strstr(b, "status=\"refused\"");
     assert_non_null(refused);
     const char *end = strchr(refused, '\n');
     assert_null(memchr(refused, 'N', (size_t)(end - refused))); /* no NaN */
-    assert_null(strstr(refused, "median_ms"));
+    assert_null(strstr(refused, "median_seconds"));
     ppb_push_request_free(&req);
 
     /* timestamps are ns: another precision is refused; n (v1 spelling of ns) is fine */
