@@ -29,6 +29,7 @@ typedef struct run_ctx {
     ppb_case_list cases;
     ppb_target target;
     int have_target;
+    char target_ref[512];   /* what --resume loads the target from: its name, or its file's path */
     ppb_session session;
     ppb_store *store;
     ppb_run_info run;
@@ -51,7 +52,7 @@ static void encode_args(const ppb_run_options *o, const char *target, char *buf,
 }
 
 typedef struct stored_args {
-    char filter[512], target[64], impl[64];
+    char filter[512], target[512], impl[64];
     int shard_k, shard_n, hot;
     double cpu_max_gflop;
 } stored_args;
@@ -198,6 +199,11 @@ static int load_target(run_ctx *x, const char *name, ppb_err *err)
     ppb_suite_dir(&x->suite, dir, sizeof dir);
     int rc = ppb_target_load_named(dir, name, &x->target, err);
     x->have_target = rc == PPB_OK;
+    /* A profile given by path is found again by its absolute path, whatever the directory of the resume. */
+    char abs[4096];
+    snprintf(x->target_ref, sizeof x->target_ref, "%s",
+             x->have_target && strcmp(x->target.path, name) == 0 && realpath(name, abs) ? abs
+             : x->have_target ? x->target.name : name);
     return rc;
 }
 
@@ -218,7 +224,7 @@ static int device_known(run_ctx *x, const ppb_backend_ops *ops, const ppb_device
     int rc = PPB_OK;
     if (!o->resume_run) {
         char args[1024];
-        encode_args(o, x->have_target ? x->target.name : "none", args, sizeof args);
+        encode_args(o, x->have_target ? x->target_ref : "none", args, sizeof args);
         rc = ppb_session_begin_run(&x->session, x->store, &x->suite, o->label, args, x->cases.n,
                                    &x->run, err);
     } else {

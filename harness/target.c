@@ -302,32 +302,54 @@ static void list_profiles(const char *dir, char *buf, size_t len)
     }
 }
 
+static int is_path(const char *s)
+{
+    size_t n = strlen(s);
+    return strchr(s, '/') || (n > 5 && strcmp(s + n - 5, ".yaml") == 0);
+}
+
 int ppb_target_load_named(const char *suites_dir, const char *name, ppb_target *t, ppb_err *err)
 {
     memset(t, 0, sizeof *t);
+    if (is_path(name))
+        return ppb_target_load(name, t, err);
     if (!valid_name(name))
         return ppb_fail(err, PPB_EINPUT,
-                        "target name '%s' must be letters, digits, '-', '_' or '.' (use "
-                        "--target-file for a path)",
-                        name);
-    char dir[4096], path[4096 + 128];
-    snprintf(dir, sizeof dir, "%s/targets", suites_dir && suites_dir[0] ? suites_dir : ".");
-    snprintf(path, sizeof path, "%s/%s.yaml", dir, name);
-    FILE *probe = fopen(path, "rb");
-    if (!probe) {
-        char known[512];
-        list_profiles(dir, known, sizeof known);
-        return ppb_fail(err, PPB_EINPUT, "no target profile '%s' (looked for %s; known: %s)", name,
-                        path, known[0] ? known : "none");
-    }
-    fclose(probe);
-    int rc = ppb_target_load(path, t, err);
-    if (rc)
+                        "target name '%s' must be letters, digits, '-', '_' or '.' (or give a profile's path)", name);
+    /* The search path, in order. */
+    char dirs[8][4096];
+    int n = 0;
+    snprintf(dirs[n++], sizeof dirs[0], "%s/targets", suites_dir && suites_dir[0] ? suites_dir : ".");
+    const char *env = getenv("PPBENCH_TARGETS");
+    char *copy = env ? strdup(env) : NULL, *save = NULL;
+    for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok && n < 7; tok = strtok_r(NULL, ":", &save))
+        snprintf(dirs[n++], sizeof dirs[0], "%s", tok);
+    free(copy);
+#ifdef PPB_SOURCE_DIR
+    snprintf(dirs[n++], sizeof dirs[0], "%s/suites/targets", PPB_SOURCE_DIR);
+#endif
+    char path[4096 + 128], looked[1024] = "", known[1024] = "";
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s.yaml", dirs[i], name);
+        FILE *probe = fopen(path, "rb");
+        if (!probe) {
+            char here[512];
+            list_profiles(dirs[i], here, sizeof here);
+            size_t l = strlen(looked);
+            snprintf(looked + l, sizeof looked - l, "%s%s", l ? ", " : "", dirs[i]);
+            l = strlen(known);
+            if (here[0])
+                snprintf(known + l, sizeof known - l, "%s%s", l ? ", " : "", here);
+            continue;
+        }
+        fclose(probe);
+        int rc = ppb_target_load(path, t, err);
+        if (!rc && strcmp(t->name, name) != 0)
+            rc = ppb_fail(err, PPB_EINPUT, "%s: the profile is named '%s', not '%s'", path, t->name, name);
         return rc;
-    if (strcmp(t->name, name) != 0)
-        return ppb_fail(err, PPB_EINPUT, "%s: the profile is named '%s', not '%s'", path, t->name,
-                        name);
-    return PPB_OK;
+    }
+    return ppb_fail(err, PPB_EINPUT, "no target profile '%s' (looked in %s; known: %s)", name, looked,
+                    known[0] ? known : "none");
 }
 
 /* ---- needs --------------------------------------------------------------- */

@@ -49,7 +49,9 @@ typedef struct ppb_target {
 int ppb_target_confidence_known(const char *word);
 
 int ppb_target_load(const char *path, ppb_target *t, ppb_err *err);
-/* Load suites_dir/targets/NAME.yaml. */
+/* A profile by name, from the first folder that has NAME.yaml: suites_dir/targets,
+ * each folder of $PPBENCH_TARGETS (colon-separated), this source tree's
+ * suites/targets. A NAME with a '/' or ending in .yaml is a file path. */
 int ppb_target_load_named(const char *suites_dir, const char *name, ppb_target *t, ppb_err *err);
 
 /* What one config needs. From the compiled kernel's resources when `measured`

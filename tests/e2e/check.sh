@@ -70,9 +70,18 @@ configs:
 YAML
 expect_rc 2 "$PPB" check suite.yaml
 grep -q 'names no target' "$WORK/err" || fail "no-target message"
-expect_rc 3 "$PPB" check suite.yaml --target bi-v100
+expect_rc 3 "$PPB" check suite.yaml --target bi-v200
 [ "$(wc -l < "$WORK/err")" -eq 1 ] || { cat "$WORK/err"; fail "expected one error line"; }
-grep -q "no target profile 'bi-v100'" "$WORK/err" || fail "missing profile message"
+grep -q "no target profile 'bi-v200' (looked in ./targets, .*/suites/targets; known: a100, bi-v100, h200)" "$WORK/err" \
+  || { cat "$WORK/err"; fail "missing profile message"; }
+# Profiles are found beside the suite, in $PPBENCH_TARGETS, then in the source tree; a path is a file.
+expect_rc 1 "$PPB" check suite.yaml --target bi-v100
+grep -q '^2 of 2 configs infeasible on bi-v100' "$WORK/out" || { cat "$WORK/out"; fail "profile not found in the source tree"; }
+mkdir mine && sed 's/^name: bi-v100/name: mycard/' "$SRC/suites/targets/bi-v100.yaml" > mine/mycard.yaml
+PPBENCH_TARGETS="$WORK/mine" expect_rc 1 "$PPB" check suite.yaml --target mycard
+grep -q 'configs infeasible on mycard' "$WORK/out" || fail "\$PPBENCH_TARGETS not searched"
+expect_rc 1 "$PPB" check suite.yaml --target "$WORK/mine/mycard.yaml"
+grep -q 'configs infeasible on mycard' "$WORK/out" || fail "--target PATH not loaded"
 mkdir targets && cp "$SRC"/suites/targets/*.yaml targets/
 expect_rc 1 "$PPB" check suite.yaml --target bi-v100
 grep -q '^2 of 2 configs infeasible on bi-v100' "$WORK/out" || { cat "$WORK/out"; fail "tiny suite on bi-v100"; }

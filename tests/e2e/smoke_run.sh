@@ -43,6 +43,12 @@ expect_rc 0 "$PPB" dump 1 "$key" -o "$WORK/dump"
 expect_rc 1 "$PPB" run "$SRC/suites/decode.yaml" --backend cpu --no-progress
 grep -q "no case was timed (30 refused, 0 skipped of 30)" "$WORK/err" || { cat "$WORK/err"; fail "an all-refused run passed"; }
 
+# A target profile given as a file is stored for --resume by its absolute path.
+sed 's/^name: h200/name: mine/' "$SRC/suites/targets/h200.yaml" > "$WORK/mine.yaml"
+(cd "$WORK" && expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --backend cpu --quiet --db "$WORK/t.db" --target mine.yaml \
+  --filter "batch=1,query_len=17,dtype=bf16")
+sqlite3 "$WORK/t.db" "SELECT args FROM runs" | grep -qx "target=$WORK/mine.yaml" || fail "target path not stored for resume"
+
 expect_rc 3 "$PPB" dump 1 "prefix_prefill b=1" -o "$WORK/dump2"
 expect_rc 3 "$PPB" show 999
 echo "smoke_run: ok ($n_cases cases)"
