@@ -134,7 +134,8 @@ static int open_sessions(ab_ctx *x, ppb_err *err)
     if (target && target[0] && strcmp(target, "none") != 0) {
         char dir[4096];
         ppb_proposal_suites_dir(x->p, dir, sizeof dir);
-        int rc = ppb_target_load_named(dir, target, &x->target, err);
+        int rc = o->target ? ppb_target_load_arg(dir, target, &x->target, err)
+                           : ppb_target_load_named(dir, target, &x->target, err);
         if (rc)
             return rc;
         x->have_target = 1;

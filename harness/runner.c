@@ -191,13 +191,15 @@ static int prepare_cases(run_ctx *x, const char *impl, const char *filter, int s
     return rc;
 }
 
-static int load_target(run_ctx *x, const char *name, ppb_err *err)
+static int load_target(run_ctx *x, const char *name, int from_suite, ppb_err *err)
 {
     if (!name || !name[0] || strcmp(name, "none") == 0)
         return PPB_OK;
     char dir[4096];
     ppb_suite_dir(&x->suite, dir, sizeof dir);
-    int rc = ppb_target_load_named(dir, name, &x->target, err);
+    /* --target and what a resumed run stored may be a file; a suite's target: is a name */
+    int rc = from_suite ? ppb_target_load_named(dir, name, &x->target, err)
+                        : ppb_target_load_arg(dir, name, &x->target, err);
     x->have_target = rc == PPB_OK;
     /* A profile given by path is found again by its absolute path, whatever the directory of the resume. */
     char abs[4096];
@@ -361,10 +363,11 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
                       x.suite.path, (long long)x.run.id, x.suite.hash, x.run.suite_hash);
         goto end;
     }
-    if (!opt->resume_run && !target)
+    int target_from_suite = !opt->resume_run && !target;
+    if (target_from_suite)
         target = x.suite.target;
     if ((rc = prepare_cases(&x, impl, filter, shard_k, shard_n, err)) ||
-        (rc = load_target(&x, target, err)))
+        (rc = load_target(&x, target, target_from_suite, err)))
         goto end;
     if (!x.store && (rc = ppb_store_open(&x.store, opt->db_path, err)))
         goto end;

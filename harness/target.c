@@ -311,11 +311,11 @@ static int is_path(const char *s)
 int ppb_target_load_named(const char *suites_dir, const char *name, ppb_target *t, ppb_err *err)
 {
     memset(t, 0, sizeof *t);
-    if (is_path(name))
-        return ppb_target_load(name, t, err);
     if (!valid_name(name))
         return ppb_fail(err, PPB_EINPUT,
-                        "target name '%s' must be letters, digits, '-', '_' or '.' (or give a profile's path)", name);
+                        "target name '%s' must be letters, digits, '-', '_' or '.' (a profile's path is "
+                        "accepted on the command line only)",
+                        name);
     /* The search path, in order. */
     char dirs[8][4096];
     int n = 0;
@@ -350,6 +350,14 @@ int ppb_target_load_named(const char *suites_dir, const char *name, ppb_target *
     }
     return ppb_fail(err, PPB_EINPUT, "no target profile '%s' (looked in %s; known: %s)", name, looked,
                     known[0] ? known : "none");
+}
+
+int ppb_target_load_arg(const char *suites_dir, const char *arg, ppb_target *t, ppb_err *err)
+{
+    if (!is_path(arg))
+        return ppb_target_load_named(suites_dir, arg, t, err);
+    memset(t, 0, sizeof *t);
+    return ppb_target_load(arg, t, err);
 }
 
 /* ---- needs --------------------------------------------------------------- */

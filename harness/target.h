@@ -51,8 +51,12 @@ int ppb_target_confidence_known(const char *word);
 int ppb_target_load(const char *path, ppb_target *t, ppb_err *err);
 /* A profile by name, from the first folder that has NAME.yaml: suites_dir/targets,
  * each folder of $PPBENCH_TARGETS (colon-separated), this source tree's
- * suites/targets. A NAME with a '/' or ending in .yaml is a file path. */
+ * suites/targets. Names only ([A-Za-z0-9._-], no leading '.'): a suite or
+ * proposal file cannot point ppbench at another file (docs/SECURITY.md). */
 int ppb_target_load_named(const char *suites_dir, const char *name, ppb_target *t, ppb_err *err);
+/* What a user typed (--target): a file when it has a '/' or ends in .yaml,
+ * else a name as above. Never for values read from suite or proposal files. */
+int ppb_target_load_arg(const char *suites_dir, const char *arg, ppb_target *t, ppb_err *err);
 
 /* What one config needs. From the compiled kernel's resources when `measured`
  * is non-NULL and known, else from the formula model. */

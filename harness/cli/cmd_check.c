@@ -363,7 +363,8 @@ static int judge_suite(const check_options *o)
         }
         char dir[4096];
         ppb_suite_dir(&suite, dir, sizeof dir);
-        rc = ppb_target_load_named(dir, name, target, &err);
+        rc = o->target_name ? ppb_target_load_arg(dir, name, target, &err)
+                            : ppb_target_load_named(dir, name, target, &err);
     }
     if (rc) {
         fprintf(stderr, "ppbench check: %s\n", err.msg);

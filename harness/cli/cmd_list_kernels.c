@@ -61,7 +61,7 @@ int cmd_list_kernels(int argc, char **argv)
         int rc = ppb_suite_load(argv[optind], &first, &err);
         if (!rc) {
             ppb_suite_dir(&first, dir, sizeof dir);
-            rc = ppb_target_load_named(dir, target_name, &t, &err);
+            rc = ppb_target_load_arg(dir, target_name, &t, &err);
         }
         ppb_suite_free(&first);
         if (rc) {

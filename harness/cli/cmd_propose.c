@@ -49,7 +49,7 @@ static int propose_kv_capacity(const ppb_proposal *p, const char *db, const char
     ppb_kv_side sides[2];
     ppb_proposal_record rec;
     const char *target = target_opt ? target_opt : p->target;
-    int rc = ppb_target_load_named(dir, target, &t, err);
+    int rc = target_opt ? ppb_target_load_arg(dir, target, &t, err) : ppb_target_load_named(dir, target, &t, err);
     if (!rc)
         rc = ppb_model_load_named(dir, p->model, &m, err);
     if (!rc)

@@ -492,13 +492,16 @@ static void test_load_named_errors(void **state)
     assert_int_equal(ppb_target_load_named(dir, "bi-v200", t, &err), PPB_EINPUT);
     assert_contains(err.msg, "no target profile 'bi-v200'");
     assert_contains(err.msg, "known: a100, bi-v100, h200");
-    /* A name with a '/' is a path: loaded as the file it names. */
-    assert_int_equal(ppb_target_load_named(dir, "../targets/h200", t, &err), PPB_EINPUT);
-    assert_contains(err.msg, "../targets/h200");
+    /* A name is never a path (a suite's target: cannot point elsewhere); what a user
+     * typed may be: a '/' or a .yaml ending makes it the profile's file. */
     char path[4200];
     snprintf(path, sizeof path, "%s/targets/h200.yaml", dir);
-    assert_int_equal(ppb_target_load_named("/nonexistent", path, t, &err), PPB_OK);
+    assert_int_equal(ppb_target_load_named(dir, "../targets/h200", t, &err), PPB_EINPUT);
+    assert_contains(err.msg, "command line only");
+    assert_int_equal(ppb_target_load_named(dir, path, t, &err), PPB_EINPUT);
+    assert_int_equal(ppb_target_load_arg("/nonexistent", path, t, &err), PPB_OK);
     assert_string_equal(t->name, "h200");
+    assert_int_equal(ppb_target_load_arg(dir, "bi-v100", t, &err), PPB_OK);
     assert_int_equal(ppb_target_load_named(dir, "bad name", t, &err), PPB_EINPUT);
     assert_contains(err.msg, "must be letters");
     /* Beside the suite first, then $PPBENCH_TARGETS, then this source tree's suites/targets. */
