@@ -1123,6 +1123,41 @@ static const char export_json_sql[] =
     "   WHERE r.run_id = runs.id ORDER BY r.id)))"
     ") FROM runs WHERE id = :run_id";
 
+static const char run_json_sql[] =
+    "SELECT json_object("
+    " 'schema', '" PPB_RUN_SCHEMA "', 'command', 'run', 'exit_code', :exit_code,"
+    " 'run', json_object('id', id, 'suite_name', suite_name, 'suite_path', suite_path, 'git_commit', git_commit,"
+    "   'backend', backend, 'device', device, 'target', target, 'label', label, 'started_at', started_at,"
+    "   'finished_at', finished_at, 'status', status, 'n_cases', n_cases),"
+    " 'counts', json((SELECT json_group_object(status, n) FROM"
+    "   (SELECT status, count(*) AS n FROM results WHERE run_id = runs.id GROUP BY status))),"
+    " 'cases', json((SELECT json_group_array(json(item)) FROM (SELECT json_object("
+    "   'key', c.key, 'kernel', c.kernel, 'impl', c.impl, 'status', r.status, 'reason', r.reason,"
+    "   'timing_is_cpu', r.timing_is_cpu, 'median_ms', " JNUM("r.median_ms") ","
+    "   'tflops', " JNUM("r.tflops") ", 'gbps', " JNUM("r.gbps") ") AS item"
+    "   FROM results r JOIN cases c ON c.id = r.case_id WHERE r.run_id = runs.id ORDER BY r.id)))"
+    ") FROM runs WHERE id = :run_id";
+
+int ppb_store_run_json(ppb_store *s, int64_t run_id, int exit_code, FILE *out, ppb_err *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    int rc = run_exists(s, run_id, err);
+    if (!rc)
+        rc = prepare(s, run_json_sql, &stmt, err);
+    if (rc)
+        return rc;
+    if ((rc = bind_i64(stmt, ":run_id", run_id, err)) || (rc = bind_i64(stmt, ":exit_code", exit_code, err)))
+        goto end;
+    const char *doc = sqlite3_step(stmt) == SQLITE_ROW ? (const char *)sqlite3_column_text(stmt, 0) : NULL;
+    if (!doc)
+        rc = sqlite_fail(s, err, "writing a run as JSON");
+    else
+        fprintf(out, "%s\n", doc); /* the caller checks the stream */
+end:
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
 /* One document, built by SQLite. A field that does not apply to the case's
  * kernel is NULL in its column; patching it onto '{}' drops it from the case. */
 static int export_json(ppb_store *s, int64_t run_id, FILE *out, ppb_err *err)

@@ -119,6 +119,11 @@ int64_t ppb_store_latest_proposal(ppb_store *s);
  * interval, every reason (one array element per stored line) and every case
  * with state, class, ratio and interval. One JSON object and a newline. */
 #define PPB_VERDICT_SCHEMA "ppbench-verdict/1"
+/* A run's outcome for CI (schema "ppbench-run/1", docs/CLI.md): the run, its
+ * `exit_code`, counts by status and per case the key, implementation, status,
+ * reason, median and rates (the full data is `ppbench export`). */
+#define PPB_RUN_SCHEMA "ppbench-run/1"
+int ppb_store_run_json(ppb_store *s, int64_t run_id, int exit_code, FILE *out, ppb_err *err);
 int ppb_store_proposal_json(ppb_store *s, int64_t id, const char *command, int exit_code, FILE *out,
                             ppb_err *err);
 typedef int (*ppb_proposal_case_visitor)(void *ctx, const ppb_proposal_case *c);

@@ -58,3 +58,54 @@ int ppb_verdict_markdown(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *
     }
     return PPB_OK;
 }
+
+typedef struct run_md {
+    FILE *out;
+    int counts[8];
+    int rows;
+    int pass;        /* 0: count; 1: write the rows of cases not timed */
+} run_md;
+
+static int md_result(void *ctx, const ppb_case *c, const ppb_result *r)
+{
+    run_md *m = ctx;
+    if (m->pass == 0) {
+        if (r->status >= 0 && r->status < 8)
+            m->counts[r->status]++;
+        return 0;
+    }
+    if (r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY)
+        return 0;
+    if (!m->rows++)
+        fputs("\n| status | case | reason |\n| --- | --- | --- |\n", m->out);
+    fprintf(m->out, "| %s | `", ppb_status_name(r->status));
+    ppb_md_text(m->out, c->key);
+    fputs("` | ", m->out);
+    ppb_md_text(m->out, r->reason);
+    fputs(" |\n", m->out);
+    return 0;
+}
+
+int ppb_run_markdown(ppb_store *s, int64_t run_id, int exit_code, FILE *out, ppb_err *err)
+{
+    ppb_run_info run;
+    run_md m = {.out = out};
+    int rc = ppb_store_get_run(s, run_id, &run, err);
+    if (!rc)
+        rc = ppb_store_each_result(s, run_id, md_result, &m, err);
+    if (rc)
+        return rc;
+    fprintf(out, "### ppbench run %lld: %s (exit %d)\n\n", (long long)run_id, run.suite_name, exit_code);
+    fprintf(out, "%s backend on ", run.backend);
+    ppb_md_text(out, run.device);
+    fputs(": ", out);
+    int first = 1;
+    for (int st = 0; st < 8; st++)
+        if (m.counts[st]) {
+            fprintf(out, "%s%d %s", first ? "" : ", ", m.counts[st], ppb_status_name(st));
+            first = 0;
+        }
+    fputs(".\n", out);
+    m.pass = 1;
+    return ppb_store_each_result(s, run_id, md_result, &m, err);
+}

@@ -11,6 +11,7 @@
 #include "results_table.h"
 #include "runner.h"
 #include "store.h"
+#include "verdict_doc.h"
 #include "workers.h"
 
 static void usage(FILE *out)
@@ -36,11 +37,52 @@ static void usage(FILE *out)
             "  --devices LIST       one worker process per device: 'all' or '0,1,..'; a worker\n"
             "                       that dies or hangs is replaced and its case stored as crashed\n"
             "  --case-timeout S     with --devices: kill a worker stuck on one case for S seconds\n"
+            "  --json FILE|-        the run's outcome as JSON (schema " PPB_RUN_SCHEMA ", docs/CLI.md)\n"
+            "  --markdown FILE|-    the same as Markdown (with '-', the results table goes to stderr)\n"
             "  --no-progress, --quiet  no progress on stderr (default: a line kept up to date on a\n"
             "                       terminal, else a line per finished case with done/total and an ETA)\n"
             "  -h, --help           this help\n\n"
             "exit: 0 no case wrong or failed, 1 some case wrong/error or none timed, 2 usage, 3 bad input (nothing\n"
             "      written), 4 runtime failure, 130 interrupted (resume with --resume RUN)\n");
+}
+
+/* Interrupted, some case failed, nothing timed, or a pass; says why on stderr. */
+static int run_exit_code(const ppb_run_summary *sum, const ppb_status_counts *counts, const char *db_path)
+{
+    if (sum->interrupted) {
+        fprintf(stderr, "ppbench run: interrupted; complete it with 'ppbench run --resume %lld --db %s'\n",
+                (long long)sum->run_id, db_path);
+        return PPB_EXIT_INTERRUPTED;
+    }
+    /* Noisy cases are correct, only not trusted for timing: reported, not failed. */
+    const int *n = counts->n;
+    if (n[PPB_STATUS_WRONG] + n[PPB_STATUS_ERROR] + n[PPB_STATUS_CRASHED])
+        return PPB_EXIT_FAILURES;
+    /* A run that measured nothing answers no question: never a pass. */
+    if (n[PPB_STATUS_OK] + n[PPB_STATUS_NOISY] == 0) {
+        fprintf(stderr, "ppbench run: no case was timed (%d refused, %d skipped of %d): nothing was measured\n",
+                n[PPB_STATUS_REFUSED], n[PPB_STATUS_SKIPPED], counts->total);
+        return PPB_EXIT_FAILURES;
+    }
+    return PPB_EXIT_OK;
+}
+
+typedef struct run_doc_ctx {
+    ppb_store *s;
+    int64_t run_id;
+    int exit_code;
+} run_doc_ctx;
+
+static int run_json(void *ctx, FILE *out, ppb_err *err)
+{
+    run_doc_ctx *d = ctx;
+    return ppb_store_run_json(d->s, d->run_id, d->exit_code, out, err);
+}
+
+static int run_markdown(void *ctx, FILE *out, ppb_err *err)
+{
+    run_doc_ctx *d = ctx;
+    return ppb_run_markdown(d->s, d->run_id, d->exit_code, out, err);
 }
 
 int cmd_run(int argc, char **argv)
@@ -50,7 +92,7 @@ int cmd_run(int argc, char **argv)
     o.backend = "auto";
     o.log = stderr;
     o.progress = isatty(STDERR_FILENO) ? PPB_PROGRESS_TERMINAL : PPB_PROGRESS_LOG;
-    const char *db = NULL;
+    const char *db = NULL, *json = NULL, *md = NULL;
     static const struct option longopts[] = {
         {"db", required_argument, NULL, 'd'},       {"backend", required_argument, NULL, 'b'},
         {"device", required_argument, NULL, 'D'},   {"target", required_argument, NULL, 't'},
@@ -58,6 +100,7 @@ int cmd_run(int argc, char **argv)
         {"label", required_argument, NULL, 'l'},    {"resume", required_argument, NULL, 'r'},
         {"hot", no_argument, NULL, 'H'},            {"cpu-max-gflop", required_argument, NULL, 'g'},
         {"no-progress", no_argument, NULL, 'P'},    {"quiet", no_argument, NULL, 'P'},
+        {"json", required_argument, NULL, 'j'},     {"markdown", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
         {"devices", required_argument, NULL, 'V'},  {"case-timeout", required_argument, NULL, 'T'},
         {"impl", required_argument, NULL, 'I'},     {NULL, 0, NULL, 0}};
@@ -80,6 +123,8 @@ int cmd_run(int argc, char **argv)
         case 't': o.target = optarg; break;
         case 'f': o.filter = optarg; break;
         case 'I': o.impl = optarg; break;
+        case 'j': json = optarg; break;
+        case 'm': md = optarg; break;
         case 's':
             if (ppb_matrix_parse_shard(optarg, &o.shard_k, &o.shard_n, &err)) {
                 fprintf(stderr, "ppbench run: --shard: %s\n", err.msg);
@@ -138,32 +183,21 @@ int cmd_run(int argc, char **argv)
         return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
     }
 
+    FILE *human = (json && strcmp(json, "-") == 0) || (md && strcmp(md, "-") == 0) ? stderr : stdout;
     ppb_store *s = NULL;
     ppb_status_counts counts;
     if (ppb_store_open(&s, o.db_path, &err) ||
-        ppb_print_results(s, sum.run_id, stdout, &counts, &err)) {
+        ppb_print_results(s, sum.run_id, human, &counts, &err)) {
         fprintf(stderr, "ppbench run: %s\n", err.msg);
         ppb_store_close(s);
         return PPB_EXIT_RUNTIME;
     }
+    fprintf(human, "run %lld (%s backend%s) stored in %s\n", (long long)sum.run_id, sum.backend,
+            sum.timing_is_cpu ? ", CPU timings" : "", o.db_path);
+    int exit_code = run_exit_code(&sum, &counts, o.db_path);
+    run_doc_ctx dc = {s, sum.run_id, exit_code};
+    if (ppb_cli_write_doc("run", json, run_json, &dc) || ppb_cli_write_doc("run", md, run_markdown, &dc))
+        exit_code = PPB_EXIT_RUNTIME;
     ppb_store_close(s);
-    printf("run %lld (%s backend%s) stored in %s\n", (long long)sum.run_id, sum.backend,
-           sum.timing_is_cpu ? ", CPU timings" : "", o.db_path);
-    if (sum.interrupted) {
-        fprintf(stderr, "ppbench run: interrupted; complete it with 'ppbench run --resume %lld --db %s'\n",
-                (long long)sum.run_id, o.db_path);
-        return PPB_EXIT_INTERRUPTED;
-    }
-    /* Noisy cases are correct, only not trusted for timing: reported, not failed. */
-    int bad = counts.n[PPB_STATUS_WRONG] + counts.n[PPB_STATUS_ERROR] + counts.n[PPB_STATUS_CRASHED];
-    int timed = counts.n[PPB_STATUS_OK] + counts.n[PPB_STATUS_NOISY];
-    if (bad)
-        return PPB_EXIT_FAILURES;
-    /* A run that measured nothing answers no question: never a pass. */
-    if (timed == 0) {
-        fprintf(stderr, "ppbench run: no case was timed (%d refused, %d skipped of %d): nothing was measured\n",
-                counts.n[PPB_STATUS_REFUSED], counts.n[PPB_STATUS_SKIPPED], counts.total);
-        return PPB_EXIT_FAILURES;
-    }
-    return PPB_EXIT_OK;
+    return exit_code;
 }

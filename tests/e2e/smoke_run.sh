@@ -43,6 +43,24 @@ expect_rc 0 "$PPB" dump 1 "$key" -o "$WORK/dump"
 expect_rc 1 "$PPB" run "$SRC/suites/decode.yaml" --backend cpu --no-progress
 grep -q "no case was timed (30 refused, 0 skipped of 30)" "$WORK/err" || { cat "$WORK/err"; fail "an all-refused run passed"; }
 
+# The run's outcome for CI: JSON (ppbench-run/1) on stdout, Markdown in a file, the table on stderr.
+set +e; "$PPB" run "$SRC/suites/smoke-decode.yaml" --backend cpu --quiet --db "$WORK/j.db" --json - --markdown "$WORK/r.md" \
+  --filter "batch=3,seq_len=257,dtype=bf16,head_dim=64" >"$WORK/r.json" 2>"$WORK/err"; rc=$?; set -e
+"$PY" - "$WORK/r.json" "$WORK/r.md" "$rc" <<'PY' || fail "run documents"
+import json, sys
+d = json.load(open(sys.argv[1]))
+md = open(sys.argv[2]).read()
+rc = int(sys.argv[3])
+assert d["schema"] == "ppbench-run/1" and d["exit_code"] == rc == 1, (d["exit_code"], rc)  # the mismatch cases are wrong
+assert sum(d["counts"].values()) == len(d["cases"]) == d["run"]["n_cases"], d["counts"]
+wrong = [c for c in d["cases"] if c["status"] == "wrong"]
+assert wrong and all("past tmp_out" in c["reason"] for c in wrong), wrong
+assert all(c["impl"] == "builtin" and c["median_ms"] > 0 for c in d["cases"] if c["status"] == "ok")
+assert md.startswith("### ppbench run 1: smoke-decode (exit 1)"), md[:60]
+assert md.count("\n| wrong | `paged_attention") == len(wrong)
+PY
+grep -q "results:" "$WORK/err" || fail "with --json -, the results table did not go to stderr"
+
 # A target profile given as a file is stored for --resume by its absolute path.
 sed 's/^name: h200/name: mine/' "$SRC/suites/targets/h200.yaml" > "$WORK/mine.yaml"
 (cd "$WORK" && expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --backend cpu --quiet --db "$WORK/t.db" --target mine.yaml \
