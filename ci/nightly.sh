@@ -51,7 +51,7 @@ fi
 db=${PPB_DB:-${PPB_STATE_DIR:-$HOME/.ppbench}/nightly-$mode.db}
 report=${PPB_REPORT_DIR:-reports/out/nightly}
 mkdir -p "$(dirname "$db")" "$report"
-: >"$report/summary.md"   # this night's trend verdicts in Markdown (the CI job summary)
+: >"$report/summary.md"   # this night's run outcomes and trend verdicts in Markdown (the CI job summary)
 summary="$report/summary.txt"
 : >"$summary"
 
@@ -85,13 +85,17 @@ declare -A run_of
 for suite in "${suites[@]}"; do
   name=$(basename "$suite" .yaml)
   # shellcheck disable=SC2086 # PPB_RUN_ARGS is a list of options
-  "$ppb" run "$suite" --db "$db" --backend "$backend" --label "$label" --no-progress \
+  # The table for people; the outcome as JSON (schema ppbench-run/1) and Markdown for CI; a progress
+  # line per case in run-NAME.err.
+  "$ppb" run "$suite" --db "$db" --backend "$backend" --label "$label" \
+    --json "$report/run-$name.json" --markdown "$report/run-$name.md" \
     ${PPB_RUN_ARGS:-} >"$report/run-$name.txt" 2>"$report/run-$name.err"
   rc=$?
+  [ -f "$report/run-$name.md" ] && { cat "$report/run-$name.md"; echo; } >>"$report/summary.md"
   id=$(sed -n 's/^run \([0-9][0-9]*\) .*stored in.*/\1/p' "$report/run-$name.txt" | tail -1)
   case "$rc" in
     0) say "run $name: run $id, every case correct" ;;
-    1) say "run $name: run $id, SOME CASE WRONG (see run-$name.txt)"; wrong=1 ;;
+    1) say "run $name: run $id, SOME CASE WRONG OR NONE TIMED (see run-$name.txt)"; wrong=1 ;;
     *) say "run $name: FAILED (exit $rc): $(tail -1 "$report/run-$name.err")"; step_failed=1 ;;
   esac
   [ -n "$id" ] && run_of[$name]=$id

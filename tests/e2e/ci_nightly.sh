@@ -28,7 +28,10 @@ S="$WORK/report-1/summary.txt"
 grep -q "run smoke: run 1, every case correct" "$S" || fail "summary: $(cat "$S")"
 grep -q "trend smoke: no regression" "$S" || fail "trend step: $(cat "$S")"
 grep -q "push smoke: run 1 sent" "$S" || fail "push step: $(cat "$S")"
-for f in smoke/index.html smoke-trend/index.html smoke.json trend-smoke.txt trend-smoke.json trend-smoke.md summary.md run-smoke.txt; do
+grep -q "^### ppbench run 1: smoke (exit 0)" "$WORK/report-1/summary.md" || fail "the job summary lacks the run"
+"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['exit_code']==0 and d['run']['id']==1, d['run']" \
+  "$WORK/report-1/run-smoke.json" || fail "run-smoke.json"
+for f in smoke/index.html smoke-trend/index.html smoke.json trend-smoke.txt trend-smoke.json trend-smoke.md summary.md run-smoke.txt run-smoke.json run-smoke.md; do
   [ -s "$WORK/report-1/$f" ] || fail "report-1/$f is missing"
 done
 [ "$(requests gw)" -eq 1 ] || fail "expected 1 push, got $(requests gw)"
