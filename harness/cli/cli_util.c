@@ -98,31 +98,34 @@ int ppb_cli_write_doc(const char *cmd, const char *path, ppb_cli_doc_fn fn, void
     return rc ? PPB_EXIT_RUNTIME : 0;
 }
 
-typedef struct verdict_doc_ctx {
+typedef struct stored_doc {
     const char *cmd;
     ppb_store *s;
+    int is_run;        /* 1: a run's outcome; 0: a proposal's verdict */
     int64_t id;
     int exit_code;
-} verdict_doc_ctx;
+} stored_doc;
 
-static int verdict_json(void *ctx, FILE *out, ppb_err *err)
+static int stored_json(void *ctx, FILE *out, ppb_err *err)
 {
-    verdict_doc_ctx *v = ctx;
-    return ppb_store_proposal_json(v->s, v->id, v->cmd, v->exit_code, out, err);
+    stored_doc *d = ctx;
+    return d->is_run ? ppb_store_run_json(d->s, d->id, d->exit_code, out, err)
+                     : ppb_store_proposal_json(d->s, d->id, d->cmd, d->exit_code, out, err);
 }
 
-static int verdict_markdown(void *ctx, FILE *out, ppb_err *err)
+static int stored_markdown(void *ctx, FILE *out, ppb_err *err)
 {
-    verdict_doc_ctx *v = ctx;
-    return ppb_verdict_markdown(v->s, v->id, out, err);
+    stored_doc *d = ctx;
+    return d->is_run ? ppb_run_markdown(d->s, d->id, d->exit_code, out, err)
+                     : ppb_verdict_markdown(d->s, d->id, out, err);
 }
 
-int ppb_cli_verdict_docs(const char *cmd, ppb_store *s, int64_t proposal_id, int exit_code, const char *json_path,
-                         const char *md_path)
+int ppb_cli_stored_docs(const char *cmd, ppb_store *s, int is_run, int64_t id, int exit_code, const char *json_path,
+                        const char *md_path)
 {
-    verdict_doc_ctx v = {cmd, s, proposal_id, exit_code};
-    int rc = ppb_cli_write_doc(cmd, json_path, verdict_json, &v);
-    return rc ? rc : ppb_cli_write_doc(cmd, md_path, verdict_markdown, &v);
+    stored_doc d = {cmd, s, is_run, id, exit_code};
+    int rc = ppb_cli_write_doc(cmd, json_path, stored_json, &d);
+    return rc ? rc : ppb_cli_write_doc(cmd, md_path, stored_markdown, &d);
 }
 
 int ppb_cli_backend(const char *cmd, const char *text)

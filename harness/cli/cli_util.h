@@ -27,9 +27,10 @@ int ppb_cli_verdict_exit(const char *verdict);
  * for a stream error). 0, or PPB_EXIT_RUNTIME after printing the error. */
 typedef int (*ppb_cli_doc_fn)(void *ctx, FILE *out, ppb_err *err);
 int ppb_cli_write_doc(const char *cmd, const char *path, ppb_cli_doc_fn fn, void *ctx);
-/* --json FILE|- and --markdown FILE|- of a stored verdict (either may be NULL). */
-int ppb_cli_verdict_docs(const char *cmd, ppb_store *s, int64_t proposal_id, int exit_code, const char *json_path,
-                         const char *md_path);
+/* --json FILE|- and --markdown FILE|- (either may be NULL) of what is stored:
+ * a run's outcome (is_run, id = the run) or a proposal's verdict (id = the proposal). */
+int ppb_cli_stored_docs(const char *cmd, ppb_store *s, int is_run, int64_t id, int exit_code, const char *json_path,
+                        const char *md_path);
 /* --backend NAME: auto, cpu or cuda (a usage error otherwise, exit 2). */
 int ppb_cli_backend(const char *cmd, const char *text);
 /* A date: YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS[Z] (UTC), a real calendar date,

@@ -266,7 +266,7 @@ int cmd_compare(int argc, char **argv)
     FILE *human = (json && strcmp(json, "-") == 0) || (md && strcmp(md, "-") == 0) ? stderr : stdout;
     if (!(rc = ppb_store_put_proposal(s, &rec, pcs, n, &err)))
         rc = ppb_print_proposal(s, rec.id, human, &err);
-    docs_rc = rc ? 0 : ppb_cli_verdict_docs("compare", s, rec.id, ppb_cli_verdict_exit(rec.verdict), json, md);
+    docs_rc = rc ? 0 : ppb_cli_stored_docs("compare", s, 0, rec.id, ppb_cli_verdict_exit(rec.verdict), json, md);
 end:
     if (rc)
         fprintf(stderr, "ppbench compare: %s\n", err.msg);

@@ -129,7 +129,7 @@ int cmd_propose(int argc, char **argv)
             return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
         }
         ppb_store *s = (json || md) ? ppb_cli_open_existing_store("propose", o.db_path) : NULL;
-        int drc = (json || md) ? (s ? ppb_cli_verdict_docs("propose", s, id, rc, json, md) : PPB_EXIT_RUNTIME) : 0;
+        int drc = (json || md) ? (s ? ppb_cli_stored_docs("propose", s, 0, id, rc, json, md) : PPB_EXIT_RUNTIME) : 0;
         ppb_store_close(s);
         return drc ? drc : rc;
     }
@@ -152,7 +152,7 @@ int cmd_propose(int argc, char **argv)
     fprintf(human, "proposal %lld stored in %s (baseline run %lld, candidate run %lld)\n", (long long)rec.id,
             o.db_path, (long long)rec.baseline_run, (long long)rec.candidate_run);
     int exit_code = ppb_cli_verdict_exit(rec.verdict);
-    int drc = ppb_cli_verdict_docs("propose", s, rec.id, exit_code, json, md);
+    int drc = ppb_cli_stored_docs("propose", s, 0, rec.id, exit_code, json, md);
     ppb_store_close(s);
     return drc ? drc : exit_code;
 }

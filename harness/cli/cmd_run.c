@@ -11,7 +11,6 @@
 #include "results_table.h"
 #include "runner.h"
 #include "store.h"
-#include "verdict_doc.h"
 #include "workers.h"
 
 static void usage(FILE *out)
@@ -65,24 +64,6 @@ static int run_exit_code(const ppb_run_summary *sum, const ppb_status_counts *co
         return PPB_EXIT_FAILURES;
     }
     return PPB_EXIT_OK;
-}
-
-typedef struct run_doc_ctx {
-    ppb_store *s;
-    int64_t run_id;
-    int exit_code;
-} run_doc_ctx;
-
-static int run_json(void *ctx, FILE *out, ppb_err *err)
-{
-    run_doc_ctx *d = ctx;
-    return ppb_store_run_json(d->s, d->run_id, d->exit_code, out, err);
-}
-
-static int run_markdown(void *ctx, FILE *out, ppb_err *err)
-{
-    run_doc_ctx *d = ctx;
-    return ppb_run_markdown(d->s, d->run_id, d->exit_code, out, err);
 }
 
 int cmd_run(int argc, char **argv)
@@ -195,8 +176,7 @@ int cmd_run(int argc, char **argv)
     fprintf(human, "run %lld (%s backend%s) stored in %s\n", (long long)sum.run_id, sum.backend,
             sum.timing_is_cpu ? ", CPU timings" : "", o.db_path);
     int exit_code = run_exit_code(&sum, &counts, o.db_path);
-    run_doc_ctx dc = {s, sum.run_id, exit_code};
-    if (ppb_cli_write_doc("run", json, run_json, &dc) || ppb_cli_write_doc("run", md, run_markdown, &dc))
+    if (ppb_cli_stored_docs("run", s, 1, sum.run_id, exit_code, json, md))
         exit_code = PPB_EXIT_RUNTIME;
     ppb_store_close(s);
     return exit_code;
