@@ -328,13 +328,6 @@ static void fill_case(ppb_verdict_case *vc, const ab_pair *pr)
     }
 }
 
-static void record_reasons(ppb_proposal_record *rec, const ppb_verdict_report *rep)
-{
-    size_t n = 0;
-    for (int i = 0; i < rep->n_reasons && n < sizeof rec->reasons; i++)
-        n += (size_t)snprintf(rec->reasons + n, sizeof rec->reasons - n, "%s\n", rep->reasons[i]);
-}
-
 static int decide_and_store(ab_ctx *x, ppb_proposal_record *rec, ppb_verdict_report *rep,
                             ppb_err *err)
 {
@@ -378,7 +371,8 @@ static int decide_and_store(ab_ctx *x, ppb_proposal_record *rec, ppb_verdict_rep
     rec->geomean_ratio = rep->have_geomean ? rep->geomean.ratio : NAN;
     rec->geomean_lo = rep->have_geomean ? rep->geomean.ratio_lo : NAN;
     rec->geomean_hi = rep->have_geomean ? rep->geomean.ratio_hi : NAN;
-    record_reasons(rec, rep);
+    if ((rc = ppb_verdict_reasons_text(rep, rec->reasons, sizeof rec->reasons, err)))
+        goto end;
     for (int i = 0; i < n_cases; i++) {
         const ppb_verdict_outcome *oc = &rep->cases[i];
         ppb_proposal_case *pc = &pcs[i];

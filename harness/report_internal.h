@@ -102,7 +102,7 @@ typedef struct rp_report {
     char fixed[512];            /* fields every case shares ("d=64 page=16") */
     char verdict[32];
     char verdict_class[16];     /* good, bad, warn */
-    char reasons[8192];         /* one per line; the first is the headline */
+    char reasons[PPB_PROPOSAL_REASONS_MAX + 4096];   /* the stored reasons and the report's own lines */
 
     ppb_gnuplot gp;
     rp_chart *charts;

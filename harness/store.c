@@ -1367,6 +1367,11 @@ int ppb_store_get_proposal(ppb_store *s, int64_t id, ppb_proposal_record *rec, p
     read_REAL(stmt, 8, &rec->geomean_ratio);
     read_REAL(stmt, 9, &rec->geomean_lo);
     read_REAL(stmt, 10, &rec->geomean_hi);
+    if ((size_t)sqlite3_column_bytes(stmt, 11) >= sizeof rec->reasons) {
+        rc = ppb_fail(err, PPB_EIO, "%s: proposal %lld: its reasons are longer than %zu bytes (a merged "
+                      "database of another build?): not read cut", s->path, (long long)id, sizeof rec->reasons);
+        goto end;
+    }
     copy_column_text(stmt, 11, rec->reasons, sizeof rec->reasons);
     copy_column_text(stmt, 12, rec->created_at, sizeof rec->created_at);
 end:

@@ -88,6 +88,9 @@ int ppb_store_each_env(ppb_store *s, int64_t run_id, ppb_env_visitor fn, void *c
 
 /* ---- proposal verdicts (schema v3) -------------------------------------- */
 
+/* Room for a verdict's reasons: a line per case that decided it, for suites of hundreds of cases. */
+#define PPB_PROPOSAL_REASONS_MAX (128 * 1024)
+
 typedef struct ppb_proposal_record {
     int64_t id;
     char name[128];
@@ -97,7 +100,7 @@ typedef struct ppb_proposal_record {
     int64_t baseline_run, candidate_run;   /* 0 when the proposal ran nothing (kv_capacity) */
     char verdict[16];              /* "ACCEPT", "REJECT", "INCONCLUSIVE" */
     double geomean_ratio, geomean_lo, geomean_hi;   /* candidate/baseline time; NaN if none */
-    char reasons[8192];            /* one reason per line */
+    char reasons[PPB_PROPOSAL_REASONS_MAX];   /* one reason per line, never cut: what does not fit is refused */
     char created_at[32];
 } ppb_proposal_record;
 

@@ -448,3 +448,22 @@ void ppb_verdict_report_free(ppb_verdict_report *report)
     free(report->cases);
     memset(report, 0, sizeof *report);
 }
+
+int ppb_verdict_reasons_text(const ppb_verdict_report *rep, char *buf, size_t len, ppb_err *err)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < rep->n_reasons; i++) {
+        size_t need = strlen(rep->reasons[i]) + 1;
+        if (n + need >= len)
+            return ppb_fail(err, PPB_EINPUT,
+                            "the verdict's %d reasons need more than %zu bytes: narrow the proposal (filter:) or "
+                            "compare fewer cases",
+                            rep->n_reasons, len);
+        memcpy(buf + n, rep->reasons[i], need - 1);
+        buf[n + need - 1] = '\n';
+        n += need;
+        buf[n] = '\0';
+    }
+    return PPB_OK;
+}

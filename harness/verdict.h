@@ -91,4 +91,8 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
                        ppb_verdict_report *out, ppb_err *err);
 void ppb_verdict_report_free(ppb_verdict_report *report);
 
+/* The report's reasons, one per line, into buf: whole, or PPB_EINPUT saying how
+ * much room they need (a verdict is never stored with its reasons cut). */
+int ppb_verdict_reasons_text(const ppb_verdict_report *rep, char *buf, size_t len, ppb_err *err);
+
 #endif

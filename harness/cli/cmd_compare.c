@@ -249,9 +249,8 @@ int cmd_compare(int argc, char **argv)
     rec.geomean_ratio = rep.have_geomean ? rep.geomean.ratio : NAN;
     rec.geomean_lo = rep.have_geomean ? rep.geomean.ratio_lo : NAN;
     rec.geomean_hi = rep.have_geomean ? rep.geomean.ratio_hi : NAN;
-    size_t len = 0;
-    for (int i = 0; i < rep.n_reasons && len < sizeof rec.reasons; i++)
-        len += (size_t)snprintf(rec.reasons + len, sizeof rec.reasons - len, "%s\n", rep.reasons[i]);
+    if ((rc = ppb_verdict_reasons_text(&rep, rec.reasons, sizeof rec.reasons, &err)))
+        goto end;
     for (int i = 0; i < n; i++) {
         const ppb_verdict_outcome *oc = &rep.cases[i];
         int compared = oc->state == PPB_CASE_COMPARED;

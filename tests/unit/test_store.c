@@ -401,6 +401,35 @@ static void test_every_case_field_has_a_column(void **state)
     ppb_store_close(s);
 }
 
+/* A verdict with many reasons reads back whole, its JSON too (not cut at 8 KB). */
+static void test_long_reasons_read_back_whole(void **state)
+{
+    fixture *f = *state;
+    ppb_store *s = open_ok(f->db);
+    static ppb_proposal_record rec, got; /* large: keep them off the stack */
+    memset(&rec, 0, sizeof rec);
+    snprintf(rec.name, sizeof rec.name, "long");
+    snprintf(rec.kind, sizeof rec.kind, "kernel_config");
+    snprintf(rec.verdict, sizeof rec.verdict, "REJECT");
+    rec.geomean_ratio = rec.geomean_lo = rec.geomean_hi = NAN;
+    size_t n = 0;
+    for (int i = 0; i < 400; i++)
+        n += (size_t)snprintf(rec.reasons + n, sizeof rec.reasons - n, "REJECT: case %d is slower than it may be\n", i);
+    assert_true(n > 8192 && n < sizeof rec.reasons);
+    ppb_err err;
+    assert_int_equal(ppb_store_put_proposal(s, &rec, NULL, 0, &err), PPB_OK);
+    assert_int_equal(ppb_store_get_proposal(s, rec.id, &got, &err), PPB_OK);
+    assert_string_equal(got.reasons, rec.reasons);
+    char *doc = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&doc, &len);
+    assert_int_equal(ppb_store_proposal_json(s, rec.id, "propose", 10, mem, &err), PPB_OK);
+    fclose(mem);
+    assert_non_null(strstr(doc, "\"REJECT: case 399 is slower than it may be\"]"));
+    free(doc);
+    ppb_store_close(s);
+}
+
 static void test_round_trip(void **state)
 {
     fixture *f = *state;
@@ -1278,6 +1307,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_export_csv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_reasons_read_back_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_connections_share_results, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_writer_loses_only_the_open_transaction,
                                         setup, teardown),

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "verdict.h"
+
+#define PPB_VERDICT_TEST_BUF (64 * 1024)
 #include "stats_sim.h"
 
 #define MAX_CASES 16
@@ -418,10 +420,45 @@ static void test_bad_input(void **state)
     ppb_verdict_report_free(&r);
 }
 
+/* Reasons are stored whole or refused, never cut (a long list used to lose the
+ * verdict line past 8 KB). */
+static void test_reasons_text_whole_or_refused(void **state)
+{
+    (void)state;
+    enum { N = 300 };
+    char *lines[N];
+    char line[128];
+    for (int i = 0; i < N; i++) {
+        snprintf(line, sizeof line, "REJECT: case %03d is 9.9%% slower [9.0%%, 10.8%%], above the tolerated regression", i);
+        lines[i] = strdup(line);
+    }
+    ppb_verdict_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.n_reasons = N;
+    rep.reasons = lines;
+    char *buf = malloc(PPB_VERDICT_TEST_BUF);
+    ppb_err err;
+    assert_int_equal(ppb_verdict_reasons_text(&rep, buf, PPB_VERDICT_TEST_BUF, &err), PPB_OK);
+    assert_true(strlen(buf) > 8192);                         /* past the old buffer */
+    assert_non_null(strstr(buf, "case 000 is"));
+    assert_non_null(strstr(buf, "case 299 is 9.9% slower [9.0%, 10.8%], above the tolerated regression\n"));
+    int count = 0;
+    for (const char *p = buf; *p; p++)
+        count += *p == '\n';
+    assert_int_equal(count, N);
+    /* too little room: an error naming the need, nothing half-written passed on */
+    assert_int_equal(ppb_verdict_reasons_text(&rep, buf, 8192, &err), PPB_EINPUT);
+    assert_non_null(strstr(err.msg, "300 reasons need more than 8192 bytes"));
+    free(buf);
+    for (int i = 0; i < N; i++)
+        free(lines[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_reasons_text_whole_or_refused),
         cmocka_unit_test(test_clear_win_accepts),
         cmocka_unit_test(test_clear_loss_rejects),
         cmocka_unit_test(test_aa_is_inconclusive),
