@@ -23,8 +23,9 @@ static int n_explicit;
 
 void ppb_impl_add_search_path(const char *path)
 {
-    if (n_explicit < MAX_SEARCH_PATHS)
-        explicit_paths[n_explicit++] = strdup(path);
+    char *copy = n_explicit < MAX_SEARCH_PATHS ? strdup(path) : NULL;
+    if (copy)
+        explicit_paths[n_explicit++] = copy;
 }
 
 typedef struct path_list {
@@ -69,8 +70,8 @@ static void add_entry(path_list *l, const char *entry)
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL && n < MAX_LIBRARIES)
-        if (is_plugin_file(e->d_name))
-            names[n++] = strdup(e->d_name);
+        if (is_plugin_file(e->d_name) && (names[n] = strdup(e->d_name)) != NULL)
+            n++;
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, compare_names);
     for (int i = 0; i < n; i++) {
