@@ -60,7 +60,7 @@ typedef struct stored_args {
 static void decode_args(const char *args, stored_args *a)
 {
     memset(a, 0, sizeof *a);
-    char buf[1024];
+    char buf[2048]; /* filter 512 + target 512 + impl 64 + the rest: room to spare */
     snprintf(buf, sizeof buf, "%s", args);
     char *save = NULL;
     for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -225,7 +225,7 @@ static int device_known(run_ctx *x, const ppb_backend_ops *ops, const ppb_device
             x->have_target ? x->target.name : "", o->devices ? ", worker processes" : "");
     int rc = PPB_OK;
     if (!o->resume_run) {
-        char args[1024];
+        char args[2048];
         encode_args(o, x->have_target ? x->target_ref : "none", args, sizeof args);
         rc = ppb_session_begin_run(&x->session, x->store, &x->suite, o->label, args, x->cases.n,
                                    &x->run, err);
