@@ -8,7 +8,7 @@ cd "$root"
 jobs=$(nproc 2>/dev/null || echo 2)
 mode=${1:-}
 
-"$root/scripts/install-deps.sh"
+case "$mode" in run|test) "$root/scripts/install-deps.sh" "$mode" ;; esac
 
 build() { # build DIR [cmake args...]
   local dir=$1; shift

@@ -58,7 +58,7 @@ grep -q "^  9 cases in the trend$" "$WORK/out" || fail "trend summary: $(cat "$W
 
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
-  echo "SKIP: chromium is not installed (Debian: apt-get install chromium; listed in scripts/debian-packages.txt)"
+  echo "SKIP: chromium is not installed (Debian: apt-get install chromium; listed in scripts/debian-packages-test.txt)"
   exit 77
 fi
 
