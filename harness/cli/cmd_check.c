@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "doc_text.h"
 #include "hash.h"
 #include "matrix.h"
 #include "suite.h"
@@ -29,6 +31,8 @@ static void usage(FILE *out)
             "  --target-file PATH  profile file at PATH\n"
             "  --filter EXPR       only cases matching EXPR, e.g. 'head_dim=128,block_n>=64'\n"
             "  --format FMT        table (default) or csv\n"
+            "  --json FILE|-       the verdict as JSON (schema ppbench-check/1, docs/CLI.md); with '-' the\n"
+            "                      table is left out and the summary goes to stderr\n"
             "\n"
             "exit: 0 every config feasible, 1 some infeasible, 2 usage, 3 bad suite or profile\n");
 }
@@ -327,7 +331,57 @@ static void print_csv(const row_table *t, ppb_kernel_kind kernel)
 typedef struct check_options {
     const char *suite_path, *target_name, *target_file, *filter;
     int csv;
+    const char *json;             /* --json FILE|- */
 } check_options;
+
+/* The verdict for CI, schema "ppbench-check/1" (docs/CLI.md): one object per
+ * config x shape row, as the table and the CSV show them. */
+typedef struct check_doc {
+    const row_table *t;
+    ppb_kernel_kind kernel;
+    const ppb_suite *suite;
+    const ppb_target *target;
+    int exit_code, bad_configs, n_configs, bad_rows, rows, bad_cases, cases;
+} check_doc;
+
+static int write_check_json(void *ctx, FILE *out, ppb_err *err)
+{
+    (void)err;
+    const check_doc *d = ctx;
+    fprintf(out, "{\"schema\":\"ppbench-check/1\",\"command\":\"check\",\"exit_code\":%d,\"suite\":", d->exit_code);
+    ppb_json_string(out, d->suite->name);
+    fputs(",\"target\":", out);
+    ppb_json_string(out, d->target->name);
+    fprintf(out, ",\"counts\":{\"configs\":%d,\"infeasible_configs\":%d,\"rows\":%d,\"infeasible_rows\":%d,"
+                 "\"cases\":%d,\"infeasible_cases\":%d},\"rows\":[",
+            d->n_configs, d->bad_configs, d->rows, d->bad_rows, d->cases, d->bad_cases);
+    int first = 1;
+    for (int i = 0; i < d->t->n; i++) {
+        const check_row *r = &d->t->rows[i];
+        if (r->merged)
+            continue;
+        char shape[256];
+        shape_text(r, d->kernel, shape, sizeof shape);
+        fputs(first ? "{\"config\":" : ",{\"config\":", out);
+        first = 0;
+        ppb_json_string(out, r->config);
+        fputs(",\"shape\":", out);
+        ppb_json_string(out, shape);
+        fprintf(out, ",\"cases\":%d,\"smem_bytes\":%ld,\"seed_smem_bytes\":%ld,\"threads\":%d,\"seed_threads\":%d,"
+                     "\"registers\":%d,\"from_compiled\":%s,\"feasible\":%s,\"blocks_per_sm\":%d,\"limiter\":",
+                r->n_cases, r->needs.smem_bytes, r->needs.seed_smem_bytes, r->needs.threads, r->needs.seed_threads,
+                r->needs.registers_per_thread, r->needs.from_compiled ? "true" : "false",
+                r->verdict.feasible ? "true" : "false", r->verdict.blocks_per_sm);
+        ppb_json_string(out, r->verdict.limiter);
+        fputs(",\"reason\":", out);
+        ppb_json_string(out, r->verdict.reason);
+        fputs(",\"flips\":", out);
+        ppb_json_string(out, r->verdict.flips);
+        fputc('}', out);
+    }
+    fputs("]}\n", out);
+    return PPB_OK;
+}
 
 static int judge_suite(const check_options *o)
 {
@@ -430,9 +484,10 @@ static int judge_suite(const check_options *o)
         }
     }
 
+    int json_on_stdout = o->json && strcmp(o->json, "-") == 0;
     if (o->csv) {
         print_csv(&t, suite.kernel);
-    } else {
+    } else if (!json_on_stdout) {
         print_assumptions(stdout, target);
         printf("suite %s [%s]: %d cases%s", suite.name, suite.path, total_cases,
                o->filter ? "" : "\n");
@@ -441,7 +496,7 @@ static int judge_suite(const check_options *o)
         print_table(&t, suite.kernel);
         printf("\n");
     }
-    FILE *summary = o->csv ? stderr : stdout;
+    FILE *summary = o->csv || json_on_stdout ? stderr : stdout;
     if (cases.n == 0)
         fprintf(stderr, "ppbench check: no case to judge%s\n",
                 o->filter ? " (the filter matches none)" : "");
@@ -451,6 +506,10 @@ static int judge_suite(const check_options *o)
             "rows, %d of %d cases)\n",
             bad_configs, n_configs, target->name, bad_rows, rows, bad_cases, cases.n);
     exit_code = bad_configs ? PPB_EXIT_FAILURES : PPB_EXIT_OK;
+    check_doc doc = {&t, suite.kernel, &suite, target, exit_code, bad_configs, n_configs, bad_rows, rows, bad_cases,
+                     cases.n};
+    if (ppb_cli_write_doc("check", o->json, write_check_json, &doc))
+        exit_code = PPB_EXIT_RUNTIME;
     goto end;
 out_of_memory:
     fprintf(stderr, "ppbench check: out of memory\n");
@@ -472,6 +531,7 @@ int cmd_check(int argc, char **argv)
                                              {"target-file", required_argument, NULL, 'T'},
                                              {"filter", required_argument, NULL, 'f'},
                                              {"format", required_argument, NULL, 'F'},
+                                             {"json", required_argument, NULL, 'j'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     check_options o = {0};
@@ -482,6 +542,7 @@ int cmd_check(int argc, char **argv)
         case 't': o.target_name = optarg; break;
         case 'T': o.target_file = optarg; break;
         case 'f': o.filter = optarg; break;
+        case 'j': o.json = optarg; break;
         case 'F':
             if (strcmp(optarg, "table") == 0)
                 o.csv = 0;

@@ -32,6 +32,19 @@ grep -E '^block_m=128 block_n=128 num_warps=8 .*head_dim=128 ' "$WORK/out" | gre
   || fail "h200: 128/128 at D 128 should give 2 blocks/SM limited by smem"
 
 # -- --filter: only head_dim 64 rows, all of which fit in 48 KB -----------------------
+# The same verdict as JSON for CI (schema ppbench-check/1); with '-' only the document is on stdout.
+expect_rc 1 "$PPB" check "$SRC/suites/prefill.yaml" --target bi-v100 --json -
+"$PY" - "$WORK/out" <<'PY' || fail "check --json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema"] == "ppbench-check/1" and d["exit_code"] == 1 and d["target"] == "bi-v100", d
+c = d["counts"]
+assert c["infeasible_configs"] > 0 and c["cases"] == 122 and len(d["rows"]) == c["rows"], c
+bad = [r for r in d["rows"] if not r["feasible"]]
+assert len(bad) == c["infeasible_rows"] and all(r["reason"] and r["smem_bytes"] > 0 for r in bad)
+assert any("49152" in r["reason"] for r in bad)
+PY
+grep -q "configs infeasible on bi-v100" "$WORK/err" || fail "the summary did not go to stderr"
 expect_rc 0 "$PPB" check "$SRC/suites/prefill.yaml" --target bi-v100 --filter 'head_dim=64'
 grep -q 'head_dim=256\|head_dim=128' "$WORK/out" && fail "--filter head_dim=64 kept other head dims"
 grep -q 'head_dim=64' "$WORK/out" || fail "--filter head_dim=64 left nothing"
