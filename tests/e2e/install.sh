@@ -8,7 +8,7 @@ inst=$WORK/inst
 [ -x "$inst/bin/ppbench" ] || fail "no bin/ppbench"
 for f in share/ppbench/suites/smoke.yaml share/ppbench/suites/targets/bi-v100.yaml \
          share/ppbench/suites/proposals/seed-prefill-bi-v100.yaml share/doc/ppbench/README.md \
-         share/doc/ppbench/KERNEL-ABI.md share/doc/ppbench/ppb_kernel_abi.h; do
+         share/doc/ppbench/KERNEL-ABI.md share/doc/ppbench/ppb_kernel_abi.h share/bash-completion/completions/ppbench; do
   [ -s "$inst/$f" ] || fail "$f was not installed"
 done
 [ ! -e "$inst/share/doc/ppbench/results" ] || fail "benchmark databases installed with the docs"
