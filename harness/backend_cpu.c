@@ -324,10 +324,9 @@ static int cpu_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w, 
  * allocation with a guard zone that can take the whole difference. */
 static int plugin_scratch(ppb_backend *b, ppb_err *err)
 {
-    const ppb_config *k = &b->c.config;
     ppb_decode_args *a = &b->plugin.decode;
     long long kernel_parts = a->max_num_partitions;
-    int host_p = k->host_partition_size ? k->host_partition_size : k->partition_size;
+    int host_p = ppb_case_host_partition_size(&b->c);
     long long host_parts = (a->max_seq_len + host_p - 1) / host_p;
     long long rows = (long long)a->num_seqs * a->num_heads;
     const size_t per_part[3] = {(size_t)a->head_dim * sizeof(uint16_t), sizeof(float), sizeof(float)};

@@ -532,7 +532,7 @@ static int plan_case(ppb_backend *b, const ppb_case *c, const ppb_workload *w, p
         l->prefill = b->plugin.prefill;
         l->decode = b->plugin.decode;
         if (c->kernel == PPB_PAGED_ATTENTION && c->config.version == 2) {
-            int host_p = c->config.host_partition_size ? c->config.host_partition_size : c->config.partition_size;
+            int host_p = ppb_case_host_partition_size(c);
             l->kernel_parts = l->decode.max_num_partitions;
             l->host_parts = (int)ppb_decode_num_partitions(l->decode.max_seq_len, host_p);
         }
@@ -566,7 +566,7 @@ static size_t device_bytes(ppb_backend *b, const ppb_case *c, const ppb_workload
     n += sizeof(int32_t) * ((size_t)w->batch * (size_t)w->max_blocks_per_seq + 4 * (size_t)w->batch + 1);
     if (c->kernel == PPB_PAGED_ATTENTION && c->config.version == 2) {
         const ppb_decode_args *a = &b->da;
-        int host_p = c->config.host_partition_size ? c->config.host_partition_size : c->config.partition_size;
+        int host_p = ppb_case_host_partition_size(c);
         size_t ht = ppb_decode_tmp_out_bytes(a->num_seqs, a->num_heads, a->head_dim, a->max_seq_len, host_p, 2);
         size_t he = ppb_decode_exp_sums_bytes(a->num_seqs, a->num_heads, a->max_seq_len, host_p);
         size_t hm = ppb_decode_max_logits_bytes(a->num_seqs, a->num_heads, a->max_seq_len, host_p);
@@ -712,7 +712,7 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
         a->block_table = b->d_table;
         a->seq_lens = b->d_ctxlens;
         if (c->config.version == 2) {
-            int host_p = c->config.host_partition_size ? c->config.host_partition_size : c->config.partition_size;
+            int host_p = ppb_case_host_partition_size(c);
             size_t ht = ppb_decode_tmp_out_bytes(a->num_seqs, a->num_heads, a->head_dim, a->max_seq_len, host_p,
                                                  (int)el);
             size_t he = ppb_decode_exp_sums_bytes(a->num_seqs, a->num_heads, a->max_seq_len, host_p);

@@ -329,6 +329,11 @@ int ppb_case_validate(const ppb_case *c, ppb_err *err)
     return PPB_OK;
 }
 
+int ppb_case_host_partition_size(const ppb_case *c)
+{
+    return c->config.host_partition_size ? c->config.host_partition_size : c->config.partition_size;
+}
+
 static int ragged_len(const ppb_case *c, int len, int seq)
 {
     if (!c->shape.ragged || c->shape.batch <= 1)

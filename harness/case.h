@@ -126,6 +126,10 @@ int ppb_case_from_key(const char *key, ppb_case *out, ppb_err *err);
  * vs partition, host partition a multiple of the page...). PPB_EINPUT + message. */
 int ppb_case_validate(const ppb_case *c, ppb_err *err);
 
+/* The partition size the host sizes the v2 scratch with: host_partition_size,
+ * or the kernel's when that is 0 (no mismatch). The one place of this rule. */
+int ppb_case_host_partition_size(const ppb_case *c);
+
 /* Per-sequence lengths, honouring `ragged`. */
 int ppb_case_query_len_of(const ppb_case *c, int seq);
 int ppb_case_context_len_of(const ppb_case *c, int seq);   /* prefill context, decode seq_len */

@@ -584,7 +584,7 @@ static int plan_v2_scratch(cpu_attn *a, ppb_err *err)
 {
     const ppb_shape *s = &a->c->shape;
     const ppb_config *k = &a->c->config;
-    int host_ps = k->host_partition_size ? k->host_partition_size : k->partition_size;
+    int host_ps = ppb_case_host_partition_size(a->c);
     a->part_size = k->partition_size;
     a->parts_kernel = (a->max_seq_len + (long long)k->partition_size - 1) / k->partition_size;
     a->parts_host = (a->max_seq_len + (long long)host_ps - 1) / host_ps;

@@ -279,7 +279,7 @@ static int plan_path(const ppb_case *c, int use_mma, int warp_size, unsigned sme
     ppb_decode_args *a = &l->decode;
     l->kernel_parts = l->host_parts = 0;
     if (k->version == 2) {
-        int host_p = k->host_partition_size ? k->host_partition_size : k->partition_size;
+        int host_p = ppb_case_host_partition_size(c);
         l->kernel_parts = (int)ppb_decode_num_partitions(a->max_seq_len, k->partition_size);
         l->host_parts = (int)ppb_decode_num_partitions(a->max_seq_len, host_p);
     }
