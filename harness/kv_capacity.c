@@ -32,8 +32,7 @@ static void add_reason(ppb_proposal_record *rec, const char *fmt, ...)
 }
 
 int ppb_kv_capacity_decide(const ppb_proposal *p, const ppb_target *t, const ppb_model *m,
-                           ppb_kv_side sides[2], ppb_proposal_record *rec, FILE *out,
-                           ppb_err *err)
+                           ppb_kv_side sides[2], ppb_proposal_record *rec, ppb_err *err)
 {
     if (!t->mem_bytes.present)
         return ppb_fail(err, PPB_EINPUT, "target %s has no mem_bytes", t->name);
@@ -52,39 +51,7 @@ int ppb_kv_capacity_decide(const ppb_proposal *p, const ppb_target *t, const ppb
     snprintf(rec->target, sizeof rec->target, "%s", t->name);
     rec->geomean_ratio = rec->geomean_lo = rec->geomean_hi = NAN;
 
-    if (out) {
-        fprintf(out, "KV capacity per GPU: %s on %s at tensor parallel %d, max_model_len %d\n",
-                m->name, t->name, p->tensor_parallel, p->max_model_len);
-        fprintf(out, "  device memory %.2f GB (%s; %s)\n", mem / GB, t->mem_bytes.confidence,
-                t->mem_bytes.source);
-        fprintf(out, "  weights %.2f GB / %d ranks = %.2f GB per GPU (%s)\n", params / GB,
-                p->tensor_parallel, params / p->tensor_parallel / GB, m->params_bytes.source);
-        fprintf(out, "  KV per token per rank: 2 x %lld full-attention layers x kv heads per rank x "
-                     "%lld x 2 B = %lld B\n",
-                m->full_attention_layers.value, m->head_dim.value, per_token);
-        fprintf(out, "  reserve inside the budget (activations, graphs): %.2f GB (assumption)\n",
-                p->reserve_bytes / GB);
-        for (int s = 0; s < 2; s++)
-            fprintf(out, "  %-9s util %.2f: budget %.2f GB - weights %.2f - reserve %.2f = KV "
-                         "%.2f GB -> %lld tokens = %lld sequences of %d; %.2f GB left outside\n",
-                    s ? "candidate" : "baseline", sides[s].utilization, sides[s].budget / GB,
-                    sides[s].weights / GB, p->reserve_bytes / GB, sides[s].kv_bytes / GB,
-                    sides[s].tokens, sides[s].sequences, p->max_model_len, sides[s].headroom / GB);
-        if (p->seed.present) {
-            const ppb_seed_claims *c = &p->seed;
-            double seed_kv = c->kv_bytes_per_token_per_layer * c->layers * p->max_model_len;
-            fprintf(out, "  the seed's arithmetic: %.0f GB per GPU (the profile says %.2f GB), %d "
-                         "layers x %.0f B per token per layer -> %.2f GB for %d tokens; checked: %lld "
-                         "B per token per rank -> %.2f GB\n",
-                    c->mem_bytes / GB, mem / GB, c->layers, c->kv_bytes_per_token_per_layer,
-                    seed_kv / GB, p->max_model_len, per_token,
-                    (double)per_token * p->max_model_len / GB);
-        }
-    }
-
     const ppb_kv_side *b = &sides[0], *c = &sides[1];
-    add_reason(rec, "note: capacity %.0f -> %.0f tokens per GPU (%+.0f)\n", (double)b->tokens,
-               (double)c->tokens, (double)(c->tokens - b->tokens));
     if (c->kv_bytes <= 0) {
         snprintf(rec->verdict, sizeof rec->verdict, "REJECT");
         add_reason(rec, "REJECT: at %.2f utilization the weights and reserve leave no KV cache "
@@ -112,6 +79,35 @@ int ppb_kv_capacity_decide(const ppb_proposal *p, const ppb_target *t, const ppb
         add_reason(rec, "ACCEPT: +%.0f tokens per GPU and %.2f GB still left outside the budget "
                         "(%.2f GB needed)\n", (double)(c->tokens - b->tokens), c->headroom / GB,
                    p->outside_bytes / GB);
+    }
+    add_reason(rec, "note: capacity %.0f -> %.0f tokens per GPU (%+.0f)\n", (double)b->tokens, (double)c->tokens,
+               (double)(c->tokens - b->tokens));
+    /* The arithmetic, stored with the verdict (terminal, JSON, Markdown and the
+     * report all show it), after the verdict's own reason and the note. */
+    add_reason(rec, "arithmetic: KV capacity per GPU: %s on %s at tensor parallel %d, max_model_len %d\n", m->name,
+               t->name, p->tensor_parallel, p->max_model_len);
+    add_reason(rec, "arithmetic: device memory %.2f GB (%s; %s)\n", mem / GB, t->mem_bytes.confidence,
+               t->mem_bytes.source);
+    add_reason(rec, "arithmetic: weights %.2f GB / %d ranks = %.2f GB per GPU (%s)\n", params / GB,
+               p->tensor_parallel, params / p->tensor_parallel / GB, m->params_bytes.source);
+    add_reason(rec, "arithmetic: KV per token per rank: 2 x %lld full-attention layers x kv heads per rank x %lld x 2 B = "
+                    "%lld B\n",
+               m->full_attention_layers.value, m->head_dim.value, per_token);
+    add_reason(rec, "arithmetic: reserve inside the budget (activations, graphs): %.2f GB (assumption)\n",
+               p->reserve_bytes / GB);
+    for (int s = 0; s < 2; s++)
+        add_reason(rec, "arithmetic: %s util %.2f: budget %.2f GB - weights %.2f - reserve %.2f = KV %.2f GB -> %lld "
+                        "tokens = %lld sequences of %d; %.2f GB left outside\n",
+                   s ? "candidate" : "baseline", sides[s].utilization, sides[s].budget / GB, sides[s].weights / GB,
+                   p->reserve_bytes / GB, sides[s].kv_bytes / GB, sides[s].tokens, sides[s].sequences,
+                   p->max_model_len, sides[s].headroom / GB);
+    if (p->seed.present) {
+        const ppb_seed_claims *sc = &p->seed;
+        double seed_kv = sc->kv_bytes_per_token_per_layer * sc->layers * p->max_model_len;
+        add_reason(rec, "arithmetic: the seed's arithmetic: %.0f GB per GPU (the profile says %.2f GB), %d layers x %.0f B "
+                        "per token per layer -> %.2f GB for %d tokens; checked: %lld B per token per rank -> %.2f GB\n",
+                   sc->mem_bytes / GB, mem / GB, sc->layers, sc->kv_bytes_per_token_per_layer, seed_kv / GB,
+                   p->max_model_len, per_token, (double)per_token * p->max_model_len / GB);
     }
     return PPB_OK;
 }

@@ -22,10 +22,11 @@ typedef struct ppb_kv_side {
     long long sequences;    /* of max_model_len tokens */
 } ppb_kv_side;
 
-/* Compute both sides, write the arithmetic to `out` (NULL: nowhere), and fill
- * rec's verdict and reasons (no runs). */
+/* Compute both sides and fill rec's verdict and reasons (no runs): the
+ * verdict's own reason first, then a "note:" line, then every step of the
+ * arithmetic as "arithmetic:" lines, so whatever shows the stored verdict shows
+ * how it was reached. */
 int ppb_kv_capacity_decide(const ppb_proposal *p, const ppb_target *t, const ppb_model *m,
-                           ppb_kv_side sides[2], ppb_proposal_record *rec, FILE *out,
-                           ppb_err *err);
+                           ppb_kv_side sides[2], ppb_proposal_record *rec, ppb_err *err);
 
 #endif

@@ -743,6 +743,13 @@ static void subject(const rp_report *r, char *buf, size_t len)
                  r->run.device, r->run.backend);
 }
 
+/* A kv_capacity proposal is arithmetic (its reasons carry it): no cases, no
+ * per-case table, no configs to judge against the target. */
+static int has_cases(const rp_report *r)
+{
+    return !(r->kind == PPB_REPORT_PROPOSAL && strcmp(r->proposal.kind, "kv_capacity") == 0);
+}
+
 static void plan_sections(page *p)
 {
     const rp_report *r = p->r;
@@ -751,7 +758,7 @@ static void plan_sections(page *p)
         add_section(p, "trend-charts", "History per case", "history");
         add_section(p, "trend-table", "Every case", "cases");
     } else {
-        if (r->kind == PPB_REPORT_PROPOSAL)
+        if (r->kind == PPB_REPORT_PROPOSAL && has_cases(r))
             add_section(p, "comparison", "Candidate against baseline", "comparison");
         unsigned kernels = rp_kernels(r);
         if (kernels & (1u << PPB_PREFIX_PREFILL))
@@ -760,7 +767,8 @@ static void plan_sections(page *p)
             add_section(p, "kernel-decode", "paged_attention: charts and results", "decode");
         if (r->n_items)
             add_section(p, "correctness", "Correctness", "correctness");
-        add_section(p, "feasibility", "Target feasibility", "feasibility");
+        if (has_cases(r))
+            add_section(p, "feasibility", "Target feasibility", "feasibility");
     }
     add_section(p, "environment", "Environment", "environment");
     add_section(p, "reproduce", "Reproduce this report", "reproduce");
@@ -840,12 +848,13 @@ int rp_html_write(const rp_report *r, const char *path, ppb_err *err)
     if (r->kind == PPB_REPORT_TREND) {
         trend_sections(p);
     } else {
-        if (r->kind == PPB_REPORT_PROPOSAL)
+        if (r->kind == PPB_REPORT_PROPOSAL && has_cases(r))
             proposal_section(p);
         kernel_sections(p);
         if (r->n_items)
             correctness_section(p);
-        feasibility_section(p);
+        if (has_cases(r))
+            feasibility_section(p);
     }
     environment_section(p);
     command_section(p);

@@ -53,7 +53,7 @@ static int propose_kv_capacity(const ppb_proposal *p, const char *db, const char
     if (!rc)
         rc = ppb_model_load_named(dir, p->model, &m, err);
     if (!rc)
-        rc = ppb_kv_capacity_decide(p, &t, &m, sides, &rec, human, err);
+        rc = ppb_kv_capacity_decide(p, &t, &m, sides, &rec, err);
     ppb_store *s = NULL;
     if (!rc)
         rc = ppb_store_open(&s, db, err);

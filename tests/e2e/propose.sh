@@ -13,6 +13,18 @@ grep -q "past tmp_out" "$WORK/out" || fail "overrun not named in the reasons"
 expect_rc 10 "$PPB" propose "$SRC/suites/proposals/seed-gpu-memory-utilization.yaml"
 grep -q "the seed's arithmetic: 50 GB" "$WORK/out" || fail "seed arithmetic not shown"
 grep -q "max-num-seqs is 1" "$WORK/out" || fail "capacity verdict reason missing"
+# Its report shows the verdict's own reason first and the whole arithmetic; no empty per-case tables.
+kv_id=$(sqlite3 "$PPBENCH_DB" "SELECT max(id) FROM proposals")
+expect_rc 0 "$PPB" report --proposal "$kv_id" -o "$WORK/kv-report"
+"$PY" - "$WORK/kv-report/index.html" <<'PY' || fail "kv_capacity report"
+import html, re, sys
+page = html.unescape(open(sys.argv[1]).read())
+text = re.sub(r"<[^>]+>", " ", re.sub(r"<style.*?</style>", "", page, flags=re.S))
+assert "arithmetic: the seed's arithmetic: 50 GB per GPU" in text
+assert "KV per token per rank: 2 x 10 full-attention layers" in text
+assert "Candidate against baseline" not in text and "Target feasibility" not in text
+assert "note:" not in re.sub(r"\s+", " ", text.split("Verdict and reasons")[0]), "a note is the headline"
+PY
 expect_rc 10 "$PPB" propose "$SRC/suites/proposals/seed-gpu-memory-utilization.yaml" --json "$WORK/kv.json"
 "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['verdict']=='REJECT' and d['exit_code']==10 and d['proposal']['kind']=='kv_capacity' and any('max-num-seqs is 1' in r for r in d['reasons']), d" \
   "$WORK/kv.json" || fail "kv_capacity --json"

@@ -117,7 +117,7 @@ static void test_kv_capacity_arithmetic(void **state)
     assert_int_equal(ppb_model_load_named(dir, "qwen3.5-35b-a3b", &m, &err), PPB_OK);
     ppb_kv_side sides[2];
     ppb_proposal_record rec;
-    assert_int_equal(ppb_kv_capacity_decide(&p, &t, &m, sides, &rec, NULL, &err), PPB_OK);
+    assert_int_equal(ppb_kv_capacity_decide(&p, &t, &m, sides, &rec, &err), PPB_OK);
     assert_int_equal(sides[0].bytes_per_token, 10240);
     assert_int_equal(sides[0].tokens, 1089059);
     assert_int_equal(sides[0].sequences, 10);
@@ -125,15 +125,19 @@ static void test_kv_capacity_arithmetic(void **state)
     /* max-num-seqs 1 and 10 sequences already fit: more capacity buys nothing */
     assert_string_equal(rec.verdict, "REJECT");
     assert_non_null(strstr(rec.reasons, "max-num-seqs is 1"));
+    /* the verdict's own reason leads; the arithmetic is stored with it */
+    assert_int_equal(strncmp(rec.reasons, "REJECT: ", 8), 0);
+    assert_non_null(strstr(rec.reasons, "\narithmetic: KV per token per rank: 2 x 10 full-attention layers"));
+    assert_non_null(strstr(rec.reasons, "\narithmetic: the seed's arithmetic: 50 GB per GPU"));
 
     p.max_num_seqs = 0; /* unknown scheduler limit, unknown outside memory */
-    assert_int_equal(ppb_kv_capacity_decide(&p, &t, &m, sides, &rec, NULL, &err), PPB_OK);
+    assert_int_equal(ppb_kv_capacity_decide(&p, &t, &m, sides, &rec, &err), PPB_OK);
     assert_string_equal(rec.verdict, "INCONCLUSIVE");
     p.outside_bytes = 1.0e9; /* 1.70 GB left outside at 0.95 >= 1 GB measured */
-    assert_int_equal(ppb_kv_capacity_decide(&p, &t, &m, sides, &rec, NULL, &err), PPB_OK);
+    assert_int_equal(ppb_kv_capacity_decide(&p, &t, &m, sides, &rec, &err), PPB_OK);
     assert_string_equal(rec.verdict, "ACCEPT");
     p.outside_bytes = 2.0e9;
-    assert_int_equal(ppb_kv_capacity_decide(&p, &t, &m, sides, &rec, NULL, &err), PPB_OK);
+    assert_int_equal(ppb_kv_capacity_decide(&p, &t, &m, sides, &rec, &err), PPB_OK);
     assert_string_equal(rec.verdict, "REJECT");
 }
 
