@@ -2,6 +2,7 @@
  * (ours; every label in it through ppb_gnuplot_string), rendered by one
  * gnuplot run to SVG (inlined into the page) and PNG. docs/REPORTS.md lists
  * the charts and what each one shows. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -708,6 +709,17 @@ static int proposal_chart(rp_report *r, ppb_err *err)
 
 /* ---- trend: one chart per case ----------------------------------------------------- */
 
+/* A run's start as ppbench stores it, YYYY-MM-DDTHH:MM:SSZ, and nothing else:
+ * the text goes into the gnuplot script (a database may be hostile). */
+static int stamp_ok(const char *s)
+{
+    static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
+    for (int i = 0; shape[i]; i++)
+        if (shape[i] == 'd' ? !isdigit((unsigned char)s[i]) : s[i] != shape[i])
+            return 0;
+    return s[sizeof shape - 1] == '\0';
+}
+
 static int trend_chart(rp_report *r, int index, ppb_err *err)
 {
     rp_trend_case *t = &r->trend[index];
@@ -715,6 +727,10 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
     snprintf(name, sizeof name, "trend-%d", index + 1);
     snprintf(title, sizeof title, "#%d %s", index + 1,
              t->analysed ? ppb_trend_status_name(t->trend.status) : "not analysed");
+    for (int j = 0; j < t->n_points; j++)
+        if (!stamp_ok(t->points[j].started_at))
+            return ppb_fail(err, PPB_EINPUT, "run %lld: start time '%.40s' is not YYYY-MM-DDTHH:MM:SSZ",
+                            (long long)t->points[j].run_id, t->points[j].started_at);
     rp_chart *c = add_chart(r, name, title, err);
     if (!c)
         return PPB_ENOMEM;
@@ -723,10 +739,13 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
     int rc = open_chart(r, c, &f, err);
     if (rc)
         return rc;
-    fprintf(f.dat, "# every run: run_id median_ms\n");
+    /* x is when the run started (nights read by date, not by database id); the
+     * run id stays in the data for whoever opens it. */
+    fprintf(f.dat, "# every run: started_at median_ms run_id\n");
     for (int j = 0; j < t->n_points; j++)
-        fprintf(f.dat, "%lld %.9g\n", (long long)t->points[j].run_id, t->points[j].median_ms);
-    fprintf(f.dat, "\n\n# alert: run_id median_ms (the step from its first run, or the outlier)\n");
+        fprintf(f.dat, "%s %.9g %lld\n", t->points[j].started_at, t->points[j].median_ms,
+                (long long)t->points[j].run_id);
+    fprintf(f.dat, "\n\n# alert: started_at median_ms run_id (the step from its first run, or the outlier)\n");
     int first_alert = -1;
     if (t->analysed) {
         if ((t->trend.status == PPB_TREND_REGRESSION || t->trend.status == PPB_TREND_IMPROVEMENT) &&
@@ -737,31 +756,30 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
     }
     if (first_alert >= 0)
         for (int j = first_alert; j < t->n_points; j++)
-            fprintf(f.dat, "%lld %.9g\n", (long long)t->points[j].run_id, t->points[j].median_ms);
+            fprintf(f.dat, "%s %.9g %lld\n", t->points[j].started_at, t->points[j].median_ms,
+                    (long long)t->points[j].run_id);
     else
-        fprintf(f.dat, "NaN NaN\n");
+        fprintf(f.dat, "%s NaN 0\n", t->n_points ? t->points[0].started_at : "2000-01-01T00:00:00Z");
 
-    fprintf(f.gp, "set xlabel 'run'\nset ylabel 'median time (ms)'\nset format x '%%.0f'\n"
-                  "set offsets graph 0.03, graph 0.03, graph 0.1, graph 0.1\n"
-                  "set key inside left top horizontal\n");
-    if (t->n_points == 1)
-        fprintf(f.gp, "set xrange [%lld:%lld]\n", (long long)t->points[0].run_id - 1,
-                (long long)t->points[0].run_id + 1);
+    /* A time never goes below zero: the y axis starts there. */
+    fprintf(f.gp, "set xdata time\nset timefmt '%%Y-%%m-%%dT%%H:%%M:%%SZ'\nset format x \"%%m-%%d\\n%%H:%%M\"\n"
+                  "set xlabel 'run started (UTC)'\nset ylabel 'median time (ms)'\nset yrange [0:*]\n"
+                  "set offsets graph 0.03, graph 0.03, graph 0.1, 0\n"
+                  "set key inside left bottom horizontal\n");
     if (t->analysed && isfinite(t->trend.reference) && t->trend.reference > 0 && t->n_points > 0) {
         double ref = t->trend.reference;
-        long long x0 = t->points[0].run_id, x1 = t->points[t->n_points - 1].run_id;
+        const char *x0 = t->points[0].started_at, *x1 = t->points[t->n_points - 1].started_at;
         fprintf(f.gp,
-                "set arrow 1 from %lld, %.9g to %lld, %.9g nohead dt 2 lc rgb colour_limit\n"
-                "set arrow 2 from %lld, %.9g to %lld, %.9g nohead dt 3 lc rgb colour_limit\n"
-                "set arrow 3 from %lld, %.9g to %lld, %.9g nohead dt 3 lc rgb colour_limit\n",
+                "set arrow 1 from '%s', %.9g to '%s', %.9g nohead dt 2 lc rgb colour_limit\n"
+                "set arrow 2 from '%s', %.9g to '%s', %.9g nohead dt 3 lc rgb colour_limit\n"
+                "set arrow 3 from '%s', %.9g to '%s', %.9g nohead dt 3 lc rgb colour_limit\n",
                 x0, ref, x1, ref, x0, ref * (1 + r->trend_opt.min_change), x1,
                 ref * (1 + r->trend_opt.min_change), x0, ref * (1 - r->trend_opt.min_change), x1,
                 ref * (1 - r->trend_opt.min_change));
     }
     if (first_alert >= 0 && t->trend.status != PPB_TREND_OUTLIER)
-        fprintf(f.gp,
-                "set arrow 4 from %lld, graph 0 to %lld, graph 1 nohead lc rgb colour_alert\n",
-                (long long)t->points[first_alert].run_id, (long long)t->points[first_alert].run_id);
+        fprintf(f.gp, "set arrow 4 from '%s', graph 0 to '%s', graph 1 nohead lc rgb colour_alert\n",
+                t->points[first_alert].started_at, t->points[first_alert].started_at);
     char plot[600];
     snprintf(plot, sizeof plot,
              "plot '%s.dat' index 0 using 1:2 with linespoints lt 1 title 'median', \\\n"
