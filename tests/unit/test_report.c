@@ -645,7 +645,7 @@ static void test_trend_report(void **state)
             lines += *p == '\n';
         assert_int_equal(lines, 4);   /* the comment line + 3 runs */
         /* x is the run's start time, not its id; time never drawn below zero */
-        const char *first = strchr(d, '\n') + 1;
+        const char *first = strchr(strstr(d, "# every run"), '\n') + 1;
         assert_true(first[4] == '-' && first[10] == 'T' && first[19] == 'Z' && first[20] == ' ');
         free(d);
         snprintf(dat, sizeof dat, "%s/charts/trend-1.gp", f->out);
