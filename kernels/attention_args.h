@@ -1,7 +1,7 @@
 /* Kernel arguments, shared by the CUDA kernels (device side), the kernel runtime
  * (host side, NVRTC or ahead-of-time launch) and the harness. Plain C: no CUDA
  * headers, so the harness and the BI-V100 toolchain see the same layout.
- * Layouts follow vLLM (docs: ../shared/design/KERNELS.md). */
+ * Layouts follow vLLM 0.6.3 (docs/KERNEL-ABI.md lists them). */
 #ifndef PPB_ATTENTION_ARGS_H
 #define PPB_ATTENTION_ARGS_H
 
