@@ -348,8 +348,15 @@ static int plugin_scratch(ppb_backend *b, ppb_err *err)
 static int plugin_prepare(ppb_backend *b, const ppb_workload *w, ppb_result *res, ppb_err *err)
 {
     b->use_plugin = 1;
-    if (res)
-        ppb_impl_resources(&b->plugin, &res->resources);
+    ppb_resources resources;
+    int rc = ppb_impl_prepare(&b->plugin, &resources, err);
+    if (rc)
+        return rc;
+    if (res) {
+        res->resources = resources;
+        if (b->plugin.note[0])
+            snprintf(res->reason, sizeof res->reason, "%s", b->plugin.note);
+    }
     if (b->c.kernel == PPB_PREFIX_PREFILL) {
         ppb_prefill_args *a = &b->plugin.prefill;
         a->q = w->q;

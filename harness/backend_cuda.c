@@ -1,5 +1,6 @@
-/* The CUDA backend: runs the real kernels (kernels/, through the kernel
- * runtime ppb_kernels.h) on a GPU.
+/* The CUDA backend: runs kernel implementations on a GPU, all through the
+ * kernel ABI (impl.h): the built-in kernels (kernels/runtime/ppb_builtin.h,
+ * over the kernel runtime this backend opens) and plugins alike.
  *
  * Host API: the CUDA runtime at the CUDA 10.2 level only (the BI-V100 builds
  * this file too). NVML is opened with dlopen when present (NVIDIA), never linked.
@@ -27,9 +28,8 @@
 #include "backend.h"
 #include "decode_plan.h"
 #include "impl.h"
-#include "kernel_spec.h"
+#include "ppb_builtin.h"
 #include "ppb_kernels.h"
-#include "prefill_plan.h"
 #include "reference.h"
 
 #define GUARD_CANARY 0xA5
@@ -173,12 +173,7 @@ struct ppb_backend {
     int prepared;
     ppb_case c;
     const ppb_workload *w;
-    int use_plugin;              /* the case's impl is a plugin: `plugin` launches, not the runtime */
-    ppb_impl_call plugin;
-    ppb_kernel *main_kernel, *reduce_kernel;
-    ppb_launch_plan main_plan, reduce_plan;
-    ppb_prefill_args pa;
-    ppb_decode_args da;
+    ppb_impl_call call;          /* the case bound to its implementation; launches on our buffers */
     void *d_q, *d_k, *d_v, *d_kc, *d_vc, *d_out;
     int32_t *d_table, *d_start, *d_qlens, *d_ctxlens, *d_seqlens;
     guarded tmp_out, exp_sums, max_logits;
@@ -323,6 +318,7 @@ static int cuda_open(ppb_backend **out, const ppb_backend_options *opt, ppb_err 
         ppb_err_prefix(err, "kernel runtime: ");
         goto fail;
     }
+    ppb_impl_set_builtin(ppb_builtin_impl(b->kernels));
     nvml_open(&b->nvml, d->uuid, b->pci);
     *out = b;
     return PPB_OK;
@@ -342,6 +338,8 @@ static void cuda_close(ppb_backend *b)
     if (!b)
         return;
     cuda_release(b);
+    ppb_impl_set_builtin(NULL);
+    ppb_builtin_impl(NULL);
     ppb_kernels_close(b->kernels);
     if (b->flush)
         cudaFree(b->flush);
@@ -471,7 +469,6 @@ static void cuda_release(ppb_backend *b)
     free_guarded(&b->max_logits);
     b->prepared = 0;
     b->w = NULL;
-    b->main_kernel = b->reduce_kernel = NULL;
 }
 
 static size_t guard_for(size_t host_bytes, size_t kernel_bytes)
@@ -512,46 +509,30 @@ static int max_of(const int32_t *v, int n)
     return m;
 }
 
-/* Grid, block and shared memory from the kernels' plans (the same function the
- * kernel list and the compile check use), or the plan's refusal. Fills the
- * shape part of the argument structs and checks it against the workload. */
-static int plan_case(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_kernel_launch *l, ppb_err *err)
+/* Bind the case to its implementation (the target's shared-memory cap is the
+ * device's limit it sees) and check the shape it will be handed against the
+ * workload the kernel reads. */
+static int bind_case(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_err *err)
 {
     ppb_kernels_info ki;
     ppb_kernels_get_info(b->kernels, &ki);
     int cc = b->info.cc_major * 10 + b->info.cc_minor;
-    int rc;
-    b->use_plugin = c->config.impl != PPB_IMPL_BUILTIN;
-    if (b->use_plugin) {
-        /* A plugin plans its own launches; the shape and the partition counts are ppbench's. */
-        ppbk_device dev = {PPBK_BACKEND_CUDA, b->device, cc, b->info.warp_size, b->info.sm_count,
-                           ki.smem_optin_limit};
-        if ((rc = ppb_impl_bind(&b->plugin, c, &dev, err)))
-            return rc;
-        memset(l, 0, sizeof *l);
-        l->prefill = b->plugin.prefill;
-        l->decode = b->plugin.decode;
-        if (c->kernel == PPB_PAGED_ATTENTION && c->config.version == 2) {
-            int host_p = ppb_case_host_partition_size(c);
-            l->kernel_parts = l->decode.max_num_partitions;
-            l->host_parts = (int)ppb_decode_num_partitions(l->decode.max_seq_len, host_p);
-        }
-    } else if ((rc = ppb_kernel_launch_for_case(c, cc, b->info.warp_size, (unsigned)ki.smem_optin_limit, l,
-                                                err))) {
+    ppbk_device dev = {PPBK_BACKEND_CUDA, b->device, cc, b->info.warp_size, b->info.sm_count, ki.smem_optin_limit};
+    int rc = ppb_impl_bind(&b->call, c, &dev, err);
+    if (rc)
         return rc;
+    b->host_parts = b->kernel_parts = 0;
+    if (c->kernel == PPB_PAGED_ATTENTION && c->config.version == 2) {
+        b->kernel_parts = b->call.decode.max_num_partitions;
+        b->host_parts = (int)ppb_decode_num_partitions(b->call.decode.max_seq_len, ppb_case_host_partition_size(c));
     }
-    b->main_plan = l->plan[0];
-    b->reduce_plan = l->plan[1];
-    b->pa = l->prefill;
-    b->da = l->decode;
-    b->host_parts = l->host_parts;
-    b->kernel_parts = l->kernel_parts;
-    /* The plan worked from the case; the kernel reads the workload: they must agree. */
+    const ppb_prefill_args *pa = &b->call.prefill;
+    const ppb_decode_args *da = &b->call.decode;
     int agree = c->kernel == PPB_PREFIX_PREFILL
-                    ? b->pa.max_query_len == max_of(w->query_lens, w->batch) && b->pa.batch == w->batch &&
-                          b->pa.max_blocks_per_seq == w->max_blocks_per_seq
-                    : b->da.max_seq_len == max_of(w->context_lens, w->batch) && b->da.num_seqs == w->batch &&
-                          b->da.max_blocks_per_seq == w->max_blocks_per_seq;
+                    ? pa->max_query_len == max_of(w->query_lens, w->batch) && pa->batch == w->batch &&
+                          pa->max_blocks_per_seq == w->max_blocks_per_seq
+                    : da->max_seq_len == max_of(w->context_lens, w->batch) && da->num_seqs == w->batch &&
+                          da->max_blocks_per_seq == w->max_blocks_per_seq;
     if (!agree)
         return ppb_fail(err, PPB_EFAIL, "cuda backend: the workload's lengths differ from the case's (%s)", c->key);
     return PPB_OK;
@@ -565,7 +546,7 @@ static size_t device_bytes(ppb_backend *b, const ppb_case *c, const ppb_workload
     n += (w->q_elems + 2 * w->kv_elems + 2 * w->cache_elems + w->out_elems) * e;
     n += sizeof(int32_t) * ((size_t)w->batch * (size_t)w->max_blocks_per_seq + 4 * (size_t)w->batch + 1);
     if (c->kernel == PPB_PAGED_ATTENTION && c->config.version == 2) {
-        const ppb_decode_args *a = &b->da;
+        const ppb_decode_args *a = &b->call.decode;
         int host_p = ppb_case_host_partition_size(c);
         size_t ht = ppb_decode_tmp_out_bytes(a->num_seqs, a->num_heads, a->head_dim, a->max_seq_len, host_p, 2);
         size_t he = ppb_decode_exp_sums_bytes(a->num_seqs, a->num_heads, a->max_seq_len, host_p);
@@ -584,17 +565,8 @@ static size_t device_bytes(ppb_backend *b, const ppb_case *c, const ppb_workload
     return n;
 }
 
-/* The plan's refusals and the memory check need only the lengths. */
-static int cuda_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_err *err)
+static int check_memory(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_err *err)
 {
-    if (b->lost)
-        return lost_fail(b, err);
-    int rc = ppb_case_validate(c, err);
-    if (rc)
-        return rc;
-    ppb_kernel_launch launch;
-    if ((rc = plan_case(b, c, w, &launch, err)))
-        return rc;
     size_t need = device_bytes(b, c, w), free_b = 0, total_b = 0;
     cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
     if (e != cudaSuccess)
@@ -603,6 +575,19 @@ static int cuda_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w,
         return ppb_fail(err, PPB_EREFUSED, "needs %.2f GB of device memory, %.2f GB free (of %.2f GB)",
                         need / 1e9, free_b / 1e9, total_b / 1e9);
     return PPB_OK;
+}
+
+/* The implementation's refusals and the memory check need only the lengths. */
+static int cuda_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_err *err)
+{
+    if (b->lost)
+        return lost_fail(b, err);
+    int rc = ppb_case_validate(c, err);
+    if (rc)
+        return rc;
+    if ((rc = bind_case(b, c, w, err)))
+        return rc;
+    return check_memory(b, c, w, err);
 }
 
 static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_result *res,
@@ -618,54 +603,23 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
         return ppb_fail(err, PPB_EINPUT, "cuda backend: no workload");
     b->c = *c;
     b->w = w;
-    ppb_kernel_launch launch;
-    rc = plan_case(b, c, w, &launch, err);
-    if (rc)
+    if ((rc = bind_case(b, c, w, err)))
         return rc;
-    int use_mma = launch.use_mma;
-    if (res && launch.auto_fell_back)
-        snprintf(res->reason, sizeof res->reason, "path auto ran simt: the mma path refused (%s)",
-                 launch.auto_reason);
+    if (res && b->call.note[0])
+        snprintf(res->reason, sizeof res->reason, "%s", b->call.note);
 
     /* Memory first: a case that cannot fit is refused before anything is allocated. */
-    size_t need = device_bytes(b, c, w), free_b = 0, total_b = 0;
-    cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
-    if (e != cudaSuccess)
-        return run_fail(b, err, e, "cudaMemGetInfo");
-    if ((long long)need + MEMORY_MARGIN > (long long)free_b)
-        return ppb_fail(err, PPB_EREFUSED, "needs %.2f GB of device memory, %.2f GB free (of %.2f GB)",
-                        need / 1e9, free_b / 1e9, total_b / 1e9);
+    if ((rc = check_memory(b, c, w, err)))
+        return rc;
     if (!w->q)
         return ppb_fail(err, PPB_EINPUT, "cuda backend: the workload has no tensors");
 
-    /* The kernels: compiled (or from the cache) now, so compile time never lands in a timing. */
-    ppb_resources main_res = {0}, reduce_res = {0};
-    if (b->use_plugin)
-        ppb_impl_resources(&b->plugin, &main_res);
-    else if (c->kernel == PPB_PREFIX_PREFILL)
-        rc = ppb_kernels_get_prefill(b->kernels, &c->config, c->shape.head_dim, c->shape.dtype, use_mma,
-                                     &b->main_kernel, &main_res, err);
-    else
-        rc = ppb_kernels_get_decode(b->kernels, &c->config, c->shape.head_dim, c->shape.page_size,
-                                    c->shape.dtype, use_mma, &b->main_kernel, &main_res, &b->reduce_kernel,
-                                    &reduce_res, err);
-    if (rc)
+    /* The kernels compiled or loaded now, so that never lands in a timing. */
+    ppb_resources main_res = {0};
+    if ((rc = ppb_impl_prepare(&b->call, &main_res, err)))
         goto fail;
-    ppb_kernels_info ki;
-    ppb_kernels_get_info(b->kernels, &ki);
-    long need_smem = (long)main_res.static_smem + (long)b->main_plan.dynamic_smem;
-    if (!b->use_plugin && need_smem > ki.smem_optin_limit) {
-        rc = ppb_fail(err, PPB_EREFUSED,
-                      "needs %ld B of shared memory per block (%d static, compiled + %u dynamic, planned); "
-                      "the limit here is %ld B%s",
-                      need_smem, main_res.static_smem, b->main_plan.dynamic_smem, ki.smem_optin_limit,
-                      b->opt.target ? " (capped by the target profile)" : "");
-        goto fail;
-    }
     if (res) {
         res->resources = main_res;
-        if (!b->use_plugin)
-            res->resources.dynamic_smem = (int)b->main_plan.dynamic_smem;
         res->timing_is_cpu = 0;
     }
 
@@ -691,7 +645,7 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
             (rc = alloc_upload((void **)&b->d_seqlens, w->seq_lens, sizeof(int32_t) * (size_t)w->batch, err,
                                "seq_lens")))
             goto fail;
-        ppb_prefill_args *a = &b->pa;
+        ppb_prefill_args *a = &b->call.prefill;
         a->q = b->d_q;
         a->k = b->d_k;
         a->v = b->d_v;
@@ -704,7 +658,7 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
         a->context_lens = b->d_ctxlens;
         a->seq_lens = b->d_seqlens;
     } else {
-        ppb_decode_args *a = &b->da;
+        ppb_decode_args *a = &b->call.decode;
         a->q = b->d_q;
         a->k_cache = b->d_kc;
         a->v_cache = b->d_vc;
@@ -727,9 +681,6 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
             a->max_logits = (float *)b->max_logits.ptr;
         }
     }
-    /* The plugin launches on the same buffers (pointers set above). */
-    b->plugin.prefill = b->pa;
-    b->plugin.decode = b->da;
     b->prepared = 1;
     return PPB_OK;
 fail:
@@ -739,18 +690,10 @@ fail:
 
 /* ---- run ----------------------------------------------------------------------------- */
 
-/* One launch of the case: the main kernel, then the v2 reduce. */
+/* One launch of the case (a v2 decode: the main kernel, then its reduce). */
 static int launch_once(ppb_backend *b, ppb_err *err)
 {
-    int rc;
-    if (b->use_plugin)
-        return ppb_impl_launch(&b->plugin, b->stream, err);
-    if (b->c.kernel == PPB_PREFIX_PREFILL)
-        return ppb_kernels_launch(b->main_kernel, &b->main_plan, &b->pa, sizeof b->pa, b->stream, err);
-    rc = ppb_kernels_launch(b->main_kernel, &b->main_plan, &b->da, sizeof b->da, b->stream, err);
-    if (rc == PPB_OK && b->reduce_kernel)
-        rc = ppb_kernels_launch(b->reduce_kernel, &b->reduce_plan, &b->da, sizeof b->da, b->stream, err);
-    return rc;
+    return ppb_impl_launch(&b->call, b->stream, err);
 }
 
 /* After a launch error from the runtime layer, find out whether the context survived. */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "hash.h"
+#include "kernel_case.h"
 
 #define MAX_SEARCH_PATHS 16
 #define MAX_LIBRARIES 64
@@ -128,6 +129,14 @@ typedef struct loaded {
 static loaded libraries[MAX_LIBRARIES];
 static int n_libraries;
 static int scanned;
+/* The built-in kernels' table, when a backend has them (ppb_impl_set_builtin). */
+static loaded builtin;
+
+void ppb_impl_set_builtin(const ppbk_impl *table)
+{
+    memset(&builtin, 0, sizeof builtin);
+    builtin.table = table;
+}
 
 static void file_checksum(const char *path, char out[17])
 {
@@ -212,7 +221,7 @@ static void load_library(loaded *l, const char *path)
     for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
         if (!kernels[i].ops)
             continue;
-        /* refuse and launch lead every ops table; resources is optional. */
+        /* refuse and launch lead every ops table; prepare is optional. */
         const ppbk_prefill_ops *ops = kernels[i].ops;
         if (!ops->refuse || !ops->launch) {
             snprintf(info->error, sizeof info->error, "%s: refuse or launch is NULL", kernels[i].what);
@@ -324,7 +333,7 @@ static void enter_call(const ppb_impl_call *call, const char *what)
         }
     }
     snprintf(crash_note, sizeof crash_note,
-             "ppbench: plugin '%s' crashed in %s; use --devices to run cases in worker processes\n",
+             "ppbench: kernel implementation '%s' crashed in %s; use --devices to run cases in worker processes\n",
              call->impl->name, what);
     in_call = 1;
 }
@@ -332,6 +341,17 @@ static void enter_call(const ppb_impl_call *call, const char *what)
 static void leave_call(void) { in_call = 0; }
 
 /* ---- binding a case ------------------------------------------------------------------ */
+
+/* A refusal or failure from a table, as a ppbench error. A plugin's messages
+ * name it; the built-in kernels' read as they always have, without a prefix. */
+static int call_fail(const ppb_impl_call *call, const char *name, int rc, const char *why, const char *step,
+                     const char *fallback, ppb_err *err)
+{
+    int code = rc == PPBK_REFUSED ? PPB_EREFUSED : PPB_EFAIL;
+    if (call->impl == builtin.table)
+        return ppb_fail(err, code, "%s", why[0] ? why : fallback);
+    return ppb_fail(err, code, "impl %s: %s%s", name, step, why[0] ? why : fallback);
+}
 
 static int call_open(loaded *l, const ppbk_device *dev, const char *impl, ppb_err *err)
 {
@@ -354,19 +374,34 @@ static int call_open(loaded *l, const ppbk_device *dev, const char *impl, ppb_er
     return PPB_OK;
 }
 
-int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev, ppb_err *err)
+/* The library (or the built-in table) that runs a case's implementation. */
+static int find_implementation(const ppb_case *c, loaded **out, ppb_err *err)
 {
-    memset(call, 0, sizeof *call);
     const char *impl = ppb_impl_name(c->config.impl);
+    if (c->config.impl == PPB_IMPL_BUILTIN) {
+        if (!builtin.table)
+            return ppb_fail(err, PPB_EINPUT, "impl builtin: this backend runs its built-in kernels itself");
+        *out = &builtin;
+        return PPB_OK;
+    }
     const char *name = ppb_impl_library_name(c->config.impl);
     if (!name)
         return ppb_fail(err, PPB_EINPUT, "impl %s is not a plugin", impl ? impl : "?");
     if (c->config.path != PPB_PATH_AUTO)
         return ppb_fail(err, PPB_EREFUSED, "impl %s: path= chooses among the built-in kernels' code paths; "
                                            "leave it at auto for a plugin", impl);
-    loaded *l = find_library(name);
-    if (!l)
-        return missing(impl, name, err);
+    *out = find_library(name);
+    return *out ? PPB_OK : missing(impl, name, err);
+}
+
+int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev, ppb_err *err)
+{
+    memset(call, 0, sizeof *call);
+    const char *impl = ppb_impl_name(c->config.impl);
+    loaded *l = NULL;
+    int rc = find_implementation(c, &l, err);
+    if (rc)
+        return rc;
     call->impl = l->table;
     call->dev = *dev;
     call->kernel = c->kernel;
@@ -374,7 +409,6 @@ int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev
         return ppb_fail(err, PPB_EREFUSED, "impl %s has no %s backend (it runs on %s)", impl,
                         dev->backend == PPBK_BACKEND_CPU ? "cpu" : "cuda",
                         l->table->backends & PPBK_BACKEND_CUDA ? "cuda" : "cpu");
-    const ppb_shape *s = &c->shape;
     const ppb_config *k = &c->config;
     const char *missing_kernel = NULL;
     if (c->kernel == PPB_PREFIX_PREFILL && !l->table->prefill)
@@ -385,15 +419,15 @@ int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev
         missing_kernel = "paged_attention v2";
     if (missing_kernel)
         return ppb_fail(err, PPB_EREFUSED, "impl %s provides no %s kernel", impl, missing_kernel);
-    int rc = call_open(l, dev, impl, err);
-    if (rc)
+    if ((rc = call_open(l, dev, impl, err)))
         return rc;
-    ppb_kernel_args_for_case(c, &call->prefill, &call->decode);
-    call->prefill_cfg = (ppbk_prefill_config){s->dtype, s->head_dim, s->page_size, s->sliding_window,
-                                              k->block_m, k->block_n, k->num_warps};
-    call->decode_cfg = (ppbk_decode_config){s->dtype, s->head_dim, s->page_size, s->sliding_window,
-                                            k->version, k->num_threads, k->partition_size};
-    char why[512] = "";
+    ppb_kernel_view v;
+    ppb_kernel_view_of_case(c, &v);
+    call->prefill_cfg = v.prefill_cfg;
+    call->decode_cfg = v.decode_cfg;
+    call->prefill = v.prefill;
+    call->decode = v.decode;
+    char why[sizeof call->note] = "";
     enter_call(call, "refuse");
     if (c->kernel == PPB_PREFIX_PREFILL)
         rc = call->impl->prefill->refuse(dev, &call->prefill_cfg, &call->prefill, why, sizeof why);
@@ -401,10 +435,12 @@ int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev
         rc = (k->version == 1 ? call->impl->decode_v1 : call->impl->decode_v2)
                  ->refuse(dev, &call->decode_cfg, &call->decode, why, sizeof why);
     leave_call();
-    if (rc == PPBK_OK)
+    if (rc == PPBK_OK) {
+        memcpy(call->note, why, sizeof call->note);
+        call->note[sizeof call->note - 1] = '\0';
         return PPB_OK;
-    return ppb_fail(err, rc == PPBK_REFUSED ? PPB_EREFUSED : PPB_EFAIL, "impl %s: %s", impl,
-                    why[0] ? why : "refused without a reason");
+    }
+    return call_fail(call, impl, rc, why, "", "refused without a reason", err);
 }
 
 static const ppbk_decode_ops *decode_ops(const ppb_impl_call *call)
@@ -421,31 +457,33 @@ int ppb_impl_launch(const ppb_impl_call *call, void *stream, ppb_err *err)
                                                sizeof why)
                  : decode_ops(call)->launch(&call->dev, &call->decode_cfg, &call->decode, stream, why, sizeof why);
     leave_call();
-    if (rc == PPBK_OK)
-        return PPB_OK;
-    return ppb_fail(err, rc == PPBK_REFUSED ? PPB_EREFUSED : PPB_EFAIL, "impl %s: launch: %s", call->impl->name,
-                    why[0] ? why : "failed without a reason");
+    return rc == PPBK_OK ? PPB_OK : call_fail(call, call->impl->name, rc, why, "launch: ", "failed without a reason", err);
 }
 
-void ppb_impl_resources(const ppb_impl_call *call, ppb_resources *res)
+int ppb_impl_prepare(const ppb_impl_call *call, ppb_resources *res, ppb_err *err)
 {
     memset(res, 0, sizeof *res);
     ppbk_resources r = {0};
-    char why[256] = "";
-    int rc = PPBK_FAILED;
-    enter_call(call, "resources");
-    if (call->kernel == PPB_PREFIX_PREFILL && call->impl->prefill->resources)
-        rc = call->impl->prefill->resources(&call->dev, &call->prefill_cfg, &call->prefill, &r, why, sizeof why);
-    else if (call->kernel == PPB_PAGED_ATTENTION && decode_ops(call)->resources)
-        rc = decode_ops(call)->resources(&call->dev, &call->decode_cfg, &call->decode, &r, why, sizeof why);
+    char why[512] = "";
+    int rc = PPBK_OK, known = 0;
+    enter_call(call, "prepare");
+    if (call->kernel == PPB_PREFIX_PREFILL && call->impl->prefill->prepare) {
+        rc = call->impl->prefill->prepare(&call->dev, &call->prefill_cfg, &call->prefill, &r, why, sizeof why);
+        known = 1;
+    } else if (call->kernel == PPB_PAGED_ATTENTION && decode_ops(call)->prepare) {
+        rc = decode_ops(call)->prepare(&call->dev, &call->decode_cfg, &call->decode, &r, why, sizeof why);
+        known = 1;
+    }
     leave_call();
     if (rc != PPBK_OK)
-        return;
-    res->known = 1;
+        return call_fail(call, call->impl->name, rc, why, "prepare: ", "failed without a reason", err);
+    res->known = known;
     res->registers = r.registers;
     res->static_smem = r.static_smem;
     res->dynamic_smem = r.dynamic_smem;
-    res->max_threads = r.threads_per_block;
+    res->local_bytes = r.local_bytes;
+    res->max_threads = r.max_threads;
+    return PPB_OK;
 }
 
 void ppb_impl_backends_text(unsigned backends, char *buf, size_t len)

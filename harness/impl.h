@@ -1,13 +1,15 @@
-/* Kernel implementations other than the built-in kernels: plugin libraries
- * behind the kernel ABI (kernels/ppb_kernel_abi.h, docs/KERNEL-ABI.md).
+/* Kernel implementations behind the kernel ABI (kernels/ppb_kernel_abi.h,
+ * docs/KERNEL-ABI.md): the built-in CUDA kernels and plugin libraries.
  *
  * A case's `impl` field names the implementation (case.h). Implementation 0,
- * builtin, runs through the backends' own kernel runtime; every other one is a
- * shared library found on the search path, loaded with dlopen, checked (entry
- * symbol, ABI version, table size, name) and called through its table. The
- * backends ask this module for a bound call (ppb_impl_call) and launch it on
- * their own buffers, so guard zones, poisoning, the reference check and the
- * timing loop are the same code for every implementation.
+ * builtin, is the table a backend registers (ppb_impl_set_builtin: the CUDA
+ * backend's kernels/runtime/ppb_builtin.h; the CPU backend computes builtin
+ * cases itself); every other one is a shared library found on the search
+ * path, loaded with dlopen, checked (entry symbol, ABI version, table size,
+ * name) and called through its table. The backends ask this module for a
+ * bound call (ppb_impl_call) and launch it on their own buffers, so guard
+ * zones, poisoning, the reference check and the timing loop are the same
+ * code for every implementation.
  *
  * Search path, in order: each --plugin PATH (a library or a folder), the
  * entries of $PPBENCH_PLUGIN_PATH (colon-separated, files or folders),
@@ -18,10 +20,12 @@
 #define PPB_IMPL_H
 
 #include "case.h"
-#include "kernel_spec.h"
 #include "ppb_error.h"
 #include "ppb_kernel_abi.h"
 #include "result.h"
+
+/* The built-in kernels' table for `impl: builtin` (NULL: none here). */
+void ppb_impl_set_builtin(const ppbk_impl *table);
 
 /* --plugin PATH: searched before everything else (and inherited by worker processes). */
 void ppb_impl_add_search_path(const char *path);
@@ -59,6 +63,7 @@ typedef struct ppb_impl_call {
     ppbk_decode_config decode_cfg;
     ppb_prefill_args prefill;
     ppb_decode_args decode;
+    char note[400];          /* what refuse said when it accepted ("" = nothing) */
 } ppb_impl_call;
 
 /* Load the case's implementation (once per process), open it for `dev` (once),
@@ -70,8 +75,10 @@ int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev
 /* Launch (asynchronously on `stream` for CUDA). */
 int ppb_impl_launch(const ppb_impl_call *call, void *stream, ppb_err *err);
 
-/* The plugin's resource figures where it gives them (res->known = 0 otherwise). */
-void ppb_impl_resources(const ppb_impl_call *call, ppb_resources *res);
+/* Once per case, before the first launch and outside timing: the
+ * implementation's prepare (compile, load), with its resource figures where it
+ * gives them (res->known = 0 otherwise). PPB_EREFUSED / PPB_EFAIL with its reason. */
+int ppb_impl_prepare(const ppb_impl_call *call, ppb_resources *res, ppb_err *err);
 
 /* Environment facts for a run that used an implementation: name, version,
  * source, path and checksum of its library ("impl.<name>.*"). */

@@ -20,7 +20,11 @@
  *  - `refuse` answers from the shape and config alone (the argument struct's
  *    pointers are NULL then): PPBK_REFUSED with a one-line reason for anything
  *    the kernel cannot compute correctly. A plugin never returns garbage for a
- *    config it accepted.
+ *    config it accepted. On PPBK_OK it may leave a one-line note in `why`
+ *    (which variant it will run, say); ppbench stores it with the result.
+ *  - `prepare` (optional) runs once per case, after `refuse` and before the
+ *    first launch, never timed: the place to compile or load what the config
+ *    needs and to say what it costs. PPBK_REFUSED there refuses the case.
  *  - Every message goes into the caller's buffer (`why`, `why_len`), one line.
  *
  * Versioning: any change to a struct or a function type below is a new
@@ -36,12 +40,18 @@
 extern "C" {
 #endif
 
-#define PPBK_ABI_VERSION 1
+#define PPBK_ABI_VERSION 2
 #define PPBK_ENTRY_SYMBOL "ppbk_entry"
 
 /* Which pointers a launch receives (bit set in ppbk_impl.backends). */
 #define PPBK_BACKEND_CPU 1u
 #define PPBK_BACKEND_CUDA 2u
+
+/* Code paths a config may ask for (the `path` field of the configs). An
+ * implementation with one path refuses SIMT/MMA requests it cannot honour. */
+#define PPBK_PATH_AUTO 0   /* the implementation's best for this device */
+#define PPBK_PATH_SIMT 1   /* the portable path (plain FMA, no tensor cores) */
+#define PPBK_PATH_MMA 2    /* the tensor-core path */
 
 /* Return codes of every function below. */
 #define PPBK_OK 0
@@ -63,6 +73,7 @@ typedef struct ppbk_device {
 typedef struct ppbk_prefill_config {
     int dtype, head_dim, page_size, sliding_window;
     int block_m, block_n, num_warps;
+    int path;              /* PPBK_PATH_* */
 } ppbk_prefill_config;
 
 typedef struct ppbk_decode_config {
@@ -70,14 +81,18 @@ typedef struct ppbk_decode_config {
     int version;           /* 1 or 2 */
     int num_threads;
     int partition_size;    /* the kernel's PARTITION_SIZE (v2); the scratch may be sized for another */
+    int path;              /* PPBK_PATH_* */
 } ppbk_decode_config;
 
-/* What one launch costs in resources, where the plugin knows it (0 = unknown). */
+/* What the main kernel of a launch costs, where the implementation knows it
+ * (0 = unknown): the compiled function's attributes and the launch's dynamic
+ * shared memory. */
 typedef struct ppbk_resources {
-    int registers;         /* per thread, main kernel */
+    int registers;         /* per thread */
     int static_smem;       /* bytes */
     int dynamic_smem;      /* bytes */
-    int threads_per_block;
+    int local_bytes;       /* per thread (spills) */
+    int max_threads;       /* most threads per block the compiled kernel can launch with */
 } ppbk_resources;
 
 typedef struct ppbk_prefill_ops {
@@ -85,9 +100,9 @@ typedef struct ppbk_prefill_ops {
                   char *why, size_t why_len);
     int (*launch)(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *args,
                   void *stream, char *why, size_t why_len);
-    /* Optional (NULL): resources of the kernel `launch` would run. */
-    int (*resources)(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
-                     ppbk_resources *out, char *why, size_t why_len);
+    /* Optional (NULL): get the kernel `launch` will run ready and fill *out (zeroed by ppbench). */
+    int (*prepare)(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
+                   ppbk_resources *out, char *why, size_t why_len);
 } ppbk_prefill_ops;
 
 /* One entry for v1 and v2: cfg->version says which. v2 launches the main
@@ -99,8 +114,8 @@ typedef struct ppbk_decode_ops {
                   char *why, size_t why_len);
     int (*launch)(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *args,
                   void *stream, char *why, size_t why_len);
-    int (*resources)(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
-                     ppbk_resources *out, char *why, size_t why_len);
+    int (*prepare)(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
+                   ppbk_resources *out, char *why, size_t why_len);
 } ppbk_decode_ops;
 
 typedef struct ppbk_impl {

@@ -54,13 +54,17 @@ int cmd_impls(int argc, char **argv)
     char kernels[128], backends[32], abi[16], version[192];
     print_row("IMPL", "KERNELS", "BACKENDS", "ABI", "VERSION / SOURCE / PATH / CHECKSUM");
     ppb_impl_kernels_text(1, 1, 1, kernels, sizeof kernels);
+    /* On the GPU the built-in kernels are a table of the kernel ABI like any
+     * plugin (kernels/runtime/ppb_builtin.h); the CPU backend computes them itself. */
 #ifdef PPB_HAVE_CUDA
     ppb_impl_backends_text(PPBK_BACKEND_CPU | PPBK_BACKEND_CUDA, backends, sizeof backends);
+    snprintf(abi, sizeof abi, "%d", PPBK_ABI_VERSION);
 #else
     ppb_impl_backends_text(PPBK_BACKEND_CPU, backends, sizeof backends);
+    snprintf(abi, sizeof abi, "-");
 #endif
     snprintf(version, sizeof version, "ppbench's own kernels, compiled in (commit %s)", commit);
-    print_row("builtin", kernels, backends, "-", version);
+    print_row("builtin", kernels, backends, abi, version);
     int broken = 0;
     for (int i = 0; i < n; i++) {
         const ppb_impl_info *f = &infos[i];

@@ -1,6 +1,6 @@
 /* ppbench list-kernels SUITE... --target NAME | --arch CC: every built-in
  * kernel instantiation the suites launch on that device, one spec line each
- * (harness/kernel_spec.h), in the format the ahead-of-time build reads
+ * (harness/kernel_case.h), in the format the ahead-of-time build reads
  * (CMake PPB_AOT_CONFIGS; ci/build-bi-v100.sh). */
 #include <getopt.h>
 #include <math.h>
@@ -10,7 +10,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "kernel_spec.h"
+#include "kernel_case.h"
 #include "suite.h"
 #include "target.h"
 

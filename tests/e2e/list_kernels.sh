@@ -18,7 +18,7 @@ grep -q "^ppbench list-kernels: $n instantiations for compute capability 7.0, wa
 # An sm_90 device takes the tensor-core path; the build's own reader accepts the list.
 expect_rc 0 "$PPB" list-kernels "$SRC/suites/prefill.yaml" --arch 90
 grep -q "mma=1" "$WORK/out" || fail "no tensor-core instantiation at sm_90"
-compile=$(dirname "$PPB")/kernels/ppb-kernel-compile
+compile=$(dirname "$PPB")/ppb-kernel-compile
 if [ -x "$compile" ]; then
   expect_rc 0 "$compile" --list "$WORK/bi-v100.txt" --arch 70 --print
   [ "$(grep -Ec "$spec" "$WORK/out")" -eq "$n" ] || { cat "$WORK/out"; fail "ppb-kernel-compile does not read the list back"; }

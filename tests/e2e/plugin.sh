@@ -11,7 +11,7 @@ export PPBENCH_DB="$WORK/p.db"
 # impls: builtin and the example with its table; broken libraries with their reasons, exit 1.
 expect_rc 0 "$PPB" impls --plugin "$PLUG"
 grep -q "^builtin " "$WORK/out" || fail "builtin not listed"
-grep -q "^plugin:example-cpu .*prefix_prefill,paged_attention_v1,paged_attention_v2 *cpu *1 " "$WORK/out" \
+grep -q "^plugin:example-cpu .*prefix_prefill,paged_attention_v1,paged_attention_v2 *cpu *2 " "$WORK/out" \
   || { cat "$WORK/out"; fail "example plugin not listed with kernels, backend and ABI"; }
 grep -q "checksum fnv1a64:[0-9a-f]\{16\}" "$WORK/out" || fail "no checksum"
 expect_rc 1 "$PPB" impls --plugin "$BAD"
@@ -58,7 +58,7 @@ grep -q "example-cpu" "$WORK/report/index.html" || fail "the report does not nam
 # A plugin that crashes: named before the process dies; contained by workers.
 set +e; "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/crash.db" --plugin "$BAD/libppbk_bad_crash.so" --impl plugin:bad-plugin --backend cpu --no-progress >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
 [ "$rc" -ge 128 ] || fail "the crash did not end the process (exit $rc)"
-grep -q "plugin 'bad-plugin' crashed in launch" "$WORK/err" || { cat "$WORK/err"; fail "crash not named"; }
+grep -q "kernel implementation 'bad-plugin' crashed in launch" "$WORK/err" || { cat "$WORK/err"; fail "crash not named"; }
 expect_rc 1 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/crash2.db" --plugin "$BAD/libppbk_bad_crash.so" --impl plugin:bad-plugin --backend cpu --devices 0,1 --no-progress
 grep -q "^$total results:" "$WORK/out" || { cat "$WORK/out"; fail "the run did not go on after the plugin crashed"; }
 grep -q "^crashed" "$WORK/out" || fail "no case stored as crashed"

@@ -205,13 +205,13 @@ static int run_case(const ppbk_decode_ops *ops, const ppbk_device *dev, inputs *
         printf("%-16s %s: %s\n", label, rc == PPBK_REFUSED ? "REFUSED" : "FAILED", why);
         return 1;
     }
-    if (ops->resources) {
-        ppbk_resources r = {0, 0, 0, 0};
-        if (ops->resources(dev, &cfg, &shape, &r, why, sizeof why) == PPBK_OK)
-            printf("%-16s %d registers, %d B static + %d B dynamic shared memory, %d threads\n", label, r.registers,
-                   r.static_smem, r.dynamic_smem, r.threads_per_block);
+    if (ops->prepare) {
+        ppbk_resources r = {0};
+        if (ops->prepare(dev, &cfg, &shape, &r, why, sizeof why) == PPBK_OK)
+            printf("%-16s %d registers, %d B static + %d B dynamic shared memory, %d B local, %d max threads\n",
+                   label, r.registers, r.static_smem, r.dynamic_smem, r.local_bytes, r.max_threads);
         else
-            printf("%-16s resources: %s\n", label, why);
+            printf("%-16s prepare: %s\n", label, why);
     }
 
     size_t out_bytes = (size_t)NUM_SEQS * NUM_HEADS * HEAD * sizeof(uint16_t);

@@ -199,11 +199,11 @@ int main(int argc, char **argv)
         printf("refused: %s\n", why);
         return rc == PPBK_REFUSED ? 2 : 3;
     }
-    if (impl->prefill->resources) {
+    if (impl->prefill->prepare) {
         ppbk_resources res = {0};
-        if (impl->prefill->resources(&dev, &cfg, &a, &res, why, sizeof why) == PPBK_OK)
-            printf("resources: %d registers, %d B static + %d B dynamic shared, %d threads\n", res.registers,
-                   res.static_smem, res.dynamic_smem, res.threads_per_block);
+        if (impl->prefill->prepare(&dev, &cfg, &a, &res, why, sizeof why) == PPBK_OK)
+            printf("resources: %d registers, %d B static + %d B dynamic shared, %d B local, %d max threads\n",
+                   res.registers, res.static_smem, res.dynamic_smem, res.local_bytes, res.max_threads);
     }
 
     CUdeviceptr dq = upload(q, nq * 2), dk = upload(k, nkv * 2), dv = upload(v, nkv * 2);

@@ -143,7 +143,7 @@ if want suites || want bench || want sanitizer || want precompile || want crossc
   want bench && pre+=(--suite "$root/suites/prefill.yaml" --suite "$root/suites/decode.yaml")
   { want sanitizer || want crosscheck; } && pre+=(--suite "$root/suites/smoke.yaml" --suite "$root/suites/smoke-decode.yaml")
   [ ${#pre[@]} -eq 0 ] && pre=(--suites-dir "$root/suites")
-  run precompile "$(limit precompile 300)" "$build/kernels/ppb-kernel-compile" "${pre[@]}" \
+  run precompile "$(limit precompile 300)" "$build/ppb-kernel-compile" "${pre[@]}" \
     --arch "${cc:-90}" --cache "$PPB_KERNEL_CACHE" --all
 fi
 
@@ -234,7 +234,7 @@ if want aot; then
     cmake -S "$5" -B "$6" "${@:8}" -DPPB_NVRTC=OFF -DPPB_AOT_CONFIGS="$4/aot-configs.txt" -DPPB_AOT_USE_MMA=ON \
           -DCMAKE_CUDA_ARCHITECTURES="$3" -DPPB_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
     cmake --build "$6" -j "$7" --target ppbench' \
-    "$build/kernels/ppb-kernel-compile" "${smoke[@]}" "${cc:-90}" "$out" "$root" "$aot_build" "$jobs" \
+    "$build/ppb-kernel-compile" "${smoke[@]}" "${cc:-90}" "$out" "$root" "$aot_build" "$jobs" \
     "${deps_env[@]}" && {
     run aot_smoke "$(limit aot 300)" "$aot_build/ppbench" run "${smoke[0]}" --backend cuda \
       --db "$out/aot.db" --label aot --no-progress

@@ -1,4 +1,4 @@
-/* GPU test of the kernel runtime (kernels/ppb_kernels.h) and the CUDA backend
+/* GPU test of the kernel runtime (kernels/runtime/ppb_kernels.h) and the CUDA backend
  * (harness/backend_cuda.c), independent of `ppbench run`.
  *
  *   test_cuda_backend [--cache DIR]   runtime + backend with the stand-in kernels
@@ -19,6 +19,7 @@
 
 #include "attention_args.h"
 #include "backend.h"
+#include "kernel_case.h"
 #include "ppb_kernels.h"
 #include "ppb_rng.h"
 #include "reference.h"
@@ -73,26 +74,23 @@ static void test_runtime(const char *cache)
     printf("   mechanism %s, %s, sm_%d, warp %d, smem limit %ld, cache %s\n", ki.mechanism, ki.compiler,
            ki.arch, ki.warp_size, ki.smem_optin_limit, ki.cache_dir);
 
-    ppb_config cfg = {0};
-    cfg.block_m = 64;
-    cfg.block_n = 32;
-    cfg.num_warps = 4;
+    const ppb_kernel_spec cfg = {.kind = PPB_KSPEC_PREFILL, .dtype = PPB_KDTYPE_FP16, .head_dim = 64,
+                                 .block_m = 64, .block_n = 32, .num_warps = 4};
     ppb_kernel *h = NULL;
-    ppb_resources res;
+    ppbk_resources res;
     double t0 = now_s();
-    rc = ppb_kernels_get_prefill(k, &cfg, 64, PPB_FP16, 0, &h, &res, &err);
+    rc = ppb_kernels_get(k, &cfg, &h, &res, &err);
     double first = now_s() - t0;
     CHECK(rc == PPB_OK, "get_prefill: %s", err.msg);
     if (rc)
         goto end;
     printf("   first get %.3f s: regs %d, static smem %d, local %d, max threads %d\n", first, res.registers,
            res.static_smem, res.local_bytes, res.max_threads);
-    CHECK(res.known == 1, "resources known");
     CHECK(res.static_smem == 64 * 4, "static smem %d (the stand-in holds BLOCK_M floats)", res.static_smem);
     CHECK(res.max_threads == 4 * ki.warp_size, "max threads %d (launch bounds)", res.max_threads);
     CHECK(res.registers > 0 && res.registers <= 255, "registers %d", res.registers);
     ppb_kernel *again = NULL;
-    CHECK(ppb_kernels_get_prefill(k, &cfg, 64, PPB_FP16, 0, &again, NULL, &err) == PPB_OK && again == h,
+    CHECK(ppb_kernels_get(k, &cfg, &again, NULL, &err) == PPB_OK && again == h,
           "a second get returns the loaded kernel");
 
     /* A launch that needs the opt-in (100 KB dynamic) and copies q to out. */
@@ -151,13 +149,15 @@ static void test_runtime(const char *cache)
     cudaEventDestroy(e1);
 
     /* Decode v2 through the runtime: main + reduce give q back exactly. */
-    ppb_config dc = {0};
-    dc.version = 2;
-    dc.num_threads = 128;
-    dc.partition_size = 256;
+    const ppb_kernel_spec dc = {.kind = PPB_KSPEC_DECODE, .dtype = PPB_KDTYPE_BF16, .head_dim = 128,
+                                .page_size = 16, .num_threads = 128, .partition_size = 256};
+    const ppb_kernel_spec dcr = {.kind = PPB_KSPEC_DECODE_REDUCE, .dtype = PPB_KDTYPE_BF16, .head_dim = 128,
+                                 .num_threads = 128, .partition_size = 256};
     ppb_kernel *dm = NULL, *dr = NULL;
-    ppb_resources rm, rr;
-    rc = ppb_kernels_get_decode(k, &dc, 128, 16, PPB_BF16, 0, &dm, &rm, &dr, &rr, &err);
+    ppbk_resources rm, rr;
+    rc = ppb_kernels_get(k, &dc, &dm, &rm, &err);
+    if (rc == PPB_OK)
+        rc = ppb_kernels_get(k, &dcr, &dr, &rr, &err);
     CHECK(rc == PPB_OK && dm && dr, "get_decode v2: %s", err.msg);
     if (rc == PPB_OK) {
         CHECK(rm.static_smem == 128 * 4 && rr.static_smem == 128 * 4, "decode static smem %d / %d",
@@ -211,10 +211,12 @@ static void test_runtime(const char *cache)
     CHECK(rc == PPB_OK, "reopen: %s", err.msg);
     if (rc == PPB_OK) {
         t0 = now_s();
-        rc = ppb_kernels_get_prefill(k, &cfg, 64, PPB_FP16, 0, &h, &res, &err);
+        rc = ppb_kernels_get(k, &cfg, &h, &res, &err);
         double cached = now_s() - t0;
         CHECK(rc == PPB_OK, "cached get: %s", err.msg);
-        rc = ppb_kernels_get_decode(k, &dc, 128, 16, PPB_BF16, 0, &dm, NULL, &dr, NULL, &err);
+        rc = ppb_kernels_get(k, &dc, &dm, NULL, &err);
+        if (rc == PPB_OK)
+            rc = ppb_kernels_get(k, &dcr, &dr, NULL, &err);
         CHECK(rc == PPB_OK, "cached decode: %s", err.msg);
         ppb_kernels_get_info(k, &ki);
         printf("   second runtime: %d hits, %d misses (first runtime compiled %d); cached get %.4f s\n",
@@ -228,7 +230,7 @@ static void test_runtime(const char *cache)
         rc = ppb_kernels_open(&k, &capped, &err);
         CHECK(rc == PPB_OK, "open capped: %s", err.msg);
         if (rc == PPB_OK) {
-            ppb_kernels_get_prefill(k, &cfg, 64, PPB_FP16, 0, &h, NULL, &err);
+            ppb_kernels_get(k, &cfg, &h, NULL, &err);
             ppb_launch_plan p64 = {{1, 1, 1}, {128, 1, 1}, 64 * 1024};
             rc = ppb_kernels_launch(h, &p64, &a, sizeof a, NULL, &err);
             CHECK(rc == PPB_EREFUSED, "64 KB under a 48 KB cap refused: %s", err.msg);
@@ -475,7 +477,7 @@ static void precompile(const ppb_case *cases, int n, const ppb_device_info *di)
     int cc = di->cc_major * 10 + di->cc_minor;
     ppb_kernel_spec_list list = {0};
     for (int i = 0; i < n; i++) {
-        ppb_kernel_launch l;
+        ppb_builtin_launch l;
         ppb_err err;
         if (ppb_kernel_launch_for_case(&cases[i], cc, di->warp_size, (unsigned)di->smem_per_block_optin, &l, &err))
             continue;

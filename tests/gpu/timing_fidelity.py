@@ -66,7 +66,7 @@ class Device(ctypes.Structure):  # ppbk_device
 
 class DecodeConfig(ctypes.Structure):  # ppbk_decode_config
     _fields_ = [(n, c_int) for n in ("dtype", "head_dim", "page_size", "sliding_window", "version",
-                                     "num_threads", "partition_size")]
+                                     "num_threads", "partition_size", "path")]
 
 
 class DecodeArgs(ctypes.Structure):  # ppb_decode_args
@@ -84,7 +84,7 @@ OPEN_FN = ctypes.CFUNCTYPE(c_int, _P(Device), c_char_p, c_size_t)
 
 
 class DecodeOps(ctypes.Structure):  # ppbk_decode_ops
-    _fields_ = [("refuse", DECODE_FN), ("launch", LAUNCH_FN), ("resources", c_vp)]
+    _fields_ = [("refuse", DECODE_FN), ("launch", LAUNCH_FN), ("prepare", c_vp)]
 
 
 class Impl(ctypes.Structure):  # ppbk_impl
@@ -93,8 +93,8 @@ class Impl(ctypes.Structure):  # ppbk_impl
                 ("prefill", c_vp), ("decode_v1", _P(DecodeOps)), ("decode_v2", _P(DecodeOps))]
 
 
-PPBK_ABI_VERSION, PPBK_BACKEND_CUDA, PPBK_OK = 1, 2, 0
-LAYOUT = {"ppbk_device": (Device, 32), "ppbk_decode_config": (DecodeConfig, 28),
+PPBK_ABI_VERSION, PPBK_BACKEND_CUDA, PPBK_OK = 2, 2, 0
+LAYOUT = {"ppbk_device": (Device, 32), "ppbk_decode_config": (DecodeConfig, 32),
           "ppbk_decode_ops": (DecodeOps, 24), "ppbk_impl": (Impl, 80), "ppb_decode_args": (DecodeArgs, 112)}
 # Sizes measured with gcc on x86-64 Linux from the headers (LP64).
 for _name, (_cls, _size) in LAYOUT.items():

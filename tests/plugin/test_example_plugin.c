@@ -593,9 +593,9 @@ static void test_table(void **state)
     assert_non_null(impl->prefill);
     assert_non_null(impl->decode_v1);
     assert_non_null(impl->decode_v2);
-    assert_null(impl->prefill->resources);
-    assert_null(impl->decode_v1->resources);
-    assert_null(impl->decode_v2->resources);
+    assert_null(impl->prefill->prepare);
+    assert_null(impl->decode_v1->prepare);
+    assert_null(impl->decode_v2->prepare);
 }
 
 /* A refusal: PPBK_REFUSED with one non-empty line; launch refuses the same

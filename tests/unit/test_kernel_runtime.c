@@ -189,7 +189,7 @@ static ppb_kernel_spec prefill_spec(int block_m)
 {
     ppb_kernel_spec s = {0};
     s.kind = PPB_KSPEC_PREFILL;
-    s.dtype = PPB_FP16;
+    s.dtype = PPB_KDTYPE_FP16;
     s.head_dim = 64;
     s.block_m = block_m;
     s.block_n = 32;
@@ -356,13 +356,13 @@ static void test_name_expressions(void **state)
     (void)state;
     char buf[256];
     ppb_kernel_spec s = prefill_spec(64);
-    s.dtype = PPB_BF16;
+    s.dtype = PPB_KDTYPE_BF16;
     s.use_mma = 1;
     ppb_kernel_name_expression(&s, buf, sizeof buf);
     assert_string_equal(buf, "prefix_prefill_kernel<__nv_bfloat16, 64, 64, 32, 4, true>");
     ppb_kernel_spec d = {0};
     d.kind = PPB_KSPEC_DECODE;
-    d.dtype = PPB_FP16;
+    d.dtype = PPB_KDTYPE_FP16;
     d.head_dim = 128;
     d.page_size = 16;
     d.num_threads = 128;

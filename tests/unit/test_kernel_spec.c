@@ -1,6 +1,8 @@
-/* Kernel instantiations: the spec line format, the case -> instantiation
- * mapping per compute capability, the sorted dedupe, and the list derived
- * from suites (what ppb-kernel-compile and PPB_AOT_CONFIGS consume). */
+/* Kernel instantiations: the spec line format (kernels/runtime/kernel_spec.h),
+ * the case -> instantiation mapping per compute capability through the
+ * built-in kernels' plans (harness/kernel_case.h over builtin_plan.h), the
+ * sorted dedupe, and the list derived from suites (what ppb-kernel-compile and
+ * PPB_AOT_CONFIGS consume). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernel_spec.h"
+#include "kernel_case.h"
 
 static void test_format_parse_round_trip(void **state)
 {
@@ -92,6 +94,17 @@ static ppb_case decode_case(int version, int partition)
     return c;
 }
 
+/* The instantiations the built-in kernels launch for a case on a device of
+ * compute capability cc (its shared-memory opt-in, 32-wide warps). */
+static int specs_for_case(const ppb_case *c, int cc, ppb_kernel_spec s[2], int *n, ppb_err *err)
+{
+    ppb_builtin_launch l;
+    int rc = ppb_kernel_launch_for_case(c, cc, 32, ppb_smem_optin_for_cc(cc), &l, err);
+    memcpy(s, l.spec, sizeof l.spec);
+    *n = rc == PPB_OK ? l.n_specs : 0;
+    return rc;
+}
+
 static void test_specs_for_case(void **state)
 {
     (void)state;
@@ -107,7 +120,7 @@ static void test_specs_for_case(void **state)
     int n = 0;
     ppb_err err = {{0}};
     /* path auto: tensor cores from compute capability 8.0 on, not below. */
-    assert_int_equal(ppb_kernel_specs_for_case(&p, 90, s, &n, &err), PPB_OK);
+    assert_int_equal(specs_for_case(&p, 90, s, &n, &err), PPB_OK);
     assert_int_equal(n, 1);
     assert_int_equal(s[0].kind, PPB_KSPEC_PREFILL);
     assert_int_equal(s[0].use_mma, 1);
@@ -115,18 +128,18 @@ static void test_specs_for_case(void **state)
     assert_int_equal(s[0].block_m, 64);
     assert_int_equal(s[0].block_n, 32);
     assert_int_equal(s[0].dtype, PPB_BF16);
-    assert_int_equal(ppb_kernel_specs_for_case(&p, 70, s, &n, &err), PPB_OK);
+    assert_int_equal(specs_for_case(&p, 70, s, &n, &err), PPB_OK);
     assert_int_equal(s[0].use_mma, 0);
     p.config.path = PPB_PATH_SIMT;
-    assert_int_equal(ppb_kernel_specs_for_case(&p, 90, s, &n, &err), PPB_OK);
+    assert_int_equal(specs_for_case(&p, 90, s, &n, &err), PPB_OK);
     assert_int_equal(s[0].use_mma, 0);
     p.config.path = PPB_PATH_MMA;
-    assert_int_equal(ppb_kernel_specs_for_case(&p, 75, s, &n, &err), PPB_EREFUSED);
+    assert_int_equal(specs_for_case(&p, 75, s, &n, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "path=mma needs compute capability 8.0"));
 
     /* decode v1: one kernel, PARTITION_SIZE 0 whatever the config says. */
     ppb_case d1 = decode_case(1, 512);
-    assert_int_equal(ppb_kernel_specs_for_case(&d1, 90, s, &n, &err), PPB_OK);
+    assert_int_equal(specs_for_case(&d1, 90, s, &n, &err), PPB_OK);
     assert_int_equal(n, 1);
     assert_int_equal(s[0].kind, PPB_KSPEC_DECODE);
     assert_int_equal(s[0].partition_size, 0);
@@ -135,7 +148,7 @@ static void test_specs_for_case(void **state)
     /* decode v2: main + reduce with the kernel's partition size (never the host's). */
     ppb_case d2 = decode_case(2, 256);
     d2.config.host_partition_size = 512;
-    assert_int_equal(ppb_kernel_specs_for_case(&d2, 90, s, &n, &err), PPB_OK);
+    assert_int_equal(specs_for_case(&d2, 90, s, &n, &err), PPB_OK);
     assert_int_equal(n, 2);
     assert_int_equal(s[0].partition_size, 256);
     assert_int_equal(s[1].kind, PPB_KSPEC_DECODE_REDUCE);
@@ -243,10 +256,9 @@ static void test_list_from_suite(void **state)
     rmdir(dir);
 }
 
-#ifdef PPB_HAVE_CUDA
-/* With the kernel plans linked (CUDA builds): path=auto takes the portable
- * path where the tensor-core plan refuses the tile, and says why; an explicit
- * path=mma is refused instead; the launch shape comes from the plan. */
+/* path=auto takes the portable path where the tensor-core plan refuses the
+ * tile, and says why; an explicit path=mma is refused instead; the launch
+ * shape comes from the plan. */
 static void test_launch_for_case_uses_the_plans(void **state)
 {
     (void)state;
@@ -262,18 +274,24 @@ static void test_launch_for_case_uses_the_plans(void **state)
     c.config.block_n = 32;
     c.config.num_warps = 4;
     ppb_case_make_key(&c);
-    ppb_kernel_launch l;
+    ppb_builtin_launch l;
     ppb_err err = {{0}};
     assert_int_equal(ppb_kernel_launch_for_case(&c, 90, 32, 232448, &l, &err), PPB_OK);
     assert_int_equal(l.use_mma, 0);
-    assert_int_equal(l.auto_fell_back, 1);
-    assert_non_null(strstr(l.auto_reason, "rows per warp"));
+    assert_non_null(strstr(l.note, "path auto ran simt"));
+    assert_non_null(strstr(l.note, "rows per warp"));
     assert_int_equal(l.n_specs, 1);
     assert_int_equal(l.spec[0].use_mma, 0);
     assert_int_equal(l.plan[0].block[0], 4 * 32);
     assert_true(l.plan[0].grid[0] * l.plan[0].grid[1] * l.plan[0].grid[2] > 0);
-    assert_int_equal(l.prefill.max_query_len, 100);
-    assert_int_equal(l.prefill.max_blocks_per_seq, 3); /* 37 tokens in 16-token pages */
+    ppb_kernel_view v;
+    ppb_kernel_view_of_case(&c, &v);
+    assert_int_equal(v.prefill.max_query_len, 100);
+    assert_int_equal(v.prefill.max_blocks_per_seq, 3); /* 37 tokens in 16-token pages */
+    assert_int_equal(v.prefill_cfg.path, PPBK_PATH_AUTO);
+    c.config.path = PPB_PATH_SIMT; /* asked for: planned as asked, no note */
+    assert_int_equal(ppb_kernel_launch_for_case(&c, 90, 32, 232448, &l, &err), PPB_OK);
+    assert_string_equal(l.note, "");
     c.config.path = PPB_PATH_MMA;
     assert_int_equal(ppb_kernel_launch_for_case(&c, 90, 32, 232448, &l, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "rows per warp"));
@@ -291,16 +309,15 @@ static void test_launch_for_case_uses_the_plans(void **state)
     d.config.host_partition_size = 512;
     ppb_case_make_key(&d);
     assert_int_equal(ppb_kernel_launch_for_case(&d, 90, 32, 232448, &l, &err), PPB_OK);
-    assert_int_equal(l.kernel_parts, 4);
-    assert_int_equal(l.host_parts, 2);
-    assert_int_equal(l.decode.max_num_partitions, 4);
+    ppb_kernel_view_of_case(&d, &v);
+    assert_int_equal(v.decode.max_num_partitions, 4); /* the kernel's count, not the host's 2 */
+    assert_int_equal(v.decode_cfg.partition_size, 256);
     assert_int_equal(l.n_specs, 2);
     assert_true(l.plan[1].block[0] > 0);
     /* Too little shared memory for anything: refused with the plan's words. */
     assert_int_equal(ppb_kernel_launch_for_case(&d, 90, 32, 1024, &l, &err), PPB_EREFUSED);
     assert_true(strlen(err.msg) > 0);
 }
-#endif
 
 /* Every suite in the repository yields a non-empty list on both architectures
  * the compile check uses (a suite that cannot be expanded fails here first). */
@@ -338,9 +355,7 @@ int main(void)
         cmocka_unit_test(test_list_sorted_without_duplicates),
         cmocka_unit_test(test_list_from_suite),
         cmocka_unit_test(test_repository_suites_list),
-#ifdef PPB_HAVE_CUDA
         cmocka_unit_test(test_launch_for_case_uses_the_plans),
-#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,8 +2,8 @@
  * both paths, including when K/V are double-buffered, the refusals and their words,
  * and the launch shape. The expected figures are worked out here from the layouts
  * documented in docs/KERNELS-IMPL.md, not taken from the code; the GPU test checks the
- * plan against the kernel's own layout structs for every config. Needs a build with
- * the kernels (PPB_HAVE_CUDA); otherwise the tests are skipped. */
+ * plan against the kernel's own layout structs for every config. The plans are plain
+ * C in every build (ppb_kernel_core), CPU-only ones included. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +12,6 @@
 
 #include <string.h>
 
-#ifdef PPB_HAVE_CUDA
 #include "prefill_plan.h"
 
 /* Tensor-core layout: Q [BM][D+8]; per stage K [BN][D+8] and V, the larger of
@@ -130,26 +129,14 @@ static void test_launch_shape(void **state)
     assert_int_equal(p.block[0], 256);
     assert_int_equal(p.grid[2], 13);
 }
-#endif
 
-#ifndef PPB_HAVE_CUDA
-static void test_needs_the_kernels(void **state)
-{
-    (void)state;
-    skip();   /* a build without CUDA has no kernels, so no kernel plans */
-}
-#endif
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-#ifdef PPB_HAVE_CUDA
         cmocka_unit_test(test_shared_memory_and_the_two_stage_rule),
         cmocka_unit_test(test_refusals_say_why),
         cmocka_unit_test(test_launch_shape),
-#else
-        cmocka_unit_test(test_needs_the_kernels),
-#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

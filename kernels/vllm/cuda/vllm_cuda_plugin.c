@@ -15,7 +15,7 @@
  *
  * Plain C and the CUDA runtime API at the CUDA 10.2 level (cudaLaunchKernel,
  * cudaFuncGetAttributes, cudaFuncSetAttribute, cudaDeviceGetAttribute), like
- * kernels/kernels_aot.cu, so other toolchains can build the same file. */
+ * kernels/runtime/kernels_aot.cu, so other toolchains can build the same file. */
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -350,7 +350,7 @@ static int vllm_launch(const ppbk_device *dev, const ppbk_decode_config *cfg, co
     return PPBK_OK;
 }
 
-static int vllm_resources(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
+static int vllm_prepare(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
                           int version, ppbk_resources *out, char *why, size_t why_len)
 {
     vllm_plan p;
@@ -364,7 +364,8 @@ static int vllm_resources(const ppbk_device *dev, const ppbk_decode_config *cfg,
     out->registers = attr.numRegs;
     out->static_smem = (int)attr.sharedSizeBytes;
     out->dynamic_smem = (int)p.smem;
-    out->threads_per_block = p.k->num_threads;
+    out->local_bytes = (int)attr.localSizeBytes;
+    out->max_threads = attr.maxThreadsPerBlock;
     return PPBK_OK;
 }
 
@@ -402,19 +403,19 @@ static int launch_v2(const ppbk_device *d, const ppbk_decode_config *c, const pp
 {
     return vllm_launch(d, c, a, 2, st, w, n);
 }
-static int resources_v1(const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s,
+static int prepare_v1(const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s,
                         ppbk_resources *r, char *w, size_t n)
 {
-    return vllm_resources(d, c, s, 1, r, w, n);
+    return vllm_prepare(d, c, s, 1, r, w, n);
 }
-static int resources_v2(const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s,
+static int prepare_v2(const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s,
                         ppbk_resources *r, char *w, size_t n)
 {
-    return vllm_resources(d, c, s, 2, r, w, n);
+    return vllm_prepare(d, c, s, 2, r, w, n);
 }
 
-static const ppbk_decode_ops decode_v1_ops = {refuse_v1, launch_v1, resources_v1};
-static const ppbk_decode_ops decode_v2_ops = {refuse_v2, launch_v2, resources_v2};
+static const ppbk_decode_ops decode_v1_ops = {refuse_v1, launch_v1, prepare_v1};
+static const ppbk_decode_ops decode_v2_ops = {refuse_v2, launch_v2, prepare_v2};
 
 static const ppbk_impl vllm_cuda_impl = {
     .abi_version = PPBK_ABI_VERSION,

@@ -39,7 +39,7 @@ typedef union argval {
 typedef struct loaded {
     CUmodule mod;
     CUfunction fn;
-    int registers, static_smem;
+    int registers, static_smem, local_bytes, max_threads;
     char error[200];                /* why this kernel cannot run here; "" when it can */
 } loaded;
 
@@ -127,6 +127,8 @@ static int load(const ppbk_vt_kernel *k, loaded *l)
         return snprintf(l->error, sizeof l->error, "loading the cubin failed: %s", cu_text(r)), -1;
     cuFuncGetAttribute(&l->registers, CU_FUNC_ATTRIBUTE_NUM_REGS, l->fn);
     cuFuncGetAttribute(&l->static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, l->fn);
+    cuFuncGetAttribute(&l->local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, l->fn);
+    cuFuncGetAttribute(&l->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, l->fn);
     /* Above 48 KB a kernel must opt in. Do it exactly as Triton's loader does
      * (backends/nvidia/driver.c, loadBinary): prefer shared memory in the L1 /
      * shared carveout and allow the device's whole opt-in less the static part.
@@ -242,7 +244,7 @@ static int prefill_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg
     return PPBK_OK;
 }
 
-static int prefill_resources(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *s,
+static int prefill_prepare(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *s,
                              ppbk_resources *out, char *why, size_t len)
 {
     int i = find_variant(cfg, s);
@@ -250,10 +252,11 @@ static int prefill_resources(const ppbk_device *dev, const ppbk_prefill_config *
         return say(why, len, PPBK_REFUSED, "not prepared");
     memset(out, 0, sizeof *out);
     out->dynamic_smem = ppbk_vt_variants[i].k.shared;
-    out->threads_per_block = ppbk_vt_variants[i].k.num_warps * dev->warp_size;
     if (g.open) {
         out->registers = g.fwd[i].registers;
         out->static_smem = g.fwd[i].static_smem;
+        out->local_bytes = g.fwd[i].local_bytes;
+        out->max_threads = g.fwd[i].max_threads;
     }
     return PPBK_OK;
 }
@@ -324,7 +327,7 @@ static int prefill_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg
 
 /* ------------------------------------------------------------ the table */
 
-static const ppbk_prefill_ops prefill_ops = {prefill_refuse, prefill_launch, prefill_resources};
+static const ppbk_prefill_ops prefill_ops = {prefill_refuse, prefill_launch, prefill_prepare};
 
 __attribute__((visibility("default"))) const ppbk_impl *ppbk_entry(void)
 {

@@ -75,7 +75,7 @@ def int_args(s):
     num_queries_per_kv. plugin.c (int_args) computes the same list."""
     h, kvh, d, page = s["h"], s["kvh"], s["d"], s["page"]
     ctx_max = s["ctx"]  # sequence 0 has the longest context, ragged or not
-    mbps = max(1, -(-ctx_max // page))  # harness/kernel_spec.c: max_blocks_per_seq
+    mbps = max(1, -(-ctx_max // page))  # harness/kernel_case.c: max_blocks_per_seq
     return {
         "block_size": page, "x": 8,
         "stride_b_loc_b": mbps, "stride_b_loc_s": 1,

@@ -11,18 +11,18 @@
  *    those instantiations are compiled into the program and launched with the
  *    CUDA 10.2-level runtime API. Any other config is refused.
  *
- * Nothing here includes a CUDA header: the harness calls it from C. Streams are
- * passed as void * (a cudaStream_t; NULL = the default stream). */
+ * Nothing here includes a CUDA header: C callers (the built-in ABI table,
+ * ppb_builtin.h; the compile check) use it as is. Streams are passed as
+ * void * (a cudaStream_t; NULL = the default stream). */
 #ifndef PPB_KERNELS_H
 #define PPB_KERNELS_H
 
 #include <stddef.h>
 
-#include "case.h"
 #include "kernel_spec.h"
 #include "launch_plan.h"
 #include "ppb_error.h"
-#include "result.h"
+#include "ppb_kernel_abi.h"
 
 typedef enum {
     PPB_KMECH_AUTO = 0,   /* NVRTC when built with it, else ahead of time */
@@ -88,20 +88,10 @@ int ppb_kernels_compile(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel_
                         ppb_err *err);
 
 /* A launchable kernel for a spec; fills `res` (registers, static shared memory,
- * local bytes, max threads; dynamic_smem 0 until a launch sets it).
+ * local bytes, max threads; dynamic_smem 0). Loaded kernels stay until close.
  * AOT: PPB_EREFUSED "not built ahead of time; add it to PPB_AOT_CONFIGS". */
 int ppb_kernels_get(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel **handle,
-                    ppb_resources *res, ppb_err *err);
-
-/* The prefix-prefill kernel for a config (block_m, block_n, num_warps). */
-int ppb_kernels_get_prefill(ppb_kernels *k, const ppb_config *config, int head_dim, int dtype,
-                            int use_mma, ppb_kernel **handle, ppb_resources *res, ppb_err *err);
-
-/* The decode kernel for a config (version, num_threads, partition_size) and, for
- * version 2, its reduce kernel (*reduce = NULL for version 1). */
-int ppb_kernels_get_decode(ppb_kernels *k, const ppb_config *config, int head_dim, int page_size,
-                           int dtype, int use_mma, ppb_kernel **main, ppb_resources *main_res,
-                           ppb_kernel **reduce, ppb_resources *reduce_res, ppb_err *err);
+                    ppbk_resources *res, ppb_err *err);
 
 /* Launch asynchronously on `stream` with the plan's grid, block and dynamic
  * shared memory (launch_plan.h; from ppb_prefill_plan / ppb_decode_plan). `args` points at the kernel's single

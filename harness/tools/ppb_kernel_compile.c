@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernel_spec.h"
+#include "kernel_case.h"
 #include "ppb_kernels.h"
 #include "threads.h"
 

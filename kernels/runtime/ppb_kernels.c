@@ -18,7 +18,7 @@ struct ppb_kernel {
     int mechanism;             /* PPB_KMECH_NVRTC or PPB_KMECH_AOT */
     void *module, *function;   /* NVRTC: CUmodule, CUfunction */
     const void *aot_fn;        /* AOT: the __global__ function's host stub */
-    ppb_resources res;
+    ppbk_resources res;
     int dynamic_smem_attr;     /* current MAX_DYNAMIC_SHARED_SIZE_BYTES (0 = default 48 KB) */
     long smem_limit;           /* static + dynamic may not exceed this */
     int threads_limit;
@@ -52,7 +52,7 @@ static const char *const type_names[] = {"__half", "__nv_bfloat16"};
 
 void ppb_kernel_name_expression(const ppb_kernel_spec *s, char *buf, size_t len)
 {
-    const char *t = type_names[s->dtype == PPB_FP16 ? 0 : 1];
+    const char *t = type_names[s->dtype == PPB_KDTYPE_FP16 ? 0 : 1];
     switch (s->kind) {
     case PPB_KSPEC_PREFILL:
         snprintf(buf, len, "prefix_prefill_kernel<%s, %d, %d, %d, %d, %s>", t, s->head_dim, s->block_m,
@@ -407,7 +407,7 @@ static int check_spec(const ppb_kernel_spec *s, ppb_err *err)
     ppb_kernel_spec_format(s, text, sizeof text);
     if (s->kind < PPB_KSPEC_PREFILL || s->kind > PPB_KSPEC_DECODE_REDUCE)
         return ppb_fail(err, PPB_EINPUT, "bad kernel kind %d", s->kind);
-    if (s->dtype != PPB_FP16 && s->dtype != PPB_BF16)
+    if (s->dtype != PPB_KDTYPE_FP16 && s->dtype != PPB_KDTYPE_BF16)
         return ppb_fail(err, PPB_EINPUT, "%s: bad dtype", text);
     if (s->head_dim <= 0 || (s->kind == PPB_KSPEC_PREFILL && (s->block_m <= 0 || s->block_n <= 0 ||
                                                                s->num_warps <= 0)) ||
@@ -468,7 +468,7 @@ int ppb_kernels_compile(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel_
 /* ----------------------------------------------------------------- get -- */
 
 int ppb_kernels_get(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel **handle,
-                    ppb_resources *res, ppb_err *err)
+                    ppbk_resources *res, ppb_err *err)
 {
     *handle = NULL;
     int rc = check_spec(spec, err);
@@ -535,48 +535,6 @@ int ppb_kernels_get(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel **ha
     if (res)
         *res = h->res;
     return PPB_OK;
-}
-
-int ppb_kernels_get_prefill(ppb_kernels *k, const ppb_config *config, int head_dim, int dtype,
-                            int use_mma, ppb_kernel **handle, ppb_resources *res, ppb_err *err)
-{
-    ppb_kernel_spec s = {0};
-    s.kind = PPB_KSPEC_PREFILL;
-    s.dtype = dtype;
-    s.head_dim = head_dim;
-    s.use_mma = use_mma ? 1 : 0;
-    s.block_m = config->block_m;
-    s.block_n = config->block_n;
-    s.num_warps = config->num_warps;
-    return ppb_kernels_get(k, &s, handle, res, err);
-}
-
-int ppb_kernels_get_decode(ppb_kernels *k, const ppb_config *config, int head_dim, int page_size,
-                           int dtype, int use_mma, ppb_kernel **main, ppb_resources *main_res,
-                           ppb_kernel **reduce, ppb_resources *reduce_res, ppb_err *err)
-{
-    ppb_kernel_spec s = {0};
-    s.kind = PPB_KSPEC_DECODE;
-    s.dtype = dtype;
-    s.head_dim = head_dim;
-    s.use_mma = use_mma ? 1 : 0;
-    s.page_size = page_size;
-    s.num_threads = config->num_threads;
-    s.partition_size = config->version == 2 ? config->partition_size : 0;
-    if (reduce)
-        *reduce = NULL;
-    int rc = ppb_kernels_get(k, &s, main, main_res, err);
-    if (rc || config->version != 2)
-        return rc;
-    ppb_kernel_spec r = {0};
-    r.kind = PPB_KSPEC_DECODE_REDUCE;
-    r.dtype = dtype;
-    r.head_dim = head_dim;
-    r.num_threads = config->num_threads;
-    r.partition_size = config->partition_size;
-    if (!reduce)
-        return ppb_fail(err, PPB_EINPUT, "version 2 needs somewhere to put the reduce kernel");
-    return ppb_kernels_get(k, &r, reduce, reduce_res, err);
 }
 
 /* -------------------------------------------------------------- launch -- */

@@ -27,7 +27,7 @@ extern "C" const void *ppb_aot_find(const ppb_kernel_spec *spec)
     return NULL;
 }
 
-extern "C" int ppb_aot_resources(const void *fn, ppb_resources *res, ppb_err *err)
+extern "C" int ppb_aot_resources(const void *fn, ppbk_resources *res, ppb_err *err)
 {
     cudaFuncAttributes a;
     cudaError_t e = cudaFuncGetAttributes(&a, fn);
@@ -37,7 +37,6 @@ extern "C" int ppb_aot_resources(const void *fn, ppb_resources *res, ppb_err *er
     res->static_smem = (int)a.sharedSizeBytes;
     res->local_bytes = (int)a.localSizeBytes;
     res->max_threads = a.maxThreadsPerBlock;
-    res->known = 1;
     return PPB_OK;
 }
 

@@ -386,7 +386,7 @@ void ppb_cudrv_unload_module(void *module)
         drv.ModuleUnload((CUmodule)module);   /* fails harmlessly once the context is gone */
 }
 
-int ppb_cudrv_resources(void *function, ppb_resources *res, ppb_err *err)
+int ppb_cudrv_resources(void *function, ppbk_resources *res, ppb_err *err)
 {
     int rc = drv_ready(err);
     if (rc)
@@ -406,7 +406,6 @@ int ppb_cudrv_resources(void *function, ppb_resources *res, ppb_err *err)
         if (r != CUDA_SUCCESS)
             return drv_fail(err, r, q[i].name);
     }
-    res->known = 1;
     return PPB_OK;
 }
 

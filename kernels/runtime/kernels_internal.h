@@ -52,7 +52,7 @@ int ppb_nvrtc_build(const ppb_nvrtc_request *rq, ppb_kernel_cache_entry *e,
 int ppb_cudrv_load_module(const void *image, const char *lowered_name, void **module,
                           void **function, ppb_err *err);
 void ppb_cudrv_unload_module(void *module);
-int ppb_cudrv_resources(void *function, ppb_resources *res, ppb_err *err);
+int ppb_cudrv_resources(void *function, ppbk_resources *res, ppb_err *err);
 int ppb_cudrv_set_dynamic_smem(void *function, int bytes, ppb_err *err);
 int ppb_cudrv_launch(void *function, const ppb_launch_plan *plan, void **params, void *stream,
                      ppb_err *err);
@@ -71,7 +71,7 @@ extern const int ppb_aot_entry_count;
 int ppb_aot_warp_size(void);          /* PPB_WARP_SIZE the table was compiled with */
 int ppb_aot_count(void);
 const void *ppb_aot_find(const ppb_kernel_spec *spec);   /* NULL: not built */
-int ppb_aot_resources(const void *fn, ppb_resources *res, ppb_err *err);
+int ppb_aot_resources(const void *fn, ppbk_resources *res, ppb_err *err);
 int ppb_aot_set_dynamic_smem(const void *fn, int bytes, ppb_err *err);
 int ppb_aot_launch(const void *fn, const ppb_launch_plan *plan, void **params, void *stream,
                    ppb_err *err);

@@ -1,0 +1,120 @@
+#include "builtin_plan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "decode_plan.h"
+#include "prefill_plan.h"
+
+int ppb_builtin_use_mma(int path, int cc, int *use_mma, ppb_err *err)
+{
+    switch (path) {
+    case PPBK_PATH_SIMT: *use_mma = 0; return PPB_OK;
+    case PPBK_PATH_AUTO: *use_mma = cc >= PPB_MMA_MIN_CC; return PPB_OK;
+    case PPBK_PATH_MMA:
+        if (cc < PPB_MMA_MIN_CC)
+            return ppb_fail(err, PPB_EREFUSED,
+                            "path=mma needs compute capability %d.%d (tensor-core mma); this device is %d.%d",
+                            PPB_MMA_MIN_CC / 10, PPB_MMA_MIN_CC % 10, cc / 10, cc % 10);
+        *use_mma = 1;
+        return PPB_OK;
+    default: return ppb_fail(err, PPB_EINPUT, "path=%d is not a code path", path);
+    }
+}
+
+unsigned ppb_smem_optin_for_cc(int cc)
+{
+    if (cc >= 90)
+        return 232448; /* 227 KB: Hopper */
+    if (cc == 80 || cc == 87)
+        return 166912; /* 163 KB: A100, Orin */
+    if (cc >= 86)
+        return 101376; /* 99 KB: GA10x, Ada */
+    if (cc >= 75)
+        return 65536;  /* Turing */
+    if (cc >= 70)
+        return 98304;  /* 96 KB: Volta */
+    return 49152;
+}
+
+/* One path's plan: 0, or -1 with the plan's reason (the plans' convention). */
+typedef int (*plan_fn)(const void *cfg, const void *shape, const ppbk_device *dev, int use_mma,
+                       ppb_builtin_launch *out, char *reason, unsigned reason_len);
+
+static int plan_prefill_path(const void *cfgp, const void *shapep, const ppbk_device *dev, int use_mma,
+                             ppb_builtin_launch *out, char *reason, unsigned reason_len)
+{
+    const ppbk_prefill_config *cfg = cfgp;
+    ppb_prefill_config pc = {cfg->block_m, cfg->block_n, cfg->num_warps, use_mma, dev->warp_size};
+    memset(out->plan, 0, sizeof out->plan);
+    if (ppb_prefill_plan(&pc, shapep, cfg->head_dim, cfg->dtype, (unsigned)dev->smem_optin, &out->plan[0], reason,
+                         reason_len) != 0)
+        return -1;
+    memset(out->spec, 0, sizeof out->spec);
+    out->spec[0] = (ppb_kernel_spec){.kind = PPB_KSPEC_PREFILL, .dtype = cfg->dtype, .head_dim = cfg->head_dim,
+                                     .use_mma = use_mma, .block_m = cfg->block_m, .block_n = cfg->block_n,
+                                     .num_warps = cfg->num_warps};
+    out->n_specs = 1;
+    return 0;
+}
+
+static int plan_decode_path(const void *cfgp, const void *shapep, const ppbk_device *dev, int use_mma,
+                            ppb_builtin_launch *out, char *reason, unsigned reason_len)
+{
+    const ppbk_decode_config *cfg = cfgp;
+    ppb_decode_config dc = {cfg->version, cfg->num_threads, cfg->partition_size, use_mma, dev->warp_size};
+    memset(out->plan, 0, sizeof out->plan);
+    if (ppb_decode_plan(&dc, shapep, cfg->head_dim, cfg->page_size, cfg->dtype, (unsigned)dev->smem_optin,
+                        &out->plan[0], &out->plan[1], reason, reason_len) != 0)
+        return -1;
+    int v2 = cfg->version == 2;
+    memset(out->spec, 0, sizeof out->spec);
+    out->spec[0] = (ppb_kernel_spec){.kind = PPB_KSPEC_DECODE, .dtype = cfg->dtype, .head_dim = cfg->head_dim,
+                                     .use_mma = use_mma, .page_size = cfg->page_size,
+                                     .num_threads = cfg->num_threads,
+                                     .partition_size = v2 ? cfg->partition_size : 0};
+    if (v2)
+        out->spec[1] = (ppb_kernel_spec){.kind = PPB_KSPEC_DECODE_REDUCE, .dtype = cfg->dtype,
+                                         .head_dim = cfg->head_dim, .num_threads = cfg->num_threads,
+                                         .partition_size = cfg->partition_size};
+    out->n_specs = v2 ? 2 : 1;
+    return 0;
+}
+
+/* The path rule, for both kernels: an explicit path is planned as asked; auto
+ * asks for "the best this device has", so the portable path is next when the
+ * tensor-core plan refuses. */
+static int plan_with_path(plan_fn plan, const void *cfg, const void *shape, int path, const ppbk_device *dev,
+                          ppb_builtin_launch *out, ppb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int use_mma = 0;
+    int rc = ppb_builtin_use_mma(path, dev->cc, &use_mma, err);
+    if (rc)
+        return rc;
+    char reason[400] = "";
+    if (plan(cfg, shape, dev, use_mma, out, reason, sizeof reason) == 0) {
+        out->use_mma = use_mma;
+        return PPB_OK;
+    }
+    if (!(path == PPBK_PATH_AUTO && use_mma))
+        return ppb_fail(err, PPB_EREFUSED, "%s", reason);
+    char simt_reason[400] = "";
+    if (plan(cfg, shape, dev, 0, out, simt_reason, sizeof simt_reason) != 0)
+        return ppb_fail(err, PPB_EREFUSED, "mma path: %s; simt path: %s", reason, simt_reason);
+    out->use_mma = 0;
+    snprintf(out->note, sizeof out->note, "path auto ran simt: the mma path refused (%s)", reason);
+    return PPB_OK;
+}
+
+int ppb_builtin_plan_prefill(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
+                             ppb_builtin_launch *out, ppb_err *err)
+{
+    return plan_with_path(plan_prefill_path, cfg, shape, cfg->path, dev, out, err);
+}
+
+int ppb_builtin_plan_decode(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
+                            ppb_builtin_launch *out, ppb_err *err)
+{
+    return plan_with_path(plan_decode_path, cfg, shape, cfg->path, dev, out, err);
+}

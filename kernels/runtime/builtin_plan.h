@@ -1,0 +1,45 @@
+/* How ppbench's own kernels run a config: the code path (tensor-core or
+ * portable), the template instantiations (kernel_spec.h) and the launch
+ * shapes (prefill_plan.h, decode_plan.h), or why they cannot.
+ *
+ * One function per kernel answers for every caller: the built-in ABI table
+ * (ppb_builtin.h) when it refuses and launches, `ppbench list-kernels`, the
+ * ahead-of-time build's list and the compile check, so what is compiled is
+ * exactly what would run. Plain C, no CUDA: CPU builds list kernels too. */
+#ifndef PPB_BUILTIN_PLAN_H
+#define PPB_BUILTIN_PLAN_H
+
+#include "kernel_spec.h"
+#include "launch_plan.h"
+#include "ppb_error.h"
+#include "ppb_kernel_abi.h"
+
+typedef struct ppb_builtin_launch {
+    int use_mma;
+    char note[400];              /* path auto fell back to the portable path: why; else "" */
+    ppb_kernel_spec spec[2];     /* the main kernel; [1]: the v2 reduce */
+    int n_specs;
+    ppb_launch_plan plan[2];
+} ppb_builtin_launch;
+
+/* Whether a config runs the tensor-core path on a device of compute
+ * capability `cc` (major * 10 + minor): SIMT no, MMA yes (PPB_EREFUSED below
+ * PPB_MMA_MIN_CC), AUTO when cc allows it. */
+int ppb_builtin_use_mma(int path, int cc, int *use_mma, ppb_err *err);
+
+/* Plan a config on a device (its cc, warp size and smem_optin). PATH_AUTO
+ * takes the tensor-core path when cc allows it and its plan accepts the case,
+ * else the portable one (and says why in out->note). PPB_EREFUSED with the
+ * plan's one-line reason when the config cannot run. `shape` carries the
+ * argument struct's shape fields (decode v2: max_num_partitions is the
+ * kernel's own count); its pointers are not read. */
+int ppb_builtin_plan_prefill(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
+                             ppb_builtin_launch *out, ppb_err *err);
+int ppb_builtin_plan_decode(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
+                            ppb_builtin_launch *out, ppb_err *err);
+
+/* Per-block shared memory a device of compute capability cc can opt in to:
+ * the stand-in for a device that is not here (list-kernels, the compile check). */
+unsigned ppb_smem_optin_for_cc(int cc);
+
+#endif

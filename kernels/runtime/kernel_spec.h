@@ -1,0 +1,70 @@
+/* Kernel instantiations: which template instance of which CUDA kernel a case
+ * needs, as a value and as one line of text.
+ *
+ * The line is what `ppbench list-kernels` prints, what the ahead-of-time
+ * build reads (CMake option PPB_AOT_CONFIGS) and what ppb-kernel-compile
+ * compiles, so the three always agree:
+ *   prefill dtype=bf16 head_dim=128 block_m=128 block_n=64 num_warps=8 mma=1
+ *   decode dtype=bf16 head_dim=128 page_size=16 num_threads=128 partition_size=512 mma=1
+ *   decode_reduce dtype=bf16 head_dim=128 num_threads=128 partition_size=512
+ * (decode partition_size=0 is v1; a v2 decode needs its decode_reduce too).
+ *
+ * Plain C, no CUDA: the CPU build lists kernels too (CI checks them). Which
+ * instantiations a case needs is the built-in implementation's business
+ * (builtin_plan.h). */
+#ifndef PPB_KERNEL_SPEC_H
+#define PPB_KERNEL_SPEC_H
+
+#include <stddef.h>
+
+#include "attention_args.h"
+#include "ppb_error.h"
+
+typedef enum {
+    PPB_KSPEC_PREFILL = 0,       /* prefix_prefill_kernel<T, D, BLOCK_M, BLOCK_N, NUM_WARPS, USE_MMA> */
+    PPB_KSPEC_DECODE = 1,        /* paged_attention_kernel<T, D, PAGE, NUM_THREADS, PARTITION, USE_MMA> */
+    PPB_KSPEC_DECODE_REDUCE = 2, /* paged_attention_v2_reduce_kernel<T, D, NUM_THREADS, PARTITION> */
+} ppb_kspec_kind;
+
+/* Template arguments of one instantiation. Fields that do not apply to the
+ * kind are 0, so equal instantiations compare equal with memcmp-free
+ * ppb_kernel_spec_equal and print the same line. */
+typedef struct ppb_kernel_spec {
+    int kind;                 /* ppb_kspec_kind */
+    int dtype;                /* PPB_KDTYPE_FP16 / PPB_KDTYPE_BF16 */
+    int head_dim;
+    int use_mma;              /* USE_MMA (0 for the reduce kernel, which has none) */
+    int block_m, block_n, num_warps;             /* prefill */
+    int page_size, num_threads, partition_size;  /* decode (partition_size 0 = v1); reduce */
+} ppb_kernel_spec;
+
+#define PPB_KERNEL_SPEC_TEXT_MAX 160
+
+/* Tensor-core (mma) paths need compute capability 8.0 (bf16 mma.sync). Below
+ * it, and on targets built without them, only the portable SIMT path exists. */
+#define PPB_MMA_MIN_CC 80
+
+const char *ppb_kspec_kind_name(int kind);   /* "prefill", "decode", "decode_reduce" */
+void ppb_kernel_spec_format(const ppb_kernel_spec *s, char *buf, size_t len);
+/* Parse one line (leading/trailing blanks ignored). Every field of the kind
+ * must be given, once; PPB_EINPUT naming the problem otherwise. */
+int ppb_kernel_spec_parse(const char *line, ppb_kernel_spec *s, ppb_err *err);
+int ppb_kernel_spec_equal(const ppb_kernel_spec *a, const ppb_kernel_spec *b);
+/* Total order (by the formatted line's fields), for sorted, deduplicated lists. */
+int ppb_kernel_spec_compare(const ppb_kernel_spec *a, const ppb_kernel_spec *b);
+
+/* A sorted list without duplicates. */
+typedef struct ppb_kernel_spec_list {
+    ppb_kernel_spec *items;
+    int n, cap;
+} ppb_kernel_spec_list;
+
+/* Insert unless present (keeps the list sorted). PPB_ENOMEM if it cannot grow. */
+int ppb_kernel_spec_list_add(ppb_kernel_spec_list *l, const ppb_kernel_spec *s);
+void ppb_kernel_spec_list_free(ppb_kernel_spec_list *l);
+
+/* Read a list file: one spec per line; blank lines and '#' comments ignored.
+ * Errors name FILE:LINE. */
+int ppb_kernel_list_read(const char *path, ppb_kernel_spec_list *out, ppb_err *err);
+
+#endif
