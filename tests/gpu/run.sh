@@ -130,7 +130,7 @@ if want build; then
     cmake --build "$1" -j "$2"' "$root" "$build" "$jobs" "${gen[@]}" "${deps_env[@]}"
 fi
 ppbench=$build/ppbench
-backend_test=$build/kernels/test_cuda_backend
+backend_test=$build/tests/test_cuda_backend
 
 # ---- compile the suites' kernels on all cores before anything runs them ------------------
 # ppbench compiles a kernel the first time a case needs it, one at a time; this fills
