@@ -422,7 +422,7 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
         snprintf(label, sizeof label, "proposal %s: %s%s%s", p->name, s ? "candidate" : "baseline",
                  o->label ? " " : "", o->label ? o->label : "");
         snprintf(args, sizeof args, "proposal=%s\n", p->path);
-        rc = ppb_session_begin_run(&x.session[s], x.store, &x.suite, label, args, x.n_pairs,
+        rc = ppb_session_begin_run(&x.session[s], x.store, &x.suite, NULL, label, args, x.n_pairs,
                                    &x.run[s], err);
     }
     if (rc)

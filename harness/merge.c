@@ -162,7 +162,87 @@ end:
 
 /* ---- the merge -------------------------------------------------------------------------- */
 
-static int merge_runs(sqlite3 *db, ppb_merge_stats *st, ppb_err *err)
+/* The status of a run made of two: any failed part fails it, any running one
+ * keeps it running, any interrupted one leaves it to be resumed. */
+static const char *combined_status(const char *a, const char *b)
+{
+    static const char *const order[] = {"failed", "running", "interrupted"};
+    for (size_t i = 0; i < sizeof order / sizeof *order; i++)
+        if (strcmp(a, order[i]) == 0 || strcmp(b, order[i]) == 0)
+            return order[i];
+    return "complete";
+}
+
+/* The next source shard not yet here (by uid, as a run or a folded part),
+ * and the run of its night here if there is one: same group, suite, shard
+ * count, backend and filter (the args without their shard line), none of the
+ * source run's shards present yet. A shard present already (a re-run) finds
+ * none and is kept apart as a run of its own. */
+static const char next_shard[] =
+    "SELECT s.id, s.shard_index, s.n_cases, s.status, s.started_at, s.finished_at, d.id, d.status"
+    " FROM src.runs s LEFT JOIN main.runs d ON d.id = (SELECT r.id FROM main.runs r"
+    "   WHERE r.run_group = s.run_group AND r.suite_hash = s.suite_hash"
+    "   AND r.shard_count = s.shard_count AND r.backend = s.backend"
+    "   AND replace(r.args, 'shard=' || r.shard_index || '/' || r.shard_count, '')"
+    "     = replace(s.args, 'shard=' || s.shard_index || '/' || s.shard_count, '')"
+    "   AND NOT EXISTS (SELECT 1 FROM main.run_parts p JOIN src.run_parts q ON q.shard_index = p.shard_index"
+    "     WHERE p.run_id = r.id AND q.run_id = s.id)"
+    "   ORDER BY r.id LIMIT 1)"
+    " WHERE s.shard_count > 0 AND s.run_group <> ''"
+    "   AND s.uid NOT IN (SELECT uid FROM main.runs) AND s.uid NOT IN (SELECT uid FROM main.run_parts)"
+    " ORDER BY s.id LIMIT 1";
+
+/* Fold one source shard (a row of next_shard) into its night's run: its
+ * parts, its planned cases, the combined status and times, and its
+ * environment under "shard<K>." (each host keeps its own facts). Its results
+ * follow through run_parts in merge_results. */
+static int fold_one(sqlite3 *db, sqlite3_stmt *row, ppb_err *err)
+{
+    static const char parts[] =
+        "INSERT INTO main.run_parts(run_id, uid, shard_index, host)"
+        " SELECT ?2, uid, shard_index, host FROM src.run_parts WHERE run_id = ?1";
+    static const char env[] =
+        "INSERT OR IGNORE INTO main.env(run_id, key, value)"
+        " SELECT ?2, 'shard' || ?3 || '.' || key, value FROM src.env WHERE run_id = ?1 ORDER BY rowid";
+    static const char update[] =
+        "UPDATE main.runs SET n_cases = n_cases + ?2, status = ?3, started_at = min(started_at, ?4),"
+        " finished_at = CASE WHEN ?3 = 'running' THEN NULL ELSE max(coalesce(finished_at, ''), ?5) END"
+        " WHERE id = ?1";
+    sqlite3_int64 src_id = sqlite3_column_int64(row, 0), dst_id = sqlite3_column_int64(row, 6);
+    const char *src_status = (const char *)sqlite3_column_text(row, 3);
+    const char *dst_status = (const char *)sqlite3_column_text(row, 7);
+    const char *status = combined_status(src_status ? src_status : "", dst_status ? dst_status : "");
+    sqlite3_stmt *st[3] = {NULL, NULL, NULL};
+    int rc = PPB_OK;
+    if (sqlite3_prepare_v2(db, parts, -1, &st[0], NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, env, -1, &st[1], NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, update, -1, &st[2], NULL) != SQLITE_OK) {
+        rc = sql_fail(db, err, "preparing to fold a shard");
+        goto end;
+    }
+    sqlite3_bind_int64(st[0], 1, src_id);
+    sqlite3_bind_int64(st[0], 2, dst_id);
+    sqlite3_bind_int64(st[1], 1, src_id);
+    sqlite3_bind_int64(st[1], 2, dst_id);
+    sqlite3_bind_int(st[1], 3, sqlite3_column_int(row, 1));
+    sqlite3_bind_int64(st[2], 1, dst_id);
+    sqlite3_bind_int(st[2], 2, sqlite3_column_int(row, 2));
+    sqlite3_bind_text(st[2], 3, status, -1, SQLITE_STATIC);
+    sqlite3_bind_value(st[2], 4, sqlite3_column_value(row, 4));
+    sqlite3_bind_text(st[2], 5, sqlite3_column_type(row, 5) == SQLITE_NULL ? "" : (const char *)sqlite3_column_text(row, 5),
+                      -1, SQLITE_TRANSIENT);
+    for (int i = 0; i < 3 && rc == PPB_OK; i++)
+        if (sqlite3_step(st[i]) != SQLITE_DONE)
+            rc = sql_fail(db, err, "folding a shard into its night's run");
+end:
+    for (int i = 0; i < 3; i++)
+        sqlite3_finalize(st[i]);
+    return rc;
+}
+
+/* Copy the runs given by `where` (a condition on the source run s) and their
+ * shard parts. */
+static int copy_runs(sqlite3 *db, const char *where, int *added, ppb_err *err)
 {
     static const char *const skip_id[] = {"id", NULL};
     char cols[4096], scols[4096], sql[SQL_MAX];
@@ -170,16 +250,57 @@ static int merge_runs(sqlite3 *db, ppb_merge_stats *st, ppb_err *err)
     if ((rc = column_list(db, "runs", skip_id, "", cols, sizeof cols, err)) ||
         (rc = column_list(db, "runs", skip_id, "s.", scols, sizeof scols, err)))
         return rc;
+    snprintf(sql, sizeof sql, "INSERT INTO main.runs(%s) SELECT %s FROM src.runs s WHERE %s ORDER BY s.id", cols,
+             scols, where);
+    int n = 0;
+    if ((rc = exec_count(db, sql, &n, "copying runs", err)))
+        return rc;
+    *added += n;
+    return exec(db,
+                "INSERT INTO main.run_parts(run_id, uid, shard_index, host)"
+                " SELECT du.id, p.uid, p.shard_index, p.host FROM src.run_parts p"
+                " JOIN src.runs su ON su.id = p.run_id JOIN main.runs du ON du.uid = su.uid"
+                " WHERE p.uid NOT IN (SELECT uid FROM main.run_parts)",
+                "copying shard parts", err);
+}
+
+/* Shards one at a time, in the source's order: the first of a night becomes
+ * its run here, the next ones fold into it. */
+static int merge_shards(sqlite3 *db, ppb_merge_stats *st, ppb_err *err)
+{
+    for (;;) {
+        sqlite3_stmt *row = NULL;
+        if (sqlite3_prepare_v2(db, next_shard, -1, &row, NULL) != SQLITE_OK)
+            return sql_fail(db, err, "finding shards");
+        int step = sqlite3_step(row), rc = PPB_OK;
+        if (step == SQLITE_ROW && sqlite3_column_type(row, 6) != SQLITE_NULL) {
+            if ((rc = fold_one(db, row, err)) == PPB_OK)
+                st->shards_folded++;
+        } else if (step == SQLITE_ROW) {
+            char where[64];
+            snprintf(where, sizeof where, "s.id = %lld", (long long)sqlite3_column_int64(row, 0));
+            rc = copy_runs(db, where, &st->runs_added, err);
+        } else if (step != SQLITE_DONE) {
+            rc = sql_fail(db, err, "finding shards");
+        }
+        sqlite3_finalize(row);
+        if (rc || step != SQLITE_ROW)
+            return rc;
+    }
+}
+
+static int merge_runs(sqlite3 *db, ppb_merge_stats *st, ppb_err *err)
+{
     long long in_src = 0;
-    if ((rc = query_int(db, "SELECT count(*) FROM src.runs", &in_src, err)))
+    int rc;
+    if ((rc = query_int(db, "SELECT count(*) FROM src.runs", &in_src, err)) ||
+        (rc = copy_runs(db,
+                        "s.uid NOT IN (SELECT uid FROM main.runs) AND s.uid NOT IN (SELECT uid FROM main.run_parts)"
+                        " AND NOT (s.shard_count > 0 AND s.run_group <> '')",
+                        &st->runs_added, err)) ||
+        (rc = merge_shards(db, st, err)))
         return rc;
-    snprintf(sql, sizeof sql,
-             "INSERT INTO main.runs(%s) SELECT %s FROM src.runs s"
-             " WHERE s.uid NOT IN (SELECT uid FROM main.runs) ORDER BY s.id",
-             cols, scols);
-    if ((rc = exec_count(db, sql, &st->runs_added, "copying runs", err)))
-        return rc;
-    st->runs_present = (int)in_src - st->runs_added;
+    st->runs_present = (int)in_src - st->runs_added - st->shards_folded;
     /* A run merged while it was still going, finished since. */
     return exec_count(db,
                       "UPDATE main.runs SET (status, finished_at) ="
@@ -220,7 +341,9 @@ static int merge_results(sqlite3 *db, ppb_merge_stats *st, ppb_err *err)
                    " FROM src.results sr"
                    " JOIN src.runs su ON su.id = sr.run_id"
                    " JOIN src.cases sc ON sc.id = sr.case_id"
-                   " JOIN main.runs du ON du.uid = su.uid"
+                   /* a folded shard's results go to its night's run */
+                   " JOIN (SELECT uid, id FROM main.runs UNION SELECT uid, run_id FROM main.run_parts) du"
+                   "   ON du.uid = su.uid"
                    " JOIN main.cases dc ON dc.key = sc.key"
                    " WHERE NOT EXISTS (SELECT 1 FROM main.results r"
                    "   WHERE r.run_id = du.id AND r.case_id = dc.id)",

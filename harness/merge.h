@@ -2,6 +2,10 @@
  * Runs are matched by their uid (schema v4), cases by their canonical key,
  * results by (run, case key): merging the same file twice adds nothing, and a
  * run that grew since the last merge (resumed) gets only its new results.
+ * The shards of one night are one run: a shard (--shard K/N) whose group
+ * already has a run in the output with the same suite, shard count, backend
+ * and filter, and without shard K, is folded into that run (schema v6,
+ * run_parts) instead of becoming a run of its own.
  * Sources are opened read-only and must have exactly this binary's schema.
  * docs/CI.md "Several hosts". This module works on whole databases with SQL
  * (ATTACH), so it belongs to the store layer. */
@@ -12,6 +16,7 @@
 
 typedef struct ppb_merge_stats {
     int runs_added, runs_present, runs_completed;   /* completed: present, now finished */
+    int shards_folded;                               /* shards that joined their night's run */
     int cases_added;
     int results_added, results_present;
     int env_added;

@@ -151,16 +151,14 @@ static int collect_result(void *ctx, const ppb_case *c, const ppb_result *r)
     return 0;
 }
 
-/* "shard=K/N" from the run's stored args; 0 when the run is not sharded. */
+/* The shard a run measured (K/N); 0 when it is not one shard: an unsharded run,
+ * or the shards of a night folded into one run by merge (the whole suite). */
 static int run_shard(const ppb_run_info *run, int *k, int *n)
 {
-    *k = *n = 0;
-    for (const char *line = run->args; line && *line;) {
-        if (strncmp(line, "shard=", 6) == 0 && sscanf(line + 6, "%d/%d", k, n) == 2 && *n > 0)
-            return 1;
-        const char *nl = strchr(line, '\n');
-        line = nl ? nl + 1 : NULL;
-    }
+    *k = run->shard_index;
+    *n = run->shard_count;
+    if (*n > 0 && run->n_shards <= 1)
+        return 1;
     *k = *n = 0;
     return 0;
 }

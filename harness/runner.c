@@ -227,7 +227,8 @@ static int device_known(run_ctx *x, const ppb_backend_ops *ops, const ppb_device
     if (!o->resume_run) {
         char args[2048];
         encode_args(o, x->have_target ? x->target_ref : "none", args, sizeof args);
-        rc = ppb_session_begin_run(&x->session, x->store, &x->suite, o->label, args, x->cases.n,
+        ppb_run_shard shard = {o->shard_k, o->shard_n, o->group};
+        rc = ppb_session_begin_run(&x->session, x->store, &x->suite, &shard, o->label, args, x->cases.n,
                                    &x->run, err);
     } else {
         ppb_session_store_environment(&x->session, x->store, x->run.id, "resume.");

@@ -15,6 +15,7 @@ typedef struct ppb_run_options {
     const char *filter;       /* --filter, or NULL */
     const char *impl;         /* --impl: every case on this implementation, or NULL (the suite's) */
     int shard_k, shard_n;     /* --shard K/N; 0/0 = everything */
+    const char *group;        /* --group: the night the shards belong to (NULL: commit and UTC date) */
     const char *backend;      /* "auto" (GPU when there is one), "cpu", "cuda" */
     int device_index;
     const char *target;       /* overrides the suite's target; "none" = no target */

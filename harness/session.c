@@ -216,7 +216,7 @@ void ppb_session_store_environment(ppb_session *s, ppb_store *store, int64_t run
     s->ops->environment(s->backend, env_sink, &e);
 }
 
-int ppb_session_begin_run(ppb_session *s, ppb_store *store, const ppb_suite *suite,
+int ppb_session_begin_run(ppb_session *s, ppb_store *store, const ppb_suite *suite, const ppb_run_shard *shard,
                           const char *label, const char *args, int n_cases, ppb_run_info *r,
                           ppb_err *err)
 {
@@ -234,6 +234,16 @@ int ppb_session_begin_run(ppb_session *s, ppb_store *store, const ppb_suite *sui
     snprintf(r->status, sizeof r->status, "running");
     snprintf(r->args, sizeof r->args, "%s", args ? args : "");
     r->n_cases = n_cases;
+    if (shard && shard->count > 0) {
+        r->shard_index = shard->index;
+        r->shard_count = shard->count;
+        /* The shards of one night, run on several hosts at about the same time,
+         * share the commit and the UTC date; --group names the night exactly. */
+        if (shard->group && shard->group[0])
+            snprintf(r->run_group, sizeof r->run_group, "%s", shard->group);
+        else
+            snprintf(r->run_group, sizeof r->run_group, "%.12s@%.10s", r->git_commit, r->started_at);
+    }
     int rc = ppb_store_begin_run(store, r, err);
     if (rc)
         return rc;

@@ -52,9 +52,15 @@ int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
                       const ppb_check_settings *cs, uint64_t seed, ppb_result *res,
                       int *prepared);
 
+/* The shard a run measures (--shard K/N) and the group its shards share. */
+typedef struct ppb_run_shard {
+    int index, count;          /* 0/0: the whole suite */
+    const char *group;         /* NULL or "": the default, "<commit>@<UTC date>" */
+} ppb_run_shard;
+
 /* A new run in the store with provenance, device and the seed; `args` are the
- * options resume needs. */
-int ppb_session_begin_run(ppb_session *s, ppb_store *store, const ppb_suite *suite,
+ * options resume needs; `shard` NULL for an unsharded run. */
+int ppb_session_begin_run(ppb_session *s, ppb_store *store, const ppb_suite *suite, const ppb_run_shard *shard,
                           const char *label, const char *args, int n_cases, ppb_run_info *run,
                           ppb_err *err);
 /* Store the backend's environment facts now, keys prefixed (e.g. "before."). */

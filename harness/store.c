@@ -530,11 +530,16 @@ int ppb_store_begin_run(ppb_store *s, ppb_run_info *run, ppb_err *err)
         return ppb_fail(err, PPB_EINPUT, "unknown run status '%s'", status);
     static const char sql[] =
         "INSERT INTO runs(suite_path, suite_name, suite_hash, git_commit, host, backend, device,"
-        " target, label, started_at, status, args, n_cases)"
+        " target, label, started_at, status, args, n_cases, shard_index, shard_count, run_group)"
         " VALUES(:suite_path, :suite_name, :suite_hash, :git_commit, :host, :backend, :device,"
         " :target, :label,"
         " COALESCE(NULLIF(:started_at, ''), strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),"
-        " COALESCE(NULLIF(:status, ''), 'running'), :args, :n_cases)";
+        " COALESCE(NULLIF(:status, ''), 'running'), :args, :n_cases, :shard_index, :shard_count,"
+        " :run_group)";
+    /* A shard is the first part of the run its group's shards fold into (merge.c). */
+    static const char own_part[] =
+        "INSERT INTO run_parts(run_id, uid, shard_index, host)"
+        " SELECT id, uid, shard_index, host FROM runs WHERE id = :id AND shard_count > 0";
     sqlite3_stmt *stmt = NULL;
     int rc = prepare(s, sql, &stmt, err);
     if (rc)
@@ -546,7 +551,9 @@ int ppb_store_begin_run(ppb_store *s, ppb_run_info *run, ppb_err *err)
         (rc = BIND_RUN_TEXT(device)) || (rc = BIND_RUN_TEXT(target)) ||
         (rc = BIND_RUN_TEXT(label)) || (rc = BIND_RUN_TEXT(started_at)) ||
         (rc = BIND_RUN_TEXT(status)) || (rc = BIND_RUN_TEXT(args)) ||
-        (rc = bind_i64(stmt, ":n_cases", run->n_cases, err)))
+        (rc = bind_i64(stmt, ":n_cases", run->n_cases, err)) ||
+        (rc = bind_i64(stmt, ":shard_index", run->shard_index, err)) ||
+        (rc = bind_i64(stmt, ":shard_count", run->shard_count, err)) || (rc = BIND_RUN_TEXT(run_group)))
         goto end;
 #undef BIND_RUN_TEXT
     if (sqlite3_step(stmt) != SQLITE_DONE) {
@@ -555,6 +562,14 @@ int ppb_store_begin_run(ppb_store *s, ppb_run_info *run, ppb_err *err)
     }
     /* Read back what the database filled in (the id, a default start time). */
     int64_t id = sqlite3_last_insert_rowid(s->db);
+    sqlite3_finalize(stmt);
+    stmt = NULL;
+    if ((rc = prepare(s, own_part, &stmt, err)) || (rc = bind_i64(stmt, ":id", id, err)))
+        goto end;
+    if (sqlite3_step(stmt) != SQLITE_DONE) {
+        rc = sqlite_fail(s, err, "recording a shard");
+        goto end;
+    }
     rc = ppb_store_get_run(s, id, run, err);
 end:
     sqlite3_finalize(stmt);
@@ -644,7 +659,9 @@ end:
 #define RUN_SELECT                                                                               \
     "SELECT id, suite_path, suite_name, suite_hash, git_commit, host, backend, device, target,"  \
     " label, started_at, finished_at, status, args, n_cases,"                                    \
-    " (SELECT count(*) FROM results WHERE results.run_id = runs.id) FROM runs"
+    " (SELECT count(*) FROM results WHERE results.run_id = runs.id),"                             \
+    " shard_index, shard_count, run_group,"                                                      \
+    " (SELECT count(*) FROM run_parts WHERE run_parts.run_id = runs.id) FROM runs"
 
 static void read_run_row(sqlite3_stmt *st, ppb_run_info *run)
 {
@@ -668,6 +685,10 @@ static void read_run_row(sqlite3_stmt *st, ppb_run_info *run)
 #undef READ_RUN_TEXT
     run->n_cases = sqlite3_column_int(st, i++);
     run->n_done = sqlite3_column_int(st, i++);
+    run->shard_index = sqlite3_column_int(st, i++);
+    run->shard_count = sqlite3_column_int(st, i++);
+    copy_column_text(st, i++, run->run_group, sizeof run->run_group);
+    run->n_shards = sqlite3_column_int(st, i++);
 }
 
 int ppb_store_get_run(ppb_store *s, int64_t run_id, ppb_run_info *run, ppb_err *err)

@@ -16,7 +16,7 @@
 typedef struct ppb_store ppb_store;
 
 /* user_version of a database this binary writes; store_schema.c has the steps. */
-#define PPB_STORE_SCHEMA_VERSION 5
+#define PPB_STORE_SCHEMA_VERSION 6
 
 /* Path used when neither --db nor PPBENCH_DB is given. */
 #define PPB_DEFAULT_DB "ppbench.db"
@@ -38,6 +38,11 @@ typedef struct ppb_run_info {
     char args[1024];           /* the command line (filter, shard) needed to resume */
     int n_cases;               /* cases planned */
     int n_done;                /* results stored */
+    /* --shard K/N (0/0: the whole suite) and the group (night) its shards share;
+     * `ppbench merge` folds the shards of one group into one run. */
+    int shard_index, shard_count;
+    char run_group[128];
+    int n_shards;              /* shards this run holds: 1 for a shard, up to shard_count once merged */
 } ppb_run_info;
 
 /* Open or create; applies migrations up to PPB_STORE_SCHEMA_VERSION. A file that

@@ -170,12 +170,30 @@ static const char schema_v4[] =
  * their keys, which leave impl out at builtin, stay valid. */
 static const char schema_v5[] = "ALTER TABLE cases ADD COLUMN impl TEXT NOT NULL DEFAULT 'builtin';";
 
+/* Version 6: the shards of one night are one run. A run made with --shard K/N
+ * records K, N and its group (the night); `ppbench merge` folds the shards of
+ * one group into one run, and run_parts lists the runs (by uid) that went into
+ * each such run, so merging the same shard again adds nothing. Earlier runs
+ * are unsharded (0/0) and never folded. */
+static const char schema_v6[] =
+    "ALTER TABLE runs ADD COLUMN shard_index INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE runs ADD COLUMN shard_count INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE runs ADD COLUMN run_group TEXT NOT NULL DEFAULT '';"
+    "CREATE TABLE run_parts("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  uid TEXT NOT NULL UNIQUE,"
+    "  shard_index INTEGER NOT NULL,"
+    "  host TEXT NOT NULL DEFAULT '',"
+    "  PRIMARY KEY(run_id, shard_index)"
+    ");";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
     {3, "proposal verdicts", schema_v3},
     {4, "run uids and the push queue", schema_v4},
     {5, "the implementation column of cases", schema_v5},
+    {6, "shards of one night folded into one run", schema_v6},
 };
 
 const int ppb_store_migration_count =

@@ -77,11 +77,11 @@ int cmd_merge(int argc, char **argv)
         rc = ppb_merge_into(s, argv[i], &st, &err);
         if (rc)
             break;
-        printf("%s: %d run%s added (%d already present%s), %d result%s added (%d already "
-               "present), %d proposal%s added\n",
+        printf("%s: %d run%s added (%d already present%s), %d shard%s folded into the night's run, %d "
+               "result%s added (%d already present), %d proposal%s added\n",
                argv[i], st.runs_added, st.runs_added == 1 ? "" : "s", st.runs_present,
-               st.runs_completed ? ", some now finished" : "", st.results_added,
-               st.results_added == 1 ? "" : "s", st.results_present, st.proposals_added,
+               st.runs_completed ? ", some now finished" : "", st.shards_folded, st.shards_folded == 1 ? "" : "s",
+               st.results_added, st.results_added == 1 ? "" : "s", st.results_present, st.proposals_added,
                st.proposals_added == 1 ? "" : "s");
         total.runs_added += st.runs_added;
         total.results_added += st.results_added;

@@ -27,6 +27,8 @@ static void usage(FILE *out)
             "                       suite's target:; 'none' for no target)\n"
             "  --filter EXPR        only cases matching EXPR, e.g. 'head_dim=128,block_m=64|128'\n"
             "  --shard K/N          only shard K of N (stable across runs and hosts)\n"
+            "  --group NAME         the night a shard belongs to: `ppbench merge` folds the shards of\n"
+            "                       one group into one run (default: the commit and the UTC date)\n"
             "  --impl NAME          every case on this implementation: builtin, vllm-triton, vllm-cuda,\n"
             "                       plugin:NAME (ppbench impls lists them); --plugin PATH adds a library\n"
             "  --label TEXT         free text stored with the run (e.g. 'nightly', a PR number)\n"
@@ -84,7 +86,8 @@ int cmd_run(int argc, char **argv)
         {"json", required_argument, NULL, 'j'},     {"markdown", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
         {"devices", required_argument, NULL, 'V'},  {"case-timeout", required_argument, NULL, 'T'},
-        {"impl", required_argument, NULL, 'I'},     {NULL, 0, NULL, 0}};
+        {"impl", required_argument, NULL, 'I'},     {"group", required_argument, NULL, 'G'},
+        {NULL, 0, NULL, 0}};
     ppb_err err = {{0}};
     int c;
     optind = 1;
@@ -113,6 +116,7 @@ int cmd_run(int argc, char **argv)
             }
             break;
         case 'l': o.label = optarg; break;
+        case 'G': o.group = optarg; break;
         case 'r':
             o.resume_run = strtoll(optarg, &end, 10);
             if (*end || o.resume_run <= 0) {
@@ -147,6 +151,14 @@ int cmd_run(int argc, char **argv)
     }
     if (o.resume_run ? optind != argc : optind != argc - 1) {
         usage(stderr);
+        return PPB_EXIT_USAGE;
+    }
+    if (o.group && (!o.shard_n || o.resume_run)) {
+        fprintf(stderr, "ppbench run: --group names the night of a shard: give it with --shard K/N\n");
+        return PPB_EXIT_USAGE;
+    }
+    if (o.group && (!o.group[0] || strlen(o.group) > 100 || strpbrk(o.group, "\n\r\t"))) {
+        fprintf(stderr, "ppbench run: --group: 1 to 100 characters on one line\n");
         return PPB_EXIT_USAGE;
     }
     if (!o.resume_run)

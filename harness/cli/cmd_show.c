@@ -52,6 +52,9 @@ int cmd_show(int argc, char **argv)
     if (!rc) {
         printf("run %lld: %s (%s)\n", (long long)run.id, run.suite_name, run.suite_path);
         printf("  status %s, %d of %d cases stored\n", run.status, run.n_done, run.n_cases);
+        if (run.shard_count > 0)
+            printf("  shards %d of %d of night %s%s\n", run.n_shards, run.shard_count, run.run_group,
+                   run.n_shards < run.shard_count ? " (merge the others to complete it)" : "");
         printf("  started %s, finished %s\n", run.started_at,
                run.finished_at[0] ? run.finished_at : "-");
         printf("  backend %s on %s%s; target %s\n", run.backend, run.device,

@@ -77,6 +77,11 @@ static ppb_case make_case(int i)
     return c;
 }
 
+/* Set before add_run to make its run shard K of N of `group` (0/0: unsharded). */
+static int shard_k, shard_n;
+static const char *shard_group = "";
+static const char *finish_status = "complete";
+
 /* A run with cases first..first+n-1; medians and samples derived from seed so
  * every result differs. Returns the run id. */
 static int64_t add_run(ppb_store *s, const char *suite, const char *host, int first, int n,
@@ -85,6 +90,10 @@ static int64_t add_run(ppb_store *s, const char *suite, const char *host, int fi
     ppb_err err;
     ppb_run_info run;
     memset(&run, 0, sizeof run);
+    run.shard_index = shard_k;
+    run.shard_count = shard_n;
+    snprintf(run.run_group, sizeof run.run_group, "%s", shard_group);
+    snprintf(run.args, sizeof run.args, "filter=\nshard=%d/%d\n", shard_k, shard_n);
     snprintf(run.suite_name, sizeof run.suite_name, "%s", suite);
     snprintf(run.host, sizeof run.host, "%s", host);
     snprintf(run.backend, sizeof run.backend, "cpu");
@@ -104,7 +113,7 @@ static int64_t add_run(ppb_store *s, const char *suite, const char *host, int fi
             fail_msg("put_result: %s", err.msg);
     }
     if (finish)
-        assert_int_equal(ppb_store_finish_run(s, run.id, "complete", &err), PPB_OK);
+        assert_int_equal(ppb_store_finish_run(s, run.id, finish_status, &err), PPB_OK);
     return run.id;
 }
 
@@ -255,6 +264,76 @@ static void test_merge_two_hosts(void **state)
     free(bytes_b);
     free(after_a);
     free(after_b);
+}
+
+/* The shards of one night become one run, whatever order they arrive in: its
+ * planned cases add up, an interrupted shard leaves the night interrupted, the
+ * same shard again is kept apart, another night or another shard count is its
+ * own run, and merging again adds nothing. */
+static void test_shards_fold_into_one_run(void **state)
+{
+    fixture *f = *state;
+    char p[5][512], out[512];
+    const char *names[] = {"s1.db", "s2.db", "s3.db", "again.db", "other.db"};
+    for (int i = 0; i < 5; i++)
+        path_in(f, names[i], p[i], sizeof p[i]);
+    path_in(f, "night.db", out, sizeof out);
+    shard_n = 3;
+    shard_group = "night-1";
+    for (int k = 1; k <= 3; k++) {
+        ppb_store *s = open_db(p[k - 1]);
+        shard_k = k;
+        finish_status = k == 2 ? "interrupted" : "complete";
+        add_run(s, "nightly", k == 1 ? "h1" : "h2", 4 * (k - 1), 4, k, 1);
+        ppb_store_close(s);
+    }
+    ppb_store *s = open_db(p[3]);
+    shard_k = 1;
+    finish_status = "complete";
+    add_run(s, "nightly", "h3", 0, 4, 9.0, 1); /* shard 1 again, same night */
+    ppb_store_close(s);
+    s = open_db(p[4]);
+    shard_group = "night-2";
+    add_run(s, "nightly", "h1", 0, 4, 5.0, 1); /* another night */
+    ppb_store_close(s);
+    shard_k = shard_n = 0;
+    shard_group = "";
+
+    ppb_err err;
+    ppb_merge_stats st;
+    ppb_store *so = open_db(out);
+    const int order[] = {2, 0, 1}; /* shard 3 first: arrival order does not matter */
+    for (int i = 0; i < 3; i++) {
+        if (ppb_merge_into(so, p[order[i]], &st, &err) != PPB_OK)
+            fail_msg("merge: %s", err.msg);
+        assert_int_equal(st.shards_folded, i == 0 ? 0 : 1);
+        assert_int_equal(st.runs_added, i == 0 ? 1 : 0);
+    }
+    assert_int_equal(scalar(so, "SELECT count(*) FROM runs"), 1);
+    assert_int_equal(scalar(so, "SELECT n_cases FROM runs"), 12);
+    assert_int_equal(scalar(so, "SELECT count(*) FROM results"), 12);
+    assert_int_equal(scalar(so, "SELECT count(*) FROM run_parts"), 3);
+    assert_int_equal(scalar(so, "SELECT status = 'interrupted' FROM runs"), 1);
+    assert_int_equal(scalar(so, "SELECT count(*) FROM env WHERE key = 'shard2.host.name' AND value = 'h2'"), 1);
+    ppb_run_info run;
+    assert_int_equal(ppb_store_get_run(so, scalar(so, "SELECT id FROM runs"), &run, &err), PPB_OK);
+    assert_int_equal(run.n_shards, 3);
+    assert_int_equal(run.shard_count, 3);
+    assert_int_equal(run.n_done, 12);
+    /* the same shard again, another night: runs of their own */
+    assert_int_equal(ppb_merge_into(so, p[3], &st, &err), PPB_OK);
+    assert_int_equal(st.runs_added, 1);
+    assert_int_equal(st.shards_folded, 0);
+    assert_int_equal(ppb_merge_into(so, p[4], &st, &err), PPB_OK);
+    assert_int_equal(st.runs_added, 1);
+    assert_int_equal(scalar(so, "SELECT count(*) FROM runs"), 3);
+    /* again: nothing */
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(ppb_merge_into(so, p[i], &st, &err), PPB_OK);
+        assert_int_equal(st.runs_added + st.shards_folded + st.results_added, 0);
+    }
+    assert_int_equal(scalar(so, "SELECT count(*) FROM results"), 20);
+    ppb_store_close(so);
 }
 
 /* A copy of a database is the same runs (same uids): merging both adds them once. */
@@ -440,6 +519,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_uids, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shards_fold_into_one_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_merge_two_hosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_is_the_same_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_grown_run, setup, teardown),
