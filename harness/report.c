@@ -13,6 +13,7 @@
 
 #include "provenance.h"
 #include "report_internal.h"
+#include "stats.h"
 
 #ifndef PPB_SOURCE_DIR
 #define PPB_SOURCE_DIR "."
@@ -266,6 +267,154 @@ static int collect_point(void *ctx, const ppb_history_point *p)
     return 0;
 }
 
+typedef struct night_sink {
+    rp_report *r;
+    ppb_err *err;
+} night_sink;
+
+/* The runs ppb_store_case_history reads: the suite's, started at or after
+ * --since (the same string comparison as its SQL). */
+static int collect_night(void *ctx, const ppb_run_info *run)
+{
+    night_sink *k = ctx;
+    rp_report *r = k->r;
+    if (strcmp(run->suite_name, r->req->suite) != 0 || strcmp(run->started_at, r->req->since) < 0)
+        return 0;
+    int rc = grow((void **)&r->nights, &r->cap_nights, r->n_nights, sizeof *r->nights, k->err);
+    if (rc)
+        return rc;
+    rp_night *n = &r->nights[r->n_nights++];
+    n->run_id = run->id;
+    snprintf(n->started_at, sizeof n->started_at, "%s", run->started_at);
+    snprintf(n->commit, sizeof n->commit, "%s", run->git_commit);
+    return 0;
+}
+
+/* The order of a case's history: by start time, then id. */
+static int compare_night(const void *a, const void *b)
+{
+    const rp_night *x = a, *y = b;
+    int c = strcmp(x->started_at, y->started_at);
+    return c ? c : (x->run_id > y->run_id) - (x->run_id < y->run_id);
+}
+
+static int gather_nights(ppb_store *s, rp_report *r, ppb_err *err)
+{
+    night_sink k = {r, err};
+    int rc = ppb_store_each_run(s, collect_night, &k, err);
+    if (rc)
+        return rc;
+    if (r->n_nights > 1)   /* --since may leave none: qsort must not see NULL */
+        qsort(r->nights, (size_t)r->n_nights, sizeof *r->nights, compare_night);
+    r->overview_from = r->n_nights > RP_OVERVIEW_NIGHTS ? r->n_nights - RP_OVERVIEW_NIGHTS : 0;
+    return PPB_OK;
+}
+
+/* What the overview measures a case's nights against: the trend's own
+ * reference when it judged the case, so a cell's colour agrees with the alert;
+ * with too little history to judge, the median of the runs there are. */
+static double case_baseline(const rp_trend_case *t)
+{
+    if (t->analysed && isfinite(t->trend.reference) && t->trend.reference > 0)
+        return t->trend.reference;
+    if (t->n_points == 0)
+        return 0;
+    double *v = malloc((size_t)t->n_points * sizeof *v);
+    if (!v)
+        return 0;
+    for (int j = 0; j < t->n_points; j++)
+        v[j] = t->points[j].median_ms;
+    double m = ppb_median(v, t->n_points);
+    free(v);
+    return isfinite(m) && m > 0 ? m : 0;
+}
+
+const rp_night *rp_night_of(const rp_report *r, int64_t run_id)
+{
+    for (int i = 0; i < r->n_nights; i++)
+        if (r->nights[i].run_id == run_id)
+            return &r->nights[i];
+    return NULL;
+}
+
+void rp_night_labels(const rp_night *n, char *day, size_t day_len, char *commit, size_t commit_len)
+{
+    /* started_at is YYYY-MM-DDTHH:MM:SSZ; the year is in the table's title. */
+    snprintf(day, day_len, "%.5s", strlen(n->started_at) >= 10 ? n->started_at + 5 : "?");
+    snprintf(commit, commit_len, "%.7s", n->commit[0] ? n->commit : "-");
+}
+
+int rp_trend_alert_from(const rp_trend_case *t)
+{
+    if (!t->analysed)
+        return -1;
+    if ((t->trend.status == PPB_TREND_REGRESSION || t->trend.status == PPB_TREND_IMPROVEMENT) &&
+        t->trend.step_index >= 0)
+        return t->trend.step_index;
+    if (t->trend.status == PPB_TREND_OUTLIER)
+        return t->n_points - 1;
+    return -1;
+}
+
+/* The overview's class width: the trend's min_change (a zero threshold would
+ * make every night "beyond"; the default stands in). */
+static double class_width(double min_change)
+{
+    return min_change > 0 ? min_change : 0.05;
+}
+
+static int change_bucket(double change, double min_change)
+{
+    double m = class_width(min_change);
+    if (change <= -2 * m)
+        return RP_CHANGE_FASTER2;
+    if (change <= -m)
+        return RP_CHANGE_FASTER;
+    if (change >= 2 * m)
+        return RP_CHANGE_SLOWER2;
+    if (change >= m)
+        return RP_CHANGE_SLOWER;
+    return RP_CHANGE_FLAT;
+}
+
+void rp_change_label(int bucket, double min_change, char *buf, size_t len)
+{
+    double m = class_width(min_change) * 100;
+    switch (bucket) {
+    case RP_CHANGE_FASTER2: snprintf(buf, len, "-%.0f%% or less (faster)", 2 * m); break;
+    case RP_CHANGE_FASTER: snprintf(buf, len, "-%.0f%% to -%.0f%%", m, 2 * m); break;
+    case RP_CHANGE_SLOWER: snprintf(buf, len, "+%.0f%% to +%.0f%%", m, 2 * m); break;
+    case RP_CHANGE_SLOWER2: snprintf(buf, len, "+%.0f%% or more (slower)", 2 * m); break;
+    default: snprintf(buf, len, "within +-%.0f%%", m); break;
+    }
+}
+
+int rp_overview_cell(const rp_report *r, int row, int night, rp_cell *cell)
+{
+    const rp_trend_case *t = &r->trend[row];
+    if (!(t->baseline > 0) || night < 0 || night >= r->n_nights)
+        return 0;
+    int64_t id = r->nights[night].run_id;
+    for (int j = 0; j < t->n_points; j++) {
+        if (t->points[j].run_id != id)
+            continue;
+        int from = rp_trend_alert_from(t);
+        memset(cell, 0, sizeof *cell);
+        cell->median_ms = t->points[j].median_ms;
+        cell->change = cell->median_ms / t->baseline - 1;
+        cell->bucket = change_bucket(cell->change, r->trend_opt.min_change);
+        cell->alert = from >= 0 && j >= from;
+        double pct = cell->change * 100;
+        /* Whole percent fit a cell; no "-0" for a change that rounds to nothing. */
+        if (fabs(pct) < 0.5)
+            snprintf(cell->text, sizeof cell->text, "0");
+        else
+            snprintf(cell->text, sizeof cell->text, "%+.0f", pct);
+        return 1;
+    }
+    return 0;
+}
+
 static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
 {
     const ppb_report_request *req = r->req;
@@ -283,6 +432,9 @@ static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
     if (req->window > 0)
         r->trend_opt.window = req->window;
 
+    rc = gather_nights(s, r, err);
+    if (rc)
+        return rc;
     key_list keys = {NULL, 0, 0, err};
     rc = ppb_store_each_result(s, latest, collect_key, &keys, err);
     for (int i = 0; !rc && i < keys.n; i++) {
@@ -318,6 +470,7 @@ static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
         } else {
             snprintf(t->error, sizeof t->error, "%s", terr.msg);
         }
+        t->baseline = case_baseline(t);
         free(pts);
         free(ids);
     }
@@ -884,6 +1037,7 @@ static void free_report(rp_report *r)
     for (int i = 0; i < r->n_trend; i++)
         free(r->trend[i].points);
     free(r->trend);
+    free(r->nights);
     free(r->feas);
     for (int i = 0; i < r->n_charts; i++)
         free(r->charts[i].svg);

@@ -105,6 +105,30 @@ static const char *gq(const char *text, char *buf, size_t len)
     return buf;
 }
 
+/* A tic label: gnuplot reads an explicit tic's label as a format, where a
+ * '%' would be a conversion (and a bad one stops the chart), so each is
+ * doubled to print as itself. */
+static const char *gq_tic(const char *text, char *buf, size_t len)
+{
+    char q[400];
+    ppb_gnuplot_string(text, q, sizeof q);
+    size_t n = strlen(q), o = 0;
+    if (len < 3 || n < 2) {
+        ppb_gnuplot_string("", buf, len);
+        return buf;
+    }
+    /* Between the quotes, keeping room for a doubled '%' and the closing quote. */
+    buf[o++] = '\'';
+    for (size_t i = 1; i + 1 < n && o + 3 < len; i++) {
+        if (q[i] == '%')
+            buf[o++] = '%';
+        buf[o++] = q[i];
+    }
+    buf[o++] = '\'';
+    buf[o] = '\0';
+    return buf;
+}
+
 /* A growing plot command. */
 typedef struct plot_cmd {
     char s[16384];
@@ -396,10 +420,10 @@ static int heatmap_chart(rp_report *r, int kernel, ppb_err *err)
 
     fprintf(f.gp, "set xtics (");
     for (int x = 0; x < cols.n; x++)
-        fprintf(f.gp, "%s%s %d", x ? ", " : "", gq(cols.v[x], q, sizeof q), x);
+        fprintf(f.gp, "%s%s %d", x ? ", " : "", gq_tic(cols.v[x], q, sizeof q), x);
     fprintf(f.gp, ") rotate by 30 right noenhanced\nset ytics (");
     for (int y = 0; y < nrows; y++)
-        fprintf(f.gp, "%s%s %d", y ? ", " : "", gq(rows.v[y], q, sizeof q), y);
+        fprintf(f.gp, "%s%s %d", y ? ", " : "", gq_tic(rows.v[y], q, sizeof q), y);
     fprintf(f.gp, ") noenhanced\n"
                   "set xrange [-0.5:%d.5]\n"
                   "set yrange [%d.5:-0.5]\n"
@@ -707,7 +731,152 @@ static int proposal_chart(rp_report *r, ppb_err *err)
     return close_chart(&f, c, 760, h > 2400 ? 2400 : h, p.s, err);
 }
 
+/* ---- trend: the overview, change per case per night ----------------------------------- */
+
+/* A night's tic label: 'MM-DD'.nl.'commit' (nl is a line break, style.gp),
+ * each part through ppb_gnuplot_string: a stored commit may be anything. */
+static void night_tic(const rp_night *n, char *buf, size_t len)
+{
+    char day[16], commit[16], qd[40], qc[40];
+    rp_night_labels(n, day, sizeof day, commit, sizeof commit);
+    snprintf(buf, len, "%s.nl.%s", gq_tic(day, qd, sizeof qd), gq_tic(commit, qc, sizeof qc));
+}
+
+/* The cells of the overview's first `rows` cases: one block of every timed
+ * cell with its class (the colour) and label, one of the alert runs (outlined).
+ * A block gnuplot finds empty stops it with "no data": a NaN row stands in. */
+static void overview_data(const rp_report *r, FILE *dat, int rows)
+{
+    fprintf(dat, "# cells with a time: column row class change_percent \"label\" run_id\n");
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass)
+            fprintf(dat, "\n\n# alert runs: column row\n");
+        int any = 0;
+        for (int y = 0; y < rows; y++)
+            for (int n = r->overview_from; n < r->n_nights; n++) {
+                rp_cell cell;
+                if (!rp_overview_cell(r, y, n, &cell) || (pass && !cell.alert))
+                    continue;
+                any = 1;
+                if (pass)
+                    fprintf(dat, "%d %d\n", n - r->overview_from, y);
+                else
+                    fprintf(dat, "%d %d %d %.4g \"%s\" %lld\n", n - r->overview_from, y,
+                            cell.bucket, cell.change * 100, cell.text,
+                            (long long)r->nights[n].run_id);
+            }
+        if (!any)
+            fprintf(dat, pass ? "NaN NaN\n" : "NaN NaN NaN NaN \"\" 0\n");
+    }
+}
+
+static int overview_chart(rp_report *r, ppb_err *err)
+{
+    int cols = r->n_nights - r->overview_from;
+    int rows = r->n_trend < RP_OVERVIEW_MAX_CHART_ROWS ? r->n_trend : RP_OVERVIEW_MAX_CHART_ROWS;
+    if (cols <= 0 || rows <= 0)
+        return PPB_OK;
+    rp_chart *c = add_chart(r, "trend-overview",
+                            "change per case per night: the median against the case reference",
+                            err);
+    if (!c)
+        return PPB_ENOMEM;
+    chart_files f;
+    int rc = open_chart(r, c, &f, err);
+    if (rc)
+        return rc;
+    overview_data(r, f.dat, rows);
+
+    plot_cmd tics = {{0}, 0};
+    char tic[96], q[160];
+    for (int n = r->overview_from; n < r->n_nights; n++) {
+        night_tic(&r->nights[n], tic, sizeof tic);
+        plot_add(&tics, "%s%s %d", n > r->overview_from ? ", " : "", tic, n - r->overview_from);
+    }
+    /* A tall chart names its nights on top as well: the columns stay readable
+     * wherever one scrolls to. */
+    fprintf(f.gp, "set xtics (%s) noenhanced font 'sans,9'\n", tics.s);
+    if (rows > 25)
+        fprintf(f.gp, "set link x2\nset x2tics (%s) noenhanced font 'sans,9'\nset tmargin 6\n",
+                tics.s);
+    fprintf(f.gp, "set ytics (");
+    for (int y = 0; y < rows; y++)
+        fprintf(f.gp, "%s'#%d' %d", y ? ", " : "", y + 1, y);
+    fprintf(f.gp, ") font 'sans,9'\nset cbtics (");
+    for (int b = RP_CHANGE_FASTER2; b <= RP_CHANGE_SLOWER2; b++) {
+        char label[64];
+        rp_change_label(b, r->trend_opt.min_change, label, sizeof label);
+        fprintf(f.gp, "%s%s %d", b > RP_CHANGE_FASTER2 ? ", " : "", gq_tic(label, q, sizeof q),
+                b);
+    }
+    /* The classes are the colours, as in the page's table: the palette steps. */
+    fprintf(f.gp, ")\n"
+                  "set xrange [-0.5:%d.5]\n"
+                  "set yrange [%d.5:-0.5]\n"
+                  "set cbrange [-2.5:2.5]\n"
+                  "eval palette_change\n"
+                  "set rmargin 24\n"   /* the colour box's labels: gnuplot leaves too little */
+                  "set bmargin 4\n"
+                  "unset grid\n"
+                  "set border 15\n"
+                  "set tics scale 0\n"
+                  "unset key\n",
+            cols - 1, rows - 1);
+    char plot[1024];
+    snprintf(plot, sizeof plot,
+             "plot '%s.dat' index 0 using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 "
+             "noborder lc palette, \\\n"
+             "     '' index 0 using 1:2:5 with labels font 'sans,8', \\\n"
+             "     '' index 1 using 1:2:(0.47):(0.47) with boxxyerror fs empty border lw 2 "
+             "lc rgb colour_alert",
+             c->name);
+    snprintf(c->note, sizeof c->note,
+             "one row per case (#N as in the tables, alerts first), one column per night (date, "
+             "commit); the cell is the change in %%; outlined: the runs of an alert; blank: no "
+             "time that night%s",
+             rows < r->n_trend ? " (the first cases only; the table below has all)" : "");
+    /* Columns wide enough for a commit at the tic font; room for the row tics
+     * and the colour box's labels; rows of 15 px, two-line tics above and below. */
+    int w = 100 + 66 * cols + 280, h = (rows > 25 ? 200 : 150) + 15 * rows;
+    return close_chart(&f, c, w > 2000 ? 2000 : w, h < 240 ? 240 : h, plot, err);
+}
+
 /* ---- trend: one chart per case ----------------------------------------------------- */
+
+/* Which of n runs get a labelled tic: at most RP_TREND_TICS, every k-th
+ * counted back from the latest (the newest nights matter most), and the first
+ * run of the step, with no label closer to it than k (they would overlap). */
+static int tic_wanted(int j, int n, int step)
+{
+    int every = (n + RP_TREND_TICS - 1) / RP_TREND_TICS;
+    if (j == step)
+        return 1;
+    if (step >= 0 && abs(j - step) < every)
+        return 0;
+    return (n - 1 - j) % every == 0;
+}
+
+/* Tics at the runs' start times, labelled with their night and commit. */
+static void history_tics(const rp_report *r, const rp_trend_case *t, int step, FILE *gp)
+{
+    char tic[96];
+    int first = 1;
+    fprintf(gp, "set xtics (");
+    for (int j = 0; j < t->n_points; j++) {
+        if (!tic_wanted(j, t->n_points, step))
+            continue;
+        const rp_night *n = rp_night_of(r, t->points[j].run_id);
+        rp_night unknown = {t->points[j].run_id, "", ""};   /* not expected: no commit known */
+        if (!n) {
+            snprintf(unknown.started_at, sizeof unknown.started_at, "%s", t->points[j].started_at);
+            n = &unknown;
+        }
+        night_tic(n, tic, sizeof tic);
+        fprintf(gp, "%s%s '%s'", first ? "" : ", ", tic, t->points[j].started_at);
+        first = 0;
+    }
+    fprintf(gp, ") noenhanced\n");
+}
 
 /* A run's start as ppbench stores it, YYYY-MM-DDTHH:MM:SSZ, and nothing else:
  * the text goes into the gnuplot script (a database may be hostile). */
@@ -746,14 +915,7 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
         fprintf(f.dat, "%s %.9g %lld\n", t->points[j].started_at, t->points[j].median_ms,
                 (long long)t->points[j].run_id);
     fprintf(f.dat, "\n\n# alert: started_at median_ms run_id (the step from its first run, or the outlier)\n");
-    int first_alert = -1;
-    if (t->analysed) {
-        if ((t->trend.status == PPB_TREND_REGRESSION || t->trend.status == PPB_TREND_IMPROVEMENT) &&
-            t->trend.step_index >= 0)
-            first_alert = t->trend.step_index;
-        else if (t->trend.status == PPB_TREND_OUTLIER)
-            first_alert = t->n_points - 1;
-    }
+    int first_alert = rp_trend_alert_from(t);
     if (first_alert >= 0)
         for (int j = first_alert; j < t->n_points; j++)
             fprintf(f.dat, "%s %.9g %lld\n", t->points[j].started_at, t->points[j].median_ms,
@@ -761,11 +923,15 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
     else
         fprintf(f.dat, "%s NaN 0\n", t->n_points ? t->points[0].started_at : "2000-01-01T00:00:00Z");
 
-    /* A time never goes below zero: the y axis starts there. */
-    fprintf(f.gp, "set xdata time\nset timefmt '%%Y-%%m-%%dT%%H:%%M:%%SZ'\nset format x \"%%m-%%d\\n%%H:%%M\"\n"
-                  "set xlabel 'run started (UTC)'\nset ylabel 'median time (ms)'\nset yrange [0:*]\n"
+    /* A time never goes below zero: the y axis starts there. The tics name
+     * each night by date and commit: what a reader bisects with. */
+    fprintf(f.gp, "set xdata time\nset timefmt '%%Y-%%m-%%dT%%H:%%M:%%SZ'\n"
+                  "set xlabel 'run started (UTC date) and its commit'\n"
+                  "set ylabel 'median time (ms)'\nset yrange [0:*]\n"
                   "set offsets graph 0.03, graph 0.03, graph 0.1, 0\n"
                   "set key inside left bottom horizontal\n");
+    history_tics(r, t, first_alert >= 0 && t->trend.status != PPB_TREND_OUTLIER ? first_alert : -1,
+                 f.gp);
     if (t->analysed && isfinite(t->trend.reference) && t->trend.reference > 0 && t->n_points > 0) {
         double ref = t->trend.reference;
         const char *x0 = t->points[0].started_at, *x1 = t->points[t->n_points - 1].started_at;
@@ -898,6 +1064,7 @@ int rp_charts_make(rp_report *r, ppb_err *err)
     if (rc)
         return rc;
     if (r->kind == PPB_REPORT_TREND) {
+        rc = overview_chart(r, err);
         int made = 0;
         for (int i = 0; i < r->n_trend && made < RP_MAX_TREND_CHARTS && !rc; i++) {
             if (r->trend[i].n_points == 0)

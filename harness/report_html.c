@@ -555,6 +555,211 @@ static void proposal_section(page *p)
 
 /* ---- trend ----------------------------------------------------------------------------- */
 
+/* A trend case's status as the page's badges and attributes name it. */
+static const char *trend_word(const rp_trend_case *t)
+{
+    return t->analysed ? ppb_trend_status_name(t->trend.status) : "not analysed";
+}
+
+/* The CSS class of an overview cell: one per change class (style.css colours
+ * them as style.gp's palette_change does the chart). */
+static const char *change_class(int bucket)
+{
+    switch (bucket) {
+    case RP_CHANGE_FASTER2: return "chg chg-m2";
+    case RP_CHANGE_FASTER: return "chg chg-m1";
+    case RP_CHANGE_SLOWER: return "chg chg-p1";
+    case RP_CHANGE_SLOWER2: return "chg chg-p2";
+    default: return "chg chg-0";
+    }
+}
+
+/* "run 8 (2026-11-08T02:00:00Z, commit abc...)": what a column or cell is. */
+static void night_title(const rp_night *n, char *buf, size_t len)
+{
+    snprintf(buf, len, "run %lld (started %s, commit %s)", (long long)n->run_id, n->started_at,
+             n->commit[0] ? n->commit : "not stored");
+}
+
+static void overview_head(page *p)
+{
+    const rp_report *r = p->r;
+    ppb_html *h = &p->h;
+    ppb_html_markup(h, "<thead><tr><th class=\"num\">#</th><th>status</th>");
+    for (int n = r->overview_from; n < r->n_nights; n++) {
+        char title[300], day[16], commit[16];
+        night_title(&r->nights[n], title, sizeof title);
+        rp_night_labels(&r->nights[n], day, sizeof day, commit, sizeof commit);
+        ppb_html_markup(h, "<th class=\"night\"");
+        ppb_html_attr(h, "title", title);
+        ppb_html_attrf(h, "data-run", "%lld", (long long)r->nights[n].run_id);
+        ppb_html_markup(h, ">");
+        ppb_html_text(h, day);
+        ppb_html_markup(h, "<br><code>");
+        ppb_html_text(h, commit);
+        ppb_html_markup(h, "</code></th>");
+    }
+    ppb_html_markup(h, "<th>case key</th></tr></thead>\n");
+}
+
+static void overview_cell(page *p, int row, int night)
+{
+    const rp_report *r = p->r;
+    ppb_html *h = &p->h;
+    char title[600], run[300];
+    rp_cell cell;
+    night_title(&r->nights[night], run, sizeof run);
+    if (!rp_overview_cell(r, row, night, &cell)) {
+        snprintf(title, sizeof title, "#%d, %s: no time", row + 1, run);
+        ppb_html_markup(h, "<td class=\"chg chg-none\"");
+        ppb_html_attr(h, "title", title);
+        ppb_html_markup(h, ">-</td>");
+        return;
+    }
+    char cls[48];
+    snprintf(cls, sizeof cls, "%s%s", change_class(cell.bucket), cell.alert ? " alert" : "");
+    snprintf(title, sizeof title, "#%d, %s: %.4g ms, %+.1f%% against the reference %.4g ms%s",
+             row + 1, run, cell.median_ms, cell.change * 100, r->trend[row].baseline,
+             cell.alert ? "; part of the alert" : "");
+    ppb_html_markup(h, "<td");
+    ppb_html_attr(h, "class", cls);
+    ppb_html_attr(h, "title", title);
+    ppb_html_markup(h, ">");
+    ppb_html_text(h, cell.text);
+    ppb_html_markup(h, "</td>");
+}
+
+static void overview_legend(page *p)
+{
+    ppb_html *h = &p->h;
+    ppb_html_markup(h, "<p class=\"legend\">");
+    for (int b = RP_CHANGE_FASTER2; b <= RP_CHANGE_SLOWER2; b++) {
+        char label[64];
+        rp_change_label(b, p->r->trend_opt.min_change, label, sizeof label);
+        ppb_html_markup(h, "<span");
+        ppb_html_attr(h, "class", change_class(b));
+        ppb_html_markup(h, ">");
+        ppb_html_text(h, label);
+        ppb_html_markup(h, "</span> ");
+    }
+    ppb_html_markup(h, "<span class=\"chg chg-none\">- no time</span> "
+                       "<span class=\"chg chg-0 alert\">outlined: a run of an alert</span></p>\n");
+}
+
+/* Change per case per night: the page's first view of a suite of any size.
+ * The table stands alone (colour classes, numbers, titles); the chart is the
+ * same picture from gnuplot, when there is one. */
+static void overview_section(page *p)
+{
+    const rp_report *r = p->r;
+    ppb_html *h = &p->h;
+    section_start(p, "trend-overview", "Overview: change per case per night");
+    ppb_html_markup(h, "<p class=\"note\">");
+    ppb_html_textf(h,
+                   "One row per case (#N as in the tables below, alerts first), one column per "
+                   "night: the last %d of %d runs of suite '%s', headed by the date its run "
+                   "started (UTC) and the first 7 characters of its commit (hover for the run "
+                   "id and the full commit). A cell is that night's median time against the "
+                   "case's reference median, in whole percent: the trend test's reference (the "
+                   "median of the window before the step, or before the latest run) or, for a "
+                   "case with too little history to judge, the median of its runs.",
+                   r->n_nights - r->overview_from, r->n_nights, r->req->suite);
+    ppb_html_markup(h, "</p>\n");
+    overview_legend(p);
+    charts_with_prefix(p, "trend-overview", 1);
+    if (r->n_nights == 0 || r->n_trend == 0) {
+        ppb_html_markup(h, "<p class=\"note\">");
+        ppb_html_text(h, "No night to show.");
+        ppb_html_markup(h, "</p>\n");
+        section_end(p);
+        return;
+    }
+    ppb_html_markup(h, "<div class=\"table-wrap\"><table class=\"overview\">");
+    overview_head(p);
+    ppb_html_markup(h, "<tbody>\n");
+    for (int i = 0; i < r->n_trend; i++) {
+        const rp_trend_case *t = &r->trend[i];
+        ppb_html_markup(h, "<tr class=\"overview-row\"");
+        ppb_html_attr(h, "data-case-key", t->key);
+        ppb_html_markup(h, "><td class=\"num\">");
+        case_link(h, i + 1);
+        ppb_html_markup(h, "</td>");
+        td_badge(h, trend_word(t));
+        for (int n = r->overview_from; n < r->n_nights; n++)
+            overview_cell(p, i, n);
+        ppb_html_markup(h, "<td><code class=\"key\">");
+        ppb_html_text(h, t->key);
+        ppb_html_markup(h, "</code></td></tr>\n");
+    }
+    ppb_html_markup(h, "</tbody></table></div>\n");
+    section_end(p);
+}
+
+/* The run an alert starts at: "run 8 (11-08, abc1234)". */
+static void alert_run(const rp_report *r, const rp_trend_case *t, char *buf, size_t len)
+{
+    int from = rp_trend_alert_from(t);
+    const rp_night *n = from >= 0 ? rp_night_of(r, t->points[from].run_id) : NULL;
+    if (!n) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    char day[16], commit[16];
+    rp_night_labels(n, day, sizeof day, commit, sizeof commit);
+    snprintf(buf, len, "run %lld (%s, %s)", (long long)n->run_id, day, commit);
+}
+
+/* The cases the trend flags, with its reasons; the cases are sorted alerts
+ * first, so they lead the list. */
+static void alerts_section(page *p)
+{
+    const rp_report *r = p->r;
+    ppb_html *h = &p->h;
+    section_start(p, "trend-alerts", "Alerts");
+    ppb_html_markup(h, "<p class=\"note\">");
+    ppb_html_textf(h, "A regression or an improvement is a step that the last %d runs sustain: "
+                      "it alerts. An outlier is the latest run alone beyond the thresholds: shown, "
+                      "never alerted on.",
+                   r->trend_opt.sustain);
+    ppb_html_markup(h, "</p>\n");
+    int n = 0;
+    for (int i = 0; i < r->n_trend && rp_trend_alert_from(&r->trend[i]) >= 0; i++)
+        n++;
+    if (n == 0) {
+        ppb_html_markup(h, "<p class=\"note\" id=\"no-alerts\">");
+        ppb_html_text(h, "No alerts: no case has a sustained step, and no latest run is an "
+                         "outlier.");
+        ppb_html_markup(h, "</p>\n");
+        section_end(p);
+        return;
+    }
+    ppb_html_markup(h, "<div class=\"table-wrap\"><table class=\"alerts\"><thead><tr>"
+                       "<th class=\"num\">#</th><th>status</th><th class=\"num\">change</th>"
+                       "<th class=\"num\">score</th><th>from run (date, commit)</th>"
+                       "<th>reason</th><th>case key</th></tr></thead>\n<tbody>\n");
+    for (int i = 0; i < n; i++) {
+        const rp_trend_case *t = &r->trend[i];
+        char from[200];
+        alert_run(r, t, from, sizeof from);
+        ppb_html_markup(h, "<tr class=\"alert-row\"");
+        ppb_html_attr(h, "data-case-key", t->key);
+        ppb_html_markup(h, "><td class=\"num\">");
+        case_link(h, i + 1);
+        ppb_html_markup(h, "</td>");
+        td_badge(h, ppb_trend_status_name(t->trend.status));
+        td_num(h, "%+.1f%%", t->trend.rel_change * 100);
+        td_num(h, "%.1f", t->trend.score);
+        td_text(h, from);
+        ppb_html_markup(h, "<td class=\"reason\">");
+        ppb_html_text(h, t->trend.reason);
+        ppb_html_markup(h, "</td><td><code class=\"key\">");
+        ppb_html_text(h, t->key);
+        ppb_html_markup(h, "</code></td></tr>\n");
+    }
+    ppb_html_markup(h, "</tbody></table></div>\n");
+    section_end(p);
+}
+
 static void trend_sections(page *p)
 {
     const rp_report *r = p->r;
@@ -606,8 +811,7 @@ static void trend_sections(page *p)
         ppb_html_markup(h, "<tr class=\"case\"");
         ppb_html_attrf(h, "id", "case-%d", i + 1);
         ppb_html_attr(h, "data-case-key", t->key);
-        ppb_html_attr(h, "data-status",
-                      t->analysed ? ppb_trend_status_name(t->trend.status) : "not analysed");
+        ppb_html_attr(h, "data-status", trend_word(t));
         ppb_html_markup(h, "><td class=\"num\">");
         if (t->chart >= 0) {
             ppb_html_markup(h, "<a");
@@ -619,7 +823,7 @@ static void trend_sections(page *p)
             ppb_html_textf(h, "%d", i + 1);
         }
         ppb_html_markup(h, "</td>");
-        td_badge(h, t->analysed ? ppb_trend_status_name(t->trend.status) : "not analysed");
+        td_badge(h, trend_word(t));
         ppb_html_markup(h, "<td class=\"num\">");
         ppb_html_textf(h, "%d", t->n_points);
         if (t->n_unusable)
@@ -755,6 +959,8 @@ static void plan_sections(page *p)
     const rp_report *r = p->r;
     add_section(p, "summary", "Verdict and reasons", "verdict");
     if (r->kind == PPB_REPORT_TREND) {
+        add_section(p, "trend-overview", "Overview: change per case per night", "overview");
+        add_section(p, "trend-alerts", "Alerts", "alerts");
         add_section(p, "trend-charts", "History per case", "history");
         add_section(p, "trend-table", "Every case", "cases");
     } else {
@@ -846,6 +1052,8 @@ int rp_html_write(const rp_report *r, const char *path, ppb_err *err)
     ppb_html_markup(h, "</ol></nav>\n");
 
     if (r->kind == PPB_REPORT_TREND) {
+        overview_section(p);
+        alerts_section(p);
         trend_sections(p);
     } else {
         if (r->kind == PPB_REPORT_PROPOSAL && has_cases(r))

@@ -17,6 +17,12 @@
  * points), and trend charts per report: the tables always hold everything. */
 #define RP_MAX_FAMILY_CHARTS 12
 #define RP_MAX_TREND_CHARTS 60
+/* The trend overview: the last nights as columns (a month of nightly runs fits
+ * a screen), and at most this many cases as rows of its chart (the HTML table
+ * has every case). Labelled tics per history chart: more would overlap. */
+#define RP_OVERVIEW_NIGHTS 30
+#define RP_OVERVIEW_MAX_CHART_ROWS 250
+#define RP_TREND_TICS 8
 
 enum { RP_SIDE_RUN = 0, RP_SIDE_CANDIDATE = 0, RP_SIDE_BASELINE = 1 };
 
@@ -46,7 +52,31 @@ typedef struct rp_trend_case {
     ppb_trend_result trend;
     char error[256];            /* why it was not analysed */
     int chart;                  /* index into the chart list, -1 if none */
+    double baseline;            /* the overview's reference: the trend's reference median, else
+                                   (too little history) the median of the case's runs; 0: none */
 } rp_trend_case;
+
+/* One run of the trend's suite ("a night"), oldest first: a column of the
+ * overview, and what a history chart's tics name (date and commit). */
+typedef struct rp_night {
+    int64_t run_id;
+    char started_at[32];
+    char commit[64];            /* as stored with the run; may be anything */
+} rp_night;
+
+/* Change classes of the overview, shared by its chart (colour) and table
+ * (CSS class): beyond twice the trend's min_change, beyond it, within it. */
+enum { RP_CHANGE_FASTER2 = -2, RP_CHANGE_FASTER = -1, RP_CHANGE_FLAT = 0, RP_CHANGE_SLOWER = 1,
+       RP_CHANGE_SLOWER2 = 2 };
+
+/* One cell of the overview: a case's median in a night against its baseline. */
+typedef struct rp_cell {
+    double median_ms;
+    double change;              /* median / baseline - 1 */
+    int bucket;                 /* RP_CHANGE_* */
+    int alert;                  /* the run is part of the case's alert (step or outlier) */
+    char text[16];              /* the change in whole percent, as both show it */
+} rp_cell;
 
 typedef struct rp_feasibility {
     char series[192];
@@ -88,6 +118,9 @@ typedef struct rp_report {
     rp_trend_case *trend;
     int n_trend, cap_trend;
     ppb_trend_options trend_opt;
+    rp_night *nights;           /* every run of the suite in the history, oldest first */
+    int n_nights, cap_nights;
+    int overview_from;          /* first night the overview shows */
 
     ppb_target target;          /* feasibility */
     int have_target;
@@ -118,6 +151,21 @@ int rp_item_timed(const rp_item *it);
 unsigned rp_kernels(const rp_report *r);
 /* Row number of the proposal case's candidate / baseline items, NULL if none. */
 const rp_item *rp_find_item(const rp_report *r, int side, const char *key);
+
+/* The night of a run id, NULL if not among them. */
+const rp_night *rp_night_of(const rp_report *r, int64_t run_id);
+/* A night's labels: "MM-DD" of its start and the commit's first 7 characters
+ * ("-" when none was stored). Raw text: escape for where it goes. */
+void rp_night_labels(const rp_night *n, char *day, size_t day_len, char *commit, size_t commit_len);
+/* First point of a trend case that its alert covers (the step's first run, or
+ * the outlier: the latest), -1 when it has no alert. */
+int rp_trend_alert_from(const rp_trend_case *t);
+/* What a change class covers, for the chart's colour box and the table's
+ * legend ("+5% to +10%"). */
+void rp_change_label(int bucket, double min_change, char *buf, size_t len);
+/* The overview cell of trend case `row` in night `night`: 1 and *cell filled
+ * when the case has a time that night and a baseline, else 0. */
+int rp_overview_cell(const rp_report *r, int row, int night, rp_cell *cell);
 
 /* report_charts.c: write every chart's .dat and .gp, run gnuplot, inline the
  * SVGs. Failures are recorded per chart; only file errors fail. */

@@ -632,8 +632,9 @@ static void test_trend_report(void **state)
     assert_non_null(strstr(out.worst[0], "% since run 8:"));
     assert_non_null(strstr(out.worst[0], stepped.key));
     if (gp) {
-        assert_int_equal(out.n_charts, 2);
+        assert_int_equal(out.n_charts, 3);   /* the overview, one per case */
         assert_int_equal(out.n_charts_failed, 0);
+        assert_non_null(strstr(html, "id=\"chart-trend-overview\" data-chart=\"trend-overview\">\n<svg"));
         char dat[900];
         snprintf(dat, sizeof dat, "%s/charts/trend-1.dat", f->out);
         char *d = slurp(dat);
@@ -668,6 +669,258 @@ static void test_trend_report(void **state)
     ppb_err err = {{0}};
     assert_int_equal(ppb_report_write(f->s, &req, &out, &err), PPB_EINPUT);
     assert_non_null(strstr(err.msg, "no run of suite 'no-such-suite'"));
+}
+
+/* ---- trend overview ------------------------------------------------------------------- */
+
+#define HOSTILE_COMMIT "'<i>%n;system('id')"
+
+/* A run of `suite` that started on day `day` of 2026-11 (02:00 UTC), at `commit`. */
+static int64_t begin_night(fixture *f, const char *suite, int day, const char *commit)
+{
+    ppb_run_info run;
+    memset(&run, 0, sizeof run);
+    snprintf(run.suite_name, sizeof run.suite_name, "%s", suite);
+    snprintf(run.suite_path, sizeof run.suite_path, "%s/smoke.yaml", f->suites);
+    snprintf(run.git_commit, sizeof run.git_commit, "%s", commit);
+    snprintf(run.backend, sizeof run.backend, "cpu");
+    snprintf(run.device, sizeof run.device, "CPU");
+    snprintf(run.started_at, sizeof run.started_at, "2026-11-%02dT02:00:00Z", day);
+    ppb_err err = {{0}};
+    if (ppb_store_begin_run(f->s, &run, &err))
+        fail_msg("begin_night: %s", err.msg);
+    return run.id;
+}
+
+/* The text between `from` and the end of its line. */
+static char *line_of(const char *text, const char *from)
+{
+    const char *p = strstr(text, from);
+    if (!p)
+        fail_msg("no line starting '%s'", from);
+    size_t n = strcspn(p, "\n");
+    char *line = malloc(n + 1);
+    assert_non_null(line);
+    memcpy(line, p, n);
+    line[n] = '\0';
+    return line;
+}
+
+static char *chart_file(fixture *f, const char *name)
+{
+    char path[900];
+    snprintf(path, sizeof path, "%s/charts/%s", f->out, name);
+    return slurp(path);
+}
+
+/* Lines of a .dat block: from its comment line to the next blank line. */
+static int block_lines(const char *dat, const char *comment)
+{
+    const char *p = strstr(dat, comment);
+    assert_non_null(p);
+    p = strchr(p, '\n') + 1;
+    int n = 0;
+    while (*p && *p != '\n') {
+        n++;
+        p = strchr(p, '\n');
+        if (!p)
+            break;
+        p++;
+    }
+    return n;
+}
+
+/* 7 nights, 3 cases: one steps up 20% and one down 8% from night 5, one is
+ * steady and has no time on night 2. Night 3's commit is hostile. */
+static void overview_store(fixture *f, ppb_case cases[3])
+{
+    prefill_case(&cases[0], 512, 64, 64, 64);     /* steady */
+    prefill_case(&cases[1], 4096, 64, 64, 64);    /* +20% */
+    prefill_case(&cases[2], 2048, 64, 64, 64);    /* -8% */
+    for (int night = 0; night < 7; night++) {
+        char commit[64];
+        snprintf(commit, sizeof commit, "c0ffee%d0123456789", night);
+        int64_t run = begin_night(f, "nightly-o", night + 1, night == 2 ? HOSTILE_COMMIT : commit);
+        if (night != 1)
+            put_result(f, run, &cases[0], PPB_STATUS_OK, 1.0, 0.001, NULL);
+        put_result(f, run, &cases[1], PPB_STATUS_OK, night >= 4 ? 2.4 : 2.0, 0.001, NULL);
+        put_result(f, run, &cases[2], PPB_STATUS_OK, night >= 4 ? 3.68 : 4.0, 0.001, NULL);
+        finish(f, run, "complete");
+    }
+}
+
+/* The page opens with the overview (one row per case, one column per night,
+ * the change in each cell with its class), then the alerts, then the charts;
+ * all of it as text, without gnuplot. */
+static void test_trend_overview_table(void **state)
+{
+    fixture *f = *state;
+    ppb_case cases[3];
+    overview_store(f, cases);
+    ppb_report_request req;
+    ppb_report_outcome out;
+    request(f, &req, PPB_REPORT_TREND, 0, "");
+    snprintf(req.suite, sizeof req.suite, "nightly-o");
+    char *html = write_report(f, &req, &out);
+    assert_string_equal(out.verdict, "REGRESSION");
+
+    /* Overview first, then the alerts, then the history charts. */
+    const char *overview = strstr(html, "<section id=\"trend-overview\">");
+    const char *alerts = strstr(html, "<section id=\"trend-alerts\">");
+    const char *charts = strstr(html, "<section id=\"trend-charts\">");
+    assert_non_null(overview);
+    assert_true(overview < alerts && alerts < charts);
+
+    /* 3 rows x 7 nights, every cell present; night 2 of the steady case has no time. */
+    assert_int_equal(count(html, "<tr class=\"overview-row\""), 3);
+    assert_int_equal(count(html, "<th class=\"night\""), 7);
+    assert_int_equal(count(html, "<td class=\"chg "), 21);
+    assert_int_equal(count(html, "<td class=\"chg chg-none\""), 1);
+    /* Columns name the night's date and commit. */
+    assert_non_null(strstr(html, ">11-01<br><code>c0ffee0</code></th>"));
+    assert_non_null(strstr(html, ">11-07<br><code>c0ffee6</code></th>"));
+    /* Rows: the regression (#1), the improvement (#2), the steady case (#3). */
+    char needle[700];
+    snprintf(needle, sizeof needle, "<tr class=\"overview-row\" data-case-key=\"%s\"><td "
+                                    "class=\"num\"><a href=\"#case-1\">#1</a>",
+             cases[1].key);
+    assert_non_null(strstr(html, needle));
+    /* The step's nights: +20% and -8% against the runs before, outlined as the alert. */
+    assert_int_equal(count(html, "<td class=\"chg chg-p2 alert\" title=\"#1, run "), 3);
+    assert_int_equal(count(html, "<td class=\"chg chg-m1 alert\" title=\"#2, run "), 3);
+    assert_int_equal(count(html, "+20.0% against the reference 2 ms; part of the alert\">+20</td>"),
+                     3);
+    assert_int_equal(count(html, "-8.0% against the reference 4 ms; part of the alert\">-8</td>"),
+                     3);
+    assert_int_equal(count(html, "<td class=\"chg chg-0\" title=\"#3, run "), 6);
+    assert_int_equal(count(html, ">0</td>"), 4 + 4 + 6);
+
+    /* The alerts: both steps, from the run where they began, with its date and commit. */
+    assert_int_equal(count(html, "<tr class=\"alert-row\""), 2);
+    assert_non_null(strstr(html, "(11-05, c0ffee4)</td>"));
+    assert_null(strstr(html, "id=\"no-alerts\""));
+
+    /* The hostile commit is text: in the column head (its first 7 characters) and its title. */
+    assert_null(strstr(html, "<i>"));
+    assert_non_null(strstr(html, "11-03<br><code>&#39;&lt;i&gt;%n;</code>"));
+    assert_non_null(strstr(html, "commit &#39;&lt;i&gt;%n;system(&#39;id&#39;))\""));
+    free(html);
+}
+
+/* The overview chart's data and script, and the history charts' tics, carry
+ * each night's date and commit; a hostile commit cannot leave its string. */
+static void test_trend_overview_chart(void **state)
+{
+    fixture *f = *state;
+    int gp = have_gnuplot();
+    ppb_case cases[3];
+    overview_store(f, cases);
+    ppb_report_request req;
+    ppb_report_outcome out;
+    request(f, &req, PPB_REPORT_TREND, 0, gp ? "gnuplot" : "");
+    snprintf(req.suite, sizeof req.suite, "nightly-o");
+    char *html = write_report(f, &req, &out);
+
+    char *dat = chart_file(f, "trend-overview.dat");
+    assert_int_equal(block_lines(dat, "# cells with a time"), 20);
+    assert_int_equal(block_lines(dat, "# alert runs"), 6);
+    /* column row class change label run: night 5 of the regression (row 0) */
+    assert_non_null(strstr(dat, "\n4 0 2 20 \"+20\" "));
+    assert_non_null(strstr(dat, "\n4 1 -1 -8 \"-8\" "));
+    free(dat);
+
+    char *script = chart_file(f, "trend-overview.gp");
+    char *xtics = line_of(script, "set xtics (");
+    assert_non_null(strstr(xtics, "set xtics ('11-01'.nl.'c0ffee0' 0, '11-02'.nl.'c0ffee1' 1, "));
+    assert_non_null(strstr(xtics, "'11-03'.nl.'??i?%%n?' 2, "));
+    assert_non_null(strstr(xtics, "'11-07'.nl.'c0ffee6' 6)"));
+    /* Only the safe alphabet inside the quotes, and a '%' that prints as itself. */
+    assert_null(strchr(xtics, ';'));
+    assert_null(strstr(xtics, "<i>"));
+    assert_null(strstr(xtics, "system"));
+    free(xtics);
+    char *ytics = line_of(script, "set ytics (");
+    assert_non_null(strstr(ytics, "set ytics ('#1' 0, '#2' 1, '#3' 2)"));
+    free(ytics);
+    assert_non_null(strstr(script, "eval palette_change\n"));
+    free(script);
+
+    /* The regression's own chart: every night a tic at its start, named by date and commit. */
+    char *history = chart_file(f, "trend-1.gp");
+    xtics = line_of(history, "set xtics (");
+    assert_int_equal(count(xtics, ".nl."), 7);
+    assert_non_null(strstr(xtics, "'11-05'.nl.'c0ffee4' '2026-11-05T02:00:00Z'"));
+    assert_non_null(strstr(xtics, "'11-03'.nl.'??i?%%n?' '2026-11-03T02:00:00Z'"));
+    free(xtics);
+    free(history);
+
+    if (gp) {
+        assert_int_equal(out.n_charts_failed, 0);
+        assert_non_null(strstr(html, "id=\"chart-trend-overview\" data-chart=\"trend-overview\">\n<svg"));
+        assert_null(strstr(html, "<i>"));
+    }
+    free(html);
+}
+
+/* A suite of 122 cases gets one overview row each; a long history shows its
+ * last 30 nights, and a history chart labels at most 8 tics (the latest and
+ * the step's first run among them). */
+static void test_trend_overview_scales(void **state)
+{
+    fixture *f = *state;
+    enum { N_CASES = 122, N_NIGHTS = 3 };
+    for (int night = 0; night < N_NIGHTS; night++) {
+        int64_t run = begin_night(f, "big", night + 1, "abcdef0");
+        for (int i = 0; i < N_CASES; i++) {
+            ppb_case c;
+            prefill_case(&c, 16 * (i + 1), 64, 64, 64);
+            put_result(f, run, &c, PPB_STATUS_OK, 1.0 + 0.01 * i, 0.001, NULL);
+        }
+        finish(f, run, "complete");
+    }
+    ppb_report_request req;
+    ppb_report_outcome out;
+    request(f, &req, PPB_REPORT_TREND, 0, "");
+    snprintf(req.suite, sizeof req.suite, "big");
+    char *html = write_report(f, &req, &out);
+    assert_string_equal(out.verdict, "NO HISTORY");
+    assert_int_equal(count(html, "<tr class=\"overview-row\""), N_CASES);
+    assert_int_equal(count(html, "<td class=\"chg chg-0\""), N_CASES * N_NIGHTS);
+    assert_non_null(strstr(html, "id=\"no-alerts\""));
+    char *script = chart_file(f, "trend-overview.gp");
+    char *ytics = line_of(script, "set ytics (");
+    assert_int_equal(count(ytics, "'#"), N_CASES);
+    free(ytics);
+    assert_non_null(strstr(script, "set x2tics ("));   /* a tall chart names its nights on top too */
+    free(script);
+    free(html);
+
+    /* 2 cases, 32 nights, +20% from night 27 on. */
+    ppb_case a, b;
+    prefill_case(&a, 512, 128, 128, 64);
+    prefill_case(&b, 1024, 128, 128, 64);
+    for (int night = 0; night < 32; night++) {
+        char commit[32];
+        snprintf(commit, sizeof commit, "%07d", night);
+        int64_t run = begin_night(f, "long", night / 2 + 1, commit);
+        put_result(f, run, &a, PPB_STATUS_OK, 1.0, 0.001, NULL);
+        put_result(f, run, &b, PPB_STATUS_OK, night >= 27 ? 1.2 : 1.0, 0.001, NULL);
+        finish(f, run, "complete");
+    }
+    snprintf(req.suite, sizeof req.suite, "long");
+    html = write_report(f, &req, &out);
+    assert_string_equal(out.verdict, "REGRESSION");
+    assert_int_equal(count(html, "<th class=\"night\""), 30);
+    assert_non_null(strstr(html, "<br><code>0000002</code>"));   /* the 3rd night: the first shown */
+    assert_null(strstr(html, "<br><code>0000001</code>"));
+    char *history = chart_file(f, "trend-1.gp");
+    char *xtics = line_of(history, "set xtics (");
+    assert_true(count(xtics, ".nl.") <= 8 + 1);
+    assert_non_null(strstr(xtics, ".nl.'0000027'"));   /* the step's first run */
+    assert_non_null(strstr(xtics, ".nl.'0000031'"));   /* the latest */
+    free(xtics);
+    free(history);
+    free(html);
 }
 
 static void test_unknown_run(void **state)
@@ -726,6 +979,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_feasibility_and_ceilings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proposal_report, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trend_report, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trend_overview_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trend_overview_chart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trend_overview_scales, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_run, setup, teardown),
         cmocka_unit_test(test_command_and_quoting),
     };
