@@ -3,7 +3,7 @@
  * tested on a machine without a GPU. Its timings are CPU timings and are marked
  * so (res->timing_is_cpu); they say nothing about a GPU.
  *
- * Environment: PPB_MISMATCH_PACKED=1 puts the v2 scratch buffers back to back
+ * Environment: PPBENCH_MISMATCH_PACKED=1 puts the v2 scratch buffers back to back
  * without guard zones, so a PARTITION_SIZE mismatch overrun corrupts the
  * neighbouring buffer (as it can on a GPU) instead of landing in a guard. */
 #include <stdio.h>
@@ -235,7 +235,7 @@ static void cpu_environment(ppb_backend *b, ppb_env_sink sink, void *ctx)
         }
         fclose(f);
     }
-    const char *packed = getenv("PPB_MISMATCH_PACKED");
+    const char *packed = getenv("PPBENCH_MISMATCH_PACKED");
     if (packed && strcmp(packed, "1") == 0)
         sink(ctx, "mismatch_packed", "1");
     ppb_impl_environment(sink, ctx);
@@ -243,7 +243,7 @@ static void cpu_environment(ppb_backend *b, ppb_env_sink sink, void *ctx)
 
 static int packed_requested(void)
 {
-    const char *v = getenv("PPB_MISMATCH_PACKED");
+    const char *v = getenv("PPBENCH_MISMATCH_PACKED");
     return v && strcmp(v, "1") == 0;
 }
 

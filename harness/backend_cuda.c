@@ -404,7 +404,7 @@ static void cuda_environment(ppb_backend *b, ppb_env_sink sink, void *ctx)
     snprintf(buf, sizeof buf, "sm_%d", ki.arch);
     sink(ctx, "kernels.arch", buf);
     sink(ctx, "kernels.sources_hash", ki.sources_hash);
-    /* Kernels read from a folder (PPB_KERNEL_SOURCE_DIR) instead of this build's: say so. */
+    /* Kernels read from a folder (PPBENCH_KERNEL_SOURCE_DIR) instead of this build's: say so. */
     sink(ctx, "kernels.source_dir", ki.source_dir[0] ? ki.source_dir : "(embedded)");
     sink(ctx, "kernels.cache_dir", ki.cache_dir[0] ? ki.cache_dir : "(none)");
     sink_int(sink, ctx, "kernels.cache_hits", ki.cache_hits);

@@ -686,7 +686,7 @@ void cpu_attn_destroy(cpu_attn *a)
 
 int cpu_attn_run(cpu_attn *a, uint16_t *out, ppb_err *err)
 {
-    /* PPB_THREADS may have grown since create: every worker index needs scratch */
+    /* PPBENCH_THREADS may have grown since create: every worker index needs scratch */
     int workers = ppb_thread_count();
     if (workers > a->n_workers) {
         float *more = realloc(a->scratch, sizeof(float) * a->scratch_floats * (size_t)workers);

@@ -127,13 +127,13 @@ void ppb_gnuplot_detect(ppb_gnuplot *gp, const char *program)
     memset(gp, 0, sizeof *gp);
     const char *from = "";
     if (!program) {
-        program = getenv("PPB_GNUPLOT");
-        from = program ? " (from PPB_GNUPLOT)" : "";
+        program = getenv("PPBENCH_GNUPLOT");
+        from = program ? " (from PPBENCH_GNUPLOT)" : "";
         if (!program)
             program = "gnuplot";
     }
     if (!program[0]) {
-        snprintf(gp->why, sizeof gp->why, "charts are turned off (PPB_GNUPLOT is empty)");
+        snprintf(gp->why, sizeof gp->why, "charts are turned off (PPBENCH_GNUPLOT is empty)");
         return;
     }
     if (strchr(program, '/')) {

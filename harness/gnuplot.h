@@ -1,5 +1,5 @@
 /* Running gnuplot for report charts, safely: the program is found once (on
- * PATH, or $PPB_GNUPLOT), run with a FIXED argument vector through fork/execv
+ * PATH, or $PPBENCH_GNUPLOT), run with a FIXED argument vector through fork/execv
  * (never a shell, never a command line built from input), in the chart
  * folder, on script files this program wrote. A missing gnuplot is a state,
  * not an error: the report says so and keeps its tables. The SVG gnuplot
@@ -18,7 +18,7 @@ typedef struct ppb_gnuplot {
     char why[512];        /* when not available: why, in one line */
 } ppb_gnuplot;
 
-/* Find gnuplot and ask its version. `program`: NULL reads $PPB_GNUPLOT (unset:
+/* Find gnuplot and ask its version. `program`: NULL reads $PPBENCH_GNUPLOT (unset:
  * "gnuplot"; set but empty: charts off); a name without '/' is looked up on
  * PATH, a path must be an executable file. Never fails: available = 0 and
  * `why` say what is missing. */

@@ -29,7 +29,7 @@ typedef struct ppb_report_request {
     char db_path[4096];        /* the database, for the command that reproduces the report */
     const char *suites_dir;    /* where targets/ lives; NULL: beside the run's suite file, else
                                   PPB_SOURCE_DIR/suites */
-    const char *gnuplot;       /* NULL: $PPB_GNUPLOT, else gnuplot on PATH (gnuplot.h) */
+    const char *gnuplot;       /* NULL: $PPBENCH_GNUPLOT, else gnuplot on PATH (gnuplot.h) */
 } ppb_report_request;
 
 #define PPB_REPORT_MAX_WORST 5

@@ -7,7 +7,7 @@
 
 int ppb_thread_count(void)
 {
-    const char *env = getenv("PPB_THREADS");
+    const char *env = getenv("PPBENCH_THREADS");
     if (env && *env) {
         char *end = NULL;
         long v = strtol(env, &end, 10);

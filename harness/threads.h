@@ -12,7 +12,7 @@
  * the threads running at the same time, so callers can index per-worker scratch. */
 typedef void (*ppb_parallel_fn)(void *ctx, long item, int worker);
 
-/* Threads a parallel-for uses: the online cores (sysconf), or env PPB_THREADS
+/* Threads a parallel-for uses: the online cores (sysconf), or env PPBENCH_THREADS
  * when set to a positive integer; capped at PPB_THREADS_MAX. */
 #define PPB_THREADS_MAX 256
 int ppb_thread_count(void);

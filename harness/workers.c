@@ -84,12 +84,12 @@ int ppb_pool_parse_devices(const char *text, int n_available, int *devices, int 
 
 /* ---- the child ---------------------------------------------------------- */
 
-/* Test hook (docs/CLI.md): PPB_FAULT_INJECT=crash:TEXT or hang:TEXT makes a
+/* Test hook (docs/CLI.md): PPBENCH_FAULT_INJECT=crash:TEXT or hang:TEXT makes a
  * worker die or hang on cases whose key contains TEXT, so the recovery path
  * can be tested without a broken kernel. */
 static void maybe_inject_fault(const ppb_case *c)
 {
-    const char *spec = getenv("PPB_FAULT_INJECT");
+    const char *spec = getenv("PPBENCH_FAULT_INJECT");
     if (!spec)
         return;
     if (strncmp(spec, "crash:", 6) == 0 && strstr(c->key, spec + 6))

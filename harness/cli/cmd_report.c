@@ -24,8 +24,8 @@ static void usage(FILE *out)
             "  --trend SUITE   the suite's name (or its .yaml file): each case's history\n"
             "  --since DATE    only runs started on or after DATE (YYYY-MM-DD[THH:MM:SSZ])\n"
             "  --window N      reference runs of the trend test (default 10)\n"
-            "Charts need gnuplot (apt-get install gnuplot-nox); PPB_GNUPLOT=PATH picks the\n"
-            "program, PPB_GNUPLOT= (empty) turns charts off. Without it the tables are\n"
+            "Charts need gnuplot (apt-get install gnuplot-nox); PPBENCH_GNUPLOT=PATH picks the\n"
+            "program, PPBENCH_GNUPLOT= (empty) turns charts off. Without it the tables are\n"
             "complete.\n");
 }
 

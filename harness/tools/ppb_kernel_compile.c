@@ -202,7 +202,7 @@ int main(int argc, char **argv)
     if (jobs > 0) {
         char text[16];
         snprintf(text, sizeof text, "%d", jobs);
-        setenv("PPB_THREADS", text, 1);
+        setenv("PPBENCH_THREADS", text, 1);
     }
 
     int status = 0;

@@ -20,7 +20,7 @@
 
 int ppb_kernel_cache_dir(const char *explicit_dir, char *buf, size_t len, ppb_err *err)
 {
-    const char *env = getenv("PPB_KERNEL_CACHE");
+    const char *env = getenv("PPBENCH_KERNEL_CACHE");
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
     int n;
@@ -34,7 +34,7 @@ int ppb_kernel_cache_dir(const char *explicit_dir, char *buf, size_t len, ppb_er
         n = snprintf(buf, len, "%s/.cache/ppbench", home);
     else
         return ppb_fail(err, PPB_EINPUT,
-                        "no kernel cache folder: set PPB_KERNEL_CACHE (or XDG_CACHE_HOME or HOME)");
+                        "no kernel cache folder: set PPBENCH_KERNEL_CACHE (or XDG_CACHE_HOME or HOME)");
     if (n < 0 || (size_t)n >= len)
         return ppb_fail(err, PPB_EINPUT, "kernel cache folder name too long");
     return PPB_OK;

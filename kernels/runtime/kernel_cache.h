@@ -17,7 +17,7 @@
 
 #define PPB_KERNEL_CACHE_NAME_MAX 512
 
-/* Resolve the cache folder: `explicit_dir` if non-empty, else $PPB_KERNEL_CACHE,
+/* Resolve the cache folder: `explicit_dir` if non-empty, else $PPBENCH_KERNEL_CACHE,
  * else $XDG_CACHE_HOME/ppbench, else $HOME/.cache/ppbench. Does not create it. */
 int ppb_kernel_cache_dir(const char *explicit_dir, char *buf, size_t len, ppb_err *err);
 

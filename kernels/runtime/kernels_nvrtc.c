@@ -58,14 +58,14 @@ int ppb_nvrtc_pick_arch(int cc, int allow_lower, int *arch, int *lowered, ppb_er
 }
 
 /* Where cuda_fp16.h / cuda_bf16.h live: NVRTC does not carry them, the
- * toolkit does. First hit of: $PPB_CUDA_INCLUDE, $CUDA_HOME/include,
+ * toolkit does. First hit of: $PPBENCH_CUDA_INCLUDE, $CUDA_HOME/include,
  * $CUDA_PATH/include, the toolkit this was built with, /usr/local/cuda/include. */
 static void find_cuda_include(char *buf, size_t len)
 {
     const char *cands[5];
     char a[4096], b[4096];
     int n = 0;
-    const char *env = getenv("PPB_CUDA_INCLUDE");
+    const char *env = getenv("PPBENCH_CUDA_INCLUDE");
     if (env && *env)
         cands[n++] = env;
     const char *home = getenv("CUDA_HOME");

@@ -208,13 +208,13 @@ static void hash_sources(ppb_kernels *k)
 static int pick_mechanism(int requested, int *out, ppb_err *err)
 {
     if (requested == PPB_KMECH_AUTO) {
-        const char *env = getenv("PPB_KERNEL_MECHANISM");
+        const char *env = getenv("PPBENCH_KERNEL_MECHANISM");
         if (env && strcmp(env, "nvrtc") == 0)
             requested = PPB_KMECH_NVRTC;
         else if (env && strcmp(env, "aot") == 0)
             requested = PPB_KMECH_AOT;
         else if (env && *env && strcmp(env, "auto") != 0)
-            return ppb_fail(err, PPB_EINPUT, "PPB_KERNEL_MECHANISM='%s': use nvrtc, aot or auto", env);
+            return ppb_fail(err, PPB_EINPUT, "PPBENCH_KERNEL_MECHANISM='%s': use nvrtc, aot or auto", env);
     }
 #ifdef PPB_HAVE_NVRTC
     const int have_nvrtc = 1;
@@ -318,7 +318,7 @@ int ppb_kernels_open(ppb_kernels **out, const ppb_kernels_options *opt, ppb_err 
             goto fail;
         const char *dir = opt->source_dir;
         if (!dir || !*dir)
-            dir = getenv("PPB_KERNEL_SOURCE_DIR");
+            dir = getenv("PPBENCH_KERNEL_SOURCE_DIR");
         if (dir && *dir) {
             k->sources_owned = 1;
             snprintf(k->source_dir, sizeof k->source_dir, "%s", dir);

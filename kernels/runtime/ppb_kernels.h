@@ -34,10 +34,10 @@ typedef struct ppb_kernels ppb_kernels;   /* the runtime: cache, device limits, 
 typedef struct ppb_kernel ppb_kernel;     /* one loaded kernel; owned by ppb_kernels, valid until close */
 
 typedef struct ppb_kernels_options {
-    const char *cache_dir;     /* NULL/"": $PPB_KERNEL_CACHE, $XDG_CACHE_HOME/ppbench, ~/.cache/ppbench */
+    const char *cache_dir;     /* NULL/"": $PPBENCH_KERNEL_CACHE, $XDG_CACHE_HOME/ppbench, ~/.cache/ppbench */
     int no_cache;              /* 1: always compile, read and write no cache */
     int device_index;          /* the CUDA device: architecture, warp size and limits come from it */
-    int mechanism;             /* ppb_kernel_mechanism; env PPB_KERNEL_MECHANISM=nvrtc|aot overrides AUTO */
+    int mechanism;             /* ppb_kernel_mechanism; env PPBENCH_KERNEL_MECHANISM=nvrtc|aot overrides AUTO */
     /* Opt-in dynamic shared memory is never raised above this (an emulated
      * target's smem_per_block); 0 = the device's own limit. */
     long smem_cap;
@@ -50,7 +50,7 @@ typedef struct ppb_kernels_options {
     /* NULL: the sources embedded at build time. Else read every .cuh/.h of
      * this folder at open, over the embedded ones (a file of the same name
      * replaces the embedded one; the others stay): kernel development, tests
-     * with stand-in kernels. Env PPB_KERNEL_SOURCE_DIR does the same. */
+     * with stand-in kernels. Env PPBENCH_KERNEL_SOURCE_DIR does the same. */
     const char *source_dir;
 } ppb_kernels_options;
 

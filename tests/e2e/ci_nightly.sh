@@ -16,7 +16,7 @@ export PPB_MODE=cpu PPBENCH="$PPB" PPB_DB="$WORK/nightly.db"
 export PPBENCH_PUSH_URL="http://127.0.0.1:$FAKE_PORT" PPBENCH_PUSH_FORMAT=prometheus
 export PPBENCH_PUSH_TOKEN="nightly-secret-$$-$RANDOM$RANDOM"
 export PPB_PUSH_ARGS="--retry-delay 20" # keep the down-server night short
-export PPB_GNUPLOT= # charts are report's business; tables are enough here
+export PPBENCH_GNUPLOT= # charts are report's business; tables are enough here
 
 night() { # night N WANT_RC
   export PPB_REPORT_DIR="$WORK/report-$1"

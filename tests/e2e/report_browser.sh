@@ -44,7 +44,7 @@ grep -q "ppbench report 1 --db $WORK/p.db -o $WORK/report" "$WORK/report/index.h
   || fail "the page does not hold the command that reproduces it"
 
 # Without gnuplot: still written, says so, keeps every table.
-PPB_GNUPLOT=/nonexistent/gnuplot expect_rc 0 "$PPB" report latest -o "$WORK/report-nogp"
+PPBENCH_GNUPLOT=/nonexistent/gnuplot expect_rc 0 "$PPB" report latest -o "$WORK/report-nogp"
 grep -q "gnuplot not found" "$WORK/err" || fail "no warning about the missing gnuplot"
 grep -q "charts   none drawn" "$WORK/out" || fail "summary claims charts without gnuplot"
 

@@ -3,7 +3,7 @@ command -v sqlite3 >/dev/null || { echo "SKIP: no sqlite3 CLI (scripts/debian-pa
 # Many tiny cases, ~2 s on the CPU backend with one thread: long enough to
 # interrupt, short enough for CI.
 FAULT_SUITE="$SRC/tests/faults/kill_loop.yaml"
-export PPB_THREADS=1
+export PPBENCH_THREADS=1
 
 # keys DB [RUN]: "case_key status" lines of a run, sorted; noisy counts as ok
 # (a timing verdict that may differ between two runs, unlike wrong/refused/...).

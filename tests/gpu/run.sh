@@ -33,7 +33,7 @@
 #   clang_aot  ci/build-bi-v100.sh with clang's CUDA front end (the CoreX compiler model) for this GPU
 #              (PPB_CLANG, default clang++), then the nightly suites with that build
 # Every step runs under `timeout`; all default steps took about 6 minutes on an H200 host of 16 cores
-# from a cold kernel cache (PPB_KERNEL_CACHE, default OUT_DIR/kernel-cache; the aot step came after).
+# from a cold kernel cache (PPBENCH_KERNEL_CACHE, default OUT_DIR/kernel-cache; the aot step came after).
 # Limits: PPB_GPU_TIMEOUT_<STEP>=seconds. Exit: 0 when every step passed.
 set -uo pipefail
 
@@ -46,7 +46,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 build=${PPB_GPU_BUILD_DIR:-$root/build-gpu}
 jobs=$(nproc 2>/dev/null || echo 4)
-export PPB_KERNEL_CACHE=${PPB_KERNEL_CACHE:-$out/kernel-cache}
+export PPBENCH_KERNEL_CACHE=${PPBENCH_KERNEL_CACHE:-$out/kernel-cache}
 export PPB_SOURCE_DIR=$root
 db=$out/ppbench.db
 summary=$out/summary.txt
@@ -144,7 +144,7 @@ if want suites || want bench || want sanitizer || want precompile || want crossc
   { want sanitizer || want crosscheck; } && pre+=(--suite "$root/suites/smoke.yaml" --suite "$root/suites/smoke-decode.yaml")
   [ ${#pre[@]} -eq 0 ] && pre=(--suites-dir "$root/suites")
   run precompile "$(limit precompile 300)" "$build/ppb-kernel-compile" "${pre[@]}" \
-    --arch "${cc:-90}" --cache "$PPB_KERNEL_CACHE" --all
+    --arch "${cc:-90}" --cache "$PPBENCH_KERNEL_CACHE" --all
 fi
 
 # ---- the kernel engineers' standalone tests -------------------------------------------
@@ -170,7 +170,7 @@ fi
 # ---- the runtime and backend test --------------------------------------------------------
 if want backend; then
   if [ -x "$backend_test" ]; then
-    run backend "$(limit backend 300)" "$backend_test" --cache "$PPB_KERNEL_CACHE"
+    run backend "$(limit backend 300)" "$backend_test" --cache "$PPBENCH_KERNEL_CACHE"
     run backend_fault 60 "$backend_test" --fault
   else
     echo "backend: $backend_test not built" | tee -a "$summary"; failed=1

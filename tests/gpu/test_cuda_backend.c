@@ -317,7 +317,7 @@ static uint16_t *run_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_
 static void test_backend_standins(void)
 {
     printf("== CUDA backend with stand-in kernels\n");
-    setenv("PPB_KERNEL_SOURCE_DIR", standin_dir, 1);
+    setenv("PPBENCH_KERNEL_SOURCE_DIR", standin_dir, 1);
     const ppb_backend_ops *ops = &ppb_backend_cuda;
     ppb_backend *b = NULL;
     ppb_backend_options bo = {0};
@@ -403,7 +403,7 @@ static void test_backend_standins(void)
         ppb_workload_free(&w);
     }
     ops->close(b);
-    unsetenv("PPB_KERNEL_SOURCE_DIR");
+    unsetenv("PPBENCH_KERNEL_SOURCE_DIR");
 }
 
 /* ---- the real kernels ---------------------------------------------------------------- */
@@ -560,7 +560,7 @@ static void test_backend_real(void)
 static int test_fault(void)
 {
     printf("== a kernel fault loses the context, and the backend says so\n");
-    setenv("PPB_KERNEL_SOURCE_DIR", standin_dir, 1);
+    setenv("PPBENCH_KERNEL_SOURCE_DIR", standin_dir, 1);
     const ppb_backend_ops *ops = &ppb_backend_cuda;
     ppb_backend *b = NULL;
     ppb_backend_options bo = {0};
@@ -624,7 +624,7 @@ int main(int argc, char **argv)
             test_runtime(cache);
             test_backend_standins();
         }
-        setenv("PPB_KERNEL_CACHE", cache, 1);
+        setenv("PPBENCH_KERNEL_CACHE", cache, 1);
         test_backend_real();
     }
     printf("%d checks, %d failed, %.1f s\n", checks, failures, now_s() - t0);

@@ -374,7 +374,7 @@ static void test_mismatch_other_direction_wastes_memory(void **state)
 static void test_mismatch_packed_corrupts(void **state)
 {
     (void)state;
-    setenv("PPB_MISMATCH_PACKED", "1", 1);
+    setenv("PPBENCH_MISMATCH_PACKED", "1", 1);
     ppb_case c = decode(2, 200, 2, 1, 64, 16, 2, 32, PPB_BF16);
     c.config.host_partition_size = 64;
     ppb_case_make_key(&c);
@@ -396,7 +396,7 @@ static void test_mismatch_packed_corrupts(void **state)
     assert_true(o.check.pass);
     assert_false(o.res.overrun.detected);
     ppb_result_free(&o.res);
-    unsetenv("PPB_MISMATCH_PACKED");
+    unsetenv("PPBENCH_MISMATCH_PACKED");
 }
 
 static void test_scratch_layout(void **state)

@@ -105,12 +105,12 @@ static void test_detect_missing(void **state)
     assert_int_equal(gp.available, 0);
     assert_non_null(strstr(gp.why, "does not answer --version like gnuplot"));
 
-    /* $PPB_GNUPLOT is read when no program is given. */
-    setenv("PPB_GNUPLOT", "/nonexistent/from-env", 1);
+    /* $PPBENCH_GNUPLOT is read when no program is given. */
+    setenv("PPBENCH_GNUPLOT", "/nonexistent/from-env", 1);
     ppb_gnuplot_detect(&gp, NULL);
-    unsetenv("PPB_GNUPLOT");
+    unsetenv("PPBENCH_GNUPLOT");
     assert_int_equal(gp.available, 0);
-    assert_non_null(strstr(gp.why, "/nonexistent/from-env (from PPB_GNUPLOT)"));
+    assert_non_null(strstr(gp.why, "/nonexistent/from-env (from PPBENCH_GNUPLOT)"));
 
     ppb_err err = {{0}};
     const char *scripts[] = {"x.gp"};

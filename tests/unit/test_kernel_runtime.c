@@ -79,13 +79,13 @@ static void test_cache_dir_precedence(void **state)
     (void)state;
     char buf[4096];
     ppb_err err = {{0}};
-    setenv("PPB_KERNEL_CACHE", "/from/env", 1);
+    setenv("PPBENCH_KERNEL_CACHE", "/from/env", 1);
     setenv("XDG_CACHE_HOME", "/xdg", 1);
     assert_int_equal(ppb_kernel_cache_dir("/explicit", buf, sizeof buf, &err), PPB_OK);
     assert_string_equal(buf, "/explicit");
     assert_int_equal(ppb_kernel_cache_dir(NULL, buf, sizeof buf, &err), PPB_OK);
     assert_string_equal(buf, "/from/env");
-    unsetenv("PPB_KERNEL_CACHE");
+    unsetenv("PPBENCH_KERNEL_CACHE");
     assert_int_equal(ppb_kernel_cache_dir("", buf, sizeof buf, &err), PPB_OK);
     assert_string_equal(buf, "/xdg/ppbench");
     unsetenv("XDG_CACHE_HOME");
@@ -98,7 +98,7 @@ static void test_cache_dir_precedence(void **state)
     assert_string_equal(buf, "/home/someone/.cache/ppbench");
     unsetenv("HOME");
     assert_int_equal(ppb_kernel_cache_dir(NULL, buf, sizeof buf, &err), PPB_EINPUT);
-    assert_non_null(strstr(err.msg, "PPB_KERNEL_CACHE"));
+    assert_non_null(strstr(err.msg, "PPBENCH_KERNEL_CACHE"));
     if (saved_home[0])
         setenv("HOME", saved_home, 1);
 }

@@ -350,9 +350,9 @@ static void test_no_gnuplot_keeps_every_table(void **state)
     ppb_report_request req;
     ppb_report_outcome out;
     request(f, &req, PPB_REPORT_RUN, run, NULL);
-    setenv("PPB_GNUPLOT", "/nonexistent/gnuplot", 1);
+    setenv("PPBENCH_GNUPLOT", "/nonexistent/gnuplot", 1);
     char *html = write_report(f, &req, &out);
-    unsetenv("PPB_GNUPLOT");
+    unsetenv("PPBENCH_GNUPLOT");
     assert_int_equal(out.gnuplot_available, 0);
     assert_int_equal(out.n_charts, 0);
     assert_true(out.n_charts_failed > 0);

@@ -1,5 +1,5 @@
 /* The parallel-for: every item once, worker indices safe for per-worker scratch,
- * nested calls inline, PPB_THREADS honoured. */
+ * nested calls inline, PPBENCH_THREADS honoured. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -75,17 +75,17 @@ static void test_every_item_once(void **state)
 static void test_thread_count_override(void **state)
 {
     (void)state;
-    setenv("PPB_THREADS", "5", 1);
+    setenv("PPBENCH_THREADS", "5", 1);
     assert_int_equal(ppb_thread_count(), 5);
     run_and_check(500, 1); /* more threads than cores still works */
-    setenv("PPB_THREADS", "1", 1);
+    setenv("PPBENCH_THREADS", "1", 1);
     assert_int_equal(ppb_thread_count(), 1);
     run_and_check(50, 1);
-    setenv("PPB_THREADS", "100000", 1);
+    setenv("PPBENCH_THREADS", "100000", 1);
     assert_int_equal(ppb_thread_count(), PPB_THREADS_MAX);
-    setenv("PPB_THREADS", "zero", 1); /* not a number: the core count */
+    setenv("PPBENCH_THREADS", "zero", 1); /* not a number: the core count */
     int cores = ppb_thread_count();
-    unsetenv("PPB_THREADS");
+    unsetenv("PPBENCH_THREADS");
     assert_int_equal(cores, ppb_thread_count());
     assert_true(cores >= 1);
 }
