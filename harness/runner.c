@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "eta.h"
 #include "matrix.h"
 #include "measure.h"
 #include "session.h"
@@ -119,16 +120,48 @@ static int run_case(run_ctx *x, const ppb_case *c, ppb_result *res)
 
 /* ---- progress ------------------------------------------------------------- */
 
-/* `key`: the case starting now (terminal) or just finished (log). The ETA is
- * the mean time of the finished cases times the cases left. */
-static void progress_line(const ppb_run_options *o, int done, int total, double t0,
-                          const char *key)
+/* The cases this process runs or hands to workers: counts, and the ETA model
+ * (harness/eta.h) fed with each finished case's work, status and time. */
+typedef struct progress {
+    ppb_eta eta;
+    double t0, last; /* when the cases started; when the last one finished */
+    int done, total;
+} progress;
+
+static int progress_start(progress *p, const ppb_case_list *cases, const char *todo_flags,
+                          ppb_err *err)
 {
-    if (o->progress == PPB_PROGRESS_NONE || (o->progress == PPB_PROGRESS_LOG && (!key || done == 0)))
+    int rc = ppb_eta_init(&p->eta, cases->n, err);
+    p->done = p->total = 0;
+    for (int i = 0; !rc && i < cases->n; i++)
+        if (todo_flags[i]) {
+            ppb_eta_plan(&p->eta, i, ppb_eta_case_work(&cases->items[i]));
+            p->total++;
+        }
+    p->t0 = p->last = now_s();
+    return rc;
+}
+
+/* A case's time is the time since the case before finished: in process, its
+ * own run and store; with worker processes, the pool's time per case, which
+ * is what the cases left will take in turn. */
+static void progress_finished(progress *p, int index, const ppb_result *res)
+{
+    double now = now_s();
+    int timed = res->status == PPB_STATUS_OK || res->status == PPB_STATUS_NOISY;
+    ppb_eta_finish(&p->eta, index, timed, now - p->last);
+    p->last = now;
+    p->done++;
+}
+
+/* `key`: the case starting now (terminal) or just finished (log). */
+static void progress_line(const ppb_run_options *o, const progress *p, const char *key)
+{
+    if (o->progress == PPB_PROGRESS_NONE || (o->progress == PPB_PROGRESS_LOG && (!key || p->done == 0)))
         return;
-    double el = now_s() - t0, eta = done > 0 ? el / done * (total - done) : 0;
+    double el = now_s() - p->t0, eta = ppb_eta_remaining_s(&p->eta);
     fprintf(stderr, "%s[%d/%d] %02d:%02d elapsed, ETA %02d:%02d  %.*s%s", o->progress == PPB_PROGRESS_TERMINAL ? "\r\033[K" : "",
-            done, total, (int)el / 60, (int)el % 60, (int)eta / 60, (int)eta % 60,
+            p->done, p->total, (int)el / 60, (int)el % 60, (int)eta / 60, (int)eta % 60,
             o->progress == PPB_PROGRESS_TERMINAL ? 60 : 250, key ? key : "",
             o->progress == PPB_PROGRESS_LOG ? "\n" : "");
     fflush(stderr);
@@ -139,8 +172,7 @@ static void progress_line(const ppb_run_options *o, int done, int total, double 
 typedef struct pool_ctx {
     run_ctx *x;
     const char *backend;
-    double t0;
-    int done, todo;
+    progress prog;
 } pool_ctx;
 
 static int pool_worker_open(void *ctx, int device, ppb_device_info *info, ppb_err *err)
@@ -166,9 +198,9 @@ static int store_result(run_ctx *x, const ppb_case *c, ppb_result *res, ppb_err 
 static int pool_on_result(void *ctx, int index, const ppb_case *c, ppb_result *res, ppb_err *err)
 {
     pool_ctx *p = ctx;
-    (void)index;
     int rc = store_result(p->x, c, res, err);
-    progress_line(p->x->opt, ++p->done, p->todo, p->t0, c->key);
+    progress_finished(&p->prog, index, res);
+    progress_line(p->x->opt, &p->prog, c->key);
     return rc;
 }
 
@@ -267,6 +299,8 @@ static int pool_on_device(void *ctx, const ppb_device_info *info, ppb_err *err)
 #endif
     x->session.device = *info;
     x->session.target = x->have_target ? &x->target : NULL;
+    /* Starting the workers is not the first case's time. */
+    p->pool.prog.last = now_s();
     int rc = device_known(x, x->session.ops, info, p->sum, err);
     /* The run records worker 0's device; say which devices shared the cases. */
     char list[256] = "";
@@ -279,16 +313,16 @@ static int pool_on_device(void *ctx, const ppb_device_info *info, ppb_err *err)
 }
 
 /* The cases in this process, one after another. */
-static int run_in_process(run_ctx *x, const char *todo_flags, int todo, ppb_err *err)
+static int run_in_process(run_ctx *x, const char *todo_flags, ppb_err *err)
 {
-    double t0 = now_s();
-    int done = 0, rc = PPB_OK;
+    progress prog;
+    int rc = progress_start(&prog, &x->cases, todo_flags, err);
     for (int i = 0; i < x->cases.n && !stop_requested && !rc; i++) {
         const ppb_case *c = &x->cases.items[i];
         if (!todo_flags[i])
             continue;
         if (x->opt->progress == PPB_PROGRESS_TERMINAL)
-            progress_line(x->opt, done, todo, t0, c->key);
+            progress_line(x->opt, &prog, c->key);
         ppb_result res;
         int crc = run_case(x, c, &res);
         if (crc == PPB_EINTR || stop_requested) {
@@ -296,12 +330,13 @@ static int run_in_process(run_ctx *x, const char *todo_flags, int todo, ppb_err 
             break;
         }
         rc = store_result(x, c, &res, err);
+        progress_finished(&prog, i, &res);
         ppb_result_free(&res);
-        done++;
         if (x->opt->progress == PPB_PROGRESS_LOG)
-            progress_line(x->opt, done, todo, t0, c->key);
+            progress_line(x->opt, &prog, c->key);
     }
-    progress_line(x->opt, done, todo, t0, NULL);
+    progress_line(x->opt, &prog, NULL);
+    ppb_eta_free(&prog.eta);
     return rc;
 }
 
@@ -409,13 +444,16 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
     }
     sum->already_done = x.cases.n - todo;
     if (n_devices == 0) {
-        rc = run_in_process(&x, todo_flags, todo, err);
+        rc = run_in_process(&x, todo_flags, err);
     } else {
-        pool_device_ctx pc = {{&x, backend, now_s(), 0, todo}, sum, devices, n_devices};
+        pool_device_ctx pc = {.pool = {.x = &x, .backend = backend}, .sum = sum,
+                              .devices = devices, .n_devices = n_devices};
         ppb_pool_callbacks cb = {&pc, pool_worker_open, pool_worker_case, pool_worker_close,
                                  pool_on_device, pool_on_result};
         ppb_pool_options po = {n_devices, devices, effective.case_timeout_s};
-        rc = ppb_pool_run(&po, x.cases.items, todo_flags, x.cases.n, &cb, &stop_requested, err);
+        if (!(rc = progress_start(&pc.pool.prog, &x.cases, todo_flags, err)))
+            rc = ppb_pool_run(&po, x.cases.items, todo_flags, x.cases.n, &cb, &stop_requested, err);
+        ppb_eta_free(&pc.pool.prog.eta);
     }
     if (effective.progress == PPB_PROGRESS_TERMINAL)
         fputc('\n', stderr);
