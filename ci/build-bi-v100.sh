@@ -19,6 +19,9 @@
 #   PPB_CUDA_ARCH=90             CMAKE_CUDA_ARCHITECTURES (default: ivcore10)
 #   PPB_AOT_TARGET=h200          the profile list-kernels reads the device from (default: bi-v100)
 #   PPB_AOT_WARP=32              the warp size the kernels are compiled for (default: 64)
+#   PPB_AOT_USE_MMA=ON           the tensor-core path too (sm_80+; the BI-V100 has none: default OFF)
+#   PPB_CUDA_EXTRA_FLAGS="..."   more CUDA compiler flags (e.g. -isystem COREX/include where another
+#                                toolkit's headers sit in /usr/local/include and would be found first)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -27,11 +30,13 @@ dry=0
 corex=${COREX:-/usr/local/corex}
 build=${PPB_BUILD_DIR:-build-bi-v100}
 suites=${PPB_AOT_SUITES:-suites/nightly.yaml suites/nightly-decode.yaml}
-aot=${PPB_AOT_CONFIGS:-$root/$build/aot-bi-v100.txt}
+case $build in /*) build_abs=$build ;; *) build_abs=$root/$build ;; esac
+aot=${PPB_AOT_CONFIGS:-$build_abs/aot-bi-v100.txt}
 cuda_compiler=${PPB_CUDA_COMPILER:-$corex/bin/clang++}
 cuda_arch=${PPB_CUDA_ARCH:-ivcore10}
 aot_target=${PPB_AOT_TARGET:-bi-v100}
 aot_warp=${PPB_AOT_WARP:-64}
+aot_mma=${PPB_AOT_USE_MMA:-OFF}
 run() { echo "+ $*"; [ "$dry" = 1 ] || "$@"; }
 
 if [ "$dry" = 0 ]; then
@@ -64,11 +69,11 @@ run cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPPB_BUILD_TESTS=OFF \
   -DPPB_CUDA=ON \
   -DCMAKE_CUDA_COMPILER="$cuda_compiler" \
   -DCMAKE_CUDA_ARCHITECTURES="$cuda_arch" \
-  -DCMAKE_CUDA_FLAGS="--cuda-path=$corex" \
+  -DCMAKE_CUDA_FLAGS="--cuda-path=$corex ${PPB_CUDA_EXTRA_FLAGS:-}" \
   -DCUDAToolkit_ROOT="$corex" \
   -DPPB_NVRTC=OFF \
   -DPPB_AOT_CONFIGS="$aot" \
   -DPPB_WARP_SIZE="$aot_warp" \
-  -DPPB_AOT_USE_MMA=OFF
+  -DPPB_AOT_USE_MMA="$aot_mma"
 run cmake --build "$build" -j "$(nproc)" --target ppbench
 echo "build-bi-v100: $build/ppbench"

@@ -31,7 +31,8 @@
 #   fidelity   tests/gpu/timing_fidelity.py at the goal shapes: ppbench's medians against do_bench / an event loop
 #   vllm_proposals  ppbench propose suites/proposals/vllm-*.yaml
 #   clang_aot  ci/build-bi-v100.sh with clang's CUDA front end (the CoreX compiler model) for this GPU
-#              (PPB_CLANG, default clang++), then the nightly suites with that build
+#              (PPB_CLANG, default clang++-16 with the CUDA 11.8 tree of scripts/fetch-clang-cuda.sh
+#              when .deps has it, else clang++ with the machine's toolkit), then the nightly suites with that build
 # Every step runs under `timeout`; all default steps took about 6 minutes on an H200 host of 16 cores
 # from a cold kernel cache (PPBENCH_KERNEL_CACHE, default OUT_DIR/kernel-cache; the aot step came after).
 # Limits: PPB_GPU_TIMEOUT_<STEP>=seconds. Exit: 0 when every step passed.
@@ -353,10 +354,19 @@ want vllm_proposals && propose_each ${PPB_VLLM_PROPOSALS:-$root/suites/proposals
 # ---- the BI-V100 build flow with clang, on this GPU -------------------------------------------
 if want clang_aot; then
   cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  # clang's CUDA support trails the toolkits: the tree of scripts/fetch-clang-cuda.sh
+  # (CUDA 11.8, what clang 16 takes) when it was carried, else the machine's own toolkit.
   cuda_root=$(cd "$(dirname "$(command -v nvcc)")/.." && pwd)
+  clang=${PPB_CLANG:-clang++}
+  tree=$root/.deps/clang-cuda/cuda-11.8-clang.tar.xz
+  if [ -f "$tree" ]; then
+    mkdir -p /tmp/clang-cuda && tar -C /tmp/clang-cuda -xJf "$tree" && cuda_root=/tmp/clang-cuda/cuda-11.8
+    command -v clang++-16 >/dev/null && clang=${PPB_CLANG:-clang++-16}
+  fi
+  mma=OFF; [ "${cc:-0}" -ge 80 ] && mma=ON
   clang_build=$root/build-clang
-  run clang_aot_build "$(limit clang_aot 420)" env COREX="$cuda_root" PPB_CUDA_COMPILER="${PPB_CLANG:-clang++}" \
-    PPB_CUDA_ARCH="${cc:-90}" PPB_AOT_TARGET=h200 PPB_AOT_WARP=32 PPB_BUILD_DIR=build-clang \
+  run clang_aot_build "$(limit clang_aot 420)" env COREX="$cuda_root" PPB_CUDA_COMPILER="$clang" \
+    PPB_CUDA_ARCH="${cc:-90}" PPB_AOT_TARGET=h200 PPB_AOT_WARP=32 PPB_AOT_USE_MMA=$mma PPB_BUILD_DIR=build-clang \
     "$root/ci/build-bi-v100.sh" && {
     for s in nightly nightly-decode; do
       run "clang_aot_$s" "$(limit clang_aot 300)" "$clang_build/ppbench" run "$root/suites/$s.yaml" --backend cuda \
