@@ -69,6 +69,7 @@ run cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPPB_BUILD_TESTS=OFF \
   -DPPB_CUDA=ON \
   -DCMAKE_CUDA_COMPILER="$cuda_compiler" \
   -DCMAKE_CUDA_ARCHITECTURES="$cuda_arch" \
+  -DCMAKE_CUDA_RUNTIME_LIBRARY=Shared \
   -DCMAKE_CUDA_FLAGS="--cuda-path=$corex ${PPB_CUDA_EXTRA_FLAGS:-}" \
   -DCUDAToolkit_ROOT="$corex" \
   -DPPB_NVRTC=OFF \
