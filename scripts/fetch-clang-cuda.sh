@@ -12,6 +12,7 @@
 #  - bin/nvcc: a stub answering --version, which CMake needs to find the tree.
 #  - crt/host_defines.h: no __noinline__ macro under clang (gcc 13's libstdc++ breaks on it).
 #  - curand headers: clang's CUDA wrapper header always includes one of them.
+#  - lib64/libcudadevrt.a: empty; CMake links it into every clang CUDA program.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${OUT:-$root/.deps/clang-cuda}"
@@ -40,6 +41,10 @@ rm -rf "$T/include/CL"                               # OpenCL headers, not neede
 cp "$N/cuda_nvcc/nvvm/libdevice/libdevice.10.bc" "$T/nvvm/libdevice/"
 cp "$N/cuda_runtime/lib/libcudart.so.11.0" "$T/lib64/"
 ln -s libcudart.so.11.0 "$T/lib64/libcudart.so"
+# CMake (4.x) links every CUDA program of a clang build with -lcudadevrt, the
+# device runtime of separable compilation, which no wheel ships; ppbench uses
+# none of it, so an empty archive satisfies the link.
+ar rcs "$T/lib64/libcudadevrt.a"
 if [ "$WITH_PTXAS" = 1 ]; then install -m755 "$N/cuda_nvcc/bin/ptxas" "$T/bin/ptxas"; fi
 install -m755 "$root/scripts/clang-cuda/fatbinary" "$T/bin/fatbinary"
 install -m755 "$root/scripts/clang-cuda/nvcc" "$T/bin/nvcc"
