@@ -1,8 +1,8 @@
 /* strptime is X/Open. */
 #define _XOPEN_SOURCE 700
-#include "cli/cli_util.h"
+#include "cli_util.h"
 
-#include "cli/commands.h"
+#include "commands.h"
 #include "fetch.h"
 #include "verdict_doc.h"
 

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "abrun.h"
-#include "cli/cli_util.h"
-#include "cli/commands.h"
+#include "cli_util.h"
+#include "commands.h"
 #include "runner.h"
 #include "stats.h"
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli_util.h"
-#include "cli/commands.h"
+#include "cli_util.h"
+#include "commands.h"
 #include "doc_text.h"
 #include "hash.h"
 #include "matrix.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/commands.h"
+#include "commands.h"
 #include "impl.h"
 #include "provenance.h"
 

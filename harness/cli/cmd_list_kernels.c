@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli_util.h"
-#include "cli/commands.h"
+#include "cli_util.h"
+#include "commands.h"
 #include "kernel_case.h"
 #include "suite.h"
 #include "target.h"

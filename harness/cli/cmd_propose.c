@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "abrun.h"
-#include "cli/cli_util.h"
-#include "cli/commands.h"
+#include "cli_util.h"
+#include "commands.h"
 #include "kv_capacity.h"
 #include "model.h"
 #include "results_table.h"

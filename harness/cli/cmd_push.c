@@ -8,8 +8,8 @@
 
 #include <curl/curl.h>
 
-#include "cli/cli_util.h"
-#include "cli/commands.h"
+#include "cli_util.h"
+#include "commands.h"
 #include "push.h"
 #include "push_queue.h"
 

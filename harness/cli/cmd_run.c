@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli_util.h"
-#include "cli/commands.h"
+#include "cli_util.h"
+#include "commands.h"
 #include "matrix.h"
 #include "results_table.h"
 #include "runner.h"

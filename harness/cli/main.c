@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/commands.h"
+#include "commands.h"
 #include "impl.h"
 
 typedef struct command {
