@@ -202,6 +202,9 @@ static int setup(void **state)
     snprintf(run.git_commit, sizeof run.git_commit, "abc123");
     snprintf(run.started_at, sizeof run.started_at, "2026-01-02T03:04:05Z");
     snprintf(run.args, sizeof run.args, "filter=\nshard=2/3\ntarget=none\n");
+    run.shard_index = 2;
+    run.shard_count = 3;
+    snprintf(run.run_group, sizeof run.run_group, "night-1");
     run.n_cases = 2;
     if (ppb_store_begin_run(f->s, &run, &err) != PPB_OK)
         return -1;
@@ -343,6 +346,18 @@ static void test_prometheus_body_and_url(void **state)
                                     "https://gw/metrics/job/mine/x/y", &req, &err),
                      PPB_OK);
     assert_string_equal(req.url, "https://gw/metrics/job/mine/x/y");
+    ppb_push_request_free(&req);
+    /* Once merge folded the night's other shards in, the run is the whole
+     * suite: its group is the suite and host, no shard. */
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(ppb_store_db(f->s),
+                                        "INSERT INTO run_parts(run_id, uid, shard_index) VALUES(?1, 'x1', 1),"
+                                        " (?1, 'x3', 3)", -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_int64(st, 1, f->run);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    assert_int_equal(ppb_push_build(f->s, f->run, PPB_PUSH_PROMETHEUS, "http://gw:9091/", &req, &err), PPB_OK);
+    assert_string_equal(req.url, "http://gw:9091/metrics/job/ppbench/suite@base64/c21va2U=/host@base64/bm9kZS0x");
     ppb_push_request_free(&req);
     /* a missing run is bad input, before anything else */
     assert_int_equal(ppb_push_build(f->s, 99, PPB_PUSH_PROMETHEUS, "http://gw/", &req, &err),
