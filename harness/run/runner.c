@@ -45,15 +45,24 @@ static double now_s(void)
 
 /* ---- resume: the options that select the cases travel with the run -------- */
 
-static void encode_args(const ppb_run_options *o, const char *target, char *buf, size_t len)
+/* The options as stored with the run, whole or not at all: a resumed run that
+ * re-expanded a cut filter would run cases that were never part of it. */
+static int encode_args(const ppb_run_options *o, const char *target, char *buf, size_t len, ppb_err *err)
 {
-    snprintf(buf, len, "filter=%s\nshard=%d/%d\ntarget=%s\nhot=%d\ncpu_max_gflop=%.17g\nimpl=%s\n",
-             o->filter ? o->filter : "", o->shard_k, o->shard_n, target, o->hot, o->cpu_max_gflop,
-             o->impl ? o->impl : "");
+    int n = snprintf(buf, len, "filter=%s\nshard=%d/%d\ntarget=%s\nhot=%d\ncpu_max_gflop=%.17g\nimpl=%s\n",
+                     o->filter ? o->filter : "", o->shard_k, o->shard_n, target, o->hot, o->cpu_max_gflop,
+                     o->impl ? o->impl : "");
+    if (n < 0 || (size_t)n >= len)
+        return ppb_fail(err, PPB_EINPUT,
+                        "--filter, --target and --impl are stored with the run for --resume and must fit in %zu "
+                        "bytes together (%d given): shorten the filter",
+                        len - 1, n);
+    return PPB_OK;
 }
 
+/* Each field as large as the whole stored text, so whatever was stored reads back whole. */
 typedef struct stored_args {
-    char filter[512], target[512], impl[64];
+    char filter[sizeof(((ppb_run_info *)0)->args)], target[sizeof(((ppb_run_info *)0)->args)], impl[64];
     int shard_k, shard_n, hot;
     double cpu_max_gflop;
 } stored_args;
@@ -61,7 +70,7 @@ typedef struct stored_args {
 static void decode_args(const char *args, stored_args *a)
 {
     memset(a, 0, sizeof *a);
-    char buf[2048]; /* filter 512 + target 512 + impl 64 + the rest: room to spare */
+    char buf[sizeof(((ppb_run_info *)0)->args)];
     snprintf(buf, sizeof buf, "%s", args);
     char *save = NULL;
     for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -257,8 +266,9 @@ static int device_known(run_ctx *x, const ppb_backend_ops *ops, const ppb_device
             x->have_target ? x->target.name : "", o->devices ? ", worker processes" : "");
     int rc = PPB_OK;
     if (!o->resume_run) {
-        char args[2048];
-        encode_args(o, x->have_target ? x->target_ref : "none", args, sizeof args);
+        char args[sizeof x->run.args];
+        if ((rc = encode_args(o, x->have_target ? x->target_ref : "none", args, sizeof args, err)))
+            return rc;
         ppb_run_shard shard = {o->shard_k, o->shard_n, o->group};
         rc = ppb_session_begin_run(&x->session, x->store, &x->suite, &shard, o->label, args, x->cases.n,
                                    &x->run, err);
@@ -402,8 +412,11 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
     int target_from_suite = !opt->resume_run && !target;
     if (target_from_suite)
         target = x.suite.target;
+    char stored[sizeof x.run.args];
     if ((rc = prepare_cases(&x, impl, filter, shard_k, shard_n, err)) ||
-        (rc = load_target(&x, target, target_from_suite, err)))
+        (rc = load_target(&x, target, target_from_suite, err)) ||
+        (!opt->resume_run &&
+         (rc = encode_args(&effective, x.have_target ? x.target_ref : "none", stored, sizeof stored, err))))
         goto end;
     if (!x.store && (rc = ppb_store_open(&x.store, opt->db_path, err)))
         goto end;
