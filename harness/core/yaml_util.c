@@ -1,36 +1,161 @@
 #include "yaml_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int syntax_error(const char *path, const yaml_parser_t *parser, ppb_err *err)
+{
+    yaml_mark_t m = parser->problem_mark;
+    return ppb_fail(err, PPB_EINPUT, "%s:%zu:%zu: YAML syntax error: %s%s%s", path, m.line + 1, m.column + 1,
+                    parser->problem ? parser->problem : "unknown", parser->context ? " " : "",
+                    parser->context ? parser->context : "");
+}
+
+/* A regular file of bounded size, opened without blocking: a FIFO or a device
+ * would make the read wait forever, a huge file cost memory before any check. */
+static int open_input(const char *path, FILE **out, ppb_err *err)
+{
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return ppb_fail(err, PPB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    int rc = PPB_OK;
+    if (fstat(fd, &st) != 0)
+        rc = ppb_fail(err, PPB_EINPUT, "%s: cannot read: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        rc = ppb_fail(err, PPB_EINPUT, "%s: not a regular file", path);
+    else if (st.st_size > PPB_YAML_MAX_BYTES)
+        rc = ppb_fail(err, PPB_EINPUT, "%s: %lld bytes; a ppbench YAML file holds at most %d", path,
+                      (long long)st.st_size, PPB_YAML_MAX_BYTES);
+    if (rc == PPB_OK && !(*out = fdopen(fd, "rb")))
+        rc = ppb_fail(err, PPB_EIO, "%s: %s", path, strerror(errno));
+    if (rc)
+        close(fd);
+    return rc;
+}
+
+/* One pass over the events before the document is built: exactly one
+ * document, nested at most PPB_YAML_MAX_DEPTH deep (building a deeply nested
+ * document costs time quadratic in its depth). */
+static int check_shape(const char *path, FILE *f, ppb_err *err)
+{
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return ppb_fail(err, PPB_ENOMEM, "%s: cannot initialise the YAML parser", path);
+    yaml_parser_set_input_file(&parser, f);
+    int rc = PPB_OK, depth = 0, documents = 0, done = 0;
+    while (rc == PPB_OK && !done) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) {
+            rc = syntax_error(path, &parser, err);
+            break;
+        }
+        size_t line = ev.start_mark.line + 1, col = ev.start_mark.column + 1;
+        switch (ev.type) {
+        case YAML_DOCUMENT_START_EVENT:
+            if (++documents > 1)
+                rc = ppb_fail(err, PPB_EINPUT, "%s:%zu:%zu: a second YAML document: a ppbench file holds one", path,
+                              line, col);
+            break;
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            if (++depth > PPB_YAML_MAX_DEPTH)
+                rc = ppb_fail(err, PPB_EINPUT, "%s:%zu:%zu: nested more than %d levels deep", path, line, col,
+                              PPB_YAML_MAX_DEPTH);
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT: depth--; break;
+        case YAML_STREAM_END_EVENT: done = 1; break;
+        default: break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+typedef struct key_at {
+    const char *key;
+    const yaml_node_t *node;
+} key_at;
+
+static int by_key(const void *a, const void *b)
+{
+    const key_at *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    /* equal keys in file order, so the second one is reported */
+    return c ? c : (x->node->start_mark.index > y->node->start_mark.index) -
+                       (x->node->start_mark.index < y->node->start_mark.index);
+}
+
+/* No mapping gives a key twice: libyaml keeps both and a reader would take the
+ * first, which may not be the one a reviewer reads. Sorted, so a map of many
+ * keys costs n log n. */
+static int check_duplicate_keys(ppb_yaml *y, ppb_err *err)
+{
+    for (yaml_node_t *n = y->doc.nodes.start; n < y->doc.nodes.top; n++) {
+        if (n->type != YAML_MAPPING_NODE)
+            continue;
+        size_t count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start), used = 0;
+        if (count < 2)
+            continue;
+        key_at *keys = malloc(count * sizeof *keys);
+        if (!keys)
+            return ppb_fail(err, PPB_ENOMEM, "%s: out of memory checking keys", y->path);
+        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+            yaml_node_t *k = yaml_document_get_node(&y->doc, p->key);
+            if (k && ppb_yaml_scalar(k))
+                keys[used++] = (key_at){ppb_yaml_scalar(k), k};
+        }
+        qsort(keys, used, sizeof *keys, by_key);
+        int rc = PPB_OK;
+        for (size_t i = 1; i < used && rc == PPB_OK; i++)
+            if (strcmp(keys[i].key, keys[i - 1].key) == 0)
+                rc = ppb_yaml_fail(y, err, keys[i].node, keys[i].key, "given twice (first at line %zu)",
+                                   keys[i - 1].node->start_mark.line + 1);
+        free(keys);
+        if (rc)
+            return rc;
+    }
+    return PPB_OK;
+}
 
 int ppb_yaml_load(ppb_yaml *y, const char *path, ppb_err *err)
 {
     memset(y, 0, sizeof *y);
     snprintf(y->path, sizeof y->path, "%s", path);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ppb_fail(err, PPB_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = NULL;
+    int rc = open_input(path, &f, err);
+    if (rc)
+        return rc;
+    if ((rc = check_shape(path, f, err))) {
+        fclose(f);
+        return rc;
+    }
+    rewind(f);
     yaml_parser_t parser;
-    int rc = PPB_OK;
     if (!yaml_parser_initialize(&parser)) {
         fclose(f);
         return ppb_fail(err, PPB_ENOMEM, "%s: cannot initialise the YAML parser", path);
     }
     yaml_parser_set_input_file(&parser, f);
     if (!yaml_parser_load(&parser, &y->doc)) {
-        yaml_mark_t m = parser.problem_mark;
-        rc = ppb_fail(err, PPB_EINPUT, "%s:%zu:%zu: YAML syntax error: %s%s%s", path, m.line + 1,
-                      m.column + 1, parser.problem ? parser.problem : "unknown",
-                      parser.context ? " " : "", parser.context ? parser.context : "");
+        rc = syntax_error(path, &parser, err);
         goto end;
     }
     y->loaded = 1;
     if (!yaml_document_get_root_node(&y->doc))
         rc = ppb_fail(err, PPB_EINPUT, "%s:1:1: the file is empty", path);
+    else
+        rc = check_duplicate_keys(y, err);
 end:
     yaml_parser_delete(&parser);
     fclose(f);

@@ -14,7 +14,13 @@ typedef struct ppb_yaml {
     char path[4096];
 } ppb_yaml;
 
-/* Load a file (one document). Syntax errors come back as FILE:LINE:COL: message. */
+/* Limits on a file before and while it is parsed (hostile input stays cheap). */
+#define PPB_YAML_MAX_BYTES (1 << 20)
+#define PPB_YAML_MAX_DEPTH 64
+
+/* Load a file: a regular file of at most PPB_YAML_MAX_BYTES, one document,
+ * nested at most PPB_YAML_MAX_DEPTH deep, no mapping with a key given twice.
+ * Every refusal is PPB_EINPUT as FILE[:LINE:COL]: message. */
 int ppb_yaml_load(ppb_yaml *y, const char *path, ppb_err *err);
 void ppb_yaml_free(ppb_yaml *y);
 yaml_node_t *ppb_yaml_root(ppb_yaml *y);
