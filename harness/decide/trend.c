@@ -25,13 +25,12 @@ const char *ppb_trend_status_name(int status)
 
 void ppb_trend_options_default(ppb_trend_options *opt)
 {
-    opt->window = 10;
-    opt->min_history = 6;
-    opt->min_segment = 3;
-    opt->sustain = 2;
-    opt->min_change = 0.05;
-    opt->min_score = 5.0;
-    opt->noise_floor = 0.001;
+    /* One initialiser, so a field added to the options cannot be left unset. */
+    static const ppb_trend_options defaults = {
+        .window = 10, .min_history = 6, .min_segment = 3, .sustain = 2,
+        .min_change = 0.05, .min_score = 5.0, .noise_floor = 0.001,
+    };
+    *opt = defaults;
 }
 
 static int check_options(const ppb_trend_options *o, ppb_err *err)

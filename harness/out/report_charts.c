@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "report_assets.h"
-#include "report_internal.h"
+#include "report_charts.h"
 
 /* ---- chart files ------------------------------------------------------------ */
 
@@ -42,14 +42,6 @@ static rp_chart *add_chart(rp_report *r, const char *name, const char *title, pp
     return c;
 }
 
-const rp_chart *rp_chart_named(const rp_report *r, const char *name)
-{
-    for (int i = 0; i < r->n_charts; i++)
-        if (strcmp(r->charts[i].name, name) == 0)
-            return &r->charts[i];
-    return NULL;
-}
-
 static int open_chart(const rp_report *r, const rp_chart *c, chart_files *f, ppb_err *err)
 {
     memset(f, 0, sizeof *f);
@@ -75,6 +67,16 @@ static int open_chart(const rp_report *r, const rp_chart *c, chart_files *f, ppb
             "chart_title = %s\n",
             c->name, c->name, c->name, title);
     return PPB_OK;
+}
+
+/* A new chart with its two files open: every chart starts so. *c is NULL
+ * when the chart could not be added (PPB_ENOMEM), else set even when a file
+ * could not be opened (the error says which). */
+static int start_chart(rp_report *r, const char *name, const char *title, rp_chart **c,
+                       chart_files *f, ppb_err *err)
+{
+    *c = add_chart(r, name, title, err);
+    return *c ? open_chart(r, *c, f, err) : PPB_ENOMEM;
 }
 
 /* The output lines every script ends with; `plot` is the plot command. */
@@ -214,11 +216,9 @@ static int length_chart(rp_report *r, int kernel, const char *family, int index,
     snprintf(name, sizeof name, "%s-%s-%d", kernel_slug(kernel), rate ? "rate" : "time", index);
     snprintf(title, sizeof title, "%s %s against sequence length: %s", ppb_kernel_name(kernel),
              rate ? rate_unit : "time", family);
-    rp_chart *c = add_chart(r, name, title, err);
-    if (!c)
-        return PPB_ENOMEM;
+    rp_chart *c;
     chart_files f;
-    int rc = open_chart(r, c, &f, err);
+    int rc = start_chart(r, name, title, &c, &f, err);
     if (rc)
         return rc;
 
@@ -363,14 +363,9 @@ static int heatmap_chart(rp_report *r, int kernel, ppb_err *err)
     snprintf(name, sizeof name, "%s-heatmap", kernel_slug(kernel));
     snprintf(title, sizeof title, "%s: each config's median time over the best of its shape",
              ppb_kernel_name(kernel));
-    rp_chart *c = add_chart(r, name, title, err);
-    if (!c) {
-        rc = PPB_ENOMEM;
-        goto end;
-    }
+    rp_chart *c;
     chart_files f;
-    rc = open_chart(r, c, &f, err);
-    if (rc)
+    if ((rc = start_chart(r, name, title, &c, &f, err)) != PPB_OK)
         goto end;
     double *best = malloc((size_t)nrows * sizeof *best);
     if (!best) {
@@ -492,13 +487,9 @@ static int roofline_chart(rp_report *r, int kernel, ppb_err *err)
     snprintf(title, sizeof title, "%s roofline: achieved %s against arithmetic intensity%s",
              ppb_kernel_name(kernel), tera ? "TFLOP/s" : "GFLOP/s",
              r->have_ceilings ? "" : " (no ceilings known)");
-    rp_chart *c = add_chart(r, name, title, err);
-    if (!c) {
-        free(series.v);
-        return PPB_ENOMEM;
-    }
+    rp_chart *c;
     chart_files f;
-    int rc = open_chart(r, c, &f, err);
+    int rc = start_chart(r, name, title, &c, &f, err);
     if (rc) {
         free(series.v);
         return rc;
@@ -579,11 +570,9 @@ static int correctness_chart(rp_report *r, ppb_err *err)
     floor_ratio = isfinite(floor_ratio) ? floor_ratio / 4 : 1e-6;
     if (floor_ratio > 0.1)
         floor_ratio = 0.1;
-    rp_chart *c = add_chart(r, "correctness", "max abs error / atol per case (1 = atol)", err);
-    if (!c)
-        return PPB_ENOMEM;
+    rp_chart *c;
     chart_files f;
-    int rc = open_chart(r, c, &f, err);
+    int rc = start_chart(r, "correctness", "max abs error / atol per case (1 = atol)", &c, &f, err);
     if (rc)
         return rc;
     int zeros = 0, in_block[2] = {0, 0};
@@ -658,12 +647,10 @@ static int proposal_chart(rp_report *r, ppb_err *err)
     }
     if (n == 0)
         return PPB_OK;
-    rp_chart *c = add_chart(r, "proposal-ratios",
-                            "candidate / baseline time per case, with its interval", err);
-    if (!c)
-        return PPB_ENOMEM;
+    rp_chart *c;
     chart_files f;
-    int rc = open_chart(r, c, &f, err);
+    int rc = start_chart(r, "proposal-ratios", "candidate / baseline time per case, with its interval",
+                         &c, &f, err);
     if (rc)
         return rc;
     plot_cmd p = {{0}, 0};
@@ -776,13 +763,11 @@ static int overview_chart(rp_report *r, ppb_err *err)
     int rows = r->n_trend < RP_OVERVIEW_MAX_CHART_ROWS ? r->n_trend : RP_OVERVIEW_MAX_CHART_ROWS;
     if (cols <= 0 || rows <= 0)
         return PPB_OK;
-    rp_chart *c = add_chart(r, "trend-overview",
-                            "change per case per night: the median against the case reference",
-                            err);
-    if (!c)
-        return PPB_ENOMEM;
+    rp_chart *c;
     chart_files f;
-    int rc = open_chart(r, c, &f, err);
+    int rc = start_chart(r, "trend-overview",
+                         "change per case per night: the median against the case reference", &c, &f,
+                         err);
     if (rc)
         return rc;
     overview_data(r, f.dat, rows);
@@ -900,12 +885,11 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
         if (!stamp_ok(t->points[j].started_at))
             return ppb_fail(err, PPB_EINPUT, "run %lld: start time '%.40s' is not YYYY-MM-DDTHH:MM:SSZ",
                             (long long)t->points[j].run_id, t->points[j].started_at);
-    rp_chart *c = add_chart(r, name, title, err);
-    if (!c)
-        return PPB_ENOMEM;
-    t->chart = r->n_charts - 1;
+    rp_chart *c;
     chart_files f;
-    int rc = open_chart(r, c, &f, err);
+    int rc = start_chart(r, name, title, &c, &f, err);
+    if (c)
+        t->chart = r->n_charts - 1;
     if (rc)
         return rc;
     /* x is when the run started (nights read by date, not by database id); the

@@ -10,7 +10,7 @@
 
 #include "html.h"
 #include "report_assets.h"
-#include "report_internal.h"
+#include "report_html.h"
 
 typedef struct section {
     char id[64];
@@ -50,6 +50,29 @@ static void section_start(page *p, const char *id, const char *title)
 static void section_end(page *p)
 {
     ppb_html_markup(&p->h, "</section>\n");
+}
+
+/* A section that opens with a note paragraph, as most do: the caller writes
+ * the note's text and closes it with "</p>". */
+static void note_section_start(page *p, const char *id, const char *title)
+{
+    section_start(p, id, title);
+    ppb_html_markup(&p->h, "<p class=\"note\">");
+}
+
+/* The end of a section whose last part is a table. */
+static void table_section_end(page *p)
+{
+    ppb_html_markup(&p->h, "</tbody></table></div>\n");
+    section_end(p);
+}
+
+/* A note paragraph of plain text ("No night to show."). */
+static void note(ppb_html *h, const char *text)
+{
+    ppb_html_markup(h, "<p class=\"note\">");
+    ppb_html_text(h, text);
+    ppb_html_markup(h, "</p>\n");
 }
 
 /* ---- cells ----------------------------------------------------------------------- */
@@ -96,6 +119,34 @@ static void case_link(ppb_html *h, int number)
     ppb_html_markup(h, ">");
     ppb_html_textf(h, "#%d", number);
     ppb_html_markup(h, "</a>");
+}
+
+/* A reason cell: free text, wrapped by the page's CSS. */
+static void td_reason(ppb_html *h, const char *text)
+{
+    ppb_html_markup(h, "<td class=\"reason\">");
+    ppb_html_text(h, text);
+    ppb_html_markup(h, "</td>");
+}
+
+/* A case key cell, in code type (the tables' last column). */
+static void td_key(ppb_html *h, const char *key)
+{
+    ppb_html_markup(h, "<td><code class=\"key\">");
+    ppb_html_text(h, key);
+    ppb_html_markup(h, "</code></td>");
+}
+
+/* The start of a trend table's row: its class, the case key the page's
+ * script filters on, and the row number linked to the case. */
+static void case_row_start(ppb_html *h, const char *cls, const char *key, int number)
+{
+    ppb_html_markup(h, "<tr");
+    ppb_html_attr(h, "class", cls);
+    ppb_html_attr(h, "data-case-key", key);
+    ppb_html_markup(h, "><td class=\"num\">");
+    case_link(h, number);
+    ppb_html_markup(h, "</td>");
 }
 
 static void lines_as_list(ppb_html *h, const char *text, int first_is_lead)
@@ -269,11 +320,9 @@ static void results_table(page *p, int kernel)
         ppb_html_markup(h, "</td>");
         rate_cell(h, it);
         td_num(h, "%.3g", err_ratio(it));
-        ppb_html_markup(h, "<td class=\"reason\">");
-        ppb_html_text(h, it->r.reason);
-        ppb_html_markup(h, "</td><td><code class=\"key\">");
-        ppb_html_text(h, it->c.key);
-        ppb_html_markup(h, "</code></td></tr>\n");
+        td_reason(h, it->r.reason);
+        td_key(h, it->c.key);
+        ppb_html_markup(h, "</tr>\n");
     }
     ppb_html_markup(h, "</tbody></table></div>\n");
 }
@@ -289,8 +338,7 @@ static void kernel_sections(page *p)
         const char *slug = k == PPB_PREFIX_PREFILL ? "prefill" : "decode";
         char id[64], prefix[64];
         snprintf(id, sizeof id, "kernel-%s", slug);
-        section_start(p, id, ppb_kernel_name((ppb_kernel_kind)k));
-        ppb_html_markup(h, "<p class=\"note\">");
+        note_section_start(p, id, ppb_kernel_name((ppb_kernel_kind)k));
         ppb_html_text(h, "Same for every case (");
         ppb_html_text(h, r->fixed);
         ppb_html_text(h, "). Labels name only the fields that vary.");
@@ -318,19 +366,15 @@ static void kernel_sections(page *p)
         if (any)
             ppb_html_markup(h, "</div>\n");
         else {
-            ppb_html_markup(h, "<p class=\"note\">");
-            ppb_html_text(h, "No shape group has timed cases at two or more sequence lengths, so "
-                             "there is no line to draw; the heatmap and the table below have "
-                             "every time.");
-            ppb_html_markup(h, "</p>\n");
+            note(h, "No shape group has timed cases at two or more sequence lengths, so "
+                    "there is no line to draw; the heatmap and the table below have "
+                    "every time.");
         }
 
         ppb_html_markup(h, "<h3>Configs relative to the best, per shape</h3>\n");
         snprintf(prefix, sizeof prefix, "%s-heatmap", slug);
         if (!charts_with_prefix(p, prefix, 1)) {
-            ppb_html_markup(h, "<p class=\"note\">");
-            ppb_html_text(h, "One config (or no timed case): there is nothing to rank.");
-            ppb_html_markup(h, "</p>\n");
+            note(h, "One config (or no timed case): there is nothing to rank.");
         }
 
         ppb_html_markup(h, "<h3>Roofline</h3>\n<p class=\"note\">");
@@ -338,9 +382,7 @@ static void kernel_sections(page *p)
         ppb_html_markup(h, "</p>\n");
         snprintf(prefix, sizeof prefix, "%s-roofline", slug);
         if (!charts_with_prefix(p, prefix, 0)) {
-            ppb_html_markup(h, "<p class=\"note\">");
-            ppb_html_text(h, "No timed case: nothing to place.");
-            ppb_html_markup(h, "</p>\n");
+            note(h, "No timed case: nothing to place.");
         }
 
         ppb_html_markup(h, "<h3>Results</h3>\n");
@@ -356,11 +398,9 @@ static void correctness_section(page *p)
     const rp_report *r = p->r;
     ppb_html *h = &p->h;
     section_start(p, "correctness", "Correctness");
-    ppb_html_markup(h, "<p class=\"note\">");
-    ppb_html_text(h, "Each output is checked against a float64 CPU reference: an element passes "
-                     "when |out - ref| <= atol + rtol x |ref|; NaN/Inf and unwritten elements "
-                     "fail, and so does a kernel that writes past its buffers (overrun).");
-    ppb_html_markup(h, "</p>\n");
+    note(h, "Each output is checked against a float64 CPU reference: an element passes "
+            "when |out - ref| <= atol + rtol x |ref|; NaN/Inf and unwritten elements "
+            "fail, and so does a kernel that writes past its buffers (overrun).");
     charts_with_prefix(p, "correctness", 1);
     ppb_html_markup(h, "<div class=\"table-wrap\"><table class=\"correctness\"><thead><tr>"
                        "<th class=\"num\">#</th><th>check</th><th class=\"num\">max abs err</th>"
@@ -408,16 +448,14 @@ static void correctness_section(page *p)
         td_text(h, it->shape);
         ppb_html_markup(h, "</tr>\n");
     }
-    ppb_html_markup(h, "</tbody></table></div>\n");
-    section_end(p);
+    table_section_end(p);
 }
 
 static void feasibility_section(page *p)
 {
     const rp_report *r = p->r;
     ppb_html *h = &p->h;
-    section_start(p, "feasibility", "Target feasibility");
-    ppb_html_markup(h, "<p class=\"note\">");
+    note_section_start(p, "feasibility", "Target feasibility");
     if (r->have_target) {
         ppb_html_text(h, "Each config judged against the target profile ");
         ppb_html_text(h, r->target_note);
@@ -462,8 +500,7 @@ static void feasibility_section(page *p)
         ppb_html_text(h, f->flips[0] ? f->flips : "-");
         ppb_html_markup(h, "</td></tr>\n");
     }
-    ppb_html_markup(h, "</tbody></table></div>\n");
-    section_end(p);
+    table_section_end(p);
 }
 
 /* ---- proposal ------------------------------------------------------------------------ */
@@ -543,14 +580,12 @@ static void proposal_section(page *p)
             ppb_html_text(h, " ");
         if (k)
             case_link(h, k->number);
-        ppb_html_markup(h, "</td><td><code class=\"key\">");
-        ppb_html_text(h, c->baseline_key);
-        ppb_html_markup(h, "</code></td><td><code class=\"key\">");
-        ppb_html_text(h, c->candidate_key);
-        ppb_html_markup(h, "</code></td></tr>\n");
+        ppb_html_markup(h, "</td>");
+        td_key(h, c->baseline_key);
+        td_key(h, c->candidate_key);
+        ppb_html_markup(h, "</tr>\n");
     }
-    ppb_html_markup(h, "</tbody></table></div>\n");
-    section_end(p);
+    table_section_end(p);
 }
 
 /* ---- trend ----------------------------------------------------------------------------- */
@@ -653,8 +688,7 @@ static void overview_section(page *p)
 {
     const rp_report *r = p->r;
     ppb_html *h = &p->h;
-    section_start(p, "trend-overview", "Overview: change per case per night");
-    ppb_html_markup(h, "<p class=\"note\">");
+    note_section_start(p, "trend-overview", "Overview: change per case per night");
     ppb_html_textf(h,
                    "One row per case (#N as in the tables below, alerts first), one column per "
                    "night: the last %d of %d runs of suite '%s', headed by the date its run "
@@ -668,9 +702,7 @@ static void overview_section(page *p)
     overview_legend(p);
     charts_with_prefix(p, "trend-overview", 1);
     if (r->n_nights == 0 || r->n_trend == 0) {
-        ppb_html_markup(h, "<p class=\"note\">");
-        ppb_html_text(h, "No night to show.");
-        ppb_html_markup(h, "</p>\n");
+        note(h, "No night to show.");
         section_end(p);
         return;
     }
@@ -679,20 +711,14 @@ static void overview_section(page *p)
     ppb_html_markup(h, "<tbody>\n");
     for (int i = 0; i < r->n_trend; i++) {
         const rp_trend_case *t = &r->trend[i];
-        ppb_html_markup(h, "<tr class=\"overview-row\"");
-        ppb_html_attr(h, "data-case-key", t->key);
-        ppb_html_markup(h, "><td class=\"num\">");
-        case_link(h, i + 1);
-        ppb_html_markup(h, "</td>");
+        case_row_start(h, "overview-row", t->key, i + 1);
         td_badge(h, trend_word(t));
         for (int n = r->overview_from; n < r->n_nights; n++)
             overview_cell(p, i, n);
-        ppb_html_markup(h, "<td><code class=\"key\">");
-        ppb_html_text(h, t->key);
-        ppb_html_markup(h, "</code></td></tr>\n");
+        td_key(h, t->key);
+        ppb_html_markup(h, "</tr>\n");
     }
-    ppb_html_markup(h, "</tbody></table></div>\n");
-    section_end(p);
+    table_section_end(p);
 }
 
 /* The run an alert starts at: "run 8 (11-08, abc1234)". */
@@ -715,8 +741,7 @@ static void alerts_section(page *p)
 {
     const rp_report *r = p->r;
     ppb_html *h = &p->h;
-    section_start(p, "trend-alerts", "Alerts");
-    ppb_html_markup(h, "<p class=\"note\">");
+    note_section_start(p, "trend-alerts", "Alerts");
     ppb_html_textf(h, "A regression or an improvement is a step that the last %d runs sustain: "
                       "it alerts. An outlier is the latest run alone beyond the thresholds: shown, "
                       "never alerted on.",
@@ -741,31 +766,23 @@ static void alerts_section(page *p)
         const rp_trend_case *t = &r->trend[i];
         char from[200];
         alert_run(r, t, from, sizeof from);
-        ppb_html_markup(h, "<tr class=\"alert-row\"");
-        ppb_html_attr(h, "data-case-key", t->key);
-        ppb_html_markup(h, "><td class=\"num\">");
-        case_link(h, i + 1);
-        ppb_html_markup(h, "</td>");
+        case_row_start(h, "alert-row", t->key, i + 1);
         td_badge(h, ppb_trend_status_name(t->trend.status));
         td_num(h, "%+.1f%%", t->trend.rel_change * 100);
         td_num(h, "%.1f", t->trend.score);
         td_text(h, from);
-        ppb_html_markup(h, "<td class=\"reason\">");
-        ppb_html_text(h, t->trend.reason);
-        ppb_html_markup(h, "</td><td><code class=\"key\">");
-        ppb_html_text(h, t->key);
-        ppb_html_markup(h, "</code></td></tr>\n");
+        td_reason(h, t->trend.reason);
+        td_key(h, t->key);
+        ppb_html_markup(h, "</tr>\n");
     }
-    ppb_html_markup(h, "</tbody></table></div>\n");
-    section_end(p);
+    table_section_end(p);
 }
 
 static void trend_sections(page *p)
 {
     const rp_report *r = p->r;
     ppb_html *h = &p->h;
-    section_start(p, "trend-charts", "History per case");
-    ppb_html_markup(h, "<p class=\"note\">");
+    note_section_start(p, "trend-charts", "History per case");
     ppb_html_textf(h,
                    "Each case's median time per run of suite '%s', oldest first. A run is beyond "
                    "the thresholds when it differs from the reference median by at least %.0f%% "
@@ -834,14 +851,11 @@ static void trend_sections(page *p)
         td_num(h, "%+.1f%%", t->analysed ? t->trend.rel_change * 100 : NAN);
         td_num(h, "%.1f", t->analysed ? t->trend.score : NAN);
         td_text(h, t->analysed ? t->trend.step_run_id : "");
-        ppb_html_markup(h, "<td class=\"reason\">");
-        ppb_html_text(h, t->analysed ? t->trend.reason : t->error);
-        ppb_html_markup(h, "</td><td><code class=\"key\">");
-        ppb_html_text(h, t->key);
-        ppb_html_markup(h, "</code></td></tr>\n");
+        td_reason(h, t->analysed ? t->trend.reason : t->error);
+        td_key(h, t->key);
+        ppb_html_markup(h, "</tr>\n");
     }
-    ppb_html_markup(h, "</tbody></table></div>\n");
-    section_end(p);
+    table_section_end(p);
 }
 
 /* ---- environment, command --------------------------------------------------------------- */
@@ -903,9 +917,7 @@ static void environment_section(page *p)
     if (r->have_base_run && !(r->have_run && r->base_run.id == r->run.id))
         run_facts(p, &r->base_run, r->base_env, r->n_base_env, "baseline");
     if (!r->have_run && !r->have_base_run) {
-        ppb_html_markup(h, "<p class=\"note\">");
-        ppb_html_text(h, "No run is attached (the proposal measured nothing).");
-        ppb_html_markup(h, "</p>\n");
+        note(h, "No run is attached (the proposal measured nothing).");
     }
     ppb_html_markup(h, "<h3>This report</h3>\n<dl class=\"facts\">");
     ppb_html_element(h, "dt", "generated");

@@ -26,11 +26,12 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
+/* All of len bytes through read or write, resumed after EINTR and short
+ * transfers: the pipe protocol sends whole structs. -1 on an error or EOF. */
+static int transfer_all(int fd, char *p, size_t len, int writing)
 {
-    const char *p = buf;
     while (len > 0) {
-        ssize_t n = write(fd, p, len);
+        ssize_t n = writing ? write(fd, p, len) : read(fd, p, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -41,20 +42,10 @@ static int write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-static int read_all(int fd, void *buf, size_t len)
-{
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
+/* write() never writes through its buffer: dropping const here is safe. */
+static int write_all(int fd, const void *buf, size_t len) { return transfer_all(fd, (char *)buf, len, 1); }
+
+static int read_all(int fd, void *buf, size_t len) { return transfer_all(fd, buf, len, 0); }
 
 int ppb_pool_parse_devices(const char *text, int n_available, int *devices, int max, int *n,
                            ppb_err *err)

@@ -24,12 +24,12 @@
 
 void ppb_http_options_default(ppb_http_options *o)
 {
-    memset(o, 0, sizeof *o);
-    o->timeout_s = 30;
-    o->connect_timeout_s = 10;
-    o->retries = 3;
-    o->retry_delay_ms = 1000;
-    o->auth_scheme = "Bearer";
+    /* One initialiser: every field not named (cacert, token) starts NULL. */
+    static const ppb_http_options defaults = {
+        .timeout_s = 30, .connect_timeout_s = 10, .retries = 3, .retry_delay_ms = 1000,
+        .auth_scheme = "Bearer",
+    };
+    *o = defaults;
 }
 
 /* ---- URLs ------------------------------------------------------------------ */

@@ -160,6 +160,20 @@ end:
     return rc;
 }
 
+/* Both lists a copy of main.<table> needs: the names for its INSERT and the
+ * same names on the source row "s." for its SELECT, in one order. */
+typedef struct column_pair {
+    char cols[8192];
+    char scols[8192];
+} column_pair;
+
+static int column_pair_of(sqlite3 *db, const char *table, const char *const *skip, column_pair *out,
+                          ppb_err *err)
+{
+    int rc = column_list(db, table, skip, "", out->cols, sizeof out->cols, err);
+    return rc ? rc : column_list(db, table, skip, "s.", out->scols, sizeof out->scols, err);
+}
+
 /* ---- the merge -------------------------------------------------------------------------- */
 
 /* The status of a run made of two: any failed part fails it, any running one
@@ -245,13 +259,13 @@ end:
 static int copy_runs(sqlite3 *db, const char *where, int *added, ppb_err *err)
 {
     static const char *const skip_id[] = {"id", NULL};
-    char cols[4096], scols[4096], sql[SQL_MAX];
-    int rc;
-    if ((rc = column_list(db, "runs", skip_id, "", cols, sizeof cols, err)) ||
-        (rc = column_list(db, "runs", skip_id, "s.", scols, sizeof scols, err)))
+    column_pair c;
+    char sql[SQL_MAX];
+    int rc = column_pair_of(db, "runs", skip_id, &c, err);
+    if (rc)
         return rc;
-    snprintf(sql, sizeof sql, "INSERT INTO main.runs(%s) SELECT %s FROM src.runs s WHERE %s ORDER BY s.id", cols,
-             scols, where);
+    snprintf(sql, sizeof sql, "INSERT INTO main.runs(%s) SELECT %s FROM src.runs s WHERE %s ORDER BY s.id", c.cols,
+             c.scols, where);
     int n = 0;
     if ((rc = exec_count(db, sql, &n, "copying runs", err)))
         return rc;
@@ -313,25 +327,25 @@ static int merge_runs(sqlite3 *db, ppb_merge_stats *st, ppb_err *err)
 static int merge_cases(sqlite3 *db, ppb_merge_stats *st, ppb_err *err)
 {
     static const char *const skip_id[] = {"id", NULL};
-    char cols[4096], scols[4096], sql[SQL_MAX];
-    int rc;
-    if ((rc = column_list(db, "cases", skip_id, "", cols, sizeof cols, err)) ||
-        (rc = column_list(db, "cases", skip_id, "s.", scols, sizeof scols, err)))
+    column_pair c;
+    char sql[SQL_MAX];
+    int rc = column_pair_of(db, "cases", skip_id, &c, err);
+    if (rc)
         return rc;
     snprintf(sql, sizeof sql,
              "INSERT INTO main.cases(%s) SELECT %s FROM src.cases s"
              " WHERE s.key NOT IN (SELECT key FROM main.cases) ORDER BY s.id",
-             cols, scols);
+             c.cols, c.scols);
     return exec_count(db, sql, &st->cases_added, "copying cases", err);
 }
 
 static int merge_results(sqlite3 *db, ppb_merge_stats *st, ppb_err *err)
 {
     static const char *const skip_keys[] = {"id", "run_id", "case_id", NULL};
-    char cols[8192], scols[8192], sql[SQL_MAX];
-    int rc;
-    if ((rc = column_list(db, "results", skip_keys, "", cols, sizeof cols, err)) ||
-        (rc = column_list(db, "results", skip_keys, "s.", scols, sizeof scols, err)))
+    column_pair c;
+    char sql[SQL_MAX];
+    int rc = column_pair_of(db, "results", skip_keys, &c, err);
+    if (rc)
         return rc;
     /* Which source results are new: (run uid, case key) not yet in the output. */
     if ((rc = exec(db,
@@ -357,7 +371,7 @@ static int merge_results(sqlite3 *db, ppb_merge_stats *st, ppb_err *err)
              "INSERT INTO main.results(run_id, case_id, %s)"
              " SELECT m.run_id, m.case_id, %s FROM temp.merge_map m"
              " JOIN src.results s ON s.id = m.src_id ORDER BY s.id",
-             cols, scols);
+             c.cols, c.scols);
     if ((rc = exec_count(db, sql, &st->results_added, "copying results", err)))
         return rc;
     st->results_present = (int)(in_src - new_ones);
@@ -372,12 +386,11 @@ static int merge_results(sqlite3 *db, ppb_merge_stats *st, ppb_err *err)
 
 static int merge_env(sqlite3 *db, ppb_merge_stats *st, ppb_err *err)
 {
-    return exec_count(db,
-                      "INSERT OR IGNORE INTO main.env(run_id, key, value)"
-                      " SELECT du.id, e.key, e.value FROM src.env e"
-                      " JOIN src.runs su ON su.id = e.run_id"
-                      " JOIN main.runs du ON du.uid = su.uid ORDER BY e.rowid",
-                      &st->env_added, "copying env", err);
+    static const char sql[] = "INSERT OR IGNORE INTO main.env(run_id, key, value)"
+                              " SELECT du.id, e.key, e.value FROM src.env e"
+                              " JOIN src.runs su ON su.id = e.run_id"
+                              " JOIN main.runs du ON du.uid = su.uid ORDER BY e.rowid";
+    return exec_count(db, sql, &st->env_added, "copying env", err);
 }
 
 /* Proposals have no uid: one is present when a proposal with the same name,
@@ -387,21 +400,20 @@ static int merge_proposals(sqlite3 *db, ppb_merge_stats *st, ppb_err *err)
 {
     static const char *const skip_p[] = {"id", "baseline_run", "candidate_run", NULL};
     static const char *const skip_c[] = {"proposal_id", NULL};
-    char pcols[4096], spcols[4096], ccols[4096], sccols[4096], ins_p[SQL_MAX], ins_c[SQL_MAX];
+    column_pair p, c;
+    char ins_p[SQL_MAX], ins_c[SQL_MAX];
     int rc;
-    if ((rc = column_list(db, "proposals", skip_p, "", pcols, sizeof pcols, err)) ||
-        (rc = column_list(db, "proposals", skip_p, "s.", spcols, sizeof spcols, err)) ||
-        (rc = column_list(db, "proposal_cases", skip_c, "", ccols, sizeof ccols, err)) ||
-        (rc = column_list(db, "proposal_cases", skip_c, "s.", sccols, sizeof sccols, err)))
+    if ((rc = column_pair_of(db, "proposals", skip_p, &p, err)) ||
+        (rc = column_pair_of(db, "proposal_cases", skip_c, &c, err)))
         return rc;
     snprintf(ins_p, sizeof ins_p,
              "INSERT INTO main.proposals(baseline_run, candidate_run, %s)"
              " SELECT ?2, ?3, %s FROM src.proposals s WHERE s.id = ?1",
-             pcols, spcols);
+             p.cols, p.scols);
     snprintf(ins_c, sizeof ins_c,
              "INSERT INTO main.proposal_cases(proposal_id, %s)"
              " SELECT ?2, %s FROM src.proposal_cases s WHERE s.proposal_id = ?1 ORDER BY s.idx",
-             ccols, sccols);
+             c.cols, c.scols);
     static const char pick[] =
         "SELECT sp.id, bu.id, cu.id, EXISTS (SELECT 1 FROM main.proposals p"
         "   WHERE p.name = sp.name AND p.kind = sp.kind AND p.verdict = sp.verdict"

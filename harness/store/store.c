@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -169,16 +170,6 @@ static int bind_text_n(sqlite3_stmt *stmt, const char *name, const char *v, size
     return PPB_OK;
 }
 
-static int bind_text(sqlite3_stmt *stmt, const char *name, const char *v, ppb_err *err)
-{
-    return bind_text_n(stmt, name, v, strlen(v) + 1, err);
-}
-
-#define bind_INT bind_i64
-#define bind_LONG bind_i64
-#define bind_LLONG bind_i64
-#define bind_REAL bind_real
-
 static void read_INT(sqlite3_stmt *st, int col, int *out) { *out = sqlite3_column_int(st, col); }
 static void read_LONG(sqlite3_stmt *st, int col, long *out)
 {
@@ -248,38 +239,152 @@ static void rollback_if_open(ppb_store *s)
  * < 0 is an error code the visitor chose, passed up as is. */
 static int visitor_stop(int visitor_rc) { return visitor_rc > 0 ? PPB_OK : visitor_rc; }
 
-/* A single integer from a statement without parameters (pragmas, counts). */
-static int query_int(ppb_store *s, const char *sql, long long *out, ppb_err *err)
+/* ---- one statement: prepare, bind, step, finalize ------------------------------
+ * Most functions below are one statement: its parameters as a list, then
+ * exec_stmt (no rows), one_row (at most one) or each_row (a walk). The list
+ * binds by name in order, so the first parameter that fails is the one named. */
+
+/* A parameter: 'i' integer, 'r' real (NaN as NULL), 't' text of at most cap
+ * bytes (fixed-size buffers may lack their terminator), 'R' a run reference
+ * (0 as NULL: a proposal that ran nothing has no run to point at). */
+typedef struct sql_param {
+    const char *name;
+    char type;
+    long long i;
+    double r;
+    const char *t;
+    size_t cap;
+} sql_param;
+
+#define P_INT(n, v) {.name = (n), .type = 'i', .i = (v)}
+#define P_REAL(n, v) {.name = (n), .type = 'r', .r = (v)}
+#define P_TEXT(n, v) {.name = (n), .type = 't', .t = (v), .cap = SIZE_MAX}
+#define P_TEXTN(n, v) {.name = (n), .type = 't', .t = (v), .cap = sizeof(v)}
+#define P_RUN(n, v) {.name = (n), .type = 'R', .i = (v)}
+#define P_LONG P_INT
+#define P_LLONG P_INT
+/* A list ends at a NULL name. */
+#define PARAMS(...) ((const sql_param[]){__VA_ARGS__, {0}})
+#define NO_PARAMS ((const sql_param[]){{0}})
+
+/* one_row's answer when the statement gives none: the caller says what was
+ * missing (a run, a proposal), so it is not an error code. */
+#define NO_ROW 1
+
+static int bind_param(sqlite3_stmt *stmt, const sql_param *p, ppb_err *err)
+{
+    switch (p->type) {
+    case 'r': return bind_real(stmt, p->name, p->r, err);
+    case 't': return bind_text_n(stmt, p->name, p->t, p->cap, err);
+    case 'R':
+        if (p->i <= 0) {
+            int i = param_index(stmt, p->name, err);
+            return i && sqlite3_bind_null(stmt, i) == SQLITE_OK ? PPB_OK : PPB_EFAIL;
+        }
+        return bind_i64(stmt, p->name, p->i, err);
+    default: return bind_i64(stmt, p->name, p->i, err);
+    }
+}
+
+static int bind_params(sqlite3_stmt *stmt, const sql_param *params, ppb_err *err)
+{
+    int rc = PPB_OK;
+    for (const sql_param *p = params; p->name && rc == PPB_OK; p++)
+        rc = bind_param(stmt, p, err);
+    return rc;
+}
+
+/* Prepare and bind; on failure *stmt is finalized and NULL. */
+static int prepare_bound(ppb_store *s, const char *sql, const sql_param *params, sqlite3_stmt **stmt,
+                         ppb_err *err)
+{
+    int rc = prepare(s, sql, stmt, err);
+    if (rc == PPB_OK && (rc = bind_params(*stmt, params, err)) != PPB_OK) {
+        sqlite3_finalize(*stmt);
+        *stmt = NULL;
+    }
+    return rc;
+}
+
+static int step_done(ppb_store *s, sqlite3_stmt *stmt, const char *what, ppb_err *err)
+{
+    return sqlite3_step(stmt) == SQLITE_DONE ? PPB_OK : sqlite_fail(s, err, what);
+}
+
+/* A statement that returns no rows (INSERT, UPDATE, DELETE). */
+static int exec_stmt(ppb_store *s, const char *sql, const sql_param *params, const char *what,
+                     ppb_err *err)
 {
     sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, sql, &stmt, err);
-    if (rc)
-        return rc;
-    if (sqlite3_step(stmt) != SQLITE_ROW) {
-        rc = sqlite_fail(s, err, sql);
-        goto end;
-    }
-    *out = sqlite3_column_int64(stmt, 0);
-end:
+    int rc = prepare_bound(s, sql, params, &stmt, err);
+    if (rc == PPB_OK)
+        rc = step_done(s, stmt, what, err);
     sqlite3_finalize(stmt);
     return rc;
 }
 
-static int run_exists(ppb_store *s, int64_t run_id, ppb_err *err)
+/* Reads the current row of stmt: PPB_OK, or an error (< 0) or a visitor's
+ * stop (> 0) to end a walk. */
+typedef int (*row_reader)(sqlite3_stmt *stmt, void *ctx);
+
+/* A statement that gives at most one row: PPB_OK after read (NULL: nothing to
+ * read), NO_ROW when there is none, else the error. */
+static int one_row(ppb_store *s, const char *sql, const sql_param *params, row_reader read,
+                   void *ctx, const char *what, ppb_err *err)
 {
     sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, "SELECT 1 FROM runs WHERE id = :id", &stmt, err);
+    int rc = prepare_bound(s, sql, params, &stmt, err);
     if (rc)
         return rc;
-    if ((rc = bind_i64(stmt, ":id", run_id, err)) != PPB_OK)
-        goto end;
     int step = sqlite3_step(stmt);
-    if (step == SQLITE_DONE)
-        rc = ppb_fail(err, PPB_EINPUT, "%s: run %lld not found", s->path, (long long)run_id);
-    else if (step != SQLITE_ROW)
-        rc = sqlite_fail(s, err, "looking up a run");
-end:
+    if (step == SQLITE_ROW)
+        rc = read ? read(stmt, ctx) : PPB_OK;
+    else
+        rc = step == SQLITE_DONE ? NO_ROW : sqlite_fail(s, err, what);
     sqlite3_finalize(stmt);
+    return rc;
+}
+
+/* Every row of a statement through read, in order; read's non-zero return
+ * ends the walk (visitor_stop says what it means). */
+static int each_row(ppb_store *s, const char *sql, const sql_param *params, row_reader read,
+                    void *ctx, const char *what, ppb_err *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    int rc = prepare_bound(s, sql, params, &stmt, err);
+    if (rc)
+        return rc;
+    int step = SQLITE_DONE;
+    while (rc == PPB_OK && (step = sqlite3_step(stmt)) == SQLITE_ROW)
+        rc = read(stmt, ctx);
+    if (rc != PPB_OK)
+        rc = visitor_stop(rc);
+    else if (step != SQLITE_DONE)
+        rc = sqlite_fail(s, err, what);
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+/* The first column as an integer (a count, an id). */
+static int read_int64(sqlite3_stmt *stmt, void *out)
+{
+    *(long long *)out = sqlite3_column_int64(stmt, 0);
+    return PPB_OK;
+}
+
+/* A single integer from a statement without parameters (pragmas, counts). */
+static int query_int(ppb_store *s, const char *sql, long long *out, ppb_err *err)
+{
+    int rc = one_row(s, sql, NO_PARAMS, read_int64, out, sql, err);
+    return rc == NO_ROW ? sqlite_fail(s, err, sql) : rc;
+}
+
+static int run_exists(ppb_store *s, int64_t run_id, ppb_err *err)
+{
+    int rc = one_row(s, "SELECT 1 FROM runs WHERE id = :id", PARAMS(P_INT(":id", run_id)), NULL, NULL,
+                     "looking up a run", err);
+    if (rc == NO_ROW)
+        rc = ppb_fail(err, PPB_EINPUT, "%s: run %lld not found", s->path, (long long)run_id);
     return rc;
 }
 
@@ -540,40 +645,23 @@ int ppb_store_begin_run(ppb_store *s, ppb_run_info *run, ppb_err *err)
     static const char own_part[] =
         "INSERT INTO run_parts(run_id, uid, shard_index, host)"
         " SELECT id, uid, shard_index, host FROM runs WHERE id = :id AND shard_count > 0";
-    sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, sql, &stmt, err);
+#define RUN_TEXT(field) P_TEXTN(":" #field, run->field)
+    int rc = exec_stmt(s, sql,
+                       PARAMS(RUN_TEXT(suite_path), RUN_TEXT(suite_name), RUN_TEXT(suite_hash),
+                              RUN_TEXT(git_commit), RUN_TEXT(host), RUN_TEXT(backend), RUN_TEXT(device),
+                              RUN_TEXT(target), RUN_TEXT(label), RUN_TEXT(started_at), RUN_TEXT(status),
+                              RUN_TEXT(args), P_INT(":n_cases", run->n_cases),
+                              P_INT(":shard_index", run->shard_index),
+                              P_INT(":shard_count", run->shard_count), RUN_TEXT(run_group)),
+                       "recording a new run", err);
+#undef RUN_TEXT
     if (rc)
         return rc;
-#define BIND_RUN_TEXT(field) bind_text_n(stmt, ":" #field, run->field, sizeof run->field, err)
-    if ((rc = BIND_RUN_TEXT(suite_path)) || (rc = BIND_RUN_TEXT(suite_name)) ||
-        (rc = BIND_RUN_TEXT(suite_hash)) || (rc = BIND_RUN_TEXT(git_commit)) ||
-        (rc = BIND_RUN_TEXT(host)) || (rc = BIND_RUN_TEXT(backend)) ||
-        (rc = BIND_RUN_TEXT(device)) || (rc = BIND_RUN_TEXT(target)) ||
-        (rc = BIND_RUN_TEXT(label)) || (rc = BIND_RUN_TEXT(started_at)) ||
-        (rc = BIND_RUN_TEXT(status)) || (rc = BIND_RUN_TEXT(args)) ||
-        (rc = bind_i64(stmt, ":n_cases", run->n_cases, err)) ||
-        (rc = bind_i64(stmt, ":shard_index", run->shard_index, err)) ||
-        (rc = bind_i64(stmt, ":shard_count", run->shard_count, err)) || (rc = BIND_RUN_TEXT(run_group)))
-        goto end;
-#undef BIND_RUN_TEXT
-    if (sqlite3_step(stmt) != SQLITE_DONE) {
-        rc = sqlite_fail(s, err, "recording a new run");
-        goto end;
-    }
     /* Read back what the database filled in (the id, a default start time). */
     int64_t id = sqlite3_last_insert_rowid(s->db);
-    sqlite3_finalize(stmt);
-    stmt = NULL;
-    if ((rc = prepare(s, own_part, &stmt, err)) || (rc = bind_i64(stmt, ":id", id, err)))
-        goto end;
-    if (sqlite3_step(stmt) != SQLITE_DONE) {
-        rc = sqlite_fail(s, err, "recording a shard");
-        goto end;
-    }
-    rc = ppb_store_get_run(s, id, run, err);
-end:
-    sqlite3_finalize(stmt);
-    return rc;
+    if ((rc = exec_stmt(s, own_part, PARAMS(P_INT(":id", id)), "recording a shard", err)) != PPB_OK)
+        return rc;
+    return ppb_store_get_run(s, id, run, err);
 }
 
 int ppb_store_finish_run(ppb_store *s, int64_t run_id, const char *status, ppb_err *err)
@@ -587,20 +675,10 @@ int ppb_store_finish_run(ppb_store *s, int64_t run_id, const char *status, ppb_e
         " finished_at = CASE WHEN :status = 'running' THEN NULL"
         "                    ELSE strftime('%Y-%m-%dT%H:%M:%SZ', 'now') END"
         " WHERE id = :id";
-    sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, sql, &stmt, err);
-    if (rc)
-        return rc;
-    if ((rc = bind_text(stmt, ":status", status, err)) || (rc = bind_i64(stmt, ":id", run_id, err)))
-        goto end;
-    if (sqlite3_step(stmt) != SQLITE_DONE) {
-        rc = sqlite_fail(s, err, "finishing a run");
-        goto end;
-    }
-    if (sqlite3_changes(s->db) == 0)
+    int rc = exec_stmt(s, sql, PARAMS(P_TEXT(":status", status), P_INT(":id", run_id)),
+                       "finishing a run", err);
+    if (rc == PPB_OK && sqlite3_changes(s->db) == 0)
         rc = ppb_fail(err, PPB_EINPUT, "%s: run %lld not found", s->path, (long long)run_id);
-end:
-    sqlite3_finalize(stmt);
     return rc;
 }
 
@@ -612,21 +690,30 @@ int ppb_store_put_env(ppb_store *s, int64_t run_id, const char *key, const char 
     static const char sql[] = "INSERT INTO env(run_id, key, value) VALUES(:run_id, :key, :value)"
                               " ON CONFLICT(run_id, key) DO UPDATE SET value = excluded.value";
     sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, sql, &stmt, err);
-    if (rc)
-        return rc;
-    if ((rc = bind_i64(stmt, ":run_id", run_id, err)) || (rc = bind_text(stmt, ":key", key, err)) ||
-        (rc = bind_text(stmt, ":value", value, err)))
-        goto end;
-    if (sqlite3_step(stmt) != SQLITE_DONE) {
-        if (sqlite3_extended_errcode(s->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
-            rc = ppb_fail(err, PPB_EINPUT, "%s: run %lld not found", s->path, (long long)run_id);
-        else
-            rc = sqlite_fail(s, err, "storing an env entry");
-    }
-end:
+    int rc = prepare_bound(s, sql,
+                           PARAMS(P_INT(":run_id", run_id), P_TEXT(":key", key), P_TEXT(":value", value)),
+                           &stmt, err);
+    /* A missing run is the caller's mistake, not the database's. */
+    if (rc == PPB_OK && sqlite3_step(stmt) != SQLITE_DONE)
+        rc = sqlite3_extended_errcode(s->db) == SQLITE_CONSTRAINT_FOREIGNKEY
+                 ? ppb_fail(err, PPB_EINPUT, "%s: run %lld not found", s->path, (long long)run_id)
+                 : sqlite_fail(s, err, "storing an env entry");
     sqlite3_finalize(stmt);
     return rc;
+}
+
+/* A walk's visitor and its context, for the row readers below. */
+typedef struct env_walk {
+    ppb_env_visitor fn;
+    void *ctx;
+} env_walk;
+
+static int env_row(sqlite3_stmt *stmt, void *arg)
+{
+    const env_walk *w = arg;
+    const char *k = (const char *)sqlite3_column_text(stmt, 0);
+    const char *v = (const char *)sqlite3_column_text(stmt, 1);
+    return w->fn(w->ctx, k ? k : "", v ? v : "");
 }
 
 int ppb_store_each_env(ppb_store *s, int64_t run_id, ppb_env_visitor fn, void *ctx, ppb_err *err)
@@ -634,26 +721,9 @@ int ppb_store_each_env(ppb_store *s, int64_t run_id, ppb_env_visitor fn, void *c
     int rc = run_exists(s, run_id, err);
     if (rc)
         return rc;
-    sqlite3_stmt *stmt = NULL;
-    if ((rc = prepare(s, "SELECT key, value FROM env WHERE run_id = :run_id ORDER BY rowid",
-                      &stmt, err)) != PPB_OK)
-        return rc;
-    if ((rc = bind_i64(stmt, ":run_id", run_id, err)) != PPB_OK)
-        goto end;
-    int step;
-    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        const char *k = (const char *)sqlite3_column_text(stmt, 0);
-        const char *v = (const char *)sqlite3_column_text(stmt, 1);
-        if ((rc = fn(ctx, k ? k : "", v ? v : "")) != 0) {
-            rc = visitor_stop(rc);
-            goto end;
-        }
-    }
-    if (step != SQLITE_DONE)
-        rc = sqlite_fail(s, err, "reading env");
-end:
-    sqlite3_finalize(stmt);
-    return rc;
+    env_walk w = {fn, ctx};
+    return each_row(s, "SELECT key, value FROM env WHERE run_id = :run_id ORDER BY rowid",
+                    PARAMS(P_INT(":run_id", run_id)), env_row, &w, "reading env", err);
 }
 
 #define RUN_SELECT                                                                               \
@@ -691,50 +761,41 @@ static void read_run_row(sqlite3_stmt *st, ppb_run_info *run)
     run->n_shards = sqlite3_column_int(st, i++);
 }
 
+static int run_row(sqlite3_stmt *stmt, void *run)
+{
+    read_run_row(stmt, run);
+    return PPB_OK;
+}
+
 int ppb_store_get_run(ppb_store *s, int64_t run_id, ppb_run_info *run, ppb_err *err)
 {
-    sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, RUN_SELECT " WHERE id = :id", &stmt, err);
-    if (rc)
-        return rc;
-    if ((rc = bind_i64(stmt, ":id", run_id, err)) != PPB_OK)
-        goto end;
-    int step = sqlite3_step(stmt);
-    if (step == SQLITE_ROW)
-        read_run_row(stmt, run);
-    else if (step == SQLITE_DONE)
+    int rc = one_row(s, RUN_SELECT " WHERE id = :id", PARAMS(P_INT(":id", run_id)), run_row, run,
+                     "reading a run", err);
+    if (rc == NO_ROW)
         rc = ppb_fail(err, PPB_EINPUT, "%s: run %lld not found", s->path, (long long)run_id);
-    else
-        rc = sqlite_fail(s, err, "reading a run");
-end:
-    sqlite3_finalize(stmt);
     return rc;
+}
+
+typedef struct run_walk {
+    ppb_run_visitor fn;
+    void *ctx;
+    ppb_run_info *run;
+} run_walk;
+
+static int each_run_row(sqlite3_stmt *stmt, void *arg)
+{
+    const run_walk *w = arg;
+    read_run_row(stmt, w->run);
+    return w->fn(w->ctx, w->run);
 }
 
 int ppb_store_each_run(ppb_store *s, ppb_run_visitor fn, void *ctx, ppb_err *err)
 {
-    sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, RUN_SELECT " ORDER BY id DESC", &stmt, err);
-    if (rc)
-        return rc;
-    ppb_run_info *run = malloc(sizeof *run); /* ~6 KiB: keep it off the stack */
-    if (!run) {
-        rc = ppb_fail(err, PPB_ENOMEM, "out of memory listing runs");
-        goto end;
-    }
-    int step;
-    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        read_run_row(stmt, run);
-        if ((rc = fn(ctx, run)) != 0) {
-            rc = visitor_stop(rc);
-            goto end;
-        }
-    }
-    if (step != SQLITE_DONE)
-        rc = sqlite_fail(s, err, "listing runs");
-end:
-    free(run);
-    sqlite3_finalize(stmt);
+    run_walk w = {fn, ctx, malloc(sizeof *w.run)}; /* ~6 KiB: keep it off the stack */
+    if (!w.run)
+        return ppb_fail(err, PPB_ENOMEM, "out of memory listing runs");
+    int rc = each_row(s, RUN_SELECT " ORDER BY id DESC", NO_PARAMS, each_run_row, &w, "listing runs", err);
+    free(w.run);
     return rc;
 }
 
@@ -756,18 +817,9 @@ int ppb_store_has_result(ppb_store *s, int64_t run_id, const char *case_key)
     static const char sql[] = "SELECT 1 FROM results r JOIN cases c ON c.id = r.case_id"
                               " WHERE r.run_id = :run_id AND c.key = :key";
     ppb_err err;
-    sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, sql, &stmt, &err);
-    if (rc)
-        return rc;
-    if ((rc = bind_i64(stmt, ":run_id", run_id, &err)) != PPB_OK ||
-        (rc = bind_text(stmt, ":key", case_key ? case_key : "", &err)) != PPB_OK)
-        goto end;
-    int step = sqlite3_step(stmt);
-    rc = step == SQLITE_ROW ? 1 : step == SQLITE_DONE ? 0 : PPB_EIO;
-end:
-    sqlite3_finalize(stmt);
-    return rc;
+    int rc = one_row(s, sql, PARAMS(P_INT(":run_id", run_id), P_TEXT(":key", case_key ? case_key : "")),
+                     NULL, NULL, "looking up a result", &err);
+    return rc == PPB_OK ? 1 : rc == NO_ROW ? 0 : rc;
 }
 
 /* ---- results ----------------------------------------------------------------- */
@@ -805,30 +857,23 @@ static int upsert_case(ppb_store *s, const ppb_case *c, int64_t *case_id, ppb_er
         "INSERT INTO cases(key, kernel" CASE_FIELD_COLUMNS(FIELD_NAME_LIST) ", weight)"
         " VALUES(:key, :kernel" CASE_FIELD_COLUMNS(FIELD_PARAM_LIST) ", :weight)"
         " ON CONFLICT(key) DO UPDATE SET weight = excluded.weight";
-    sqlite3_stmt *stmt = NULL, *find = NULL;
-    int rc = prepare(s, sql, &stmt, err);
+    sqlite3_stmt *stmt = NULL;
+    int rc = prepare_bound(s, sql,
+                           PARAMS(P_TEXT(":key", c->key), P_TEXT(":kernel", ppb_kernel_name(c->kernel)),
+                                  P_REAL(":weight", c->weight)),
+                           &stmt, err);
+    if (rc == PPB_OK && (rc = bind_case_fields(stmt, c, err)) == PPB_OK)
+        rc = step_done(s, stmt, "storing a case", err);
+    sqlite3_finalize(stmt);
     if (rc)
         return rc;
-    if ((rc = bind_text(stmt, ":key", c->key, err)) ||
-        (rc = bind_text(stmt, ":kernel", ppb_kernel_name(c->kernel), err)) ||
-        (rc = bind_case_fields(stmt, c, err)) || (rc = bind_real(stmt, ":weight", c->weight, err)))
-        goto end;
-    if (sqlite3_step(stmt) != SQLITE_DONE) {
-        rc = sqlite_fail(s, err, "storing a case");
-        goto end;
-    }
     /* last_insert_rowid is not set by the UPDATE branch: look the id up. */
-    if ((rc = prepare(s, "SELECT id FROM cases WHERE key = :key", &find, err)) ||
-        (rc = bind_text(find, ":key", c->key, err)))
-        goto end;
-    if (sqlite3_step(find) != SQLITE_ROW) {
+    long long id = 0;
+    rc = one_row(s, "SELECT id FROM cases WHERE key = :key", PARAMS(P_TEXT(":key", c->key)), read_int64,
+                 &id, "looking up a case", err);
+    if (rc == NO_ROW)
         rc = sqlite_fail(s, err, "looking up a case");
-        goto end;
-    }
-    *case_id = sqlite3_column_int64(find, 0);
-end:
-    sqlite3_finalize(find);
-    sqlite3_finalize(stmt);
+    *case_id = id;
     return rc;
 }
 
@@ -840,28 +885,15 @@ static int insert_result(ppb_store *s, int64_t run_id, int64_t case_id, const pp
         RESULT_COLUMNS(RESULT_NAME_LIST) ")"
         " VALUES(:run_id, :case_id, :weight, :status, :reason"
         RESULT_COLUMNS(RESULT_PARAM_LIST) ")";
-    sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, sql, &stmt, err);
-    if (rc)
-        return rc;
-    if ((rc = bind_i64(stmt, ":run_id", run_id, err)) ||
-        (rc = bind_i64(stmt, ":case_id", case_id, err)) ||
-        (rc = bind_real(stmt, ":weight", c->weight, err)) ||
-        (rc = bind_text(stmt, ":status", ppb_status_name(r->status), err)) ||
-        (rc = bind_text_n(stmt, ":reason", r->reason, sizeof r->reason, err)))
-        goto end;
-#define BIND_RESULT_COLUMN(type, col, member)                                                    \
-    if ((rc = bind_##type(stmt, ":" #col, r->member, err)) != PPB_OK)                            \
-        goto end;
-    RESULT_COLUMNS(BIND_RESULT_COLUMN)
-#undef BIND_RESULT_COLUMN
-    if (sqlite3_step(stmt) != SQLITE_DONE) {
-        rc = sqlite_fail(s, err, "storing a result");
-        goto end;
-    }
-    *result_id = sqlite3_last_insert_rowid(s->db);
-end:
-    sqlite3_finalize(stmt);
+#define RESULT_PARAM(type, col, member) , P_##type(":" #col, r->member)
+    int rc = exec_stmt(s, sql,
+                       PARAMS(P_INT(":run_id", run_id), P_INT(":case_id", case_id),
+                              P_REAL(":weight", c->weight), P_TEXT(":status", ppb_status_name(r->status)),
+                              P_TEXTN(":reason", r->reason) RESULT_COLUMNS(RESULT_PARAM)),
+                       "storing a result", err);
+#undef RESULT_PARAM
+    if (rc == PPB_OK)
+        *result_id = sqlite3_last_insert_rowid(s->db);
     return rc;
 }
 
@@ -870,20 +902,15 @@ static int insert_samples(ppb_store *s, int64_t result_id, const ppb_result *r, 
     sqlite3_stmt *stmt = NULL;
     int rc = prepare(s, "INSERT INTO samples(result_id, idx, ms) VALUES(:result_id, :idx, :ms)",
                      &stmt, err);
-    if (rc)
-        return rc;
-    for (int k = 0; k < r->n_samples; k++) {
+    for (int k = 0; rc == PPB_OK && k < r->n_samples; k++) {
         sqlite3_reset(stmt);
-        if ((rc = bind_i64(stmt, ":result_id", result_id, err)) ||
-            (rc = bind_i64(stmt, ":idx", k, err)) ||
-            (rc = bind_real(stmt, ":ms", r->samples_ms[k], err)))
-            goto end;
-        if (sqlite3_step(stmt) != SQLITE_DONE) {
-            rc = sqlite_fail(s, err, "storing samples");
-            goto end;
-        }
+        rc = bind_params(stmt,
+                         PARAMS(P_INT(":result_id", result_id), P_INT(":idx", k),
+                                P_REAL(":ms", r->samples_ms[k])),
+                         err);
+        if (rc == PPB_OK)
+            rc = step_done(s, stmt, "storing samples", err);
     }
-end:
     sqlite3_finalize(stmt);
     return rc;
 }
@@ -912,18 +939,10 @@ int ppb_store_put_result(ppb_store *s, int64_t run_id, const ppb_case *c, const 
     if ((rc = run_exists(s, run_id, err)) || (rc = upsert_case(s, &keyed, &case_id, err)))
         goto fail;
     /* A re-run replaces the old result; its samples go with it (ON DELETE CASCADE). */
-    sqlite3_stmt *del = NULL;
-    if ((rc = prepare(s, "DELETE FROM results WHERE run_id = :run_id AND case_id = :case_id", &del,
-                      err)) != PPB_OK)
-        goto fail;
-    if ((rc = bind_i64(del, ":run_id", run_id, err)) ||
-        (rc = bind_i64(del, ":case_id", case_id, err)) ||
-        (sqlite3_step(del) != SQLITE_DONE && (rc = sqlite_fail(s, err, "replacing a result")))) {
-        sqlite3_finalize(del);
-        goto fail;
-    }
-    sqlite3_finalize(del);
-    if ((rc = insert_result(s, run_id, case_id, &keyed, r, &result_id, err)) ||
+    if ((rc = exec_stmt(s, "DELETE FROM results WHERE run_id = :run_id AND case_id = :case_id",
+                        PARAMS(P_INT(":run_id", run_id), P_INT(":case_id", case_id)),
+                        "replacing a result", err)) ||
+        (rc = insert_result(s, run_id, case_id, &keyed, r, &result_id, err)) ||
         (rc = insert_samples(s, result_id, r, err)))
         goto fail;
     if (s->commit_hook)
@@ -964,6 +983,46 @@ static int read_samples(ppb_store *s, sqlite3_stmt *stmt, int64_t result_id, ppb
     return PPB_OK;
 }
 
+typedef struct result_walk {
+    ppb_store *s;
+    sqlite3_stmt *samples;   /* SELECT of one result's samples, reset per row */
+    ppb_result res;
+    ppb_result_visitor fn;
+    void *ctx;
+    ppb_err *err;
+} result_walk;
+
+static int result_row(sqlite3_stmt *stmt, void *arg)
+{
+    result_walk *w = arg;
+    ppb_store *s = w->s;
+    ppb_case c;
+    int64_t result_id = sqlite3_column_int64(stmt, 0);
+    const char *key = (const char *)sqlite3_column_text(stmt, 1);
+    int rc = ppb_case_from_key(key ? key : "", &c, w->err);
+    if (rc != PPB_OK) {
+        ppb_err_prefix(w->err, "%s: result %lld: ", s->path, (long long)result_id);
+        return rc;
+    }
+    read_REAL(stmt, 2, &c.weight);
+    const char *status = (const char *)sqlite3_column_text(stmt, 3);
+    ppb_result_init(&w->res);
+    w->res.status = ppb_status_parse(status ? status : "");
+    if (w->res.status < 0)
+        return ppb_fail(w->err, PPB_EFAIL, "%s: result %lld has unknown status '%s'", s->path,
+                        (long long)result_id, status ? status : "");
+    copy_column_text(stmt, 4, w->res.reason, sizeof w->res.reason);
+    int col = 5;
+#define READ_RESULT_COLUMN(type, column, member) read_##type(stmt, col++, &w->res.member);
+    RESULT_COLUMNS(READ_RESULT_COLUMN)
+#undef READ_RESULT_COLUMN
+    if ((rc = read_samples(s, w->samples, result_id, &w->res, w->err)) != PPB_OK)
+        return rc;
+    rc = w->fn(w->ctx, &c, &w->res);
+    ppb_result_free(&w->res);
+    return rc;
+}
+
 int ppb_store_each_result(ppb_store *s, int64_t run_id, ppb_result_visitor fn, void *ctx,
                           ppb_err *err)
 {
@@ -974,55 +1033,16 @@ int ppb_store_each_result(ppb_store *s, int64_t run_id, ppb_result_visitor fn, v
     int rc = run_exists(s, run_id, err);
     if (rc)
         return rc;
-    sqlite3_stmt *stmt = NULL, *samples = NULL;
-    ppb_result res;
-    ppb_result_init(&res);
-    if ((rc = prepare(s, sql, &stmt, err)) ||
-        (rc = prepare(s, "SELECT idx, ms FROM samples WHERE result_id = :result_id ORDER BY idx",
-                      &samples, err)) ||
-        (rc = bind_i64(stmt, ":run_id", run_id, err)))
-        goto end;
+    result_walk w = {.s = s, .fn = fn, .ctx = ctx, .err = err};
+    ppb_result_init(&w.res);
     /* The outer statement stays active for the whole walk, so the connection
      * holds one read transaction: results and samples come from one snapshot
      * even while another process appends to the run. */
-    int step;
-    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        ppb_case c;
-        int64_t result_id = sqlite3_column_int64(stmt, 0);
-        const char *key = (const char *)sqlite3_column_text(stmt, 1);
-        if ((rc = ppb_case_from_key(key ? key : "", &c, err)) != PPB_OK) {
-            ppb_err_prefix(err, "%s: result %lld: ", s->path, (long long)result_id);
-            goto end;
-        }
-        read_REAL(stmt, 2, &c.weight);
-        const char *status = (const char *)sqlite3_column_text(stmt, 3);
-        ppb_result_init(&res);
-        res.status = ppb_status_parse(status ? status : "");
-        if (res.status < 0) {
-            rc = ppb_fail(err, PPB_EFAIL, "%s: result %lld has unknown status '%s'", s->path,
-                          (long long)result_id, status ? status : "");
-            goto end;
-        }
-        copy_column_text(stmt, 4, res.reason, sizeof res.reason);
-        int col = 5;
-#define READ_RESULT_COLUMN(type, column, member) read_##type(stmt, col++, &res.member);
-        RESULT_COLUMNS(READ_RESULT_COLUMN)
-#undef READ_RESULT_COLUMN
-        if ((rc = read_samples(s, samples, result_id, &res, err)) != PPB_OK)
-            goto end;
-        rc = fn(ctx, &c, &res);
-        ppb_result_free(&res);
-        if (rc != 0) {
-            rc = visitor_stop(rc);
-            goto end;
-        }
-    }
-    if (step != SQLITE_DONE)
-        rc = sqlite_fail(s, err, "reading results");
-end:
-    ppb_result_free(&res);
-    sqlite3_finalize(samples);
-    sqlite3_finalize(stmt);
+    if ((rc = prepare(s, "SELECT idx, ms FROM samples WHERE result_id = :result_id ORDER BY idx",
+                      &w.samples, err)) == PPB_OK)
+        rc = each_row(s, sql, PARAMS(P_INT(":run_id", run_id)), result_row, &w, "reading results", err);
+    ppb_result_free(&w.res);
+    sqlite3_finalize(w.samples);
     return rc;
 }
 
@@ -1057,11 +1077,9 @@ static int export_csv(ppb_store *s, int64_t run_id, FILE *out, ppb_err *err)
         " FROM results r JOIN cases c ON c.id = r.case_id"
         " WHERE r.run_id = :run_id ORDER BY r.id";
     sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, sql, &stmt, err);
+    int rc = prepare_bound(s, sql, PARAMS(P_INT(":run_id", run_id)), &stmt, err);
     if (rc)
         return rc;
-    if ((rc = bind_i64(stmt, ":run_id", run_id, err)) != PPB_OK)
-        goto end;
     int n_cols = sqlite3_column_count(stmt);
     for (int i = 0; i < n_cols; i++) {
         if (i)
@@ -1094,7 +1112,6 @@ static int export_csv(ppb_store *s, int64_t run_id, FILE *out, ppb_err *err)
     }
     if (step != SQLITE_DONE)
         rc = sqlite_fail(s, err, "exporting results");
-end:
     sqlite3_finalize(stmt);
     return rc;
 }
@@ -1159,50 +1176,49 @@ static const char run_json_sql[] =
     "   FROM results r JOIN cases c ON c.id = r.case_id WHERE r.run_id = runs.id ORDER BY r.id)))"
     ") FROM runs WHERE id = :run_id";
 
+/* A document SQLite builds in one row and one column, written to out with a
+ * newline (the caller checks the stream). NO_ROW when the query finds none. */
+typedef struct doc_sink {
+    ppb_store *s;
+    FILE *out;
+    const char *what;
+    ppb_err *err;
+} doc_sink;
+
+static int doc_row(sqlite3_stmt *stmt, void *arg)
+{
+    const doc_sink *d = arg;
+    const char *doc = (const char *)sqlite3_column_text(stmt, 0);
+    if (!doc)
+        return sqlite_fail(d->s, d->err, d->what);
+    fprintf(d->out, "%s\n", doc);
+    return PPB_OK;
+}
+
+static int write_doc(ppb_store *s, const char *sql, const sql_param *params, FILE *out, const char *what,
+                     ppb_err *err)
+{
+    doc_sink d = {s, out, what, err};
+    return one_row(s, sql, params, doc_row, &d, what, err);
+}
+
 int ppb_store_run_json(ppb_store *s, int64_t run_id, int exit_code, FILE *out, ppb_err *err)
 {
-    sqlite3_stmt *stmt = NULL;
+    static const char what[] = "writing a run as JSON";
     int rc = run_exists(s, run_id, err);
     if (!rc)
-        rc = prepare(s, run_json_sql, &stmt, err);
-    if (rc)
-        return rc;
-    if ((rc = bind_i64(stmt, ":run_id", run_id, err)) || (rc = bind_i64(stmt, ":exit_code", exit_code, err)))
-        goto end;
-    const char *doc = sqlite3_step(stmt) == SQLITE_ROW ? (const char *)sqlite3_column_text(stmt, 0) : NULL;
-    if (!doc)
-        rc = sqlite_fail(s, err, "writing a run as JSON");
-    else
-        fprintf(out, "%s\n", doc); /* the caller checks the stream */
-end:
-    sqlite3_finalize(stmt);
-    return rc;
+        rc = write_doc(s, run_json_sql, PARAMS(P_INT(":run_id", run_id), P_INT(":exit_code", exit_code)),
+                       out, what, err);
+    return rc == NO_ROW ? sqlite_fail(s, err, what) : rc;
 }
 
 /* One document, built by SQLite. A field that does not apply to the case's
  * kernel is NULL in its column; patching it onto '{}' drops it from the case. */
 static int export_json(ppb_store *s, int64_t run_id, FILE *out, ppb_err *err)
 {
-    sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, export_json_sql, &stmt, err);
-    if (rc)
-        return rc;
-    if ((rc = bind_i64(stmt, ":run_id", run_id, err)) != PPB_OK)
-        goto end;
-    if (sqlite3_step(stmt) != SQLITE_ROW) {
-        rc = sqlite_fail(s, err, "exporting a run as JSON");
-        goto end;
-    }
-    const char *doc = (const char *)sqlite3_column_text(stmt, 0);
-    if (!doc) {
-        rc = sqlite_fail(s, err, "exporting a run as JSON");
-        goto end;
-    }
-    fputs(doc, out);
-    fputc('\n', out);
-end:
-    sqlite3_finalize(stmt);
-    return rc;
+    static const char what[] = "exporting a run as JSON";
+    int rc = write_doc(s, export_json_sql, PARAMS(P_INT(":run_id", run_id)), out, what, err);
+    return rc == NO_ROW ? sqlite_fail(s, err, what) : rc;
 }
 
 int ppb_store_export(ppb_store *s, int64_t run_id, const char *format, FILE *out, ppb_err *err)
@@ -1253,24 +1269,10 @@ static const char proposal_json_sql[] =
 int ppb_store_proposal_json(ppb_store *s, int64_t id, const char *command, int exit_code, FILE *out,
                             ppb_err *err)
 {
-    sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, proposal_json_sql, &stmt, err);
-    if (rc)
-        return rc;
-    if ((rc = bind_i64(stmt, ":id", id, err)) || (rc = bind_text(stmt, ":command", command, err)) ||
-        (rc = bind_i64(stmt, ":exit_code", exit_code, err)))
-        goto end;
-    int step = sqlite3_step(stmt);
-    const char *doc = step == SQLITE_ROW ? (const char *)sqlite3_column_text(stmt, 0) : NULL;
-    if (step == SQLITE_DONE)
-        rc = ppb_fail(err, PPB_EINPUT, "no proposal %lld", (long long)id);
-    else if (!doc)
-        rc = sqlite_fail(s, err, "writing a verdict as JSON");
-    else
-        fprintf(out, "%s\n", doc); /* the caller checks the stream */
-end:
-    sqlite3_finalize(stmt);
-    return rc;
+    int rc = write_doc(s, proposal_json_sql,
+                       PARAMS(P_INT(":id", id), P_TEXT(":command", command), P_INT(":exit_code", exit_code)),
+                       out, "writing a verdict as JSON", err);
+    return rc == NO_ROW ? ppb_fail(err, PPB_EINPUT, "no proposal %lld", (long long)id) : rc;
 }
 
 static int insert_proposal_case(ppb_store *s, int64_t proposal_id, int idx,
@@ -1280,36 +1282,15 @@ static int insert_proposal_case(ppb_store *s, int64_t proposal_id, int idx,
         "INSERT INTO proposal_cases(proposal_id, idx, baseline_key, candidate_key, weight, state,"
         " class, ratio, ratio_lo, ratio_hi, p_holm) VALUES(:pid, :idx, :bk, :ck, :w, :state, :cls,"
         " :ratio, :lo, :hi, :p)";
-    sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, sql, &stmt, err);
-    if (rc)
-        return rc;
-    if ((rc = bind_i64(stmt, ":pid", proposal_id, err)) || (rc = bind_i64(stmt, ":idx", idx, err)) ||
-        (rc = bind_text_n(stmt, ":bk", c->baseline_key, sizeof c->baseline_key, err)) ||
-        (rc = bind_text_n(stmt, ":ck", c->candidate_key, sizeof c->candidate_key, err)) ||
-        (rc = bind_real(stmt, ":w", c->weight, err)) ||
-        (rc = bind_text_n(stmt, ":state", c->state, sizeof c->state, err)) ||
-        (rc = bind_text_n(stmt, ":cls", c->cls, sizeof c->cls, err)) ||
-        (rc = bind_real(stmt, ":ratio", c->ratio, err)) ||
-        (rc = bind_real(stmt, ":lo", c->ratio_lo, err)) ||
-        (rc = bind_real(stmt, ":hi", c->ratio_hi, err)) ||
-        (rc = bind_real(stmt, ":p", c->p_holm, err)))
-        goto end;
-    if (sqlite3_step(stmt) != SQLITE_DONE)
-        rc = sqlite_fail(s, err, "storing a proposal case");
-end:
-    sqlite3_finalize(stmt);
-    return rc;
+    return exec_stmt(s, sql,
+                     PARAMS(P_INT(":pid", proposal_id), P_INT(":idx", idx), P_TEXTN(":bk", c->baseline_key),
+                            P_TEXTN(":ck", c->candidate_key), P_REAL(":w", c->weight),
+                            P_TEXTN(":state", c->state), P_TEXTN(":cls", c->cls), P_REAL(":ratio", c->ratio),
+                            P_REAL(":lo", c->ratio_lo), P_REAL(":hi", c->ratio_hi), P_REAL(":p", c->p_holm)),
+                     "storing a proposal case", err);
 }
 
-/* 0 binds as NULL: a proposal that ran nothing has no runs to point at. */
-static int bind_run_ref(sqlite3_stmt *stmt, const char *name, int64_t run, ppb_err *err)
-{
-    if (run > 0)
-        return bind_i64(stmt, name, run, err);
-    int i = param_index(stmt, name, err);
-    return i && sqlite3_bind_null(stmt, i) == SQLITE_OK ? PPB_OK : PPB_EFAIL;
-}
+
 
 int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_proposal_case *cases,
                            int n_cases, ppb_err *err)
@@ -1321,27 +1302,15 @@ int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_pro
     int rc = exec_sql(s, "BEGIN IMMEDIATE", "starting to store a proposal", err);
     if (rc)
         return rc;
-    sqlite3_stmt *stmt = NULL;
-    if ((rc = prepare(s, sql, &stmt, err)))
+    if ((rc = exec_stmt(s, sql,
+                        PARAMS(P_TEXTN(":name", rec->name), P_TEXTN(":path", rec->path),
+                               P_TEXTN(":kind", rec->kind), P_TEXTN(":target", rec->target),
+                               P_RUN(":brun", rec->baseline_run), P_RUN(":crun", rec->candidate_run),
+                               P_TEXTN(":verdict", rec->verdict), P_REAL(":g", rec->geomean_ratio),
+                               P_REAL(":glo", rec->geomean_lo), P_REAL(":ghi", rec->geomean_hi),
+                               P_TEXTN(":reasons", rec->reasons)),
+                        "storing a proposal", err)))
         goto fail;
-    if ((rc = bind_text_n(stmt, ":name", rec->name, sizeof rec->name, err)) ||
-        (rc = bind_text_n(stmt, ":path", rec->path, sizeof rec->path, err)) ||
-        (rc = bind_text_n(stmt, ":kind", rec->kind, sizeof rec->kind, err)) ||
-        (rc = bind_text_n(stmt, ":target", rec->target, sizeof rec->target, err)) ||
-        (rc = bind_run_ref(stmt, ":brun", rec->baseline_run, err)) ||
-        (rc = bind_run_ref(stmt, ":crun", rec->candidate_run, err)) ||
-        (rc = bind_text_n(stmt, ":verdict", rec->verdict, sizeof rec->verdict, err)) ||
-        (rc = bind_real(stmt, ":g", rec->geomean_ratio, err)) ||
-        (rc = bind_real(stmt, ":glo", rec->geomean_lo, err)) ||
-        (rc = bind_real(stmt, ":ghi", rec->geomean_hi, err)) ||
-        (rc = bind_text_n(stmt, ":reasons", rec->reasons, sizeof rec->reasons, err)))
-        goto fail;
-    if (sqlite3_step(stmt) != SQLITE_DONE) {
-        rc = sqlite_fail(s, err, "storing a proposal");
-        goto fail;
-    }
-    sqlite3_finalize(stmt);
-    stmt = NULL;
     rec->id = sqlite3_last_insert_rowid(s->db);
     for (int i = 0; i < n_cases; i++)
         if ((rc = insert_proposal_case(s, rec->id, i, &cases[i], err)))
@@ -1350,32 +1319,21 @@ int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_pro
         goto fail;
     return PPB_OK;
 fail:
-    sqlite3_finalize(stmt);
     rollback_if_open(s);
     return rc;
 }
 
-int ppb_store_get_proposal(ppb_store *s, int64_t id, ppb_proposal_record *rec, ppb_err *err)
+typedef struct proposal_read {
+    ppb_store *s;
+    int64_t id;
+    ppb_proposal_record *rec;
+    ppb_err *err;
+} proposal_read;
+
+static int proposal_row(sqlite3_stmt *stmt, void *arg)
 {
-    static const char sql[] =
-        "SELECT id, name, path, kind, target, COALESCE(baseline_run, 0),"
-        " COALESCE(candidate_run, 0), verdict, geomean_ratio, geomean_lo, geomean_hi, reasons,"
-        " created_at FROM proposals WHERE id = :id";
-    sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, sql, &stmt, err);
-    if (rc)
-        return rc;
-    if ((rc = bind_i64(stmt, ":id", id, err)))
-        goto end;
-    int step = sqlite3_step(stmt);
-    if (step == SQLITE_DONE) {
-        rc = ppb_fail(err, PPB_EINPUT, "%s: proposal %lld not found", s->path, (long long)id);
-        goto end;
-    }
-    if (step != SQLITE_ROW) {
-        rc = sqlite_fail(s, err, "reading a proposal");
-        goto end;
-    }
+    const proposal_read *p = arg;
+    ppb_proposal_record *rec = p->rec;
     memset(rec, 0, sizeof *rec);
     rec->id = sqlite3_column_int64(stmt, 0);
     copy_column_text(stmt, 1, rec->name, sizeof rec->name);
@@ -1388,15 +1346,25 @@ int ppb_store_get_proposal(ppb_store *s, int64_t id, ppb_proposal_record *rec, p
     read_REAL(stmt, 8, &rec->geomean_ratio);
     read_REAL(stmt, 9, &rec->geomean_lo);
     read_REAL(stmt, 10, &rec->geomean_hi);
-    if ((size_t)sqlite3_column_bytes(stmt, 11) >= sizeof rec->reasons) {
-        rc = ppb_fail(err, PPB_EIO, "%s: proposal %lld: its reasons are longer than %zu bytes (a merged "
-                      "database of another build?): not read cut", s->path, (long long)id, sizeof rec->reasons);
-        goto end;
-    }
+    if ((size_t)sqlite3_column_bytes(stmt, 11) >= sizeof rec->reasons)
+        return ppb_fail(p->err, PPB_EIO, "%s: proposal %lld: its reasons are longer than %zu bytes (a merged "
+                        "database of another build?): not read cut", p->s->path, (long long)p->id,
+                        sizeof rec->reasons);
     copy_column_text(stmt, 11, rec->reasons, sizeof rec->reasons);
     copy_column_text(stmt, 12, rec->created_at, sizeof rec->created_at);
-end:
-    sqlite3_finalize(stmt);
+    return PPB_OK;
+}
+
+int ppb_store_get_proposal(ppb_store *s, int64_t id, ppb_proposal_record *rec, ppb_err *err)
+{
+    static const char sql[] =
+        "SELECT id, name, path, kind, target, COALESCE(baseline_run, 0),"
+        " COALESCE(candidate_run, 0), verdict, geomean_ratio, geomean_lo, geomean_hi, reasons,"
+        " created_at FROM proposals WHERE id = :id";
+    proposal_read p = {s, id, rec, err};
+    int rc = one_row(s, sql, PARAMS(P_INT(":id", id)), proposal_row, &p, "reading a proposal", err);
+    if (rc == NO_ROW)
+        rc = ppb_fail(err, PPB_EINPUT, "%s: proposal %lld not found", s->path, (long long)id);
     return rc;
 }
 
@@ -1405,44 +1373,56 @@ int64_t ppb_store_latest_proposal(ppb_store *s)
     return latest_id(s, "SELECT COALESCE(max(id), 0) FROM proposals");
 }
 
+typedef struct proposal_case_walk {
+    ppb_proposal_case_visitor fn;
+    void *ctx;
+} proposal_case_walk;
+
+static int proposal_case_row(sqlite3_stmt *stmt, void *arg)
+{
+    const proposal_case_walk *w = arg;
+    ppb_proposal_case c;
+    memset(&c, 0, sizeof c);
+    copy_column_text(stmt, 0, c.baseline_key, sizeof c.baseline_key);
+    copy_column_text(stmt, 1, c.candidate_key, sizeof c.candidate_key);
+    read_REAL(stmt, 2, &c.weight);
+    copy_column_text(stmt, 3, c.state, sizeof c.state);
+    copy_column_text(stmt, 4, c.cls, sizeof c.cls);
+    read_REAL(stmt, 5, &c.ratio);
+    read_REAL(stmt, 6, &c.ratio_lo);
+    read_REAL(stmt, 7, &c.ratio_hi);
+    read_REAL(stmt, 8, &c.p_holm);
+    return w->fn(w->ctx, &c);
+}
+
 int ppb_store_each_proposal_case(ppb_store *s, int64_t id, ppb_proposal_case_visitor fn, void *ctx,
                                  ppb_err *err)
 {
     static const char sql[] =
         "SELECT baseline_key, candidate_key, weight, state, class, ratio, ratio_lo, ratio_hi,"
         " p_holm FROM proposal_cases WHERE proposal_id = :id ORDER BY idx";
-    sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, sql, &stmt, err);
-    if (rc)
-        return rc;
-    if ((rc = bind_i64(stmt, ":id", id, err)))
-        goto end;
-    int step;
-    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        ppb_proposal_case c;
-        memset(&c, 0, sizeof c);
-        copy_column_text(stmt, 0, c.baseline_key, sizeof c.baseline_key);
-        copy_column_text(stmt, 1, c.candidate_key, sizeof c.candidate_key);
-        read_REAL(stmt, 2, &c.weight);
-        copy_column_text(stmt, 3, c.state, sizeof c.state);
-        copy_column_text(stmt, 4, c.cls, sizeof c.cls);
-        read_REAL(stmt, 5, &c.ratio);
-        read_REAL(stmt, 6, &c.ratio_lo);
-        read_REAL(stmt, 7, &c.ratio_hi);
-        read_REAL(stmt, 8, &c.p_holm);
-        if ((rc = fn(ctx, &c)) != 0) {
-            rc = visitor_stop(rc);
-            goto end;
-        }
-    }
-    if (step != SQLITE_DONE)
-        rc = sqlite_fail(s, err, "reading proposal cases");
-end:
-    sqlite3_finalize(stmt);
-    return rc;
+    proposal_case_walk w = {fn, ctx};
+    return each_row(s, sql, PARAMS(P_INT(":id", id)), proposal_case_row, &w, "reading proposal cases", err);
 }
 
 /* ---- history (trend) ------------------------------------------------------- */
+
+typedef struct history_walk {
+    ppb_history_visitor fn;
+    void *ctx;
+} history_walk;
+
+static int history_row(sqlite3_stmt *stmt, void *arg)
+{
+    const history_walk *w = arg;
+    ppb_history_point p;
+    memset(&p, 0, sizeof p);
+    p.run_id = sqlite3_column_int64(stmt, 0);
+    copy_column_text(stmt, 1, p.started_at, sizeof p.started_at);
+    copy_column_text(stmt, 2, p.status, sizeof p.status);
+    read_REAL(stmt, 3, &p.median_ms);
+    return w->fn(w->ctx, &p);
+}
 
 int ppb_store_case_history(ppb_store *s, const char *suite_name, const char *case_key,
                            const char *since, ppb_history_visitor fn, void *ctx, ppb_err *err)
@@ -1452,45 +1432,18 @@ int ppb_store_case_history(ppb_store *s, const char *suite_name, const char *cas
         " JOIN runs u ON u.id = r.run_id JOIN cases c ON c.id = r.case_id"
         " WHERE u.suite_name = :suite AND c.key = :key AND u.started_at >= :since"
         " ORDER BY u.started_at, u.id";
-    sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, sql, &stmt, err);
-    if (rc)
-        return rc;
-    if ((rc = bind_text(stmt, ":suite", suite_name, err)) ||
-        (rc = bind_text(stmt, ":key", case_key, err)) ||
-        (rc = bind_text(stmt, ":since", since ? since : "", err)))
-        goto end;
-    int step;
-    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        ppb_history_point p;
-        memset(&p, 0, sizeof p);
-        p.run_id = sqlite3_column_int64(stmt, 0);
-        copy_column_text(stmt, 1, p.started_at, sizeof p.started_at);
-        copy_column_text(stmt, 2, p.status, sizeof p.status);
-        read_REAL(stmt, 3, &p.median_ms);
-        if ((rc = fn(ctx, &p)) != 0) {
-            rc = visitor_stop(rc);
-            goto end;
-        }
-    }
-    if (step != SQLITE_DONE)
-        rc = sqlite_fail(s, err, "reading a case's history");
-end:
-    sqlite3_finalize(stmt);
-    return rc;
+    history_walk w = {fn, ctx};
+    return each_row(s, sql,
+                    PARAMS(P_TEXT(":suite", suite_name), P_TEXT(":key", case_key),
+                           P_TEXT(":since", since ? since : "")),
+                    history_row, &w, "reading a case's history", err);
 }
 
 int64_t ppb_store_latest_run_of_suite(ppb_store *s, const char *suite_name)
 {
-    sqlite3_stmt *stmt = NULL;
+    long long id = 0;
     ppb_err ignored;
-    if (prepare(s, "SELECT COALESCE(max(id), 0) FROM runs WHERE suite_name = :suite", &stmt,
-                &ignored))
-        return PPB_EIO;
-    int64_t id = PPB_EIO;
-    if (bind_text(stmt, ":suite", suite_name, &ignored) == PPB_OK &&
-        sqlite3_step(stmt) == SQLITE_ROW)
-        id = sqlite3_column_int64(stmt, 0);
-    sqlite3_finalize(stmt);
-    return id;
+    int rc = one_row(s, "SELECT COALESCE(max(id), 0) FROM runs WHERE suite_name = :suite",
+                     PARAMS(P_TEXT(":suite", suite_name)), read_int64, &id, "finding a suite's runs", &ignored);
+    return rc == PPB_OK ? id : PPB_EIO;
 }

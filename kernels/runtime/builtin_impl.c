@@ -124,38 +124,30 @@ static int launch(int kind, const ppbk_device *dev, const void *cfg, const void 
 
 /* ---- the ABI entry points ------------------------------------------------------------ */
 
-static int prefill_refuse(const ppbk_device *d, const ppbk_prefill_config *c, const ppb_prefill_args *s, char *w,
-                          size_t n)
-{
-    return refuse(PPB_KSPEC_PREFILL, d, c, s, w, n);
-}
-static int prefill_prepare(const ppbk_device *d, const ppbk_prefill_config *c, const ppb_prefill_args *s,
-                           ppbk_resources *r, char *w, size_t n)
-{
-    ppb_err err;
-    return to_abi(prepare(PPB_KSPEC_PREFILL, d, c, s, r, &err), &err, w, n);
-}
-static int prefill_launch(const ppbk_device *d, const ppbk_prefill_config *c, const ppb_prefill_args *a, void *st,
-                          char *w, size_t n)
-{
-    return launch(PPB_KSPEC_PREFILL, d, c, a, st, w, n);
-}
-static int decode_refuse(const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s, char *w,
-                         size_t n)
-{
-    return refuse(PPB_KSPEC_DECODE, d, c, s, w, n);
-}
-static int decode_prepare(const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s,
-                          ppbk_resources *r, char *w, size_t n)
-{
-    ppb_err err;
-    return to_abi(prepare(PPB_KSPEC_DECODE, d, c, s, r, &err), &err, w, n);
-}
-static int decode_launch(const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *a, void *st,
-                         char *w, size_t n)
-{
-    return launch(PPB_KSPEC_DECODE, d, c, a, st, w, n);
-}
+/* The ABI wants one typed function per kernel kind and step; each is a thin
+ * cast onto the kind-generic refuse / prepare / launch above, so one macro
+ * writes both kinds' sets and they cannot drift apart. */
+#define ABI_ENTRY_POINTS(prefix, kind, config_t, args_t)                                               \
+    static int prefix##_refuse(const ppbk_device *d, const config_t *c, const args_t *s, char *w,      \
+                               size_t n)                                                               \
+    {                                                                                                  \
+        return refuse(kind, d, c, s, w, n);                                                            \
+    }                                                                                                  \
+    static int prefix##_prepare(const ppbk_device *d, const config_t *c, const args_t *s,              \
+                                ppbk_resources *r, char *w, size_t n)                                  \
+    {                                                                                                  \
+        ppb_err err;                                                                                   \
+        return to_abi(prepare(kind, d, c, s, r, &err), &err, w, n);                                    \
+    }                                                                                                  \
+    static int prefix##_launch(const ppbk_device *d, const config_t *c, const args_t *a, void *st,     \
+                               char *w, size_t n)                                                      \
+    {                                                                                                  \
+        return launch(kind, d, c, a, st, w, n);                                                        \
+    }
+
+ABI_ENTRY_POINTS(prefill, PPB_KSPEC_PREFILL, ppbk_prefill_config, ppb_prefill_args)
+ABI_ENTRY_POINTS(decode, PPB_KSPEC_DECODE, ppbk_decode_config, ppb_decode_args)
+#undef ABI_ENTRY_POINTS
 
 static int builtin_open(const ppbk_device *dev, char *why, size_t why_len)
 {

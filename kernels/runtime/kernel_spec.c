@@ -144,6 +144,27 @@ int ppb_kernel_spec_equal(const ppb_kernel_spec *a, const ppb_kernel_spec *b)
     return ppb_kernel_spec_compare(a, b) == 0;
 }
 
+static const char *const type_names[] = {"__half", "__nv_bfloat16"};
+
+void ppb_kernel_name_expression(const ppb_kernel_spec *s, char *buf, size_t len)
+{
+    const char *t = type_names[s->dtype == PPB_KDTYPE_FP16 ? 0 : 1];
+    switch (s->kind) {
+    case PPB_KSPEC_PREFILL:
+        snprintf(buf, len, "prefix_prefill_kernel<%s, %d, %d, %d, %d, %s>", t, s->head_dim, s->block_m,
+                 s->block_n, s->num_warps, s->use_mma ? "true" : "false");
+        break;
+    case PPB_KSPEC_DECODE:
+        snprintf(buf, len, "paged_attention_kernel<%s, %d, %d, %d, %d, %s>", t, s->head_dim,
+                 s->page_size, s->num_threads, s->partition_size, s->use_mma ? "true" : "false");
+        break;
+    default:
+        snprintf(buf, len, "paged_attention_v2_reduce_kernel<%s, %d, %d, %d>", t, s->head_dim,
+                 s->num_threads, s->partition_size);
+        break;
+    }
+}
+
 int ppb_kernel_spec_list_add(ppb_kernel_spec_list *l, const ppb_kernel_spec *s)
 {
     int lo = 0, hi = l->n;

@@ -53,6 +53,12 @@ int ppb_kernel_spec_equal(const ppb_kernel_spec *a, const ppb_kernel_spec *b);
 /* Total order (by the formatted line's fields), for sorted, deduplicated lists. */
 int ppb_kernel_spec_compare(const ppb_kernel_spec *a, const ppb_kernel_spec *b);
 
+/* The C++ name expression of the instantiation, e.g.
+ * "prefix_prefill_kernel<__nv_bfloat16, 128, 64, 64, 4, true>": what NVRTC
+ * instantiates (kernels_nvrtc.c). With the spec, so the compiler reads it
+ * from here rather than from the runtime (ppb_kernels.c) that calls it. */
+void ppb_kernel_name_expression(const ppb_kernel_spec *spec, char *buf, size_t len);
+
 /* A sorted list without duplicates. */
 typedef struct ppb_kernel_spec_list {
     ppb_kernel_spec *items;

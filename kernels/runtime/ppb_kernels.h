@@ -104,8 +104,4 @@ int ppb_kernels_launch(ppb_kernel *h, const ppb_launch_plan *plan, const void *a
 
 const ppb_kernel_spec *ppb_kernel_get_spec(const ppb_kernel *h);
 
-/* The C++ name expression NVRTC instantiates, e.g.
- * "prefix_prefill_kernel<__nv_bfloat16, 128, 64, 64, 4, true>". */
-void ppb_kernel_name_expression(const ppb_kernel_spec *spec, char *buf, size_t len);
-
 #endif

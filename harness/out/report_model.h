@@ -1,13 +1,16 @@
-/* The report's model, shared by report.c (gathers it from the store),
- * report_charts.c (charts) and report_html.c (the page). Not for other modules. */
-#ifndef PPB_REPORT_INTERNAL_H
-#define PPB_REPORT_INTERNAL_H
+/* The report's model: what report.c gathers from the store and decides, and
+ * the lookups on it that report_charts.c (charts) and report_html.c (the page)
+ * share. Those two read the model only, never report.c, so the report's
+ * modules depend one way: report -> {report_charts, report_html} -> report_model.
+ * Not for other modules. */
+#ifndef PPB_REPORT_MODEL_H
+#define PPB_REPORT_MODEL_H
 
 #include <stdint.h>
 
 #include "case.h"
 #include "gnuplot.h"
-#include "report.h"
+#include "report_request.h"
 #include "result.h"
 #include "store.h"
 #include "target.h"
@@ -167,13 +170,7 @@ void rp_change_label(int bucket, double min_change, char *buf, size_t len);
  * when the case has a time that night and a baseline, else 0. */
 int rp_overview_cell(const rp_report *r, int row, int night, rp_cell *cell);
 
-/* report_charts.c: write every chart's .dat and .gp, run gnuplot, inline the
- * SVGs. Failures are recorded per chart; only file errors fail. */
-int rp_charts_make(rp_report *r, ppb_err *err);
 /* The chart with that name, or NULL (the page places charts by name). */
 const rp_chart *rp_chart_named(const rp_report *r, const char *name);
-
-/* report_html.c: the page. */
-int rp_html_write(const rp_report *r, const char *path, ppb_err *err);
 
 #endif
