@@ -38,16 +38,6 @@ static const char *const weight_rule_keys[] = {"match", "weight", NULL};
 
 #define HEADS_KEY "heads"
 
-static const char *node_kind(const yaml_node_t *n)
-{
-    switch (n ? n->type : YAML_NO_NODE) {
-    case YAML_SCALAR_NODE: return "a scalar";
-    case YAML_SEQUENCE_NODE: return "a list";
-    case YAML_MAPPING_NODE: return "a mapping";
-    default: return "nothing";
-    }
-}
-
 static void join_path(char *buf, size_t len, const char *parent, const char *child)
 {
     snprintf(buf, len, "%s%s%s", parent ? parent : "", parent && *parent ? "." : "", child);
@@ -99,7 +89,7 @@ static int parse_field_value(ppb_yaml *y, yaml_node_t *node, ppb_field f, const 
 {
     const char *text = ppb_yaml_scalar(node);
     if (!text)
-        return ppb_yaml_fail(y, err, node, where, "expected a value, found %s", node_kind(node));
+        return ppb_yaml_fail(y, err, node, where, "expected a value, found %s", ppb_yaml_node_kind(node));
     ppb_err parse_err;
     if (ppb_field_parse_value(f, text, value, &parse_err) != PPB_OK)
         return ppb_yaml_fail(y, err, node, where, "%s",
@@ -118,7 +108,7 @@ static int value_nodes(ppb_yaml *y, yaml_node_t *node, const char *where, int si
     }
     if (node->type != YAML_SEQUENCE_NODE)
         return ppb_yaml_fail(y, err, node, where, "expected a value or a list of values, found %s",
-                             node_kind(node));
+                             ppb_yaml_node_kind(node));
     if (single_value)
         return ppb_yaml_fail(y, err, node, where,
                              "an explicit case takes one value, not a list (lists go under shapes:)");
@@ -134,7 +124,7 @@ static int value_nodes(ppb_yaml *y, yaml_node_t *node, const char *where, int si
         if (items[i]->type != YAML_SCALAR_NODE)
             return ppb_yaml_fail(y, err, items[i], where,
                                  "expected a value, found %s (lists do not nest)",
-                                 node_kind(items[i]));
+                                 ppb_yaml_node_kind(items[i]));
     }
     *n_items = n;
     return PPB_OK;
@@ -277,7 +267,7 @@ static int parse_axis_set(ppb_yaml *y, yaml_node_t *map, ppb_kernel_kind kernel,
 {
     if (map->type != YAML_MAPPING_NODE)
         return ppb_yaml_fail(y, err, map, where, "expected a mapping of field: values, found %s",
-                             node_kind(map));
+                             ppb_yaml_node_kind(map));
     int rc = check_unique_keys(y, map, where, err);
     if (rc)
         return rc;
@@ -381,7 +371,7 @@ static yaml_node_t *nonempty_list(ppb_yaml *y, yaml_node_t *root, const char *ke
     if (!node)
         return NULL;
     if (node->type != YAML_SEQUENCE_NODE)
-        *rc = ppb_yaml_fail(y, err, node, key, "expected a list, found %s", node_kind(node));
+        *rc = ppb_yaml_fail(y, err, node, key, "expected a list, found %s", ppb_yaml_node_kind(node));
     else if (ppb_yaml_seq_len(node) == 0)
         *rc = ppb_yaml_fail(y, err, node, key, "empty list (leave the key out instead)");
     return *rc ? NULL : node;
@@ -446,7 +436,7 @@ static int parse_seed(ppb_yaml *y, yaml_node_t *node, const char *field, uint64_
 {
     const char *s = ppb_yaml_scalar(node);
     if (!s)
-        return ppb_yaml_fail(y, err, node, field, "expected an integer, found %s", node_kind(node));
+        return ppb_yaml_fail(y, err, node, field, "expected an integer, found %s", ppb_yaml_node_kind(node));
     char *end = NULL;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
@@ -581,7 +571,7 @@ static int parse_header(ppb_yaml *y, yaml_node_t *root, ppb_suite *suite, ppb_er
     const char *kernel = ppb_yaml_scalar(n);
     if (!kernel)
         return ppb_yaml_fail(y, err, n, "kernel", "expected prefix_prefill or paged_attention, "
-                                                  "found %s", node_kind(n));
+                                                  "found %s", ppb_yaml_node_kind(n));
     if (ppb_kernel_parse(kernel, &suite->kernel) != PPB_OK)
         return ppb_yaml_fail(y, err, n, "kernel",
                              "'%s' is not one of prefix_prefill, paged_attention", kernel);
@@ -678,7 +668,7 @@ int ppb_suite_load(const char *path, ppb_suite *suite, ppb_err *err)
         rc = ppb_yaml_fail(&y, err, root, "suite",
                            "the top level must be a mapping (name:, kernel:, shapes:, ...), found "
                            "%s",
-                           node_kind(root));
+                           ppb_yaml_node_kind(root));
         goto end;
     }
     /* A proposal file (baseline: / candidate:) given where a suite belongs: say which command takes it. */

@@ -238,7 +238,7 @@ const char *ppb_yaml_scalar(const yaml_node_t *node)
     return (const char *)node->data.scalar.value;
 }
 
-static const char *node_kind(const yaml_node_t *n)
+const char *ppb_yaml_node_kind(const yaml_node_t *n)
 {
     switch (n ? n->type : YAML_NO_NODE) {
     case YAML_SCALAR_NODE: return "a scalar";
@@ -253,7 +253,7 @@ int ppb_yaml_int(ppb_yaml *y, yaml_node_t *n, const char *field, long min, long 
 {
     const char *s = ppb_yaml_scalar(n);
     if (!s)
-        return ppb_yaml_fail(y, err, n, field, "expected an integer, found %s", node_kind(n));
+        return ppb_yaml_fail(y, err, n, field, "expected an integer, found %s", ppb_yaml_node_kind(n));
     char *end = NULL;
     errno = 0;
     long v = strtol(s, &end, 10);
@@ -270,7 +270,7 @@ int ppb_yaml_double(ppb_yaml *y, yaml_node_t *n, const char *field, double min, 
 {
     const char *s = ppb_yaml_scalar(n);
     if (!s)
-        return ppb_yaml_fail(y, err, n, field, "expected a number, found %s", node_kind(n));
+        return ppb_yaml_fail(y, err, n, field, "expected a number, found %s", ppb_yaml_node_kind(n));
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
@@ -291,7 +291,7 @@ int ppb_yaml_bool(ppb_yaml *y, yaml_node_t *n, const char *field, int *out, ppb_
         *out = 0;
     else
         return ppb_yaml_fail(y, err, n, field, "expected true or false, found %s",
-                             s ? s : node_kind(n));
+                             s ? s : ppb_yaml_node_kind(n));
     return PPB_OK;
 }
 
@@ -300,7 +300,7 @@ int ppb_yaml_string(ppb_yaml *y, yaml_node_t *n, const char *field, char *buf, s
 {
     const char *s = ppb_yaml_scalar(n);
     if (!s)
-        return ppb_yaml_fail(y, err, n, field, "expected a string, found %s", node_kind(n));
+        return ppb_yaml_fail(y, err, n, field, "expected a string, found %s", ppb_yaml_node_kind(n));
     if (strlen(s) >= len)
         return ppb_yaml_fail(y, err, n, field, "longer than %zu characters", len - 1);
     snprintf(buf, len, "%s", s);
@@ -311,7 +311,7 @@ int ppb_yaml_check_keys(ppb_yaml *y, yaml_node_t *map, const char *field,
                         const char *const *allowed, ppb_err *err)
 {
     if (!map || map->type != YAML_MAPPING_NODE)
-        return ppb_yaml_fail(y, err, map, field, "expected a mapping, found %s", node_kind(map));
+        return ppb_yaml_fail(y, err, map, field, "expected a mapping, found %s", ppb_yaml_node_kind(map));
     const char *k;
     yaml_node_t *v;
     for (int i = 0; ppb_yaml_pair(y, map, i, &k, &v); i++) {

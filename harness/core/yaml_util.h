@@ -44,6 +44,8 @@ yaml_node_t *ppb_yaml_seq_item(ppb_yaml *y, yaml_node_t *seq, int i);
 yaml_node_t *ppb_yaml_get(ppb_yaml *y, yaml_node_t *map, const char *key);
 /* Scalar text or NULL if the node is not a scalar. */
 const char *ppb_yaml_scalar(const yaml_node_t *node);
+/* "a scalar", "a list", "a mapping" or "nothing": what an error says was found. */
+const char *ppb_yaml_node_kind(const yaml_node_t *n);
 
 /* Typed readers: fail (with position and field name) on wrong type or range. */
 int ppb_yaml_int(ppb_yaml *y, yaml_node_t *n, const char *field, long min, long max, long *out,
