@@ -351,6 +351,12 @@ int ppb_http_request(const ppb_http_options *o, const char *method, const char *
     SET(CURLOPT_TIMEOUT, o->timeout_s);
     SET(CURLOPT_CONNECTTIMEOUT, o->connect_timeout_s);
     SET(CURLOPT_FOLLOWLOCATION, 0L);
+    /* A credential over plain http is allowed to loopback only; a proxy from
+     * http_proxy would carry it in clear text to another host: none then ("" is
+     * libcurl's "no proxy, whatever the environment says"). Over https the
+     * proxy only tunnels the encrypted connection. */
+    if (token && strcmp(p.scheme, "http") == 0)
+        SET(CURLOPT_PROXY, "");
     /* On by default in libcurl; set anyway so no build or future option can
      * leave them off. There is deliberately no way to clear them. */
     SET(CURLOPT_SSL_VERIFYPEER, 1L);
@@ -406,11 +412,18 @@ int ppb_http_request(const ppb_http_options *o, const char *method, const char *
                           curl_msg[0] ? ": " : "", curl_msg);
         } else {
             res->transient = transient_status(status);
+            /* A server may echo the request back in any encoding (escaped, upper-case,
+             * cut): with a token sent, the answer is described, never shown or stored. */
+            char described[96] = "";
+            if (token && st.written > 0)
+                snprintf(described, sizeof described, "%lld bytes of answer, not shown: the request carried a token",
+                         st.written);
+            const char *shown = token ? described : answer;
             rc = ppb_fail(err, PPB_EIO, "%s: HTTP %ld%s%s%s", url, status,
                           status >= 300 && status < 400 ? " (redirects are not followed: give "
                                                           "the final URL)"
                                                         : "",
-                          answer[0] ? ": " : "", answer);
+                          shown[0] ? ": " : "", shown);
         }
         if (!res->transient || attempt >= o->retries)
             break;

@@ -9,7 +9,9 @@ server fail N times and then succeed, stall, or refuse:
   stall:S                         wait S seconds, then answer 200 (past a client timeout)
   retry-after:CODE:S              answer CODE with "Retry-After: S"
   echo:CODE                       answer CODE with the request headers in the body
-                                  (a server that leaks what it was sent)
+                                  (a server that leaks what it was sent); echoupper:CODE
+                                  upper-cased, echojson:CODE JSON-escaped with '/' as '\/'
+
 
 GET /files/NAME with a 2xx action serves NAME from --serve-dir. Every request
 is logged as one JSON line (method, path, headers, body, action). The server
@@ -84,9 +86,15 @@ class Handler(BaseHTTPRequestHandler):
         elif action.startswith("retry-after:"):
             _, code, secs = action.split(":")
             self._answer(int(code), b"slow down\n", {"Retry-After": secs})
-        elif action.startswith("echo:"):
-            dump = "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode()
-            self._answer(int(action.split(":")[1]), b"you sent:\n" + dump)
+        elif action.startswith(("echo:", "echoupper:", "echojson:")):
+            # the request headers back, as given, upper-cased or JSON-escaped ('/' as '\/')
+            mode, code = action.split(":")
+            dump = "".join(f"{k}: {v}\n" for k, v in self.headers.items())
+            if mode == "echoupper":
+                dump = dump.upper()
+            elif mode == "echojson":
+                dump = json.dumps(dump).replace("/", "\\/")
+            self._answer(int(code), b"you sent:\n" + dump.encode())
         else:
             code = int(action)
             if self.command == "GET" and self.path.startswith("/files/") and code < 300:

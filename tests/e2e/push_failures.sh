@@ -93,18 +93,29 @@ i = int(sys.argv[2])
 assert reqs[i + 1]['time'] - reqs[i]['time'] >= 0.95, reqs[i + 1]['time'] - reqs[i]['time']
 " || fail "Retry-After not honoured"
 
-# 6. A server that echoes the request headers into its error: the token is
-#    scrubbed from the message (and so from the queue).
-echo "echo:500" >"$WORK/e.plan"
-push_rc 4 1 --to "$URL_e/hook" --format json --retries 0
-grep -q "\[token\]" "$WORK/err" || fail "the echoed token was not masked: $(cat "$WORK/err")"
+# 6. A server that echoes the request headers into its error, as sent,
+#    upper-cased or JSON-escaped: with a token sent the answer is described,
+#    never shown (nor queued); no form of the token, nor its first 8
+#    characters, reaches the output or the queue.
+for mode in echo echoupper echojson; do
+  echo "$mode:500" >"$WORK/e.plan"
+  push_rc 4 1 --to "$URL_e/hook" --format json --retries 0
+  grep -q "not shown: the request carried a token" "$WORK/err" || fail "$mode: answer not withheld: $(cat "$WORK/err")"
+  "$PY" - "$TOKEN" "$WORK/err" "$PPBENCH_DB" <<'PY' || fail "$mode: a form of the token leaked"
+import sqlite3, sys
+token, err, db = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3]
+stored = " ".join(r[0] for r in sqlite3.connect(db).execute("SELECT last_error FROM push_queue"))
+for form in (token, token.upper(), token[:8], token[:8].upper()):
+    assert form not in err and form not in stored, form
+PY
+done
 [ "$(queued)" -eq 4 ] || fail "echo push not queued"
 
 # 7. Queued pushes for other servers are not sent with this server's token.
 before=$(requests a)
 push_rc 0 1 --to "$A" --format prometheus
 [ "$(requests a)" -eq $((before + 1)) ] || fail "A got $(( $(requests a) - before )) requests"
-[ "$(requests b)$(requests c)$(requests d)$(requests e)" = "3111" ] || fail "a push to A contacted another server"
+[ "$(requests b)$(requests c)$(requests d)$(requests e)" = "3113" ] || fail "a push to A contacted another server"
 grep -q "4 queued pushes for other servers left alone" "$WORK/err" || fail "other-server note: $(cat "$WORK/err")"
 
 # 8. The next push to a server sends its queue first, oldest first, then itself.
@@ -187,6 +198,18 @@ if command -v openssl >/dev/null; then
 else
   echo "push_failures: openssl not found, TLS part not run"
 fi
+
+# 12b. A proxy from the environment never sees a token sent over plain http
+#      (loopback): the push goes direct, the would-be proxy gets nothing.
+start_fake proxy
+proxy_url="http://127.0.0.1:$FAKE_PORT"
+before=$(requests a)
+set +e; http_proxy="$proxy_url" HTTP_PROXY="$proxy_url" no_proxy="" NO_PROXY="" \
+  "$PPB" push 1 --to "$A" --format json --no-queue >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
+cat "$WORK/out" "$WORK/err" >>"$ALL_OUTPUT"
+[ "$rc" -eq 0 ] || fail "push with a proxy in the environment exited $rc: $(cat "$WORK/err")"
+[ "$(requests proxy)" -eq 0 ] || fail "the token went through the proxy"
+[ "$(requests a)" -eq $((before + 1)) ] || fail "the push did not reach the server directly"
 
 # 13. The token never appeared in ppbench's output, nor in the database.
 grep -qF "$TOKEN" "$ALL_OUTPUT" && fail "the token appeared in ppbench's output"
