@@ -496,6 +496,33 @@ static int check_migration_table(int target, ppb_err *err)
     return PPB_OK;
 }
 
+/* A file with damaged pages reads partly (a lost runs page looks like "no
+ * runs") and takes appends it cannot keep: refuse it, naming the damage,
+ * before anything reads or writes. quick_check reads every page once. */
+static int check_not_damaged(ppb_store *s, ppb_err *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA quick_check(3)", -1, &stmt, NULL) != SQLITE_OK)
+        return ppb_fail(err, PPB_EIO, "%s is damaged: %s", s->path, sqlite3_errmsg(s->db));
+    char found[512] = "";
+    size_t n = 0;
+    int step;
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        const char *line = (const char *)sqlite3_column_text(stmt, 0);
+        if (line && strcmp(line, "ok") != 0 && n < sizeof found)
+            n += (size_t)snprintf(found + n, sizeof found - n, "%s%s", n ? "; " : "", line);
+    }
+    if (step != SQLITE_DONE && !found[0])
+        snprintf(found, sizeof found, "%s", sqlite3_errmsg(s->db));
+    sqlite3_finalize(stmt);
+    if (found[0])
+        return ppb_fail(err, PPB_EIO,
+                        "%s is damaged (SQLite quick_check: %s); nothing was read or written: restore it from a "
+                        "copy",
+                        s->path, found);
+    return PPB_OK;
+}
+
 int ppb_store_open_at_version(ppb_store **out, const char *path, int target, ppb_err *err)
 {
     *out = NULL;
@@ -537,7 +564,8 @@ int ppb_store_open_at_version(ppb_store **out, const char *path, int target, ppb
     sqlite3_busy_timeout(s->db, 5000);
 
     long long version = 0;
-    if ((rc = inspect_existing(s, target, &version, err)) != PPB_OK)
+    if ((rc = inspect_existing(s, target, &version, err)) != PPB_OK ||
+        (!fresh && (rc = check_not_damaged(s, err)) != PPB_OK))
         goto fail;
     sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, (int *)NULL);
 
