@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "fetch.h"
+#include "verdict.h"
 #include "verdict_doc.h"
 
 #include <errno.h>
@@ -74,11 +75,94 @@ int ppb_cli_positive(const char *cmd, const char *opt, const char *text, double 
     return 0;
 }
 
+static const struct {
+    int verdict;
+    int exit_code;
+} verdict_exits[] = {
+    {PPB_VERDICT_ACCEPT, PPB_EXIT_OK},
+    {PPB_VERDICT_REJECT, PPB_EXIT_REJECT},
+    {PPB_VERDICT_INCONCLUSIVE, PPB_EXIT_INCONCLUSIVE},
+};
+
 int ppb_cli_verdict_exit(const char *verdict)
 {
-    if (strcmp(verdict, "ACCEPT") == 0)
-        return PPB_EXIT_OK;
-    return strcmp(verdict, "REJECT") == 0 ? PPB_EXIT_REJECT : PPB_EXIT_INCONCLUSIVE;
+    for (size_t i = 0; i < sizeof verdict_exits / sizeof *verdict_exits; i++)
+        if (strcmp(verdict, ppb_verdict_name(verdict_exits[i].verdict)) == 0)
+            return verdict_exits[i].exit_code;
+    return PPB_EXIT_INCONCLUSIVE; /* no verdict to act on */
+}
+
+static const struct {
+    int rc;
+    int exit_code;
+} error_exits[] = {
+    {PPB_OK, PPB_EXIT_OK},
+    {PPB_EINPUT, PPB_EXIT_INPUT},
+};
+
+int ppb_cli_exit(int rc)
+{
+    for (size_t i = 0; i < sizeof error_exits / sizeof *error_exits; i++)
+        if (rc == error_exits[i].rc)
+            return error_exits[i].exit_code;
+    return PPB_EXIT_RUNTIME;
+}
+
+int ppb_cli_fail(const char *cmd, int rc, const ppb_err *err)
+{
+    fprintf(stderr, "ppbench %s: %s\n", cmd, err->msg);
+    return ppb_cli_exit(rc);
+}
+
+int ppb_cli_parse(const char *cmd, int argc, char **argv, const char *shortopts, const struct option *longopts,
+                  void (*usage)(FILE *), ppb_cli_opts *o, ppb_cli_opt_fn fn, void *ctx, int positional)
+{
+    memset(o, 0, sizeof *o);
+    o->backend = "auto";
+    int c, bad = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd': o->db = optarg; break;
+        case 'B': o->baseline_db = optarg; break;
+        case 'j': o->json = optarg; break;
+        case 'm': o->md = optarg; break;
+        case 'b':
+            bad = ppb_cli_backend(cmd, optarg);
+            o->backend = optarg;
+            break;
+        case 'D': bad = ppb_cli_index(cmd, "--device", optarg, &o->device_index); break;
+        case 'g': bad = ppb_cli_positive(cmd, "--cpu-max-gflop", optarg, &o->cpu_max_gflop); break;
+        case 'h': usage(stdout); return PPB_EXIT_OK;
+        case '?': bad = 1; break;
+        default: bad = fn ? fn(ctx, c, optarg) : 1; break;
+        }
+        if (bad) {
+            if (bad > 0)
+                usage(stderr);
+            return PPB_EXIT_USAGE;
+        }
+    }
+    if (positional >= 0 && argc - optind != positional) {
+        usage(stderr);
+        return PPB_EXIT_USAGE;
+    }
+    return -1;
+}
+
+void ppb_cli_session_opts(const ppb_cli_opts *o, const char **backend, int *device_index, double *cpu_max_gflop,
+                          FILE **log, const char **db_path)
+{
+    *backend = o->backend;
+    *device_index = o->device_index;
+    *cpu_max_gflop = o->cpu_max_gflop;
+    *log = stderr;
+    *db_path = ppb_store_default_path(o->db);
+}
+
+FILE *ppb_cli_human(const ppb_cli_opts *o)
+{
+    return (o->json && strcmp(o->json, "-") == 0) || (o->md && strcmp(o->md, "-") == 0) ? stderr : stdout;
 }
 
 int ppb_cli_write_doc(const char *cmd, const char *path, ppb_cli_doc_fn fn, void *ctx)
@@ -158,7 +242,7 @@ int ppb_cli_date(const char *cmd, const char *opt, const char *text, char *utc, 
     return 0;
 }
 
-int ppb_cli_open_baseline(const char *cmd, const char *path_or_url, ppb_store **out, char *local,
+static int open_baseline(const char *cmd, const char *path_or_url, ppb_store **out, char *local,
                           size_t len)
 {
     ppb_err err = {{0}};
@@ -171,11 +255,36 @@ int ppb_cli_open_baseline(const char *cmd, const char *path_or_url, ppb_store **
     fprintf(stderr, "ppbench %s: %s\n", cmd, err.msg);
     if (local[0])
         ppb_fetch_release(path_or_url, local);
-    return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+    return ppb_cli_exit(rc);
 }
 
-void ppb_cli_close_baseline(ppb_store *s, const char *path_or_url, const char *local)
+static void close_baseline(ppb_store *s, const char *path_or_url, const char *local)
 {
     ppb_store_close(s);
     ppb_fetch_release(path_or_url, local);
+}
+
+int ppb_cli_open_stores(const char *cmd, const ppb_cli_opts *o, ppb_cli_stores *st)
+{
+    memset(st, 0, sizeof *st);
+    st->s = ppb_cli_open_existing_store(cmd, o->db);
+    if (!st->s)
+        return PPB_EXIT_RUNTIME;
+    st->baseline_db = o->baseline_db;
+    int rc = o->baseline_db ? open_baseline(cmd, o->baseline_db, &st->baseline, st->baseline_path,
+                                                    sizeof st->baseline_path)
+                            : 0;
+    if (rc) {
+        ppb_store_close(st->s);
+        memset(st, 0, sizeof *st);
+    }
+    return rc;
+}
+
+void ppb_cli_close_stores(ppb_cli_stores *st)
+{
+    if (st->baseline)
+        close_baseline(st->baseline, st->baseline_db, st->baseline_path);
+    ppb_store_close(st->s);
+    memset(st, 0, sizeof *st);
 }

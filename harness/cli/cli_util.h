@@ -2,9 +2,50 @@
 #ifndef PPB_CLI_UTIL_H
 #define PPB_CLI_UTIL_H
 
+#include <getopt.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "store.h"
+
+/* Options several commands share; ppb_cli_parse fills them. */
+typedef struct ppb_cli_opts {
+    const char *db;            /* --db PATH (NULL: $PPBENCH_DB, else the default) */
+    const char *baseline_db;   /* --baseline-db PATH|URL */
+    const char *json, *md;     /* --json FILE|-, --markdown FILE|- */
+    const char *backend;       /* --backend auto|cpu|cuda (checked); "auto" when not given */
+    int device_index;          /* --device N */
+    double cpu_max_gflop;      /* --cpu-max-gflop X; 0 when not given */
+} ppb_cli_opts;
+
+/* Their rows of a getopt_long table. ppb_cli_parse takes the letters
+ * d B j m b D g and h (--help) as these; a command's own options use others. */
+#define PPB_CLI_OPT_DB {"db", required_argument, NULL, 'd'}
+#define PPB_CLI_OPT_BASELINE_DB {"baseline-db", required_argument, NULL, 'B'}
+#define PPB_CLI_OPT_DOCS {"json", required_argument, NULL, 'j'}, {"markdown", required_argument, NULL, 'm'}
+#define PPB_CLI_OPT_BACKEND {"backend", required_argument, NULL, 'b'}
+#define PPB_CLI_OPT_DEVICE {"device", required_argument, NULL, 'D'}
+#define PPB_CLI_OPT_CPU_MAX_GFLOP {"cpu-max-gflop", required_argument, NULL, 'g'}
+#define PPB_CLI_OPT_HELP_END {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}
+
+/* A command's own option `opt` with its argument: 0 taken; -1 a bad value,
+ * its line printed (exit 2); 1 not an option of the command. */
+typedef int (*ppb_cli_opt_fn)(void *ctx, int opt, char *arg);
+/* getopt_long over argv (from the start): the shared options into `o` (reset
+ * to their defaults first), the others to `fn` (NULL: none). Returns -1 when
+ * all were taken and `positional` arguments follow (< 0: any number, the
+ * command counts them), else the exit code to return at once: PPB_EXIT_OK
+ * after --help (usage on stdout), PPB_EXIT_USAGE after an unknown option or a
+ * wrong count (usage on stderr) or a bad value (its line on stderr). */
+int ppb_cli_parse(const char *cmd, int argc, char **argv, const char *shortopts, const struct option *longopts,
+                  void (*usage)(FILE *), ppb_cli_opts *o, ppb_cli_opt_fn fn, void *ctx, int positional);
+/* The settings of the sessions run, propose and calibrate open, from `o`:
+ * backend, device, CPU work limit, the log stream (stderr), the database path. */
+void ppb_cli_session_opts(const ppb_cli_opts *o, const char **backend, int *device_index, double *cpu_max_gflop,
+                          FILE **log, const char **db_path);
+/* Where the human-readable output goes: stderr when --json or --markdown
+ * writes to stdout ("-"), else stdout. */
+FILE *ppb_cli_human(const ppb_cli_opts *o);
 
 /* "12" or "latest" -> run id; PPB_EINPUT with a message otherwise. */
 int ppb_cli_run_id(ppb_store *s, const char *text, int64_t *id, ppb_err *err);
@@ -20,8 +61,13 @@ ppb_store *ppb_cli_open_existing_store(const char *cmd, const char *db_option);
  * ..." and return -1 (the caller exits with PPB_EXIT_USAGE). */
 int ppb_cli_index(const char *cmd, const char *opt, const char *text, int *out);      /* integer >= 0 */
 int ppb_cli_positive(const char *cmd, const char *opt, const char *text, double *out); /* number > 0 */
-/* The exit code of a verdict: 0 ACCEPT, 10 REJECT, 11 INCONCLUSIVE. */
+/* Exit codes (docs/CLI.md "Exit codes"), each mapping one table:
+ * a stored verdict's: 0 ACCEPT, 10 REJECT, 11 INCONCLUSIVE; */
 int ppb_cli_verdict_exit(const char *verdict);
+/* a PPB_E* code's: 0 (PPB_OK), 3 (PPB_EINPUT: bad input), else 4 (runtime). */
+int ppb_cli_exit(int rc);
+/* "ppbench CMD: MESSAGE" on stderr, then ppb_cli_exit(rc). */
+int ppb_cli_fail(const char *cmd, int rc, const ppb_err *err);
 /* Write a document (--json / --markdown) to PATH, "-" being stdout, NULL
  * nothing. `fn` returns 0, or nonzero after filling `err` (may be left empty
  * for a stream error). 0, or PPB_EXIT_RUNTIME after printing the error. */
@@ -38,10 +84,17 @@ int ppb_cli_backend(const char *cmd, const char *text);
  * comparisons with started_at are exact. */
 int ppb_cli_date(const char *cmd, const char *opt, const char *text, char *utc, size_t len);
 
-/* --baseline-db PATH|URL: fetch (URLs, with libcurl) and open a baseline
- * database. Returns 0, or a PPB_EXIT_* code after printing the error. */
-int ppb_cli_open_baseline(const char *cmd, const char *path_or_url, ppb_store **out, char *local,
-                          size_t len);
-void ppb_cli_close_baseline(ppb_store *s, const char *path_or_url, const char *local);
+/* The database a reading command works on (ppb_cli_open_existing_store) and,
+ * with --baseline-db PATH|URL, the baseline database beside it (URLs fetched
+ * with libcurl, checked to be a ppbench database). */
+typedef struct ppb_cli_stores {
+    ppb_store *s;
+    ppb_store *baseline;       /* NULL without --baseline-db */
+    const char *baseline_db;
+    char baseline_path[4096];  /* its local copy */
+} ppb_cli_stores;
+/* 0, or a PPB_EXIT_* code after printing the error (nothing left open). */
+int ppb_cli_open_stores(const char *cmd, const ppb_cli_opts *o, ppb_cli_stores *st);
+void ppb_cli_close_stores(ppb_cli_stores *st);
 
 #endif

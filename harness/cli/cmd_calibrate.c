@@ -5,7 +5,6 @@
  *  - known effects: the candidate slowed by known amounts (it times extra
  *    launches it does not count): the share of cases detected SLOWER;
  *  - repeatability: the suite run twice, the median run-to-run difference. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,8 +72,15 @@ static int count_case(void *ctx, const ppb_proposal_case *c)
     return 0;
 }
 
+/* The database, opened once, after the first run stored something (a bad
+ * suite leaves no database behind). */
+static int open_once(ppb_store **s, const char *db_path, ppb_err *err)
+{
+    return *s ? PPB_OK : ppb_store_open(s, db_path, err);
+}
+
 static int run_effect(ppb_proposal *p, ppb_propose_options *o, double effect, class_count *k,
-                      char *verdict, ppb_err *err)
+                      char *verdict, ppb_store **s, ppb_err *err)
 {
     ppb_proposal_record rec;
     ppb_verdict_report rep;
@@ -86,14 +92,11 @@ static int run_effect(ppb_proposal *p, ppb_propose_options *o, double effect, cl
     if (rc)
         return rc;
     snprintf(verdict, 16, "%s", rec.verdict);
-    ppb_store *s = NULL;
-    if ((rc = ppb_store_open(&s, o->db_path, err)))
+    if ((rc = open_once(s, o->db_path, err)))
         return rc;
-    k->s = s;
+    k->s = *s;
     k->base_run = rec.baseline_run;
-    rc = ppb_store_each_proposal_case(s, rec.id, count_case, k, err);
-    ppb_store_close(s);
-    return rc;
+    return ppb_store_each_proposal_case(*s, rec.id, count_case, k, err);
 }
 
 typedef struct repeat_ctx {
@@ -116,7 +119,7 @@ static int repeat_case(void *ctx, const ppb_case *c, const ppb_result *r)
 }
 
 static int repeatability(const char *suite, const ppb_propose_options *o, const char *filter,
-                         double *median_diff, int *n_cases, ppb_err *err)
+                         double *median_diff, int *n_cases, ppb_store **s, ppb_err *err)
 {
     ppb_run_options ro;
     memset(&ro, 0, sizeof ro);
@@ -133,83 +136,58 @@ static int repeatability(const char *suite, const ppb_propose_options *o, const 
         if (rc)
             return rc;
     }
-    ppb_store *s = NULL;
-    int rc = ppb_store_open(&s, o->db_path, err);
+    int rc = open_once(s, o->db_path, err);
     if (rc)
         return rc;
-    repeat_ctx x = {s, sum[1].run_id, calloc((size_t)sum[0].planned + 1, sizeof(double)), 0,
+    repeat_ctx x = {*s, sum[1].run_id, calloc((size_t)sum[0].planned + 1, sizeof(double)), 0,
                     sum[0].planned};
     if (!x.diffs)
         rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
     if (!rc)
-        rc = ppb_store_each_result(s, sum[0].run_id, repeat_case, &x, err);
+        rc = ppb_store_each_result(*s, sum[0].run_id, repeat_case, &x, err);
     *n_cases = x.n;
     *median_diff = x.n ? ppb_median(x.diffs, x.n) : NAN;
     free(x.diffs);
-    ppb_store_close(s);
     return rc;
 }
 
-int cmd_calibrate(int argc, char **argv)
+typedef struct calibrate_opts {
+    const char *filter;
+    double effects[16], min_case_ms;
+    int n_effects;
+} calibrate_opts;
+
+static int calibrate_opt(void *ctx, int opt, char *arg)
 {
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, 'd'},          {"backend", required_argument, NULL, 'b'},
-        {"filter", required_argument, NULL, 'f'},      {"effects", required_argument, NULL, 'e'},
-        {"min-case-ms", required_argument, NULL, 'm'}, {"cpu-max-gflop", required_argument, NULL, 'g'},
-        {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
-    ppb_propose_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = "auto";
-    o.log = stderr;
-    const char *db = NULL, *filter = NULL;
-    double effects[16] = {0.01, 0.02, 0.05, 0.10}, min_case_ms = 0.1;
-    int n_effects = 4, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        char *end = NULL;
-        switch (c) {
-        case 'd': db = optarg; break;
-        case 'b':
-            if (ppb_cli_backend("calibrate", optarg))
-                return PPB_EXIT_USAGE;
-            o.backend = optarg;
-            break;
-        case 'f': filter = optarg; break;
-        case 'e': {
-            n_effects = 0;
-            for (char *tok = optarg; *tok && n_effects < 16; tok = *end ? end + 1 : end) {
-                effects[n_effects] = strtod(tok, &end);
-                if (end == tok || (*end && *end != ',') || !(effects[n_effects] > 0)) {
-                    fprintf(stderr, "ppbench calibrate: --effects %s: expected positive numbers\n",
-                            optarg);
-                    return PPB_EXIT_USAGE;
-                }
-                n_effects++;
+    calibrate_opts *c = ctx;
+    char *end = NULL;
+    switch (opt) {
+    case 'f': c->filter = arg; return 0;
+    case 'e':
+        c->n_effects = 0;
+        for (char *tok = arg; *tok && c->n_effects < 16; tok = *end ? end + 1 : end) {
+            c->effects[c->n_effects] = strtod(tok, &end);
+            if (end == tok || (*end && *end != ',') || !(c->effects[c->n_effects] > 0)) {
+                fprintf(stderr, "ppbench calibrate: --effects %s: expected positive numbers\n", arg);
+                return -1;
             }
-            break;
+            c->n_effects++;
         }
-        case 'm':
-            if (ppb_cli_positive("calibrate", "--min-case-ms", optarg, &min_case_ms))
-                return PPB_EXIT_USAGE;
-            break;
-        case 'g':
-            if (ppb_cli_positive("calibrate", "--cpu-max-gflop", optarg, &o.cpu_max_gflop))
-                return PPB_EXIT_USAGE;
-            break;
-        case 'h': usage(stdout); return PPB_EXIT_OK;
-        default: usage(stderr); return PPB_EXIT_USAGE;
-        }
+        return 0;
+    case 'M': return ppb_cli_positive("calibrate", "--min-case-ms", arg, &c->min_case_ms);
+    default: return 1;
     }
-    if (optind != argc - 1) {
-        usage(stderr);
-        return PPB_EXIT_USAGE;
-    }
-    o.db_path = ppb_store_default_path(db);
+}
+
+/* The three measurements and their goals; exit 0 when all are met. */
+static int calibrate(const char *suite, ppb_propose_options *o, const calibrate_opts *co, ppb_store **s,
+                     ppb_err *err)
+{
     ppb_proposal p;
     memset(&p, 0, sizeof p);
-    snprintf(p.path, sizeof p.path, "%s", argv[optind]);
-    snprintf(p.suite_path, sizeof p.suite_path, "%s", argv[optind]);
-    snprintf(p.filter, sizeof p.filter, "%s", filter ? filter : "");
+    snprintf(p.path, sizeof p.path, "%s", suite);
+    snprintf(p.suite_path, sizeof p.suite_path, "%s", suite);
+    snprintf(p.filter, sizeof p.filter, "%s", co->filter ? co->filter : "");
     p.kind = PPB_PROPOSAL_KERNEL_CONFIG;
     ppb_verdict_rules_default(&p.rules);
     p.rules.min_gain = 0;          /* A/A must be INCONCLUSIVE, never REJECT for "no gain" */
@@ -217,12 +195,13 @@ int cmd_calibrate(int argc, char **argv)
     p.sampling = (ppb_sampling){.samples_per_round = 5, .min_rounds = 3, .max_rounds = 30,
                                 .budget_ms = 10000};
 
-    ppb_err err = {{0}};
+    const double *effects = co->effects, min_case_ms = co->min_case_ms;
+    const int n_effects = co->n_effects;
     char verdict[16];
     class_count aa = {.min_case_ms = min_case_ms};
-    int rc = run_effect(&p, &o, 0, &aa, verdict, &err);
+    int rc = run_effect(&p, o, 0, &aa, verdict, s, err);
     if (rc)
-        goto fail;
+        return rc;
     double false_alarm = aa.compared ? (double)(aa.faster + aa.slower) / aa.compared : NAN;
     int aa_ok = false_alarm < 0.01 && strcmp(verdict, "INCONCLUSIVE") == 0;
     printf("A/A: %d cases compared, %d FASTER + %d SLOWER = %.2f%% false alarms; verdict %s%s\n",
@@ -231,8 +210,8 @@ int cmd_calibrate(int argc, char **argv)
     double mde = NAN;
     for (int i = 0; i < n_effects; i++) {
         class_count k = {.min_case_ms = min_case_ms};
-        if ((rc = run_effect(&p, &o, effects[i], &k, verdict, &err)))
-            goto fail;
+        if ((rc = run_effect(&p, o, effects[i], &k, verdict, s, err)))
+            return rc;
         double detected = k.long_compared ? (double)k.long_slower / k.long_compared : NAN;
         printf("+%.1f%%: detected SLOWER in %d of %d cases longer than %.3g ms (%.1f%%), %d of %d "
                "in all\n",
@@ -243,8 +222,8 @@ int cmd_calibrate(int argc, char **argv)
     }
     double rep_diff;
     int rep_n;
-    if ((rc = repeatability(argv[optind], &o, filter, &rep_diff, &rep_n, &err)))
-        goto fail;
+    if ((rc = repeatability(suite, o, co->filter, &rep_diff, &rep_n, s, err)))
+        return rc;
     printf("minimum detectable effect (>= 95%% of cases > %.3g ms): %s%.1f%%\n", min_case_ms,
            isnan(mde) ? "above " : "", (isnan(mde) ? effects[n_effects - 1] : mde) * 100);
     printf("repeatability: median run-to-run difference %.2f%% over %d cases\n", rep_diff * 100,
@@ -253,7 +232,25 @@ int cmd_calibrate(int argc, char **argv)
     printf("goals (A/A < 1%% and no A/A verdict; MDE <= 2%%; repeatability < 1%%): %s\n",
            ok ? "met" : "NOT met");
     return ok ? PPB_EXIT_OK : PPB_EXIT_FAILURES;
-fail:
-    fprintf(stderr, "ppbench calibrate: %s\n", err.msg);
-    return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        PPB_CLI_OPT_DB,          PPB_CLI_OPT_BACKEND, {"filter", required_argument, NULL, 'f'},
+        {"effects", required_argument, NULL, 'e'}, {"min-case-ms", required_argument, NULL, 'M'},
+        PPB_CLI_OPT_CPU_MAX_GFLOP, PPB_CLI_OPT_HELP_END};
+    ppb_cli_opts o;
+    calibrate_opts co = {.effects = {0.01, 0.02, 0.05, 0.10}, .min_case_ms = 0.1, .n_effects = 4};
+    int xrc = ppb_cli_parse("calibrate", argc, argv, "h", longopts, usage, &o, calibrate_opt, &co, 1);
+    if (xrc >= 0)
+        return xrc;
+    ppb_propose_options po;
+    memset(&po, 0, sizeof po);
+    ppb_cli_session_opts(&o, &po.backend, &po.device_index, &po.cpu_max_gflop, &po.log, &po.db_path);
+    ppb_err err = {{0}};
+    ppb_store *s = NULL;
+    int rc = calibrate(argv[optind], &po, &co, &s, &err);
+    ppb_store_close(s);
+    return rc < 0 ? ppb_cli_fail("calibrate", rc, &err) : rc;
 }

@@ -1,7 +1,5 @@
 /* ppbench compare RUN_A RUN_B: the same case in two runs (joined on case
  * keys), judged with the proposal statistics, A as baseline, B as candidate. */
-#include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +7,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "results_table.h"
-#include "verdict.h"
+#include "verdict_record.h"
 
 static void usage(FILE *out)
 {
@@ -118,6 +116,11 @@ static int check_comparable(ppb_store *sa, int64_t a, ppb_store *sb, int64_t b, 
     return PPB_OK;
 }
 
+typedef struct compare_opts {
+    ppb_verdict_rules rules;
+    int allow, bad;
+} compare_opts;
+
 static double parse_fraction(const char *opt, const char *text, int *bad)
 {
     char *end = NULL;
@@ -129,85 +132,24 @@ static double parse_fraction(const char *opt, const char *text, int *bad)
     return v;
 }
 
-int cmd_compare(int argc, char **argv)
+/* A bad fraction is said at once and refused with the usage after all options. */
+static int compare_opt(void *ctx, int opt, char *arg)
 {
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, 'd'},
-        {"threshold", required_argument, NULL, 't'},
-        {"max-regression", required_argument, NULL, 'r'},
-        {"min-gain", required_argument, NULL, 'g'},
-        {"alpha", required_argument, NULL, 'a'},
-        {"allow-different-devices", no_argument, NULL, 'A'},
-        {"baseline-db", required_argument, NULL, 'B'},
-        {"json", required_argument, NULL, 'j'},
-        {"markdown", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *db = NULL, *baseline_db = NULL, *json = NULL, *md = NULL;
-    int docs_rc = 0;
-    int allow = 0, bad = 0, c;
-    ppb_verdict_rules rules;
-    ppb_verdict_rules_default(&rules);
-    rules.min_gain = 0; /* comparing two runs is not a proposal: no gain required */
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'd': db = optarg; break;
-        case 't': rules.threshold = parse_fraction("--threshold", optarg, &bad); break;
-        case 'r': rules.max_regression = parse_fraction("--max-regression", optarg, &bad); break;
-        case 'g': rules.min_gain = parse_fraction("--min-gain", optarg, &bad); break;
-        case 'a': rules.alpha = parse_fraction("--alpha", optarg, &bad); break;
-        case 'A': allow = 1; break;
-        case 'B': baseline_db = optarg; break;
-        case 'j': json = optarg; break;
-        case 'm': md = optarg; break;
-        case 'h': usage(stdout); return PPB_EXIT_OK;
-        default: usage(stderr); return PPB_EXIT_USAGE;
-        }
+    compare_opts *c = ctx;
+    switch (opt) {
+    case 't': c->rules.threshold = parse_fraction("--threshold", arg, &c->bad); return 0;
+    case 'r': c->rules.max_regression = parse_fraction("--max-regression", arg, &c->bad); return 0;
+    case 'G': c->rules.min_gain = parse_fraction("--min-gain", arg, &c->bad); return 0;
+    case 'a': c->rules.alpha = parse_fraction("--alpha", arg, &c->bad); return 0;
+    case 'A': c->allow = 1; return 0;
+    default: return 1;
     }
-    if (bad || optind != argc - 2) {
-        usage(stderr);
-        return PPB_EXIT_USAGE;
-    }
-    ppb_store *s = ppb_cli_open_existing_store("compare", db);
-    if (!s)
-        return PPB_EXIT_RUNTIME;
-    ppb_err err = {{0}};
-    /* RUN_A from a baseline database (a nightly artifact, say) when given. */
-    ppb_store *sa = s;
-    char baseline_path[4096] = "";
-    if (baseline_db) {
-        int xrc = ppb_cli_open_baseline("compare", baseline_db, &sa, baseline_path,
-                                        sizeof baseline_path);
-        if (xrc) {
-            ppb_store_close(s);
-            return xrc;
-        }
-    }
-    int64_t id[2] = {0, 0};
-    run_results rr[2];
-    memset(rr, 0, sizeof rr);
-    ppb_verdict_case *vcs = NULL;
-    ppb_proposal_case *pcs = NULL;
-    ppb_verdict_report rep;
-    memset(&rep, 0, sizeof rep);
-    ppb_proposal_record rec;
-    memset(&rec, 0, sizeof rec);
-    int rc = ppb_cli_run_id(sa, argv[optind], &id[0], &err);
-    if (!rc)
-        rc = ppb_cli_run_id(s, argv[optind + 1], &id[1], &err);
-    for (int k = 0; k < 2 && !rc; k++)
-        rc = ppb_store_each_result(k ? s : sa, id[k], collect, &rr[k], &err);
-    if (!rc)
-        rc = check_comparable(sa, id[0], s, id[1], allow, &err);
-    if (rc)
-        goto end;
-    vcs = calloc((size_t)rr[0].n + 1, sizeof *vcs);
-    pcs = calloc((size_t)rr[0].n + 1, sizeof *pcs);
-    if (!vcs || !pcs) {
-        rc = ppb_fail(&err, PPB_ENOMEM, "out of memory");
-        goto end;
-    }
+}
+
+/* The cases with a key in both runs, A as baseline, B as candidate; each
+ * stored case row gets the key on both sides. */
+static int join_cases(const run_results rr[2], ppb_verdict_case *vcs, ppb_proposal_case *pcs)
+{
     int n = 0;
     for (int i = 0; i < rr[0].n; i++)
         for (int j = 0; j < rr[1].n; j++) {
@@ -230,6 +172,59 @@ int cmd_compare(int argc, char **argv)
             n++;
             break;
         }
+    return n;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        PPB_CLI_OPT_DB, {"threshold", required_argument, NULL, 't'}, {"max-regression", required_argument, NULL, 'r'},
+        {"min-gain", required_argument, NULL, 'G'}, {"alpha", required_argument, NULL, 'a'},
+        {"allow-different-devices", no_argument, NULL, 'A'}, PPB_CLI_OPT_BASELINE_DB, PPB_CLI_OPT_DOCS,
+        PPB_CLI_OPT_HELP_END};
+    ppb_cli_opts o;
+    compare_opts co = {.allow = 0};
+    ppb_verdict_rules_default(&co.rules);
+    co.rules.min_gain = 0; /* comparing two runs is not a proposal: no gain required */
+    int xrc = ppb_cli_parse("compare", argc, argv, "h", longopts, usage, &o, compare_opt, &co, 2);
+    if (xrc >= 0)
+        return xrc;
+    if (co.bad) {
+        usage(stderr);
+        return PPB_EXIT_USAGE;
+    }
+    /* RUN_A from a baseline database (a nightly artifact, say) when given. */
+    ppb_cli_stores st;
+    if ((xrc = ppb_cli_open_stores("compare", &o, &st)))
+        return xrc;
+    ppb_store *s = st.s, *sa = st.baseline ? st.baseline : st.s;
+    ppb_err err = {{0}};
+    int docs_rc = 0;
+    int64_t id[2] = {0, 0};
+    run_results rr[2];
+    memset(rr, 0, sizeof rr);
+    ppb_verdict_case *vcs = NULL;
+    ppb_proposal_case *pcs = NULL;
+    ppb_verdict_report rep;
+    memset(&rep, 0, sizeof rep);
+    ppb_proposal_record rec;
+    memset(&rec, 0, sizeof rec);
+    int rc = ppb_cli_run_id(sa, argv[optind], &id[0], &err);
+    if (!rc)
+        rc = ppb_cli_run_id(s, argv[optind + 1], &id[1], &err);
+    for (int k = 0; k < 2 && !rc; k++)
+        rc = ppb_store_each_result(k ? s : sa, id[k], collect, &rr[k], &err);
+    if (!rc)
+        rc = check_comparable(sa, id[0], s, id[1], co.allow, &err);
+    if (rc)
+        goto end;
+    vcs = calloc((size_t)rr[0].n + 1, sizeof *vcs);
+    pcs = calloc((size_t)rr[0].n + 1, sizeof *pcs);
+    if (!vcs || !pcs) {
+        rc = ppb_fail(&err, PPB_ENOMEM, "out of memory");
+        goto end;
+    }
+    int n = join_cases(rr, vcs, pcs);
     if (n == 0) {
         rc = ppb_fail(&err, PPB_EINPUT, "runs %lld and %lld have no case key in common",
                       (long long)id[0], (long long)id[1]);
@@ -238,34 +233,14 @@ int cmd_compare(int argc, char **argv)
     if (n < rr[0].n || n < rr[1].n)
         fprintf(stderr, "ppbench compare: %d cases in common (run %lld has %d, run %lld has %d)\n",
                 n, (long long)id[0], rr[0].n, (long long)id[1], rr[1].n);
-    if ((rc = ppb_verdict_decide(vcs, n, &rules, &rep, &err)))
-        goto end;
-    snprintf(rec.name, sizeof rec.name, "compare %s%s%lld %lld", baseline_db ? baseline_db : "",
-             baseline_db ? "#" : "", (long long)id[0], (long long)id[1]);
+    snprintf(rec.name, sizeof rec.name, "compare %s%s%lld %lld", o.baseline_db ? o.baseline_db : "",
+             o.baseline_db ? "#" : "", (long long)id[0], (long long)id[1]);
     snprintf(rec.kind, sizeof rec.kind, "compare");
     rec.baseline_run = sa == s ? id[0] : 0; /* a run of another database has no row here */
     rec.candidate_run = id[1];
-    snprintf(rec.verdict, sizeof rec.verdict, "%s", ppb_verdict_name(rep.verdict));
-    rec.geomean_ratio = rep.have_geomean ? rep.geomean.ratio : NAN;
-    rec.geomean_lo = rep.have_geomean ? rep.geomean.ratio_lo : NAN;
-    rec.geomean_hi = rep.have_geomean ? rep.geomean.ratio_hi : NAN;
-    if ((rc = ppb_verdict_reasons_text(&rep, rec.reasons, sizeof rec.reasons, &err)))
-        goto end;
-    for (int i = 0; i < n; i++) {
-        const ppb_verdict_outcome *oc = &rep.cases[i];
-        int compared = oc->state == PPB_CASE_COMPARED;
-        pcs[i].weight = vcs[i].weight;
-        snprintf(pcs[i].state, sizeof pcs[i].state, "%s", ppb_case_state_name(oc->state));
-        snprintf(pcs[i].cls, sizeof pcs[i].cls, "%s", compared ? ppb_ab_class_name(oc->cls) : "");
-        pcs[i].ratio = compared ? oc->interval.ratio : NAN;
-        pcs[i].ratio_lo = compared ? oc->interval.ratio_lo : NAN;
-        pcs[i].ratio_hi = compared ? oc->interval.ratio_hi : NAN;
-        pcs[i].p_holm = compared ? oc->p_holm : NAN;
-    }
-    FILE *human = (json && strcmp(json, "-") == 0) || (md && strcmp(md, "-") == 0) ? stderr : stdout;
-    if (!(rc = ppb_store_put_proposal(s, &rec, pcs, n, &err)))
-        rc = ppb_print_proposal(s, rec.id, human, &err);
-    docs_rc = rc ? 0 : ppb_cli_stored_docs("compare", s, 0, rec.id, ppb_cli_verdict_exit(rec.verdict), json, md);
+    if (!(rc = ppb_verdict_store(s, vcs, n, &co.rules, &rec, pcs, &rep, &err)))
+        rc = ppb_print_proposal(s, rec.id, ppb_cli_human(&o), &err);
+    docs_rc = rc ? 0 : ppb_cli_stored_docs("compare", s, 0, rec.id, ppb_cli_verdict_exit(rec.verdict), o.json, o.md);
 end:
     if (rc)
         fprintf(stderr, "ppbench compare: %s\n", err.msg);
@@ -274,10 +249,8 @@ end:
     free(pcs);
     free_results(&rr[0]);
     free_results(&rr[1]);
-    if (sa != s)
-        ppb_cli_close_baseline(sa, baseline_db, baseline_path);
-    ppb_store_close(s);
+    ppb_cli_close_stores(&st);
     if (rc)
-        return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+        return ppb_cli_exit(rc);
     return docs_rc ? docs_rc : ppb_cli_verdict_exit(rec.verdict);
 }

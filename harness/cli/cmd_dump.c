@@ -11,6 +11,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "files.h"
 #include "npy.h"
 #include "reference.h"
 #include "session.h"
@@ -75,9 +76,10 @@ static int write_json(const char *dir, const ppb_case *c, uint64_t seed, const c
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/case.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return ppb_fail(err, PPB_EIO, "%s: %s", path, strerror(errno));
+    FILE *f = NULL;
+    int rc = ppb_file_create(path, 0, &f, err);
+    if (rc)
+        return rc;
     /* Every string here is ppbench's own (field names, enum names, digits). */
     fprintf(f, "{\n  \"case\": \"%s\",\n  \"kernel\": \"%s\",\n  \"seed\": %llu,\n", c->key,
             ppb_kernel_name(c->kernel), (unsigned long long)seed);
@@ -250,5 +252,5 @@ int cmd_dump(int argc, char **argv)
     else
         printf("wrote %s/case.json and its .npy files\n", dir ? dir : default_dir);
     ppb_store_close(s);
-    return rc == PPB_EINPUT ? PPB_EXIT_INPUT : rc ? PPB_EXIT_RUNTIME : PPB_EXIT_OK;
+    return ppb_cli_exit(rc);
 }

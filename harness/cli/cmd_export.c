@@ -51,5 +51,5 @@ int cmd_export(int argc, char **argv)
     if (rc)
         fprintf(stderr, "ppbench export: %s\n", err.msg);
     ppb_store_close(s);
-    return rc == PPB_EINPUT ? PPB_EXIT_INPUT : rc ? PPB_EXIT_RUNTIME : PPB_EXIT_OK;
+    return ppb_cli_exit(rc);
 }

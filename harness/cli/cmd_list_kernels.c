@@ -84,7 +84,7 @@ int cmd_list_kernels(int argc, char **argv)
     if (rc) {
         fprintf(stderr, "ppbench list-kernels: %s\n", err.msg);
         ppb_kernel_spec_list_free(&list);
-        return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+        return ppb_cli_exit(rc);
     }
     for (int i = 0; i < list.n; i++) {
         char line[PPB_KERNEL_SPEC_TEXT_MAX];

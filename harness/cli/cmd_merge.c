@@ -93,5 +93,5 @@ int cmd_merge(int argc, char **argv)
     else
         fprintf(stderr, "ppbench merge: %s\n", err.msg);
     ppb_store_close(s);
-    return rc == PPB_OK ? PPB_EXIT_OK : rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+    return ppb_cli_exit(rc);
 }

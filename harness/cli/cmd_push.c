@@ -71,11 +71,6 @@ static int print_pending(void *ctx, const ppb_push_pending *p)
     return 0;
 }
 
-static int exit_code(int rc)
-{
-    return rc == PPB_OK ? PPB_EXIT_OK : rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
-}
-
 int cmd_push(int argc, char **argv)
 {
     /* Same order as longopts: the error message below indexes it with c - O_DB. */
@@ -196,5 +191,5 @@ end:
     if (rc)
         fprintf(stderr, "ppbench push: %s\n", err.msg);
     ppb_store_close(s);
-    return exit_code(rc);
+    return ppb_cli_exit(rc);
 }

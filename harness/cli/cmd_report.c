@@ -199,7 +199,5 @@ end:
     ppb_store_close(s);
     free(req);
     free(outcome);
-    return rc == PPB_OK       ? PPB_EXIT_OK
-           : rc == PPB_EINPUT ? PPB_EXIT_INPUT
-                              : PPB_EXIT_RUNTIME;
+    return ppb_cli_exit(rc);
 }

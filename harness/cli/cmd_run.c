@@ -1,5 +1,4 @@
 /* ppbench run SUITE: the main job. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,87 +67,67 @@ static int run_exit_code(const ppb_run_summary *sum, const ppb_status_counts *co
     return PPB_EXIT_OK;
 }
 
+static int run_opt(void *ctx, int opt, char *arg)
+{
+    ppb_run_options *o = ctx;
+    ppb_err err = {{0}};
+    char *end = NULL;
+    switch (opt) {
+    case 't': o->target = arg; return 0;
+    case 'f': o->filter = arg; return 0;
+    case 'I': o->impl = arg; return 0;
+    case 'l': o->label = arg; return 0;
+    case 'G': o->group = arg; return 0;
+    case 'H': o->hot = 1; return 0;
+    case 'P': o->progress = PPB_PROGRESS_NONE; return 0;
+    case 's':
+        if (ppb_matrix_parse_shard(arg, &o->shard_k, &o->shard_n, &err)) {
+            fprintf(stderr, "ppbench run: --shard: %s\n", err.msg);
+            return -1;
+        }
+        return 0;
+    case 'r':
+        o->resume_run = strtoll(arg, &end, 10);
+        if (*end || o->resume_run <= 0) {
+            fprintf(stderr, "ppbench run: --resume %s: expected a run id\n", arg);
+            return -1;
+        }
+        return 0;
+    case 'V': {
+        int devices[64], n;
+        /* syntax only here ("all" needs the device count, which the runner finds) */
+        if (strcmp(arg, "all") != 0 && ppb_pool_parse_devices(arg, 0, devices, 64, &n, &err)) {
+            fprintf(stderr, "ppbench run: %s\n", err.msg);
+            return -1;
+        }
+        o->devices = arg;
+        return 0;
+    }
+    case 'T': return ppb_cli_positive("run", "--case-timeout", arg, &o->case_timeout_s);
+    default: return 1;
+    }
+}
+
 int cmd_run(int argc, char **argv)
 {
     ppb_run_options o;
     memset(&o, 0, sizeof o);
-    o.backend = "auto";
-    o.log = stderr;
     o.progress = isatty(STDERR_FILENO) ? PPB_PROGRESS_TERMINAL : PPB_PROGRESS_LOG;
-    const char *db = NULL, *json = NULL, *md = NULL;
     static const struct option longopts[] = {
-        {"db", required_argument, NULL, 'd'},       {"backend", required_argument, NULL, 'b'},
-        {"device", required_argument, NULL, 'D'},   {"target", required_argument, NULL, 't'},
+        PPB_CLI_OPT_DB,                             PPB_CLI_OPT_BACKEND,
+        PPB_CLI_OPT_DEVICE,                         {"target", required_argument, NULL, 't'},
         {"filter", required_argument, NULL, 'f'},   {"shard", required_argument, NULL, 's'},
         {"label", required_argument, NULL, 'l'},    {"resume", required_argument, NULL, 'r'},
-        {"hot", no_argument, NULL, 'H'},            {"cpu-max-gflop", required_argument, NULL, 'g'},
+        {"hot", no_argument, NULL, 'H'},            PPB_CLI_OPT_CPU_MAX_GFLOP,
         {"no-progress", no_argument, NULL, 'P'},    {"quiet", no_argument, NULL, 'P'},
-        {"json", required_argument, NULL, 'j'},     {"markdown", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
+        PPB_CLI_OPT_DOCS,
         {"devices", required_argument, NULL, 'V'},  {"case-timeout", required_argument, NULL, 'T'},
         {"impl", required_argument, NULL, 'I'},     {"group", required_argument, NULL, 'G'},
-        {NULL, 0, NULL, 0}};
-    ppb_err err = {{0}};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        char *end = NULL;
-        switch (c) {
-        case 'd': db = optarg; break;
-        case 'b':
-            if (ppb_cli_backend("run", optarg))
-                return PPB_EXIT_USAGE;
-            o.backend = optarg;
-            break;
-        case 'D':
-            if (ppb_cli_index("run", "--device", optarg, &o.device_index))
-                return PPB_EXIT_USAGE;
-            break;
-        case 't': o.target = optarg; break;
-        case 'f': o.filter = optarg; break;
-        case 'I': o.impl = optarg; break;
-        case 'j': json = optarg; break;
-        case 'm': md = optarg; break;
-        case 's':
-            if (ppb_matrix_parse_shard(optarg, &o.shard_k, &o.shard_n, &err)) {
-                fprintf(stderr, "ppbench run: --shard: %s\n", err.msg);
-                return PPB_EXIT_USAGE;
-            }
-            break;
-        case 'l': o.label = optarg; break;
-        case 'G': o.group = optarg; break;
-        case 'r':
-            o.resume_run = strtoll(optarg, &end, 10);
-            if (*end || o.resume_run <= 0) {
-                fprintf(stderr, "ppbench run: --resume %s: expected a run id\n", optarg);
-                return PPB_EXIT_USAGE;
-            }
-            break;
-        case 'H': o.hot = 1; break;
-        case 'g':
-            if (ppb_cli_positive("run", "--cpu-max-gflop", optarg, &o.cpu_max_gflop))
-                return PPB_EXIT_USAGE;
-            break;
-        case 'P': o.progress = PPB_PROGRESS_NONE; break;
-        case 'V': {
-            int devices[64], n;
-            /* syntax only here ("all" needs the device count, which the runner finds) */
-            if (strcmp(optarg, "all") != 0 &&
-                ppb_pool_parse_devices(optarg, 0, devices, 64, &n, &err)) {
-                fprintf(stderr, "ppbench run: %s\n", err.msg);
-                return PPB_EXIT_USAGE;
-            }
-            o.devices = optarg;
-            break;
-        }
-        case 'T':
-            if (ppb_cli_positive("run", "--case-timeout", optarg, &o.case_timeout_s))
-                return PPB_EXIT_USAGE;
-            break;
-        case 'h': usage(stdout); return PPB_EXIT_OK;
-        default: usage(stderr); return PPB_EXIT_USAGE;
-        }
-    }
+        PPB_CLI_OPT_HELP_END};
+    ppb_cli_opts co;
+    int xrc = ppb_cli_parse("run", argc, argv, "h", longopts, usage, &co, run_opt, &o, -1);
+    if (xrc >= 0)
+        return xrc;
     if (o.resume_run ? optind != argc : optind != argc - 1) {
         usage(stderr);
         return PPB_EXIT_USAGE;
@@ -163,8 +142,9 @@ int cmd_run(int argc, char **argv)
     }
     if (!o.resume_run)
         o.suite_path = argv[optind];
-    o.db_path = ppb_store_default_path(db);
+    ppb_cli_session_opts(&co, &o.backend, &o.device_index, &o.cpu_max_gflop, &o.log, &o.db_path);
 
+    ppb_err err = {{0}};
     ppb_run_summary sum;
     int rc = ppb_run_suite(&o, &sum, &err);
     if (rc) {
@@ -173,22 +153,21 @@ int cmd_run(int argc, char **argv)
             fprintf(stderr, "ppbench run: run %lld is stored; complete it with "
                             "'ppbench run --resume %lld --db %s'\n",
                     (long long)sum.run_id, (long long)sum.run_id, o.db_path);
-        return rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME;
+        return ppb_cli_exit(rc);
     }
 
-    FILE *human = (json && strcmp(json, "-") == 0) || (md && strcmp(md, "-") == 0) ? stderr : stdout;
+    /* The runner closed its own connection: this one prints what it stored. */
+    FILE *human = ppb_cli_human(&co);
     ppb_store *s = NULL;
     ppb_status_counts counts;
-    if (ppb_store_open(&s, o.db_path, &err) ||
-        ppb_print_results(s, sum.run_id, human, &counts, &err)) {
-        fprintf(stderr, "ppbench run: %s\n", err.msg);
+    if (ppb_store_open(&s, o.db_path, &err) || ppb_print_results(s, sum.run_id, human, &counts, &err)) {
         ppb_store_close(s);
-        return PPB_EXIT_RUNTIME;
+        return ppb_cli_fail("run", PPB_EIO, &err);
     }
     fprintf(human, "run %lld (%s backend%s) stored in %s\n", (long long)sum.run_id, sum.backend,
             sum.timing_is_cpu ? ", CPU timings" : "", o.db_path);
     int exit_code = run_exit_code(&sum, &counts, o.db_path);
-    if (ppb_cli_stored_docs("run", s, 1, sum.run_id, exit_code, json, md))
+    if (ppb_cli_stored_docs("run", s, 1, sum.run_id, exit_code, co.json, co.md))
         exit_code = PPB_EXIT_RUNTIME;
     ppb_store_close(s);
     return exit_code;

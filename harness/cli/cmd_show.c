@@ -74,5 +74,5 @@ int cmd_show(int argc, char **argv)
     if (rc)
         fprintf(stderr, "ppbench show: %s\n", err.msg);
     ppb_store_close(s);
-    return rc == PPB_EINPUT ? PPB_EXIT_INPUT : rc ? PPB_EXIT_RUNTIME : PPB_EXIT_OK;
+    return ppb_cli_exit(rc);
 }

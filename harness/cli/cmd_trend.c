@@ -1,6 +1,5 @@
 /* ppbench trend SUITE: each case of the suite's latest run against its own
  * history of nightly runs (harness/trend.h); exit 12 on a regression. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +68,7 @@ typedef struct trend_ctx {
     ppb_store *baseline;    /* --baseline-db: older nights from another database, or NULL */
     const char *suite;
     const char *since;
+    char since_utc[32];     /* --since as stored runs write it */
     ppb_trend_options opt;
     ppb_trend_doc doc;      /* every judged case, for --json / --markdown */
     FILE *human;
@@ -149,84 +149,70 @@ static int trend_markdown(void *ctx, FILE *out, ppb_err *err)
     return 0;
 }
 
+static int trend_opt(void *ctx, int opt, char *arg)
+{
+    trend_ctx *t = ctx;
+    char *end = NULL;
+    switch (opt) {
+    case 's':
+        if (ppb_cli_date("trend", "--since", arg, t->since_utc, sizeof t->since_utc))
+            return -1;
+        t->since = t->since_utc;
+        return 0;
+    case 'w':
+        t->opt.window = (int)strtol(arg, &end, 10);
+        if (*end || t->opt.window < 3) {
+            fprintf(stderr, "ppbench trend: --window %s: expected an integer >= 3\n", arg);
+            return -1;
+        }
+        return 0;
+    default: return 1;
+    }
+}
+
+/* A suite file names the suite; anything else is taken as the name. */
+static int suite_name(const char *arg, char *name, size_t len, ppb_err *err)
+{
+    snprintf(name, len, "%s", arg);
+    size_t n = strlen(arg);
+    if (n > 5 && strcmp(arg + n - 5, ".yaml") == 0) {
+        ppb_suite suite;
+        if (ppb_suite_load(arg, &suite, err))
+            return PPB_EINPUT;
+        snprintf(name, len, "%s", suite.name);
+        ppb_suite_free(&suite);
+    }
+    return PPB_OK;
+}
+
 int cmd_trend(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
-                                             {"since", required_argument, NULL, 's'},
-                                             {"window", required_argument, NULL, 'w'},
-                                             {"baseline-db", required_argument, NULL, 'B'},
-                                             {"json", required_argument, NULL, 'j'},
-                                             {"markdown", required_argument, NULL, 'm'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    const char *db = NULL, *baseline_db = NULL, *json = NULL, *md = NULL;
+    static const struct option longopts[] = {
+        PPB_CLI_OPT_DB, {"since", required_argument, NULL, 's'}, {"window", required_argument, NULL, 'w'},
+        PPB_CLI_OPT_BASELINE_DB, PPB_CLI_OPT_DOCS, PPB_CLI_OPT_HELP_END};
+    ppb_cli_opts o;
     trend_ctx t;
     memset(&t, 0, sizeof t);
     t.since = "";
-    char since_utc[32] = "";
     ppb_trend_options_default(&t.opt);
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        char *end = NULL;
-        switch (c) {
-        case 'd': db = optarg; break;
-        case 's':
-            if (ppb_cli_date("trend", "--since", optarg, since_utc, sizeof since_utc))
-                return PPB_EXIT_USAGE;
-            t.since = since_utc;
-            break;
-        case 'B': baseline_db = optarg; break;
-        case 'j': json = optarg; break;
-        case 'm': md = optarg; break;
-        case 'w':
-            t.opt.window = (int)strtol(optarg, &end, 10);
-            if (*end || t.opt.window < 3) {
-                fprintf(stderr, "ppbench trend: --window %s: expected an integer >= 3\n", optarg);
-                return PPB_EXIT_USAGE;
-            }
-            break;
-        case 'h': usage(stdout); return PPB_EXIT_OK;
-        default: usage(stderr); return PPB_EXIT_USAGE;
-        }
-    }
-    if (optind != argc - 1) {
-        usage(stderr);
-        return PPB_EXIT_USAGE;
-    }
+    int xrc = ppb_cli_parse("trend", argc, argv, "h", longopts, usage, &o, trend_opt, &t, 1);
+    if (xrc >= 0)
+        return xrc;
     ppb_err err = {{0}};
     t.err = &err;
-    /* A suite file names the suite; anything else is taken as the name. */
     char name[128];
-    snprintf(name, sizeof name, "%s", argv[optind]);
-    size_t len = strlen(argv[optind]);
-    if (len > 5 && strcmp(argv[optind] + len - 5, ".yaml") == 0) {
-        ppb_suite suite;
-        if (ppb_suite_load(argv[optind], &suite, &err)) {
-            fprintf(stderr, "ppbench trend: %s\n", err.msg);
-            return PPB_EXIT_INPUT;
-        }
-        snprintf(name, sizeof name, "%s", suite.name);
-        ppb_suite_free(&suite);
-    }
+    if (suite_name(argv[optind], name, sizeof name, &err))
+        return ppb_cli_fail("trend", PPB_EINPUT, &err);
     t.suite = name;
-    t.human = (json && strcmp(json, "-") == 0) || (md && strcmp(md, "-") == 0) ? stderr : stdout;
+    t.human = ppb_cli_human(&o);
     snprintf(t.doc.suite, sizeof t.doc.suite, "%s", name);
     t.doc.window = t.opt.window;
-    ppb_store *s = ppb_cli_open_existing_store("trend", db);
-    if (!s)
-        return PPB_EXIT_RUNTIME;
-    t.s = s;
-    char baseline_path[4096] = "";
-    if (baseline_db) {
-        int xrc = ppb_cli_open_baseline("trend", baseline_db, &t.baseline, baseline_path,
-                                        sizeof baseline_path);
-        if (xrc) {
-            ppb_store_close(s);
-            return xrc;
-        }
-    }
-    int64_t latest = ppb_store_latest_run_of_suite(s, name);
+    ppb_cli_stores st;
+    if ((xrc = ppb_cli_open_stores("trend", &o, &st)))
+        return xrc;
+    t.s = st.s;
+    t.baseline = st.baseline;
+    int64_t latest = ppb_store_latest_run_of_suite(t.s, name);
     int rc = PPB_OK;
     if (latest <= 0) {
         rc = ppb_fail(&err, latest < 0 ? PPB_EIO : PPB_EINPUT, "no run of suite '%s' in the database",
@@ -236,7 +222,7 @@ int cmd_trend(int argc, char **argv)
         fprintf(t.human, "suite %s: latest run %lld against its history (window %d)\n", name, (long long)latest,
                 t.opt.window);
         fprintf(t.human, "%-12s %8s %8s  %-8s %s\n", "status", "change", "score", "step@", "case");
-        rc = ppb_store_each_result(s, latest, judge_case, &t, &err);
+        rc = ppb_store_each_result(t.s, latest, judge_case, &t, &err);
     }
     if (rc)
         fprintf(stderr, "ppbench trend: %s\n", err.msg);
@@ -244,13 +230,12 @@ int cmd_trend(int argc, char **argv)
         fprintf(t.human, "%d ok, %d regression, %d improvement, %d outlier, %d insufficient history\n",
                 t.doc.counts[PPB_TREND_OK], t.doc.counts[PPB_TREND_REGRESSION], t.doc.counts[PPB_TREND_IMPROVEMENT],
                 t.doc.counts[PPB_TREND_OUTLIER], t.doc.counts[PPB_TREND_INSUFFICIENT_HISTORY]);
-    ppb_store_close(s);
-    if (t.baseline)
-        ppb_cli_close_baseline(t.baseline, baseline_db, baseline_path);
-    int exit_code = rc ? (rc == PPB_EINPUT ? PPB_EXIT_INPUT : PPB_EXIT_RUNTIME)
-                       : t.doc.counts[PPB_TREND_REGRESSION] ? PPB_EXIT_REGRESSION : PPB_EXIT_OK;
+    ppb_cli_close_stores(&st);
+    int exit_code = rc                                   ? ppb_cli_exit(rc)
+                    : t.doc.counts[PPB_TREND_REGRESSION] ? PPB_EXIT_REGRESSION
+                                                         : PPB_EXIT_OK;
     trend_doc_ctx dc = {&t.doc, exit_code};
-    if (!rc && (ppb_cli_write_doc("trend", json, trend_json, &dc) || ppb_cli_write_doc("trend", md, trend_markdown, &dc)))
+    if (!rc && (ppb_cli_write_doc("trend", o.json, trend_json, &dc) || ppb_cli_write_doc("trend", o.md, trend_markdown, &dc)))
         exit_code = PPB_EXIT_RUNTIME;
     ppb_trend_doc_free(&t.doc);
     return exit_code;

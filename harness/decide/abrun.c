@@ -10,6 +10,7 @@
 #include "session.h"
 #include "suite.h"
 #include "target.h"
+#include "verdict_record.h"
 
 /* One compared pair: the two cases and what was measured on each side. */
 typedef struct ab_pair {
@@ -358,39 +359,20 @@ static int decide_and_store(ab_ctx *x, ppb_proposal_record *rec, ppb_verdict_rep
         for (int i = 0; i < n_cases; i++)
             fill_case(&vcs[i], &x->pairs[i]);
     }
-    if ((rc = ppb_verdict_decide(vcs, n_cases, &x->p->rules, rep, err)))
-        goto end;
-
     snprintf(rec->name, sizeof rec->name, "%s", x->p->name);
     snprintf(rec->path, sizeof rec->path, "%s", x->p->path);
     snprintf(rec->kind, sizeof rec->kind, "%s", ppb_proposal_kind_name(x->p->kind));
     snprintf(rec->target, sizeof rec->target, "%s", x->have_target ? x->target.name : "");
     rec->baseline_run = x->run[0].id;
     rec->candidate_run = x->run[1].id;
-    snprintf(rec->verdict, sizeof rec->verdict, "%s", ppb_verdict_name(rep->verdict));
-    rec->geomean_ratio = rep->have_geomean ? rep->geomean.ratio : NAN;
-    rec->geomean_lo = rep->have_geomean ? rep->geomean.ratio_lo : NAN;
-    rec->geomean_hi = rep->have_geomean ? rep->geomean.ratio_hi : NAN;
-    if ((rc = ppb_verdict_reasons_text(rep, rec->reasons, sizeof rec->reasons, err)))
-        goto end;
     for (int i = 0; i < n_cases; i++) {
-        const ppb_verdict_outcome *oc = &rep->cases[i];
         ppb_proposal_case *pc = &pcs[i];
         snprintf(pc->baseline_key, sizeof pc->baseline_key, "%s",
                  chunked ? "(all baseline chunks)" : x->pairs[i].side[0].key);
         snprintf(pc->candidate_key, sizeof pc->candidate_key, "%s",
                  chunked ? "(all candidate chunks)" : x->pairs[i].side[1].key);
-        pc->weight = vcs[i].weight;
-        snprintf(pc->state, sizeof pc->state, "%s", ppb_case_state_name(oc->state));
-        snprintf(pc->cls, sizeof pc->cls, "%s",
-                 oc->state == PPB_CASE_COMPARED ? ppb_ab_class_name(oc->cls) : "");
-        int compared = oc->state == PPB_CASE_COMPARED;
-        pc->ratio = compared ? oc->interval.ratio : NAN;
-        pc->ratio_lo = compared ? oc->interval.ratio_lo : NAN;
-        pc->ratio_hi = compared ? oc->interval.ratio_hi : NAN;
-        pc->p_holm = compared ? oc->p_holm : NAN;
     }
-    rc = ppb_store_put_proposal(x->store, rec, pcs, n_cases, err);
+    rc = ppb_verdict_store(x->store, vcs, n_cases, &x->p->rules, rec, pcs, rep, err);
 end:
     free(vcs);
     free(pcs);

@@ -438,6 +438,14 @@ static int has_ties(const double *a, int n, const double *b, int m)
     return 0;
 }
 
+/* The interval on the time scale: ratio = exp(shift of the log-times). */
+static void shifts_to_ratios(ppb_ab_interval *out)
+{
+    out->ratio = exp(out->shift);
+    out->ratio_lo = exp(out->shift_lo);
+    out->ratio_hi = exp(out->shift_hi);
+}
+
 int ppb_hodges_lehmann_shift(const double *a, int n, const double *b, int m, double alpha,
                              ppb_ab_interval *out, ppb_err *err)
 {
@@ -494,9 +502,7 @@ int ppb_hodges_lehmann_shift(const double *a, int n, const double *b, int m, dou
             goto done;
         out->bounded = 1;
     }
-    out->ratio = exp(out->shift);
-    out->ratio_lo = exp(out->shift_lo);
-    out->ratio_hi = exp(out->shift_hi);
+    shifts_to_ratios(out);
     rc = 0;
 done:
     if (rc == PPB_ENOMEM)
@@ -599,9 +605,7 @@ int ppb_ab_bootstrap_median_ratio(const double *baseline, int n, const double *c
     }
     out->level = out->level_achieved = 1.0 - alpha;
     out->bounded = 1;
-    out->ratio = exp(out->shift);
-    out->ratio_lo = exp(out->shift_lo);
-    out->ratio_hi = exp(out->shift_hi);
+    shifts_to_ratios(out);
     rc = 0;
 done:
     free(la);

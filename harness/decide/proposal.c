@@ -161,6 +161,20 @@ static int parse_seed_claims(ppb_yaml *y, yaml_node_t *n, ppb_seed_claims *sc, p
     return rc;
 }
 
+/* A side that is one required key (chunk_tokens, gpu_memory_utilization): its
+ * value node in *v and its field name ("baseline.KEY") in `field`. */
+static int side_value(ppb_yaml *y, yaml_node_t *n, const char *name, const char *key, char *field, size_t len,
+                      yaml_node_t **v, ppb_err *err)
+{
+    const char *const keys[] = {key, NULL};
+    int rc = ppb_yaml_check_keys(y, n, name, keys, err);
+    *v = rc ? NULL : ppb_yaml_get(y, n, key);
+    snprintf(field, len, "%s.%s", name, key);
+    if (!rc && !*v)
+        rc = ppb_yaml_fail(y, err, n, field, "required");
+    return rc;
+}
+
 /* baseline:/candidate: of each kind. */
 static int parse_side(ppb_yaml *y, yaml_node_t *n, const char *name, ppb_proposal *p,
                       ppb_side *side, ppb_err *err)
@@ -179,26 +193,17 @@ static int parse_side(ppb_yaml *y, yaml_node_t *n, const char *name, ppb_proposa
             rc = ppb_yaml_fail(y, err, n, name, "names no knob");
         return rc;
     }
+    char field[64];
+    long l;
     if (p->kind == PPB_PROPOSAL_CHUNKED_PREFILL) {
-        static const char *const keys[] = {"chunk_tokens", NULL};
-        long l;
-        int rc = ppb_yaml_check_keys(y, n, name, keys, err);
-        yaml_node_t *v = rc ? NULL : ppb_yaml_get(y, n, "chunk_tokens");
-        char field[64];
-        snprintf(field, sizeof field, "%s.chunk_tokens", name);
-        if (!rc && !v)
-            rc = ppb_yaml_fail(y, err, n, field, "required");
+        yaml_node_t *v = NULL;
+        int rc = side_value(y, n, name, "chunk_tokens", field, sizeof field, &v, err);
         if (!rc && !(rc = ppb_yaml_int(y, v, field, 16, 262144, &l, err)))
             side->chunk_tokens = (int)l;
         return rc;
     }
-    static const char *const keys[] = {"gpu_memory_utilization", NULL};
-    int rc = ppb_yaml_check_keys(y, n, name, keys, err);
-    yaml_node_t *v = rc ? NULL : ppb_yaml_get(y, n, "gpu_memory_utilization");
-    char field[64];
-    snprintf(field, sizeof field, "%s.gpu_memory_utilization", name);
-    if (!rc && !v)
-        rc = ppb_yaml_fail(y, err, n, field, "required");
+    yaml_node_t *v = NULL;
+    int rc = side_value(y, n, name, "gpu_memory_utilization", field, sizeof field, &v, err);
     if (!rc)
         rc = ppb_yaml_double(y, v, field, 0.01, 1.0, &side->gpu_memory_utilization, err);
     return rc;
