@@ -94,6 +94,42 @@ unsigned long long ppb_decode_reduce_smem_bytes(const ppb_decode_config *cfg, in
                    2ull * (unsigned long long)(cfg->num_threads / cfg->warp_size));
 }
 
+/* The knobs the kernels are instantiated for (ppb_decode_plan refuses the rest with a reason). */
+static int knobs_supported(const ppb_decode_config *cfg, int head_dim, int page_size)
+{
+    return (cfg->version == 1 || cfg->version == 2) && (cfg->warp_size == 32 || cfg->warp_size == 64) &&
+           (cfg->num_threads == 64 || cfg->num_threads == 128 || cfg->num_threads == 256) &&
+           (!cfg->use_mma || cfg->warp_size == 32) && (head_dim == 64 || head_dim == 128 || head_dim == 256) &&
+           (page_size == 8 || page_size == 16 || page_size == 32) &&
+           (cfg->version == 1 || (cfg->partition_size > 0 && cfg->partition_size % 32 == 0));
+}
+
+int ppb_decode_smem_need(const ppb_decode_config *cfg, int head_dim, int page_size, int num_heads, int num_kv_heads,
+                         int max_seq_len, unsigned max_smem_optin, ppb_decode_smem *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!cfg || !knobs_supported(cfg, head_dim, page_size) || num_heads <= 0 || num_kv_heads <= 0 ||
+        num_heads % num_kv_heads != 0 || max_seq_len <= 0)
+        return -1;
+    const int group = num_heads / num_kv_heads;
+    int hpc = 8;
+    while (group % hpc != 0)
+        hpc /= 2;
+    unsigned long long smem = ppb_decode_main_smem_bytes(cfg, head_dim, page_size, hpc, max_seq_len);
+    if (cfg->version == 1)   /* v1's logits grow with the sequence: fewer heads per CTA until they fit */
+        while (smem > max_smem_optin && hpc > 1) {
+            hpc /= 2;
+            smem = ppb_decode_main_smem_bytes(cfg, head_dim, page_size, hpc, max_seq_len);
+        }
+    out->heads_per_cta = hpc;
+    out->main_bytes = smem;
+    if (cfg->version == 2) {
+        out->partitions = ppb_decode_num_partitions(max_seq_len, cfg->partition_size);
+        out->reduce_bytes = ppb_decode_reduce_smem_bytes(cfg, head_dim, (int)out->partitions);
+    }
+    return 0;
+}
+
 static void set_plan(ppb_launch_plan *p, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned smem)
 {
     p->grid[0] = gx;
@@ -153,16 +189,13 @@ int ppb_decode_plan(const ppb_decode_config *cfg, const ppb_decode_args *args, i
     if (args->sliding_window < 0)
         return refuse(reason, reason_len, "sliding_window %d: must be 0 (off) or positive", args->sliding_window);
 
-    const int group = args->num_heads / args->num_kv_heads;
-    int hpc = 8;
-    while (group % hpc != 0)
-        hpc /= 2;
+    ppb_decode_smem need;
+    if (ppb_decode_smem_need(cfg, head_dim, page_size, args->num_heads, args->num_kv_heads, args->max_seq_len,
+                             max_smem_optin, &need) != 0)
+        return refuse(reason, reason_len, "decode plan: no shared-memory layout for this config");
+    const int hpc = need.heads_per_cta;
+    const unsigned long long smem = need.main_bytes;
     if (cfg->version == 1) {
-        unsigned long long smem = ppb_decode_main_smem_bytes(cfg, head_dim, page_size, hpc, args->max_seq_len);
-        while (smem > max_smem_optin && hpc > 1) {
-            hpc /= 2;
-            smem = ppb_decode_main_smem_bytes(cfg, head_dim, page_size, hpc, args->max_seq_len);
-        }
         if (smem > max_smem_optin)
             return refuse(reason, reason_len, "v1 needs %llu B of shared memory for max_seq_len %d > %u B", smem,
                           args->max_seq_len, max_smem_optin);
@@ -171,7 +204,7 @@ int ppb_decode_plan(const ppb_decode_config *cfg, const ppb_decode_args *args, i
         return 0;
     }
 
-    const size_t parts = ppb_decode_num_partitions(args->max_seq_len, cfg->partition_size);
+    const size_t parts = need.partitions;
     if ((size_t)args->max_num_partitions != parts)
         return refuse(reason, reason_len,
                       "max_num_partitions %d is not ceil(max_seq_len %d / partition_size %d) = %zu, the "
@@ -179,12 +212,11 @@ int ppb_decode_plan(const ppb_decode_config *cfg, const ppb_decode_args *args, i
                       args->max_num_partitions, args->max_seq_len, cfg->partition_size, parts);
     if (parts > GRID_YZ_MAX)
         return refuse(reason, reason_len, "%zu partitions exceed the grid's %u", parts, GRID_YZ_MAX);
-    const unsigned long long smem = ppb_decode_main_smem_bytes(cfg, head_dim, page_size, hpc, args->max_seq_len);
     if (smem > max_smem_optin)
         return refuse(reason, reason_len,
                       "v2 needs %llu B of shared memory for partition_size %d (%d heads per block) > %u B", smem,
                       cfg->partition_size, hpc, max_smem_optin);
-    const unsigned long long rsmem = ppb_decode_reduce_smem_bytes(cfg, head_dim, (int)parts);
+    const unsigned long long rsmem = need.reduce_bytes;
     if (rsmem > max_smem_optin)
         return refuse(reason, reason_len, "v2 reduce needs %llu B of shared memory for %zu partitions > %u B", rsmem,
                       parts, max_smem_optin);

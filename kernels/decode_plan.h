@@ -45,6 +45,28 @@ size_t ppb_decode_tmp_out_bytes(int num_seqs, int num_heads, int head_dim, int m
 size_t ppb_decode_exp_sums_bytes(int num_seqs, int num_heads, int max_seq_len, int partition_size);
 size_t ppb_decode_max_logits_bytes(int num_seqs, int num_heads, int max_seq_len, int partition_size);
 
+/* The shared memory the decode kernels need for a config on a shape, on a device whose
+ * blocks may opt in to max_smem_optin bytes: the heads per CTA (HPC) ppb_decode_plan
+ * launches with (the largest of 8, 4, 2, 1 that divides the GQA group num_heads /
+ * num_kv_heads and, for v1, whose logits fit max_smem_optin; else 1), the main kernel's
+ * dynamic shared memory at that HPC and, for v2, the reduce's for
+ * ppb_decode_num_partitions(max_seq_len, partition_size) partitions (0 for v1). The one
+ * definition of these figures: ppb_decode_plan refuses what exceeds max_smem_optin, the
+ * harness's target check (`ppbench check`) and the CPU backend report the same numbers,
+ * each with its own warp size in cfg->warp_size. Returns 0, or -1 (out zeroed) for a
+ * config the kernels do not have: version, warp size (32, 64), num_threads (64, 128,
+ * 256), the mma path on other than 32-wide warps, head_dim (64, 128, 256), page size (8,
+ * 16, 32), a v2 partition size that is not a positive multiple of 32, or a shape without
+ * a positive GQA group or length. */
+typedef struct ppb_decode_smem {
+    int heads_per_cta;
+    unsigned long long main_bytes;    /* the main kernel, at heads_per_cta */
+    unsigned long long reduce_bytes;  /* v2's reduce; 0 for v1 */
+    size_t partitions;                /* v2: the kernel's partition count; 0 for v1 */
+} ppb_decode_smem;
+int ppb_decode_smem_need(const ppb_decode_config *cfg, int head_dim, int page_size, int num_heads, int num_kv_heads,
+                         int max_seq_len, unsigned max_smem_optin, ppb_decode_smem *out);
+
 /* Dynamic shared memory of the main kernel for `heads_per_cta` heads (the layout in
  * paged_attention.cuh, ppb_pa::main_smem_bytes; the GPU test checks both agree) and
  * of the reduce. */

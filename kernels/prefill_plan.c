@@ -44,25 +44,16 @@ unsigned ppb_prefill_smem_bytes(const ppb_prefill_config *cfg, int head_dim)
          * 2-byte elements; two stages where they fit (prefill_plan.h) */
         const unsigned q = 2u * (unsigned)(bm * (d + 8));
         const unsigned kv = 2u * (unsigned)(bn * (d + 8) + max_int(d * (bn + 8), bn * (d + 8)));
-        const int two = PPB_PREFILL_MAX_KV_STAGES >= 2 && cfg->num_warps >= PPB_PREFILL_TWO_STAGE_MIN_WARPS &&
-                        q + 2u * kv <= PPB_PREFILL_TWO_STAGE_SMEM_LIMIT;
-        return q + (two ? 2u : 1u) * kv;
+        return q + (unsigned)ppb_prefill_kv_stages(cfg->num_warps, q, kv) * kv;
     }
     /* Q^T [D][BM], K^T / V [BN*D], P [BM][BN+2] (2-byte), one fp32 per row */
     return 2u * (unsigned)(d * bm + bn * d + bm * (bn + 2)) + 4u * (unsigned)bm;
 }
 
-int ppb_prefill_plan(const ppb_prefill_config *cfg, const ppb_prefill_args *args, int head_dim, int dtype,
-                     unsigned max_smem_optin, ppb_launch_plan *plan, char *reason, unsigned reason_len)
+/* ---- knobs ---- */
+static int check_knobs(const ppb_prefill_config *cfg, int head_dim, int dtype, char *reason, unsigned reason_len)
 {
-    if (reason && reason_len)
-        reason[0] = '\0';
-    if (!cfg || !args || !plan)
-        return refuse(reason, reason_len, "no config, arguments or plan given");
     const int bm = cfg->block_m, bn = cfg->block_n, w = cfg->num_warps;
-    const int ws = cfg->use_mma ? 32 : cfg->warp_size;
-
-    /* ---- knobs ---- */
     if (!is_pow2_in(bm, 16, 128))
         return refuse(reason, reason_len, "BLOCK_M=%d unsupported (16, 32, 64 or 128)", bm);
     if (!is_pow2_in(bn, 16, 128))
@@ -75,28 +66,15 @@ int ppb_prefill_plan(const ppb_prefill_config *cfg, const ppb_prefill_args *args
         return refuse(reason, reason_len, "dtype code %d unsupported (fp16 or bf16)", dtype);
     if (cfg->warp_size != 32 && cfg->warp_size != 64)
         return refuse(reason, reason_len, "warp size %d unsupported (32 or 64)", cfg->warp_size);
+    return 0;
+}
 
-    /* ---- shape ---- */
-    if (args->head_dim != head_dim)
-        return refuse(reason, reason_len, "arguments have head_dim %d, kernel HEAD_DIM=%d", args->head_dim,
-                      head_dim);
-    if (args->num_kv_heads <= 0 || args->num_heads <= 0 || args->num_heads % args->num_kv_heads != 0)
-        return refuse(reason, reason_len, "num_heads %d is not a multiple of num_kv_heads %d", args->num_heads,
-                      args->num_kv_heads);
-    if (!is_pow2_in(args->page_size, 8, 1 << 20))
-        return refuse(reason, reason_len,
-                      "page size %d: the kernel gathers 16-byte chunks of 8 tokens, needs a power of two >= 8",
-                      args->page_size);
-    if (args->batch <= 0 || args->max_query_len <= 0)
-        return refuse(reason, reason_len, "batch %d, max_query_len %d: nothing to launch", args->batch,
-                      args->max_query_len);
-    const long long group = args->num_heads / args->num_kv_heads;
-    const long long tiles = ((long long)args->max_query_len * group + bm - 1) / bm;
-    if (tiles > 65535 || args->batch > 65535)
-        return refuse(reason, reason_len, "grid (%d, %d, %lld) exceeds 65535 in y or z", args->num_kv_heads,
-                      args->batch, tiles);
-
-    /* ---- path ---- */
+/* ---- path (registers, warp size) and shared memory ---- */
+static int check_path_and_smem(const ppb_prefill_config *cfg, int head_dim, unsigned max_smem_optin, char *reason,
+                               unsigned reason_len)
+{
+    const int bm = cfg->block_m, bn = cfg->block_n, w = cfg->num_warps;
+    const int ws = cfg->use_mma ? 32 : cfg->warp_size;
     if (cfg->use_mma) {
         if (cfg->warp_size != 32)
             return refuse(reason, reason_len, "tensor-core path needs warp size 32, target has %d", cfg->warp_size);
@@ -128,10 +106,59 @@ int ppb_prefill_plan(const ppb_prefill_config *cfg, const ppb_prefill_args *args
                           "(> %d registers budgeted); refused",
                           bm, bn, threads, s_per_thread, PPB_PREFILL_SIMT_S_LIMIT);
     }
-
     const unsigned smem = ppb_prefill_smem_bytes(cfg, head_dim);
     if (smem > max_smem_optin)
         return refuse(reason, reason_len, "needs %u B dynamic shared memory > %u B available", smem, max_smem_optin);
+    return 0;
+}
+
+int ppb_prefill_config_check(const ppb_prefill_config *cfg, int head_dim, int dtype, unsigned max_smem_optin,
+                             char *reason, unsigned reason_len)
+{
+    if (reason && reason_len)
+        reason[0] = '\0';
+    if (!cfg)
+        return refuse(reason, reason_len, "no config given");
+    if (check_knobs(cfg, head_dim, dtype, reason, reason_len))
+        return -1;
+    return check_path_and_smem(cfg, head_dim, max_smem_optin, reason, reason_len);
+}
+
+int ppb_prefill_plan(const ppb_prefill_config *cfg, const ppb_prefill_args *args, int head_dim, int dtype,
+                     unsigned max_smem_optin, ppb_launch_plan *plan, char *reason, unsigned reason_len)
+{
+    if (reason && reason_len)
+        reason[0] = '\0';
+    if (!cfg || !args || !plan)
+        return refuse(reason, reason_len, "no config, arguments or plan given");
+    const int bm = cfg->block_m, w = cfg->num_warps;
+    const int ws = cfg->use_mma ? 32 : cfg->warp_size;
+
+    if (check_knobs(cfg, head_dim, dtype, reason, reason_len))
+        return -1;
+
+    /* ---- shape ---- */
+    if (args->head_dim != head_dim)
+        return refuse(reason, reason_len, "arguments have head_dim %d, kernel HEAD_DIM=%d", args->head_dim,
+                      head_dim);
+    if (args->num_kv_heads <= 0 || args->num_heads <= 0 || args->num_heads % args->num_kv_heads != 0)
+        return refuse(reason, reason_len, "num_heads %d is not a multiple of num_kv_heads %d", args->num_heads,
+                      args->num_kv_heads);
+    if (!is_pow2_in(args->page_size, 8, 1 << 20))
+        return refuse(reason, reason_len,
+                      "page size %d: the kernel gathers 16-byte chunks of 8 tokens, needs a power of two >= 8",
+                      args->page_size);
+    if (args->batch <= 0 || args->max_query_len <= 0)
+        return refuse(reason, reason_len, "batch %d, max_query_len %d: nothing to launch", args->batch,
+                      args->max_query_len);
+    const long long group = args->num_heads / args->num_kv_heads;
+    const long long tiles = ((long long)args->max_query_len * group + bm - 1) / bm;
+    if (tiles > 65535 || args->batch > 65535)
+        return refuse(reason, reason_len, "grid (%d, %d, %lld) exceeds 65535 in y or z", args->num_kv_heads,
+                      args->batch, tiles);
+
+    if (check_path_and_smem(cfg, head_dim, max_smem_optin, reason, reason_len))
+        return -1;
 
     plan->grid[0] = (unsigned)args->num_kv_heads;
     plan->grid[1] = (unsigned)args->batch;
@@ -139,6 +166,6 @@ int ppb_prefill_plan(const ppb_prefill_config *cfg, const ppb_prefill_args *args
     plan->block[0] = (unsigned)(w * ws);
     plan->block[1] = 1;
     plan->block[2] = 1;
-    plan->dynamic_smem = smem;
+    plan->dynamic_smem = ppb_prefill_smem_bytes(cfg, head_dim);
     return 0;
 }

@@ -37,13 +37,37 @@ typedef struct ppb_prefill_config {
  * layout still lets two CTAs share an sm_90 SM (228 KB, 1 KB reserved per CTA); else
  * single-buffered. With 1 or 2 warps the CTAs per SM hide the copies, and doubling the
  * tiles cuts them (64/64/2: 4 -> 2 per SM, 29% slower on the H200; 128/64/4: 5% faster,
- * docs/KERNELS-IMPL.md). The kernel (prefix_prefill.cuh, mma_layout) applies the same
- * rule. -DPPB_PREFILL_MAX_KV_STAGES=1 in both builds turns it off (for A/B runs). */
+ * docs/KERNELS-IMPL.md). ppb_prefill_kv_stages below is the rule: the plan
+ * (ppb_prefill_smem_bytes) and the kernel (prefix_prefill.cuh, mma_layout) both call it.
+ * -DPPB_PREFILL_MAX_KV_STAGES=1 in both builds turns it off (for A/B runs). */
 #ifndef PPB_PREFILL_MAX_KV_STAGES
 #define PPB_PREFILL_MAX_KV_STAGES 2
 #endif
 #define PPB_PREFILL_TWO_STAGE_MIN_WARPS 4
 #define PPB_PREFILL_TWO_STAGE_SMEM_LIMIT (228u * 1024u / 2u - 1024u)   /* 115712 B */
+
+/* The rule itself, the one definition: K/V stages (1 or 2) of the tensor-core layout for
+ * a CTA of num_warps warps whose Q tile takes q_bytes and one K + V stage stage_bytes.
+ * A constant expression in C++ (the kernel's mma_layout sizes its shared memory with it)
+ * and callable from host and device code; plain C calls it from prefill_plan.c. */
+#if defined(__cplusplus)
+#define PPB_PLAN_CONSTEXPR constexpr
+#else
+#define PPB_PLAN_CONSTEXPR
+#endif
+#if defined(__CUDACC__)
+#define PPB_PLAN_HD __host__ __device__
+#else
+#define PPB_PLAN_HD
+#endif
+static inline PPB_PLAN_CONSTEXPR PPB_PLAN_HD int ppb_prefill_kv_stages(int num_warps, unsigned q_bytes,
+                                                                       unsigned stage_bytes)
+{
+    return PPB_PREFILL_MAX_KV_STAGES >= 2 && num_warps >= PPB_PREFILL_TWO_STAGE_MIN_WARPS &&
+                   q_bytes + 2u * stage_bytes <= PPB_PREFILL_TWO_STAGE_SMEM_LIMIT
+               ? 2
+               : 1;
+}
 
 /* max_smem_optin: bytes the launcher may opt into (device or target limit, whichever is
  * lower). Returns 0 and fills *plan, or -1 with a one-line reason (reason may be NULL).
@@ -52,8 +76,17 @@ int ppb_prefill_plan(const ppb_prefill_config *cfg, const ppb_prefill_args *args
                      unsigned max_smem_optin, ppb_launch_plan *plan, char *reason, unsigned reason_len);
 
 /* Dynamic shared memory the kernel's layout needs for a config (bytes; both dtypes are 2
- * bytes wide), without any feasibility check; 0 for knobs outside the supported set. */
+ * bytes wide), without any feasibility check; 0 for knobs outside the supported set.
+ * The one definition of the figure: ppb_prefill_plan, the harness's target check
+ * (`ppbench check`) and the CPU backend all read it from here. */
 unsigned ppb_prefill_smem_bytes(const ppb_prefill_config *cfg, int head_dim);
+
+/* The refusals of ppb_prefill_plan that depend on the config alone (knobs, the code path's
+ * register and warp rules, dynamic shared memory above max_smem_optin), without a shape:
+ * whether the config can run on a device at all. 0, or -1 with the same one-line reason
+ * ppb_prefill_plan gives. The target check uses it to pick the path `path: auto` takes. */
+int ppb_prefill_config_check(const ppb_prefill_config *cfg, int head_dim, int dtype, unsigned max_smem_optin,
+                             char *reason, unsigned reason_len);
 
 #ifdef __cplusplus
 }

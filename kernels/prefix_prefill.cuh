@@ -40,7 +40,8 @@ __host__ __device__ constexpr int pow2_floor_sqrt(int x, int p = 1) { return (p 
 /* Tensor-core path: Q tile [BM][D+8], then per stage a K tile [BN][D+8] and a V tile,
  * either [D][BN+8] (phase 1: the cache's d-major page layout) or [BN][D+8] (phase 2); rows
  * padded by 16 bytes so the 8 row addresses of an ldmatrix fall in 8 different bank
- * groups. KV_STAGES (1 or 2): the rule of prefill_plan.h. */
+ * groups. KV_STAGES (1 or 2): ppb_prefill_kv_stages of prefill_plan.h, the one definition the
+ * plan uses too. */
 template <int D, int BM, int BN, int W>
 struct mma_layout {
     static constexpr int THREADS = W * 32;
@@ -51,10 +52,7 @@ struct mma_layout {
     static constexpr int K_ELEMS = BN * KS;
     static constexpr int V_ELEMS = cmax(D * VTS, BN * VS);
     static constexpr int STAGE_ELEMS = K_ELEMS + V_ELEMS;
-    static constexpr int KV_STAGES = PPB_PREFILL_MAX_KV_STAGES >= 2 && W >= PPB_PREFILL_TWO_STAGE_MIN_WARPS &&
-                                             2u * (Q_ELEMS + 2 * STAGE_ELEMS) <= PPB_PREFILL_TWO_STAGE_SMEM_LIMIT
-                                         ? 2
-                                         : 1;
+    static constexpr int KV_STAGES = ppb_prefill_kv_stages(W, 2u * Q_ELEMS, 2u * STAGE_ELEMS);
     static constexpr unsigned SMEM_BYTES = 2u * (Q_ELEMS + KV_STAGES * STAGE_ELEMS);
     /* Q fragments stay in registers when O, S and Q together fit comfortably; otherwise
      * they are re-read from shared memory (ldmatrix) at every k-step, as FA2 does. */

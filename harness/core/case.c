@@ -334,6 +334,12 @@ int ppb_case_host_partition_size(const ppb_case *c)
     return c->config.host_partition_size ? c->config.host_partition_size : c->config.partition_size;
 }
 
+int ppb_case_partition_mismatch(const ppb_case *c)
+{
+    return c->kernel == PPB_PAGED_ATTENTION && c->config.version == 2 &&
+           ppb_case_host_partition_size(c) != c->config.partition_size;
+}
+
 static int ragged_len(const ppb_case *c, int len, int seq)
 {
     if (!c->shape.ragged || c->shape.batch <= 1)

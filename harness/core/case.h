@@ -129,6 +129,9 @@ int ppb_case_validate(const ppb_case *c, ppb_err *err);
 /* The partition size the host sizes the v2 scratch with: host_partition_size,
  * or the kernel's when that is 0 (no mismatch). The one place of this rule. */
 int ppb_case_host_partition_size(const ppb_case *c);
+/* 1 when a decode v2 case's host sizes the scratch with another partition size than
+ * the kernel's (ppb_case_host_partition_size(c) != partition_size): the mismatch. */
+int ppb_case_partition_mismatch(const ppb_case *c);
 
 /* Per-sequence lengths, honouring `ragged`. */
 int ppb_case_query_len_of(const ppb_case *c, int seq);

@@ -2,6 +2,7 @@
 #include "target.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builtin_plan.h"
+#include "decode_plan.h"
+#include "prefill_plan.h"
 #include "yaml_util.h"
 
 /* ---- profile fields ------------------------------------------------------ */
@@ -364,24 +368,103 @@ int ppb_target_load_arg(const char *suites_dir, const char *arg, ppb_target *t, 
 
 #define SEED_WARP 32
 
-static long round_up(long v, long m) { return m > 0 ? (v + m - 1) / m * m : v; }
-
 static int target_warp(const ppb_target *t)
 {
-    return t->warp_size.present ? (int)t->warp_size.value : SEED_WARP;
+    return t && t->warp_size.present ? (int)t->warp_size.value : SEED_WARP;
+}
+
+/* Compute capability as major * 10 + minor (0: unknown). */
+static int target_cc(const ppb_target *t)
+{
+    return t && t->compute_capability.present ? (int)lround(t->compute_capability.value * 10.0) : 0;
+}
+
+void ppb_target_kernel_smem(const ppb_case *c, const ppb_target *t, unsigned fallback_limit, ppb_kernel_smem *out)
+{
+    memset(out, 0, sizeof *out);
+    const ppb_shape *s = &c->shape;
+    const ppb_config *k = &c->config;
+    out->warp_size = target_warp(t);
+    out->limit = t && t->smem_per_block.present ? (unsigned)t->smem_per_block.value
+                                                : (fallback_limit ? fallback_limit : UINT_MAX);
+    /* The path: explicit, or auto = the tensor-core path where the compute capability allows
+     * it and its plan accepts the config, else the portable one (kernels/runtime/builtin_plan.c). */
+    int mma_allowed = 0;
+    ppb_err ignored;
+    if (ppb_builtin_use_mma(PPBK_PATH_AUTO, target_cc(t), &mma_allowed, &ignored) != PPB_OK)
+        mma_allowed = 0;
+    const char *path_name;
+    if (c->kernel == PPB_PREFIX_PREFILL) {
+        ppb_prefill_config cfg = {k->block_m, k->block_n, k->num_warps, 1, out->warp_size};
+        if (k->path == PPB_PATH_SIMT ||
+            (k->path == PPB_PATH_AUTO &&
+             (!mma_allowed || ppb_prefill_config_check(&cfg, s->head_dim, s->dtype, out->limit, NULL, 0) != 0)))
+            cfg.use_mma = 0;
+        out->use_mma = cfg.use_mma;
+        out->bytes = (long)ppb_prefill_smem_bytes(&cfg, s->head_dim);
+        out->known = out->bytes > 0;
+        path_name = cfg.use_mma ? "tensor-core" : "portable";
+        if (out->known)
+            snprintf(out->arithmetic, sizeof out->arithmetic,
+                     "built-in kernel's %s layout (kernels/prefill_plan.c) for BLOCK_M %d, BLOCK_N %d, %d warps of "
+                     "%d, D %d: %ld B",
+                     path_name, k->block_m, k->block_n, k->num_warps, cfg.use_mma ? 32 : out->warp_size, s->head_dim,
+                     out->bytes);
+        else
+            snprintf(out->arithmetic, sizeof out->arithmetic,
+                     "the built-in kernel has no %s layout for BLOCK_M %d, BLOCK_N %d, %d warps, D %d", path_name,
+                     k->block_m, k->block_n, k->num_warps, s->head_dim);
+        return;
+    }
+    ppb_decode_config cfg = {k->version, k->num_threads, k->partition_size, 1, out->warp_size};
+    ppb_decode_smem need;
+    if (k->path == PPB_PATH_SIMT ||
+        (k->path == PPB_PATH_AUTO &&
+         (!mma_allowed ||
+          ppb_decode_smem_need(&cfg, s->head_dim, s->page_size, s->num_heads, s->num_kv_heads, s->seq_len,
+                               out->limit, &need) != 0 ||
+          need.main_bytes > out->limit || need.reduce_bytes > out->limit)))
+        cfg.use_mma = 0;
+    out->use_mma = cfg.use_mma;
+    path_name = cfg.use_mma ? "tensor-core" : "portable";
+    if (ppb_decode_smem_need(&cfg, s->head_dim, s->page_size, s->num_heads, s->num_kv_heads, s->seq_len, out->limit,
+                             &need) != 0) {
+        snprintf(out->arithmetic, sizeof out->arithmetic,
+                 "the built-in kernels have no %s layout for version %d, %d threads in warps of %d, "
+                 "partition_size %d",
+                 path_name, k->version, k->num_threads, out->warp_size, k->partition_size);
+        return;
+    }
+    out->known = 1;
+    out->heads_per_cta = need.heads_per_cta;
+    out->main_bytes = (long)need.main_bytes;
+    out->reduce_bytes = (long)need.reduce_bytes;
+    out->partitions = (long)need.partitions;
+    out->bytes = out->main_bytes > out->reduce_bytes ? out->main_bytes : out->reduce_bytes;
+    int len = snprintf(out->arithmetic, sizeof out->arithmetic,
+                       "built-in kernel's %s layout (kernels/decode_plan.c), %d threads in warps of %d: main kernel "
+                       "%ld B for %d heads per block (%s %d tokens)",
+                       path_name, k->num_threads, out->warp_size, out->main_bytes, out->heads_per_cta,
+                       k->version == 1 ? "v1: the logits of all" : "v2: the logits of a partition of",
+                       k->version == 1 ? s->seq_len : k->partition_size);
+    if (k->version == 2 && len > 0 && (size_t)len < sizeof out->arithmetic)
+        snprintf(out->arithmetic + len, sizeof out->arithmetic - (size_t)len, "; reduce %ld B for %ld partitions",
+                 out->reduce_bytes, out->partitions);
 }
 
 static void prefill_needs(const ppb_case *c, const ppb_target *t, ppb_needs *n)
 {
     long elem = (long)ppb_dtype_size(c->shape.dtype);
-    long d = c->shape.head_dim, bm = c->config.block_m, bn = c->config.block_n;
-    long kv = 2 * bn * d * elem, q = bm * d * elem;
-    n->smem_bytes = kv + q;
+    long d = c->shape.head_dim, bn = c->config.block_n;
+    ppb_kernel_smem ks;
+    ppb_target_kernel_smem(c, t, 0, &ks);
+    /* The seed document's estimate, shown beside the kernel's figure: K and V tiles only. */
+    long kv = 2 * bn * d * elem;
+    n->smem_bytes = ks.bytes;
     n->seed_smem_bytes = kv;
     snprintf(n->smem_arithmetic, sizeof n->smem_arithmetic,
-             "K+V tiles 2 x %ld x %ld x %ld B = %ld B; + Q tile %ld x %ld x %ld B = %ld B -> %ld "
-             "B; the seed counts K+V only: %ld B",
-             bn, d, elem, kv, bm, d, elem, q, n->smem_bytes, kv);
+             "%s; the seed counts K+V only: %ld B (K+V tiles 2 x %ld x %ld x %ld B = %ld B)", ks.arithmetic, kv, bn,
+             d, elem, kv);
 
     int warp = target_warp(t);
     n->threads = c->config.num_warps * warp;
@@ -396,14 +479,10 @@ static void prefill_needs(const ppb_case *c, const ppb_target *t, ppb_needs *n)
                  " (the seed assumes a 32-wide warp: %d)", n->seed_threads);
 }
 
-/* vLLM's paged attention: dynamic shared memory = max(logits, outputs) with
- * logits = (v1: seq_len rounded up to the page; v2: PARTITION_SIZE) x 4 B and
- * outputs = (warps / 2) x D x 4 B; static: red_smem 2 x warps x 4 B and the
- * query D x elem. v2's reduce kernel holds 2 x partitions x 4 B. */
+/* The built-in decode kernels (kernels/decode_plan.c): the main kernel's dynamic shared
+ * memory at the heads per block the plan picks, and for v2 the reduce's; the larger one. */
 static void decode_needs(const ppb_case *c, const ppb_target *t, ppb_needs *n)
 {
-    long elem = (long)ppb_dtype_size(c->shape.dtype);
-    long d = c->shape.head_dim, page = c->shape.page_size;
     int warp = target_warp(t);
     n->threads = c->config.num_threads;
     n->seed_threads = c->config.num_threads;
@@ -412,30 +491,11 @@ static void decode_needs(const ppb_case *c, const ppb_target *t, ppb_needs *n)
              "threads %d (num_threads; %ld warps of %d%s)", n->threads, warps, warp,
              t->warp_size.present ? "" : ", warp size unknown: 32 assumed");
 
-    int v1 = c->config.version == 1;
-    long logits_len = v1 ? round_up(c->shape.seq_len, page) : c->config.partition_size;
-    long logits = logits_len * 4, outputs = (warps / 2) * d * 4;
-    long dynamic = logits > outputs ? logits : outputs;
-    long red = 2 * warps * 4, qv = d * elem;
-    long main_total = dynamic + red + qv;
-    n->smem_bytes = main_total;
+    ppb_kernel_smem ks;
+    ppb_target_kernel_smem(c, t, 0, &ks);
+    n->smem_bytes = ks.bytes;
     n->seed_smem_bytes = 0;
-    int len = snprintf(n->smem_arithmetic, sizeof n->smem_arithmetic,
-                       "logits %ld x 4 B = %ld B (%s); "
-                       "outputs (%ld warps / 2) x %ld x 4 B = %ld B; "
-                       "max %ld B + reduction scratch 2 x %ld warps x 4 B = %ld B + q %ld x %ld "
-                       "B = %ld B -> %ld B",
-                       logits_len, logits, v1 ? "v1: whole sequence, rounded up to the page"
-                                              : "v2: one partition",
-                       warps, d, outputs, dynamic, warps, red, d, elem, qv, main_total);
-    if (!v1 && c->config.partition_size > 0) {
-        long parts = (c->shape.seq_len + c->config.partition_size - 1) / c->config.partition_size;
-        long reduce = 2 * parts * 4;
-        if (reduce > n->smem_bytes)
-            n->smem_bytes = reduce;
-        snprintf(n->smem_arithmetic + len, sizeof n->smem_arithmetic - (size_t)len,
-                 "; reduce kernel 2 x %ld partitions x 4 B = %ld B", parts, reduce);
-    }
+    snprintf(n->smem_arithmetic, sizeof n->smem_arithmetic, "%s", ks.arithmetic);
 }
 
 void ppb_target_needs(const ppb_case *c, const ppb_target *t, const ppb_resources *measured,

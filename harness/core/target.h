@@ -77,6 +77,27 @@ typedef struct ppb_needs {
 void ppb_target_needs(const ppb_case *c, const ppb_target *t, const ppb_resources *measured,
                       ppb_needs *needs);
 
+/* The built-in kernels' dynamic shared memory for a case on a target, from the launch
+ * plans' own functions (kernels/prefill_plan.h ppb_prefill_smem_bytes, kernels/decode_plan.h
+ * ppb_decode_smem_need) with the target's warp size (32 when unknown), the code path the
+ * built-in kernels take there (path=auto: tensor cores when the target's
+ * compute_capability allows them and that path's plan accepts the config, else the
+ * portable path) and its per-block limit: smem_per_block, else `fallback_limit` (0: no
+ * limit). The one computation behind `ppbench check` (ppb_target_needs) and the CPU
+ * backend's refusal; `t` may be NULL (a 32-wide warp, no compute capability). */
+typedef struct ppb_kernel_smem {
+    int known;                     /* 0: the built-in kernels have no layout for these knobs */
+    int use_mma, warp_size;
+    unsigned limit;                /* the per-block limit used (UINT_MAX: none known) */
+    long bytes;                    /* per block: prefill the kernel; decode the larger of main and reduce */
+    long main_bytes, reduce_bytes; /* decode (reduce: v2 only) */
+    int heads_per_cta;             /* decode */
+    long partitions;               /* decode v2: the kernel's partition count */
+    char arithmetic[256];
+} ppb_kernel_smem;
+
+void ppb_target_kernel_smem(const ppb_case *c, const ppb_target *t, unsigned fallback_limit, ppb_kernel_smem *out);
+
 typedef struct ppb_feasibility {
     int feasible;
     int blocks_per_sm;            /* occupancy estimate; 0 when infeasible or unknown */

@@ -15,8 +15,10 @@
 
 #include "backend.h"
 #include "cpu_attention.h"
+#include "decode_plan.h"
 #include "impl.h"
 #include "reference.h"
+#include "target.h"
 #include "threads.h"
 
 #define DEFAULT_CPU_MAX_GFLOP 2.0
@@ -247,51 +249,36 @@ static int packed_requested(void)
     return v && strcmp(v, "1") == 0;
 }
 
-/* Shared memory the vLLM decode kernels ask for (their launchers' arithmetic):
- * max(logits, the warps' output exchange). v1 holds the logits of the longest
- * sequence padded to the page, v2 one partition's, and the v2 reduce two floats
- * per partition. Checked against the target's per-block figure, else 48 KB. */
-static int refuse_decode_smem(const ppb_backend *b, const ppb_case *c, const ppb_workload *w,
-                              ppb_err *err)
+/* Shared memory the built-in decode kernels need (kernels/decode_plan.c, through
+ * ppb_target_kernel_smem: the same figures, warp size and code path `ppbench check`
+ * uses): the main kernel's at the heads per block the plan picks (v1 holds the logits
+ * of the longest sequence, v2 one partition's), and v2's reduce. Checked against the
+ * target's per-block figure, else 48 KB. Knobs the built-in kernels do not have are
+ * not sized here (the CPU algorithms still run them). */
+static int refuse_decode_smem(const ppb_backend *b, const ppb_case *c, ppb_err *err)
 {
-    const ppb_shape *s = &c->shape;
     const ppb_config *k = &c->config;
-    long long limit = DEFAULT_SMEM_PER_BLOCK;
-    char limit_text[160];
-    snprintf(limit_text, sizeof limit_text, "48 KB default, no target given");
     const ppb_target *t = b->opt.target;
-    if (t && t->smem_per_block.present) {
-        limit = (long long)t->smem_per_block.value;
-        snprintf(limit_text, sizeof limit_text, "target %s smem_per_block", t->name);
-    }
-    int max_seq_len = 0;
-    for (int i = 0; i < w->batch; i++)
-        if (w->context_lens[i] > max_seq_len)
-            max_seq_len = w->context_lens[i];
-    long long outputs = (long long)(k->num_threads / 32 / 2) * s->head_dim * 4;
-    if (k->version == 1) {
-        long long padded = ((long long)max_seq_len + s->page_size - 1) / s->page_size * s->page_size;
-        long long need = padded * 4 > outputs ? padded * 4 : outputs;
-        if (need > limit)
-            return ppb_fail(err, PPB_EREFUSED,
-                            "paged_attention v1 holds the logits of the longest sequence in shared "
-                            "memory: %lld tokens (padded to the page) x 4 B = %lld B > %lld B per block "
-                            "(%s); use version 2",
-                            padded, need, limit, limit_text);
+    ppb_kernel_smem ks;
+    ppb_target_kernel_smem(c, t, DEFAULT_SMEM_PER_BLOCK, &ks);
+    if (!ks.known)
         return PPB_OK;
-    }
-    long long need = (long long)k->partition_size * 4 > outputs ? (long long)k->partition_size * 4 : outputs;
-    if (need > limit)
+    char limit_text[160];
+    if (t && t->smem_per_block.present)
+        snprintf(limit_text, sizeof limit_text, "target %s smem_per_block", t->name);
+    else
+        snprintf(limit_text, sizeof limit_text, "48 KB default, %s", t ? "target gives none" : "no target given");
+    const long long limit = (long long)ks.limit;
+    if (ks.main_bytes > limit)
         return ppb_fail(err, PPB_EREFUSED,
-                        "paged_attention v2 holds one partition's logits in shared memory: "
-                        "partition_size %d x 4 B = %lld B > %lld B per block (%s)",
-                        k->partition_size, need, limit, limit_text);
-    long long parts = ((long long)max_seq_len + k->partition_size - 1) / k->partition_size;
-    if (2 * parts * 4 > limit)
+                        "paged_attention v%d needs %ld B of shared memory > %lld B per block (%s): %s%s", k->version,
+                        ks.main_bytes, limit, limit_text, ks.arithmetic,
+                        k->version == 1 ? "; use version 2" : "");
+    if (ks.reduce_bytes > limit)
         return ppb_fail(err, PPB_EREFUSED,
-                        "paged_attention v2 reduce holds 2 floats per partition in shared memory: "
-                        "2 x %lld partitions x 4 B = %lld B > %lld B per block (%s)",
-                        parts, 2 * parts * 4, limit, limit_text);
+                        "paged_attention v2 reduce needs %ld B of shared memory for %ld partitions > %lld B per "
+                        "block (%s): %s",
+                        ks.reduce_bytes, ks.partitions, limit, limit_text, ks.arithmetic);
     return PPB_OK;
 }
 
@@ -316,7 +303,7 @@ static int cpu_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w, 
         ppbk_device dev = {PPBK_BACKEND_CPU, 0, 0, 1, b->info.sm_count, 0};
         return ppb_impl_bind(&b->plugin, c, &dev, err);
     }
-    return c->kernel == PPB_PAGED_ATTENTION ? refuse_decode_smem(b, c, w, err) : PPB_OK;
+    return c->kernel == PPB_PAGED_ATTENTION ? refuse_decode_smem(b, c, err) : PPB_OK;
 }
 
 /* Plugin v2 scratch: sized with the host's partition count, indexed by the
@@ -326,8 +313,7 @@ static int plugin_scratch(ppb_backend *b, ppb_err *err)
 {
     ppb_decode_args *a = &b->plugin.decode;
     long long kernel_parts = a->max_num_partitions;
-    int host_p = ppb_case_host_partition_size(&b->c);
-    long long host_parts = (a->max_seq_len + host_p - 1) / host_p;
+    long long host_parts = (long long)ppb_decode_num_partitions(a->max_seq_len, ppb_case_host_partition_size(&b->c));
     long long rows = (long long)a->num_seqs * a->num_heads;
     const size_t per_part[3] = {(size_t)a->head_dim * sizeof(uint16_t), sizeof(float), sizeof(float)};
     for (int i = 0; i < 3; i++) {
@@ -500,9 +486,7 @@ static int cpu_run_checked(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_e
                      res->overrun.guard_bytes_changed);
     } else if (res) {
         cpu_attn_overrun(b->attn, &res->overrun);
-        const ppb_config *k = &b->c.config;
-        if (b->c.kernel == PPB_PAGED_ATTENTION && k->version == 2 && k->host_partition_size != 0 &&
-            k->host_partition_size != k->partition_size)
+        if (ppb_case_partition_mismatch(&b->c))
             describe_mismatch(b, res);
     }
     return PPB_OK;

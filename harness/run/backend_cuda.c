@@ -538,6 +538,16 @@ static int bind_case(ppb_backend *b, const ppb_case *c, const ppb_workload *w, p
     return PPB_OK;
 }
 
+/* The v2 scratch sizes (tmp_out, exp_sums, max_logits) for a partition size: the
+ * host's (ppb_case_host_partition_size) or the kernel's. */
+static void v2_scratch_bytes(const ppb_decode_args *a, int partition_size, size_t elem, size_t out[3])
+{
+    out[0] = ppb_decode_tmp_out_bytes(a->num_seqs, a->num_heads, a->head_dim, a->max_seq_len, partition_size,
+                                      (int)elem);
+    out[1] = ppb_decode_exp_sums_bytes(a->num_seqs, a->num_heads, a->max_seq_len, partition_size);
+    out[2] = ppb_decode_max_logits_bytes(a->num_seqs, a->num_heads, a->max_seq_len, partition_size);
+}
+
 /* Device bytes the case needs (inputs, output, scratch with guards, the flush
  * buffer if it does not exist yet). */
 static size_t device_bytes(ppb_backend *b, const ppb_case *c, const ppb_workload *w)
@@ -547,18 +557,14 @@ static size_t device_bytes(ppb_backend *b, const ppb_case *c, const ppb_workload
     n += sizeof(int32_t) * ((size_t)w->batch * (size_t)w->max_blocks_per_seq + 4 * (size_t)w->batch + 1);
     if (c->kernel == PPB_PAGED_ATTENTION && c->config.version == 2) {
         const ppb_decode_args *a = &b->call.decode;
-        int host_p = ppb_case_host_partition_size(c);
-        size_t ht = ppb_decode_tmp_out_bytes(a->num_seqs, a->num_heads, a->head_dim, a->max_seq_len, host_p, 2);
-        size_t he = ppb_decode_exp_sums_bytes(a->num_seqs, a->num_heads, a->max_seq_len, host_p);
-        size_t hm = ppb_decode_max_logits_bytes(a->num_seqs, a->num_heads, a->max_seq_len, host_p);
-        b->kernel_tmp_bytes = ppb_decode_tmp_out_bytes(a->num_seqs, a->num_heads, a->head_dim, a->max_seq_len,
-                                                       c->config.partition_size, 2);
-        b->kernel_es_bytes = ppb_decode_exp_sums_bytes(a->num_seqs, a->num_heads, a->max_seq_len,
-                                                       c->config.partition_size);
-        b->kernel_ml_bytes = ppb_decode_max_logits_bytes(a->num_seqs, a->num_heads, a->max_seq_len,
-                                                         c->config.partition_size);
-        n += ht + guard_for(ht, b->kernel_tmp_bytes) + he + guard_for(he, b->kernel_es_bytes) + hm +
-             guard_for(hm, b->kernel_ml_bytes);
+        size_t host[3], kern[3];
+        v2_scratch_bytes(a, ppb_case_host_partition_size(c), e, host);
+        v2_scratch_bytes(a, c->config.partition_size, e, kern);
+        b->kernel_tmp_bytes = kern[0];
+        b->kernel_es_bytes = kern[1];
+        b->kernel_ml_bytes = kern[2];
+        n += host[0] + guard_for(host[0], b->kernel_tmp_bytes) + host[1] + guard_for(host[1], b->kernel_es_bytes) +
+             host[2] + guard_for(host[2], b->kernel_ml_bytes);
     }
     if (!b->flush)
         n += (size_t)(2 * b->info.l2_bytes) + (1u << 20);
@@ -666,11 +672,9 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
         a->block_table = b->d_table;
         a->seq_lens = b->d_ctxlens;
         if (c->config.version == 2) {
-            int host_p = ppb_case_host_partition_size(c);
-            size_t ht = ppb_decode_tmp_out_bytes(a->num_seqs, a->num_heads, a->head_dim, a->max_seq_len, host_p,
-                                                 (int)el);
-            size_t he = ppb_decode_exp_sums_bytes(a->num_seqs, a->num_heads, a->max_seq_len, host_p);
-            size_t hm = ppb_decode_max_logits_bytes(a->num_seqs, a->num_heads, a->max_seq_len, host_p);
+            size_t host[3];
+            v2_scratch_bytes(a, ppb_case_host_partition_size(c), el, host);
+            const size_t ht = host[0], he = host[1], hm = host[2];
             if ((rc = alloc_guarded(&b->tmp_out, ht, guard_for(ht, b->kernel_tmp_bytes), err, "tmp_out")) ||
                 (rc = alloc_guarded(&b->exp_sums, he, guard_for(he, b->kernel_es_bytes), err, "exp_sums")) ||
                 (rc = alloc_guarded(&b->max_logits, hm, guard_for(hm, b->kernel_ml_bytes), err,
@@ -772,8 +776,7 @@ static int cuda_run_checked(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_
         return run_fail(b, err, e, "copying the output back");
 
     const ppb_config *k = &b->c.config;
-    int mismatch = b->c.kernel == PPB_PAGED_ATTENTION && k->version == 2 && k->host_partition_size != 0 &&
-                   k->host_partition_size != k->partition_size;
+    int mismatch = ppb_case_partition_mismatch(&b->c);
     if (res && b->tmp_out.ptr) {
         ppb_overrun *ov = &res->overrun;
         memset(ov, 0, sizeof *ov);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_plan.h"
 #include "ppb_rng.h"
 #include "threads.h"
 
@@ -584,10 +585,9 @@ static int plan_v2_scratch(cpu_attn *a, ppb_err *err)
 {
     const ppb_shape *s = &a->c->shape;
     const ppb_config *k = &a->c->config;
-    int host_ps = ppb_case_host_partition_size(a->c);
     a->part_size = k->partition_size;
-    a->parts_kernel = (a->max_seq_len + (long long)k->partition_size - 1) / k->partition_size;
-    a->parts_host = (a->max_seq_len + (long long)host_ps - 1) / host_ps;
+    a->parts_kernel = (long long)ppb_decode_num_partitions(a->max_seq_len, k->partition_size);
+    a->parts_host = (long long)ppb_decode_num_partitions(a->max_seq_len, ppb_case_host_partition_size(a->c));
     size_t units = (size_t)a->w->batch * (size_t)s->num_heads;
     size_t elem[N_BUFS] = {(size_t)s->head_dim * sizeof(uint16_t), sizeof(float), sizeof(float)};
     size_t kernel_bytes[N_BUFS];

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "decode_plan.h"
 #include "matrix.h"
 #include "suite.h"
 
@@ -62,7 +63,7 @@ void ppb_kernel_view_of_case(const ppb_case *c, ppb_kernel_view *v)
     da->sm_scale = sm_scale;
     /* The kernel indexes the v2 scratch with its own count (vLLM's gridDim.z). */
     if (c->config.version == 2)
-        da->max_num_partitions = ceil_div(da->max_seq_len, c->config.partition_size);
+        da->max_num_partitions = (int)ppb_decode_num_partitions(da->max_seq_len, c->config.partition_size);
 }
 
 int ppb_kernel_launch_for_case(const ppb_case *c, int cc, int warp_size, unsigned smem_limit,

@@ -5,18 +5,14 @@
 #include <string.h>
 
 #include "ppb_rng.h"
+#include "reference_row.h"
 #include "threads.h"
 
-/* The reference is plain softmax attention in double, independent of the
- * kernels' tiles: keys are visited in chunks of at most one page (or 32 new
- * tokens), each chunk converted to fp32 rows (exact for fp16/bf16) and folded
- * into a running max / sum / weighted V sum in double. No memory beyond a few
- * fixed buffers, one pass over K and V, so a 100K-token row costs O(ctx x D).
- * Double rounding makes the result exact to ~1e-15 relative: far below any
- * tolerance a 16-bit output is judged with. */
+/* The reference is plain softmax attention in double, independent of the kernels'
+ * tiles; the arithmetic of one row is reference_row.c (ppb_reference_attend), which the
+ * GPU kernel tests call too. */
 
-#define REF_MAX_D 256
-#define REF_CHUNK 32 /* >= the largest page size */
+#define REF_MAX_D PPB_REF_MAX_D
 
 /* Sequence whose new tokens contain global token `token` (prefill). */
 static int seq_of_token(const ppb_workload *w, int token)
@@ -32,120 +28,37 @@ static int seq_of_token(const ppb_workload *w, int token)
     return lo;
 }
 
-static inline float bits_to_f32(uint16_t h, int dtype)
-{
-    return dtype == PPB_FP16 ? ppb_rng_fp16_to_float(h) : ppb_rng_bf16_to_float(h);
-}
-
-typedef struct ref_row_keys {
-    const ppb_workload *w;
-    int seq, kv_head, cached, dim, dtype;
-} ref_row_keys;
-
-/* K and V rows [j - j0][D] of key positions [j0, j1), all in one page of the
- * cache (positions < cached, through the block table) or all among the new
- * tokens (contiguous k / v, prefill). */
-static void load_chunk(const ref_row_keys *r, int j0, int j1, float *k, float *v)
-{
-    const ppb_workload *w = r->w;
-    const ppb_shape *s = &w->c->shape;
-    int dim = r->dim;
-    for (int j = j0; j < j1; j++) {
-        float *kd = k + (size_t)(j - j0) * dim, *vd = v + (size_t)(j - j0) * dim;
-        if (j < r->cached) {
-            int block = w->block_table[(size_t)r->seq * (size_t)w->max_blocks_per_seq +
-                                       (size_t)(j / s->page_size)];
-            int slot = j % s->page_size;
-            /* k: [.., D/8, page, 8] -> dim d at + (d / 8) * page * 8 + d % 8; v: [.., D, page] */
-            const uint16_t *kb = w->k_cache + ppb_kcache_index(w, block, r->kv_head, 0, slot);
-            const uint16_t *vb = w->v_cache + ppb_vcache_index(w, block, r->kv_head, 0, slot);
-            size_t page = (size_t)s->page_size;
-            for (int d = 0; d < dim; d++) {
-                kd[d] = bits_to_f32(kb[(size_t)(d / 8) * page * 8 + (size_t)(d % 8)], r->dtype);
-                vd[d] = bits_to_f32(vb[(size_t)d * page], r->dtype);
-            }
-        } else {
-            size_t tok = (size_t)w->start_loc[r->seq] + (size_t)(j - r->cached);
-            size_t at = (tok * (size_t)s->num_kv_heads + (size_t)r->kv_head) * (size_t)dim;
-            for (int d = 0; d < dim; d++) {
-                kd[d] = bits_to_f32(w->k[at + d], r->dtype);
-                vd[d] = bits_to_f32(w->v[at + d], r->dtype);
-            }
-        }
-    }
-}
-
 void ppb_reference_row(const ppb_workload *w, int token, int head, double *out_row)
 {
     const ppb_case *c = w->c;
     const ppb_shape *s = &c->shape;
-    int dim = s->head_dim;
-    ref_row_keys r = {.w = w, .dim = dim, .dtype = s->dtype,
-                      .kv_head = head / (s->num_heads / s->num_kv_heads)};
-    int query_pos; /* absolute position of the query in its sequence */
+    const int dim = s->head_dim;
+    int seq, query_pos; /* query_pos: absolute position of the query in its sequence */
     if (c->kernel == PPB_PREFIX_PREFILL) {
-        r.seq = seq_of_token(w, token);
-        r.cached = w->context_lens[r.seq];
-        query_pos = r.cached + (token - w->start_loc[r.seq]);
+        seq = seq_of_token(w, token);
+        query_pos = w->context_lens[seq] + (token - w->start_loc[seq]);
     } else {
-        r.seq = token;
-        r.cached = w->context_lens[r.seq];
-        query_pos = r.cached - 1;
+        seq = token;
+        query_pos = w->context_lens[seq] - 1;
     }
-    /* Causal (bottom-right aligned): keys 0..query_pos. Sliding window W: only
-     * keys at positions > query_pos - W, i.e. the last W positions including the
-     * query's own. */
-    int first = 0;
-    if (s->sliding_window > 0 && query_pos - s->sliding_window + 1 > 0)
-        first = query_pos - s->sliding_window + 1;
-    int last = query_pos;
-
-    double q[REF_MAX_D];
-    float k[REF_CHUNK * REF_MAX_D], v[REF_CHUNK * REF_MAX_D];
-    const uint16_t *qsrc = w->q + ((size_t)token * (size_t)s->num_heads + (size_t)head) * (size_t)dim;
-    double scale = 1.0 / sqrt((double)dim);
-    for (int d = 0; d < dim; d++) {
-        q[d] = bits_to_f32(qsrc[d], s->dtype) * scale;
-        out_row[d] = 0;
-    }
-    double max_logit = -INFINITY, sum = 0;
-    for (int j0 = first; j0 <= last;) {
-        /* a chunk never crosses a page or the cached / new boundary */
-        int j1 = j0 < r.cached ? (j0 / s->page_size + 1) * s->page_size : j0 + REF_CHUNK;
-        if (j0 < r.cached && j1 > r.cached)
-            j1 = r.cached;
-        if (j1 > last + 1)
-            j1 = last + 1;
-        load_chunk(&r, j0, j1, k, v);
-        double logit[REF_CHUNK], chunk_max = -INFINITY;
-        for (int j = 0; j < j1 - j0; j++) {
-            const float *kj = k + (size_t)j * dim;
-            double lane[4] = {0, 0, 0, 0};
-            for (int d = 0; d < dim; d += 4)
-                for (int l = 0; l < 4; l++)
-                    lane[l] += q[d + l] * kj[d + l];
-            logit[j] = (lane[0] + lane[1]) + (lane[2] + lane[3]);
-            if (logit[j] > chunk_max)
-                chunk_max = logit[j];
-        }
-        if (chunk_max > max_logit) {
-            double rescale = exp(max_logit - chunk_max); /* 0 on the first chunk */
-            sum *= rescale;
-            for (int d = 0; d < dim; d++)
-                out_row[d] *= rescale;
-            max_logit = chunk_max;
-        }
-        for (int j = 0; j < j1 - j0; j++) {
-            double p = exp(logit[j] - max_logit);
-            const float *vj = v + (size_t)j * dim;
-            sum += p;
-            for (int d = 0; d < dim; d++)
-                out_row[d] += p * vj[d];
-        }
-        j0 = j1;
-    }
-    for (int d = 0; d < dim; d++)
-        out_row[d] /= sum;
+    const size_t new_at = c->kernel == PPB_PREFIX_PREFILL
+                              ? (size_t)w->start_loc[seq] * (size_t)s->num_kv_heads * (size_t)dim
+                              : 0;
+    const ppb_ref_keys keys = {
+        .dtype = s->dtype,
+        .head_dim = dim,
+        .num_kv_heads = s->num_kv_heads,
+        .page_size = s->page_size,
+        .k_cache = w->k_cache,
+        .v_cache = w->v_cache,
+        .block_table = w->block_table + (size_t)seq * (size_t)w->max_blocks_per_seq,
+        .cached = w->context_lens[seq],
+        .k_new = w->k ? w->k + new_at : NULL,
+        .v_new = w->v ? w->v + new_at : NULL,
+    };
+    const uint16_t *q = w->q + ((size_t)token * (size_t)s->num_heads + (size_t)head) * (size_t)dim;
+    ppb_reference_attend(&keys, head / (s->num_heads / s->num_kv_heads), q, 1.0 / sqrt((double)dim), query_pos,
+                         s->sliding_window, out_row);
 }
 
 /* ---- the check ---------------------------------------------------------------- */

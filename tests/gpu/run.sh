@@ -160,8 +160,8 @@ if want kernels; then
         _ "$out/prefill-build" "$root/tests/gpu/run_prefill_gpu.sh" "$out/$name" || continue
     else
       run "${name}_build" "$(limit kernels_build 300)" \
-        nvcc -std=c++17 -O2 -lineinfo -arch=sm_90 -I"$root/kernels" "$src" "$root"/kernels/*_plan.c \
-             -o "$out/$name" || continue
+        nvcc -std=c++17 -O2 -lineinfo -arch=sm_90 -I"$root/kernels" -I"$root/harness/run" "$src" \
+             "$root"/kernels/*_plan.c "$root/harness/run/reference_row.c" -o "$out/$name" || continue
     fi
     run "$name" "$(limit kernels 240)" "$out/$name"
   done

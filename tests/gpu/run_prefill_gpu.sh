@@ -21,9 +21,10 @@ PORTABLE_ARCH=${PORTABLE_ARCH:-sm_75}
 SRC=$ROOT/tests/gpu/test_prefill_kernel.cu
 TABLE=$ROOT/tests/gpu/prefill_kernel_table.cu
 KDEPS="$TABLE $ROOT/tests/gpu/prefill_kernel_table.h $ROOT/kernels/prefix_prefill.cuh $ROOT/kernels/ppb_device_common.cuh $ROOT/kernels/attention_args.h $ROOT/kernels/prefill_plan.h"
-MDEPS="$SRC $ROOT/tests/gpu/prefill_kernel_table.h $ROOT/kernels/prefill_plan.h $ROOT/kernels/prefix_prefill.cuh"
+MDEPS="$SRC $ROOT/tests/gpu/prefill_kernel_table.h $ROOT/kernels/prefill_plan.h $ROOT/kernels/prefix_prefill.cuh $ROOT/kernels/ppb_rng.h $ROOT/harness/run/reference_row.h"
 read -r -a DEFS <<< "${DEFS:-}"
-NVFLAGS=(-std=c++17 -O3 -arch="$ARCH" -I"$ROOT/kernels" -lineinfo -Xptxas -v "${DEFS[@]}")
+# harness/run: the float64 reference (reference_row.h/.c, plain C with no other harness code).
+NVFLAGS=(-std=c++17 -O3 -arch="$ARCH" -I"$ROOT/kernels" -I"$ROOT/harness/run" -lineinfo -Xptxas -v "${DEFS[@]}")
 
 stale() {   # stale OUTPUT SOURCES...: true when OUTPUT is missing or older than a source
     local out=$1; shift
@@ -46,7 +47,8 @@ build() {
         nvcc "${NVFLAGS[@]}" -c "$SRC" -o "$BUILD/main.o" > "$BUILD/main.log" 2>&1 || { cat "$BUILD/main.log"; return 1; }
     fi
     gcc -std=c11 -O2 -Wall -Wextra -Wshadow -Werror "${DEFS[@]}" -I"$ROOT/kernels" -c "$ROOT/kernels/prefill_plan.c" -o "$BUILD/prefill_plan.o" || return 1
-    nvcc -arch="$ARCH" "$BUILD"/part*.o "$BUILD/main.o" "$BUILD/prefill_plan.o" -o "$BUILD/test_prefill_kernel" || return 1
+    gcc -std=c11 -O2 -Wall -Wextra -Wshadow -Werror -I"$ROOT/kernels" -I"$ROOT/harness/run" -c "$ROOT/harness/run/reference_row.c" -o "$BUILD/reference_row.o" || return 1
+    nvcc -arch="$ARCH" "$BUILD"/part*.o "$BUILD/main.o" "$BUILD/prefill_plan.o" "$BUILD/reference_row.o" -o "$BUILD/test_prefill_kernel" || return 1
     grep -h -B1 -A3 "warning" "$BUILD"/part*.log "$BUILD/main.log" | head -40
     echo "built $BUILD/test_prefill_kernel"
 }

@@ -1,16 +1,18 @@
 /* GPU test of the paged-attention decode kernels (kernels/paged_attention.cuh) and their
- * launch plan (kernels/decode_plan.c). Standalone: nvcc + libc, no harness libraries.
+ * launch plan (kernels/decode_plan.c). Standalone: nvcc + libc, no harness libraries but
+ * the float64 reference (harness/run/reference_row.c, plain C).
  *
- *   nvcc -std=c++17 -O2 -arch=sm_90 -Ikernels tests/gpu/test_decode_kernel.cu kernels/decode_plan.c \
- *        -o test_decode_kernel
+ *   nvcc -std=c++17 -O2 -arch=sm_90 -Ikernels -Iharness/run tests/gpu/test_decode_kernel.cu \
+ *        kernels/decode_plan.c harness/run/reference_row.c -o test_decode_kernel
  *   ./test_decode_kernel            plan checks, correctness, the PARTITION_SIZE mismatch
  *   ./test_decode_kernel --quick    a small subset (for compute-sanitizer)
  *   ./test_decode_kernel --bench    timings of the KERNELS.md anchor cases
  *   ./test_decode_kernel --bench-one  the main case once per path (for ncu)
  *
  * Inputs come from kernels/ppb_rng.h (the project's input definition): element i of a
- * tensor is a pure function of (seed, tensor, i), so the float64 CPU reference reads
- * any element without copying the cache back. Cache slots past a sequence's end hold
+ * tensor is a pure function of (seed, tensor, i). The float64 CPU reference is the
+ * harness's (ppb_reference_attend) on host copies of the pages the checked sequences
+ * own, gathered from the device: it reads the very bits the kernel read. Cache slots past a sequence's end hold
  * "garbage" (100 + u), pages sit in a seeded random permutation, unused block-table
  * entries point far outside the cache. Outputs are poisoned (NaN) before each launch.
  * Exit status 0 only if every check passed. */
@@ -31,6 +33,7 @@
 extern "C" {
 #include "decode_plan.h"
 #include "ppb_rng.h"
+#include "reference_row.h"
 }
 
 /* Tensor ids of the input definition (harness/workload.h). */
@@ -210,76 +213,82 @@ static void free_inputs(Inputs &in)
     in.q = in.k = in.v = nullptr;
 }
 
-/* Host views of the inputs, regenerated from the generator. */
-static float q_at(const Inputs &in, int b, int h, int d)
+/* Copy pages[i] of a paged cache (page_elems elements each) to dst[i]. */
+__global__ void gather_pages_kernel(const uint16_t *src, uint16_t *dst, const int *pages, int n, size_t page_elems)
 {
-    const uint64_t idx = ((uint64_t)b * in.H + h) * in.d + d;
-    return to_float(ppb_rng_input(in.seed, TENSOR_Q, idx, in.dtype, 0), in.dtype);
-}
-static uint64_t k_index(const Inputs &in, int phys, int kvh, int d, int slot)
-{
-    return ((((uint64_t)phys * in.KVH + kvh) * (in.d / 8) + d / 8) * in.page + slot) * 8 + d % 8;
-}
-static uint64_t v_index(const Inputs &in, int phys, int kvh, int d, int slot)
-{
-    return (((uint64_t)phys * in.KVH + kvh) * in.d + d) * in.page + slot;
+    const size_t total = (size_t)n * page_elems;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = src[(size_t)pages[i / page_elems] * page_elems + i % page_elems];
 }
 
-/* float64 reference for the rows (b, h) with want[b * H + h]; out[(b * H + h) * D + d]. */
+/* Host copy of sequence b's pages (in block-table order) and a block-table row into it. */
+struct HostSeq {
+    std::vector<uint16_t> k, v;
+    std::vector<int32_t> table;
+};
+static void host_pages(const Inputs &in, int b, HostSeq &hs)
+{
+    const int n = (in.lens[b] + in.page - 1) / in.page;
+    const size_t page_elems = (size_t)in.KVH * in.d * in.page;
+    hs.table.resize(n);
+    std::vector<int> pages(n);
+    for (int p = 0; p < n; p++) {
+        pages[p] = in.table[(size_t)b * in.mbps + p];
+        hs.table[p] = p;
+    }
+    hs.k.assign((size_t)n * page_elems, 0);
+    hs.v.assign((size_t)n * page_elems, 0);
+    if (n == 0)
+        return;
+    int *dpages;
+    uint16_t *dbuf;
+    CUDA_CHECK(cudaMalloc(&dpages, n * sizeof(int)));
+    CUDA_CHECK(cudaMalloc(&dbuf, (size_t)n * page_elems * 2));
+    CUDA_CHECK(cudaMemcpy(dpages, pages.data(), n * sizeof(int), cudaMemcpyHostToDevice));
+    gather_pages_kernel<<<1024, 256>>>(in.k, dbuf, dpages, n, page_elems);
+    CUDA_CHECK(cudaMemcpy(hs.k.data(), dbuf, (size_t)n * page_elems * 2, cudaMemcpyDeviceToHost));
+    gather_pages_kernel<<<1024, 256>>>(in.v, dbuf, dpages, n, page_elems);
+    CUDA_CHECK(cudaMemcpy(hs.v.data(), dbuf, (size_t)n * page_elems * 2, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaFree(dbuf));
+    CUDA_CHECK(cudaFree(dpages));
+}
+
+/* float64 reference (the harness's, ppb_reference_attend) for the rows (b, h) with
+ * want[b * H + h]; out[(b * H + h) * D + d]. */
 static void reference(const Inputs &in, int window, float sm_scale, const std::vector<char> &want,
                       std::vector<double> &out)
 {
     out.assign((size_t)in.B * in.H * in.d, 0.0);
+    std::vector<uint16_t> q(in.q_elems);
+    CUDA_CHECK(cudaMemcpy(q.data(), in.q, in.q_elems * 2, cudaMemcpyDeviceToHost));
+    std::vector<HostSeq> seqs(in.B);
+    std::vector<std::pair<int, int>> items;   /* (b, h) */
+    for (int b = 0; b < in.B; b++) {
+        bool any = false;
+        for (int h = 0; h < in.H; h++)
+            if (want[(size_t)b * in.H + h]) {
+                items.push_back({b, h});
+                any = true;
+            }
+        if (any)
+            host_pages(in, b, seqs[b]);
+    }
     const int group = in.H / in.KVH;
-    std::vector<std::pair<int, int>> items;
-    for (int b = 0; b < in.B; b++)
-        for (int kvh = 0; kvh < in.KVH; kvh++) {
-            bool any = false;
-            for (int g = 0; g < group; g++)
-                any |= want[(size_t)b * in.H + kvh * group + g] != 0;
-            if (any)
-                items.push_back({b, kvh});
-        }
     auto work = [&](size_t first, size_t step) {
         for (size_t it = first; it < items.size(); it += step) {
-            const int b = items[it].first, kvh = items[it].second, len = in.lens[b], D = in.d;
-            const int lo = window > 0 ? std::max(0, len - window) : 0;
-            std::vector<double> K((size_t)len * D), V((size_t)len * D), s(len);
-            for (int t = lo; t < len; t++) {
-                const int phys = in.table[(size_t)b * in.mbps + t / in.page], slot = t % in.page;
-                for (int d = 0; d < D; d++) {
-                    K[(size_t)t * D + d] = to_float(
-                        ppb_rng_input(in.seed, TENSOR_K_CACHE, k_index(in, phys, kvh, d, slot), in.dtype, 0), in.dtype);
-                    V[(size_t)t * D + d] = to_float(
-                        ppb_rng_input(in.seed, TENSOR_V_CACHE, v_index(in, phys, kvh, d, slot), in.dtype, 0), in.dtype);
-                }
-            }
-            for (int g = 0; g < group; g++) {
-                const int h = kvh * group + g;
-                if (!want[(size_t)b * in.H + h])
-                    continue;
-                std::vector<double> q(D);
-                for (int d = 0; d < D; d++)
-                    q[d] = q_at(in, b, h, d);
-                double m = -INFINITY;
-                for (int t = lo; t < len; t++) {
-                    double acc = 0;
-                    for (int d = 0; d < D; d++)
-                        acc += q[d] * K[(size_t)t * D + d];
-                    s[t] = acc * (double)sm_scale;
-                    m = std::max(m, s[t]);
-                }
-                double sum = 0;
-                std::vector<double> o(D, 0.0);
-                for (int t = lo; t < len; t++) {
-                    const double p = std::exp(s[t] - m);
-                    sum += p;
-                    for (int d = 0; d < D; d++)
-                        o[d] += p * V[(size_t)t * D + d];
-                }
-                for (int d = 0; d < D; d++)
-                    out[((size_t)b * in.H + h) * D + d] = len > 0 ? o[d] / sum : 0.0;
-            }
+            const int b = items[it].first, h = items[it].second;
+            ppb_ref_keys keys;
+            memset(&keys, 0, sizeof keys);
+            keys.dtype = in.dtype;
+            keys.head_dim = in.d;
+            keys.num_kv_heads = in.KVH;
+            keys.page_size = in.page;
+            keys.k_cache = seqs[b].k.data();
+            keys.v_cache = seqs[b].v.data();
+            keys.block_table = seqs[b].table.data();
+            keys.cached = in.lens[b];
+            ppb_reference_attend(&keys, h / group, &q[((size_t)b * in.H + h) * in.d], (double)sm_scale,
+                                 in.lens[b] - 1, window, &out[((size_t)b * in.H + h) * in.d]);
         }
     };
     unsigned n = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));

@@ -2,8 +2,10 @@
  *
  * A standalone nvcc program (no harness libraries: the GPU machine has none). Built by
  * tests/gpu/run_prefill_gpu.sh from this file, the kernel table (prefill_kernel_table.cu,
- * compiled once per part so the ~370 instantiations build in parallel) and
- * kernels/prefill_plan.c.
+ * compiled once per part so the ~370 instantiations build in parallel),
+ * kernels/prefill_plan.c and harness/run/reference_row.c: the float64 reference is the
+ * harness's own (ppb_reference_attend), the inputs come from the project's generator
+ * (kernels/ppb_rng.h).
  *
  *   test_prefill_kernel            correctness: every config x head_dim x dtype x path on
  *                                  seeded inputs in vLLM's paged layout against a float64
@@ -19,7 +21,9 @@
 #include <cuda_runtime.h>
 
 extern "C" {
+#include "ppb_rng.h"
 #include "prefill_plan.h"
+#include "reference_row.h"
 }
 
 #include "prefill_kernel_table.h"
@@ -64,46 +68,19 @@ static int g_failures = 0;
         printf("\n");              \
     } while (0)
 
-/* ---- host dtype conversion ------------------------------------------------------ */
+/* ---- host dtype conversion (the generator's, round to nearest even) ---------------- */
 static float bits_to_float(uint16_t b, int dtype)
 {
-    if (dtype == PPB_KDTYPE_BF16) {
-        uint32_t u = (uint32_t)b << 16;
-        float f;
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    __half_raw r;
-    r.x = b;
-    return __half2float(__half(r));
+    return dtype == PPB_KDTYPE_BF16 ? ppb_rng_bf16_to_float(b) : ppb_rng_fp16_to_float(b);
 }
 static uint16_t float_to_bits(float f, int dtype)
 {
-    if (dtype == PPB_KDTYPE_BF16) {
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        u += 0x7fffu + ((u >> 16) & 1u);   /* round to nearest even (inputs are finite) */
-        return (uint16_t)(u >> 16);
-    }
-    __half_raw r = __half_raw(__float2half_rn(f));
-    return r.x;
+    return dtype == PPB_KDTYPE_BF16 ? ppb_rng_float_to_bf16(f) : ppb_rng_float_to_fp16(f);
 }
 static const uint16_t POISON = 0xFFFFu;   /* NaN in fp16 and in bf16 */
 
-/* ---- seeded random numbers (splitmix64) ----------------------------------------- */
-struct rng {
-    uint64_t s;
-    explicit rng(uint64_t seed) : s(seed) {}
-    uint64_t next()
-    {
-        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-    float uniform(float lo, float hi) { return lo + (hi - lo) * (float)((next() >> 40) * (1.0 / 16777216.0)); }
-    int below(int n) { return (int)(next() % (uint64_t)n); }
-};
+/* Tensor ids of the input definition (harness/workload.h). */
+enum { TENSOR_Q = 1, TENSOR_K = 2, TENSOR_V = 3, TENSOR_K_CACHE = 4, TENSOR_V_CACHE = 5 };
 
 /* ---- a workload: one batch in vLLM's layouts, host and device copies ------------- */
 struct shape {
@@ -118,25 +95,21 @@ struct workload {
     int total_q = 0, max_q = 0, max_blocks = 0, num_blocks = 0;
     std::vector<int> start_loc;
     std::vector<int> table;                       /* [batch][max_blocks] */
-    std::vector<uint16_t> q, k, v, kc, vc;        /* storage bits */
-    std::vector<float> qf, kf, vf, kcf, vcf;      /* the same values as float (for the reference) */
+    std::vector<uint16_t> q, k, v, kc, vc;        /* storage bits (the reference reads them) */
     void *dq = nullptr, *dk = nullptr, *dv = nullptr, *dkc = nullptr, *dvc = nullptr, *dout = nullptr;
     int *dtable = nullptr, *dstart = nullptr, *dqlens = nullptr, *dctxs = nullptr;
     size_t out_elems = 0;
 };
 
-static void fill_random(std::vector<uint16_t> &bits, std::vector<float> &f, size_t n, rng &r, float lo, float hi,
-                        int dtype, bool keep_float)
+/* Element i of tensor `tensor`: the generator's uniform in [-1, 1) times `scale`, rounded
+ * to the storage dtype (scale 1: exactly ppb_rng_input, the harness's inputs). */
+static void fill_random(std::vector<uint16_t> &bits, size_t n, uint64_t seed, uint32_t tensor, float scale,
+                        int dtype)
 {
     bits.resize(n);
-    if (keep_float)
-        f.resize(n);
-    for (size_t i = 0; i < n; i++) {
-        uint16_t b = float_to_bits(r.uniform(lo, hi), dtype);
-        bits[i] = b;
-        if (keep_float)
-            f[i] = bits_to_float(b, dtype);
-    }
+    const uint64_t key = ppb_rng_key(seed, tensor);
+    for (size_t i = 0; i < n; i++)
+        bits[i] = float_to_bits(ppb_rng_keyed_uniform(key, i) * scale, dtype);
 }
 
 template <typename V>
@@ -149,11 +122,9 @@ static V *to_device(const std::vector<V> &h)
     return d;
 }
 
-/* keep_float: keep float copies for the CPU reference (off for large benchmark inputs). */
-static void make_workload(workload &w, const shape &sh, uint64_t seed, bool keep_float)
+static void make_workload(workload &w, const shape &sh, uint64_t seed)
 {
     w.sh = sh;
-    rng r(seed);
     const int B = (int)sh.qlens.size(), H = sh.num_heads, HK = sh.num_kv_heads, D = sh.head_dim, P = sh.page;
     w.start_loc.assign(B + 1, 0);
     for (int b = 0; b < B; b++) {
@@ -172,7 +143,7 @@ static void make_workload(workload &w, const shape &sh, uint64_t seed, bool keep
     for (int i = 0; i < w.num_blocks; i++)
         perm[i] = i;
     for (int i = w.num_blocks - 1; i > 0; i--)
-        std::swap(perm[i], perm[r.below(i + 1)]);
+        std::swap(perm[i], perm[ppb_rng_below(seed, PPB_RNG_STREAM_PAGES, (uint64_t)i, (uint32_t)(i + 1))]);
     /* entries past a sequence's pages point far outside the cache: reading one faults */
     w.table.assign((size_t)B * w.max_blocks, 1 << 30);
     int next = 0;
@@ -181,15 +152,15 @@ static void make_workload(workload &w, const shape &sh, uint64_t seed, bool keep
             w.table[(size_t)b * w.max_blocks + i] = perm[next++];
 
     const int dt = sh.dtype;
-    fill_random(w.q, w.qf, (size_t)w.total_q * H * D, r, -sh.q_scale, sh.q_scale, dt, keep_float);
+    fill_random(w.q, (size_t)w.total_q * H * D, seed, TENSOR_Q, sh.q_scale, dt);
     /* k, v: one extra token of NaN past the end (a read past the last sequence shows) */
-    fill_random(w.k, w.kf, (size_t)(w.total_q + 1) * HK * D, r, -1.f, 1.f, dt, keep_float);
-    fill_random(w.v, w.vf, (size_t)(w.total_q + 1) * HK * D, r, -1.f, 1.f, dt, keep_float);
+    fill_random(w.k, (size_t)(w.total_q + 1) * HK * D, seed, TENSOR_K, 1.f, dt);
+    fill_random(w.v, (size_t)(w.total_q + 1) * HK * D, seed, TENSOR_V, 1.f, dt);
     for (size_t i = (size_t)w.total_q * HK * D; i < w.k.size(); i++)
         w.k[i] = w.v[i] = POISON;
     const size_t cache_elems = (size_t)w.num_blocks * HK * D * P;
-    fill_random(w.kc, w.kcf, cache_elems, r, -1.f, 1.f, dt, keep_float);
-    fill_random(w.vc, w.vcf, cache_elems, r, -1.f, 1.f, dt, keep_float);
+    fill_random(w.kc, cache_elems, seed, TENSOR_K_CACHE, 1.f, dt);
+    fill_random(w.vc, cache_elems, seed, TENSOR_V_CACHE, 1.f, dt);
     /* poison every cache slot that holds no context token: unowned pages, page tails */
     std::vector<char> live((size_t)w.num_blocks * P, 0);
     for (int b = 0; b < B; b++)
@@ -243,7 +214,7 @@ static ppb_prefill_args make_args(const workload &w)
     return a;
 }
 
-/* ---- float64 reference -------------------------------------------------------------- */
+/* ---- float64 reference: the harness's (harness/run/reference_row.c) ------------------ */
 struct ref_row {
     int token, head;           /* global token index, query head */
     std::vector<double> out;   /* D values */
@@ -252,63 +223,31 @@ struct ref_row {
 static void reference_row(const workload &w, int seq, int t, int h, std::vector<double> &out)
 {
     const shape &sh = w.sh;
-    const int D = sh.head_dim, HK = sh.num_kv_heads, P = sh.page, G = sh.num_heads / HK, kh = h / G;
-    const int ctx = sh.ctxs[seq], tok = w.start_loc[seq] + t;
-    const double scale = 1.0 / std::sqrt((double)D);
-    const float *qr = &w.qf[((size_t)tok * sh.num_heads + h) * D];
-    const long pos = (long)ctx + t;
-    std::vector<double> s;
-    std::vector<const float *> vrows;   /* new tokens: contiguous v row */
-    std::vector<long> vcache;           /* context: base index of the value column in vc */
-    /* context keys */
-    for (int j = 0; j < ctx; j++) {
-        if (sh.window > 0 && !(j > pos - sh.window))
-            continue;
-        const int blk = w.table[(size_t)seq * w.max_blocks + j / P], off = j % P;
-        double acc = 0;
-        for (int d = 0; d < D; d++)
-            acc += (double)qr[d] *
-                   w.kcf[(((size_t)blk * HK + kh) * (D / 8) + d / 8) * P * 8 + (size_t)off * 8 + d % 8];
-        s.push_back(acc * scale);
-        vcache.push_back((long)(((size_t)blk * HK + kh) * D) * P + off);
-        vrows.push_back(nullptr);
-    }
-    for (int j = 0; j <= t; j++) {
-        if (sh.window > 0 && !((long)ctx + j > pos - sh.window))
-            continue;
-        const float *kr = &w.kf[((size_t)(w.start_loc[seq] + j) * HK + kh) * D];
-        double acc = 0;
-        for (int d = 0; d < D; d++)
-            acc += (double)qr[d] * kr[d];
-        s.push_back(acc * scale);
-        vcache.push_back(-1);
-        vrows.push_back(&w.vf[((size_t)(w.start_loc[seq] + j) * HK + kh) * D]);
-    }
+    const int D = sh.head_dim, HK = sh.num_kv_heads;
+    const size_t new_at = (size_t)w.start_loc[seq] * HK * D;
+    ppb_ref_keys keys;
+    keys.dtype = sh.dtype;
+    keys.head_dim = D;
+    keys.num_kv_heads = HK;
+    keys.page_size = sh.page;
+    keys.k_cache = w.kc.data();
+    keys.v_cache = w.vc.data();
+    keys.block_table = &w.table[(size_t)seq * w.max_blocks];
+    keys.cached = sh.ctxs[seq];
+    keys.k_new = w.k.data() + new_at;
+    keys.v_new = w.v.data() + new_at;
     out.assign(D, 0.0);
-    if (s.empty())
-        return;
-    double mx = -INFINITY, sum = 0;
-    for (double x : s)
-        mx = std::max(mx, x);
-    for (size_t i = 0; i < s.size(); i++) {
-        const double p = std::exp(s[i] - mx);
-        sum += p;
-        if (vrows[i])
-            for (int d = 0; d < D; d++)
-                out[d] += p * vrows[i][d];
-        else
-            for (int d = 0; d < D; d++)
-                out[d] += p * w.vcf[(size_t)vcache[i] + (size_t)d * P];
-    }
-    for (int d = 0; d < D; d++)
-        out[d] /= sum;
+    const int tok = w.start_loc[seq] + t;
+    ppb_reference_attend(&keys, h / (sh.num_heads / HK), &w.q[((size_t)tok * sh.num_heads + h) * D],
+                         1.0 / std::sqrt((double)D), sh.ctxs[seq] + t, sh.window, out.data());
 }
 
-/* All rows, or `sample` tokens per sequence (first, last and random ones) x every head_stride-th head. */
+/* All rows, or `sample` tokens per sequence (first, last and random ones: the checker's
+ * stream of the generator) x every head_stride-th head. */
 static std::vector<ref_row> reference(const workload &w, int sample, uint64_t seed, int head_stride = 1)
 {
     std::vector<ref_row> rows;
-    rng r(seed);
+    uint64_t draw = 0;
     for (int b = 0; b < (int)w.sh.qlens.size(); b++) {
         std::vector<int> toks;
         const int ql = w.sh.qlens[b];
@@ -319,7 +258,7 @@ static std::vector<ref_row> reference(const workload &w, int sample, uint64_t se
             toks.push_back(0);
             toks.push_back(ql - 1);
             while ((int)toks.size() < sample)
-                toks.push_back(r.below(ql));
+                toks.push_back((int)ppb_rng_below(seed, PPB_RNG_STREAM_CHECK, draw++, (uint32_t)ql));
         }
         for (int t : toks)
             for (int h = 0; h < w.sh.num_heads; h += head_stride) {
@@ -517,8 +456,8 @@ static int test_matrix(unsigned smem_limit)
             shape s1 = make_shape("ragged3", {17, 1, 100}, {37, 300, 0}, 8, 2, D, 16, 0, dt);
             shape s2 = make_shape("ragged3-window24", {17, 1, 100}, {37, 300, 5}, 8, 2, D, 16, 24, dt, 4.f);
             workload w1, w2;
-            make_workload(w1, s1, 1000 + dt * 10 + D, true);
-            make_workload(w2, s2, 2000 + dt * 10 + D, true);
+            make_workload(w1, s1, 1000 + dt * 10 + D);
+            make_workload(w2, s2, 2000 + dt * 10 + D);
             std::vector<ref_row> r1 = reference(w1, 0, 1), r2 = reference(w2, 0, 2);
             for (int mma = 0; mma < 2; mma++)
                 for (int bm : BMS)
@@ -592,7 +531,7 @@ static void test_shapes(unsigned smem_limit, bool quick)
         if (quick && s.name != "page8" && s.name != "window7" && s.name != "ragged-8" && s.name != "q1-ctx0")
             continue;
         workload w;
-        make_workload(w, s, 3000 + n, true);
+        make_workload(w, s, 3000 + n);
         std::vector<ref_row> rows = reference(w, 0, 3);
         for (const cfg_key &c : cfgs) {
             ppb_prefill_config cfg = {c.bm, c.bn, c.w, c.mma, PPB_WARP_SIZE};
@@ -612,7 +551,7 @@ static void test_long(unsigned smem_limit)
 {
     shape s = make_shape("long-ctx98341", {300}, {98341}, 8, 1, 128, 16, 0, PPB_KDTYPE_BF16);
     workload w;
-    make_workload(w, s, 4242, true);
+    make_workload(w, s, 4242);
     std::vector<ref_row> rows = reference(w, 6, 5);   /* 6 tokens x 8 heads */
     const cfg_key cfgs[] = {{128, 64, 8, true}, {64, 64, 4, true}, {128, 128, 8, true}, {64, 64, 4, false}};
     for (const cfg_key &c : cfgs)
@@ -660,7 +599,7 @@ static int bench(unsigned smem_limit, const char *only_case, const cfg_key *only
             continue;
         shape s = make_shape(b.name, {b.q}, {b.ctx}, b.H, b.HK, D, 16, 0, dt);
         workload w;
-        make_workload(w, s, 777, true);
+        make_workload(w, s, 777);
         std::vector<ref_row> rows;
         if (!only_cfg || samples > 1) {
             /* a few sampled rows checked per config: a fast wrong kernel is no result */

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "decode_plan.h"
+#include "prefill_plan.h"
 #include "target.h"
 
 static const char *source_dir(void)
@@ -160,7 +162,9 @@ static void test_bi_v100_block_n_128_refused_and_flips_at_128k(void **state)
     ppb_case c = prefill(128, 128, 8, 128);
     ppb_needs n;
     ppb_target_needs(&c, b, NULL, &n);
-    assert_int_equal(n.smem_bytes, 2 * 128 * 128 * 2 + 128 * 128 * 2);   /* 98304 */
+    /* The built-in kernel's portable layout (64-wide warps: no tensor cores): Q^T, one
+     * K^T/V buffer, P [BM][BN+2], one fp32 per row: 2 x (128x128 + 128x128 + 128x130) + 4 x 128. */
+    assert_int_equal(n.smem_bytes, 99328);
     assert_int_equal(n.seed_smem_bytes, 65536);
     assert_int_equal(n.threads, 8 * 64);
     assert_int_equal(n.seed_threads, 8 * 32);
@@ -171,19 +175,19 @@ static void test_bi_v100_block_n_128_refused_and_flips_at_128k(void **state)
     ppb_target_judge(&c, b, NULL, &f);
     assert_false(f.feasible);
     assert_int_equal(f.blocks_per_sm, 0);
-    assert_contains(f.reason, "needs 98304 B shared memory (K+V tiles 2 x 128 x 128 x 2 B = 65536 B; "
-                              "+ Q tile 128 x 128 x 2 B = 32768 B -> 98304 B");
-    assert_contains(f.reason, "the seed counts K+V only: 65536 B");
+    assert_contains(f.reason, "needs 99328 B shared memory (built-in kernel's portable layout "
+                              "(kernels/prefill_plan.c) for BLOCK_M 128, BLOCK_N 128, 8 warps of 64, D 128: 99328 B");
+    assert_contains(f.reason, "the seed counts K+V only: 65536 B (K+V tiles 2 x 128 x 128 x 2 B = 65536 B)");
     assert_contains(f.reason, "> 49152 B per block (bi-v100 smem_per_block, disputed)");
     assert_true(strchr(f.reason, '\n') == NULL);
     assert_string_equal(f.flips, "feasible at 131072 B (128 KB, LLVM backend feature list)");
 
-    /* The seed's proposal, 64/64 tiles: exactly 48 KB with the Q tile; the
+    /* The seed's proposal, 64/64 tiles: 41472 B in the portable layout; the
      * 32 KB figure from Iluvatar's vLLM build would refuse it. */
     c = prefill(64, 64, 4, 128);
     ppb_target_judge(&c, b, NULL, &f);
     assert_true(f.feasible);
-    assert_contains(f.reason, "needs 49152 B shared memory");
+    assert_contains(f.reason, "needs 41472 B shared memory");
     assert_contains(f.reason, "<= 49152 B per block");
     assert_string_equal(f.flips, "infeasible at 32768 B (32 KB, hard-coded in Iluvatar's vLLM build)");
     /* Occupancy cannot be estimated: the per-SM figures are unknown. */
@@ -191,18 +195,18 @@ static void test_bi_v100_block_n_128_refused_and_flips_at_128k(void **state)
     assert_string_equal(f.limiter, "unknown");
     assert_contains(f.reason, "blocks/SM unknown");
 
-    /* BLOCK_M 128 with BLOCK_N 64 (newer vLLM): 32 KB K+V but 64 KB with Q. */
+    /* BLOCK_M 128 with BLOCK_N 64 (newer vLLM): 32 KB K+V, 65 KB in the kernel's layout. */
     c = prefill(128, 64, 4, 128);
     ppb_target_judge(&c, b, NULL, &f);
     assert_false(f.feasible);
-    assert_contains(f.reason, "needs 65536 B");
+    assert_contains(f.reason, "needs 66560 B");
     assert_string_equal(f.flips, "feasible at 131072 B (128 KB, LLVM backend feature list)");
 
-    /* D 256 with 128 tiles needs 192 KB: no published figure rescues it. */
+    /* D 256 with 128 tiles needs 161 KB: no published figure rescues it. */
     c = prefill(128, 128, 8, 256);
     ppb_target_judge(&c, b, NULL, &f);
     assert_false(f.feasible);
-    assert_contains(f.reason, "needs 196608 B");
+    assert_contains(f.reason, "needs 164864 B");
     assert_contains(f.flips, "no disputed figure flips it");
     assert_lacks(f.flips, "feasible at");
     free(b);
@@ -216,24 +220,32 @@ static void test_h200_opt_in_and_smem_limiter(void **state)
     ppb_feasibility f;
     ppb_target_judge(&c, h, NULL, &f);
     assert_true(f.feasible);
-    /* smem: 233472 / (98304 + 1024) = 2.35 -> 2; threads 2048 / 256 = 8; blocks 32. */
+    /* cc 9.0, 32-wide warps: the tensor-core layout, one K/V stage (two exceed the
+     * two-CTAs-per-SM budget): 104448 B. smem: 233472 / (104448 + 1024) = 2.2 -> 2;
+     * threads 2048 / 256 = 8; blocks 32. */
     assert_int_equal(f.blocks_per_sm, 2);
     assert_string_equal(f.limiter, "smem");
+    assert_contains(f.reason, "tensor-core layout");
     assert_contains(f.reason, "over the 49152 B default: the launch must opt in");
-    assert_contains(f.reason, "2 blocks/SM, limited by smem (233472 B per SM / (98304 + 1024 reserved) B)");
+    assert_contains(f.reason, "2 blocks/SM, limited by smem (233472 B per SM / (104448 + 1024 reserved) B)");
     assert_contains(f.reason, "(an upper bound: registers/thread unknown)");
     assert_string_equal(f.flips, "");   /* nothing disputed on the H200 */
 
-    /* D 256, 128 tiles: 192 KB fits the 227 KB opt-in; one block per SM. */
+    /* D 256, 128 tiles: 200 KB fits the 227 KB opt-in; one block per SM. */
     c = prefill(128, 128, 8, 256);
     ppb_target_judge(&c, h, NULL, &f);
     assert_true(f.feasible);
     assert_int_equal(f.blocks_per_sm, 1);
-    /* 64/64/4 at D 128: 48 KB + 1 KB reserve -> 233472 / 50176 = 4; under the default. */
+    /* 64/64/4 at D 128: two K/V stages, 89088 B + 1 KB reserve -> 233472 / 90112 = 2. */
     c = prefill(64, 64, 4, 128);
     ppb_target_judge(&c, h, NULL, &f);
-    assert_int_equal(f.blocks_per_sm, 4);
+    assert_int_equal(f.blocks_per_sm, 2);
     assert_string_equal(f.limiter, "smem");
+    assert_contains(f.reason, "needs 89088 B");
+    /* path=simt on the same target: the portable layout, 41472 B, under the default. */
+    c.config.path = PPB_PATH_SIMT;
+    ppb_target_judge(&c, h, NULL, &f);
+    assert_contains(f.reason, "needs 41472 B");
     assert_lacks(f.reason, "opt in");
     free(h);
 }
@@ -260,8 +272,9 @@ static void test_occupancy_limiters(void **state)
 {
     (void)state;
     ppb_target *t = synthetic();
-    /* 16x16 tiles at D 64: 2*16*64*2 + 16*64*2 = 6144 B; 8 warps = 256 threads.
-     * smem 65536/6144 = 10, threads 1024/256 = 4, blocks 32 -> 4 (threads). */
+    /* 16x16 tiles at D 64, portable layout (no compute capability: no tensor cores):
+     * 2 x (64x16 + 16x64 + 16x18) + 4 x 16 = 4736 B; 8 warps = 256 threads.
+     * smem 65536/4736 = 13, threads 1024/256 = 4, blocks 32 -> 4 (threads). */
     ppb_case c = prefill(16, 16, 8, 64);
     ppb_feasibility f;
     ppb_target_judge(&c, t, NULL, &f);
@@ -276,13 +289,13 @@ static void test_occupancy_limiters(void **state)
     assert_int_equal(f.blocks_per_sm, 3);
     assert_string_equal(f.limiter, "blocks");
 
-    /* Shared memory: 1 warp = 32 threads (32 blocks by threads), 6144 B, a
-     * reserve of 2048 B per block: 65536 / 8192 = 8. */
+    /* Shared memory: 1 warp = 32 threads (32 blocks by threads), 4736 B, a
+     * reserve of 2048 B per block: 65536 / 6784 = 9. */
     set_value(&t->max_blocks_per_sm, 32);
     set_value(&t->smem_reserved_per_block, 2048);
     c = prefill(16, 16, 1, 64);
     ppb_target_judge(&c, t, NULL, &f);
-    assert_int_equal(f.blocks_per_sm, 8);
+    assert_int_equal(f.blocks_per_sm, 9);
     assert_string_equal(f.limiter, "smem");
 
     /* Registers, from measured resources: 64 regs x 32 threads = 2048 per block,
@@ -304,11 +317,14 @@ static void test_kernels_md_decode_anchor(void **state)
     ppb_case c = decode(2, 128, 512, 32768);
     ppb_needs n;
     ppb_target_needs(&c, h, NULL, &n);
-    /* Formula: logits 512 x 4 = 2048 (> outputs 4/2 x 128 x 4 = 1024) + red 2 x 4 x 4
-     * = 32 + q 128 x 2 = 256 -> 2336 B; the static part is the anchor's 288 B. */
-    assert_int_equal(n.smem_bytes, 2336);
+    /* The built-in kernel (tensor-core path on cc 9.0): 8 heads per block (GQA 8), each
+     * with a partition's logits padded to 32 + 4 floats (516), 2 x 4 warps + 4 floats of
+     * softmax state: (8 x 516 + 64 + 32) x 4 = 16896 B; the reduce for 64 partitions
+     * 4 x (64 + 8 x 128 + 8) = 4384 B. */
+    assert_int_equal(n.smem_bytes, 16896);
     assert_int_equal(n.threads, 128);
-    assert_contains(n.arithmetic, "reduce kernel 2 x 64 partitions x 4 B = 512 B");
+    assert_contains(n.arithmetic, "main kernel 16896 B for 8 heads per block");
+    assert_contains(n.arithmetic, "reduce 4384 B for 64 partitions");
     ppb_resources r = {.known = 1, .registers = 96, .static_smem = 288, .dynamic_smem = 2048};
     ppb_feasibility f;
     ppb_target_judge(&c, h, &r, &f);
@@ -316,20 +332,24 @@ static void test_kernels_md_decode_anchor(void **state)
     assert_int_equal(f.blocks_per_sm, 5);     /* 65536 / (96 x 128) = 5.3 */
     assert_string_equal(f.limiter, "registers");
 
-    /* v1 at 100K context: KERNELS.md's "needs 391 KB": 100000 x 4 + 288. */
+    /* v1 at 100K context: even one head per block holds 100000 + 4 logits; the
+     * tensor-core plan refuses, so path auto sizes the portable layout (as the built-in
+     * kernels would try next): + D output floats + 8 + 4 = 100144 floats. */
     c = decode(1, 128, 512, 100000);
     ppb_target_needs(&c, h, NULL, &n);
-    assert_int_equal(n.smem_bytes, 400288);
+    assert_int_equal(n.smem_bytes, 400576);
+    assert_contains(n.arithmetic, "portable layout");
+    assert_contains(n.arithmetic, "for 1 heads per block");
     ppb_target_judge(&c, h, NULL, &f);
     assert_false(f.feasible);
-    assert_contains(f.reason, "needs 400288 B shared memory");
+    assert_contains(f.reason, "needs 400576 B shared memory");
     assert_contains(f.reason, "> 232448 B per block (h200 smem_per_block, measured)");
     /* ... and the per-SM limit is broken too. */
     assert_contains(f.reason, "> 233472 B per SM");
-    /* v1 rounds the sequence up to the page. */
+    /* v1 pads the logits to 32 (+ 4): 8 heads x 1028 + 96 floats. */
     c = decode(1, 128, 512, 1001);
     ppb_target_needs(&c, h, NULL, &n);
-    assert_int_equal(n.smem_bytes, 1008 * 4 + 288);
+    assert_int_equal(n.smem_bytes, (8 * 1028 + 96) * 4);
     free(h);
 }
 
@@ -345,7 +365,7 @@ static void test_measured_resources_override_the_formula(void **state)
     assert_int_equal(n.smem_bytes, 40960);
     assert_int_equal(n.registers_per_thread, 64);
     assert_contains(n.arithmetic, "measured from the compiled kernel: 8192 B static + 32768 B dynamic");
-    assert_contains(n.arithmetic, "the formula says 98304 B");
+    assert_contains(n.arithmetic, "the formula says 99328 B");
     ppb_feasibility f;
     ppb_target_judge(&c, b, &r, &f);
     assert_true(f.feasible);   /* the formula alone says infeasible */
@@ -527,6 +547,164 @@ static void test_load_named_errors(void **state)
     free(t);
 }
 
+/* ---- the target check and the launch plans agree exactly at the limit ------ */
+
+/* A target whose per-block limit is `limit`: warp size and compute capability as given. */
+static ppb_target *limited(int warp, double cc, double limit)
+{
+    ppb_target *t = synthetic();
+    set_value(&t->warp_size, warp);
+    if (cc > 0)
+        set_value(&t->compute_capability, cc);
+    set_value(&t->smem_per_block, limit);
+    memset(&t->smem_per_sm, 0, sizeof t->smem_per_sm);
+    return t;
+}
+
+static int prefill_plan_accepts(const ppb_case *c, int use_mma, int warp, unsigned limit)
+{
+    ppb_prefill_config cfg = {c->config.block_m, c->config.block_n, c->config.num_warps, use_mma, warp};
+    ppb_prefill_args a;
+    memset(&a, 0, sizeof a);
+    a.batch = c->shape.batch;
+    a.max_query_len = c->shape.query_len;
+    a.num_heads = c->shape.num_heads;
+    a.num_kv_heads = c->shape.num_kv_heads;
+    a.head_dim = c->shape.head_dim;
+    a.page_size = c->shape.page_size;
+    a.max_blocks_per_seq = 1;
+    ppb_launch_plan p;
+    return ppb_prefill_plan(&cfg, &a, c->shape.head_dim, c->shape.dtype, limit, &p, NULL, 0) == 0;
+}
+
+static void test_prefill_check_and_plan_agree_at_the_limit(void **state)
+{
+    (void)state;
+    const struct {
+        int bm, bn, w, d, warp, mma;
+        double cc;
+    } cfgs[] = {
+        {64, 64, 4, 128, 64, 0, 7.0},   /* BI-V100-like: the portable layout, 64-wide warps */
+        {128, 64, 8, 128, 32, 1, 9.0},  /* H200-like: two K/V stages */
+        {128, 128, 8, 128, 32, 1, 9.0}, /* one stage */
+        {16, 16, 1, 64, 32, 0, 0},      /* no compute capability: portable */
+    };
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        ppb_case c = prefill(cfgs[i].bm, cfgs[i].bn, cfgs[i].w, cfgs[i].d);
+        const ppb_prefill_config cfg = {cfgs[i].bm, cfgs[i].bn, cfgs[i].w, cfgs[i].mma, cfgs[i].warp};
+        const unsigned need = ppb_prefill_smem_bytes(&cfg, cfgs[i].d);
+        assert_true(need > 0);
+        for (int miss = 0; miss <= 1; miss++) {
+            /* fits exactly / misses by one byte */
+            ppb_target *t = limited(cfgs[i].warp, cfgs[i].cc, (double)need - miss);
+            ppb_kernel_smem ks;
+            ppb_target_kernel_smem(&c, t, 0, &ks);
+            if (!miss) {
+                assert_int_equal(ks.use_mma, cfgs[i].mma);
+                assert_int_equal(ks.bytes, (long)need);
+            }
+            ppb_needs n;
+            ppb_target_needs(&c, t, NULL, &n);
+            ppb_feasibility f;
+            ppb_target_judge(&c, t, NULL, &f);
+            if (!miss) {
+                assert_int_equal(n.smem_bytes, (long)need);
+                assert_true(f.feasible);
+                assert_true(prefill_plan_accepts(&c, cfgs[i].mma, cfgs[i].warp, need));
+            } else if (cfgs[i].mma) {
+                /* path auto: the tensor-core plan refuses one byte short, so the check (like
+                 * the built-in kernels) sizes the portable layout instead */
+                assert_false(prefill_plan_accepts(&c, 1, cfgs[i].warp, need - 1));
+                assert_int_equal(ks.use_mma, 0);
+                const ppb_prefill_config simt = {cfgs[i].bm, cfgs[i].bn, cfgs[i].w, 0, cfgs[i].warp};
+                assert_int_equal(n.smem_bytes, (long)ppb_prefill_smem_bytes(&simt, cfgs[i].d));
+                /* path=mma stays on the tensor-core layout: infeasible, as the plan refuses */
+                c.config.path = PPB_PATH_MMA;
+                ppb_target_judge(&c, t, NULL, &f);
+                assert_false(f.feasible);
+                c.config.path = PPB_PATH_AUTO;
+            } else {
+                assert_false(f.feasible);
+                assert_false(prefill_plan_accepts(&c, 0, cfgs[i].warp, need - 1));
+            }
+            free(t);
+        }
+    }
+}
+
+/* The decode plan's answer on a case's shape: 0 and the main / reduce smem, or -1. */
+static int decode_plan_smem(const ppb_case *c, int use_mma, int warp, unsigned limit, unsigned *main_smem,
+                            unsigned *reduce_smem)
+{
+    ppb_decode_config cfg = {c->config.version, c->config.num_threads, c->config.partition_size, use_mma, warp};
+    ppb_decode_args a;
+    memset(&a, 0, sizeof a);
+    a.num_seqs = c->shape.batch;
+    a.num_heads = c->shape.num_heads;
+    a.num_kv_heads = c->shape.num_kv_heads;
+    a.head_dim = c->shape.head_dim;
+    a.page_size = c->shape.page_size;
+    a.max_seq_len = c->shape.seq_len;
+    a.max_blocks_per_seq = (c->shape.seq_len + c->shape.page_size - 1) / c->shape.page_size;
+    if (c->config.version == 2)
+        a.max_num_partitions = (int)ppb_decode_num_partitions(c->shape.seq_len, c->config.partition_size);
+    ppb_launch_plan m, r;
+    if (ppb_decode_plan(&cfg, &a, c->shape.head_dim, c->shape.page_size, c->shape.dtype, limit, &m, &r, NULL, 0))
+        return -1;
+    *main_smem = m.dynamic_smem;
+    *reduce_smem = r.dynamic_smem;
+    return 0;
+}
+
+static void test_decode_check_and_plan_agree_at_the_limit(void **state)
+{
+    (void)state;
+    const struct {
+        int version, threads, partition, seq, heads, kv_heads, warp;
+        double cc;
+    } cfgs[] = {
+        {2, 128, 512, 32768, 32, 32, 64, 7.0}, /* 64-wide warps: the warp size changes the figure */
+        {2, 128, 512, 32768, 32, 32, 32, 0},
+        {2, 256, 256, 4096, 32, 32, 32, 9.0},  /* tensor-core path */
+        {1, 128, 0, 3000, 32, 32, 64, 7.0},    /* v1, MHA: one head per block at any limit */
+        {2, 64, 32, 600000, 8, 8, 32, 0},      /* the reduce is the larger: 18750 partitions */
+    };
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        ppb_case c = decode(cfgs[i].version, cfgs[i].threads, cfgs[i].partition ? cfgs[i].partition : 512,
+                            cfgs[i].seq);
+        c.shape.num_heads = cfgs[i].heads;
+        c.shape.num_kv_heads = cfgs[i].kv_heads;
+        const int mma = cfgs[i].cc >= 8.0 && cfgs[i].warp == 32;
+        unsigned m = 0, r = 0;
+        assert_int_equal(decode_plan_smem(&c, mma, cfgs[i].warp, UINT32_MAX, &m, &r), 0);
+        const unsigned need = m > r ? m : r;
+        for (int miss = 0; miss <= 1; miss++) {
+            ppb_target *t = limited(cfgs[i].warp, cfgs[i].cc, (double)need - miss);
+            ppb_kernel_smem ks;
+            ppb_target_kernel_smem(&c, t, 0, &ks);
+            ppb_feasibility f;
+            ppb_target_judge(&c, t, NULL, &f);
+            unsigned pm = 0, pr = 0;
+            const int plan_ok = decode_plan_smem(&c, ks.use_mma, cfgs[i].warp, need - (unsigned)miss, &pm, &pr) == 0;
+            if (!miss) {
+                assert_int_equal(ks.use_mma, mma);
+                assert_int_equal(ks.main_bytes, (long)m);
+                assert_int_equal(ks.reduce_bytes, (long)r);
+                assert_int_equal(ks.bytes, (long)need);
+                assert_true(f.feasible);
+                assert_true(plan_ok);
+                assert_int_equal(pm, m);
+            } else {
+                assert_false(plan_ok);
+                if (!mma) /* (the tensor-core case falls back to the portable layout, also refused) */
+                    assert_int_equal(ks.bytes, (long)need);
+                assert_false(f.feasible);
+            }
+            free(t);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -539,6 +717,8 @@ int main(void)
         cmocka_unit_test(test_threads_and_warp_flip),
         cmocka_unit_test(test_plain_alternatives_and_partial_occupancy),
         cmocka_unit_test(test_unknown_warp_assumes_32_and_says_so),
+        cmocka_unit_test(test_prefill_check_and_plan_agree_at_the_limit),
+        cmocka_unit_test(test_decode_check_and_plan_agree_at_the_limit),
         cmocka_unit_test(test_bad_profiles_name_position_and_field),
         cmocka_unit_test(test_load_named_errors),
     };

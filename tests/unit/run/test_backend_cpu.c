@@ -13,7 +13,9 @@
 
 #include "backend.h"
 #include "cpu_attention.h"
+#include "decode_plan.h"
 #include "reference.h"
+#include "target.h"
 
 static ppb_case prefill(int batch, int q, int ctx, int heads, int kv_heads, int dim, int page, int bm,
                         int bn, int dtype)
@@ -254,10 +256,12 @@ static void test_refusals(void **state)
     c = prefill(1, 64, 64, 2, 1, 64, 16, 16, 16, PPB_FP16);
     assert_refused(&c, &opt, "--cpu-max-gflop");
 
-    /* v1 logits in shared memory: 12289 tokens padded to 12304 x 4 B > 48 KB */
+    /* v1 logits in shared memory (the built-in kernel's layout, kernels/decode_plan.c):
+     * 12289 tokens padded to 12320 + 4, + D output floats + 8 + 4 = 12400 floats > 48 KB */
     c = decode(1, 12289, 1, 1, 64, 16, 1, 512, PPB_FP16);
     opt.cpu_max_gflop = 0;
-    assert_refused(&c, &opt, "12304 tokens (padded to the page) x 4 B = 49216 B > 49152 B");
+    assert_refused(&c, &opt, "paged_attention v1 needs 49600 B of shared memory > 49152 B per block");
+    assert_refused(&c, &opt, "use version 2");
     /* ... which fits a target with more shared memory per block */
     ppb_target t;
     memset(&t, 0, sizeof t);
@@ -270,10 +274,55 @@ static void test_refusals(void **state)
     assert_int_equal(o.rc, 0);
     assert_true(o.check.pass);
     ppb_result_free(&o.res);
-    /* v2 partition logits: 16384 x 4 B = 64 KB > 48 KB */
+    /* v2 partition logits: 16384 + 4 floats alone > 48 KB (+ 64 output + 8 + 4 floats) */
     opt.target = NULL;
     c = decode(1, 100, 1, 1, 64, 16, 2, 16384, PPB_FP16);
-    assert_refused(&c, &opt, "partition_size 16384 x 4 B = 65536 B > 49152 B");
+    assert_refused(&c, &opt, "paged_attention v2 needs 65856 B of shared memory > 49152 B per block");
+}
+
+/* The CPU backend's shared-memory refusal and `ppbench check` (ppb_target_needs) are the
+ * same computation (kernels/decode_plan.c with the target's warp size): a case whose
+ * need is exactly the target's per-block limit runs, one byte less refuses, on both. */
+static void test_smem_refusal_agrees_with_the_target_check(void **state)
+{
+    (void)state;
+    const int warps[2] = {32, 64};
+    for (int wi = 0; wi < 2; wi++)
+        for (int version = 1; version <= 2; version++) {
+            ppb_case c = decode(1, 3000, 2, 2, 64, 16, version, 256, PPB_FP16);
+            ppb_target t;
+            memset(&t, 0, sizeof t);
+            snprintf(t.name, sizeof t.name, "edge");
+            t.warp_size.present = 1;
+            t.warp_size.value = warps[wi];
+            ppb_kernel_smem ks;
+            ppb_target_kernel_smem(&c, &t, 0, &ks);
+            assert_true(ks.known);
+            assert_int_equal(ks.warp_size, warps[wi]);
+            /* the plan's own figure, with this warp size */
+            ppb_decode_config cfg = {version, c.config.num_threads, 256, 0, warps[wi]};
+            assert_int_equal(ks.main_bytes,
+                             (long)ppb_decode_main_smem_bytes(&cfg, 64, 16, ks.heads_per_cta, 3000));
+            for (int miss = 0; miss <= 1; miss++) {
+                t.smem_per_block.present = 1;
+                t.smem_per_block.value = (double)(ks.bytes - miss);
+                ppb_backend_options opt = {0};
+                opt.target = &t;
+                ppb_feasibility f;
+                ppb_target_judge(&c, &t, NULL, &f);
+                if (!miss) {
+                    run_out o;
+                    run_case(&c, &opt, &o);
+                    assert_int_equal(o.rc, 0);
+                    assert_true(o.check.pass);
+                    ppb_result_free(&o.res);
+                    assert_true(f.feasible);
+                } else {
+                    assert_refused(&c, &opt, "B of shared memory");
+                    assert_false(f.feasible);
+                }
+            }
+        }
 }
 
 /* ---- the PARTITION_SIZE mismatch ------------------------------------------------ */
@@ -510,6 +559,7 @@ int main(void)
         cmocka_unit_test(test_decode_v1),
         cmocka_unit_test(test_decode_v2_partitions),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_smem_refusal_agrees_with_the_target_check),
         cmocka_unit_test(test_mismatch_overrun_caught_by_guards),
         cmocka_unit_test(test_mismatch_other_direction_wastes_memory),
         cmocka_unit_test(test_mismatch_packed_corrupts),

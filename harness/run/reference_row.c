@@ -1,0 +1,106 @@
+/* One row of the float64 reference attention (reference_row.h). The reference is plain
+ * softmax attention in double, independent of the kernels' tiles: keys are visited in
+ * chunks of at most one page (or 32 new tokens), each chunk converted to fp32 rows (exact
+ * for fp16/bf16) and folded into a running max / sum / weighted V sum in double. No
+ * memory beyond a few fixed buffers, one pass over K and V, so a 100K-token row costs
+ * O(ctx x D). Double rounding makes the result exact to ~1e-15 relative: far below any
+ * tolerance a 16-bit output is judged with. */
+#include "reference_row.h"
+
+#include <math.h>
+#include <stddef.h>
+
+#include "ppb_rng.h"
+
+#define REF_CHUNK 32 /* keys per chunk: a page of the cache (pages up to 32) or 32 new tokens */
+
+static inline float bits_to_f32(uint16_t h, int dtype)
+{
+    return dtype == 0 ? ppb_rng_fp16_to_float(h) : ppb_rng_bf16_to_float(h);
+}
+
+/* K and V rows [j - j0][D] of key positions [j0, j1), all in the cache (through the
+ * block table) or all among the new tokens. */
+static void load_chunk(const ppb_ref_keys *r, int kv_head, int j0, int j1, float *k, float *v)
+{
+    const int dim = r->head_dim;
+    const size_t page = (size_t)r->page_size;
+    for (int j = j0; j < j1; j++) {
+        float *kd = k + (size_t)(j - j0) * dim, *vd = v + (size_t)(j - j0) * dim;
+        if (j < r->cached) {
+            const size_t block = (size_t)r->block_table[j / r->page_size], slot = (size_t)(j % r->page_size);
+            const size_t head = block * (size_t)r->num_kv_heads + (size_t)kv_head;
+            /* k: [.., D/8, page, 8] -> dim d at + (d / 8) * page * 8 + d % 8; v: [.., D, page] */
+            const uint16_t *kb = r->k_cache + (head * (size_t)(dim / 8) * page + slot) * 8;
+            const uint16_t *vb = r->v_cache + head * (size_t)dim * page + slot;
+            for (int d = 0; d < dim; d++) {
+                kd[d] = bits_to_f32(kb[(size_t)(d / 8) * page * 8 + (size_t)(d % 8)], r->dtype);
+                vd[d] = bits_to_f32(vb[(size_t)d * page], r->dtype);
+            }
+        } else {
+            const size_t at = ((size_t)(j - r->cached) * (size_t)r->num_kv_heads + (size_t)kv_head) * (size_t)dim;
+            for (int d = 0; d < dim; d++) {
+                kd[d] = bits_to_f32(r->k_new[at + d], r->dtype);
+                vd[d] = bits_to_f32(r->v_new[at + d], r->dtype);
+            }
+        }
+    }
+}
+
+void ppb_reference_attend(const ppb_ref_keys *keys, int kv_head, const uint16_t *q_row, double scale,
+                          int query_pos, int sliding_window, double *out_row)
+{
+    const int dim = keys->head_dim;
+    int first = 0;
+    if (sliding_window > 0 && query_pos - sliding_window + 1 > 0)
+        first = query_pos - sliding_window + 1;
+    const int last = query_pos;
+
+    double q[PPB_REF_MAX_D];
+    float k[REF_CHUNK * PPB_REF_MAX_D], v[REF_CHUNK * PPB_REF_MAX_D];
+    for (int d = 0; d < dim; d++) {
+        q[d] = bits_to_f32(q_row[d], keys->dtype) * scale;
+        out_row[d] = 0;
+    }
+    double max_logit = -INFINITY, sum = 0;
+    for (int j0 = first; j0 <= last;) {
+        /* a chunk never crosses a page or the cached / new boundary */
+        int j1 = j0 < keys->cached ? (j0 / keys->page_size + 1) * keys->page_size : j0 + REF_CHUNK;
+        if (j0 < keys->cached && j1 > keys->cached)
+            j1 = keys->cached;
+        if (j1 > j0 + REF_CHUNK)
+            j1 = j0 + REF_CHUNK;
+        if (j1 > last + 1)
+            j1 = last + 1;
+        load_chunk(keys, kv_head, j0, j1, k, v);
+        double logit[REF_CHUNK], chunk_max = -INFINITY;
+        for (int j = 0; j < j1 - j0; j++) {
+            const float *kj = k + (size_t)j * dim;
+            double lane[4] = {0, 0, 0, 0};
+            for (int d = 0; d < dim; d += 4)
+                for (int l = 0; l < 4; l++)
+                    lane[l] += q[d + l] * kj[d + l];
+            logit[j] = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+            if (logit[j] > chunk_max)
+                chunk_max = logit[j];
+        }
+        if (chunk_max > max_logit) {
+            double rescale = exp(max_logit - chunk_max); /* 0 on the first chunk */
+            sum *= rescale;
+            for (int d = 0; d < dim; d++)
+                out_row[d] *= rescale;
+            max_logit = chunk_max;
+        }
+        for (int j = 0; j < j1 - j0; j++) {
+            double p = exp(logit[j] - max_logit);
+            const float *vj = v + (size_t)j * dim;
+            sum += p;
+            for (int d = 0; d < dim; d++)
+                out_row[d] += p * vj[d];
+        }
+        j0 = j1;
+    }
+    if (sum > 0)
+        for (int d = 0; d < dim; d++)
+            out_row[d] /= sum;
+}

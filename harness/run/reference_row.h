@@ -1,0 +1,43 @@
+/* The float64 attention of one query row over plain arrays in vLLM's layouts: the
+ * arithmetic of the reference (reference.c) with nothing else of the harness, so the
+ * GPU kernel tests (tests/gpu/test_*_kernel.cu, built by nvcc alone) judge the kernels
+ * with exactly the reference ppbench uses. Plain C; C linkage from C++. */
+#ifndef PPB_REFERENCE_ROW_H
+#define PPB_REFERENCE_ROW_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PPB_REF_MAX_D 256
+
+/* The keys and values one sequence's query rows attend to. Positions 0..cached-1 are in
+ * the paged cache through the sequence's block-table row; positions from `cached` on are
+ * the sequence's new tokens (prefill), contiguous rows [n][num_kv_heads][head_dim]. */
+typedef struct ppb_ref_keys {
+    int dtype;                       /* 0 fp16, 1 bf16 (ppb_rng.h) */
+    int head_dim;                    /* a multiple of 8, at most PPB_REF_MAX_D */
+    int num_kv_heads, page_size;
+    const uint16_t *k_cache;         /* [blocks][num_kv_heads][head_dim / 8][page_size][8] */
+    const uint16_t *v_cache;         /* [blocks][num_kv_heads][head_dim][page_size] */
+    const int32_t *block_table;      /* this sequence's row */
+    int cached;
+    const uint16_t *k_new, *v_new;   /* NULL when the sequence has no new tokens (decode) */
+} ppb_ref_keys;
+
+/* out_row[head_dim] = softmax(scale * q . K) V over the keys a query at position
+ * query_pos of its sequence sees: causal (bottom-right aligned: keys 0..query_pos) and,
+ * with sliding_window W > 0, only positions > query_pos - W. q_row: head_dim values in
+ * storage bits, of a query head of kv head kv_head. Keys are folded in chunks of at most
+ * one page (or 32 new tokens) into a running max / sum / weighted V sum in double; all
+ * zeros when no key is visible. */
+void ppb_reference_attend(const ppb_ref_keys *keys, int kv_head, const uint16_t *q_row, double scale,
+                          int query_pos, int sliding_window, double *out_row);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
