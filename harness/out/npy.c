@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "files.h"
+
 int ppb_npy_write(const char *path, const char *descr, size_t elem_size, const size_t *shape,
                   int ndim, const void *data, ppb_err *err)
 {
@@ -21,9 +23,10 @@ int ppb_npy_write(const char *path, const char *descr, size_t elem_size, const s
     /* magic(6) + version(2) + header length(2) + dict + padding + '\n' is a multiple of 64 */
     size_t total = 10 + (size_t)len + 1;
     size_t pad = (64 - total % 64) % 64;
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return ppb_fail(err, PPB_EIO, "%s: %s", path, strerror(errno));
+    FILE *f = NULL;
+    int rc = ppb_file_create(path, 1, &f, err);
+    if (rc)
+        return rc;
     unsigned short hlen = (unsigned short)(len + pad + 1);
     unsigned char head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
                               (unsigned char)(hlen >> 8)};

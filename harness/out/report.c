@@ -2,6 +2,7 @@
  * hand over to report_charts.c and report_html.c (report.h, docs/REPORTS.md). */
 #include "report.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "provenance.h"
 #include "report_charts.h"
 #include "report_html.h"
@@ -922,6 +924,39 @@ static int make_dirs(const char *path, ppb_err *err)
     return PPB_OK;
 }
 
+/* The folder a report goes to is ppbench's: new, empty, or marked by an
+ * earlier report. A folder of someone else's files is refused (the report
+ * replaces index.html and clears old charts). */
+#define REPORT_MARK ".ppbench-report"
+
+static int claim_out_dir(const char *dir, ppb_err *err)
+{
+    char mark[4300];
+    snprintf(mark, sizeof mark, "%s/" REPORT_MARK, dir);
+    struct stat st;
+    if (lstat(mark, &st) != 0) {
+        DIR *d = opendir(dir);
+        if (!d)
+            return ppb_fail(err, PPB_EIO, "%s: %s", dir, strerror(errno));
+        int foreign = 0;
+        struct dirent *e;
+        while (!foreign && (e = readdir(d)) != NULL)
+            foreign = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+        closedir(d);
+        if (foreign)
+            return ppb_fail(err, PPB_EINPUT,
+                            "%s is not empty and holds no earlier ppbench report: give a new or empty folder", dir);
+    } else if (!S_ISREG(st.st_mode)) {
+        return ppb_fail(err, PPB_EIO, "%s: not a regular file", mark);
+    }
+    FILE *f = NULL;
+    int rc = ppb_file_create(mark, 0, &f, err);
+    if (rc)
+        return rc;
+    fputs("A ppbench report folder: `ppbench report -o` may replace what is here.\n", f);
+    return fclose(f) == 0 ? PPB_OK : ppb_fail(err, PPB_EIO, "%s: %s", mark, strerror(errno));
+}
+
 static void free_report(rp_report *r)
 {
     free(r->items);
@@ -968,13 +1003,15 @@ int ppb_report_write(ppb_store *s, const ppb_report_request *req, ppb_report_out
     else
         decide_trend(r);
 
-    rc = make_dirs(req->out_dir, err);
-    if (rc)
+    if ((rc = make_dirs(req->out_dir, err)) || (rc = claim_out_dir(req->out_dir, err)))
         goto end;
     snprintf(r->charts_dir, sizeof r->charts_dir, "%s/charts", req->out_dir);
-    rc = make_dirs(r->charts_dir, err);
-    if (rc)
+    if ((rc = make_dirs(r->charts_dir, err)))
         goto end;
+    if (!ppb_is_real_dir(r->charts_dir)) {
+        rc = ppb_fail(err, PPB_EIO, "%s is a symbolic link: refusing to write charts through it", r->charts_dir);
+        goto end;
+    }
     ppb_gnuplot_detect(&r->gp, req->gnuplot);
     rc = rp_charts_make(r, err);
     if (rc)

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "report_assets.h"
 #include "report_charts.h"
 
@@ -47,14 +48,13 @@ static int open_chart(const rp_report *r, const rp_chart *c, chart_files *f, ppb
     memset(f, 0, sizeof *f);
     snprintf(f->dat_path, sizeof f->dat_path, "%s/%s.dat", r->charts_dir, c->name);
     snprintf(f->gp_path, sizeof f->gp_path, "%s/%s.gp", r->charts_dir, c->name);
-    f->dat = fopen(f->dat_path, "w");
-    f->gp = f->dat ? fopen(f->gp_path, "w") : NULL;
-    if (!f->dat || !f->gp) {
-        int e = errno;
-        if (f->dat)
-            fclose(f->dat);
-        return ppb_fail(err, PPB_EIO, "%s: %s", f->dat ? f->gp_path : f->dat_path, strerror(e));
+    int rc = ppb_file_create(f->dat_path, 0, &f->dat, err);
+    if (rc == PPB_OK && (rc = ppb_file_create(f->gp_path, 0, &f->gp, err)) != PPB_OK) {
+        fclose(f->dat);
+        f->dat = NULL;
     }
+    if (rc)
+        return rc;
     char title[300];
     ppb_gnuplot_string(c->title, title, sizeof title);
     fprintf(f->dat, "# ppbench chart data: %s.gp plots it\n", c->name);
@@ -947,7 +947,9 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
 
 /* ---- running gnuplot ------------------------------------------------------------- */
 
-/* Old outputs in the chart folder would be shown as if they were this report's. */
+/* Old outputs in the chart folder would be shown as if they were this report's.
+ * A link of one of these names goes too (the link, never its target), so
+ * gnuplot's own output cannot be redirected through one. */
 static void clear_chart_dir(const char *dir)
 {
     static const char *const ours[] = {".svg", ".png", ".gp", ".dat", ".log", NULL};
@@ -974,9 +976,10 @@ static int write_style(const rp_report *r, ppb_err *err)
 {
     char path[4400];
     snprintf(path, sizeof path, "%s/style.gp", r->charts_dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return ppb_fail(err, PPB_EIO, "%s: %s", path, strerror(errno));
+    FILE *f = NULL;
+    int rc = ppb_file_create(path, 0, &f, err);
+    if (rc)
+        return rc;
     int bad = fputs(ppb_report_gnuplot_style, f) < 0;
     bad |= fclose(f) != 0;
     return bad ? ppb_fail(err, PPB_EIO, "writing %s failed", path) : PPB_OK;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "files.h"
 #include "html.h"
 #include "report_assets.h"
 #include "report_html.h"
@@ -994,9 +995,10 @@ static void plan_sections(page *p)
 
 int rp_html_write(const rp_report *r, const char *path, ppb_err *err)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return ppb_fail(err, PPB_EIO, "%s: %s", path, strerror(errno));
+    FILE *f = NULL;
+    int rc = ppb_file_create_fresh(path, 0, &f, err);
+    if (rc)
+        return rc;
     page *p = calloc(1, sizeof *p);
     if (!p) {
         fclose(f);
@@ -1084,7 +1086,7 @@ int rp_html_write(const rp_report *r, const char *path, ppb_err *err)
                    r->generated_at);
     ppb_html_markup(h, "</footer>\n</main>\n</body>\n</html>\n");
 
-    int rc = ppb_html_finish(h, err);
+    rc = ppb_html_finish(h, err);
     if (fclose(f) != 0 && !rc)
         rc = ppb_fail(err, PPB_EIO, "%s: %s", path, strerror(errno));
     if (rc)
