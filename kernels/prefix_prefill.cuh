@@ -266,6 +266,27 @@ __device__ __forceinline__ int segment_page(const ppb_prefill_args &a, const cta
     return tok < g.ctx ? __ldg(a.block_table + (size_t)g.seq * a.max_blocks_per_seq + (tok >> ps.page_shift)) : 0;
 }
 
+/* Phase 2 (the new tokens, from the contiguous k or v of [tokens][kvh][D]):
+ * BN tokens land as [BN][STRIDE], token-major, zero-filled past the query. */
+template <typename T, int D, int BN, int THREADS, int STRIDE>
+__device__ __forceinline__ void issue_new_tile(const ppb_prefill_args &a, const cta_geom &g, const T *src_base, int n0,
+                                               T *dst)
+{
+    constexpr int CHUNKS = BN * D / 8, DC = D / 8, ITER = (CHUNKS + THREADS - 1) / THREADS;
+    const int tid = threadIdx.x;
+#pragma unroll 4
+    for (int i = 0; i < ITER; i++) {
+        const int c = tid + i * THREADS;
+        if (CHUNKS % THREADS == 0 || c < CHUNKS) {
+            const int t = c / DC, dc = c % DC;
+            const int n = n0 + t;
+            const bool valid = n < g.qlen;
+            const T *src = valid ? src_base + ((size_t)(g.start + n) * a.num_kv_heads + g.kvh) * D + dc * 8 : src_base;
+            cp_async16(smem_addr(dst + t * STRIDE + dc * 8), src, valid);
+        }
+    }
+}
+
 /* K tile (both phases) lands as [BN][KS], token-major. phys: segment_page of this tile. */
 template <typename T, int D, int BN, int THREADS, int KS>
 __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0,
@@ -291,19 +312,7 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
             }
         }
     } else {
-        const T *kn = static_cast<const T *>(a.k);
-        const int tid = threadIdx.x;
-#pragma unroll 4
-        for (int i = 0; i < ITER; i++) {
-            const int c = tid + i * THREADS;
-            if (CHUNKS % THREADS == 0 || c < CHUNKS) {
-                const int t = c / DC, dc = c % DC;
-                const int n = n0 + t;
-                const bool valid = n < g.qlen;
-                const T *src = valid ? kn + ((size_t)(g.start + n) * a.num_kv_heads + g.kvh) * D + dc * 8 : kn;
-                cp_async16(smem_addr(sK + t * KS + dc * 8), src, valid);
-            }
-        }
+        issue_new_tile<T, D, BN, THREADS, KS>(a, g, static_cast<const T *>(a.k), n0, sK);
     }
 }
 
@@ -333,20 +342,7 @@ __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const ct
             }
         }
     } else {
-        constexpr int DC = D / 8;
-        const T *vn = static_cast<const T *>(a.v);
-        const int tid = threadIdx.x;
-#pragma unroll 4
-        for (int i = 0; i < ITER; i++) {
-            const int c = tid + i * THREADS;
-            if (CHUNKS % THREADS == 0 || c < CHUNKS) {
-                const int t = c / DC, dc = c % DC;
-                const int n = n0 + t;
-                const bool valid = n < g.qlen;
-                const T *src = valid ? vn + ((size_t)(g.start + n) * a.num_kv_heads + g.kvh) * D + dc * 8 : vn;
-                cp_async16(smem_addr(sV + t * VS + dc * 8), src, valid);
-            }
-        }
+        issue_new_tile<T, D, BN, THREADS, VS>(a, g, static_cast<const T *>(a.v), n0, sV);
     }
 }
 

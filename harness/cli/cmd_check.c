@@ -10,6 +10,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "doc_text.h"
+#include "grow.h"
 #include "hash.h"
 #include "matrix.h"
 #include "suite.h"
@@ -119,14 +120,8 @@ static int find_or_add_row(row_table *t, const ppb_case *c, const char *config, 
         }
         slot = (slot + 1) & t->mask;
     }
-    if (t->n == t->cap) {
-        int cap = t->cap ? t->cap * 2 : 32;
-        check_row *rows = realloc(t->rows, (size_t)cap * sizeof *rows);
-        if (!rows)
-            return PPB_ENOMEM;
-        t->rows = rows;
-        t->cap = cap;
-    }
+    if (ppb_grow((void **)&t->rows, &t->cap, t->n, sizeof *t->rows, 32) != PPB_OK)
+        return PPB_ENOMEM;
     check_row *r = &t->rows[t->n];
     memset(r, 0, sizeof *r);
     snprintf(r->config, sizeof r->config, "%s", config);

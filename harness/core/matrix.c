@@ -7,18 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "hash.h"
 
 int ppb_case_list_push(ppb_case_list *l, const ppb_case *c)
 {
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 64;
-        ppb_case *items = realloc(l->items, (size_t)cap * sizeof *items);
-        if (!items)
-            return PPB_ENOMEM;
-        l->items = items;
-        l->cap = cap;
-    }
+    if (ppb_grow((void **)&l->items, &l->cap, l->n, sizeof *l->items, 64) != PPB_OK)
+        return PPB_ENOMEM;
     l->items[l->n++] = *c;
     return PPB_OK;
 }

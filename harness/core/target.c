@@ -119,6 +119,18 @@ static int read_alternative(ppb_yaml *y, yaml_node_t *item, const value_field *v
     return PPB_OK;
 }
 
+
+/* A key of a judged figure that must be there, read as text ("NAME.KEY" in errors). */
+static int read_text_key(ppb_yaml *y, yaml_node_t *node, const char *name, const char *key, const char *missing,
+                         char *buf, size_t len, yaml_node_t **found, ppb_err *err)
+{
+    char field[96];
+    snprintf(field, sizeof field, "%s.%s", name, key);
+    *found = ppb_yaml_get(y, node, key);
+    if (!*found)
+        return ppb_yaml_fail(y, err, node, name, "%s %s", key, missing);
+    return ppb_yaml_string(y, *found, field, buf, len, err);
+}
 static int read_value(ppb_yaml *y, yaml_node_t *node, const value_field *vf, ppb_target_value *tv,
                       ppb_err *err)
 {
@@ -129,30 +141,22 @@ static int read_value(ppb_yaml *y, yaml_node_t *node, const value_field *vf, ppb
     memset(tv, 0, sizeof *tv);
 
     char field[96];
-    yaml_node_t *conf = ppb_yaml_get(y, node, "confidence");
-    snprintf(field, sizeof field, "%s.confidence", vf->name);
-    if (!conf)
-        return ppb_yaml_fail(y, err, node, vf->name,
-                             "confidence is missing (measured, vendor, seen, disputed, estimated, "
-                             "assumed, unverified or unknown)");
-    rc = ppb_yaml_string(y, conf, field, tv->confidence, sizeof tv->confidence, err);
-    if (rc)
+    yaml_node_t *conf = NULL, *src = NULL;
+    if ((rc = read_text_key(y, node, vf->name, "confidence",
+                            "is missing (measured, vendor, seen, disputed, estimated, assumed, unverified or unknown)",
+                            tv->confidence, sizeof tv->confidence, &conf, err)))
         return rc;
+    snprintf(field, sizeof field, "%s.confidence", vf->name);
     if (!ppb_target_confidence_known(tv->confidence))
         return ppb_yaml_fail(y, err, conf, field,
                              "'%s' is not one of measured, vendor, seen, disputed, estimated, "
                              "assumed, unverified, unknown",
                              tv->confidence);
-
-    yaml_node_t *src = ppb_yaml_get(y, node, "source");
-    snprintf(field, sizeof field, "%s.source", vf->name);
-    if (!src)
-        return ppb_yaml_fail(y, err, node, vf->name,
-                             "source is missing: say where the figure comes from (or why it is "
-                             "unknown)");
-    rc = ppb_yaml_string(y, src, field, tv->source, sizeof tv->source, err);
-    if (rc)
+    if ((rc = read_text_key(y, node, vf->name, "source",
+                            "is missing: say where the figure comes from (or why it is unknown)", tv->source,
+                            sizeof tv->source, &src, err)))
         return rc;
+    snprintf(field, sizeof field, "%s.source", vf->name);
     if (tv->source[0] == '\0')
         return ppb_yaml_fail(y, err, src, field, "must not be empty");
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "files.h"
+#include "grow.h"
 #include "provenance.h"
 #include "report_charts.h"
 #include "report_html.h"
@@ -30,15 +31,9 @@
 /* Grow a dynamic array of `size`-byte elements to hold one more. */
 static int grow(void **items, int *cap, int n, size_t size, ppb_err *err)
 {
-    if (n < *cap)
-        return PPB_OK;
-    int ncap = *cap ? *cap * 2 : 32;
-    void *p = realloc(*items, (size_t)ncap * size);
-    if (!p)
-        return ppb_fail(err, PPB_ENOMEM, "out of memory gathering the report");
-    *items = p;
-    *cap = ncap;
-    return PPB_OK;
+    return ppb_grow(items, cap, n, size, 32) == PPB_OK
+               ? PPB_OK
+               : ppb_fail(err, PPB_ENOMEM, "out of memory gathering the report");
 }
 
 /* Append to a line list held in one buffer (truncates, never overflows). */

@@ -17,6 +17,7 @@
 #include "cpu_attention.h"
 #include "decode_plan.h"
 #include "impl.h"
+#include "kernel_case.h"
 #include "reference.h"
 #include "target.h"
 #include "threads.h"
@@ -343,29 +344,12 @@ static int plugin_prepare(ppb_backend *b, const ppb_workload *w, ppb_result *res
         if (b->plugin.note[0])
             snprintf(res->reason, sizeof res->reason, "%s", b->plugin.note);
     }
-    if (b->c.kernel == PPB_PREFIX_PREFILL) {
-        ppb_prefill_args *a = &b->plugin.prefill;
-        a->q = w->q;
-        a->k = w->k;
-        a->v = w->v;
-        a->k_cache = w->k_cache;
-        a->v_cache = w->v_cache;
-        a->out = b->out;
-        a->block_table = w->block_table;
-        a->start_loc = w->start_loc;
-        a->query_lens = w->query_lens;
-        a->context_lens = w->context_lens;
-        a->seq_lens = w->seq_lens;
-        return PPB_OK;
-    }
-    ppb_decode_args *a = &b->plugin.decode;
-    a->q = w->q;
-    a->k_cache = w->k_cache;
-    a->v_cache = w->v_cache;
-    a->out = b->out;
-    a->block_table = w->block_table;
-    a->seq_lens = w->context_lens;
-    return b->c.config.version == 2 ? plugin_scratch(b, err) : PPB_OK;
+    const ppb_tensor_ptrs t = {.q = w->q, .k = w->k, .v = w->v, .k_cache = w->k_cache, .v_cache = w->v_cache,
+                               .out = b->out, .block_table = w->block_table, .start_loc = w->start_loc,
+                               .query_lens = w->query_lens, .context_lens = w->context_lens,
+                               .seq_lens = w->seq_lens};
+    ppb_kernel_args_point(&b->plugin.prefill, &b->plugin.decode, b->c.kernel, &t);
+    return b->c.kernel == PPB_PAGED_ATTENTION && b->c.config.version == 2 ? plugin_scratch(b, err) : PPB_OK;
 }
 
 /* Before a checked launch: NaN bits in the scratch (a reduce reading a partition

@@ -28,6 +28,7 @@
 #include "backend.h"
 #include "decode_plan.h"
 #include "impl.h"
+#include "kernel_case.h"
 #include "ppb_builtin.h"
 #include "ppb_kernels.h"
 #include "reference.h"
@@ -651,26 +652,14 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
             (rc = alloc_upload((void **)&b->d_seqlens, w->seq_lens, sizeof(int32_t) * (size_t)w->batch, err,
                                "seq_lens")))
             goto fail;
-        ppb_prefill_args *a = &b->call.prefill;
-        a->q = b->d_q;
-        a->k = b->d_k;
-        a->v = b->d_v;
-        a->k_cache = b->d_kc;
-        a->v_cache = b->d_vc;
-        a->out = b->d_out;
-        a->block_table = b->d_table;
-        a->start_loc = b->d_start;
-        a->query_lens = b->d_qlens;
-        a->context_lens = b->d_ctxlens;
-        a->seq_lens = b->d_seqlens;
-    } else {
+    }
+    const ppb_tensor_ptrs t = {.q = b->d_q, .k = b->d_k, .v = b->d_v, .k_cache = b->d_kc, .v_cache = b->d_vc,
+                               .out = b->d_out, .block_table = b->d_table, .start_loc = b->d_start,
+                               .query_lens = b->d_qlens, .context_lens = b->d_ctxlens,
+                               .seq_lens = b->d_seqlens};
+    ppb_kernel_args_point(&b->call.prefill, &b->call.decode, c->kernel, &t);
+    if (c->kernel == PPB_PAGED_ATTENTION) {
         ppb_decode_args *a = &b->call.decode;
-        a->q = b->d_q;
-        a->k_cache = b->d_kc;
-        a->v_cache = b->d_vc;
-        a->out = b->d_out;
-        a->block_table = b->d_table;
-        a->seq_lens = b->d_ctxlens;
         if (c->config.version == 2) {
             size_t host[3];
             v2_scratch_bytes(a, ppb_case_host_partition_size(c), el, host);

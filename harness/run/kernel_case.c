@@ -66,6 +66,32 @@ void ppb_kernel_view_of_case(const ppb_case *c, ppb_kernel_view *v)
         da->max_num_partitions = (int)ppb_decode_num_partitions(da->max_seq_len, c->config.partition_size);
 }
 
+void ppb_kernel_args_point(ppb_prefill_args *pa, ppb_decode_args *da, int kernel, const ppb_tensor_ptrs *t)
+{
+    if (kernel == PPB_PREFIX_PREFILL) {
+        ppb_prefill_args *a = pa;
+        a->q = t->q;
+        a->k = t->k;
+        a->v = t->v;
+        a->k_cache = t->k_cache;
+        a->v_cache = t->v_cache;
+        a->out = t->out;
+        a->block_table = t->block_table;
+        a->start_loc = t->start_loc;
+        a->query_lens = t->query_lens;
+        a->context_lens = t->context_lens;
+        a->seq_lens = t->seq_lens;
+        return;
+    }
+    ppb_decode_args *a = da;
+    a->q = t->q;
+    a->k_cache = t->k_cache;
+    a->v_cache = t->v_cache;
+    a->out = t->out;
+    a->block_table = t->block_table;
+    a->seq_lens = t->context_lens;
+}
+
 int ppb_kernel_launch_for_case(const ppb_case *c, int cc, int warp_size, unsigned smem_limit,
                                ppb_builtin_launch *out, ppb_err *err)
 {

@@ -27,6 +27,18 @@ typedef struct ppb_kernel_view {
 
 void ppb_kernel_view_of_case(const ppb_case *c, ppb_kernel_view *v);
 
+/* Where a case's tensors are, as a backend holds them (host or device
+ * addresses). */
+typedef struct ppb_tensor_ptrs {
+    const void *q, *k, *v, *k_cache, *v_cache;
+    void *out;
+    const int32_t *block_table, *start_loc, *query_lens, *context_lens, *seq_lens;
+} ppb_tensor_ptrs;
+
+/* Point the argument struct of `kernel` at them (its shape fields stay). The
+ * decode kernel reads the context lengths as its seq_lens (vLLM's naming). */
+void ppb_kernel_args_point(ppb_prefill_args *pa, ppb_decode_args *da, int kernel, const ppb_tensor_ptrs *t);
+
 /* How the built-in kernels launch a case on a device of compute capability
  * `cc`, warp size `warp_size`, `smem_limit` bytes of shared memory per block:
  * kernels/runtime/builtin_plan.h's answer. PPB_EREFUSED with the reason. */
