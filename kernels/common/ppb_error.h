@@ -22,7 +22,8 @@ typedef struct ppb_err {
     char msg[1024];
 } ppb_err;
 
-/* printf-style; returns `code` so callers can write `return ppb_fail(err, PPB_EINPUT, ...)`. */
+/* printf-style; returns `code` so callers can write `return ppb_fail(err, PPB_EINPUT, ...)`.
+ * The message is kept to one printable line: control characters become '?'. */
 int ppb_fail(ppb_err *err, int code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

@@ -76,6 +76,18 @@ static void test_duplicate_keys_name_both_lines(void **state)
     assert_non_null(strstr(err.msg, ":4:3: b: given twice"));
 }
 
+/* A message quoting hostile text stays one printable line (ppb_fail): the
+ * escape sequence a key carries cannot reach the terminal. */
+static void test_messages_carry_no_control_characters(void **state)
+{
+    (void)state;
+    ppb_err err = {{0}};
+    assert_int_equal(load("\"k\\e[2J\\a\": 1\n\"k\\e[2J\\a\": 2\n", &err), PPB_EINPUT);
+    assert_non_null(strstr(err.msg, "k?[2J?: given twice"));
+    for (const char *p = err.msg; *p; p++)
+        assert_true((unsigned char)*p >= 0x20 && *p != 0x7f);
+}
+
 static void test_one_document_per_file(void **state)
 {
     (void)state;
@@ -148,6 +160,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accepts_a_plain_document),
         cmocka_unit_test(test_duplicate_keys_name_both_lines),
+        cmocka_unit_test(test_messages_carry_no_control_characters),
         cmocka_unit_test(test_one_document_per_file),
         cmocka_unit_test(test_depth_limit),
         cmocka_unit_test(test_size_limit),
