@@ -11,7 +11,7 @@ typedef int int32_t;
 #include <stdint.h>
 #endif
 
-/* dtype codes match harness/case.h ppb_dtype */
+/* dtype codes match harness/core/case.h ppb_dtype */
 #define PPB_KDTYPE_FP16 0
 #define PPB_KDTYPE_BF16 1
 

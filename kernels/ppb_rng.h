@@ -1,5 +1,5 @@
 /* The input generator: a counter-based hash, so element i of tensor t is a pure
- * function of (seed, t, i). The host (harness/workload.c) and a CUDA kernel can
+ * function of (seed, t, i). The host (harness/run/workload.c) and a CUDA kernel can
  * both compute any element independently and get the same bits; no state, no
  * order dependence, trivially parallel.
  *
@@ -30,7 +30,7 @@ typedef unsigned long long uint64_t;
 #define PPB_HD
 #endif
 
-/* Streams that are not tensors (tensor ids 1..5 are in harness/workload.h). */
+/* Streams that are not tensors (tensor ids 1..5 are in harness/run/workload.h). */
 #define PPB_RNG_STREAM_PAGES 64u   /* Fisher-Yates shuffle of the physical KV pages */
 #define PPB_RNG_STREAM_CHECK 65u   /* the checker's row sample */
 
@@ -154,7 +154,7 @@ static inline PPB_HD float ppb_rng_bf16_to_float(uint16_t h)
     return ppb_rng_bits_float((uint32_t)h << 16);
 }
 
-/* One input element in storage bits; dtype 0 = fp16, 1 = bf16 (harness/case.h). */
+/* One input element in storage bits; dtype 0 = fp16, 1 = bf16 (harness/core/case.h). */
 static inline PPB_HD uint16_t ppb_rng_keyed_input(uint64_t key, uint64_t index, int dtype, int garbage)
 {
     float u = ppb_rng_keyed_uniform(key, index);

@@ -1,5 +1,5 @@
 /* ppbench impls: the kernel implementations this machine has. The built-in
- * kernels first, then every plugin library on the search path (harness/impl.h),
+ * kernels first, then every plugin library on the search path (harness/run/impl.h),
  * with what it provides and where it came from; a library that cannot be used
  * is listed with the reason. */
 #include <getopt.h>

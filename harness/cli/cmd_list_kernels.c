@@ -1,6 +1,6 @@
 /* ppbench list-kernels SUITE... --target NAME | --arch CC: every built-in
  * kernel instantiation the suites launch on that device, one spec line each
- * (harness/kernel_case.h), in the format the ahead-of-time build reads
+ * (harness/run/kernel_case.h), in the format the ahead-of-time build reads
  * (CMake PPB_AOT_CONFIGS; ci/build-bi-v100.sh). */
 #include <getopt.h>
 #include <math.h>

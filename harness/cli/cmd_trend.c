@@ -1,5 +1,5 @@
 /* ppbench trend SUITE: each case of the suite's latest run against its own
- * history of nightly runs (harness/trend.h); exit 12 on a regression. */
+ * history of nightly runs (harness/decide/trend.h); exit 12 on a regression. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -32,7 +32,7 @@ static const command commands[] = {
 };
 
 /* --plugin PATH (or --plugin=PATH), anywhere on the command line and for every
- * command: a plugin library or folder searched first (harness/impl.h). Taken
+ * command: a plugin library or folder searched first (harness/run/impl.h). Taken
  * out of argv before the command parses its own options. */
 static int take_plugin_options(int *argc, char **argv)
 {

@@ -95,7 +95,7 @@ void ppb_field_format_value(ppb_field f, int value, char *buf, size_t len);
  * then "plugin:NAME" values in the order this process first parsed them.
  * Parsing a new plugin:NAME registers it (at most PPB_IMPL_MAX names in all);
  * whether a library of that name exists is decided when a case runs
- * (harness/impl.h). The key leaves impl out when it is builtin, so keys
+ * (harness/run/impl.h). The key leaves impl out when it is builtin, so keys
  * stored before the field existed still name the same case. */
 #define PPB_IMPL_BUILTIN 0
 #define PPB_IMPL_VLLM_TRITON 1

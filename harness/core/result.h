@@ -1,5 +1,5 @@
 /* What running one case produced: check errors, timings, status and reason.
- * Filled by the run pipeline (harness/runner.c), stored by store.c. */
+ * Filled by the run pipeline (harness/run/runner.c), stored by store.c. */
 #ifndef PPB_RESULT_H
 #define PPB_RESULT_H
 

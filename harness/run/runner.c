@@ -130,7 +130,7 @@ static int run_case(run_ctx *x, const ppb_case *c, ppb_result *res)
 /* ---- progress ------------------------------------------------------------- */
 
 /* The cases this process runs or hands to workers: counts, and the ETA model
- * (harness/eta.h) fed with each finished case's work, status and time. */
+ * (harness/run/eta.h) fed with each finished case's work, status and time. */
 typedef struct progress {
     ppb_eta eta;
     double t0, last; /* when the cases started; when the last one finished */

@@ -1,5 +1,5 @@
 /* GPU test of the kernel runtime (kernels/runtime/ppb_kernels.h) and the CUDA backend
- * (harness/backend_cuda.c), independent of `ppbench run`.
+ * (harness/run/backend_cuda.c), independent of `ppbench run`.
  *
  *   test_cuda_backend [--cache DIR]   runtime + backend with the stand-in kernels
  *                                     (tests/gpu/standin_kernels: exact, predictable

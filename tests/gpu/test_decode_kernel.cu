@@ -36,7 +36,7 @@ extern "C" {
 #include "reference_row.h"
 }
 
-/* Tensor ids of the input definition (harness/workload.h). */
+/* Tensor ids of the input definition (harness/run/workload.h). */
 enum { TENSOR_Q = 1, TENSOR_K_CACHE = 4, TENSOR_V_CACHE = 5 };
 static const int kTablePoison = 0x3fffffff; /* unused block-table entries: far outside any cache */
 static const double kReadCeilingGBs = 4350.0; /* H200 read-only ceiling, KERNELS.md */

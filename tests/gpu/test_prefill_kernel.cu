@@ -79,7 +79,7 @@ static uint16_t float_to_bits(float f, int dtype)
 }
 static const uint16_t POISON = 0xFFFFu;   /* NaN in fp16 and in bf16 */
 
-/* Tensor ids of the input definition (harness/workload.h). */
+/* Tensor ids of the input definition (harness/run/workload.h). */
 enum { TENSOR_Q = 1, TENSOR_K = 2, TENSOR_V = 3, TENSOR_K_CACHE = 4, TENSOR_V_CACHE = 5 };
 
 /* ---- a workload: one batch in vLLM's layouts, host and device copies ------------- */

@@ -223,7 +223,7 @@ def half_to_f64(a):
 
 def check_rows(out, ref, rows, atol, rtol):
     """ppbench's check on the dumped reference rows: |out - ref| <= atol + rtol |ref|
-    per element (harness/reference.c). out: float64 [tokens, heads, D]."""
+    per element (harness/run/reference.c). out: float64 [tokens, heads, D]."""
     got = out[rows[:, 0], rows[:, 1]]
     diff = np.abs(got - ref)
     finite = bool(np.isfinite(got).all())
@@ -321,7 +321,7 @@ def compare_binary(ck, cache_dir):
 
 @functools.lru_cache(maxsize=None)
 def fnv1a64_file(path):
-    """The checksum ppbench stores for a plugin library (harness/impl.c)."""
+    """The checksum ppbench stores for a plugin library (harness/run/impl.c)."""
     h = 0xcbf29ce484222325
     for b in Path(path).read_bytes():
         h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
@@ -412,7 +412,7 @@ SPIN_CYCLES_PER_US = 2000  # ~ the H200's SM clock; a slower clock only spins lo
 
 
 def time_events(launch, batch, samples, warmup):
-    """ppbench's sample (harness/backend_cuda.c cuda_time_sample): flush L2 with a
+    """ppbench's sample (harness/run/backend_cuda.c cuda_time_sample): flush L2 with a
     buffer of 2 x L2 + 1 MiB written with a new value, event, `batch` launches,
     event; ms / batch. A GPU-side spin between flush and start event keeps the
     GPU busy while Python enqueues, so host launch cost (Triton's dispatcher,

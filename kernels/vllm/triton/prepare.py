@@ -75,7 +75,7 @@ def int_args(s):
     num_queries_per_kv. plugin.c (int_args) computes the same list."""
     h, kvh, d, page = s["h"], s["kvh"], s["d"], s["page"]
     ctx_max = s["ctx"]  # sequence 0 has the longest context, ragged or not
-    mbps = max(1, -(-ctx_max // page))  # harness/kernel_case.c: max_blocks_per_seq
+    mbps = max(1, -(-ctx_max // page))  # harness/run/kernel_case.c: max_blocks_per_seq
     return {
         "block_size": page, "x": 8,
         "stride_b_loc_b": mbps, "stride_b_loc_s": 1,
@@ -105,7 +105,7 @@ def int_classes(ints):
 
 def parse_key(key):
     """A ppbench case key ('prefix_prefill b=1 q=17 ... bm=16 bn=32 w=4') -> dict.
-    Config fields at their defaults are left out of keys (harness/case.c)."""
+    Config fields at their defaults are left out of keys (harness/core/case.c)."""
     toks = key.split()
     if not toks or toks[0] != "prefix_prefill":
         return None

@@ -1,6 +1,6 @@
 /* Kernel instantiations: the spec line format (kernels/runtime/kernel_spec.h),
  * the case -> instantiation mapping per compute capability through the
- * built-in kernels' plans (harness/kernel_case.h over builtin_plan.h), the
+ * built-in kernels' plans (harness/run/kernel_case.h over builtin_plan.h), the
  * sorted dedupe, and the list derived from suites (what ppb-kernel-compile and
  * PPB_AOT_CONFIGS consume). */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* The run's ETA model (harness/eta.h) on synthetic case sequences: the old
+/* The run's ETA model (harness/run/eta.h) on synthetic case sequences: the old
  * estimator (mean time x cases left) is ~2x low when cheap cases come first,
  * the model is close; each rule of the fit (refused cases out of it, slope and
  * intercept never negative, the mean without two works) changes a figure

@@ -1,5 +1,5 @@
 /* The impl case field (parsing, keys, overrides) and the plugin loader
- * (harness/impl.h) on real libraries: the example CPU plugin and one broken
+ * (harness/run/impl.h) on real libraries: the example CPU plugin and one broken
  * library per way a plugin can be wrong (tests/plugin/). The libraries'
  * folders come from PPB_PLUGIN_DIR and PPB_BAD_PLUGIN_DIR (set by CMake); a
  * test without them fails rather than skipping. */

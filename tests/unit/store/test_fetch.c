@@ -1,4 +1,4 @@
-/* Unit tests for baseline databases by URL (harness/fetch.c): file:// URLs
+/* Unit tests for baseline databases by URL (harness/store/fetch.c): file:// URLs
  * and http from tests/e2e/fake_http.py on loopback. A good database is
  * downloaded to a temporary file that opens as a ppbench database; anything
  * else (empty, not SQLite, foreign SQLite, newer schema, HTTP errors) is

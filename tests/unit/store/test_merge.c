@@ -1,4 +1,4 @@
-/* Unit tests for merge (harness/merge.c) and the run uid of schema v4: every
+/* Unit tests for merge (harness/store/merge.c) and the run uid of schema v4: every
  * row of every source arrives once and bit for bit, merges are idempotent, a
  * grown run gets only its new results, proposals keep pointing at the right
  * runs, sources are never written, and mismatched schemas are refused. */

@@ -1,4 +1,4 @@
-/* Unit tests for the results database (harness/store.c): round trips, replace on
+/* Unit tests for the results database (harness/store/store.c): round trips, replace on
  * re-put, migrations, refusal of foreign files, export, and a process killed
  * with an open transaction. Every test works in its own mkdtemp directory. */
 #include <dirent.h>
