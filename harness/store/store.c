@@ -28,6 +28,7 @@
 #include "store_internal.h"
 
 #include "doc_text.h"
+#include "grow.h"
 
 /* UPSERT needs 3.24; checkpoint-on-close control 3.16; the JSON functions must
  * be compiled in (they are by default, and built in from 3.38). RETURNING
@@ -393,6 +394,8 @@ static int run_exists(ppb_store *s, int64_t run_id, ppb_err *err)
 /* Decide whether the file may be written to, reading only. Called before any
  * statement that writes (journal_mode=WAL rewrites the header), with checkpoint
  * on close turned off, so a refused file is left exactly as it was. */
+static int check_expected_schema(ppb_store *s, long long version, ppb_err *err);
+
 static int inspect_existing(ppb_store *s, int target, long long *version, ppb_err *err)
 {
     long long app_id = 0, n_objects = 0;
@@ -423,7 +426,7 @@ static int inspect_existing(ppb_store *s, int target, long long *version, ppb_er
                             "%s is marked as a ppbench database but has no schema version; "
                             "refusing to touch it",
                             s->path);
-        return PPB_OK;
+        return check_expected_schema(s, *version, err);
     }
     if (app_id == 0 && n_objects == 0 && *version == 0)
         return PPB_OK; /* an empty SQLite database: ours to initialise */
@@ -431,6 +434,83 @@ static int inspect_existing(ppb_store *s, int target, long long *version, ppb_er
                     "%s is a SQLite database but not a ppbench database (application_id "
                     "0x%08llx, %lld schema objects); refusing to touch it",
                     s->path, (unsigned long long)(uint32_t)app_id, n_objects);
+}
+
+/* The schema objects of a database as sorted "type name sql" lines. */
+static int schema_lines(sqlite3 *db, char ***out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_master"
+                           " WHERE name NOT LIKE 'sqlite_%' ORDER BY 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return PPB_EIO;
+    int rc = PPB_OK, cap = 0, step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if ((rc = ppb_grow((void **)out, &cap, *n, sizeof **out, 32)) != PPB_OK)
+            break;
+        if (!((*out)[*n] = strdup((const char *)sqlite3_column_text(st, 0)))) {
+            rc = PPB_ENOMEM;
+            break;
+        }
+        (*n)++;
+    }
+    if (rc == PPB_OK && step != SQLITE_DONE)
+        rc = PPB_EIO;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static void free_lines(char **lines, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+}
+
+/* A ppbench database holds exactly the objects its migration steps make: a
+ * view over a huge query, a trigger or an extra index in a file from
+ * elsewhere (a fetched baseline) would run whenever ppbench reads or writes.
+ * The expected schema of `version` is built in memory from the same steps
+ * and compared object by object, definitions included. */
+static int check_expected_schema(ppb_store *s, long long version, ppb_err *err)
+{
+    sqlite3 *ref = NULL;
+    char **want = NULL, **have = NULL;
+    int n_want = 0, n_have = 0, rc = PPB_OK;
+    if (sqlite3_open(":memory:", &ref) != SQLITE_OK) {
+        rc = ppb_fail(err, PPB_ENOMEM, "cannot build the expected schema");
+        goto end;
+    }
+    for (int i = 0; i < ppb_store_migration_count && ppb_store_migrations[i].version <= version; i++)
+        if (sqlite3_exec(ref, ppb_store_migrations[i].sql, NULL, NULL, NULL) != SQLITE_OK) {
+            rc = ppb_fail(err, PPB_EFAIL, "building the expected schema: %s", sqlite3_errmsg(ref));
+            goto end;
+        }
+    if (schema_lines(ref, &want, &n_want) != PPB_OK || schema_lines(s->db, &have, &n_have) != PPB_OK) {
+        rc = ppb_fail(err, PPB_EIO, "%s: cannot read its schema: %s", s->path, sqlite3_errmsg(s->db));
+        goto end;
+    }
+    for (int i = 0, j = 0; i < n_have || j < n_want;) {
+        int cmp = i == n_have ? 1 : j == n_want ? -1 : strcmp(have[i], want[j]);
+        if (cmp == 0) {
+            i++, j++;
+            continue;
+        }
+        const char *line = cmp < 0 ? have[i] : want[j];
+        rc = ppb_fail(err, PPB_EINPUT,
+                      "%s does not have ppbench's schema version %lld: %s '%.*s' (refusing it, left untouched)",
+                      s->path, version, cmp < 0 ? "it has an object ppbench never makes," : "it lacks",
+                      (int)strcspn(line, "("), line);
+        break;
+    }
+end:
+    free_lines(want, n_want);
+    free_lines(have, n_have);
+    sqlite3_close(ref);
+    return rc;
 }
 
 static int migrate(ppb_store *s, long long version, int target, ppb_err *err)

@@ -61,6 +61,40 @@ static void test_store_schema_is_untrusted(void **state)
     rmdir(dir);
 }
 
+/* A database from elsewhere with an object ppbench never makes (a view over a
+ * huge query in place of a table, a trigger, an extra index) is refused when
+ * opened, before anything reads through it, and left as it was. */
+static void test_foreign_schema_objects_are_refused(void **state)
+{
+    (void)state;
+    const char *tamper[] = {
+        "DROP TABLE samples; CREATE VIEW samples AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n)"
+        " SELECT i AS result_id, i AS idx, 0.0 AS ms FROM n",
+        "CREATE TRIGGER spy AFTER INSERT ON results BEGIN DELETE FROM env; END",
+        "CREATE INDEX extra ON env(value)",
+        "CREATE TABLE extra(x)",
+    };
+    for (size_t t = 0; t < sizeof tamper / sizeof *tamper; t++) {
+        char dir[] = "/tmp/ppb-schema-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char path[300], cmd[400];
+        snprintf(path, sizeof path, "%s/b.db", dir);
+        ppb_store *s = NULL;
+        ppb_err err = {{0}};
+        assert_int_equal(ppb_store_open(&s, path, &err), 0);
+        ppb_store_close(s);
+        sqlite3 *raw = NULL;
+        assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(raw, tamper[t], NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(raw);
+        assert_int_equal(ppb_store_open(&s, path, &err), PPB_EINPUT);
+        assert_null(s);
+        assert_non_null(strstr(err.msg, "does not have ppbench's schema"));
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        assert_int_equal(system(cmd), 0);
+    }
+}
+
 static void test_target_names_stay_in_targets(void **state)
 {
     (void)state;
@@ -96,6 +130,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_store_schema_is_untrusted),
+        cmocka_unit_test(test_foreign_schema_objects_are_refused),
         cmocka_unit_test(test_target_names_stay_in_targets),
         cmocka_unit_test(test_model_names_stay_in_models),
     };
