@@ -125,6 +125,7 @@ int ppb_cli_parse(const char *cmd, int argc, char **argv, const char *shortopts,
         switch (c) {
         case 'd': o->db = optarg; break;
         case 'B': o->baseline_db = optarg; break;
+        case 'W': bad = ppb_cli_positive(cmd, "--baseline-timeout", optarg, &o->baseline_timeout_s); break;
         case 'j': o->json = optarg; break;
         case 'm': o->md = optarg; break;
         case 'b':
@@ -242,12 +243,12 @@ int ppb_cli_date(const char *cmd, const char *opt, const char *text, char *utc, 
     return 0;
 }
 
-static int open_baseline(const char *cmd, const char *path_or_url, ppb_store **out, char *local,
-                          size_t len)
+static int open_baseline(const char *cmd, const char *path_or_url, double timeout_s, ppb_store **out, char *local,
+                         size_t len)
 {
     ppb_err err = {{0}};
     local[0] = '\0';
-    int rc = ppb_fetch_baseline_db(path_or_url, local, len, &err);
+    int rc = ppb_fetch_baseline_db(path_or_url, (long)(timeout_s + 0.999), local, len, &err);
     if (!rc)
         rc = ppb_store_open(out, local, &err);
     if (!rc)
@@ -271,8 +272,8 @@ int ppb_cli_open_stores(const char *cmd, const ppb_cli_opts *o, ppb_cli_stores *
     if (!st->s)
         return PPB_EXIT_RUNTIME;
     st->baseline_db = o->baseline_db;
-    int rc = o->baseline_db ? open_baseline(cmd, o->baseline_db, &st->baseline, st->baseline_path,
-                                                    sizeof st->baseline_path)
+    int rc = o->baseline_db ? open_baseline(cmd, o->baseline_db, o->baseline_timeout_s, &st->baseline,
+                                            st->baseline_path, sizeof st->baseline_path)
                             : 0;
     if (rc) {
         ppb_store_close(st->s);

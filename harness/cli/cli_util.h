@@ -12,6 +12,7 @@
 typedef struct ppb_cli_opts {
     const char *db;            /* --db PATH (NULL: $PPBENCH_DB, else the default) */
     const char *baseline_db;   /* --baseline-db PATH|URL */
+    double baseline_timeout_s; /* --baseline-timeout S: each download try; 0 = the default */
     const char *json, *md;     /* --json FILE|-, --markdown FILE|- */
     const char *backend;       /* --backend auto|cpu|cuda (checked); "auto" when not given */
     int device_index;          /* --device N */
@@ -19,9 +20,10 @@ typedef struct ppb_cli_opts {
 } ppb_cli_opts;
 
 /* Their rows of a getopt_long table. ppb_cli_parse takes the letters
- * d B j m b D g and h (--help) as these; a command's own options use others. */
+ * d B W j m b D g and h (--help) as these; a command's own options use others. */
 #define PPB_CLI_OPT_DB {"db", required_argument, NULL, 'd'}
-#define PPB_CLI_OPT_BASELINE_DB {"baseline-db", required_argument, NULL, 'B'}
+#define PPB_CLI_OPT_BASELINE_DB                                                                                \
+    {"baseline-db", required_argument, NULL, 'B'}, {"baseline-timeout", required_argument, NULL, 'W'}
 #define PPB_CLI_OPT_DOCS {"json", required_argument, NULL, 'j'}, {"markdown", required_argument, NULL, 'm'}
 #define PPB_CLI_OPT_BACKEND {"backend", required_argument, NULL, 'b'}
 #define PPB_CLI_OPT_DEVICE {"device", required_argument, NULL, 'D'}

@@ -23,6 +23,7 @@ static void usage(FILE *out)
             "  --allow-different-devices\n"
             "  --baseline-db PATH|URL  RUN_A comes from this database (a file, or http(s)/file URL\n"
             "                       fetched with libcurl and checked to be a ppbench database)\n"
+            "  --baseline-timeout S each download try gives up after S seconds (default 120)\n"
             "  --json FILE|-        the verdict as JSON (schema " PPB_VERDICT_SCHEMA ", docs/CLI.md)\n"
             "  --markdown FILE|-    the verdict as Markdown (with '-', the table goes to stderr)\n\n"
             "exit: 0 ACCEPT (B better), 10 REJECT (B worse), 11 INCONCLUSIVE, 2 usage, 3 bad input\n");

@@ -23,6 +23,7 @@ static void usage(FILE *out)
             "  --window N     trailing runs in the reference (default 10)\n"
             "  --baseline-db PATH|URL  earlier nights from another database (fetched with libcurl\n"
             "                 and checked to be a ppbench database); their run ids print as base:N\n"
+            "  --baseline-timeout S  each download try gives up after S seconds (default 120)\n"
             "  --json FILE|-  the verdict as JSON (schema " PPB_TREND_SCHEMA ", docs/CLI.md)\n"
             "  --markdown FILE|-  the verdict as Markdown (with '-', the table goes to stderr)\n\n"
             "exit: 0 no regression, 12 some case regressed, 2 usage, 3 bad input, 4 runtime\n");

@@ -92,7 +92,7 @@ static int verify_download(const char *url, const char *path, ppb_err *err)
     return rc;
 }
 
-int ppb_fetch_baseline_db(const char *url_or_path, char *local_path, size_t len, ppb_err *err)
+int ppb_fetch_baseline_db(const char *url_or_path, long timeout_s, char *local_path, size_t len, ppb_err *err)
 {
     if (!url_or_path || !*url_or_path)
         return ppb_fail(err, PPB_EINPUT, "no baseline database given");
@@ -123,7 +123,7 @@ int ppb_fetch_baseline_db(const char *url_or_path, char *local_path, size_t len,
     }
     ppb_http_options o;
     ppb_http_options_default(&o);
-    o.timeout_s = 600; /* a baseline database can be large */
+    o.timeout_s = timeout_s > 0 ? timeout_s : PPB_FETCH_DEFAULT_TIMEOUT_S;
     o.cacert = getenv("PPBENCH_CACERT");
     o.token = getenv("PPBENCH_BASELINE_TOKEN");
     ppb_http_result res;

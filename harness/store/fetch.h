@@ -15,13 +15,18 @@ int ppb_fetch_is_url(const char *s);
  * here (ppb_store_open does that when the caller opens it). An http, https or
  * file URL is downloaded (TLS verified; CA bundle from $PPBENCH_CACERT; token
  * from $PPBENCH_BASELINE_TOKEN as a Bearer header, https or loopback only;
- * retries with backoff) to a new file under $TMPDIR (else /tmp), which must be
+ * retries with backoff; each try at most timeout_s seconds, 0 for
+ * PPB_FETCH_DEFAULT_TIMEOUT_S) to a new file under $TMPDIR (else /tmp), which must be
  * a SQLite file that ppb_store_open accepts (ppbench application id, a schema
  * this binary knows, migrated if older) and passes PRAGMA quick_check;
  * anything else is refused with PPB_EINPUT ("not a ppbench database: ...")
  * and the download removed. local_path gets the file to open. Call
  * ppb_fetch_release when done. */
-int ppb_fetch_baseline_db(const char *url_or_path, char *local_path, size_t len, ppb_err *err);
+int ppb_fetch_baseline_db(const char *url_or_path, long timeout_s, char *local_path, size_t len, ppb_err *err);
+
+/* Seconds one try of a download may take when the caller gives 0 (each of
+ * the retries has the same limit). */
+#define PPB_FETCH_DEFAULT_TIMEOUT_S 120
 
 /* Remove a downloaded copy (and its -wal/-shm); does nothing for a plain path. */
 void ppb_fetch_release(const char *url_or_path, const char *local_path);

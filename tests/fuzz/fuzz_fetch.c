@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(url, sizeof url, "file://%s", path);
     char local[4096] = "";
     ppb_err err = {{0}};
-    int rc = ppb_fetch_baseline_db(url, local, sizeof local, &err);
+    int rc = ppb_fetch_baseline_db(url, 0, local, sizeof local, &err);
     if (rc != 0) {
         if (!ppb_fuzz_message_ok(err.msg))
             abort();   /* a refusal without a message */

@@ -117,7 +117,7 @@ static void expect_refused(fixture *f, const char *url, int code, const char *wo
 {
     char local[4096] = "";
     ppb_err err = {{0}};
-    int rc = ppb_fetch_baseline_db(url, local, sizeof local, &err);
+    int rc = ppb_fetch_baseline_db(url, 0, local, sizeof local, &err);
     if (rc != code)
         fail_msg("%s: got %d (%s), want %d", url, rc, err.msg, code);
     if (!strstr(err.msg, words))
@@ -129,7 +129,7 @@ static void expect_fetched(fixture *f, const char *url)
 {
     char local[4096] = "";
     ppb_err err = {{0}};
-    if (ppb_fetch_baseline_db(url, local, sizeof local, &err) != PPB_OK)
+    if (ppb_fetch_baseline_db(url, 0, local, sizeof local, &err) != PPB_OK)
         fail_msg("%s: %s", url, err.msg);
     assert_string_not_equal(local, url);
     assert_int_equal(strncmp(local, f->tmp, strlen(f->tmp)), 0);
@@ -155,11 +155,11 @@ static void test_is_url_and_paths(void **state)
     /* a path is passed through untouched, and release leaves it alone */
     char local[4096];
     ppb_err err;
-    assert_int_equal(ppb_fetch_baseline_db(f->good, local, sizeof local, &err), PPB_OK);
+    assert_int_equal(ppb_fetch_baseline_db(f->good, 0, local, sizeof local, &err), PPB_OK);
     assert_string_equal(local, f->good);
     ppb_fetch_release(f->good, local);
     assert_int_equal(access(f->good, F_OK), 0);
-    assert_int_equal(ppb_fetch_baseline_db("", local, sizeof local, &err), PPB_EINPUT);
+    assert_int_equal(ppb_fetch_baseline_db("", 0, local, sizeof local, &err), PPB_EINPUT);
 }
 
 static void test_file_urls(void **state)
@@ -264,6 +264,14 @@ static void test_http(void **state)
     write_file(f->plan, "401 200", 7);
     snprintf(url, sizeof url, "http://127.0.0.1:%d/files/good.db", f->port);
     expect_refused(f, url, PPB_EIO, "HTTP 401");
+    /* a server that stalls past the limit: each try gives up, and the error says so */
+    const char *stalls = "stall:3 stall:3 stall:3 stall:3"; /* one per try: the first and 3 retries */
+    write_file(f->plan, stalls, strlen(stalls));
+    char local[4096];
+    ppb_err err = {{0}};
+    assert_int_equal(ppb_fetch_baseline_db(url, 1, local, sizeof local, &err), PPB_EIO);
+    assert_non_null(strstr(err.msg, "after 4 tries"));
+    assert_non_null(strstr(err.msg, "imeout"));
 }
 
 int main(void)
