@@ -183,6 +183,10 @@ int cmd_push(int argc, char **argv)
         fprintf(stderr, "ppbench push: warning: %d queued push%s for this server still failing "
                         "(ppbench push --list)\n",
                 out.backlog_failed, out.backlog_failed == 1 ? "" : "es");
+    if (out.backlog_later > 0)
+        fprintf(stderr, "ppbench push: %d more queued push%s for this server left for the next push (or "
+                        "ppbench push --flush --to URL)\n",
+                out.backlog_later, out.backlog_later == 1 ? "" : "es");
     if (out.backlog_elsewhere > 0)
         fprintf(stderr, "ppbench push: %d queued push%s for other servers left alone (send "
                         "them with ppbench push --flush --to URL)\n",

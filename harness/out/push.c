@@ -640,7 +640,13 @@ int ppb_push_run(ppb_store *s, int64_t run_id, ppb_push_format f, const char *to
     }
 
     /* The backlog first, oldest first: a Pushgateway keeps the last push of a
-     * group, so the newest data must go last. */
+     * group, so the newest data must go last. One short try each, and a
+     * bounded number of them. */
+    ppb_http_options once = *http;
+    once.retries = 0;
+    if (once.timeout_s > PPB_PUSH_BACKLOG_TIMEOUT_S)
+        once.timeout_s = PPB_PUSH_BACKLOG_TIMEOUT_S;
+    int tried = 0;
     for (int i = 0; i < backlog.n; i++) {
         const ppb_push_pending *p = &backlog.items[i];
         char p_origin[1024];
@@ -654,6 +660,22 @@ int ppb_push_run(ppb_store *s, int64_t run_id, ppb_push_format f, const char *to
         if (p->run_id == run_id && strcmp(p->url, to) == 0 &&
             strcmp(p->format, ppb_push_format_name(f)) == 0)
             continue; /* it is this very push, sent below */
+        if (p->attempts >= PPB_PUSH_QUEUE_MAX_ATTEMPTS) {
+            ppb_err qerr = {{0}};
+            if (ppb_push_queue_drop(s, p->id, &qerr) == PPB_OK) {
+                out->backlog_expired++;
+                note(note_fn, ctx, "dropped queued push %lld (run %lld to %s) after %d attempts: push it again by hand",
+                     (long long)p->id, (long long)p->run_id, p->url, p->attempts);
+            } else {
+                note(note_fn, ctx, "warning: %s", qerr.msg);
+            }
+            continue;
+        }
+        if (tried == PPB_PUSH_BACKLOG_PER_PUSH) {
+            out->backlog_later++;
+            continue;
+        }
+        tried++;
         if (ppb_push_format_parse(p->format, &pf, &perr) != PPB_OK) {
             note(note_fn, ctx, "queued push %lld: %s (left queued)", (long long)p->id, perr.msg);
             failed[i] = 1;
@@ -661,7 +683,7 @@ int ppb_push_run(ppb_store *s, int64_t run_id, ppb_push_format f, const char *to
             continue;
         }
         int tries = 0;
-        int prc = send_one(s, p->run_id, pf, p->url, http, urls[i], sizeof urls[i], &tries, &perr);
+        int prc = send_one(s, p->run_id, pf, p->url, &once, urls[i], sizeof urls[i], &tries, &perr);
         ppb_err qerr = {{0}};
         if (prc == PPB_OK) {
             out->backlog_sent++;

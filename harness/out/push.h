@@ -58,12 +58,23 @@ typedef struct ppb_push_outcome {
     int backlog_sent;      /* queued pushes for this server, sent now */
     int backlog_failed;    /* queued pushes for this server that failed again (still queued) */
     int backlog_elsewhere; /* queued pushes for other servers, not tried (another token) */
+    int backlog_expired;   /* dropped: PPB_PUSH_QUEUE_MAX_ATTEMPTS reached */
+    int backlog_later;     /* past PPB_PUSH_BACKLOG_PER_PUSH: left for the next push */
 } ppb_push_outcome;
 
+/* A queued push is tried at most this many HTTP requests in all, then dropped
+ * (and said so): a dead entry must not cost every later push forever. */
+#define PPB_PUSH_QUEUE_MAX_ATTEMPTS 20
+/* Queued pushes sent before one push, each with one try of at most
+ * PPB_PUSH_BACKLOG_TIMEOUT_S seconds: what the backlog can add to a healthy push is bounded. */
+#define PPB_PUSH_BACKLOG_PER_PUSH 8
+#define PPB_PUSH_BACKLOG_TIMEOUT_S 15
+
 /* Send the queued pushes whose URL has the same origin (scheme, host, port) as
- * `to`, oldest first, then run `run_id` (0: only the queue). Every failure is
- * queued or re-queued, never dropped (queue_failures 0: not queued, for a
- * one-off). Returns 0 when run_id's push got through (or, with run_id 0,
+ * `to`, oldest first (at most PPB_PUSH_BACKLOG_PER_PUSH, one short try each),
+ * then run `run_id` (0: only the queue). Every failure is queued or re-queued
+ * (queue_failures 0: not queued, for a one-off); an entry that reached
+ * PPB_PUSH_QUEUE_MAX_ATTEMPTS is dropped with a note. Returns 0 when run_id's push got through (or, with run_id 0,
  * every queued push for that server did); PPB_EIO when something is left
  * queued; PPB_EINPUT for a bad URL, format or run, before anything is sent. */
 int ppb_push_run(ppb_store *s, int64_t run_id, ppb_push_format f, const char *to,

@@ -199,6 +199,17 @@ else
   echo "push_failures: openssl not found, TLS part not run"
 fi
 
+# 12a. A queued push that reached the attempt limit is dropped, with a note,
+#      at the next push to its server.
+echo "500" >"$WORK/c.plan"
+push_rc 4 1 --to "$URL_c/dead" --format json --retries 0
+n_before=$(queued)
+"$PY" -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"UPDATE push_queue SET attempts = 20 WHERE url LIKE '%/dead'\"); c.commit()" "$PPBENCH_DB"
+: >"$WORK/c.plan"
+push_rc 0 1 --to "$URL_c" --format json
+grep -q "dropped queued push .* after 20 attempts" "$WORK/out" "$WORK/err" || fail "the dead entry was not dropped: $(cat "$WORK/out" "$WORK/err")"
+[ "$(queued)" -eq $((n_before - 1)) ] || fail "the queue did not shrink by the dead entry"
+
 # 12b. A proxy from the environment never sees a token sent over plain http
 #      (loopback): the push goes direct, the would-be proxy gets nothing.
 start_fake proxy
