@@ -3,6 +3,7 @@
 #include "cli_util.h"
 
 #include "commands.h"
+#include "doc_text.h"
 #include "fetch.h"
 #include "verdict.h"
 #include "verdict_doc.h"
@@ -288,4 +289,13 @@ void ppb_cli_close_stores(ppb_cli_stores *st)
         close_baseline(st->baseline, st->baseline_db, st->baseline_path);
     ppb_store_close(st->s);
     memset(st, 0, sizeof *st);
+}
+
+void ppb_run_info_clean(ppb_run_info *r)
+{
+    char *const fields[] = {r->suite_path, r->suite_name, r->suite_hash, r->git_commit, r->host,    r->backend,
+                            r->device,     r->target,     r->label,      r->started_at, r->finished_at, r->status,
+                            r->args,       r->run_group};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+        ppb_term_clean(fields[i], 0);
 }

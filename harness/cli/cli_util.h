@@ -86,6 +86,9 @@ int ppb_cli_backend(const char *cmd, const char *text);
  * comparisons with started_at are exact. */
 int ppb_cli_date(const char *cmd, const char *opt, const char *text, char *utc, size_t len);
 
+/* Every text field of a stored run made safe for the terminal (ppb_term_clean). */
+void ppb_run_info_clean(ppb_run_info *r);
+
 /* The database a reading command works on (ppb_cli_open_existing_store) and,
  * with --baseline-db PATH|URL, the baseline database beside it (URLs fetched
  * with libcurl, checked to be a ppbench database). */

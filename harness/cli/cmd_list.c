@@ -15,9 +15,12 @@ static void usage(FILE *out)
                  "                                                  case keys of a suite\n");
 }
 
-static int print_run(void *ctx, const ppb_run_info *r)
+static int print_run(void *ctx, const ppb_run_info *stored)
 {
     (void)ctx;
+    ppb_run_info copy = *stored;
+    const ppb_run_info *r = &copy;
+    ppb_run_info_clean(&copy);
     printf("%5lld  %-20s  %-11s  %-4s  %3d/%-3d  %-16s  %-10s  %s\n", (long long)r->id,
            r->started_at, r->status, r->backend, r->n_done, r->n_cases, r->suite_name,
            r->target[0] ? r->target : "-", r->label);

@@ -5,6 +5,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "doc_text.h"
 #include "results_table.h"
 
 static void usage(FILE *out)
@@ -15,7 +16,12 @@ static void usage(FILE *out)
 static int print_env(void *ctx, const char *key, const char *value)
 {
     (void)ctx;
-    printf("  %-32s %s\n", key, value);
+    char k[256], v[1024];
+    snprintf(k, sizeof k, "%s", key);
+    snprintf(v, sizeof v, "%s", value);
+    ppb_term_clean(k, 0);
+    ppb_term_clean(v, 0);
+    printf("  %-32s %s\n", k, v);
     return 0;
 }
 
@@ -50,6 +56,7 @@ int cmd_show(int argc, char **argv)
     if (!rc)
         rc = ppb_store_get_run(s, id, &run, &err);
     if (!rc) {
+        ppb_run_info_clean(&run);
         printf("run %lld: %s (%s)\n", (long long)run.id, run.suite_name, run.suite_path);
         printf("  status %s, %d of %d cases stored\n", run.status, run.n_done, run.n_cases);
         if (run.shard_count > 0)

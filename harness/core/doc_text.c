@@ -48,3 +48,10 @@ void ppb_md_text(FILE *out, const char *s)
             fputc(*s, out);
     }
 }
+
+void ppb_term_clean(char *s, int keep_newlines)
+{
+    for (unsigned char *p = (unsigned char *)s; *p; p++)
+        if ((*p < 0x20 && !(keep_newlines && *p == '\n')) || *p == 0x7f)
+            *p = '?';
+}

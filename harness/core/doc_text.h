@@ -1,5 +1,6 @@
-/* Text in the documents ppbench writes for machines and pull requests: JSON
- * strings and numbers, Markdown table cells. One rule each, for every writer. */
+/* Text in what ppbench writes for machines, pull requests and terminals: JSON
+ * strings and numbers, Markdown table cells, terminal lines. One rule each,
+ * for every writer. */
 #ifndef PPB_DOC_TEXT_H
 #define PPB_DOC_TEXT_H
 
@@ -14,5 +15,9 @@ void ppb_json_string(FILE *out, const char *s);
 void ppb_json_number(FILE *out, double v);
 /* Inside a Markdown table cell or list item: '|' would end the cell, a line break the row. */
 void ppb_md_text(FILE *out, const char *s);
+/* For a terminal, in place: control characters (ESC, BEL, CR, ...) in text
+ * that came from a file or the database become '?', so it cannot move the
+ * cursor or recolour the screen; keep_newlines keeps '\n' (multi-line reasons). */
+void ppb_term_clean(char *s, int keep_newlines);
 
 #endif

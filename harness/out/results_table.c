@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "doc_text.h"
+
 typedef struct table_ctx {
     FILE *out;
     ppb_status_counts *counts;
@@ -33,10 +35,14 @@ static int print_row(void *ctx, const ppb_case *c, const ppb_result *r)
     }
     if (r->check.checked)
         snprintf(err, sizeof err, "%.2e", r->check.max_abs_err);
-    fprintf(t->out, "%-7s %-22s %-18s %-9s %s\n", ppb_status_name(r->status), timing, rate, err,
-            short_key(c->key));
-    if (r->reason[0])
-        fprintf(t->out, "        -> %s\n", r->reason);
+    char key[sizeof c->key], reason[sizeof r->reason];
+    snprintf(key, sizeof key, "%s", short_key(c->key));
+    snprintf(reason, sizeof reason, "%s", r->reason);
+    ppb_term_clean(key, 0);
+    ppb_term_clean(reason, 0);
+    fprintf(t->out, "%-7s %-22s %-18s %-9s %s\n", ppb_status_name(r->status), timing, rate, err, key);
+    if (reason[0])
+        fprintf(t->out, "        -> %s\n", reason);
     return 0;
 }
 
@@ -85,6 +91,11 @@ int ppb_print_proposal(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *er
     int rc = ppb_store_get_proposal(s, proposal_id, &rec, err);
     if (rc)
         return rc;
+    ppb_term_clean(rec.name, 0);
+    ppb_term_clean(rec.kind, 0);
+    ppb_term_clean(rec.target, 0);
+    ppb_term_clean(rec.reasons, 1);
+    ppb_term_clean(rec.verdict, 0);
     fprintf(out, "proposal %lld: %s (%s%s%s)\n", (long long)rec.id, rec.name, rec.kind,
             rec.target[0] ? ", target " : "", rec.target);
     fprintf(out, "%-11s %-10s %-26s %s\n", "state", "class", "time ratio cand/base [CI]",
