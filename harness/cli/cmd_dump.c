@@ -146,16 +146,20 @@ static int dump_case(ppb_store *s, int64_t run_id, const char *key, const char *
         goto end;
     }
     uint64_t seed = ppb_case_seed(strtoull(seed_env.value, NULL, 10), &c);
-    rc = ppb_workload_create(&w, &c, seed, 1, err);
+    /* Reproduce the output on the run's backend where this machine has it; a
+     * case it refuses (the CPU's work limit, memory) is refused from the
+     * arithmetic, before any input is allocated. */
+    rc = ppb_session_open(&session, strcmp(run.backend, "cuda") == 0 ? "auto" : "cpu", 0, NULL, 0, stderr, err);
     if (rc)
         goto end;
-    /* Reproduce the output on the run's backend where this machine has it. */
-    rc = ppb_session_open(&session, strcmp(run.backend, "cuda") == 0 ? "auto" : "cpu", 0, NULL, 1e9,
-                          stderr, err);
     const ppb_backend_ops *ops = session.ops;
     ppb_backend *b = session.backend;
-    if (!rc)
-        rc = ops->prepare(b, &c, &w, &res, err);
+    ppb_session_workload(&session, &c, seed, &w, &res);
+    if (res.status != PPB_STATUS_OK) {
+        rc = ppb_fail(err, PPB_EINPUT, "the %s backend cannot reproduce this case: %s", ops->name, res.reason);
+        goto end;
+    }
+    rc = ops->prepare(b, &c, &w, &res, err);
     prepared = rc == PPB_OK;
     if (!rc && !(out = malloc(w.out_elems * sizeof *out)))
         rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
