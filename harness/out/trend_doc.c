@@ -5,18 +5,13 @@
 #include <string.h>
 
 #include "doc_text.h"
+#include "grow.h"
 #include "ppb_error.h"
 
 int ppb_trend_doc_add(ppb_trend_doc *d, const char *key, const ppb_trend_result *res)
 {
-    if (d->n == d->cap) {
-        int cap = d->cap ? 2 * d->cap : 64;
-        ppb_trend_row *rows = realloc(d->rows, sizeof *rows * (size_t)cap);
-        if (!rows)
-            return PPB_ENOMEM;
-        d->rows = rows;
-        d->cap = cap;
-    }
+    if (ppb_grow((void **)&d->rows, &d->cap, d->n, sizeof *d->rows, 64) != PPB_OK)
+        return PPB_ENOMEM;
     ppb_trend_row *r = &d->rows[d->n++];
     snprintf(r->key, sizeof r->key, "%s", key);
     r->res = *res;

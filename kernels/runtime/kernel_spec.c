@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 
 static const char *const kind_names[] = {"prefill", "decode", "decode_reduce"};
 
@@ -177,14 +179,8 @@ int ppb_kernel_spec_list_add(ppb_kernel_spec_list *l, const ppb_kernel_spec *s)
     }
     if (lo < l->n && ppb_kernel_spec_equal(&l->items[lo], s))
         return PPB_OK;
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 16;
-        ppb_kernel_spec *items = realloc(l->items, (size_t)cap * sizeof *items);
-        if (!items)
-            return PPB_ENOMEM;
-        l->items = items;
-        l->cap = cap;
-    }
+    if (ppb_grow((void **)&l->items, &l->cap, l->n, sizeof *l->items, 16) != PPB_OK)
+        return PPB_ENOMEM;
     memmove(&l->items[lo + 1], &l->items[lo], (size_t)(l->n - lo) * sizeof *l->items);
     l->items[lo] = *s;
     l->n++;

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "attention_args.h"
+#include "grow.h"
 #include "hash.h"
 #include "kernels_internal.h"
 
@@ -109,15 +110,10 @@ static int read_source_dir(ppb_kernels *k, const char *dir, ppb_err *err)
             break;
         }
         text[size] = '\0';
-        if (k->n_sources == cap) {
-            cap = cap ? 2 * cap : 16;
-            ppb_kernel_source *grown = realloc(k->sources, (size_t)cap * sizeof *grown);
-            if (!grown) {
-                free(text);
-                rc = ppb_fail(err, PPB_ENOMEM, "out of memory reading kernel sources");
-                break;
-            }
-            k->sources = grown;
+        if (ppb_grow((void **)&k->sources, &cap, k->n_sources, sizeof *k->sources, 16) != PPB_OK) {
+            free(text);
+            rc = ppb_fail(err, PPB_ENOMEM, "out of memory reading kernel sources");
+            break;
         }
         char *name = strdup(ent->d_name);
         if (!name) {
@@ -142,14 +138,9 @@ static int read_source_dir(ppb_kernels *k, const char *dir, ppb_err *err)
             present = strcmp(k->sources[i].name, src->name) == 0;
         if (present)
             continue;
-        if (k->n_sources == cap) {
-            cap = cap ? 2 * cap : 16;
-            ppb_kernel_source *grown = realloc(k->sources, (size_t)cap * sizeof *grown);
-            if (!grown) {
-                rc = ppb_fail(err, PPB_ENOMEM, "out of memory reading kernel sources");
-                break;
-            }
-            k->sources = grown;
+        if (ppb_grow((void **)&k->sources, &cap, k->n_sources, sizeof *k->sources, 16) != PPB_OK) {
+            rc = ppb_fail(err, PPB_ENOMEM, "out of memory reading kernel sources");
+            break;
         }
         char *name = strdup(src->name), *text = malloc(src->len + 1);
         if (!name || !text) {
@@ -462,14 +453,8 @@ int ppb_kernels_get(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel **ha
                 *res = k->loaded[i]->res;
             return PPB_OK;
         }
-    if (k->n_loaded == k->cap_loaded) {
-        int cap = k->cap_loaded ? 2 * k->cap_loaded : 8;
-        ppb_kernel **grown = realloc(k->loaded, (size_t)cap * sizeof *grown);
-        if (!grown)
-            return ppb_fail(err, PPB_ENOMEM, "out of memory");
-        k->loaded = grown;
-        k->cap_loaded = cap;
-    }
+    if (ppb_grow((void **)&k->loaded, &k->cap_loaded, k->n_loaded, sizeof *k->loaded, 8) != PPB_OK)
+        return ppb_fail(err, PPB_ENOMEM, "out of memory");
     ppb_kernel *h = calloc(1, sizeof *h);
     if (!h)
         return ppb_fail(err, PPB_ENOMEM, "out of memory");
