@@ -174,6 +174,20 @@ struct work {
 };
 
 /* ------------------------------------------------------------------ QK, SIMT */
+/* s + a[0..3] . f[0..3] + b[0..3] . f[4..7], in this order (both SIMT
+ * passes accumulate eight unpacked elements the same way). */
+__device__ __forceinline__ float fma8(float s, const float4 &a, const float4 &b, const float f[8])
+{
+    s = fmaf(a.x, f[0], s);
+    s = fmaf(a.y, f[1], s);
+    s = fmaf(a.z, f[2], s);
+    s = fmaf(a.w, f[3], s);
+    s = fmaf(b.x, f[4], s);
+    s = fmaf(b.y, f[5], s);
+    s = fmaf(b.z, f[6], s);
+    return fmaf(b.w, f[7], s);
+}
+
 template <typename T, int D, int PAGE, int NT, int PART, int HPC>
 __device__ __forceinline__ void qk_simt(const work &w, float *logits, int lps, const float *q_s, float scale2)
 {
@@ -227,18 +241,8 @@ __device__ __forceinline__ void qk_simt(const work &w, float *logits, int lps, c
             for (int g = 0; g < HPC; g++) {
                 const float4 qa = q4[(g * D + c * 8) / 4], qb = q4[(g * D + c * 8) / 4 + 1];
 #pragma unroll
-                for (int j = 0; j < G::TT; j++) {
-                    float s = acc[j][g];
-                    s = fmaf(qa.x, kf[j][0], s);
-                    s = fmaf(qa.y, kf[j][1], s);
-                    s = fmaf(qa.z, kf[j][2], s);
-                    s = fmaf(qa.w, kf[j][3], s);
-                    s = fmaf(qb.x, kf[j][4], s);
-                    s = fmaf(qb.y, kf[j][5], s);
-                    s = fmaf(qb.z, kf[j][6], s);
-                    s = fmaf(qb.w, kf[j][7], s);
-                    acc[j][g] = s;
-                }
+                for (int j = 0; j < G::TT; j++)
+                    acc[j][g] = fma8(acc[j][g], qa, qb, kf[j]);
             }
             if (ci + 1 < NCI) {
 #pragma unroll
@@ -324,18 +328,8 @@ __device__ __forceinline__ void pv_simt(const work &w, const float *probs, int l
                     const float4 pa = *reinterpret_cast<const float4 *>(probs + g * lps + local0);
                     const float4 pb = *reinterpret_cast<const float4 *>(probs + g * lps + local0 + 4);
 #pragma unroll
-                    for (int k = 0; k < G::VR; k++) {
-                        float s = acc[k][g];
-                        s = fmaf(pa.x, vf[k][0], s);
-                        s = fmaf(pa.y, vf[k][1], s);
-                        s = fmaf(pa.z, vf[k][2], s);
-                        s = fmaf(pa.w, vf[k][3], s);
-                        s = fmaf(pb.x, vf[k][4], s);
-                        s = fmaf(pb.y, vf[k][5], s);
-                        s = fmaf(pb.z, vf[k][6], s);
-                        s = fmaf(pb.w, vf[k][7], s);
-                        acc[k][g] = s;
-                    }
+                    for (int k = 0; k < G::VR; k++)
+                        acc[k][g] = fma8(acc[k][g], pa, pb, vf[k]);
                 }
             }
         }
@@ -362,29 +356,6 @@ __device__ __forceinline__ void pv_simt(const work &w, const float *probs, int l
 }
 
 #if PPB_PA_MMA
-/* D = A x B + C, m16n8k16, fp32 accumulators; A row-major 16x16, B column-major 16x8. */
-template <typename T>
-__device__ __forceinline__ void mma16816(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
-                                         unsigned b0, unsigned b1);
-template <>
-__device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
-                                                        unsigned a3, unsigned b0, unsigned b1)
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-template <>
-__device__ __forceinline__ void mma16816<__half>(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
-                                                 unsigned a3, unsigned b0, unsigned b1)
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 /* ------------------------------------------------------------------ QK, MMA */
 /* S^T[16 tokens x 8 heads] = K[16 tokens x D] Q^T[D x 8 heads], D in 16-wide k-steps.
  * Thread (gid = lane / 4, t = lane % 4) loads, for tokens gid and gid + 8, the 16-byte
@@ -438,8 +409,8 @@ __device__ __forceinline__ void qk_mma(const work &w, const ppb_decode_args &a, 
             float c[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
             for (int m = 0; m < G::KM; m++) {
-                mma16816<T>(c, kl[u][m].x, kh[u][m].x, kl[u][m].y, kh[u][m].y, qf[m][0], qf[m][1]);
-                mma16816<T>(c, kl[u][m].z, kh[u][m].z, kl[u][m].w, kh[u][m].w, qf[m][2], qf[m][3]);
+                ppb_mma16816<T>(c, kl[u][m].x, kh[u][m].x, kl[u][m].y, kh[u][m].y, qf[m][0], qf[m][1]);
+                ppb_mma16816<T>(c, kl[u][m].z, kh[u][m].z, kl[u][m].w, kh[u][m].w, qf[m][2], qf[m][3]);
             }
             const int local_lo = tile * 16 + gid, local_hi = local_lo + 8;
             const bool vis_lo = w.start + local_lo >= w.win_lo, vis_hi = w.start + local_hi >= w.win_lo;
@@ -517,8 +488,8 @@ __device__ __forceinline__ void pv_mma(const work &w, const float *probs, int lp
                     mask_tail(vl[u][mi], nvalid[u]);
                     mask_tail(vh[u][mi], nvalid[u]);
                 }
-                mma16816<T>(acc[mi], vl[u][mi].x, vh[u][mi].x, vl[u][mi].y, vh[u][mi].y, pb[0], pb[1]);
-                mma16816<T>(acc[mi], vl[u][mi].z, vh[u][mi].z, vl[u][mi].w, vh[u][mi].w, pb[2], pb[3]);
+                ppb_mma16816<T>(acc[mi], vl[u][mi].x, vh[u][mi].x, vl[u][mi].y, vh[u][mi].y, pb[0], pb[1]);
+                ppb_mma16816<T>(acc[mi], vl[u][mi].z, vh[u][mi].z, vl[u][mi].w, vh[u][mi].w, pb[2], pb[3]);
             }
         }
     }
@@ -707,14 +678,9 @@ __device__ __forceinline__ void attention_body(const ppb_decode_args &a)
                 s += xchg[(k * HPC + g) * D + d0 + e];
             o[e] = s * inv;
         }
-        uint4 v;
-        v.x = ppb_pack2<T>(o[0], o[1]);
-        v.y = ppb_pack2<T>(o[2], o[3]);
-        v.z = ppb_pack2<T>(o[4], o[5]);
-        v.w = ppb_pack2<T>(o[6], o[7]);
         T *dst = PART == 0 ? reinterpret_cast<T *>(a.out) + (row0 + g) * D + d0
                            : reinterpret_cast<T *>(a.tmp_out) + ((row0 + g) * a.max_num_partitions + w.part) * D + d0;
-        *reinterpret_cast<uint4 *>(dst) = v;
+        *reinterpret_cast<uint4 *>(dst) = ppb_pack8<T>(o);
     }
     if (PART != 0 && threadIdx.x < HPC) {
         const long long idx = (row0 + threadIdx.x) * a.max_num_partitions + w.part;
@@ -831,12 +797,7 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v2_reduce_kernel(
                 t += xchg[k * D + threadIdx.x * 8 + e];
             o[e] = t * inv;
         }
-        uint4 v;
-        v.x = ppb_pack2<T>(o[0], o[1]);
-        v.y = ppb_pack2<T>(o[2], o[3]);
-        v.z = ppb_pack2<T>(o[4], o[5]);
-        v.w = ppb_pack2<T>(o[6], o[7]);
-        *reinterpret_cast<uint4 *>(out + threadIdx.x * 8) = v;
+        *reinterpret_cast<uint4 *>(out + threadIdx.x * 8) = ppb_pack8<T>(o);
     }
 }
 

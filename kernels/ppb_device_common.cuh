@@ -100,6 +100,17 @@ template <> __device__ __forceinline__ unsigned ppb_pack2<__nv_bfloat16>(float l
     return c.u;
 }
 
+/* Eight values as one 16-byte vector of T (a single 128-bit store). */
+template <typename T> __device__ __forceinline__ uint4 ppb_pack8(const float f[8])
+{
+    uint4 v;
+    v.x = ppb_pack2<T>(f[0], f[1]);
+    v.y = ppb_pack2<T>(f[2], f[3]);
+    v.z = ppb_pack2<T>(f[4], f[5]);
+    v.w = ppb_pack2<T>(f[6], f[7]);
+    return v;
+}
+
 /* The i-th (0..7) element of a 16-byte vector of T, as float. */
 template <typename T>
 __device__ __forceinline__ float ppb_vec8_get(const uint4 &v, int i)
@@ -120,4 +131,26 @@ __device__ __forceinline__ void ppb_vec8_to_float(const uint4 &v, float out[8])
         out[i] = ppb_to_float(c.e[i]);
 }
 
+#if PPB_USE_MMA
+/* d += A x B, mma.sync m16n8k16 with fp32 accumulators: A row-major 16x16 in four
+ * registers per thread, B column-major 16x8 in two. One definition per element type. */
+template <typename T>
+__device__ __forceinline__ void ppb_mma16816(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                             unsigned b0, unsigned b1);
+#define PPB_DEFINE_MMA16816(T, PTX_TYPE)                                                                          \
+    template <>                                                                                                   \
+    __device__ __forceinline__ void ppb_mma16816<T>(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,         \
+                                                    unsigned a3, unsigned b0, unsigned b1)                        \
+    {                                                                                                             \
+        asm("mma.sync.aligned.m16n8k16.row.col.f32." PTX_TYPE "." PTX_TYPE ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
+            "{%8,%9}, {%0,%1,%2,%3};\n"                                                                           \
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                                      \
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));                                              \
+    }
+PPB_DEFINE_MMA16816(__nv_bfloat16, "bf16")
+PPB_DEFINE_MMA16816(__half, "f16")
+#undef PPB_DEFINE_MMA16816
 #endif
+
+#endif
+

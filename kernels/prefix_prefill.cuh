@@ -118,6 +118,17 @@ __device__ __forceinline__ bool cta_setup(const ppb_prefill_args &a, cta_geom &g
 }
 
 /* Whether some key of the tile at n0 is invisible to some row of the CTA. */
+/* acc += a (x) b: the register-tile outer product of the SIMT path's two GEMMs. */
+template <int M, int N>
+__device__ __forceinline__ void outer_fma(float (&acc)[M][N], const float (&a)[M], const float (&b)[N])
+{
+#pragma unroll
+    for (int i = 0; i < M; i++)
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+}
+
 template <int BN>
 __device__ __forceinline__ bool tile_needs_mask(const cta_geom &g, int W, bool ph1, int n0)
 {
@@ -177,26 +188,6 @@ __device__ __forceinline__ void ldsm_x4_trans(unsigned addr, unsigned &r0, unsig
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                  : "r"(addr));
-}
-
-/* d += a * b, m16n8k16, fp32 accumulate. */
-template <typename T>
-__device__ __forceinline__ void mma16816(float d[4], const unsigned a[4], unsigned b0, unsigned b1);
-template <>
-__device__ __forceinline__ void mma16816<__nv_bfloat16>(float d[4], const unsigned a[4], unsigned b0, unsigned b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-template <>
-__device__ __forceinline__ void mma16816<__half>(float d[4], const unsigned a[4], unsigned b0, unsigned b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 __device__ __forceinline__ float ex2(float x)
@@ -399,8 +390,8 @@ __device__ __forceinline__ void pv_tile(float (&o)[MT][D / 8][4], const float (&
             }
 #pragma unroll
             for (int m = 0; m < MT; m++) {
-                mma16816<T>(o[m][i], pa[m], b0, b1);
-                mma16816<T>(o[m][i + 1], pa[m], b2, b3);
+                ppb_mma16816<T>(o[m][i], pa[m][0], pa[m][1], pa[m][2], pa[m][3], b0, b1);
+                ppb_mma16816<T>(o[m][i + 1], pa[m][0], pa[m][1], pa[m][2], pa[m][3], b2, b3);
             }
         }
     }
@@ -545,8 +536,8 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
                 ldsm_x4(smem_addr(p), b0, b1, b2, b3);
 #pragma unroll
                 for (int m = 0; m < MT; m++) {
-                    mma16816<T>(s[m][j], qa[m], b0, b1);
-                    mma16816<T>(s[m][j + 1], qa[m], b2, b3);
+                    ppb_mma16816<T>(s[m][j], qa[m][0], qa[m][1], qa[m][2], qa[m][3], b0, b1);
+                    ppb_mma16816<T>(s[m][j + 1], qa[m][0], qa[m][1], qa[m][2], qa[m][3], b2, b3);
                 }
             }
         }
@@ -788,12 +779,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     }
     /* O-phase thread tile: rows om + i*GMO, dims on + j*GNO */
     const int on = tid % GNO, om = tid / GNO;
-    float o[TOM][TON];
-#pragma unroll
-    for (int i = 0; i < TOM; i++)
-#pragma unroll
-        for (int j = 0; j < TON; j++)
-            o[i][j] = 0.f;
+    float o[TOM][TON] = {};
     const float scale_log2 = a.sm_scale * 1.4426950408889634f;
 
     for (int it = 0; it < ntiles; it++) {
@@ -803,12 +789,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
         __syncthreads();   /* K^T (and, the first time, Q^T) in place */
 
         if (s_active) {
-            float s[TSM][TSN];
-#pragma unroll
-            for (int i = 0; i < TSM; i++)
-#pragma unroll
-                for (int j = 0; j < TSN; j++)
-                    s[i][j] = 0.f;
+            float s[TSM][TSN] = {};
 #pragma unroll 4
             for (int d = 0; d < D; d++) {
                 float qv[TSM], kv[TSN];
@@ -818,11 +799,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
 #pragma unroll
                 for (int j = 0; j < TSN; j++)
                     kv[j] = ppb_to_float(sKV[d * BN + tn + j * GN]);
-#pragma unroll
-                for (int i = 0; i < TSM; i++)
-#pragma unroll
-                    for (int j = 0; j < TSN; j++)
-                        s[i][j] = fmaf(qv[i], kv[j], s[i][j]);
+                outer_fma(s, qv, kv);
             }
             const bool masked = tile_needs_mask<BN>(g, W_, ph1, n0);
 #pragma unroll
@@ -879,11 +856,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
 #pragma unroll
             for (int j = 0; j < TON; j++)
                 vv[j] = ppb_to_float(sKV[n * D + on + j * GNO]);
-#pragma unroll
-            for (int i = 0; i < TOM; i++)
-#pragma unroll
-                for (int j = 0; j < TON; j++)
-                    o[i][j] = fmaf(pv[i], vv[j], o[i][j]);
+            outer_fma(o, pv, vv);
         }
         __syncthreads();   /* V, P and alpha free for the next tile */
     }

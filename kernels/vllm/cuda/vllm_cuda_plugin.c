@@ -233,13 +233,14 @@ static int check_smem(const void *fn, long dynamic, long limit, const char *kern
     return PPBK_OK;
 }
 
-static int vllm_refuse(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
-                       int version, char *why, size_t why_len)
+/* The plan, checked against this device's limits; attr is the main kernel's. */
+static int plan_checked(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
+                        int version, vllm_plan *plan, struct cudaFuncAttributes *attr, char *why, size_t why_len)
 {
-    vllm_plan p;
-    int rc = plan_decode(dev, cfg, shape, version, &p, why, why_len);
+    int rc = plan_decode(dev, cfg, shape, version, plan, why, why_len);
     if (rc != PPBK_OK)
         return rc;
+    const vllm_plan p = *plan;
 
     /* Grid limits of this device: gridDim.y = num_seqs, gridDim.z = partitions. */
     int max_y = 0, max_z = 0, default_smem = 0;
@@ -256,26 +257,34 @@ static int vllm_refuse(const ppbk_device *dev, const ppbk_decode_config *cfg, co
                    shape->num_heads, shape->num_seqs, p.partitions, max_y, max_z);
     long plain_limit = (long)default_smem < dev->smem_optin ? (long)default_smem : dev->smem_optin;
 
-    struct cudaFuncAttributes attr;
     if (version == 1)
         /* vLLM's v1 launcher opts in to p.smem bytes with cudaFuncSetAttribute: the
          * device's opt-in limit (or the target's cap) applies. */
         rc = check_smem(p.main_fn, p.smem, dev->smem_optin, "v1 (all logits in shared memory)",
                         "vLLM's launcher: max(padded max_seq_len * 4, NUM_WARPS/2 * head_size * 4)",
-                        "the opt-in limit", &attr, why, why_len);
+                        "the opt-in limit", attr, why, why_len);
     else
         rc = check_smem(p.main_fn, p.smem, plain_limit, "v2",
                         "max(PARTITION_SIZE * 4, NUM_WARPS/2 * head_size * 4), no opt-in", "the default limit",
-                        &attr, why, why_len);
+                        attr, why, why_len);
     if (rc != PPBK_OK)
         return rc;
-    if (attr.maxThreadsPerBlock < p.k->num_threads)
+    if (attr->maxThreadsPerBlock < p.k->num_threads)
         return say(why, why_len, PPBK_REFUSED, "the kernel can run %d threads per block here, vLLM launches %d",
-                   attr.maxThreadsPerBlock, p.k->num_threads);
+                   attr->maxThreadsPerBlock, p.k->num_threads);
+    struct cudaFuncAttributes reduce_attr;
     if (version == 2)
         rc = check_smem(p.reduce_fn, p.reduce_smem, plain_limit, "the v2 reduce",
-                        "2 * max_num_partitions * 4, no opt-in", "the default limit", &attr, why, why_len);
+                        "2 * max_num_partitions * 4, no opt-in", "the default limit", &reduce_attr, why, why_len);
     return rc;
+}
+
+static int vllm_refuse(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
+                       int version, char *why, size_t why_len)
+{
+    vllm_plan p;
+    struct cudaFuncAttributes attr;
+    return plan_checked(dev, cfg, shape, version, &p, &attr, why, why_len);
 }
 
 static int vllm_launch(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *a,
@@ -354,13 +363,10 @@ static int vllm_prepare(const ppbk_device *dev, const ppbk_decode_config *cfg, c
                           int version, ppbk_resources *out, char *why, size_t why_len)
 {
     vllm_plan p;
-    int rc = plan_decode(dev, cfg, shape, version, &p, why, why_len);
+    struct cudaFuncAttributes attr;
+    int rc = plan_checked(dev, cfg, shape, version, &p, &attr, why, why_len);
     if (rc != PPBK_OK)
         return rc;
-    struct cudaFuncAttributes attr;
-    cudaError_t e = cudaFuncGetAttributes(&attr, p.main_fn);
-    if (e != cudaSuccess)
-        return cuda_failed(why, why_len, e, "cudaFuncGetAttributes");
     out->registers = attr.numRegs;
     out->static_smem = (int)attr.sharedSizeBytes;
     out->dynamic_smem = (int)p.smem;
