@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "builtin_plan.h"
 #include "decode_plan.h"
+#include "kernel_view.h"
 #include "prefill_plan.h"
 #include "yaml_util.h"
 
@@ -391,19 +391,17 @@ void ppb_target_kernel_smem(const ppb_case *c, const ppb_target *t, unsigned fal
     out->warp_size = target_warp(t);
     out->limit = t && t->smem_per_block.present ? (unsigned)t->smem_per_block.value
                                                 : (fallback_limit ? fallback_limit : UINT_MAX);
-    /* The path: explicit, or auto = the tensor-core path where the compute capability allows
-     * it and its plan accepts the config, else the portable one (kernels/runtime/builtin_plan.c). */
-    int mma_allowed = 0;
-    ppb_err ignored;
-    if (ppb_builtin_use_mma(PPBK_PATH_AUTO, target_cc(t), &mma_allowed, &ignored) != PPB_OK)
-        mma_allowed = 0;
+    /* The path the built-in kernels would take (kernel_view.h: auto = the tensor-core
+     * path where the compute capability allows it and its plan accepts the case). A
+     * case no path can run is measured on the one asked for (auto: the portable one). */
+    ppb_builtin_launch launch;
+    ppb_err refused;
+    int use_mma = ppb_kernel_launch_for_case(c, target_cc(t), out->warp_size, out->limit, &launch, &refused) == PPB_OK
+                      ? launch.use_mma
+                      : k->path == PPB_PATH_MMA;
     const char *path_name;
     if (c->kernel == PPB_PREFIX_PREFILL) {
-        ppb_prefill_config cfg = {k->block_m, k->block_n, k->num_warps, 1, out->warp_size};
-        if (k->path == PPB_PATH_SIMT ||
-            (k->path == PPB_PATH_AUTO &&
-             (!mma_allowed || ppb_prefill_config_check(&cfg, s->head_dim, s->dtype, out->limit, NULL, 0) != 0)))
-            cfg.use_mma = 0;
+        ppb_prefill_config cfg = {k->block_m, k->block_n, k->num_warps, use_mma, out->warp_size};
         out->use_mma = cfg.use_mma;
         out->bytes = (long)ppb_prefill_smem_bytes(&cfg, s->head_dim);
         out->known = out->bytes > 0;
@@ -420,15 +418,8 @@ void ppb_target_kernel_smem(const ppb_case *c, const ppb_target *t, unsigned fal
                      k->block_m, k->block_n, k->num_warps, s->head_dim);
         return;
     }
-    ppb_decode_config cfg = {k->version, k->num_threads, k->partition_size, 1, out->warp_size};
+    ppb_decode_config cfg = {k->version, k->num_threads, k->partition_size, use_mma, out->warp_size};
     ppb_decode_smem need;
-    if (k->path == PPB_PATH_SIMT ||
-        (k->path == PPB_PATH_AUTO &&
-         (!mma_allowed ||
-          ppb_decode_smem_need(&cfg, s->head_dim, s->page_size, s->num_heads, s->num_kv_heads, s->seq_len,
-                               out->limit, &need) != 0 ||
-          need.main_bytes > out->limit || need.reduce_bytes > out->limit)))
-        cfg.use_mma = 0;
     out->use_mma = cfg.use_mma;
     path_name = cfg.use_mma ? "tensor-core" : "portable";
     if (ppb_decode_smem_need(&cfg, s->head_dim, s->page_size, s->num_heads, s->num_kv_heads, s->seq_len, out->limit,
