@@ -52,6 +52,20 @@ ppb_store *ppb_cli_open_existing_store(const char *cmd, const char *db_option)
     return ppb_cli_open_store(cmd, db_option);
 }
 
+ppb_store *ppb_cli_open_readonly_store(const char *cmd, const char *db_option)
+{
+    ppb_store *s = NULL;
+    ppb_err err = {{0}};
+    const char *path = ppb_store_default_path(db_option);
+    if (access(path, F_OK) != 0)
+        return ppb_cli_open_existing_store(cmd, db_option); /* says there is nothing to read */
+    if (ppb_store_open_readonly(&s, path, &err)) {
+        fprintf(stderr, "ppbench %s: %s\n", cmd, err.msg);
+        return NULL;
+    }
+    return s;
+}
+
 int ppb_cli_index(const char *cmd, const char *opt, const char *text, int *out)
 {
     char *end = NULL;
@@ -99,6 +113,7 @@ static const struct {
 } error_exits[] = {
     {PPB_OK, PPB_EXIT_OK},
     {PPB_EINPUT, PPB_EXIT_INPUT},
+    {PPB_EINTR, PPB_EXIT_INTERRUPTED},
 };
 
 int ppb_cli_exit(int rc)
@@ -249,9 +264,7 @@ static int open_baseline(const char *cmd, const char *path_or_url, double timeou
 {
     ppb_err err = {{0}};
     local[0] = '\0';
-    int rc = ppb_fetch_baseline_db(path_or_url, (long)(timeout_s + 0.999), local, len, &err);
-    if (!rc)
-        rc = ppb_store_open(out, local, &err);
+    int rc = ppb_fetch_open_baseline(path_or_url, (long)(timeout_s + 0.999), out, local, len, &err);
     if (!rc)
         return 0;
     fprintf(stderr, "ppbench %s: %s\n", cmd, err.msg);
@@ -269,7 +282,8 @@ static void close_baseline(ppb_store *s, const char *path_or_url, const char *lo
 int ppb_cli_open_stores(const char *cmd, const ppb_cli_opts *o, ppb_cli_stores *st)
 {
     memset(st, 0, sizeof *st);
-    st->s = ppb_cli_open_existing_store(cmd, o->db);
+    /* compare stores its verdict; trend only reads */
+    st->s = strcmp(cmd, "compare") == 0 ? ppb_cli_open_existing_store(cmd, o->db) : ppb_cli_open_readonly_store(cmd, o->db);
     if (!st->s)
         return PPB_EXIT_RUNTIME;
     st->baseline_db = o->baseline_db;

@@ -58,6 +58,8 @@ ppb_store *ppb_cli_open_store(const char *cmd, const char *db_option);
  * export, dump, report, trend, compare, push): a path with no file is refused,
  * never created empty (a mistyped --db would otherwise read as "no runs"). */
 ppb_store *ppb_cli_open_existing_store(const char *cmd, const char *db_option);
+/* The same, read-only (ppb_store_open_readonly): for commands that never write. */
+ppb_store *ppb_cli_open_readonly_store(const char *cmd, const char *db_option);
 
 /* Option values. On a bad value they print "ppbench CMD: --OPT TEXT: expected
  * ..." and return -1 (the caller exits with PPB_EXIT_USAGE). */

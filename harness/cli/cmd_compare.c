@@ -1,5 +1,6 @@
 /* ppbench compare RUN_A RUN_B: the same case in two runs (joined on case
- * keys), judged with the proposal statistics, A as baseline, B as candidate. */
+ * keys), A as baseline, B as candidate, each case judged by its run-to-run
+ * noise over the plain runs in the database(s) (harness/decide/run_compare.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,19 +8,22 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "results_table.h"
-#include "verdict_record.h"
+#include "run_compare.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: ppbench compare RUN_A RUN_B [--db PATH] [--baseline-db PATH|URL] [options]\n\n"
-            "Joins the two runs on case keys and judges B (candidate) against A (baseline).\n"
-            "Refuses runs from different devices or backends unless --allow-different-devices;\n"
-            "warns when drivers, runtimes or clocks differ.\n\n"
+            "Joins the two runs on case keys and judges B (candidate) against A (baseline): each\n"
+            "case's change of median against its run-to-run noise, measured over the case's plain\n"
+            "runs in the database(s); a case with fewer than --min-history such runs is not judged\n"
+            "on time (INCONCLUSIVE, never REJECT). Refuses runs from different devices or backends\n"
+            "unless --allow-different-devices; warns when drivers, runtimes or clocks differ.\n\n"
             "  --threshold T        practical threshold (default 0.01)\n"
             "  --max-regression R   largest tolerated slowdown of one case (default 0.05)\n"
             "  --min-gain G         required geometric-mean gain (default 0: report only)\n"
             "  --alpha A            family-wise error (default 0.05)\n"
+            "  --min-history N      plain runs of history a case needs (default 5, at least 3)\n"
             "  --allow-different-devices\n"
             "  --baseline-db PATH|URL  RUN_A comes from this database (a file, or http(s)/file URL\n"
             "                       fetched with libcurl and checked to be a ppbench database)\n"
@@ -118,7 +122,7 @@ static int check_comparable(ppb_store *sa, int64_t a, ppb_store *sb, int64_t b, 
 }
 
 typedef struct compare_opts {
-    ppb_verdict_rules rules;
+    ppb_run_compare_rules rules;
     int allow, bad;
 } compare_opts;
 
@@ -138,42 +142,90 @@ static int compare_opt(void *ctx, int opt, char *arg)
 {
     compare_opts *c = ctx;
     switch (opt) {
-    case 't': c->rules.threshold = parse_fraction("--threshold", arg, &c->bad); return 0;
-    case 'r': c->rules.max_regression = parse_fraction("--max-regression", arg, &c->bad); return 0;
-    case 'G': c->rules.min_gain = parse_fraction("--min-gain", arg, &c->bad); return 0;
-    case 'a': c->rules.alpha = parse_fraction("--alpha", arg, &c->bad); return 0;
+    case 't': c->rules.verdict.threshold = parse_fraction("--threshold", arg, &c->bad); return 0;
+    case 'r': c->rules.verdict.max_regression = parse_fraction("--max-regression", arg, &c->bad); return 0;
+    case 'G': c->rules.verdict.min_gain = parse_fraction("--min-gain", arg, &c->bad); return 0;
+    case 'a': c->rules.verdict.alpha = parse_fraction("--alpha", arg, &c->bad); return 0;
+    case 'H': {
+        char *end = NULL;
+        long v = strtol(arg, &end, 10);
+        if (*end || v < 3 || v > c->rules.max_history) {
+            fprintf(stderr, "ppbench compare: --min-history %s: expected an integer in [3, %d]\n", arg,
+                    c->rules.max_history);
+            c->bad = 1;
+        }
+        c->rules.min_history = (int)v;
+        return 0;
+    }
     case 'A': c->allow = 1; return 0;
     default: return 1;
     }
 }
 
-/* The cases with a key in both runs, A as baseline, B as candidate; each
- * stored case row gets the key on both sides. */
-static int join_cases(const run_results rr[2], ppb_verdict_case *vcs, ppb_proposal_case *pcs)
+/* A timed result's median; 0 when the case has no time. */
+static double timed_median(const ppb_result *r)
 {
-    int n = 0;
-    for (int i = 0; i < rr[0].n; i++)
+    int timed = r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY;
+    return timed && r->median_ms > 0 ? r->median_ms : 0;
+}
+
+/* The cases with a key in both runs, A as baseline, B as candidate, with each
+ * case's history of plain runs from `src`; each stored case row gets the key
+ * on both sides. */
+static int join_cases(const run_results rr[2], const ppb_run_compare_source *src, int n_src, int max_history,
+                      ppb_run_compare_case *rcs, ppb_proposal_case *pcs, int *n_out, ppb_err *err)
+{
+    int n = 0, rc = PPB_OK;
+    for (int i = 0; i < rr[0].n && !rc; i++)
         for (int j = 0; j < rr[1].n; j++) {
             if (strcmp(rr[0].cases[i].key, rr[1].cases[j].key) != 0)
                 continue;
             const ppb_result *ra = &rr[0].results[i], *rb = &rr[1].results[j];
-            ppb_verdict_case *vc = &vcs[n];
-            vc->key = rr[0].cases[i].key;
-            vc->weight = rr[0].cases[i].weight;
-            vc->baseline = ra->samples_ms, vc->n_baseline = ra->n_samples;
-            vc->candidate = rb->samples_ms, vc->n_candidate = rb->n_samples;
-            vc->baseline_correct = ra->status != PPB_STATUS_WRONG;
-            vc->candidate_correct = rb->status != PPB_STATUS_WRONG;
-            vc->baseline_feasible = ra->status != PPB_STATUS_REFUSED;
-            vc->candidate_feasible = rb->status != PPB_STATUS_REFUSED;
-            vc->baseline_reason = ra->reason;
-            vc->candidate_reason = rb->reason;
-            snprintf(pcs[n].baseline_key, sizeof pcs[n].baseline_key, "%s", vc->key);
-            snprintf(pcs[n].candidate_key, sizeof pcs[n].candidate_key, "%s", vc->key);
+            ppb_run_compare_case *c = &rcs[n];
+            c->key = rr[0].cases[i].key;
+            c->weight = rr[0].cases[i].weight;
+            c->baseline_ms = timed_median(ra);
+            c->candidate_ms = timed_median(rb);
+            c->baseline_correct = ra->status != PPB_STATUS_WRONG;
+            c->candidate_correct = rb->status != PPB_STATUS_WRONG;
+            c->baseline_feasible = ra->status != PPB_STATUS_REFUSED;
+            c->candidate_feasible = rb->status != PPB_STATUS_REFUSED;
+            c->baseline_reason = ra->reason;
+            c->candidate_reason = rb->reason;
+            double *h = NULL;
+            rc = ppb_run_compare_history(src, n_src, c->key, max_history, &h, &c->n_history, err);
+            c->history = h;
+            snprintf(pcs[n].baseline_key, sizeof pcs[n].baseline_key, "%s", c->key);
+            snprintf(pcs[n].candidate_key, sizeof pcs[n].candidate_key, "%s", c->key);
             n++;
             break;
         }
-    return n;
+    *n_out = n;
+    return rc;
+}
+
+/* Where the noise comes from: the plain runs of both runs' suites in both
+ * databases, the compared runs left out. */
+static int history_sources(ppb_store *sa, int64_t a, ppb_store *s, int64_t b, ppb_run_compare_source src[4],
+                           char names[2][128], int *n_src, ppb_err *err)
+{
+    ppb_run_info *run = malloc(sizeof *run);
+    if (!run)
+        return ppb_fail(err, PPB_ENOMEM, "out of memory");
+    int rc = ppb_store_get_run(sa, a, run, err);
+    if (!rc)
+        snprintf(names[0], 128, "%s", run->suite_name);
+    if (!rc && !(rc = ppb_store_get_run(s, b, run, err)))
+        snprintf(names[1], 128, "%s", run->suite_name);
+    free(run);
+    if (rc)
+        return rc;
+    int n = 0, n_names = strcmp(names[0], names[1]) ? 2 : 1;
+    for (int d = 0; d < (sa == s ? 1 : 2); d++)
+        for (int k = 0; k < n_names; k++)
+            src[n++] = (ppb_run_compare_source){d ? sa : s, names[k], {d || sa == s ? a : 0, d ? 0 : b}};
+    *n_src = n;
+    return PPB_OK;
 }
 
 int cmd_compare(int argc, char **argv)
@@ -181,12 +233,11 @@ int cmd_compare(int argc, char **argv)
     static const struct option longopts[] = {
         PPB_CLI_OPT_DB, {"threshold", required_argument, NULL, 't'}, {"max-regression", required_argument, NULL, 'r'},
         {"min-gain", required_argument, NULL, 'G'}, {"alpha", required_argument, NULL, 'a'},
-        {"allow-different-devices", no_argument, NULL, 'A'}, PPB_CLI_OPT_BASELINE_DB, PPB_CLI_OPT_DOCS,
-        PPB_CLI_OPT_HELP_END};
+        {"allow-different-devices", no_argument, NULL, 'A'}, {"min-history", required_argument, NULL, 'H'},
+        PPB_CLI_OPT_BASELINE_DB, PPB_CLI_OPT_DOCS, PPB_CLI_OPT_HELP_END};
     ppb_cli_opts o;
     compare_opts co = {.allow = 0};
-    ppb_verdict_rules_default(&co.rules);
-    co.rules.min_gain = 0; /* comparing two runs is not a proposal: no gain required */
+    ppb_run_compare_rules_default(&co.rules); /* no gain required: two runs are not a proposal */
     int xrc = ppb_cli_parse("compare", argc, argv, "h", longopts, usage, &o, compare_opt, &co, 2);
     if (xrc >= 0)
         return xrc;
@@ -204,9 +255,9 @@ int cmd_compare(int argc, char **argv)
     int64_t id[2] = {0, 0};
     run_results rr[2];
     memset(rr, 0, sizeof rr);
-    ppb_verdict_case *vcs = NULL;
+    ppb_run_compare_case *rcs = NULL;
     ppb_proposal_case *pcs = NULL;
-    ppb_verdict_report rep;
+    ppb_run_compare_report rep;
     memset(&rep, 0, sizeof rep);
     ppb_proposal_record rec;
     memset(&rec, 0, sizeof rec);
@@ -219,13 +270,18 @@ int cmd_compare(int argc, char **argv)
         rc = check_comparable(sa, id[0], s, id[1], co.allow, &err);
     if (rc)
         goto end;
-    vcs = calloc((size_t)rr[0].n + 1, sizeof *vcs);
+    rcs = calloc((size_t)rr[0].n + 1, sizeof *rcs);
     pcs = calloc((size_t)rr[0].n + 1, sizeof *pcs);
-    if (!vcs || !pcs) {
+    if (!rcs || !pcs) {
         rc = ppb_fail(&err, PPB_ENOMEM, "out of memory");
         goto end;
     }
-    int n = join_cases(rr, vcs, pcs);
+    ppb_run_compare_source src[4];
+    char names[2][128];
+    int n_src = 0, n = 0;
+    if ((rc = history_sources(sa, id[0], s, id[1], src, names, &n_src, &err)) ||
+        (rc = join_cases(rr, src, n_src, co.rules.max_history, rcs, pcs, &n, &err)))
+        goto end;
     if (n == 0) {
         rc = ppb_fail(&err, PPB_EINPUT, "runs %lld and %lld have no case key in common",
                       (long long)id[0], (long long)id[1]);
@@ -239,14 +295,16 @@ int cmd_compare(int argc, char **argv)
     snprintf(rec.kind, sizeof rec.kind, "compare");
     rec.baseline_run = sa == s ? id[0] : 0; /* a run of another database has no row here */
     rec.candidate_run = id[1];
-    if (!(rc = ppb_verdict_store(s, vcs, n, &co.rules, &rec, pcs, &rep, &err)))
+    if (!(rc = ppb_run_compare_store(s, rcs, n, &co.rules, &rec, pcs, &rep, &err)))
         rc = ppb_print_proposal(s, rec.id, ppb_cli_human(&o), &err);
     docs_rc = rc ? 0 : ppb_cli_stored_docs("compare", s, 0, rec.id, ppb_cli_verdict_exit(rec.verdict), o.json, o.md);
 end:
     if (rc)
         fprintf(stderr, "ppbench compare: %s\n", err.msg);
-    ppb_verdict_report_free(&rep);
-    free(vcs);
+    ppb_run_compare_report_free(&rep);
+    for (int i = 0; rcs && i < rr[0].n; i++)
+        free((double *)rcs[i].history);
+    free(rcs);
     free(pcs);
     free_results(&rr[0]);
     free_results(&rr[1]);

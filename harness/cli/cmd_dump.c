@@ -240,7 +240,7 @@ int cmd_dump(int argc, char **argv)
         usage(stderr);
         return PPB_EXIT_USAGE;
     }
-    ppb_store *s = ppb_cli_open_existing_store("dump", db);
+    ppb_store *s = ppb_cli_open_readonly_store("dump", db);
     if (!s)
         return PPB_EXIT_RUNTIME;
     ppb_err err = {{0}};

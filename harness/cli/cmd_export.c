@@ -35,7 +35,7 @@ int cmd_export(int argc, char **argv)
         usage(stderr);
         return PPB_EXIT_USAGE;
     }
-    ppb_store *s = ppb_cli_open_existing_store("export", db);
+    ppb_store *s = ppb_cli_open_readonly_store("export", db);
     if (!s)
         return PPB_EXIT_RUNTIME;
     ppb_err err = {{0}};

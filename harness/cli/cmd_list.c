@@ -5,6 +5,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "doc_text.h"
 #include "matrix.h"
 #include "suite.h"
 
@@ -21,9 +22,10 @@ static int print_run(void *ctx, const ppb_run_info *stored)
     ppb_run_info copy = *stored;
     const ppb_run_info *r = &copy;
     ppb_run_info_clean(&copy);
-    printf("%5lld  %-20s  %-11s  %-4s  %3d/%-3d  %-16s  %-10s  %s\n", (long long)r->id,
+    ppb_term_clean(copy.kind, 0); /* a merged database's text, like the rest */
+    printf("%5lld  %-20s  %-11s  %-4s  %3d/%-3d  %-16s  %-10s  %-9s  %s\n", (long long)r->id,
            r->started_at, r->status, r->backend, r->n_done, r->n_cases, r->suite_name,
-           r->target[0] ? r->target : "-", r->label);
+           r->target[0] ? r->target : "-", r->kind, r->label);
     return 0;
 }
 
@@ -80,11 +82,11 @@ int cmd_list(int argc, char **argv)
         usage(stderr);
         return PPB_EXIT_USAGE;
     }
-    ppb_store *s = ppb_cli_open_existing_store("list", db);
+    ppb_store *s = ppb_cli_open_readonly_store("list", db);
     if (!s)
         return PPB_EXIT_RUNTIME;
-    printf("%5s  %-20s  %-11s  %-4s  %7s  %-16s  %-10s  %s\n", "run", "started (UTC)", "status",
-           "bknd", "done", "suite", "target", "label");
+    printf("%5s  %-20s  %-11s  %-4s  %7s  %-16s  %-10s  %-9s  %s\n", "run", "started (UTC)", "status",
+           "bknd", "done", "suite", "target", "kind", "label");
     int rc = ppb_store_each_run(s, print_run, NULL, &err);
     if (rc)
         fprintf(stderr, "ppbench list: %s\n", err.msg);

@@ -25,6 +25,8 @@ static void usage(FILE *out)
             "  --target NAME        override the proposal's target ('none': no target)\n"
             "  --label TEXT         stored with both runs\n"
             "  --cpu-max-gflop X    CPU backend: skip cases above X GFLOP (default 2)\n"
+            "  --scale-candidate F  multiply the candidate's measured times by F (a known effect, to\n"
+            "                       validate the pipeline; both runs are stored as kind calibrate)\n"
             "  --json FILE|-        the verdict as JSON (schema " PPB_VERDICT_SCHEMA ", docs/CLI.md)\n"
             "  --markdown FILE|-    the verdict as Markdown (PR comments, CI job summaries)\n"
             "                       (with '-' the human-readable output goes to stderr)\n"
@@ -61,6 +63,14 @@ static int propose_opt(void *ctx, int opt, char *arg)
     switch (opt) {
     case 't': o->target = arg; return 0;
     case 'l': o->label = arg; return 0;
+    case 'S': {
+        double f;
+        if (ppb_cli_positive("propose", "--scale-candidate", arg, &f))
+            return -1;
+        o->candidate_slowdown = f - 1;
+        o->run_kind = "calibrate";   /* synthetic timings never enter a trend */
+        return 0;
+    }
     default: return 1;
     }
 }
@@ -69,7 +79,8 @@ int cmd_propose(int argc, char **argv)
 {
     static const struct option longopts[] = {
         PPB_CLI_OPT_DB,         PPB_CLI_OPT_BACKEND, PPB_CLI_OPT_DEVICE, {"target", required_argument, NULL, 't'},
-        {"label", required_argument, NULL, 'l'}, PPB_CLI_OPT_CPU_MAX_GFLOP, PPB_CLI_OPT_DOCS, PPB_CLI_OPT_HELP_END};
+        {"label", required_argument, NULL, 'l'}, {"scale-candidate", required_argument, NULL, 'S'},
+        PPB_CLI_OPT_CPU_MAX_GFLOP, PPB_CLI_OPT_DOCS, PPB_CLI_OPT_HELP_END};
     ppb_cli_opts co;
     ppb_propose_options o;
     memset(&o, 0, sizeof o);

@@ -143,7 +143,7 @@ int cmd_report(int argc, char **argv)
         snprintf(req->since, sizeof req->since, "%s", since_utc);
         req->window = window;
     }
-    s = ppb_cli_open_existing_store("report", db);
+    s = ppb_cli_open_readonly_store("report", db);
     if (!s) {
         free(req);
         free(outcome);

@@ -31,6 +31,8 @@ static void usage(FILE *out)
             "  --impl NAME          every case on this implementation: builtin, vllm-triton, vllm-cuda,\n"
             "                       plugin:NAME (ppbench impls lists them); --plugin PATH adds a library\n"
             "  --label TEXT         free text stored with the run (e.g. 'nightly', a PR number)\n"
+            "  --kind KIND          what the run is for: run (default: a plain run, the nights trend\n"
+            "                       follows), proposal or calibrate (left out of trend and compare's noise)\n"
             "  --resume RUN         complete an interrupted run: only cases not yet stored run\n"
             "  --hot                do not flush caches between samples (default: cold)\n"
             "  --cpu-max-gflop X    CPU backend: skip cases above X GFLOP (default 2)\n"
@@ -77,6 +79,13 @@ static int run_opt(void *ctx, int opt, char *arg)
     case 'f': o->filter = arg; return 0;
     case 'I': o->impl = arg; return 0;
     case 'l': o->label = arg; return 0;
+    case 'K':
+        if (!ppb_store_run_kind_valid(arg)) {
+            fprintf(stderr, "ppbench run: --kind %s: expected run, proposal or calibrate\n", arg);
+            return -1;
+        }
+        o->run_kind = arg;
+        return 0;
     case 'G': o->group = arg; return 0;
     case 'H': o->hot = 1; return 0;
     case 'P': o->progress = PPB_PROGRESS_NONE; return 0;
@@ -123,7 +132,7 @@ int cmd_run(int argc, char **argv)
         PPB_CLI_OPT_DOCS,
         {"devices", required_argument, NULL, 'V'},  {"case-timeout", required_argument, NULL, 'T'},
         {"impl", required_argument, NULL, 'I'},     {"group", required_argument, NULL, 'G'},
-        PPB_CLI_OPT_HELP_END};
+        {"kind", required_argument, NULL, 'K'},     PPB_CLI_OPT_HELP_END};
     ppb_cli_opts co;
     int xrc = ppb_cli_parse("run", argc, argv, "h", longopts, usage, &co, run_opt, &o, -1);
     if (xrc >= 0)

@@ -46,7 +46,7 @@ int cmd_show(int argc, char **argv)
         usage(stderr);
         return PPB_EXIT_USAGE;
     }
-    ppb_store *s = ppb_cli_open_existing_store("show", db);
+    ppb_store *s = ppb_cli_open_readonly_store("show", db);
     if (!s)
         return PPB_EXIT_RUNTIME;
     ppb_err err = {{0}};
@@ -57,8 +57,9 @@ int cmd_show(int argc, char **argv)
         rc = ppb_store_get_run(s, id, &run, &err);
     if (!rc) {
         ppb_run_info_clean(&run);
+        ppb_term_clean(run.kind, 0);
         printf("run %lld: %s (%s)\n", (long long)run.id, run.suite_name, run.suite_path);
-        printf("  status %s, %d of %d cases stored\n", run.status, run.n_done, run.n_cases);
+        printf("  kind %s, status %s, %d of %d cases stored\n", run.kind, run.status, run.n_done, run.n_cases);
         if (run.shard_count > 0)
             printf("  shards %d of %d of night %s%s\n", run.n_shards, run.shard_count, run.run_group,
                    run.n_shards < run.shard_count ? " (merge the others to complete it)" : "");

@@ -15,12 +15,16 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: ppbench trend SUITE.yaml|SUITE_NAME [--db PATH] [--since DATE] [--window N]\n"
-            "                    [--baseline-db PATH|URL]\n\n"
-            "Judges each case of the suite's latest run against the same case in earlier runs of\n"
-            "the suite: median and MAD of a trailing window plus a step test, so one noisy night is\n"
-            "an outlier, not a regression. Names the first run of a step.\n\n"
+            "                    [--kinds LIST|--all-kinds] [--baseline-db PATH|URL]\n\n"
+            "Judges each case of the suite's latest plain run against the same case in earlier plain\n"
+            "runs of the suite: median and MAD of a trailing window plus a step test, so one noisy\n"
+            "night is an outlier, not a regression. Names the first run of a step. A case's threshold\n"
+            "is max(floor, k x its night-to-night noise): the suite file's trend: (floor 2%%, k 5 when\n"
+            "only a name is given).\n\n"
             "  --since DATE   only runs started at or after DATE (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)\n"
             "  --window N     trailing runs in the reference (default 10)\n"
+            "  --kinds LIST   runs of these kinds (default run: plain runs; also proposal, calibrate)\n"
+            "  --all-kinds    runs of every kind (proposal and calibrate runs too)\n"
             "  --baseline-db PATH|URL  earlier nights from another database (fetched with libcurl\n"
             "                 and checked to be a ppbench database); their run ids print as base:N\n"
             "  --baseline-timeout S  each download try gives up after S seconds (default 120)\n"
@@ -66,6 +70,8 @@ static int add_point(void *ctx, const ppb_history_point *p)
 
 typedef struct trend_ctx {
     ppb_store *s;
+    const char *kinds;      /* --kinds: the kinds of runs followed ("run") */
+    const ppb_suite *suite_file;   /* the suite's trend: thresholds, or NULL (defaults) */
     ppb_store *baseline;    /* --baseline-db: older nights from another database, or NULL */
     const char *suite;
     const char *since;
@@ -85,13 +91,20 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
     int rc = PPB_OK;
     if (t->baseline) {
         h.prefix = "base:";
-        rc = ppb_store_case_history(t->baseline, t->suite, c->key, t->since, add_point, &h, t->err);
+        rc = ppb_store_case_history(t->baseline, t->suite, c->key, t->since, t->kinds, add_point, &h, t->err);
     }
     h.prefix = "";
     int n_base = h.n;
     if (!rc)
-        rc = ppb_store_case_history(t->s, t->suite, c->key, t->since, add_point, &h, t->err);
+        rc = ppb_store_case_history(t->s, t->suite, c->key, t->since, t->kinds, add_point, &h, t->err);
     ppb_trend_result res;
+    ppb_trend_options opt = t->opt;
+    if (t->suite_file) {
+        ppb_trend_settings ts;
+        ppb_suite_case_trend(t->suite_file, c, &ts);
+        opt.min_change = ts.min_change_floor;
+        opt.noise_multiplier = ts.noise_multiplier;
+    }
     if (!rc) {
         /* baseline nights first, then ours: each list is in time order; keep
          * only baseline nights older than our first run */
@@ -110,14 +123,17 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
         h.n = m;
         for (int i = 0; i < h.n; i++)
             h.pts[i].run_id = h.ids[i]; /* ids may have moved while growing */
-        rc = ppb_trend_analyse(h.pts, h.n, &t->opt, &res, t->err);
+        rc = ppb_trend_analyse(h.pts, h.n, &opt, &res, t->err);
     }
     if (!rc)
         rc = ppb_trend_doc_add(&t->doc, c->key, &res) ? ppb_fail(t->err, PPB_ENOMEM, "out of memory") : PPB_OK;
     if (!rc) {
-        fprintf(t->human, "%-12s %+7.1f%% %8.1f  %-8s %s\n", ppb_trend_status_name(res.status),
+        char thr[24] = "-";
+        if (res.threshold_from)
+            snprintf(thr, sizeof thr, "%.1f%% %s", 100 * res.threshold, res.threshold_from);
+        fprintf(t->human, "%-12s %+7.1f%% %8.1f  %-11s  %-8s %s\n", ppb_trend_status_name(res.status),
                isfinite(res.rel_change) ? res.rel_change * 100 : 0.0,
-               isfinite(res.score) ? res.score : 0.0, res.step_run_id[0] ? res.step_run_id : "-",
+               isfinite(res.score) ? res.score : 0.0, thr, res.step_run_id[0] ? res.step_run_id : "-",
                strchr(c->key, ' ') ? strchr(c->key, ' ') + 1 : c->key);
         if (res.status == PPB_TREND_REGRESSION || res.status == PPB_TREND_IMPROVEMENT ||
             res.status == PPB_TREND_OUTLIER)
@@ -160,6 +176,24 @@ static int trend_opt(void *ctx, int opt, char *arg)
             return -1;
         t->since = t->since_utc;
         return 0;
+    case 'k':
+        if (t->kinds && strcmp(t->kinds, "all") == 0) {
+            fprintf(stderr, "ppbench trend: give --kinds or --all-kinds, not both\n");
+            return -1;
+        }
+        if (ppb_store_run_kinds_check(arg, t->err)) {
+            fprintf(stderr, "ppbench trend: --kinds %s: %s\n", arg, t->err->msg);
+            return -1;
+        }
+        t->kinds = arg;
+        return 0;
+    case 'K':
+        if (t->kinds && strcmp(t->kinds, "all") != 0) {
+            fprintf(stderr, "ppbench trend: give --kinds or --all-kinds, not both\n");
+            return -1;
+        }
+        t->kinds = "all";
+        return 0;
     case 'w':
         t->opt.window = (int)strtol(arg, &end, 10);
         if (*end || t->opt.window < 3) {
@@ -171,17 +205,18 @@ static int trend_opt(void *ctx, int opt, char *arg)
     }
 }
 
-/* A suite file names the suite; anything else is taken as the name. */
-static int suite_name(const char *arg, char *name, size_t len, ppb_err *err)
+/* A suite file names the suite and gives its thresholds (*loaded = 1);
+ * anything else is taken as the name. */
+static int suite_name(const char *arg, char *name, size_t len, ppb_suite *suite, int *loaded, ppb_err *err)
 {
     snprintf(name, len, "%s", arg);
     size_t n = strlen(arg);
+    *loaded = 0;
     if (n > 5 && strcmp(arg + n - 5, ".yaml") == 0) {
-        ppb_suite suite;
-        if (ppb_suite_load(arg, &suite, err))
+        if (ppb_suite_load(arg, suite, err))
             return PPB_EINPUT;
-        snprintf(name, len, "%s", suite.name);
-        ppb_suite_free(&suite);
+        snprintf(name, len, "%s", suite->name);
+        *loaded = 1;
     }
     return PPB_OK;
 }
@@ -190,39 +225,47 @@ int cmd_trend(int argc, char **argv)
 {
     static const struct option longopts[] = {
         PPB_CLI_OPT_DB, {"since", required_argument, NULL, 's'}, {"window", required_argument, NULL, 'w'},
+        {"kinds", required_argument, NULL, 'k'}, {"all-kinds", no_argument, NULL, 'K'},
         PPB_CLI_OPT_BASELINE_DB, PPB_CLI_OPT_DOCS, PPB_CLI_OPT_HELP_END};
     ppb_cli_opts o;
     trend_ctx t;
     memset(&t, 0, sizeof t);
     t.since = "";
     ppb_trend_options_default(&t.opt);
+    ppb_err err = {{0}};
+    t.err = &err;
     int xrc = ppb_cli_parse("trend", argc, argv, "h", longopts, usage, &o, trend_opt, &t, 1);
     if (xrc >= 0)
         return xrc;
-    ppb_err err = {{0}};
-    t.err = &err;
     char name[128];
-    if (suite_name(argv[optind], name, sizeof name, &err))
+    ppb_suite suite;
+    int have_suite = 0;
+    if (suite_name(argv[optind], name, sizeof name, &suite, &have_suite, &err))
         return ppb_cli_fail("trend", PPB_EINPUT, &err);
+    t.suite_file = have_suite ? &suite : NULL;
     t.suite = name;
     t.human = ppb_cli_human(&o);
     snprintf(t.doc.suite, sizeof t.doc.suite, "%s", name);
     t.doc.window = t.opt.window;
     ppb_cli_stores st;
-    if ((xrc = ppb_cli_open_stores("trend", &o, &st)))
+    if ((xrc = ppb_cli_open_stores("trend", &o, &st))) {
+        if (have_suite)
+            ppb_suite_free(&suite);
         return xrc;
+    }
     t.s = st.s;
     t.baseline = st.baseline;
-    int64_t latest = ppb_store_latest_run_of_suite(t.s, name);
+    int64_t latest = ppb_store_latest_run_of_suite(t.s, name, t.kinds);
     int rc = PPB_OK;
     if (latest <= 0) {
-        rc = ppb_fail(&err, latest < 0 ? PPB_EIO : PPB_EINPUT, "no run of suite '%s' in the database",
-                      name);
+        rc = ppb_fail(&err, latest < 0 ? PPB_EIO : PPB_EINPUT, "no %s run of suite '%s' in the database",
+                      t.kinds ? t.kinds : "plain", name);
     } else {
         t.doc.latest_run = latest;
-        fprintf(t.human, "suite %s: latest run %lld against its history (window %d)\n", name, (long long)latest,
-                t.opt.window);
-        fprintf(t.human, "%-12s %8s %8s  %-8s %s\n", "status", "change", "score", "step@", "case");
+        fprintf(t.human, "suite %s: latest run %lld against its history (window %d, runs of kind %s)\n", name,
+                (long long)latest, t.opt.window, t.kinds ? t.kinds : "run");
+        fprintf(t.human, "%-12s %8s %8s  %-11s  %-8s %s\n", "status", "change", "score", "threshold", "step@",
+                "case");
         rc = ppb_store_each_result(t.s, latest, judge_case, &t, &err);
     }
     if (rc)
@@ -232,6 +275,8 @@ int cmd_trend(int argc, char **argv)
                 t.doc.counts[PPB_TREND_OK], t.doc.counts[PPB_TREND_REGRESSION], t.doc.counts[PPB_TREND_IMPROVEMENT],
                 t.doc.counts[PPB_TREND_OUTLIER], t.doc.counts[PPB_TREND_INSUFFICIENT_HISTORY]);
     ppb_cli_close_stores(&st);
+    if (have_suite)
+        ppb_suite_free(&suite);
     int exit_code = rc                                   ? ppb_cli_exit(rc)
                     : t.doc.counts[PPB_TREND_REGRESSION] ? PPB_EXIT_REGRESSION
                                                          : PPB_EXIT_OK;

@@ -27,7 +27,7 @@ typedef enum {
 static const char *const top_level_keys[] = {"name",    "description", "kernel",  "target",
                                              "model",   "shapes",      "cases",   "configs",
                                              "exclude", "weights",     "measure", "check",
-                                             NULL};
+                                             "trend",   NULL};
 static const char *const measure_keys[] = {"cold_l2",     "warmup_ms", "min_samples",
                                            "max_samples", "min_time_ms", "budget_ms",
                                            "target_noise", "seed",     NULL};
@@ -35,6 +35,8 @@ static const char *const check_keys[] = {"fp16", "bf16", "full_check_max_rows", 
                                          NULL};
 static const char *const tolerance_keys[] = {"atol", "rtol", NULL};
 static const char *const weight_rule_keys[] = {"match", "weight", NULL};
+static const char *const trend_keys[] = {"min_change_floor", "noise_multiplier", "groups", NULL};
+static const char *const trend_group_keys[] = {"match", "min_change_floor", "noise_multiplier", NULL};
 
 #define HEADS_KEY "heads"
 
@@ -430,6 +432,72 @@ static int parse_weights(ppb_yaml *y, yaml_node_t *root, ppb_suite *suite, ppb_e
     return PPB_OK;
 }
 
+/* min_change_floor: and noise_multiplier: of the trend: mapping or a group, over `t`. */
+static int parse_trend_values(ppb_yaml *y, yaml_node_t *map, const char *where, ppb_trend_settings *t,
+                              ppb_err *err)
+{
+    char field[96];
+    yaml_node_t *n;
+    int rc = PPB_OK;
+    join_path(field, sizeof field, where, "min_change_floor");
+    if ((n = ppb_yaml_get(y, map, "min_change_floor")) &&
+        (rc = ppb_yaml_double(y, n, field, 0, 1, &t->min_change_floor, err)))
+        return rc;
+    join_path(field, sizeof field, where, "noise_multiplier");
+    if ((n = ppb_yaml_get(y, map, "noise_multiplier")) &&
+        (rc = ppb_yaml_double(y, n, field, 0, 100, &t->noise_multiplier, err)))
+        return rc;
+    return PPB_OK;
+}
+
+/* trend: {min_change_floor, noise_multiplier, groups: [{match, min_change_floor, noise_multiplier}]}.
+ * A group's values not given are the suite's. */
+static int parse_trend(ppb_yaml *y, yaml_node_t *root, ppb_suite *suite, ppb_err *err)
+{
+    yaml_node_t *node = ppb_yaml_get(y, root, "trend");
+    if (!node)
+        return PPB_OK;
+    int rc = check_mapping(y, node, "trend", trend_keys, err);
+    if (!rc)
+        rc = parse_trend_values(y, node, "trend", &suite->trend, err);
+    if (rc)
+        return rc;
+    yaml_node_t *list = nonempty_list(y, node, "groups", &rc, err);
+    if (!list)
+        return rc;
+    char where[64], field[96];
+    for (int i = 0; i < ppb_yaml_seq_len(list); i++) {
+        yaml_node_t *rule = ppb_yaml_seq_item(y, list, i);
+        snprintf(where, sizeof where, "trend.groups[%d]", i);
+        if ((rc = check_mapping(y, rule, where, trend_group_keys, err)))
+            return rc;
+        yaml_node_t *match = ppb_yaml_get(y, rule, "match");
+        if (!match || (!ppb_yaml_get(y, rule, "min_change_floor") && !ppb_yaml_get(y, rule, "noise_multiplier"))) {
+            join_path(field, sizeof field, where, match ? "min_change_floor" : "match");
+            return ppb_yaml_fail(y, err, rule, field,
+                                 match ? "a trend group sets min_change_floor or noise_multiplier (or both)"
+                                       : "required in every trend group");
+        }
+        ppb_trend_settings t = suite->trend;
+        if ((rc = parse_trend_values(y, rule, where, &t, err)))
+            return rc;
+        int before = suite->n_trend_groups;
+        join_path(field, sizeof field, where, "match");
+        if ((rc = parse_axis_set(y, match, suite->kernel, SET_MATCH, field, 1.0, &suite->trend_groups,
+                                 &suite->n_trend_groups, err)))
+            return rc;
+        /* heads: pairs make one set each: every one gets the group's values */
+        ppb_trend_settings *grown =
+            realloc(suite->trend_group_settings, sizeof *grown * (size_t)suite->n_trend_groups);
+        if (!grown)
+            return ppb_fail(err, PPB_ENOMEM, "%s: out of memory", y->path);
+        suite->trend_group_settings = grown;
+        for (int k = before; k < suite->n_trend_groups; k++)
+            grown[k] = t;
+    }
+    return PPB_OK;
+}
+
 /* Decimal, 0 .. 2^64-1 (strtoull alone would take "-1" as 2^64-1). */
 static int parse_seed(ppb_yaml *y, yaml_node_t *node, const char *field, uint64_t *out,
                       ppb_err *err)
@@ -636,6 +704,9 @@ void ppb_suite_defaults(ppb_suite *suite)
     c->rtol[PPB_BF16] = 5e-2;
     c->full_check_max_rows = 4096;
     c->sample_rows = 256;
+    /* the trend's own defaults (ppb_trend_options_default) */
+    suite->trend.min_change_floor = 0.02;
+    suite->trend.noise_multiplier = 5;
 }
 
 void ppb_suite_free(ppb_suite *suite)
@@ -646,8 +717,11 @@ void ppb_suite_free(ppb_suite *suite)
     free(suite->configs);
     free(suite->excludes);
     free(suite->weights);
-    suite->shapes = suite->configs = suite->excludes = suite->weights = NULL;
-    suite->n_shapes = suite->n_configs = suite->n_excludes = suite->n_weights = 0;
+    free(suite->trend_groups);
+    free(suite->trend_group_settings);
+    suite->shapes = suite->configs = suite->excludes = suite->weights = suite->trend_groups = NULL;
+    suite->trend_group_settings = NULL;
+    suite->n_shapes = suite->n_configs = suite->n_excludes = suite->n_weights = suite->n_trend_groups = 0;
 }
 
 int ppb_suite_load(const char *path, ppb_suite *suite, ppb_err *err)
@@ -707,6 +781,8 @@ int ppb_suite_load(const char *path, ppb_suite *suite, ppb_err *err)
         goto end;
     if ((rc = parse_weights(&y, root, suite, err)))
         goto end;
+    if ((rc = parse_trend(&y, root, suite, err)))
+        goto end;
     rc = hash_file(path, suite->hash, err);
 
 end:
@@ -756,4 +832,15 @@ double ppb_suite_case_weight(const ppb_suite *suite, const ppb_case *c)
         if (ppb_axis_set_matches(&suite->weights[i], c))
             return suite->weights[i].weight;
     return 1.0;
+}
+
+int ppb_suite_case_trend(const ppb_suite *suite, const ppb_case *c, ppb_trend_settings *out)
+{
+    for (int i = 0; i < suite->n_trend_groups; i++)
+        if (ppb_axis_set_matches(&suite->trend_groups[i], c)) {
+            *out = suite->trend_group_settings[i];
+            return i;
+        }
+    *out = suite->trend;
+    return -1;
 }

@@ -43,6 +43,14 @@ typedef struct ppb_check_settings {
     int sample_rows;           /* otherwise: this many seeded random (seq, head, row) + first/last */
 } ppb_check_settings;
 
+/* trend: the relative threshold of `ppbench trend` for a case is
+ * max(min_change_floor, noise_multiplier x its night-to-night noise)
+ * (docs/SUITES.md "trend", docs/STATISTICS.md "Trend"). */
+typedef struct ppb_trend_settings {
+    double min_change_floor;   /* the practical floor (0.02) */
+    double noise_multiplier;   /* k (5) */
+} ppb_trend_settings;
+
 typedef struct ppb_suite {
     char path[4096];
     char name[128];
@@ -54,6 +62,9 @@ typedef struct ppb_suite {
                                                  field takes its default */
     ppb_axis_set *excludes; int n_excludes;   /* a case matching every given field is dropped */
     ppb_axis_set *weights; int n_weights;     /* first match sets the case weight */
+    ppb_trend_settings trend;                 /* trend: the suite's thresholds */
+    ppb_axis_set *trend_groups; int n_trend_groups;   /* trend: groups: match:, first match wins */
+    ppb_trend_settings *trend_group_settings;         /* one per trend_groups entry */
     ppb_measure_settings measure;
     ppb_check_settings check;
     char target[64];                  /* profile name under suites/targets/, "" = none */
@@ -66,6 +77,9 @@ int ppb_suite_load(const char *path, ppb_suite *suite, ppb_err *err);
 void ppb_suite_free(ppb_suite *suite);
 /* Defaults for measure/check settings (also used by tests and inline cases). */
 void ppb_suite_defaults(ppb_suite *suite);
+/* The trend thresholds of a case: the first trend: groups: rule matching it,
+ * else the suite's. Returns the group's index, or -1 for the suite's. */
+int ppb_suite_case_trend(const ppb_suite *suite, const ppb_case *c, ppb_trend_settings *out);
 /* Directory of suite->path, for resolving targets/ and models/ ("suites/"). */
 void ppb_suite_dir(const ppb_suite *suite, char *buf, size_t len);
 

@@ -7,6 +7,7 @@
 #include "abtest.h"
 #include "matrix.h"
 #include "measure.h"
+#include "sequential.h"
 #include "session.h"
 #include "suite.h"
 #include "target.h"
@@ -17,6 +18,8 @@ typedef struct ab_pair {
     ppb_case side[2];          /* 0 = baseline, 1 = candidate */
     int present[2];            /* chunked_prefill: the side with fewer chunks lacks the last ones */
     ppb_result res[2];
+    unsigned char *session_of[2];  /* each sample's session (sequential.h) */
+    int sessions, looks;       /* as measured: sessions per side, scheduled looks */
     char shape_key[PPB_CASE_KEY_MAX];
 } ab_pair;
 
@@ -26,7 +29,9 @@ typedef struct ab_ctx {
     ppb_suite suite;
     ppb_target target;
     int have_target;
-    ppb_session session[2];
+    ppb_session session[2];    /* session 0 of each side: checked, stores the runs */
+    ppb_session extra[2][PPB_SEQ_MAX_SESSIONS - 1];   /* sessions 1.. of each side */
+    int n_extra;               /* opened per side */
     ppb_store *store;
     ppb_run_info run[2];
     ab_pair *pairs;
@@ -148,81 +153,107 @@ static int open_sessions(ab_ctx *x, ppb_err *err)
         if (rc)
             return rc;
     }
+    /* The further sessions of each side: the same backend and device, opened
+     * (and later prepared) separately, so their allocations differ. */
+    for (; x->n_extra < x->p->sampling.sessions - 1; x->n_extra++)
+        for (int s = 0; s < 2; s++) {
+            int rc = ppb_session_open(&x->extra[s][x->n_extra], x->session[s].ops->name, o->device_index,
+                                      x->have_target ? &x->target : NULL, o->cpu_max_gflop, NULL, err);
+            if (rc) {
+                if (s == 1)
+                    ppb_session_close(&x->extra[0][x->n_extra]);
+                return rc;
+            }
+        }
     return PPB_OK;
 }
 
-/* One timed sample of side s; the candidate optionally runs extra launches
- * (calibration's known slowdown) while counting only `launches`. */
-static int sample(ab_ctx *x, int s, int launches, int cold, double *ms, ppb_err *err)
+static ppb_session *session_of(ab_ctx *x, int side, int session)
 {
-    ppb_session *ss = &x->session[s];
-    int run = launches;
-    if (s == 1 && x->o->candidate_slowdown > 0)
-        run = launches + (int)lround(x->o->candidate_slowdown * launches);
-    int rc = ss->ops->time_sample(ss->backend, run, cold, ms, err);
-    *ms = *ms * run / launches;
+    return session ? &x->extra[side][session - 1] : &x->session[side];
+}
+
+/* What one pair's sampling needs to take a sample. */
+typedef struct pair_sampler {
+    ab_ctx *x;
+    int launches, cold;
+} pair_sampler;
+
+/* One timed sample of a (side, session) unit. Calibration's known slowdown
+ * scales the candidate's measured time: the same launches, the same regime
+ * as a proposal, with an effect of exactly that size. */
+static int sample_unit(void *ctx, int side, int session, double *ms, double *cost_ms, ppb_err *err)
+{
+    const pair_sampler *ps = ctx;
+    ppb_session *ss = session_of(ps->x, side, session);
+    int rc = ss->ops->time_sample(ss->backend, ps->launches, ps->cold, ms, err);
+    *cost_ms = *ms * ps->launches;
+    if (side == 1)
+        *ms *= 1 + ps->x->o->candidate_slowdown;
     return rc;
 }
 
-static int push_sample(ppb_result *r, double ms, int *cap)
-{
-    if (r->n_samples == *cap) {
-        int ncap = *cap ? *cap * 2 : 64;
-        double *grown = realloc(r->samples_ms, sizeof *grown * (size_t)ncap);
-        if (!grown)
-            return PPB_ENOMEM;
-        r->samples_ms = grown;
-        *cap = ncap;
-    }
-    r->samples_ms[r->n_samples++] = ms;
-    return PPB_OK;
-}
-
-/* Interleave the two sides (AB, BA, AB, ...) so drift hits both, until the
- * pair's ratio interval resolves against the threshold or the budget ends. */
-static int measure_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
+/* Sample the pair by the sequential design (sequential.h) over `sessions`
+ * prepared sessions per side, then keep the samples with their session tags. */
+static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, double family_alpha, ppb_err *err)
 {
     const ppb_measure_settings *m = &x->suite.measure;
     const ppb_sampling *sp = &x->p->sampling;
-    int launches[2], cap[2] = {0, 0}, rc;
-    for (int s = 0; s < 2; s++)
-        if ((rc = ppb_measure_warmup(x->session[s].ops, x->session[s].backend, m, NULL,
-                                     &launches[s], err)))
-            return rc;
-    /* Both sides count the same launches per sample so batching cannot bias the ratio. */
-    int n_launch = launches[0] > launches[1] ? launches[0] : launches[1];
-    if (x->o->candidate_slowdown > 0 && n_launch < (int)ceil(1.0 / x->o->candidate_slowdown))
-        n_launch = (int)ceil(1.0 / x->o->candidate_slowdown);
-    double measured = 0;
-    for (int round = 0; round < sp->max_rounds; round++) {
-        for (int k = 0; k < 2; k++) {
-            int s = (round + k) % 2;
-            for (int i = 0; i < sp->samples_per_round; i++) {
-                double ms;
-                if ((rc = sample(x, s, n_launch, m->cold_l2, &ms, err)))
-                    return rc;
-                if (push_sample(&pr->res[s], ms, &cap[s]))
-                    return ppb_fail(err, PPB_ENOMEM, "out of memory for samples");
-                measured += ms * n_launch;
-            }
+    pair_sampler ps = {x, 1, m->cold_l2};
+    /* Every unit counts the same launches per sample so batching cannot bias the ratio. */
+    for (int side = 0; side < 2; side++)
+        for (int k = 0; k < sessions; k++) {
+            ppb_session *ss = session_of(x, side, k);
+            int launches, rc = ppb_measure_warmup(ss->ops, ss->backend, m, NULL, &launches, err);
+            if (rc)
+                return rc;
+            ps.launches = launches > ps.launches ? launches : ps.launches;
         }
-        if (round + 1 < sp->min_rounds)
-            continue;
-        ppb_ab_interval iv;
-        if (ppb_ab_hodges_lehmann(pr->res[0].samples_ms, pr->res[0].n_samples,
-                                  pr->res[1].samples_ms, pr->res[1].n_samples, family_alpha, &iv,
-                                  err) == PPB_OK &&
-            ppb_ab_classify(iv.ratio_lo, iv.ratio_hi, x->p->rules.threshold) != PPB_AB_UNRESOLVED)
-            break;
-        if (measured >= sp->budget_ms)
+    ppb_seq_design d = {.samples_per_round = sp->samples_per_round, .min_rounds = sp->min_rounds,
+                        .max_rounds = sp->max_rounds, .sessions = sessions, .budget_ms = sp->budget_ms,
+                        .alpha = family_alpha, .threshold = x->p->rules.threshold,
+                        .seed = ppb_case_input_seed(m->seed, pr->shape_key)};
+    ppb_seq_result r;
+    int rc = ppb_seq_run(&d, sample_unit, &ps, &r, err);
+    if (!rc)
+        for (int s = 0; s < 2; s++) {
+            pr->res[s].samples_ms = r.samples[s], pr->res[s].n_samples = r.n[s];
+            pr->session_of[s] = r.session[s];
+            r.samples[s] = NULL, r.session[s] = NULL;
+            pr->res[s].batch_launches = ps.launches;
+            ppb_result_summarise(&pr->res[s], ppb_case_flops(&pr->side[s]), ppb_case_min_bytes(&pr->side[s]));
+        }
+    pr->sessions = sessions;
+    pr->looks = r.looks_planned;
+    ppb_seq_result_free(&r);
+    return rc;
+}
+
+/* Prepare sessions 1.. of both sides on the inputs session 0 was checked on.
+ * Returns how many sessions per side are ready; one that cannot be prepared
+ * (e.g. no room for a second copy) ends the list, said on the log. */
+static int prepare_more_sessions(ab_ctx *x, ab_pair *pr, const ppb_workload *w[2], int prepared[2][PPB_SEQ_MAX_SESSIONS])
+{
+    int k = 1;
+    for (; k <= x->n_extra; k++) {
+        int ok = 1;
+        for (int s = 0; s < 2 && ok; s++) {
+            ppb_session *ss = session_of(x, s, k);
+            ppb_result scratch;
+            ppb_err why;
+            ppb_result_init(&scratch);
+            ok = ss->ops->prepare(ss->backend, &pr->side[s], w[s], &scratch, &why) == PPB_OK;
+            prepared[s][k] = ok;
+            ppb_result_free(&scratch);
+            if (!ok)
+                fprintf(x->o->log ? x->o->log : stderr, "  %s: session %d of the %s cannot be prepared (%s): %d "
+                        "session%s per side\n", pr->shape_key, k + 1, s ? "candidate" : "baseline", why.msg, k,
+                        k == 1 ? "" : "s");
+        }
+        if (!ok)
             break;
     }
-    for (int s = 0; s < 2; s++) {
-        pr->res[s].batch_launches = n_launch;
-        ppb_result_summarise(&pr->res[s], ppb_case_flops(&pr->side[s]),
-                             ppb_case_min_bytes(&pr->side[s]));
-    }
-    return PPB_OK;
+    return k;
 }
 
 /* Check both sides of a pair and, when both can be timed, measure them. */
@@ -230,6 +261,7 @@ static int run_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
 {
     ppb_workload w[2];
     int prepared[2] = {0, 0}, rc = PPB_OK, distinct = x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL;
+    int more[2][PPB_SEQ_MAX_SESSIONS] = {{0}};   /* sessions 1.. prepared */
     memset(w, 0, sizeof w);
     for (int s = 0; s < 2; s++) {
         ppb_result_init(&pr->res[s]);
@@ -250,9 +282,11 @@ static int run_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
         if (rc)
             goto end;
     }
-    if (pr->res[0].status == PPB_STATUS_OK && pr->res[1].status == PPB_STATUS_OK)
-        rc = measure_pair(x, pr, family_alpha, err);
-    else if (x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL)
+    if (pr->res[0].status == PPB_STATUS_OK && pr->res[1].status == PPB_STATUS_OK) {
+        const ppb_workload *ws[2] = {&w[0], &w[distinct ? 1 : 0]};
+        int sessions = prepare_more_sessions(x, pr, ws, more);
+        rc = measure_pair(x, pr, sessions, family_alpha, err);
+    } else if (x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL)
         for (int s = 0; s < 2 && !rc; s++) /* a chunk only one side has is timed alone */
             if (pr->res[s].status == PPB_STATUS_OK)
                 rc = ppb_measure_case(x->session[s].ops, x->session[s].backend, &x->suite.measure,
@@ -261,6 +295,9 @@ end:
     for (int s = 0; s < 2; s++) {
         if (prepared[s])
             x->session[s].ops->release(x->session[s].backend);
+        for (int k = 1; k <= x->n_extra; k++)
+            if (more[s][k])
+                session_of(x, s, k)->ops->release(session_of(x, s, k)->backend);
         ppb_workload_free(&w[s]);
     }
     return rc;
@@ -307,11 +344,23 @@ static int side_state(const ab_ctx *x, int s, int *correct, int *feasible, const
     return PPB_OK;
 }
 
+/* How the pair was sampled, as the verdict needs it. */
+static void fill_sampling(ppb_verdict_case *vc, const ab_pair *pr)
+{
+    vc->looks = pr->looks;
+    vc->sessions = pr->sessions;
+    vc->between_sd = ppb_seq_between_sd(pr->res[0].samples_ms, pr->session_of[0], pr->res[0].n_samples,
+                                        pr->res[1].samples_ms, pr->session_of[1], pr->res[1].n_samples,
+                                        pr->sessions);
+}
+
 static void fill_case(ppb_verdict_case *vc, const ab_pair *pr)
 {
     memset(vc, 0, sizeof *vc);
     vc->key = pr->shape_key;
     vc->weight = pr->side[0].weight;
+    if (pr->session_of[0] && pr->session_of[1])
+        fill_sampling(vc, pr);
     for (int s = 0; s < 2; s++) {
         const ppb_result *r = &pr->res[s];
         int feasible = r->status != PPB_STATUS_REFUSED, correct = r->status != PPB_STATUS_WRONG;
@@ -355,6 +404,19 @@ static int decide_and_store(ab_ctx *x, ppb_proposal_record *rec, ppb_verdict_rep
         vc->candidate = totals[1], vc->n_candidate = n[1];
         side_state(x, 0, &vc->baseline_correct, &vc->baseline_feasible, &vc->baseline_reason);
         side_state(x, 1, &vc->candidate_correct, &vc->candidate_feasible, &vc->candidate_reason);
+        /* The prompt's total as sampled: the chunks' looks, their fewest sessions, and
+         * their largest session spread (a bound on the total's relative spread). */
+        for (int i = 0; i < x->n_pairs; i++) {
+            const ab_pair *pr = &x->pairs[i];
+            if (!pr->session_of[0] || !pr->session_of[1])
+                continue;
+            ppb_verdict_case one;
+            fill_sampling(&one, pr);
+            vc->looks = one.looks > vc->looks ? one.looks : vc->looks;
+            vc->sessions = vc->sessions == 0 || one.sessions < vc->sessions ? one.sessions : vc->sessions;
+            vc->between_sd = one.between_sd > vc->between_sd || isnan(one.between_sd) ? one.between_sd
+                                                                                     : vc->between_sd;
+        }
     } else {
         for (int i = 0; i < n_cases; i++)
             fill_case(&vcs[i], &x->pairs[i]);
@@ -401,9 +463,13 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
         rc = ppb_store_open(&x.store, o->db_path, err);
     for (int s = 0; s < 2 && !rc; s++) {
         char label[256], args[256];
-        snprintf(label, sizeof label, "proposal %s: %s%s%s", p->name, s ? "candidate" : "baseline",
+        char scaled[48] = "";
+        if (s == 1 && o->candidate_slowdown != 0)   /* a known effect: the label says so */
+            snprintf(scaled, sizeof scaled, " (times x%.4g)", 1 + o->candidate_slowdown);
+        snprintf(label, sizeof label, "proposal %s: %s%s%s%s", p->name, s ? "candidate" : "baseline", scaled,
                  o->label ? " " : "", o->label ? o->label : "");
         snprintf(args, sizeof args, "proposal=%s\n", p->path);
+        x.session[s].run_kind = o->run_kind ? o->run_kind : "proposal";
         rc = ppb_session_begin_run(&x.session[s], x.store, &x.suite, NULL, label, args, x.n_pairs,
                                    &x.run[s], err);
     }
@@ -434,11 +500,16 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
         }
 end:
     for (int i = 0; i < x.n_pairs; i++)
-        for (int s = 0; s < 2; s++)
+        for (int s = 0; s < 2; s++) {
             ppb_result_free(&x.pairs[i].res[s]);
+            free(x.pairs[i].session_of[s]);
+        }
     free(x.pairs);
-    for (int s = 0; s < 2; s++)
+    for (int s = 0; s < 2; s++) {
         ppb_session_close(&x.session[s]);
+        for (int k = 0; k < x.n_extra; k++)
+            ppb_session_close(&x.extra[s][k]);
+    }
     if (x.store)
         ppb_store_close(x.store);
     ppb_suite_free(&x.suite);

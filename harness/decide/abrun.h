@@ -19,9 +19,10 @@ typedef struct ppb_propose_options {
     const char *label;
     double cpu_max_gflop;
     FILE *log;                  /* progress and notes */
-    /* Calibration: the candidate's samples time (1 + candidate_slowdown) x as
-     * many launches as they count, a known effect to detect. 0 = off. */
+    /* A known effect (calibrate, --scale-candidate): the candidate's measured
+     * times are scaled by (1 + candidate_slowdown), > -1. 0 = off. */
     double candidate_slowdown;
+    const char *run_kind;       /* the kind of both runs (ppb_store_run_kinds); NULL = "proposal" */
 } ppb_propose_options;
 
 /* Run it, decide, store; rec gets the stored proposal row (verdict, reasons,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sequential.h"
 #include "suite.h"
 #include "yaml_util.h"
 
@@ -115,10 +116,16 @@ static int parse_rules(ppb_yaml *y, yaml_node_t *n, ppb_verdict_rules *r, ppb_er
     return rc;
 }
 
+void ppb_sampling_default(ppb_sampling *s)
+{
+    *s = (ppb_sampling){.samples_per_round = 5, .min_rounds = 4, .max_rounds = 40, .budget_ms = 20000,
+                        .sessions = 3};
+}
+
 static int parse_sampling(ppb_yaml *y, yaml_node_t *n, ppb_sampling *s, ppb_err *err)
 {
     static const char *const keys[] = {"samples_per_round", "min_rounds", "max_rounds",
-                                       "budget_ms", NULL};
+                                       "budget_ms", "sessions", NULL};
     int rc = ppb_yaml_check_keys(y, n, "sampling", keys, err);
     yaml_node_t *v;
     long l;
@@ -131,6 +138,9 @@ static int parse_sampling(ppb_yaml *y, yaml_node_t *n, ppb_sampling *s, ppb_err 
     if (!rc && (v = ppb_yaml_get(y, n, "max_rounds")) &&
         !(rc = ppb_yaml_int(y, v, "sampling.max_rounds", 1, 100000, &l, err)))
         s->max_rounds = (int)l;
+    if (!rc && (v = ppb_yaml_get(y, n, "sessions")) &&
+        !(rc = ppb_yaml_int(y, v, "sampling.sessions", 1, PPB_SEQ_MAX_SESSIONS, &l, err)))
+        s->sessions = (int)l;
     if (!rc && (v = ppb_yaml_get(y, n, "budget_ms")))
         rc = ppb_yaml_double(y, v, "sampling.budget_ms", 1, 3.6e6, &s->budget_ms, err);
     if (!rc && s->min_rounds > s->max_rounds)
@@ -218,6 +228,37 @@ static int load_string(ppb_yaml *y, yaml_node_t *root, const char *key, char *bu
     return ppb_yaml_string(y, v, key, buf, len, err);
 }
 
+/* Top-level keys of one kind only: given to another kind they would be
+ * silently ignored, so they are an error at the key naming the kinds. */
+static const struct {
+    const char *key;
+    unsigned kinds; /* bit set of 1 << PPB_PROPOSAL_* */
+} kind_keys[] = {
+    {"suite", 3u}, {"filter", 1u}, {"kernel", 3u}, {"rules", 3u}, {"sampling", 3u},
+    {"prompt_len", 2u}, {"shape", 2u}, {"config", 2u}, {"model", 4u}, {"tensor_parallel", 4u},
+    {"max_model_len", 4u}, {"reserve_bytes", 4u}, {"outside_bytes", 4u}, {"max_num_seqs", 4u},
+    {"seed_claims", 4u},
+};
+
+static int check_kind_keys(ppb_yaml *y, yaml_node_t *root, int kind, ppb_err *err)
+{
+    const char *key;
+    yaml_node_t *value;
+    for (int i = 0; ppb_yaml_pair(y, root, i, &key, &value); i++)
+        for (size_t k = 0; k < sizeof kind_keys / sizeof *kind_keys; k++) {
+            if (strcmp(key, kind_keys[k].key) != 0 || (kind_keys[k].kinds >> kind) & 1u)
+                continue;
+            char kinds[64] = "";
+            for (int j = 0; j < 3; j++)
+                if ((kind_keys[k].kinds >> j) & 1u)
+                    snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s", kinds[0] ? " and " : "",
+                             kind_names[j]);
+            return ppb_yaml_fail(y, err, ppb_yaml_pair_key_node(y, root, i), key,
+                                 "applies to %s proposals only, and this one is %s", kinds, kind_names[kind]);
+        }
+    return PPB_OK;
+}
+
 int ppb_proposal_load(const char *path, ppb_proposal *p, ppb_err *err)
 {
     static const char *const common[] = {"name", "description", "kind", "suite", "filter",
@@ -227,8 +268,7 @@ int ppb_proposal_load(const char *path, ppb_proposal *p, ppb_err *err)
                                          "seed_claims", "kernel", NULL};
     memset(p, 0, sizeof *p);
     ppb_verdict_rules_default(&p->rules);
-    p->sampling = (ppb_sampling){.samples_per_round = 5, .min_rounds = 4, .max_rounds = 40,
-                                 .budget_ms = 20000};
+    ppb_sampling_default(&p->sampling);
     snprintf(p->path, sizeof p->path, "%s", path);
     ppb_yaml y;
     int rc = ppb_yaml_load(&y, path, err);
@@ -256,6 +296,8 @@ int ppb_proposal_load(const char *path, ppb_proposal *p, ppb_err *err)
             goto end;
         }
     }
+    if ((rc = check_kind_keys(&y, root, p->kind, err)))
+        goto end;
     /* The kernel a kernel_config proposal tunes: prefix_prefill unless said. */
     ppb_kernel_kind kernel = PPB_PREFIX_PREFILL;
     if ((v = ppb_yaml_get(&y, root, "kernel"))) {
@@ -283,8 +325,13 @@ int ppb_proposal_load(const char *path, ppb_proposal *p, ppb_err *err)
                 ppb_err_prefix(err, "%s: suite: ", path);
                 goto end;
             }
-            kernel = suite.kernel;
             ppb_suite_free(&suite);
+            if ((v = ppb_yaml_get(&y, root, "kernel")) && kernel != suite.kernel) {
+                rc = ppb_yaml_fail(&y, err, v, "kernel", "%s, but the suite's kernel is %s (the suite decides it)",
+                                   ppb_kernel_name(kernel), ppb_kernel_name(suite.kernel));
+                goto end;
+            }
+            kernel = suite.kernel;
             ppb_case_init(&p->chunk_case, kernel);
         }
     }

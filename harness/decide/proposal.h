@@ -35,7 +35,11 @@ typedef struct ppb_sampling {
     int samples_per_round;   /* per side, per round */
     int min_rounds, max_rounds;
     double budget_ms;        /* per case pair, measured time of both sides */
+    int sessions;            /* separately prepared sessions per side (sequential.h) */
 } ppb_sampling;
+
+/* The sampling every proposal (and calibrate) starts from. */
+void ppb_sampling_default(ppb_sampling *s);
 
 typedef struct ppb_proposal {
     char path[4096];

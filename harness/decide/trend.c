@@ -28,7 +28,7 @@ void ppb_trend_options_default(ppb_trend_options *opt)
     /* One initialiser, so a field added to the options cannot be left unset. */
     static const ppb_trend_options defaults = {
         .window = 10, .min_history = 6, .min_segment = 3, .sustain = 2,
-        .min_change = 0.05, .min_score = 5.0, .noise_floor = 0.001,
+        .min_change = 0.02, .noise_multiplier = 5.0, .min_score = 5.0, .noise_floor = 0.001,
     };
     *opt = defaults;
 }
@@ -41,25 +41,90 @@ static int check_options(const ppb_trend_options *o, ppb_err *err)
     if (o->sustain < 1 || o->min_history < o->min_segment + 1)
         return ppb_fail(err, PPB_EINPUT, "trend sustain %d must be >= 1 and min_history %d > min_segment %d",
                         o->sustain, o->min_history, o->min_segment);
-    if (!(o->min_change >= 0) || !(o->min_score >= 0) || !(o->noise_floor >= 0))
-        return ppb_fail(err, PPB_EINPUT, "trend thresholds must be >= 0");
+    if (!(o->min_change >= 0) || !(o->min_score >= 0) || !(o->noise_floor >= 0) || !(o->noise_multiplier >= 0) ||
+        !isfinite(o->min_change) || !isfinite(o->noise_multiplier))
+        return ppb_fail(err, PPB_EINPUT, "trend thresholds must be finite and >= 0");
     return 0;
 }
 
-/* Median and floored robust scale of values[from, to). */
+/* The 95% quantile of a normal z (the 90% quantile of |z|). */
+#define HALF_NORMAL_Q90 1.6448536269514722
+
+/* The night-to-night noise of the nights v[from, to) as a relative standard
+ * deviation, a change point `split` (or -1) left out: the larger of
+ *  - the 90% quantile of |consecutive log differences| (none across the
+ *    split) over 1.645 sqrt(2): a case that flips between two levels
+ *    (bimodal) changes level in many of its nights, and those differences
+ *    count, while one step (one difference) or one outlier night (two) in
+ *    twenty nights does not;
+ *  - 1.4826 MAD of the log values about their own segment's median (before
+ *    and after the split): a case whose nights wander slowly (correlated) has
+ *    small differences but a wide spread.
+ * Both are the standard deviation for independent normal nights. `d` has room
+ * for 2 (to - from) values. 0 for fewer than 2 nights. */
+static double night_noise(const double *v, int from, int to, int split, double *d)
+{
+    if (!(split > from && split < to))
+        split = -1;
+    int m = 0;
+    for (int i = from + 1; i < to; i++)
+        if (i != split)
+            d[m++] = fabs(log(v[i]) - log(v[i - 1]));
+    if (m < 1)
+        return 0;
+    double by_diff = ppb_quantile(d, m, 0.9) / (HALF_NORMAL_Q90 * sqrt(2.0));
+    double *dev = d + m;
+    int k = 0;
+    for (int part = 0; part < 2; part++) {
+        int lo = part ? (split < 0 ? to : split) : from, hi = part ? to : (split < 0 ? to : split);
+        if (hi - lo < 1)
+            continue;
+        for (int i = lo; i < hi; i++)
+            dev[k + i - lo] = log(v[i]);
+        double med = ppb_median(dev + k, hi - lo);
+        for (int i = lo; i < hi; i++)
+            dev[k + i - lo] -= med;
+        k += hi - lo;
+    }
+    double by_level = MAD_TO_SD * ppb_mad(dev, k);
+    return by_diff > by_level ? by_diff : by_level;
+}
+
+double ppb_trend_night_noise(const double *values, int n)
+{
+    if (n < 2)
+        return NAN;
+    double *d = malloc(sizeof *d * 2 * (size_t)n);
+    if (!d)
+        return NAN;
+    double noise = night_noise(values, 0, n, -1, d);
+    free(d);
+    return noise;
+}
+
+/* Median, floored robust scale, night-to-night noise and the relative
+ * threshold of values[from, to). */
 typedef struct reference {
-    double median, scale;
+    double median, scale, noise, threshold;
+    const char *from;   /* "floor" or "noise" */
     int n;
 } reference;
 
-static int make_reference(const double *v, int from, int to, double noise_floor, reference *r)
+/* `noise` is the night-to-night noise the threshold comes from (the caller
+ * knows which nights show it). */
+static int make_reference(const double *v, int from, int to, double noise, const ppb_trend_options *o,
+                          reference *r)
 {
     r->n = to - from;
     r->median = ppb_median(v + from, r->n);
     double mad = ppb_mad(v + from, r->n);
-    if (isnan(r->median) || isnan(mad))
+    r->noise = noise;
+    if (isnan(r->median) || isnan(mad) || isnan(r->noise))
         return PPB_ENOMEM;
-    r->scale = fmax(MAD_TO_SD * mad, noise_floor * fabs(r->median));
+    r->scale = fmax(MAD_TO_SD * mad, o->noise_floor * fabs(r->median));
+    double by_noise = o->noise_multiplier * r->noise;
+    r->threshold = by_noise > o->min_change ? by_noise : o->min_change;
+    r->from = by_noise > o->min_change ? "noise" : "floor";
     return 0;
 }
 
@@ -67,9 +132,30 @@ static int make_reference(const double *v, int from, int to, double noise_floor,
 static int beyond(double x, const reference *r, const ppb_trend_options *o)
 {
     double rel = x / r->median - 1, z = r->scale > 0 ? (x - r->median) / r->scale : (x == r->median ? 0 : INFINITY);
-    if (fabs(rel) >= o->min_change && fabs(z) >= o->min_score)
+    if (fabs(rel) >= r->threshold && fabs(z) >= o->min_score)
         return x > r->median ? 1 : -1;
     return 0;
+}
+
+static void set_reference(ppb_trend_result *out, const reference *r)
+{
+    out->reference = r->median;
+    out->scale = r->scale;
+    out->n_reference = r->n;
+    out->noise = r->noise;
+    out->threshold = r->threshold;
+    out->threshold_from = r->from;
+}
+
+/* "threshold 2.0% (floor)" / "threshold 4.8% (4 x noise 1.2%)" */
+static void describe_threshold(char *buf, size_t size, const reference *r, const ppb_trend_options *o)
+{
+    if (strcmp(r->from, "noise") == 0)
+        snprintf(buf, size, "threshold %.2f%% (%g x night-to-night noise %.2f%%)", 100 * r->threshold,
+                 o->noise_multiplier, 100 * r->noise);
+    else
+        snprintf(buf, size, "threshold %.2f%% (floor; night-to-night noise %.2f%%)", 100 * r->threshold,
+                 100 * r->noise);
 }
 
 /* Sum of |v - median| over v[from, to). */
@@ -120,22 +206,25 @@ int ppb_trend_analyse(const ppb_trend_point *history, int n, const ppb_trend_opt
         return 0;
     }
 
-    double *v = malloc(sizeof *v * (size_t)n);
-    if (!v)
+    double *v = malloc(sizeof *v * (size_t)n), *d = malloc(sizeof *d * 2 * (size_t)n);
+    if (!v || !d) {
+        free(v);
+        free(d);
         return ppb_fail(err, PPB_ENOMEM, "out of memory for a trend of %d runs", n);
+    }
     for (int i = 0; i < n; i++)
         v[i] = history[i].value;
     const int last = n - 1;
-    char who[160], from[160];
+    char who[160], from[160], thr[160];
     name_of(history, last, who, sizeof who);
 
-    /* 1. The latest run against the trailing window before it. */
+    /* 1. The latest run against the trailing window before it, the noise
+     *    measured over that window. */
     reference win;
-    if ((rc = make_reference(v, last - opt->window > 0 ? last - opt->window : 0, last, opt->noise_floor, &win)))
+    const int win_from = last - opt->window > 0 ? last - opt->window : 0;
+    if ((rc = make_reference(v, win_from, last, night_noise(v, 0, last, -1, d), opt, &win)))
         goto oom;
-    out->reference = win.median;
-    out->scale = win.scale;
-    out->n_reference = win.n;
+    set_reference(out, &win);
     out->rel_change = v[last] / win.median - 1;
     out->score = (v[last] - win.median) / win.scale;
     const int latest_dir = beyond(v[last], &win, opt);
@@ -166,7 +255,8 @@ int ppb_trend_analyse(const ppb_trend_point *history, int n, const ppb_trend_opt
     reference ref;
     if (best >= 0 && n - best >= opt->sustain && n - best <= opt->window) {
         int ref_from = best - opt->window > region ? best - opt->window : region;
-        if ((rc = make_reference(v, ref_from, best, opt->noise_floor, &ref)))
+        /* the noise of all the nights, not across the change point */
+        if ((rc = make_reference(v, ref_from, best, night_noise(v, 0, n, best, d), opt, &ref)))
             goto oom;
         double after = ppb_median(v + best, n - best);
         dir = beyond(after, &ref, opt);
@@ -175,9 +265,7 @@ int ppb_trend_analyse(const ppb_trend_point *history, int n, const ppb_trend_opt
                 dir = 0;
         if (dir) {
             out->status = dir > 0 ? PPB_TREND_REGRESSION : PPB_TREND_IMPROVEMENT;
-            out->reference = ref.median;
-            out->scale = ref.scale;
-            out->n_reference = ref.n;
+            set_reference(out, &ref);
             out->rel_change = after / ref.median - 1;
             out->score = (after - ref.median) / ref.scale;
             out->step_index = best;
@@ -185,30 +273,34 @@ int ppb_trend_analyse(const ppb_trend_point *history, int n, const ppb_trend_opt
             if (history[best].run_id)
                 snprintf(out->step_run_id, sizeof out->step_run_id, "%s", history[best].run_id);
             name_of(history, best, from, sizeof from);
+            describe_threshold(thr, sizeof thr, &ref, opt);
             snprintf(out->reason, sizeof out->reason,
                      "%s: a step of %+.1f%% (score %+.1f) began at run %s and has held for %d runs, against the "
-                     "median of the %d runs before it",
+                     "median of the %d runs before it; %s",
                      dir > 0 ? "REGRESSION" : "IMPROVEMENT", 100 * out->rel_change, out->score, from,
-                     out->step_runs, ref.n);
+                     out->step_runs, ref.n, thr);
             goto done;
         }
     }
+    describe_threshold(thr, sizeof thr, &win, opt);
     if (latest_dir) {
         out->status = PPB_TREND_OUTLIER;
         snprintf(out->reason, sizeof out->reason,
-                 "OUTLIER: latest run %s is %+.1f%% against the median of the %d runs before (score %+.1f), but "
-                 "no step is sustained over %d runs: an outlier, not a step",
-                 who, 100 * out->rel_change, win.n, out->score, opt->sustain);
+                 "OUTLIER: latest run %s is %+.1f%% against the median of the %d runs before (score %+.1f; %s), "
+                 "but no step is sustained over %d runs: an outlier, not a step",
+                 who, 100 * out->rel_change, win.n, out->score, thr, opt->sustain);
         goto done;
     }
     out->status = PPB_TREND_OK;
     snprintf(out->reason, sizeof out->reason,
-             "OK: latest run %s is %+.1f%% against the median of the %d runs before (score %+.1f)", who,
-             100 * out->rel_change, win.n, out->score);
+             "OK: latest run %s is %+.1f%% against the median of the %d runs before (score %+.1f; %s)", who,
+             100 * out->rel_change, win.n, out->score, thr);
 done:
     free(v);
+    free(d);
     return 0;
 oom:
     free(v);
+    free(d);
     return ppb_fail(err, PPB_ENOMEM, "out of memory analysing a trend of %d runs", n);
 }

@@ -2,7 +2,9 @@
  * latest run gets a robust score against a trailing window; a step test (L1
  * change point) finds where a shift began, and only a shift that the last
  * runs sustain raises an alert, so one noisy night is an OUTLIER, never a new
- * normal. Formulas and defaults, with reasons: docs/STATISTICS.md "Trend". */
+ * normal. The relative threshold is the case's own: k times its measured
+ * night-to-night noise, never under a practical floor. Formulas and defaults,
+ * with reasons: docs/STATISTICS.md "Trend". */
 #ifndef PPB_TREND_H
 #define PPB_TREND_H
 
@@ -29,8 +31,9 @@ typedef struct ppb_trend_options {
     int min_history;      /* fewer runs than this: INSUFFICIENT_HISTORY (6) */
     int min_segment;      /* runs before a change point, at least (3) */
     int sustain;          /* last runs that must all be beyond the thresholds (2) */
-    double min_change;    /* |relative change| at least this (0.05) ... */
-    double min_score;     /* ... AND |robust score| at least this (5) */
+    double min_change;    /* the practical floor of the relative threshold (0.02) */
+    double noise_multiplier;   /* k: threshold = max(min_change, k x night-to-night noise) (4) */
+    double min_score;     /* |relative change| >= threshold AND |robust score| >= this (5) */
     double noise_floor;   /* the scale is at least this fraction of the reference median (0.001) */
 } ppb_trend_options;
 
@@ -42,12 +45,21 @@ typedef struct ppb_trend_result {
     double score;            /* the same difference over the reference's robust scale */
     double reference;        /* median of the reference runs */
     double scale;            /* 1.4826 MAD of the reference runs, floored */
+    double noise;            /* the reference's night-to-night noise (ppb_trend_night_noise) */
+    double threshold;        /* the relative threshold used: max(min_change, k x noise) */
+    const char *threshold_from;   /* "floor" or "noise": which term set it (static string) */
     int n_reference;         /* runs in the reference */
     int step_index;          /* first run of the step (REGRESSION/IMPROVEMENT), else -1 */
     int step_runs;           /* runs since the step began, the latest included */
     char step_run_id[128];   /* run id of step_index ("" if none or unnamed) */
     char reason[512];        /* one line */
 } ppb_trend_result;
+
+/* The night-to-night noise of a series of run medians (in time order) as a
+ * relative standard deviation: the larger of a high quantile of consecutive
+ * log differences and the robust spread of the log values (docs/STATISTICS.md
+ * "Trend"). NAN with fewer than 2 values (or no memory). */
+double ppb_trend_night_noise(const double *values, int n);
 
 /* Judge the latest point of `history` (n points, oldest first). `opt` NULL:
  * defaults. */

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sequential.h"
+
 /* Hint cap: more samples than this per side is "not within any budget". */
 #define MORE_SAMPLES_CAP 1000000L
 
@@ -204,18 +206,17 @@ static int classify_states(const ppb_verdict_case *cases, int n, const ppb_verdi
     return rc ? ppb_fail(err, rc, "out of memory for verdict reasons") : 0;
 }
 
-/* Intervals, tests and classes for the compared cases, at level 1 - alpha/family. */
+/* A case's interval level: the family's share, spent over its sampling's looks. */
+static double case_alpha(const ppb_verdict_report *out, const ppb_verdict_case *c)
+{
+    return c->looks > 1 ? out->interval_alpha / c->looks : out->interval_alpha;
+}
+
+/* Intervals, tests and classes for the compared cases, at level 1 - case_alpha. */
 static int compare_cases(const ppb_verdict_case *cases, int n, const ppb_verdict_rules *rules,
                          ppb_verdict_report *out, ppb_err *err)
 {
-    int rc = 0, reps = 0;
-    double ia = out->interval_alpha;
-    if (rules->method == PPB_METHOD_BOOTSTRAP) {
-        reps = ppb_bootstrap_min_reps(ia);
-        if (reps < 0)
-            return ppb_fail(err, PPB_EINPUT, "alpha %g is too small for a bootstrap", ia);
-        reps = reps > rules->bootstrap_reps ? reps : rules->bootstrap_reps;
-    }
+    int rc = 0;
     double *p = malloc(sizeof *p * (size_t)(out->n_compared > 0 ? out->n_compared : 1));
     double *adj = malloc(sizeof *adj * (size_t)(out->n_compared > 0 ? out->n_compared : 1));
     if (!p || !adj) {
@@ -228,12 +229,22 @@ static int compare_cases(const ppb_verdict_case *cases, int n, const ppb_verdict
         ppb_verdict_outcome *o = &out->cases[i];
         if (o->state != PPB_CASE_COMPARED)
             continue;
-        if (rules->method == PPB_METHOD_BOOTSTRAP)
+        const double ia = case_alpha(out, c);
+        if (rules->method == PPB_METHOD_BOOTSTRAP) {
+            int reps = ppb_bootstrap_min_reps(ia);
+            if (reps < 0) {
+                rc = ppb_fail(err, PPB_EINPUT, "alpha %g is too small for a bootstrap", ia);
+                goto done;
+            }
+            reps = reps > rules->bootstrap_reps ? reps : rules->bootstrap_reps;
             rc = ppb_ab_bootstrap_median_ratio(c->baseline, c->n_baseline, c->candidate, c->n_candidate, ia, reps,
                                                rules->seed + (uint64_t)i, &o->interval, err);
-        else
+        } else {
             rc = ppb_ab_hodges_lehmann(c->baseline, c->n_baseline, c->candidate, c->n_candidate, ia,
                                        &o->interval, err);
+        }
+        if (!rc)
+            ppb_seq_widen(&o->interval, ia, c->between_sd);
         if (!rc)
             rc = ppb_mann_whitney(c->baseline, c->n_baseline, c->candidate, c->n_candidate, &o->test, err);
         if (rc) {
@@ -274,14 +285,18 @@ static int weighted_mean(const ppb_verdict_case *cases, int n, ppb_verdict_repor
         rc = ppb_fail(err, PPB_ENOMEM, "out of memory for the geometric mean");
         goto done;
     }
+    /* The mean is looked at with its cases: at the strictest case level. */
+    double mean_alpha = out->interval_alpha;
     for (int i = 0; i < n; i++)
         if (out->cases[i].state == PPB_CASE_COMPARED) {
             iv[k] = out->cases[i].interval;
             w[k] = cases[i].weight;
             weight += w[k++];
+            double a = case_alpha(out, &cases[i]);
+            mean_alpha = a < mean_alpha ? a : mean_alpha;
         }
     if (k > 0 && weight > 0) {
-        if ((rc = ppb_weighted_geomean(iv, w, k, out->interval_alpha, &out->geomean, err)))
+        if ((rc = ppb_weighted_geomean(iv, w, k, mean_alpha, &out->geomean, err)))
             goto done;
         out->have_geomean = 1;
     }
@@ -333,11 +348,12 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
         if (!iv->bounded) {
             cases_clear = 0;
             long more = ppb_ab_samples_to_resolve(iv, cases[i].n_baseline, cases[i].n_candidate, t,
-                                                  out->interval_alpha, MORE_SAMPLES_CAP);
+                                                  case_alpha(out, &cases[i]), MORE_SAMPLES_CAP);
             rc = add_line(&unresolved,
                           "INCONCLUSIVE: case '%s': %d + %d samples are too few for an interval at level %.4g%%; "
                           "at least %ld more per side",
-                          cases[i].key, cases[i].n_baseline, cases[i].n_candidate, 100 * (1 - out->interval_alpha),
+                          cases[i].key, cases[i].n_baseline, cases[i].n_candidate,
+                          100 * (1 - case_alpha(out, &cases[i])),
                           more);
         } else if (iv->ratio_lo > 1 + tol) {
             rc = add_line(&reject, "REJECT: case '%s' is %s, above the %g%% tolerated regression", cases[i].key, what,
@@ -345,7 +361,7 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
         } else if (iv->ratio_hi > 1 + tol) {
             cases_clear = 0;
             long more = ppb_ab_samples_to_resolve(iv, cases[i].n_baseline, cases[i].n_candidate, tol,
-                                                  out->interval_alpha, MORE_SAMPLES_CAP);
+                                                  case_alpha(out, &cases[i]), MORE_SAMPLES_CAP);
             int near = more > 10L * (cases[i].n_baseline + cases[i].n_candidate);
             rc = add_line(&unresolved,
                           "INCONCLUSIVE: case '%s' is %s: it may be beyond the %g%% tolerated regression; "
@@ -353,6 +369,11 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
                           cases[i].key, what, 100 * tol, more,
                           near ? " (the estimate is close to the tolerance)" : "");
         }
+        if (!rc && cases[i].sessions == 1)
+            rc = add_line(&notes,
+                          "note: case '%s' was measured in one session per side: its interval has no "
+                          "between-session component",
+                          cases[i].key);
     }
     if (rc) {
         rc = ppb_fail(err, rc, "out of memory for verdict reasons");

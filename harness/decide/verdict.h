@@ -35,6 +35,10 @@ typedef struct ppb_verdict_case {
     int baseline_feasible, candidate_feasible;   /* 1: the target can run it */
     const char *baseline_reason;       /* why infeasible or wrong (may be NULL) */
     const char *candidate_reason;      /* e.g. the target's feasibility arithmetic */
+    /* How the pair was sampled (harness/decide/sequential.h); 0 = one look, one session. */
+    int looks;                         /* scheduled looks: the case's interval spends alpha / looks */
+    int sessions;                      /* sessions per side (1: no between-session component measured) */
+    double between_sd;                 /* between-session sd of the log ratio, widens the interval */
 } ppb_verdict_case;
 
 typedef struct ppb_verdict_rules {
@@ -77,7 +81,7 @@ typedef struct ppb_verdict_report {
     ppb_verdict_outcome *cases;      /* one per input case, same order */
     int n_compared;
     int family_size;                 /* intervals sharing alpha: compared cases + the mean */
-    double interval_alpha;           /* alpha / family_size: every interval's level is 1 - this */
+    double interval_alpha;           /* alpha / family_size; a case's interval has level 1 - this / its looks */
     double regression_tolerance;     /* max(max_regression, threshold) */
     int have_geomean;
     ppb_geomean geomean;             /* over compared cases, at the same level */

@@ -249,13 +249,14 @@ typedef struct night_sink {
     ppb_err *err;
 } night_sink;
 
-/* The runs ppb_store_case_history reads: the suite's, started at or after
- * --since (the same string comparison as its SQL). */
+/* The runs ppb_store_case_history reads: the suite's plain runs, started at
+ * or after --since (the same string comparison as its SQL). */
 static int collect_night(void *ctx, const ppb_run_info *run)
 {
     night_sink *k = ctx;
     rp_report *r = k->r;
-    if (strcmp(run->suite_name, r->req->suite) != 0 || strcmp(run->started_at, r->req->since) < 0)
+    if (strcmp(run->suite_name, r->req->suite) != 0 || strcmp(run->started_at, r->req->since) < 0 ||
+        strcmp(run->kind, "run") != 0)
         return 0;
     int rc = grow((void **)&r->nights, &r->cap_nights, r->n_nights, sizeof *r->nights, k->err);
     if (rc)
@@ -309,7 +310,7 @@ static double case_baseline(const rp_trend_case *t)
 static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
 {
     const ppb_report_request *req = r->req;
-    int64_t latest = ppb_store_latest_run_of_suite(s, req->suite);
+    int64_t latest = ppb_store_latest_run_of_suite(s, req->suite, NULL);
     if (latest < 0)
         return ppb_fail(err, PPB_EIO, "reading the runs of suite '%s' failed", req->suite);
     if (latest == 0)
@@ -337,7 +338,7 @@ static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
         t->chart = -1;
         snprintf(t->key, sizeof t->key, "%s", keys.keys[i]);
         history_sink hk = {t, 0, err};
-        rc = ppb_store_case_history(s, req->suite, t->key, req->since, collect_point, &hk, err);
+        rc = ppb_store_case_history(s, req->suite, t->key, req->since, NULL, collect_point, &hk, err);
         if (rc)
             break;
         ppb_trend_point *pts = calloc((size_t)t->n_points + 1, sizeof *pts);

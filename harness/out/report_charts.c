@@ -916,6 +916,8 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
                   "set key inside left bottom horizontal\n");
     history_tics(r, t, first_alert >= 0 && t->trend.status != PPB_TREND_OUTLIER ? first_alert : -1,
                  f.gp);
+    /* the case's own threshold (the floor when it has none yet) */
+    double thr = t->analysed && t->trend.threshold_from ? t->trend.threshold : r->trend_opt.min_change;
     if (t->analysed && isfinite(t->trend.reference) && t->trend.reference > 0 && t->n_points > 0) {
         double ref = t->trend.reference;
         const char *x0 = t->points[0].started_at, *x1 = t->points[t->n_points - 1].started_at;
@@ -923,9 +925,8 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
                 "set arrow 1 from '%s', %.9g to '%s', %.9g nohead dt 2 lc rgb colour_limit\n"
                 "set arrow 2 from '%s', %.9g to '%s', %.9g nohead dt 3 lc rgb colour_limit\n"
                 "set arrow 3 from '%s', %.9g to '%s', %.9g nohead dt 3 lc rgb colour_limit\n",
-                x0, ref, x1, ref, x0, ref * (1 + r->trend_opt.min_change), x1,
-                ref * (1 + r->trend_opt.min_change), x0, ref * (1 - r->trend_opt.min_change), x1,
-                ref * (1 - r->trend_opt.min_change));
+                x0, ref, x1, ref, x0, ref * (1 + thr), x1, ref * (1 + thr), x0, ref * (1 - thr), x1,
+                ref * (1 - thr));
     }
     if (first_alert >= 0 && t->trend.status != PPB_TREND_OUTLIER)
         fprintf(f.gp, "set arrow 4 from '%s', graph 0 to '%s', graph 1 nohead lc rgb colour_alert\n",
@@ -936,8 +937,8 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
              "     '' index 1 using 1:2 with points pt 9 ps 1.6 lc rgb colour_alert title 'alert'",
              name);
     snprintf(c->note, sizeof c->note,
-             "dashed: the reference median; dotted: +-%.0f%%; red: %s",
-             r->trend_opt.min_change * 100,
+             "dashed: the reference median; dotted: +-%.1f%%, its threshold; red: %s",
+             thr * 100,
              first_alert < 0 ? "no alert"
              : t->trend.status == PPB_TREND_OUTLIER
                  ? "the latest run, an outlier"

@@ -785,12 +785,13 @@ static void trend_sections(page *p)
     ppb_html *h = &p->h;
     note_section_start(p, "trend-charts", "History per case");
     ppb_html_textf(h,
-                   "Each case's median time per run of suite '%s', oldest first. A run is beyond "
-                   "the thresholds when it differs from the reference median by at least %.0f%% "
-                   "and %.0f robust standard deviations; a step alerts when the last %d runs "
-                   "hold it (window %d runs, at least %d runs of history). Alerts come first.",
-                   r->req->suite, r->trend_opt.min_change * 100, r->trend_opt.min_score,
-                   r->trend_opt.sustain, r->trend_opt.window, r->trend_opt.min_history);
+                   "Each case's plain runs of suite '%s', oldest first. A run is beyond the "
+                   "thresholds when it differs from the reference median by at least the case's "
+                   "threshold, the larger of %.0f%% and %g times its night-to-night noise, and by "
+                   "%.0f robust standard deviations; a step alerts when the last %d runs hold it "
+                   "(window %d runs, at least %d runs of history). Alerts come first.",
+                   r->req->suite, r->trend_opt.min_change * 100, r->trend_opt.noise_multiplier,
+                   r->trend_opt.min_score, r->trend_opt.sustain, r->trend_opt.window, r->trend_opt.min_history);
     int charted = 0;
     for (int i = 0; i < r->n_trend; i++)
         charted += r->trend[i].chart >= 0;

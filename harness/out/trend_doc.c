@@ -45,7 +45,16 @@ void ppb_trend_doc_json(const ppb_trend_doc *d, int exit_code, FILE *out)
         ppb_json_number(out, r->score);
         fputs(",\"reference_ms\":", out);
         ppb_json_number(out, r->reference);
-        fprintf(out, ",\"reference_runs\":%d,\"step_run\":", r->n_reference);
+        fprintf(out, ",\"reference_runs\":%d,\"threshold\":", r->n_reference);
+        ppb_json_number(out, r->threshold_from ? r->threshold : NAN);
+        fputs(",\"threshold_from\":", out);
+        if (r->threshold_from)
+            ppb_json_string(out, r->threshold_from);
+        else
+            fputs("null", out);
+        fputs(",\"noise\":", out);
+        ppb_json_number(out, r->threshold_from ? r->noise : NAN);
+        fputs(",\"step_run\":", out);
         if (r->step_run_id[0])
             ppb_json_string(out, r->step_run_id);
         else

@@ -270,6 +270,7 @@ static int device_known(run_ctx *x, const ppb_backend_ops *ops, const ppb_device
         if ((rc = encode_args(o, x->have_target ? x->target_ref : "none", args, sizeof args, err)))
             return rc;
         ppb_run_shard shard = {o->shard_k, o->shard_n, o->group};
+        x->session.run_kind = o->run_kind;
         rc = ppb_session_begin_run(&x->session, x->store, &x->suite, &shard, o->label, args, x->cases.n,
                                    &x->run, err);
     } else {

@@ -20,6 +20,8 @@ typedef struct ppb_run_options {
     int device_index;
     const char *target;       /* overrides the suite's target; "none" = no target */
     const char *label;
+    const char *run_kind;     /* --kind: run (NULL), proposal or calibrate (ppb_store_run_kinds); a
+                                 resumed run keeps its own */
     int64_t resume_run;       /* complete this run instead of starting one */
     double cpu_max_gflop;     /* CPU backend work limit per case (0 = its default) */
     int hot;                  /* 1: do not flush caches between samples */

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "hash.h"
@@ -73,7 +74,11 @@ uint64_t ppb_case_seed(uint64_t suite_seed, const ppb_case *c)
 static long long physical_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? (long long)pages * page : 0;
+    long long mem = pages > 0 && page > 0 ? (long long)pages * page : 0;
+    struct rlimit rl; /* ulimit -v: what this process may map, if less */
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (mem <= 0 || (long long)rl.rlim_cur < mem))
+        mem = (long long)rl.rlim_cur;
+    return mem;
 }
 
 static void set_status(ppb_result *r, int status, const char *reason)
@@ -87,6 +92,17 @@ int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, ppb_w
 {
     memset(w, 0, sizeof *w);
     ppb_err err = {{0}};
+    /* Inputs (and the reference's copy of them) live on the host too. Judged
+     * from the arithmetic first: even the lengths and block table the backend's
+     * refusal is asked with can take gigabytes and seconds for the largest shapes. */
+    double need = (double)ppb_workload_host_bytes(c), have = (double)physical_memory();
+    if (have > 0 && need > 0.5 * have) {
+        snprintf(res->reason, sizeof res->reason,
+                 "needs %.1f GB of host memory for inputs, more than half of the %.1f GB here",
+                 need / 1e9, have / 1e9);
+        res->status = PPB_STATUS_SKIPPED;
+        return PPB_OK;
+    }
     if (s->ops->refuse) {
         int rc = ppb_workload_create(w, c, seed, 0, &err);
         if (!rc)
@@ -96,15 +112,6 @@ int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, ppb_w
             set_status(res, rc == PPB_EREFUSED ? PPB_STATUS_REFUSED : PPB_STATUS_ERROR, err.msg);
             return PPB_OK;
         }
-    }
-    /* Inputs (and the reference's copy of them) live on the host too. */
-    double need = (double)ppb_workload_host_bytes(c), have = (double)physical_memory();
-    if (have > 0 && need > 0.5 * have) {
-        snprintf(res->reason, sizeof res->reason,
-                 "needs %.1f GB of host memory for inputs, more than half of the %.1f GB here",
-                 need / 1e9, have / 1e9);
-        res->status = PPB_STATUS_SKIPPED;
-        return PPB_OK;
     }
     int rc = ppb_workload_create(w, c, seed, 1, &err);
     if (rc)
@@ -230,6 +237,7 @@ int ppb_session_begin_run(ppb_session *s, ppb_store *store, const ppb_suite *sui
     snprintf(r->device, sizeof r->device, "%s", s->device.name);
     snprintf(r->target, sizeof r->target, "%s", s->target ? s->target->name : "");
     snprintf(r->label, sizeof r->label, "%s", label ? label : "");
+    snprintf(r->kind, sizeof r->kind, "%s", s->run_kind ? s->run_kind : "run");
     ppb_utc_now(r->started_at, sizeof r->started_at);
     snprintf(r->status, sizeof r->status, "running");
     snprintf(r->args, sizeof r->args, "%s", args ? args : "");

@@ -19,6 +19,7 @@ typedef struct ppb_session {
     ppb_backend *backend;
     ppb_device_info device;
     const ppb_target *target;   /* borrowed; NULL = no target */
+    const char *run_kind;       /* the kind of the runs it begins (ppb_store_run_kinds); NULL = "run" */
 } ppb_session;
 
 /* Open a backend by name: "cpu", "cuda", or "auto" (the GPU when one is usable,
@@ -58,8 +59,9 @@ typedef struct ppb_run_shard {
     const char *group;         /* NULL or "": the default, "<commit>@<UTC date>" */
 } ppb_run_shard;
 
-/* A new run in the store with provenance, device and the seed; `args` are the
- * options resume needs; `shard` NULL for an unsharded run. */
+/* A new run in the store with provenance, device and the seed, of the
+ * session's run_kind; `args` are the options resume needs; `shard` NULL for an
+ * unsharded run. */
 int ppb_session_begin_run(ppb_session *s, ppb_store *store, const ppb_suite *suite, const ppb_run_shard *shard,
                           const char *label, const char *args, int n_cases, ppb_run_info *run,
                           ppb_err *err);

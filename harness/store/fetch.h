@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "ppb_error.h"
+#include "store.h"
 
 /* 1 when `s` looks like "scheme://..." rather than a file path. */
 int ppb_fetch_is_url(const char *s);
@@ -23,6 +24,16 @@ int ppb_fetch_is_url(const char *s);
  * and the download removed. local_path gets the file to open. Call
  * ppb_fetch_release when done. */
 int ppb_fetch_baseline_db(const char *url_or_path, long timeout_s, char *local_path, size_t len, ppb_err *err);
+
+/* ppb_fetch_baseline_db, then the file opened with ppb_store_open_readonly and
+ * its SQLite work bounded (a budget of VM steps, values of at most 64 MiB, no
+ * ATTACH, temporary data in memory). While a downloaded copy exists, SIGINT and
+ * SIGTERM only set a flag: the download, the checks and every query stop on it
+ * (PPB_EINTR), and the copy is removed; ppb_fetch_release then re-raises the
+ * signal with the handlers the caller had. On failure nothing is left open or
+ * on disk. Close *out with ppb_store_close, then call ppb_fetch_release. */
+int ppb_fetch_open_baseline(const char *url_or_path, long timeout_s, ppb_store **out, char *local_path,
+                            size_t len, ppb_err *err);
 
 /* Seconds one try of a download may take when the caller gives 0 (each of
  * the retries has the same limit). */

@@ -196,6 +196,14 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
+/* libcurl calls this at least once a second, data or not. */
+static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    const volatile sig_atomic_t *stop = userdata;
+    return stop && *stop ? 1 : 0; /* nonzero: CURLE_ABORTED_BY_CALLBACK */
+}
+
 static int reset_sink(sink_state *s)
 {
     s->written = 0;
@@ -365,6 +373,11 @@ int ppb_http_request(const ppb_http_options *o, const char *method, const char *
         SET(CURLOPT_CAINFO, o->cacert);
     SET(CURLOPT_WRITEFUNCTION, on_body);
     SET(CURLOPT_WRITEDATA, &st);
+    if (o->stop) {
+        SET(CURLOPT_XFERINFOFUNCTION, on_progress);
+        SET(CURLOPT_XFERINFODATA, (void *)o->stop);
+        SET(CURLOPT_NOPROGRESS, 0L);
+    }
     if (body) {
         SET(CURLOPT_POSTFIELDS, body);
         SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
@@ -398,7 +411,10 @@ int ppb_http_request(const ppb_http_options *o, const char *method, const char *
         }
         char answer[SNIPPET_MAX + 1];
         printable_snippet(st.snippet, answer, sizeof answer);
-        if (st.too_large) {
+        if (o->stop && *o->stop) {
+            rc = ppb_fail(err, PPB_EINTR, "%s: interrupted by a signal", url);
+            goto end;
+        } else if (st.too_large) {
             res->transient = 0;
             rc = ppb_fail(err, PPB_EIO, "%s: the answer is larger than %lld bytes", url,
                           max_bytes);
@@ -435,7 +451,12 @@ int ppb_http_request(const ppb_http_options *o, const char *method, const char *
             if (ra * 1000L > wait)
                 wait = ra * 1000L;
         }
-        sleep_ms(wait);
+        for (long slept = 0; slept < wait && !(o->stop && *o->stop); slept += 100)
+            sleep_ms(wait - slept < 100 ? wait - slept : 100);
+        if (o->stop && *o->stop) {
+            rc = ppb_fail(err, PPB_EINTR, "%s: interrupted by a signal", url);
+            goto end;
+        }
         delay = delay * 2 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : delay * 2;
     }
     if (res->tries > 1)

@@ -10,6 +10,7 @@
 #ifndef PPB_HTTP_H
 #define PPB_HTTP_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -23,6 +24,8 @@ typedef struct ppb_http_options {
     long retry_delay_ms;      /* first backoff; doubles per retry, capped at 30 s (1000) */
     const char *token;        /* NULL or "": no Authorization header */
     const char *auth_scheme;  /* "Bearer" (default); InfluxDB 2 wants "Token" */
+    const volatile sig_atomic_t *stop; /* NULL, or set by a signal handler: the request ends
+                                           within a second with PPB_EINTR, no retry */
 } ppb_http_options;
 
 void ppb_http_options_default(ppb_http_options *o);

@@ -16,12 +16,14 @@
  * constants (PRAGMA cannot take parameters). */
 #include "store.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -698,6 +700,66 @@ int ppb_store_open(ppb_store **out, const char *path, ppb_err *err)
     return ppb_store_open_at_version(out, path, PPB_STORE_SCHEMA_VERSION, err);
 }
 
+/* "file:" + path with everything but [A-Za-z0-9/._-] percent-encoded. */
+static int readonly_uri(const char *path, int immutable, char *uri, size_t len)
+{
+    size_t n = (size_t)snprintf(uri, len, "file:");
+    for (const unsigned char *c = (const unsigned char *)path; *c && n + 4 < len; c++)
+        n += (size_t)(isalnum(*c) || strchr("/._-", *c) ? snprintf(uri + n, len - n, "%c", *c)
+                                                          : snprintf(uri + n, len - n, "%%%02X", *c));
+    n += (size_t)snprintf(uri + n, len - n, "%s", immutable ? "?immutable=1" : "?mode=ro");
+    return n + 1 < len ? PPB_OK : PPB_EINPUT;
+}
+
+int ppb_store_open_readonly(ppb_store **out, const char *path, ppb_err *err)
+{
+    *out = NULL;
+    struct stat st;
+    if (!path || !*path || strcmp(path, ":memory:") == 0 || stat(path, &st) != 0)
+        return ppb_store_open(out, path, err);
+    ppb_store *s = calloc(1, sizeof *s);
+    char uri[3 * 4096 + 32], wal[4096 + 8];
+    if (!s)
+        return ppb_fail(err, PPB_ENOMEM, "out of memory opening %s", path);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    int immutable = access(wal, F_OK) != 0, rc;
+    if (strlen(path) >= sizeof s->path || readonly_uri(path, immutable, uri, sizeof uri)) {
+        free(s);
+        return ppb_fail(err, PPB_EINPUT, "database path too long: %s", path);
+    }
+    strcpy(s->path, path);
+    if (sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+        rc = ppb_fail(err, PPB_EIO, "cannot open database %s to read: %s", path,
+                      s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        goto fail;
+    }
+    sqlite3_extended_result_codes(s->db, 1);
+    sqlite3_db_config(s->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL);
+    sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
+    sqlite3_busy_timeout(s->db, 5000);
+    long long version = 0;
+    if ((rc = inspect_existing(s, PPB_STORE_SCHEMA_VERSION, &version, err)) != PPB_OK ||
+        (rc = check_not_damaged(s, err)) != PPB_OK)
+        goto fail;
+    if (version != PPB_STORE_SCHEMA_VERSION) { /* empty or older: opened to write once, to migrate */
+        ppb_store_close(s);
+        return ppb_store_open(out, path, err);
+    }
+    if ((rc = exec_sql(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", err)) != PPB_OK)
+        goto fail;
+    if (sqlite3_create_function_v2(s->db, "ppb_json_number", 1,
+                                   SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
+                                   sql_json_number, NULL, NULL, NULL) != SQLITE_OK) {
+        rc = sqlite_fail(s, err, "registering ppb_json_number");
+        goto fail;
+    }
+    *out = s;
+    return PPB_OK;
+fail:
+    ppb_store_close(s);
+    return rc;
+}
+
 void ppb_store_close(ppb_store *s)
 {
     if (!s)
@@ -734,6 +796,38 @@ static int valid_run_status(const char *status)
     return 0;
 }
 
+const char *const ppb_store_run_kinds[] = {"run", "proposal", "calibrate", NULL};
+
+int ppb_store_run_kind_valid(const char *kind)
+{
+    for (int i = 0; kind && ppb_store_run_kinds[i]; i++)
+        if (strcmp(kind, ppb_store_run_kinds[i]) == 0)
+            return 1;
+    return 0;
+}
+
+int ppb_store_run_kinds_check(const char *list, ppb_err *err)
+{
+    if (!list || !*list)
+        return ppb_fail(err, PPB_EINPUT, "an empty list of run kinds (run, proposal, calibrate or all)");
+    if (strcmp(list, "all") == 0)
+        return PPB_OK;
+    for (const char *p = list;;) {
+        size_t n = strcspn(p, ",");
+        char kind[16];
+        snprintf(kind, sizeof kind, "%.*s", (int)(n < sizeof kind ? n : sizeof kind - 1), p);
+        if (n >= sizeof kind || !ppb_store_run_kind_valid(kind))
+            return ppb_fail(err, PPB_EINPUT, "unknown run kind '%.*s' (run, proposal, calibrate or all)", (int)n, p);
+        if (!p[n])
+            return PPB_OK;
+        p += n + 1;
+    }
+}
+
+/* SQL true when run u's kind is in the list :kinds ("" = plain runs, "all"). */
+#define KIND_IN_LIST                                                                                \
+    " (:kinds = 'all' OR instr(',' || COALESCE(NULLIF(:kinds, ''), 'run') || ',', ',' || u.kind || ',') > 0)"
+
 int ppb_store_begin_run(ppb_store *s, ppb_run_info *run, ppb_err *err)
 {
     char status[sizeof run->status];
@@ -741,14 +835,18 @@ int ppb_store_begin_run(ppb_store *s, ppb_run_info *run, ppb_err *err)
              run->status);
     if (status[0] && !valid_run_status(status))
         return ppb_fail(err, PPB_EINPUT, "unknown run status '%s'", status);
+    char kind[sizeof run->kind];
+    snprintf(kind, sizeof kind, "%.*s", (int)strnlen(run->kind, sizeof run->kind), run->kind);
+    if (kind[0] && !ppb_store_run_kind_valid(kind))
+        return ppb_fail(err, PPB_EINPUT, "unknown run kind '%s' (run, proposal, calibrate)", kind);
     static const char sql[] =
         "INSERT INTO runs(suite_path, suite_name, suite_hash, git_commit, host, backend, device,"
-        " target, label, started_at, status, args, n_cases, shard_index, shard_count, run_group)"
+        " target, label, started_at, status, args, n_cases, shard_index, shard_count, run_group, kind)"
         " VALUES(:suite_path, :suite_name, :suite_hash, :git_commit, :host, :backend, :device,"
         " :target, :label,"
         " COALESCE(NULLIF(:started_at, ''), strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),"
         " COALESCE(NULLIF(:status, ''), 'running'), :args, :n_cases, :shard_index, :shard_count,"
-        " :run_group)";
+        " :run_group, COALESCE(NULLIF(:kind, ''), 'run'))";
     /* A shard is the first part of the run its group's shards fold into (merge.c). */
     static const char own_part[] =
         "INSERT INTO run_parts(run_id, uid, shard_index, host)"
@@ -760,7 +858,8 @@ int ppb_store_begin_run(ppb_store *s, ppb_run_info *run, ppb_err *err)
                               RUN_TEXT(target), RUN_TEXT(label), RUN_TEXT(started_at), RUN_TEXT(status),
                               RUN_TEXT(args), P_INT(":n_cases", run->n_cases),
                               P_INT(":shard_index", run->shard_index),
-                              P_INT(":shard_count", run->shard_count), RUN_TEXT(run_group)),
+                              P_INT(":shard_count", run->shard_count), RUN_TEXT(run_group),
+                              P_TEXT(":kind", kind)),
                        "recording a new run", err);
 #undef RUN_TEXT
     if (rc)
@@ -839,7 +938,7 @@ int ppb_store_each_env(ppb_store *s, int64_t run_id, ppb_env_visitor fn, void *c
     " label, started_at, finished_at, status, args, n_cases,"                                    \
     " (SELECT count(*) FROM results WHERE results.run_id = runs.id),"                             \
     " shard_index, shard_count, run_group,"                                                      \
-    " (SELECT count(*) FROM run_parts WHERE run_parts.run_id = runs.id) FROM runs"
+    " (SELECT count(*) FROM run_parts WHERE run_parts.run_id = runs.id), kind FROM runs"
 
 static void read_run_row(sqlite3_stmt *st, ppb_run_info *run)
 {
@@ -867,6 +966,7 @@ static void read_run_row(sqlite3_stmt *st, ppb_run_info *run)
     run->shard_count = sqlite3_column_int(st, i++);
     copy_column_text(st, i++, run->run_group, sizeof run->run_group);
     run->n_shards = sqlite3_column_int(st, i++);
+    copy_column_text(st, i++, run->kind, sizeof run->kind);
 }
 
 static int run_row(sqlite3_stmt *stmt, void *run)
@@ -1233,7 +1333,7 @@ static const char export_json_sql[] =
     "   'id', id, 'suite_path', suite_path, 'suite_name', suite_name, 'suite_hash', suite_hash,"
     "   'git_commit', git_commit, 'host', host, 'backend', backend, 'device', device,"
     "   'target', target, 'label', label, 'started_at', started_at, 'finished_at', finished_at,"
-    "   'status', status, 'args', args, 'n_cases', n_cases,"
+    "   'status', status, 'args', args, 'n_cases', n_cases, 'kind', kind,"
     "   'n_done', (SELECT count(*) FROM results WHERE run_id = runs.id)),"
     " 'env', json((SELECT json_group_object(key, value) FROM"
     "   (SELECT key, value FROM env WHERE run_id = runs.id ORDER BY rowid))),"
@@ -1274,7 +1374,7 @@ static const char run_json_sql[] =
     " 'schema', '" PPB_RUN_SCHEMA "', 'command', 'run', 'exit_code', :exit_code,"
     " 'run', json_object('id', id, 'suite_name', suite_name, 'suite_path', suite_path, 'git_commit', git_commit,"
     "   'backend', backend, 'device', device, 'target', target, 'label', label, 'started_at', started_at,"
-    "   'finished_at', finished_at, 'status', status, 'n_cases', n_cases),"
+    "   'finished_at', finished_at, 'status', status, 'n_cases', n_cases, 'kind', kind),"
     " 'counts', json((SELECT json_group_object(status, n) FROM"
     "   (SELECT status, count(*) AS n FROM results WHERE run_id = runs.id GROUP BY status))),"
     " 'cases', json((SELECT json_group_array(json(item)) FROM (SELECT json_object("
@@ -1529,29 +1629,38 @@ static int history_row(sqlite3_stmt *stmt, void *arg)
     copy_column_text(stmt, 1, p.started_at, sizeof p.started_at);
     copy_column_text(stmt, 2, p.status, sizeof p.status);
     read_REAL(stmt, 3, &p.median_ms);
+    copy_column_text(stmt, 4, p.uid, sizeof p.uid);
     return w->fn(w->ctx, &p);
 }
 
-int ppb_store_case_history(ppb_store *s, const char *suite_name, const char *case_key,
-                           const char *since, ppb_history_visitor fn, void *ctx, ppb_err *err)
+int ppb_store_case_history(ppb_store *s, const char *suite_name, const char *case_key, const char *since,
+                           const char *kinds, ppb_history_visitor fn, void *ctx, ppb_err *err)
 {
     static const char sql[] =
-        "SELECT u.id, u.started_at, r.status, r.median_ms FROM results r"
+        "SELECT u.id, u.started_at, r.status, r.median_ms, COALESCE(u.uid, '') FROM results r"
         " JOIN runs u ON u.id = r.run_id JOIN cases c ON c.id = r.case_id"
-        " WHERE u.suite_name = :suite AND c.key = :key AND u.started_at >= :since"
+        " WHERE u.suite_name = :suite AND c.key = :key AND u.started_at >= :since AND" KIND_IN_LIST
         " ORDER BY u.started_at, u.id";
+    if (kinds && *kinds) {
+        int rc = ppb_store_run_kinds_check(kinds, err);
+        if (rc)
+            return rc;
+    }
     history_walk w = {fn, ctx};
     return each_row(s, sql,
                     PARAMS(P_TEXT(":suite", suite_name), P_TEXT(":key", case_key),
-                           P_TEXT(":since", since ? since : "")),
+                           P_TEXT(":since", since ? since : ""), P_TEXT(":kinds", kinds ? kinds : "")),
                     history_row, &w, "reading a case's history", err);
 }
 
-int64_t ppb_store_latest_run_of_suite(ppb_store *s, const char *suite_name)
+int64_t ppb_store_latest_run_of_suite(ppb_store *s, const char *suite_name, const char *kinds)
 {
     long long id = 0;
     ppb_err ignored;
-    int rc = one_row(s, "SELECT COALESCE(max(id), 0) FROM runs WHERE suite_name = :suite",
-                     PARAMS(P_TEXT(":suite", suite_name)), read_int64, &id, "finding a suite's runs", &ignored);
+    if (kinds && *kinds && ppb_store_run_kinds_check(kinds, &ignored))
+        return PPB_EINPUT;
+    int rc = one_row(s, "SELECT COALESCE(max(id), 0) FROM runs u WHERE suite_name = :suite AND" KIND_IN_LIST,
+                     PARAMS(P_TEXT(":suite", suite_name), P_TEXT(":kinds", kinds ? kinds : "")), read_int64, &id,
+                     "finding a suite's runs", &ignored);
     return rc == PPB_OK ? id : PPB_EIO;
 }

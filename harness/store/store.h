@@ -16,7 +16,7 @@
 typedef struct ppb_store ppb_store;
 
 /* user_version of a database this binary writes; store_schema.c has the steps. */
-#define PPB_STORE_SCHEMA_VERSION 6
+#define PPB_STORE_SCHEMA_VERSION 7
 
 /* Path used when neither --db nor PPBENCH_DB is given. */
 #define PPB_DEFAULT_DB "ppbench.db"
@@ -43,12 +43,30 @@ typedef struct ppb_run_info {
     int shard_index, shard_count;
     char run_group[128];
     int n_shards;              /* shards this run holds: 1 for a shard, up to shard_count once merged */
+    char kind[16];             /* ppb_store_run_kinds: "run", "proposal", "calibrate"; "" at begin: "run" */
 } ppb_run_info;
+
+/* What a run was for: a plain `ppbench run` ("run", the nights trend follows and
+ * compare takes run-to-run noise from), a side of `propose`, or `calibrate`
+ * (synthetic slowdowns included). NULL-terminated. */
+extern const char *const ppb_store_run_kinds[];
+/* 1 if `kind` is one of ppb_store_run_kinds. */
+int ppb_store_run_kind_valid(const char *kind);
+/* A comma-separated list of kinds ("run,proposal"), or "all": 0 if every name
+ * is a kind (and the list is not empty), else PPB_EINPUT naming the bad one. */
+int ppb_store_run_kinds_check(const char *list, ppb_err *err);
 
 /* Open or create; applies migrations up to PPB_STORE_SCHEMA_VERSION. A file that
  * is not a ppbench database (or is newer) is refused with PPB_EINPUT and left
  * untouched; a path that does not exist (or an empty file) becomes a new database. */
 int ppb_store_open(ppb_store **out, const char *path, ppb_err *err);
+/* For commands that only read: SQLITE_OPEN_READONLY, checked like
+ * ppb_store_open, nothing created or written next to the file (a database in a
+ * read-only folder can be read). Without a -wal file (no writer has it open) it
+ * is read as immutable (no -shm needed); with one, read-only with the writer's
+ * WAL. An older schema (or an empty file) is opened with ppb_store_open, which
+ * migrates it. Every write on the store fails (PPB_EIO). */
+int ppb_store_open_readonly(ppb_store **out, const char *path, ppb_err *err);
 void ppb_store_close(ppb_store *s);
 /* Resolve the database path: explicit option, then $PPBENCH_DB, then the default. */
 const char *ppb_store_default_path(const char *option);
@@ -142,18 +160,21 @@ int ppb_store_each_proposal_case(ppb_store *s, int64_t id, ppb_proposal_case_vis
 
 typedef struct ppb_history_point {
     int64_t run_id;
+    char uid[33];              /* the run's stable id: the same run in two databases */
     char started_at[32];
     char status[16];
     double median_ms;
 } ppb_history_point;
 
 /* Results of one case key across the runs of one suite (by suite name),
- * oldest first, limited to runs started at or after `since` ("" = all). */
+ * oldest first, limited to runs started at or after `since` ("" = all) and to
+ * runs of the `kinds` (a list as ppb_store_run_kinds_check takes; NULL or "":
+ * plain runs only, "run"). */
 typedef int (*ppb_history_visitor)(void *ctx, const ppb_history_point *p);
-int ppb_store_case_history(ppb_store *s, const char *suite_name, const char *case_key,
-                           const char *since, ppb_history_visitor fn, void *ctx, ppb_err *err);
-/* Latest run of a suite (complete or not), 0 when none. */
-int64_t ppb_store_latest_run_of_suite(ppb_store *s, const char *suite_name);
+int ppb_store_case_history(ppb_store *s, const char *suite_name, const char *case_key, const char *since,
+                           const char *kinds, ppb_history_visitor fn, void *ctx, ppb_err *err);
+/* Latest run of a suite (complete or not) of the `kinds` (as above), 0 when none. */
+int64_t ppb_store_latest_run_of_suite(ppb_store *s, const char *suite_name, const char *kinds);
 
 /* export RUN --format csv|json, written by SQLite (json via its JSON functions).
  * Unknown format or run: PPB_EINPUT; a failed write to `out`: PPB_EIO. */

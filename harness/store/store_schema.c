@@ -187,6 +187,12 @@ static const char schema_v6[] =
     "  PRIMARY KEY(run_id, shard_index)"
     ");";
 
+/* Version 7: what a run was for. `run` is a plain `ppbench run` (the nights
+ * trend follows and compare takes run-to-run noise from); `proposal` is a side
+ * of `ppbench propose`; `calibrate` is anything calibrate made (synthetic
+ * slowdowns included). Every earlier run is taken as a plain run. */
+static const char schema_v7[] = "ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'run';";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -194,6 +200,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {4, "run uids and the push queue", schema_v4},
     {5, "the implementation column of cases", schema_v5},
     {6, "shards of one night folded into one run", schema_v6},
+    {7, "the kind of each run", schema_v7},
 };
 
 const int ppb_store_migration_count =

@@ -7,6 +7,7 @@ server fail N times and then succeed, stall, or refuse:
 
   200, 204, 400, 401, 503, ...   answer with that status
   stall:S                         wait S seconds, then answer 200 (past a client timeout)
+  trickle:S                       GET /files/NAME: its bytes spread over S seconds
   retry-after:CODE:S              answer CODE with "Retry-After: S"
   echo:CODE                       answer CODE with the request headers in the body
                                   (a server that leaks what it was sent); echoupper:CODE
@@ -83,6 +84,20 @@ class Handler(BaseHTTPRequestHandler):
         if action.startswith("stall:"):
             time.sleep(float(action.split(":")[1]))
             self._answer(200, b"late\n")
+        elif action.startswith("trickle:"):
+            with open(os.path.join(self.server.serve_dir, os.path.basename(self.path)), "rb") as f:
+                data = f.read()
+            steps = 50
+            try:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                for i in range(steps):
+                    self.wfile.write(data[i * len(data) // steps:(i + 1) * len(data) // steps])
+                    self.wfile.flush()
+                    time.sleep(float(action.split(":")[1]) / steps)
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+                pass
         elif action.startswith("retry-after:"):
             _, code, secs = action.split(":")
             self._answer(int(code), b"slow down\n", {"Retry-After": secs})

@@ -1,5 +1,5 @@
 /* libFuzzer target: a results database read from arbitrary bytes.
- * ppb_store_open (checks, migrations), then every reader: each_run,
+ * ppb_store_open_readonly, ppb_store_open (checks, migrations), then every reader: each_run,
  * each_result and each_env of each run, export csv and json, the stored
  * proposals, and merge's source check. Every refusal must carry a message. */
 #include <stdint.h>
@@ -67,7 +67,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     ppb_store *s = NULL;
     err.msg[0] = '\0';
-    int rc = ppb_store_open(&s, path, &err);
+    /* The read-only open of list/show/export (falls back to ppb_store_open to migrate). */
+    int rc = ppb_store_open_readonly(&s, path, &err);
+    check_refusal(rc, &err);
+    ppb_store_close(s);
+    s = NULL;
+    err.msg[0] = '\0';
+    rc = ppb_store_open(&s, path, &err);
     check_refusal(rc, &err);
     if (rc != 0)
         goto end;

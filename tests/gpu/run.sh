@@ -20,7 +20,8 @@
 #   bench      ppbench run suites/prefill.yaml and suites/decode.yaml (PPB_BENCH_FILTER_<SUITE> narrows them)
 #   proposals  ppbench propose for each of suites/proposals/seed-*.yaml (PPB_PROPOSALS: a subset)
 #   multigpu   ppbench run --devices all of suites/decode.yaml (v2) and suites/nightly.yaml: one worker per GPU
-#   calibrate  ppbench calibrate on a few prefill and decode cases (A/A, known effects, repeatability)
+#   calibrate  ppbench calibrate on 2 decode cases (>= 200 A/A pairs, known effects, repeatability)
+#   noise      scripts/noise-study.sh on them: A/A and +3% by separate proposals, compare, trend on quiet nights
 # The production implementations (docs/KERNEL-ABI.md; need .deps/vllm-0.6.3 from scripts/fetch-vllm.sh,
 # which also makes the build step build the vllm-cuda plugin, and python3 with Triton):
 #   vllm       prepare vllm-triton (Triton AOT) for the suites below, ppbench impls, the two plugin probes
@@ -383,12 +384,17 @@ fi
 
 # ---- calibration ------------------------------------------------------------------------
 if want calibrate; then
-  run calibrate_prefill "$(limit calibrate 300)" "$ppbench" calibrate "$root/suites/prefill.yaml" --backend cuda \
-    --db "$out/calibrate.db" --filter "${PPB_CALIBRATE_FILTER_PREFILL:-query_len=512,num_heads=32,dtype=bf16,head_dim=128}" \
-    --effects 0.01,0.02,0.05
-  run calibrate_decode "$(limit calibrate 300)" "$ppbench" calibrate "$root/suites/decode.yaml" --backend cuda \
-    --db "$out/calibrate.db" --filter "${PPB_CALIBRATE_FILTER_DECODE:-version=2,partition_size=512,dtype=bf16}" \
-    --effects 0.01,0.02,0.05
+  run calibrate_decode "$(limit calibrate 540)" "$ppbench" calibrate "$root/suites/decode.yaml" --backend cuda \
+    --db "$out/calibrate.db" --filter "${PPB_CALIBRATE_FILTER_DECODE:-version=2,partition_size=512,dtype=bf16,num_heads=8,seq_len<=32768}" \
+    --pairs "${PPB_CALIBRATE_PAIRS:-200}" --effect-pairs 40 --effects 0.02,0.03
+fi
+# The same claims measured without calibrate, and trend on quiet plain nights (scripts/noise-study.sh).
+if want noise; then
+  run noise "$(limit noise 400)" env PPB="$ppbench" BACKEND=cuda SUITE="$root/suites/decode.yaml" \
+    FILTER="${PPB_CALIBRATE_FILTER_DECODE:-version=2,partition_size=512,dtype=bf16,num_heads=8,seq_len<=32768}" \
+    KNOBS="{partition_size: 512}" RUN_FILTER="version=2,partition_size=512,dtype=bf16,num_heads=8,seq_len<=32768" \
+    PROPOSALS="${PPB_NOISE_PROPOSALS:-20}" KNOWN="${PPB_NOISE_KNOWN:-10}" RUNS="${PPB_NOISE_RUNS:-12}" LOAD=0 \
+    "$root/scripts/noise-study.sh" "$out/noise" independent compare trend
 fi
 
 echo "---- summary ($(( $(date +%s) - t_all )) s; logs and $db in $out)" >>"$summary"

@@ -625,6 +625,73 @@ static void test_suite_dir(void **state)
     assert_string_equal(dir, "/");
 }
 
+/* trend: the suite's floor and multiplier (defaults 2% and 5), and groups by
+ * match:, the first matching one winning, its unset values the suite's
+ * (mutation: a group's value not applied, or groups taken last-match). */
+static void test_trend_thresholds(void **state)
+{
+    (void)state;
+    static const char head[] = "name: t\nkernel: paged_attention\n"
+                               "shapes: [{seq_len: [512, 4096], heads: '8/1', head_dim: [64, 128]}]\n";
+    char text[2048];
+    ppb_suite s;
+    ppb_err err = {{0}};
+    snprintf(text, sizeof text, "%s", head);
+    assert_int_equal(load_text(text, &s, &err), PPB_OK);
+    assert_true(s.trend.min_change_floor == 0.02 && s.trend.noise_multiplier == 5);
+    assert_int_equal(s.n_trend_groups, 0);
+    ppb_suite_free(&s);
+
+    snprintf(text, sizeof text,
+             "%strend:\n  min_change_floor: 0.03\n  noise_multiplier: 4\n  groups:\n"
+             "    - {match: {head_dim: 128, seq_len: 4096}, min_change_floor: 0.01}\n"
+             "    - {match: {head_dim: 128}, noise_multiplier: 6}\n"
+             "    - {match: {heads: ['8/1', '4/1']}, min_change_floor: 0.5}\n",
+             head);
+    assert_int_equal(load_text(text, &s, &err), PPB_OK);
+    assert_true(s.trend.min_change_floor == 0.03 && s.trend.noise_multiplier == 4);
+    assert_int_equal(s.n_trend_groups, 4); /* the heads pairs: one set each */
+    ppb_case c;
+    ppb_case_init(&c, PPB_PAGED_ATTENTION);
+    c.shape.num_heads = 8;
+    c.shape.num_kv_heads = 1;
+    c.shape.head_dim = 128;
+    c.shape.seq_len = 4096;
+    ppb_trend_settings t;
+    assert_int_equal(ppb_suite_case_trend(&s, &c, &t), 0);
+    assert_true(t.min_change_floor == 0.01 && t.noise_multiplier == 4);
+    c.shape.seq_len = 512;
+    assert_int_equal(ppb_suite_case_trend(&s, &c, &t), 1);
+    assert_true(t.min_change_floor == 0.03 && t.noise_multiplier == 6);
+    c.shape.head_dim = 64;
+    assert_int_equal(ppb_suite_case_trend(&s, &c, &t), 2);
+    assert_true(t.min_change_floor == 0.5);
+    c.shape.num_heads = 16;
+    assert_int_equal(ppb_suite_case_trend(&s, &c, &t), -1);
+    assert_true(t.min_change_floor == 0.03 && t.noise_multiplier == 4);
+    ppb_suite_free(&s);
+
+    /* errors name the file, line and field */
+    static const struct {
+        const char *yaml, *want;
+    } bad[] = {
+        {"trend: {min_change_floor: 2}\n", ":4:27: trend.min_change_floor:"},
+        {"trend: {noise_multiplier: -1}\n", "trend.noise_multiplier:"},
+        {"trend: {floor: 0.02}\n", "trend.floor"},
+        {"trend: {groups: []}\n", "empty list"},
+        {"trend: {groups: [{match: {head_dim: 64}}]}\n", "trend.groups[0].min_change_floor: a trend group sets"},
+        {"trend: {groups: [{min_change_floor: 0.1}]}\n", "trend.groups[0].match: required"},
+        {"trend: {groups: [{match: {block_m: 64}, min_change_floor: 0.1}]}\n", "trend.groups[0].match"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(text, sizeof text, "%s%s", head, bad[i].yaml);
+        assert_int_equal(load_text(text, &s, &err), PPB_EINPUT);
+        if (!strstr(err.msg, bad[i].want))
+            fail_msg("%s: got '%s', want '%s'", bad[i].yaml, err.msg, bad[i].want);
+        assert_null(s.trend_groups);
+    }
+}
+
 /* ---- the bad corpus ---------------------------------------------------------- */
 
 static int read_expectation(const char *path, int *line, int *col, char *word, size_t len)
@@ -700,6 +767,7 @@ int main(void)
         cmocka_unit_test(test_missing_file_and_zero_byte_file),
         cmocka_unit_test(test_free_is_safe_on_zeroed_and_twice),
         cmocka_unit_test(test_suite_dir),
+        cmocka_unit_test(test_trend_thresholds),
         cmocka_unit_test(test_bad_corpus_reports_position_and_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

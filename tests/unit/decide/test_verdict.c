@@ -454,6 +454,43 @@ static void test_reasons_text_whole_or_refused(void **state)
         free(lines[i]);
 }
 
+/* The sampling's design reaches the verdict: a case's interval spends the family
+ * alpha over its looks, is widened by its between-session spread, and a case
+ * measured in one session says so. */
+static void test_looks_and_sessions_shape_the_case_interval(void **state)
+{
+    (void)state;
+    static proposal p;
+    proposal_init(&p, 11);
+    add_case(&p, 1.03, 0.01, 60, 1.0);
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    rules.max_regression = 0.10;
+    ppb_verdict_report plain, looked, widened;
+    assert_int_equal(decide(&p, &rules, &plain), 0);
+    assert_true(fabs(plain.cases[0].interval.level - (1 - 0.05 / 2)) < 1e-12);
+    assert_int_equal(plain.cases[0].cls, PPB_AB_SLOWER);
+    p.cases[0].looks = 5;
+    assert_int_equal(decide(&p, &rules, &looked), 0);
+    assert_true(fabs(looked.cases[0].interval.level - (1 - 0.05 / 2 / 5)) < 1e-12);
+    assert_true(looked.cases[0].interval.ratio_lo < plain.cases[0].interval.ratio_lo);
+    /* a between-session spread of 1.5% (log) leaves a 3% effect unresolved at a 1% threshold */
+    p.cases[0].between_sd = 0.015;
+    p.cases[0].sessions = 3;
+    assert_int_equal(decide(&p, &rules, &widened), 0);
+    assert_int_equal(widened.cases[0].cls, PPB_AB_UNRESOLVED);
+    assert_true(widened.cases[0].interval.ratio_lo < 1.01);
+    assert_false(has_reason(&widened, "one session", NULL));
+    ppb_verdict_report_free(&widened);
+    p.cases[0].between_sd = 0;
+    p.cases[0].sessions = 1;
+    assert_int_equal(decide(&p, &rules, &widened), 0);
+    assert_true(has_reason(&widened, "note: case", "one session per side"));
+    ppb_verdict_report_free(&plain);
+    ppb_verdict_report_free(&looked);
+    ppb_verdict_report_free(&widened);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_infeasible_candidate_rejects_first),
         cmocka_unit_test(test_unresolved_cases_are_inconclusive),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_looks_and_sessions_shape_the_case_interval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

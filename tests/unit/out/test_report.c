@@ -787,7 +787,7 @@ static void test_trend_overview_table(void **state)
     assert_non_null(strstr(html, needle));
     /* The step's nights: +20% and -8% against the runs before, outlined as the alert. */
     assert_int_equal(count(html, "<td class=\"chg chg-p2 alert\" title=\"#1, run "), 3);
-    assert_int_equal(count(html, "<td class=\"chg chg-m1 alert\" title=\"#2, run "), 3);
+    assert_int_equal(count(html, "<td class=\"chg chg-m2 alert\" title=\"#2, run "), 3); /* -8%: past 2 x the 2% floor */
     assert_int_equal(count(html, "+20.0% against the reference 2 ms; part of the alert\">+20</td>"),
                      3);
     assert_int_equal(count(html, "-8.0% against the reference 4 ms; part of the alert\">-8</td>"),
@@ -826,7 +826,7 @@ static void test_trend_overview_chart(void **state)
     assert_int_equal(block_lines(dat, "# alert runs"), 6);
     /* column row class change label run: night 5 of the regression (row 0) */
     assert_non_null(strstr(dat, "\n4 0 2 20 \"+20\" "));
-    assert_non_null(strstr(dat, "\n4 1 -1 -8 \"-8\" "));
+    assert_non_null(strstr(dat, "\n4 1 -2 -8 \"-8\" "));
     free(dat);
 
     char *script = chart_file(f, "trend-overview.gp");

@@ -770,6 +770,9 @@ static void test_migration_from_v1(void **state)
     char ok[16];
     db_text(db, "PRAGMA integrity_check", ok, sizeof ok);
     assert_string_equal(ok, "ok");
+    /* runs from before kinds were stored are plain runs */
+    db_text(db, "SELECT kind FROM runs WHERE id = 1", ok, sizeof ok);
+    assert_string_equal(ok, "run");
     static seen got;
     memset(&got, 0, sizeof got);
     assert_int_equal(ppb_store_each_result(s, 1, collect, &got, &err), PPB_OK);
@@ -802,6 +805,110 @@ static void test_migration_from_v1(void **state)
     assert_same_result(&fresh, &got.results[0]);
     seen_free(&got);
     ppb_result_free(&fresh);
+    ppb_store_close(s);
+}
+
+/* ---- run kinds and the history trend and compare read ------------------------------ */
+
+static int64_t begin_kind(ppb_store *s, const char *kind, const char *started_at)
+{
+    static ppb_run_info run;
+    memset(&run, 0, sizeof run);
+    snprintf(run.suite_name, sizeof run.suite_name, "nightly");
+    snprintf(run.started_at, sizeof run.started_at, "%s", started_at);
+    snprintf(run.kind, sizeof run.kind, "%s", kind);
+    ppb_err err = {{0}};
+    if (ppb_store_begin_run(s, &run, &err))
+        fail_msg("begin_run: %s", err.msg);
+    assert_string_equal(run.kind, kind[0] ? kind : "run");
+    return run.id;
+}
+
+typedef struct history_seen {
+    int64_t ids[16];
+    double ms[16];
+    char uids[16][33];
+    int n;
+} history_seen;
+
+static int collect_history(void *ctx, const ppb_history_point *p)
+{
+    history_seen *h = ctx;
+    assert_true(h->n < 16);
+    h->ids[h->n] = p->run_id;
+    h->ms[h->n] = p->median_ms;
+    snprintf(h->uids[h->n], sizeof h->uids[h->n], "%s", p->uid);
+    h->n++;
+    return 0;
+}
+
+static history_seen history_of(ppb_store *s, const char *key, const char *kinds)
+{
+    history_seen h;
+    memset(&h, 0, sizeof h);
+    ppb_err err = {{0}};
+    if (ppb_store_case_history(s, "nightly", key, "", kinds, collect_history, &h, &err))
+        fail_msg("history: %s", err.msg);
+    return h;
+}
+
+/* A run has a kind (run, proposal, calibrate; "" = run); history and the latest
+ * run of a suite take plain runs unless asked (mutation: the kind filter
+ * dropped, or not defaulting to plain runs). */
+static void test_run_kinds_and_history(void **state)
+{
+    fixture *f = *state;
+    ppb_store *s = open_ok(f->db);
+    ppb_case c = make_case(1);
+    ppb_result r;
+    make_result(&r, 0, 0);
+    r.status = PPB_STATUS_OK;
+    const char *kinds[] = {"", "run", "calibrate", "proposal", "run"};
+    int64_t id[5];
+    for (int i = 0; i < 5; i++) {
+        char when[32];
+        snprintf(when, sizeof when, "2026-01-0%dT00:00:00Z", i + 1);
+        id[i] = begin_kind(s, kinds[i], when);
+        r.median_ms = 1 + i;
+        put_ok(s, id[i], &c, &r);
+    }
+    ppb_run_info *info = malloc(sizeof *info);
+    ppb_err err = {{0}};
+    assert_int_equal(ppb_store_get_run(s, id[2], info, &err), PPB_OK);
+    assert_string_equal(info->kind, "calibrate");
+    free(info);
+
+    history_seen h = history_of(s, c.key, NULL);
+    assert_int_equal(h.n, 3);
+    assert_true(h.ids[0] == id[0] && h.ids[1] == id[1] && h.ids[2] == id[4]);
+    assert_int_equal(strlen(h.uids[0]), 32);
+    h = history_of(s, c.key, "run,calibrate");
+    assert_int_equal(h.n, 4);
+    assert_true(h.ms[2] == 3);
+    assert_int_equal(history_of(s, c.key, "all").n, 5);
+    assert_int_equal(history_of(s, c.key, "proposal").n, 1);
+
+    assert_int_equal(ppb_store_latest_run_of_suite(s, "nightly", NULL), id[4]);
+    assert_int_equal(ppb_store_latest_run_of_suite(s, "nightly", "calibrate"), id[2]);
+    assert_int_equal(ppb_store_latest_run_of_suite(s, "nightly", "proposal,calibrate"), id[3]);
+    assert_int_equal(ppb_store_latest_run_of_suite(s, "other", NULL), 0);
+
+    /* unknown kinds: refused, when stored and when asked for */
+    static ppb_run_info bad;
+    memset(&bad, 0, sizeof bad);
+    snprintf(bad.kind, sizeof bad.kind, "nightly");
+    assert_int_equal(ppb_store_begin_run(s, &bad, &err), PPB_EINPUT);
+    assert_non_null(strstr(err.msg, "unknown run kind 'nightly'"));
+    assert_int_equal(ppb_store_run_kinds_check("run,bogus", &err), PPB_EINPUT);
+    assert_non_null(strstr(err.msg, "'bogus'"));
+    assert_int_equal(ppb_store_run_kinds_check("run,", &err), PPB_EINPUT);
+    assert_int_equal(ppb_store_run_kinds_check("", &err), PPB_EINPUT);
+    assert_int_equal(ppb_store_run_kinds_check("proposal,calibrate", &err), PPB_OK);
+    history_seen none = {0};
+    assert_int_equal(ppb_store_case_history(s, "nightly", c.key, "", "runs", collect_history, &none, &err),
+                     PPB_EINPUT);
+    assert_int_equal(none.n, 0);
+    ppb_result_free(&r);
     ppb_store_close(s);
 }
 
@@ -1297,6 +1404,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_runs_newest_first_and_finish, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migration_from_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_kinds_and_history, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_newer_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_non_sqlite_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_foreign_sqlite, setup, teardown),

@@ -1,0 +1,132 @@
+#include "calibrate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "stats.h"
+
+/* The baseline median of one case of a stored run (the case's length). */
+typedef struct median_lookup {
+    const char *key;
+    double median;
+} median_lookup;
+
+static int find_median(void *ctx, const ppb_case *c, const ppb_result *r)
+{
+    median_lookup *m = ctx;
+    if (strcmp(c->key, m->key) != 0)
+        return 0;
+    m->median = r->median_ms;
+    return 1;
+}
+
+typedef struct tally_ctx {
+    ppb_calibrate_tally *t;
+    double min_case_ms;
+    ppb_store *s;
+    int64_t base_run;
+} tally_ctx;
+
+static int tally_case(void *ctx, const ppb_proposal_case *c)
+{
+    tally_ctx *k = ctx;
+    if (strcmp(c->state, "compared") != 0)
+        return 0;
+    int slower = strcmp(c->cls, "slower") == 0;
+    k->t->pairs++;
+    k->t->faster += strcmp(c->cls, "faster") == 0;
+    k->t->slower += slower;
+    median_lookup m = {c->baseline_key, 0};
+    ppb_err ignored;
+    ppb_store_each_result(k->s, k->base_run, find_median, &m, &ignored);
+    if (m.median >= k->min_case_ms) {
+        k->t->long_pairs++;
+        k->t->long_slower += slower;
+    }
+    return 0;
+}
+
+/* Proposals of one effect (0: A/A) until `pairs` pairs are compared. */
+static int tally_effect(const ppb_calibrate_options *co, ppb_propose_options *o, ppb_proposal *p, double effect,
+                        int pairs, ppb_calibrate_tally *t, ppb_err *err)
+{
+    memset(t, 0, sizeof *t);
+    t->effect = effect;
+    o->candidate_slowdown = effect;
+    ppb_store *s = NULL;
+    int rc = PPB_OK;
+    while (rc == PPB_OK && t->pairs < pairs) {
+        if (effect > 0)
+            snprintf(p->name, sizeof p->name, "calibrate +%g%% #%d", effect * 100, t->proposals + 1);
+        else
+            snprintf(p->name, sizeof p->name, "calibrate A/A #%d", t->proposals + 1);
+        ppb_proposal_record rec;
+        ppb_verdict_report rep;
+        int before = t->pairs;
+        rc = ppb_propose_run(p, o, &rec, &rep, err);
+        ppb_verdict_report_free(&rep);
+        if (rc)
+            break;
+        t->proposals++;
+        t->accept += strcmp(rec.verdict, "ACCEPT") == 0;
+        t->reject += strcmp(rec.verdict, "REJECT") == 0;
+        if (!s && (rc = ppb_store_open(&s, o->db_path, err)))
+            break;
+        tally_ctx k = {t, co->min_case_ms, s, rec.baseline_run};
+        rc = ppb_store_each_proposal_case(s, rec.id, tally_case, &k, err);
+        if (!rc && t->pairs == before)
+            rc = ppb_fail(err, PPB_EINPUT, "%s: no case could be compared (all refused or failing their check)",
+                          co->suite_path);
+        if (!rc && o->log)
+            fprintf(o->log, "calibrate: %s: verdict %s, %d pairs so far\n", p->name, rec.verdict, t->pairs);
+    }
+    ppb_store_close(s);
+    return rc;
+}
+
+int ppb_calibrate(const ppb_calibrate_options *co, ppb_propose_options *o, ppb_calibration *out, ppb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    ppb_proposal p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.path, sizeof p.path, "%s", co->suite_path);
+    snprintf(p.suite_path, sizeof p.suite_path, "%s", co->suite_path);
+    snprintf(p.filter, sizeof p.filter, "%s", co->filter ? co->filter : "");
+    p.kind = PPB_PROPOSAL_KERNEL_CONFIG;
+    ppb_verdict_rules_default(&p.rules);
+    p.rules.min_gain = 0;          /* A/A must be INCONCLUSIVE, never REJECT for "no gain" */
+    p.rules.max_regression = 10;   /* known slowdowns are counted, not rejected case by case */
+    ppb_sampling_default(&p.sampling);   /* the regime every proposal measures in */
+    int rc = tally_effect(co, o, &p, 0, co->aa_pairs, &out->aa, err);
+    for (int i = 0; i < co->n_effects && !rc; i++, out->n_effects++)
+        rc = tally_effect(co, o, &p, co->effects[i], co->effect_pairs, &out->effect[i], err);
+    o->candidate_slowdown = 0;
+    return rc;
+}
+
+double ppb_calibrate_flag_rate(const ppb_calibrate_tally *t, int long_only)
+{
+    int n = long_only ? t->long_pairs : t->pairs;
+    int k = t->effect > 0 ? (long_only ? t->long_slower : t->slower) : t->faster + t->slower;
+    return n ? (double)k / n : NAN;
+}
+
+double ppb_wilson_upper(int k, int n)
+{
+    if (n <= 0)
+        return 1;
+    const double z = 1.6448536269514722, p = (double)k / n, z2n = z * z / n;
+    return (p + z2n / 2 + z * sqrt(p * (1 - p) / n + z2n / (4 * n))) / (1 + z2n);
+}
+
+double ppb_calibrate_mde(const ppb_calibration *c, double share)
+{
+    double best = NAN;
+    for (int i = 0; i < c->n_effects; i++) {
+        double rate = ppb_calibrate_flag_rate(&c->effect[i], 1);
+        if (rate >= share && (isnan(best) || c->effect[i].effect < best))
+            best = c->effect[i].effect;
+    }
+    return best;
+}

@@ -1,0 +1,55 @@
+/* How far ppbench's word can be trusted on this device, measured in the regime
+ * proposals measure in (the same sampling design, the same launches per
+ * sample; sequential.h):
+ *  - A/A: the suite's cases against themselves, repeated until at least
+ *    `aa_pairs` pairs are compared; a FASTER/SLOWER is a false flag, and an
+ *    A/A proposal must not come out ACCEPT or REJECT;
+ *  - known effects: the candidate's measured times scaled by 1 + e (the same
+ *    samples' noise, an effect of exactly e), repeated until `effect_pairs`
+ *    pairs; detection = SLOWER per pair, REJECT per proposal.
+ * Repeatability between separate processes is the CLI's part (it starts them). */
+#ifndef PPB_CALIBRATE_H
+#define PPB_CALIBRATE_H
+
+#include "abrun.h"
+
+#define PPB_CALIBRATE_MAX_EFFECTS 16
+
+typedef struct ppb_calibrate_options {
+    const char *suite_path;
+    const char *filter;             /* NULL: every case */
+    int aa_pairs;                   /* at least this many A/A pairs (200) */
+    int effect_pairs;               /* at least this many pairs per known effect (50) */
+    double effects[PPB_CALIBRATE_MAX_EFFECTS];
+    int n_effects;
+    double min_case_ms;             /* detection is judged on cases at least this long */
+} ppb_calibrate_options;
+
+typedef struct ppb_calibrate_tally {
+    double effect;                  /* 0: A/A */
+    int pairs, faster, slower;      /* compared pairs and their classes */
+    int long_pairs, long_slower;    /* the same, cases >= min_case_ms */
+    int proposals, accept, reject;  /* proposal verdicts */
+} ppb_calibrate_tally;
+
+typedef struct ppb_calibration {
+    ppb_calibrate_tally aa;
+    ppb_calibrate_tally effect[PPB_CALIBRATE_MAX_EFFECTS];
+    int n_effects;
+} ppb_calibration;
+
+/* Run the A/A and known-effect proposals (stored, kind from o->run_kind).
+ * `progress` (may be NULL) gets one line per proposal. */
+int ppb_calibrate(const ppb_calibrate_options *co, ppb_propose_options *o, ppb_calibration *out, ppb_err *err);
+
+/* Share of pairs flagged (A/A: FASTER + SLOWER; an effect: SLOWER), of all
+ * pairs or of the long ones. */
+double ppb_calibrate_flag_rate(const ppb_calibrate_tally *t, int long_only);
+
+/* One-sided 95% upper confidence bound of a proportion k/n (Wilson 1927). */
+double ppb_wilson_upper(int k, int n);
+
+/* The smallest effect flagged SLOWER in at least `share` of long pairs; NAN when none is. */
+double ppb_calibrate_mde(const ppb_calibration *c, double share);
+
+#endif

@@ -1,0 +1,79 @@
+/* Comparing two separately measured runs (`ppbench compare`). Two runs made
+ * apart differ by more than their samples say: clocks, placement, the machine's
+ * state drift between runs, so within-run intervals call a run against itself
+ * different. Each case is judged by its own run-to-run noise instead, measured
+ * on its history of plain runs; a case with too little history is never
+ * rejected on timing. Rules and defaults: docs/STATISTICS.md "Comparing
+ * separate runs". */
+#ifndef PPB_RUN_COMPARE_H
+#define PPB_RUN_COMPARE_H
+
+#include <stdint.h>
+
+#include "ppb_error.h"
+#include "store.h"
+#include "verdict.h"
+
+/* One case in both runs. Pointers are borrowed. */
+typedef struct ppb_run_compare_case {
+    const char *key;
+    double weight;                      /* >= 0 */
+    double baseline_ms, candidate_ms;   /* the runs' medians; not > 0 (or NaN): not timed */
+    int baseline_correct, candidate_correct;
+    int baseline_feasible, candidate_feasible;
+    const char *baseline_reason, *candidate_reason;
+    const double *history;              /* the case's medians in earlier plain runs, oldest first, the two */
+    int n_history;                      /* compared runs left out (ppb_run_compare_history) */
+} ppb_run_compare_case;
+
+typedef struct ppb_run_compare_rules {
+    ppb_verdict_rules verdict;   /* threshold, max_regression, min_gain, alpha, require_correct */
+    int min_history;             /* fewer plain runs of history: the case is not judged on timing (5) */
+    int max_history;             /* the noise comes from the latest this many (20) */
+} ppb_run_compare_rules;
+
+/* verdict rules as ppb_verdict_rules_default but min_gain 0; history 5 and 20. */
+void ppb_run_compare_rules_default(ppb_run_compare_rules *rules);
+
+typedef struct ppb_run_compare_report {
+    ppb_verdict_report v;        /* verdict, states, intervals, classes, mean, reasons */
+    double *noise;               /* per case: relative run-to-run SD used (NaN: not judged) */
+    int *n_history;              /* per case: plain runs it came from */
+    int *short_history;          /* per case: 1 when it had fewer than min_history */
+    int n_short;
+    double *crit;                /* per case: the critical value (Student t) of its interval */
+} ppb_run_compare_report;
+
+/* Decide (no I/O). Fills `out`: free it with ppb_run_compare_report_free, also
+ * after an error. */
+int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_run_compare_rules *rules,
+                           ppb_run_compare_report *out, ppb_err *err);
+void ppb_run_compare_report_free(ppb_run_compare_report *r);
+
+/* The two-sided critical value c of Student's t with `df` (>= 1) degrees of
+ * freedom: P(|T| <= c) = 1 - alpha. */
+double ppb_student_t_quantile(double alpha, int df);
+
+/* Where a case's history comes from: the plain runs of `suite` in `s`, without
+ * runs skip[0] and skip[1] (0: none), which are the compared runs. */
+typedef struct ppb_run_compare_source {
+    ppb_store *s;
+    const char *suite;
+    int64_t skip[2];
+} ppb_run_compare_source;
+
+/* The case's timed medians (status ok or noisy) over the sources, oldest first,
+ * each run once (by uid: a database and its copy are one history), a run
+ * skipped in any source skipped in all, the latest `max_n` kept. *out is
+ * malloc'd (free it); *n may be 0. */
+int ppb_run_compare_history(const ppb_run_compare_source *src, int n_src, const char *key, int max_n,
+                            double **out, int *n, ppb_err *err);
+
+/* Decide and store as ppb_verdict_store does (rec's name, kind and runs set by
+ * the caller; pcs' keys too): the cases with too little history are stored
+ * with state "no-history". */
+int ppb_run_compare_store(ppb_store *s, const ppb_run_compare_case *cases, int n,
+                          const ppb_run_compare_rules *rules, ppb_proposal_record *rec, ppb_proposal_case *pcs,
+                          ppb_run_compare_report *rep, ppb_err *err);
+
+#endif

@@ -1,0 +1,209 @@
+#include "sequential.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grow.h"
+#include "ppb_rng.h"
+#include "stats.h"
+
+/* The stream of the sample order (kernels/ppb_rng.h keeps input streams below 64). */
+#define SEQ_RNG_STREAM_ORDER 80u
+
+int ppb_seq_looks(int min_rounds, int max_rounds, int rounds[PPB_SEQ_MAX_LOOKS])
+{
+    int first = min_rounds > 0 ? min_rounds : 1, last = max_rounds > first ? max_rounds : first, k = 0;
+    for (long r = first; r < last && k < PPB_SEQ_MAX_LOOKS - 1; r *= 2)
+        rounds[k++] = (int)r;
+    rounds[k++] = last;
+    return k;
+}
+
+double ppb_seq_look_alpha(double alpha, int min_rounds, int max_rounds)
+{
+    int rounds[PPB_SEQ_MAX_LOOKS];
+    return alpha / ppb_seq_looks(min_rounds, max_rounds, rounds);
+}
+
+/* Median log-time of the samples of one session; NAN without any. */
+static double session_median_log(const double *x, const unsigned char *tag, int n, int session, double *scratch)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (tag[i] == session)
+            scratch[k++] = log(x[i]);
+    return k ? ppb_median(scratch, k) : NAN;
+}
+
+/* Variance over sessions of one side's session medians (n - 1 denominator); -1 with fewer than two. */
+static double side_session_variance(const double *x, const unsigned char *tag, int n, int sessions,
+                                    double *scratch)
+{
+    double med[PPB_SEQ_MAX_SESSIONS], mean = 0;
+    int k = 0;
+    for (int s = 0; s < sessions; s++) {
+        double m = session_median_log(x, tag, n, s, scratch);
+        if (!isnan(m))
+            med[k++] = m, mean += m;
+    }
+    if (k < 2)
+        return -1;
+    mean /= k;
+    double ss = 0;
+    for (int i = 0; i < k; i++)
+        ss += (med[i] - mean) * (med[i] - mean);
+    return ss / (k - 1);
+}
+
+double ppb_seq_between_sd(const double *base, const unsigned char *base_session, int n, const double *cand,
+                          const unsigned char *cand_session, int m, int sessions)
+{
+    if (sessions < 2 || sessions > PPB_SEQ_MAX_SESSIONS || n < 1 || m < 1)
+        return 0;
+    double *scratch = malloc(sizeof *scratch * (size_t)(n > m ? n : m));
+    if (!scratch)
+        return NAN;
+    double vb = side_session_variance(base, base_session, n, sessions, scratch);
+    double vc = side_session_variance(cand, cand_session, m, sessions, scratch);
+    free(scratch);
+    if (vb < 0 || vc < 0)
+        return 0;
+    /* tau^2 per side; the pooled ratio carries tau^2 / sessions from each side. */
+    return sqrt(2 * ((vb + vc) / 2) / sessions);
+}
+
+void ppb_seq_widen(ppb_ab_interval *iv, double alpha, double between_sd)
+{
+    if (isnan(between_sd)) { /* the spread could not be computed: the interval claims nothing */
+        iv->shift_lo = -INFINITY;
+        iv->shift_hi = iv->ratio_hi = INFINITY;
+        iv->ratio_lo = 0;
+        iv->bounded = 0;
+        return;
+    }
+    if (!(between_sd > 0) || !iv->bounded)
+        return;
+    double w = ppb_normal_quantile(1 - alpha / 2) * between_sd;
+    double below = iv->shift - iv->shift_lo, above = iv->shift_hi - iv->shift;
+    iv->shift_lo = iv->shift - sqrt(below * below + w * w);
+    iv->shift_hi = iv->shift + sqrt(above * above + w * w);
+    iv->ratio_lo = exp(iv->shift_lo);
+    iv->ratio_hi = exp(iv->shift_hi);
+    iv->level_achieved = iv->level;
+    iv->exact = 0;
+}
+
+int ppb_seq_interval(const double *base, int n, const double *cand, int m, double alpha, double between_sd,
+                     ppb_ab_interval *out, ppb_err *err)
+{
+    int rc = ppb_ab_hodges_lehmann(base, n, cand, m, alpha, out, err);
+    if (!rc)
+        ppb_seq_widen(out, alpha, between_sd);
+    return rc;
+}
+
+void ppb_seq_result_free(ppb_seq_result *r)
+{
+    for (int s = 0; s < 2; s++) {
+        free(r->samples[s]);
+        free(r->session[s]);
+    }
+    memset(r, 0, sizeof *r);
+}
+
+static int check_design(const ppb_seq_design *d, ppb_err *err)
+{
+    if (d->samples_per_round < 1 || d->min_rounds < 1 || d->max_rounds < d->min_rounds)
+        return ppb_fail(err, PPB_EINPUT, "sampling: need samples_per_round >= 1 and 1 <= min_rounds <= max_rounds");
+    if (d->sessions < 1 || d->sessions > PPB_SEQ_MAX_SESSIONS)
+        return ppb_fail(err, PPB_EINPUT, "sampling: sessions %d is outside 1..%d", d->sessions, PPB_SEQ_MAX_SESSIONS);
+    if (!(d->alpha > 0 && d->alpha < 1) || !(d->threshold >= 0) || !(d->budget_ms > 0))
+        return ppb_fail(err, PPB_EINPUT, "sampling: alpha, threshold or budget out of range");
+    return PPB_OK;
+}
+
+/* Append a sample and its session tag (the two arrays share one capacity). */
+static int push(ppb_seq_result *r, int side, int *cap, double ms, int session)
+{
+    int tag_cap = cap[side];
+    if (ppb_grow((void **)&r->samples[side], &cap[side], r->n[side], sizeof(double), 64) != PPB_OK ||
+        ppb_grow((void **)&r->session[side], &tag_cap, r->n[side], 1, 64) != PPB_OK)
+        return PPB_ENOMEM;
+    r->samples[side][r->n[side]] = ms;
+    r->session[side][r->n[side]++] = (unsigned char)session;
+    return PPB_OK;
+}
+
+/* Look: the interval at the look's alpha, and its class. */
+static int look(const ppb_seq_design *d, double look_alpha, ppb_seq_result *r, ppb_err *err)
+{
+    r->looks_taken++;
+    r->between_sd = ppb_seq_between_sd(r->samples[0], r->session[0], r->n[0], r->samples[1], r->session[1], r->n[1],
+                                       d->sessions);
+    if (isnan(r->between_sd))
+        return ppb_fail(err, PPB_ENOMEM, "out of memory for the session spread");
+    int rc = ppb_seq_interval(r->samples[0], r->n[0], r->samples[1], r->n[1], look_alpha, r->between_sd,
+                              &r->interval, err);
+    if (rc)
+        return rc;
+    r->cls = ppb_ab_classify(r->interval.ratio_lo, r->interval.ratio_hi, d->threshold);
+    return PPB_OK;
+}
+
+int ppb_seq_run(const ppb_seq_design *d, ppb_seq_sample_fn sample, void *ctx, ppb_seq_result *out, ppb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = check_design(d, err);
+    if (rc)
+        return rc;
+    int schedule[PPB_SEQ_MAX_LOOKS], cap[2] = {0, 0};
+    const int k = ppb_seq_looks(d->min_rounds, d->max_rounds, schedule);
+    const double look_alpha = d->alpha / k;
+    const int units = 2 * d->sessions;
+    const uint64_t order_key = ppb_rng_key(d->seed, SEQ_RNG_STREAM_ORDER);
+    uint64_t draws = 0;
+    double spent = 0;
+    int next_look = 0;
+    out->looks_planned = k;
+    out->cls = PPB_AB_UNRESOLVED;
+    for (int round = 1; round <= d->max_rounds; round++) {
+        for (int slot = 0; slot < d->samples_per_round; slot++) {
+            int order[2 * PPB_SEQ_MAX_SESSIONS];
+            for (int u = 0; u < units; u++)
+                order[u] = u;
+            for (int u = units - 1; u > 0; u--) { /* Fisher-Yates */
+                int j = (int)(ppb_rng_keyed_u64(order_key, draws++) % (uint64_t)(u + 1));
+                int t = order[u];
+                order[u] = order[j], order[j] = t;
+            }
+            for (int u = 0; u < units; u++) {
+                int side = order[u] % 2, session = order[u] / 2;
+                double ms = 0, cost = 0;
+                if ((rc = sample(ctx, side, session, &ms, &cost, err)))
+                    return rc;
+                if (push(out, side, cap, ms, session))
+                    return ppb_fail(err, PPB_ENOMEM, "out of memory for samples");
+                spent += cost;
+            }
+        }
+        out->rounds = round;
+        int scheduled = next_look < k && round == schedule[next_look];
+        int broke = round >= d->min_rounds && spent >= d->budget_ms;
+        if (!scheduled && !broke)
+            continue;
+        next_look++;
+        if ((rc = look(d, look_alpha, out, err)))
+            return rc;
+        if (out->cls != PPB_AB_UNRESOLVED) {
+            out->stop = PPB_SEQ_STOP_RESOLVED;
+            return PPB_OK;
+        }
+        if (broke) {
+            out->stop = PPB_SEQ_STOP_BUDGET;
+            return PPB_OK;
+        }
+    }
+    out->stop = PPB_SEQ_STOP_MAX_ROUNDS;
+    return PPB_OK;
+}

@@ -1,0 +1,89 @@
+/* The sequential A/B design of a proposal's case pair: how samples are taken,
+ * when sampling may stop, and what interval a stopped comparison may claim.
+ * docs/STATISTICS.md "Sampling a pair" gives the reasons and references.
+ *
+ *  - Sessions: each side runs in `sessions` separately prepared sessions
+ *    (own allocations, own warm-up); their spread estimates the
+ *    between-session component, which widens every interval.
+ *  - Order: every sampling slot takes one sample of each (side, session) unit
+ *    in a fresh random order (seeded), so drift and load bursts hit both sides
+ *    alike and no side owns a fixed position.
+ *  - Looks: the interval is looked at only after the scheduled rounds
+ *    min_rounds, 2 min_rounds, 4 min_rounds, ... and max_rounds (or once when
+ *    the time budget runs out, in place of the next scheduled look). Each of
+ *    the K scheduled looks spends alpha / K (Bonferroni over looks), so the
+ *    interval at whatever look stops has coverage 1 - alpha whatever the
+ *    stopping rule did. */
+#ifndef PPB_SEQUENTIAL_H
+#define PPB_SEQUENTIAL_H
+
+#include <stdint.h>
+
+#include "abtest.h"
+#include "ppb_error.h"
+
+#define PPB_SEQ_MAX_SESSIONS 4
+#define PPB_SEQ_MAX_LOOKS 32
+
+typedef struct ppb_seq_design {
+    int samples_per_round;   /* sampling slots per round (each slot: one sample of every unit) */
+    int min_rounds, max_rounds;
+    int sessions;            /* per side, 1..PPB_SEQ_MAX_SESSIONS */
+    double budget_ms;        /* measured time of all units; checked after each round */
+    double alpha;            /* the case's share of the verdict's family alpha, before looks */
+    double threshold;        /* practical threshold the stopping rule classifies against */
+    uint64_t seed;           /* sample order */
+} ppb_seq_design;
+
+/* The scheduled looks (round numbers, ascending) for min_rounds..max_rounds;
+ * returns K (>= 1). */
+int ppb_seq_looks(int min_rounds, int max_rounds, int rounds[PPB_SEQ_MAX_LOOKS]);
+
+/* The alpha one look may spend: alpha / K. */
+double ppb_seq_look_alpha(double alpha, int min_rounds, int max_rounds);
+
+/* The between-session standard deviation of the log ratio: with per-sample
+ * session tags (0..sessions-1) on each side, the spread of the sessions'
+ * median log-times (variance over sessions, averaged over the two sides) as
+ * it enters a ratio of pooled samples: sqrt(2 tau^2 / sessions). 0 when a
+ * side has fewer than two sessions with samples. */
+double ppb_seq_between_sd(const double *base, const unsigned char *base_session, int n, const double *cand,
+                          const unsigned char *cand_session, int m, int sessions);
+
+/* The interval a comparison may claim: Hodges-Lehmann / Moses at level
+ * 1 - alpha on the pooled samples, each half-width widened in quadrature by
+ * z_{1-alpha/2} * between_sd (the normal approximation for the session
+ * component; level_achieved becomes the nominal level). */
+int ppb_seq_interval(const double *base, int n, const double *cand, int m, double alpha, double between_sd,
+                     ppb_ab_interval *out, ppb_err *err);
+
+/* Widen an interval (any method) by the between-session component, as above. */
+void ppb_seq_widen(ppb_ab_interval *iv, double alpha, double between_sd);
+
+/* Time one sample of unit (side 0 = baseline / 1 = candidate, session):
+ * *ms per launch, *cost_ms the time it took (counted against the budget). */
+typedef int (*ppb_seq_sample_fn)(void *ctx, int side, int session, double *ms, double *cost_ms, ppb_err *err);
+
+typedef enum {
+    PPB_SEQ_STOP_RESOLVED = 0,   /* the interval classified at a look */
+    PPB_SEQ_STOP_BUDGET = 1,     /* the time budget ran out */
+    PPB_SEQ_STOP_MAX_ROUNDS = 2, /* the last scheduled look left it unresolved */
+} ppb_seq_stop;
+
+typedef struct ppb_seq_result {
+    double *samples[2];              /* per side, in the order taken */
+    unsigned char *session[2];       /* each sample's session */
+    int n[2];
+    int rounds, looks_taken, looks_planned, stop;
+    double between_sd;               /* at the last look */
+    ppb_ab_interval interval;        /* at the last look, at look alpha */
+    int cls;                         /* ppb_ab_class of that interval */
+} ppb_seq_result;
+
+/* Run the design: rounds of slots, looks on schedule, stop at the first look
+ * whose interval classifies (SAME, FASTER or SLOWER), when the budget runs out,
+ * or after max_rounds. Free out with ppb_seq_result_free (also after an error). */
+int ppb_seq_run(const ppb_seq_design *d, ppb_seq_sample_fn sample, void *ctx, ppb_seq_result *out, ppb_err *err);
+void ppb_seq_result_free(ppb_seq_result *r);
+
+#endif

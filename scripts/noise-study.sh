@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# How honest are the verdicts on this (loaded) machine? The measurements behind
+# docs/BENCHMARKS.md "Verdicts under load" (docs/STATISTICS.md has the design):
+#
+#   scripts/noise-study.sh OUT_DIR [STEP...]     STEPs: calibrate independent compare (default: all)
+#
+#   calibrate    ppbench calibrate: A/A false flags over >= PAIRS pairs, known effects, repeatability
+#   independent  the same claims measured without calibrate: PROPOSALS separate `ppbench propose`
+#                processes of an A/A proposal (false flags per pair), then KNOWN separate ones with
+#                the candidate's times x1.03 (share REJECTed)
+#   compare      RUNS separate `ppbench run` processes of the same suite (A/A), then `ppbench compare`
+#                of each later run against the one before it: the share of ACCEPT/REJECT
+#   trend        `ppbench trend` over those plain nights (alerts on noise), then on a copy of the database
+#                whose last one and two nights have every median x1.03 (a sustained 3% step)
+#
+# Environment: PPB (the binary, default build/ppbench), BACKEND (cpu), SUITE (suites/smoke.yaml),
+# FILTER (5 cases of it), KNOBS (the A/A proposal's config, both sides), RUN_FILTER (the plain runs'
+# cases), PAIRS (500), PROPOSALS (100), KNOWN (30), RUNS (16), LOAD (busy processes running beside
+# the study, default 1). Writes OUT_DIR/summary.txt and the database.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:?usage: scripts/noise-study.sh OUT_DIR [STEP...]}
+shift
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(calibrate independent compare trend)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+PPB=${PPB:-$root/build/ppbench}
+BACKEND=${BACKEND:-cpu}
+SUITE=${SUITE:-$root/suites/smoke.yaml}
+FILTER=${FILTER:-dtype=bf16,head_dim=64,page_size=16,batch=2,block_m=16}
+KNOBS=${KNOBS:-"{block_m: 16, block_n: 32, num_warps: 4}"}
+RUN_FILTER=${RUN_FILTER:-$FILTER,block_n=32}
+PAIRS=${PAIRS:-500} PROPOSALS=${PROPOSALS:-100} KNOWN=${KNOWN:-30} RUNS=${RUNS:-16} LOAD=${LOAD:-1}
+db=$out/study.db
+summary=$out/summary.txt
+
+load_pids=()
+stop_load() { [ ${#load_pids[@]} -gt 0 ] && kill "${load_pids[@]}" 2>/dev/null; load_pids=(); }
+trap stop_load EXIT
+for _ in $(seq 1 "$LOAD"); do (while :; do :; done) & load_pids+=($!); done
+
+say() { echo "$*" | tee -a "$summary"; }
+say "noise study $(date -u +%FT%TZ), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
+    "$(nproc) cores, $LOAD busy process(es) beside it, backend $BACKEND, suite $(basename "$SUITE") filter '$FILTER'"
+
+# An A/A proposal over the filtered cases: both sides the same config.
+aa=$out/aa.yaml
+cat >"$aa" <<EOF
+name: noise-study-aa
+kind: kernel_config
+suite: $SUITE
+filter: "$FILTER"
+baseline: $KNOBS
+candidate: $KNOBS
+rules: {min_gain: 0.0, max_regression: 0.10, require_correct: true, threshold: 0.01, alpha: 0.05}
+EOF
+
+# sqlite3's CLI where there is one (the GPU machine has only python3's module)
+sqlf() {
+  if command -v sqlite3 >/dev/null; then sqlite3 "$1" "$2"; return; fi
+  python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+for row in c.execute(sys.argv[2]): print("|".join("" if v is None else str(v) for v in row))
+c.commit()' "$1" "$2"
+}
+sql() { sqlf "$db" "$1"; }
+
+for step in "${steps[@]}"; do
+  case $step in
+  calibrate)
+    "$PPB" calibrate "$SUITE" --db "$db" --backend "$BACKEND" --filter "$FILTER" --pairs "$PAIRS" \
+      --effect-pairs 100 --effects 0.01,0.02,0.03,0.05 >"$out/calibrate.txt" 2>"$out/calibrate.log" || true
+    sed 's/^/calibrate: /' "$out/calibrate.txt" | tee -a "$summary"
+    ;;
+  independent)
+    first=$(sql "SELECT coalesce(max(id), 0) FROM proposals" 2>/dev/null || echo 0)
+    for _ in $(seq 1 "$PROPOSALS"); do
+      "$PPB" propose "$aa" --db "$db" --backend "$BACKEND" >/dev/null 2>&1 || true
+    done
+    read -r pairs flags accept reject < <(sql "SELECT
+        (SELECT count(*) FROM proposal_cases c JOIN proposals p ON p.id = c.proposal_id
+          WHERE p.id > $first AND p.name = 'noise-study-aa' AND c.state = 'compared'),
+        (SELECT count(*) FROM proposal_cases c JOIN proposals p ON p.id = c.proposal_id
+          WHERE p.id > $first AND p.name = 'noise-study-aa' AND c.class IN ('faster', 'slower')),
+        (SELECT count(*) FROM proposals WHERE id > $first AND name = 'noise-study-aa' AND verdict = 'ACCEPT'),
+        (SELECT count(*) FROM proposals WHERE id > $first AND name = 'noise-study-aa' AND verdict = 'REJECT')" |
+      tr '|' ' ')
+    say "independent A/A: $PROPOSALS separate propose processes, $pairs pairs: $flags flagged" \
+        "($(awk -v f="$flags" -v p="$pairs" 'BEGIN { printf "%.2f", p ? 100 * f / p : 0 }')%);" \
+        "verdicts $accept ACCEPT, $reject REJECT"
+    first=$(sql "SELECT coalesce(max(id), 0) FROM proposals" 2>/dev/null || echo 0)
+    for _ in $(seq 1 "$KNOWN"); do
+      "$PPB" propose "$aa" --db "$db" --backend "$BACKEND" --scale-candidate 1.03 >/dev/null 2>&1 || true
+    done
+    read -r n rej < <(sql "SELECT count(*), sum(verdict = 'REJECT') FROM proposals
+        WHERE id > $first AND name = 'noise-study-aa'" | tr '|' ' ')
+    say "independent +3%: $KNOWN separate propose processes (candidate times x1.03): $rej of $n REJECT"
+    ;;
+  compare)
+    first=$(sql "SELECT coalesce(max(id), 0) FROM runs" 2>/dev/null || echo 0)
+    for _ in $(seq 1 "$RUNS"); do
+      "$PPB" run "$SUITE" --db "$db" --backend "$BACKEND" --filter "$RUN_FILTER" --no-progress \
+        --label noise-study >/dev/null 2>&1 || true
+    done
+    mapfile -t ids < <(sql "SELECT id FROM runs WHERE id > $first AND label = 'noise-study' ORDER BY id")
+    declare -A verdicts=([ACCEPT]=0 [REJECT]=0 [INCONCLUSIVE]=0)
+    for ((i = 1; i < ${#ids[@]}; i++)); do
+      set +e
+      "$PPB" compare "${ids[i - 1]}" "${ids[i]}" --db "$db" >"$out/compare-${ids[i]}.txt" 2>&1
+      rc=$?
+      set -e
+      case $rc in 0) verdicts[ACCEPT]=$((verdicts[ACCEPT] + 1));; 10) verdicts[REJECT]=$((verdicts[REJECT] + 1));;
+                  11) verdicts[INCONCLUSIVE]=$((verdicts[INCONCLUSIVE] + 1));;
+                  *) say "compare ${ids[i - 1]} ${ids[i]} exited $rc"; cat "$out/compare-${ids[i]}.txt";; esac
+    done
+    say "compare of separate A/A runs: ${#ids[@]} runs, $(( ${#ids[@]} - 1 )) comparisons (each run against the" \
+        "one before): ${verdicts[ACCEPT]} ACCEPT, ${verdicts[REJECT]} REJECT, ${verdicts[INCONCLUSIVE]} INCONCLUSIVE"
+    ;;
+  trend)
+    mapfile -t ids < <(sql "SELECT id FROM runs WHERE label = 'noise-study' AND kind = 'run' ORDER BY id")
+    set +e
+    "$PPB" trend "$SUITE" --db "$db" >"$out/trend-plain.txt" 2>&1
+    rc=$?
+    set -e
+    say "trend over ${#ids[@]} plain nights: exit $rc, $(grep -cE '^(regression|improvement) ' "$out/trend-plain.txt") alert(s)"
+    for nights in 1 2; do
+      cp "$db" "$out/step$nights.db"
+      last=$(IFS=,; echo "${ids[*]: -$nights}")
+      sqlf "$out/step$nights.db" "UPDATE results SET median_ms = median_ms * 1.03 WHERE run_id IN ($last)"
+      set +e
+      "$PPB" trend "$SUITE" --db "$out/step$nights.db" >"$out/trend-step$nights.txt" 2>&1
+      rc=$?
+      set -e
+      say "trend with a 3% step in the last $nights night(s): exit $rc," \
+          "$(grep -cE '^regression ' "$out/trend-step$nights.txt") case(s) alerted"
+    done
+    ;;
+  *) echo "unknown step $step" >&2; exit 2;;
+  esac
+done

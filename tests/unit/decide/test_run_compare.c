@@ -1,0 +1,237 @@
+/* Comparing separate runs: each case against its run-to-run noise, too little
+ * history never rejects, A/A runs within the noise are not rejected, a real
+ * step beyond the noise is; Student's t against published values. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "run_compare.h"
+#include "stats_sim.h"
+#include "trend.h"
+
+#define MAX_CASES 16
+#define MAX_HISTORY 32
+
+typedef struct sim {
+    ppb_run_compare_case c[MAX_CASES];
+    double hist[MAX_CASES][MAX_HISTORY];
+    char keys[MAX_CASES][32];
+    int n;
+} sim;
+
+/* n cases; each has `h` plain runs of history and the two compared runs, all
+ * drawn from the same run-level distribution: median level x exp(noise z).
+ * The candidate is then multiplied by `effect`. */
+static void make_sim(sim *s, int n, int h, double noise, double effect, uint64_t seed)
+{
+    sim_rng rng = {seed};
+    memset(s, 0, sizeof *s);
+    s->n = n;
+    for (int i = 0; i < n; i++) {
+        ppb_run_compare_case *c = &s->c[i];
+        snprintf(s->keys[i], sizeof s->keys[i], "case-%d", i);
+        double level = 0.1 * (1 + i);
+        for (int k = 0; k < h; k++)
+            s->hist[i][k] = level * exp(noise * sim_normal(&rng));
+        c->key = s->keys[i];
+        c->weight = 1;
+        c->baseline_ms = level * exp(noise * sim_normal(&rng));
+        c->candidate_ms = level * exp(noise * sim_normal(&rng)) * effect;
+        c->baseline_correct = c->candidate_correct = c->baseline_feasible = c->candidate_feasible = 1;
+        c->history = s->hist[i];
+        c->n_history = h;
+    }
+}
+
+static ppb_run_compare_report decide(const sim *s, const ppb_run_compare_rules *rules)
+{
+    ppb_run_compare_rules defaults;
+    if (!rules) {
+        ppb_run_compare_rules_default(&defaults);
+        rules = &defaults;
+    }
+    ppb_run_compare_report rep;
+    ppb_err err;
+    if (ppb_run_compare_decide(s->c, s->n, rules, &rep, &err))
+        fail_msg("decide: %s", err.msg);
+    return rep;
+}
+
+static int has_reason(const ppb_run_compare_report *r, const char *text)
+{
+    for (int i = 0; i < r->v.n_reasons; i++)
+        if (strstr(r->v.reasons[i], text))
+            return 1;
+    return 0;
+}
+
+static void test_student_t(void **state)
+{
+    (void)state;
+    /* two-sided: t_{0.975, df} etc. (R: qt(0.975, 4)) */
+    assert_true(fabs(ppb_student_t_quantile(0.05, 1) - 12.706204736) < 1e-6);
+    assert_true(fabs(ppb_student_t_quantile(0.05, 4) - 2.776445105) < 1e-6);
+    assert_true(fabs(ppb_student_t_quantile(0.05, 10) - 2.228138852) < 1e-6);
+    assert_true(fabs(ppb_student_t_quantile(0.01, 2) - 9.924843201) < 1e-6);
+    assert_true(fabs(ppb_student_t_quantile(0.001, 7) - 5.407882521) < 1e-6);
+    assert_true(isnan(ppb_student_t_quantile(0.05, 0)));
+}
+
+/* Fewer plain runs of history than min_history: never REJECT on time, however
+ * large the change; the reason counts them (mutation: the history rule dropped
+ * or a within-run interval used instead). */
+static void test_too_little_history_is_inconclusive(void **state)
+{
+    (void)state;
+    sim s;
+    make_sim(&s, 4, 4, 0.001, 1.5, 1); /* 50% slower, 4 runs of history each */
+    ppb_run_compare_report r = decide(&s, NULL);
+    assert_int_equal(r.v.verdict, PPB_VERDICT_INCONCLUSIVE);
+    assert_int_equal(r.n_short, 4);
+    assert_int_equal(r.v.n_compared, 0);
+    assert_true(has_reason(&r, "INCONCLUSIVE: 4 of 4 cases have fewer than 5 plain runs of history"));
+    ppb_run_compare_report_free(&r);
+
+    /* one case with history: judged (a real step), the others not */
+    make_sim(&s, 3, 4, 0.001, 1.5, 2);
+    s.c[1].n_history = 12;
+    for (int k = 0; k < 12; k++)
+        s.hist[1][k] = 0.2 * (1 + 0.001 * (k % 3));
+    r = decide(&s, NULL);
+    assert_int_equal(r.v.verdict, PPB_VERDICT_REJECT);
+    assert_int_equal(r.v.cases[1].state, PPB_CASE_COMPARED);
+    assert_int_equal(r.v.cases[1].cls, PPB_AB_SLOWER);
+    assert_int_equal(r.v.cases[0].state, PPB_CASE_NO_SAMPLES);
+    assert_int_equal(r.short_history[0], 1);
+    assert_int_equal(r.short_history[1], 0);
+    assert_true(has_reason(&r, "REJECT: case 'case-1'"));
+    ppb_run_compare_report_free(&r);
+}
+
+/* A/A: two separate runs of the same code, 15 cases, run-to-run noise 0.5% to
+ * 3%, 12 runs of history: never REJECT in 300 simulated comparisons, and
+ * hardly any case flagged (mutation: within-run intervals, or sigma without
+ * the sqrt(2) of two runs, or z instead of t: more flags). */
+static void test_aa_separate_runs_are_not_rejected(void **state)
+{
+    (void)state;
+    sim s;
+    int reject = 0, flagged = 0, cases = 0;
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+        make_sim(&s, 15, 12, 0.005 + 0.025 * (double)(seed % 7) / 6, 1.0, seed);
+        ppb_run_compare_report r = decide(&s, NULL);
+        reject += r.v.verdict == PPB_VERDICT_REJECT;
+        for (int i = 0; i < s.n; i++) {
+            flagged += r.v.cases[i].cls == PPB_AB_SLOWER || r.v.cases[i].cls == PPB_AB_FASTER;
+            cases++;
+        }
+        ppb_run_compare_report_free(&r);
+    }
+    print_message("  A/A: %d of 300 REJECT, %d of %d cases flagged\n", reject, flagged, cases);
+    assert_int_equal(reject, 0);
+    assert_true(flagged <= cases / 200); /* <= 0.5%; the family-wise alpha is 5% over 16 */
+}
+
+/* The interval is d +- c sqrt(2) sigma: c Student's t at the Bonferroni level
+ * with floor(0.37 (h - 1)) degrees of freedom, sigma the case's run-to-run
+ * noise (ppb_trend_night_noise) of its latest max_history runs. */
+static void test_interval_formula(void **state)
+{
+    (void)state;
+    sim s;
+    make_sim(&s, 3, 30, 0.01, 1.0, 9);
+    ppb_run_compare_report r = decide(&s, NULL);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(r.n_history[i], 20);
+        double sigma = ppb_trend_night_noise(s.hist[i] + 10, 20);
+        double c = ppb_student_t_quantile(0.05 / 4, 7);
+        const ppb_ab_interval *iv = &r.v.cases[i].interval;
+        double d = log(s.c[i].candidate_ms / s.c[i].baseline_ms);
+        assert_true(fabs(r.noise[i] - sigma) < 1e-15);
+        assert_true(fabs(r.crit[i] - c) < 1e-9);
+        assert_true(fabs(iv->shift - d) < 1e-12);
+        assert_true(fabs(iv->shift_hi - d - c * sqrt(2.0) * sigma) < 1e-12);
+        assert_true(fabs(iv->ratio_lo - exp(d - c * sqrt(2.0) * sigma)) < 1e-12);
+    }
+    assert_true(fabs(r.v.interval_alpha - 0.05 / 4) < 1e-15);
+    ppb_run_compare_report_free(&r);
+}
+
+/* A real step beyond the run-to-run noise is flagged: 8% slower on cases whose
+ * runs vary 0.3% is REJECTed, and 8% faster ACCEPTed (mutation: noise
+ * overestimated, e.g. from the two compared runs' samples pooled with
+ * nothing, or the whole verdict forced to INCONCLUSIVE). */
+static void test_step_beyond_noise_is_flagged(void **state)
+{
+    (void)state;
+    sim s;
+    for (uint64_t seed = 1; seed <= 50; seed++) {
+        make_sim(&s, 6, 10, 0.003, 1.08, seed);
+        ppb_run_compare_report r = decide(&s, NULL);
+        assert_int_equal(r.v.verdict, PPB_VERDICT_REJECT);
+        for (int i = 0; i < s.n; i++)
+            assert_int_equal(r.v.cases[i].cls, PPB_AB_SLOWER);
+        ppb_run_compare_report_free(&r);
+        make_sim(&s, 6, 10, 0.003, 1 / 1.08, seed);
+        r = decide(&s, NULL);
+        assert_int_equal(r.v.verdict, PPB_VERDICT_ACCEPT);
+        assert_true(has_reason(&r, "ACCEPT:"));
+        ppb_run_compare_report_free(&r);
+    }
+    /* the same 8% on cases whose runs vary 4%: within the noise, not rejected */
+    make_sim(&s, 6, 10, 0.04, 1.08, 3);
+    ppb_run_compare_report r = decide(&s, NULL);
+    assert_int_not_equal(r.v.verdict, PPB_VERDICT_REJECT);
+    ppb_run_compare_report_free(&r);
+}
+
+/* Correctness and feasibility come first, as in the verdict; a case not timed
+ * in one run is open; bad input is refused. */
+static void test_states_and_errors(void **state)
+{
+    (void)state;
+    sim s;
+    make_sim(&s, 3, 10, 0.003, 1.0, 5);
+    s.c[0].candidate_correct = 0;
+    s.c[0].candidate_reason = "max abs err 1";
+    s.c[1].baseline_feasible = 0;
+    s.c[2].candidate_ms = 0;
+    ppb_run_compare_report r = decide(&s, NULL);
+    assert_int_equal(r.v.verdict, PPB_VERDICT_REJECT);
+    assert_int_equal(r.v.cases[0].state, PPB_CASE_WRONG);
+    assert_int_equal(r.v.cases[1].state, PPB_CASE_EXCLUDED);
+    assert_int_equal(r.v.cases[2].state, PPB_CASE_NO_SAMPLES);
+    assert_true(has_reason(&r, "candidate's output is wrong: max abs err 1"));
+    ppb_run_compare_report_free(&r);
+
+    ppb_run_compare_rules rules;
+    ppb_run_compare_rules_default(&rules);
+    assert_true(rules.verdict.min_gain == 0 && rules.min_history == 5 && rules.max_history == 20);
+    ppb_err err;
+    rules.min_history = 2;
+    assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, &r, &err), PPB_EINPUT);
+    ppb_run_compare_report_free(&r);
+    ppb_run_compare_rules_default(&rules);
+    s.hist[0][3] = -1;
+    assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, &r, &err), PPB_EINPUT);
+    ppb_run_compare_report_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_student_t),
+        cmocka_unit_test(test_too_little_history_is_inconclusive),
+        cmocka_unit_test(test_aa_separate_runs_are_not_rejected),
+        cmocka_unit_test(test_interval_formula),
+        cmocka_unit_test(test_step_beyond_noise_is_flagged),
+        cmocka_unit_test(test_states_and_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

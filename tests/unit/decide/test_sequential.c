@@ -1,0 +1,338 @@
+/* The sequential design of a proposal's pair (harness/decide/sequential.h):
+ * the look schedule and its alpha, the minimum rounds, the budget look, the
+ * random sample order, the between-session widening, and the error rates the
+ * design claims, simulated with correlated, bimodal and session noise. Each
+ * test names the rule a broken implementation would violate. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sequential.h"
+#include "stats_sim.h"
+
+/* ---- a simulated pair ---------------------------------------------------- */
+
+typedef struct noise_model {
+    double ratio;         /* true candidate / baseline */
+    double sigma;         /* i.i.d. log-sd of one sample */
+    double tau;           /* sd of each (side, session)'s fixed log offset */
+    double drift_sd;      /* AR(1) load drift shared by all units (log scale) */
+    double rho;           /* its autocorrelation per sample */
+    double burst_p;       /* bimodal: a sample hit by a burst ... */
+    double burst;         /* ... is this much slower (log) */
+    double cost_ms;       /* budget cost of one sample */
+} noise_model;
+
+typedef struct sim_pair {
+    noise_model m;
+    sim_rng rng;
+    double offset[2][PPB_SEQ_MAX_SESSIONS], drift;
+    int calls;
+    int trace_side[4096], trace_session[4096];
+} sim_pair;
+
+static int sim_sample(void *ctx, int side, int session, double *ms, double *cost_ms, ppb_err *err)
+{
+    (void)err;
+    sim_pair *p = ctx;
+    const noise_model *m = &p->m;
+    p->drift = m->rho * p->drift + sqrt(1 - m->rho * m->rho) * m->drift_sd * sim_normal(&p->rng);
+    double l = p->offset[side][session] + p->drift + m->sigma * sim_normal(&p->rng);
+    if (m->burst_p > 0 && sim_uniform(&p->rng) < m->burst_p)
+        l += m->burst;
+    if (side == 1)
+        l += log(m->ratio);
+    if (p->calls < 4096) {
+        p->trace_side[p->calls] = side;
+        p->trace_session[p->calls] = session;
+    }
+    p->calls++;
+    *ms = exp(l);
+    *cost_ms = m->cost_ms;
+    return 0;
+}
+
+static void sim_init(sim_pair *p, const noise_model *m, uint64_t seed)
+{
+    memset(p, 0, sizeof *p);
+    p->m = *m;
+    p->rng.state = seed * 0x9E3779B97F4A7C15ull + 17;
+    for (int s = 0; s < 2; s++)
+        for (int k = 0; k < PPB_SEQ_MAX_SESSIONS; k++)
+            p->offset[s][k] = m->tau * sim_normal(&p->rng);
+}
+
+static ppb_seq_design design(int sessions, double alpha, double threshold)
+{
+    return (ppb_seq_design){.samples_per_round = 5, .min_rounds = 4, .max_rounds = 40, .sessions = sessions,
+                            .budget_ms = 1e12, .alpha = alpha, .threshold = threshold, .seed = 7};
+}
+
+/* Share of simulated pairs whose stopped interval says FASTER or SLOWER. */
+static double flag_rate(const ppb_seq_design *d0, const noise_model *m, int pairs, double *same_rate)
+{
+    int flagged = 0, same = 0;
+    for (int i = 0; i < pairs; i++) {
+        sim_pair p;
+        sim_init(&p, m, (uint64_t)i + 1);
+        ppb_seq_design d = *d0;
+        d.seed = (uint64_t)i * 31 + 5;
+        ppb_seq_result r;
+        ppb_err err;
+        assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_OK);
+        flagged += r.cls == PPB_AB_FASTER || r.cls == PPB_AB_SLOWER;
+        same += r.cls == PPB_AB_SAME;
+        ppb_seq_result_free(&r);
+    }
+    if (same_rate)
+        *same_rate = (double)same / pairs;
+    return (double)flagged / pairs;
+}
+
+/* ---- the schedule ---------------------------------------------------------- */
+
+static void test_looks_double_from_min_rounds_and_end_at_max(void **state)
+{
+    (void)state;
+    int r[PPB_SEQ_MAX_LOOKS];
+    assert_int_equal(ppb_seq_looks(4, 40, r), 5);
+    int want[] = {4, 8, 16, 32, 40};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(r[i], want[i]);
+    assert_int_equal(ppb_seq_looks(3, 3, r), 1);
+    assert_int_equal(r[0], 3);
+    assert_int_equal(ppb_seq_looks(5, 6, r), 2);
+    assert_int_equal(r[1], 6);
+    /* each look spends an equal share */
+    assert_true(fabs(ppb_seq_look_alpha(0.05, 4, 40) - 0.01) < 1e-15);
+    assert_true(fabs(ppb_seq_look_alpha(0.05, 3, 3) - 0.05) < 1e-15);
+}
+
+/* A large effect resolves at the first look, which is min_rounds: never before. */
+static void test_no_look_before_min_rounds(void **state)
+{
+    (void)state;
+    noise_model m = {.ratio = 2.0, .sigma = 0.001};
+    sim_pair p;
+    sim_init(&p, &m, 1);
+    ppb_seq_design d = design(2, 0.01, 0.01);
+    ppb_seq_result r;
+    ppb_err err;
+    assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_OK);
+    assert_int_equal(r.cls, PPB_AB_SLOWER);
+    assert_int_equal(r.stop, PPB_SEQ_STOP_RESOLVED);
+    assert_int_equal(r.rounds, 4);
+    assert_int_equal(r.looks_taken, 1);
+    assert_int_equal(r.n[0], 4 * 5 * 2);   /* rounds x slots x sessions */
+    assert_int_equal(r.n[1], 4 * 5 * 2);
+    ppb_seq_result_free(&r);
+}
+
+/* Sampling stops only at scheduled rounds (or the budget look), at the level alpha / K. */
+static void test_stops_only_at_scheduled_looks(void **state)
+{
+    (void)state;
+    int schedule[PPB_SEQ_MAX_LOOKS];
+    int k = ppb_seq_looks(4, 40, schedule);
+    for (int i = 0; i < 60; i++) {
+        noise_model m = {.ratio = 1.0 + 0.004 * (i % 6), .sigma = 0.02};
+        sim_pair p;
+        sim_init(&p, &m, (uint64_t)i + 100);
+        ppb_seq_design d = design(1, 0.05, 0.01);
+        ppb_seq_result r;
+        ppb_err err;
+        assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_OK);
+        int on_schedule = 0;
+        for (int j = 0; j < k; j++)
+            on_schedule |= r.rounds == schedule[j];
+        assert_true(on_schedule);
+        assert_int_equal(r.looks_planned, k);
+        assert_true(r.looks_taken >= 1 && r.looks_taken <= k);
+        assert_true(fabs(r.interval.level - (1 - 0.05 / k)) < 1e-12);
+        ppb_seq_result_free(&r);
+    }
+}
+
+/* The budget: looked at once when it runs out (after min_rounds), then sampling stops. */
+static void test_budget_look_replaces_the_next_one(void **state)
+{
+    (void)state;
+    noise_model m = {.ratio = 1.0, .sigma = 0.05, .cost_ms = 1};
+    sim_pair p;
+    sim_init(&p, &m, 3);
+    ppb_seq_design d = design(1, 0.05, 0.001);
+    d.budget_ms = 5 * 2 * 5.5;   /* runs out during round 6 (10 samples of 1 ms a round) */
+    ppb_seq_result r;
+    ppb_err err;
+    assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_OK);
+    assert_int_equal(r.stop, PPB_SEQ_STOP_BUDGET);
+    assert_int_equal(r.rounds, 6);
+    assert_int_equal(r.looks_taken, 2);   /* round 4, then the budget */
+    ppb_seq_result_free(&r);
+    /* a budget spent before min_rounds still samples min_rounds */
+    sim_init(&p, &m, 3);
+    d.budget_ms = 1;
+    assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_OK);
+    assert_int_equal(r.rounds, 4);
+    assert_int_equal(r.stop == PPB_SEQ_STOP_BUDGET || r.stop == PPB_SEQ_STOP_RESOLVED, 1);
+    ppb_seq_result_free(&r);
+}
+
+/* Every slot samples each (side, session) once, in a seeded random order. */
+static void test_order_is_a_fresh_random_permutation_per_slot(void **state)
+{
+    (void)state;
+    noise_model m = {.ratio = 1.0, .sigma = 0.01};
+    ppb_seq_design d = design(2, 0.05, 0.0);
+    d.min_rounds = d.max_rounds = 40;   /* 200 slots of 4 units */
+    sim_pair a, b;
+    sim_init(&a, &m, 9);
+    sim_init(&b, &m, 9);
+    ppb_seq_result r;
+    ppb_err err;
+    assert_int_equal(ppb_seq_run(&d, sim_sample, &a, &r, &err), PPB_OK);
+    ppb_seq_result_free(&r);
+    assert_int_equal(a.calls, 800);
+    int base_first = 0, same_lead = 0, prev_lead = -1;
+    for (int slot = 0; slot < 200; slot++) {
+        int seen = 0;
+        for (int u = 0; u < 4; u++)
+            seen |= 1 << (a.trace_side[4 * slot + u] + 2 * a.trace_session[4 * slot + u]);
+        assert_int_equal(seen, 15);   /* a permutation of the four units */
+        int lead = a.trace_side[4 * slot];
+        base_first += lead == 0;
+        same_lead += lead == prev_lead;
+        prev_lead = lead;
+    }
+    /* neither side owns the first place, and the lead is not a fixed alternation */
+    assert_true(base_first > 70 && base_first < 130);
+    assert_true(same_lead > 60 && same_lead < 140);
+    /* reproducible from the seed, different for another */
+    d.seed = 7;
+    assert_int_equal(ppb_seq_run(&d, sim_sample, &b, &r, &err), PPB_OK);
+    ppb_seq_result_free(&r);
+    assert_memory_equal(a.trace_side, b.trace_side, sizeof a.trace_side);
+    sim_init(&b, &m, 9);
+    d.seed = 8;
+    assert_int_equal(ppb_seq_run(&d, sim_sample, &b, &r, &err), PPB_OK);
+    ppb_seq_result_free(&r);
+    assert_memory_not_equal(a.trace_side, b.trace_side, sizeof a.trace_side);
+}
+
+/* ---- intervals ------------------------------------------------------------ */
+
+static void test_between_sd_and_widening(void **state)
+{
+    (void)state;
+    /* sessions 0 and 1 of each side differ by exactly 2% (log): tau^2 = 0.02^2 / 2 per side */
+    double base[8], cand[8];
+    unsigned char tb[8], tc[8];
+    for (int i = 0; i < 8; i++) {
+        tb[i] = tc[i] = (unsigned char)(i % 2);
+        base[i] = exp(0.02 * (i % 2));
+        cand[i] = exp(0.02 * (i % 2));
+    }
+    double sd = ppb_seq_between_sd(base, tb, 8, cand, tc, 8, 2);
+    assert_true(fabs(sd - sqrt(2 * (0.0004 / 2) / 2)) < 1e-12);
+    assert_true(ppb_seq_between_sd(base, tb, 8, cand, tc, 8, 1) == 0);
+    /* one session with samples on a side: nothing to estimate from */
+    memset(tc, 0, sizeof tc);
+    assert_true(ppb_seq_between_sd(base, tb, 8, cand, tc, 8, 2) == 0);
+
+    ppb_ab_interval iv = {.shift = 0.01, .shift_lo = 0.0, .shift_hi = 0.03, .level = 0.99, .level_achieved = 0.995,
+                          .bounded = 1, .exact = 1};
+    ppb_seq_widen(&iv, 0.01, 0.004);
+    double w = ppb_normal_quantile(1 - 0.005) * 0.004;
+    assert_true(fabs(iv.shift_lo - (0.01 - sqrt(0.01 * 0.01 + w * w))) < 1e-12);
+    assert_true(fabs(iv.shift_hi - (0.01 + sqrt(0.02 * 0.02 + w * w))) < 1e-12);
+    assert_true(fabs(iv.ratio_lo - exp(iv.shift_lo)) < 1e-15 && fabs(iv.ratio_hi - exp(iv.shift_hi)) < 1e-15);
+    assert_true(iv.level_achieved == iv.level && iv.exact == 0);
+    /* an unknown spread makes the interval claim nothing */
+    ppb_seq_widen(&iv, 0.01, NAN);
+    assert_false(iv.bounded);
+    assert_int_equal(ppb_ab_classify(iv.ratio_lo, iv.ratio_hi, 0.01), PPB_AB_UNRESOLVED);
+}
+
+/* ---- error rates ------------------------------------------------------------ */
+
+/* A/A, threshold 0 (every look is a test of "no difference"): over the five looks
+ * the chance of ever flagging stays under alpha, with load drift and bursts.
+ * Spending alpha at every look (no correction) flags about twice as often. */
+static void test_optional_stopping_keeps_alpha_under_correlated_bimodal_noise(void **state)
+{
+    (void)state;
+    noise_model m = {.ratio = 1.0, .sigma = 0.01, .drift_sd = 0.03, .rho = 0.95, .burst_p = 0.1, .burst = 0.25};
+    ppb_seq_design d = design(1, 0.05, 0.0);
+    d.min_rounds = 2, d.max_rounds = 32;   /* looks 2, 4, 8, 16, 32 */
+    double rate = flag_rate(&d, &m, 600, NULL);
+    assert_true(rate <= 0.05);
+}
+
+/* A/A with real session effects (each side's sessions 2% apart on average): the
+ * widened interval keeps false flags under the case alpha; the within-session
+ * interval alone would flag most pairs. */
+static void test_session_effects_widen_instead_of_flagging(void **state)
+{
+    (void)state;
+    noise_model m = {.ratio = 1.0, .sigma = 0.01, .tau = 0.02};
+    ppb_seq_design d = design(3, 0.05 / 6, 0.01);
+    assert_true(flag_rate(&d, &m, 300, NULL) <= 0.0167);   /* twice the nominal 0.83%, 300 pairs */
+    /* the same pairs with one session: nothing to widen with, and it shows */
+    d.sessions = 1;
+    assert_true(flag_rate(&d, &m, 300, NULL) > 0.2);
+}
+
+/* Power: a 3% slowdown under 1% noise is found in every pair, a quiet A/A is SAME. */
+static void test_known_effect_is_found_and_quiet_aa_is_same(void **state)
+{
+    (void)state;
+    noise_model slow = {.ratio = 1.03, .sigma = 0.01, .tau = 0.001};
+    ppb_seq_design d = design(3, 0.05 / 6, 0.01);
+    assert_true(flag_rate(&d, &slow, 100, NULL) >= 0.99);
+    noise_model quiet = {.ratio = 1.0, .sigma = 0.005};
+    double same = 0;
+    assert_true(flag_rate(&d, &quiet, 100, &same) == 0);
+    assert_true(same >= 0.95);
+}
+
+static void test_design_is_checked(void **state)
+{
+    (void)state;
+    noise_model m = {.ratio = 1.0, .sigma = 0.01};
+    sim_pair p;
+    sim_init(&p, &m, 1);
+    ppb_seq_result r;
+    ppb_err err;
+    ppb_seq_design d = design(PPB_SEQ_MAX_SESSIONS + 1, 0.05, 0.01);
+    assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_EINPUT);
+    assert_non_null(strstr(err.msg, "sessions"));
+    d = design(1, 0.05, 0.01);
+    d.min_rounds = 5, d.max_rounds = 4;
+    assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_EINPUT);
+    d = design(1, 0, 0.01);
+    assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_EINPUT);
+    ppb_seq_result_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_looks_double_from_min_rounds_and_end_at_max),
+        cmocka_unit_test(test_no_look_before_min_rounds),
+        cmocka_unit_test(test_stops_only_at_scheduled_looks),
+        cmocka_unit_test(test_budget_look_replaces_the_next_one),
+        cmocka_unit_test(test_order_is_a_fresh_random_permutation_per_slot),
+        cmocka_unit_test(test_between_sd_and_widening),
+        cmocka_unit_test(test_optional_stopping_keeps_alpha_under_correlated_bimodal_noise),
+        cmocka_unit_test(test_session_effects_widen_instead_of_flagging),
+        cmocka_unit_test(test_known_effect_is_found_and_quiet_aa_is_same),
+        cmocka_unit_test(test_design_is_checked),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
