@@ -136,6 +136,11 @@ static void describe_ratio(char *buf, size_t size, double r, double lo, double h
 
 static const char *plural(int n) { return n == 1 ? "" : "s"; }
 
+/* " (BASIS)" after a case's effect when its interval came from elsewhere. */
+static const char *basis_open(const ppb_verdict_case *c) { return c->basis ? " (" : ""; }
+static const char *basis_text(const ppb_verdict_case *c) { return c->basis ? c->basis : ""; }
+static const char *basis_close(const ppb_verdict_case *c) { return c->basis ? ")" : ""; }
+
 static const char *or_unknown(const char *s) { return s && *s ? s : "no reason recorded"; }
 
 /* ---- decision ------------------------------------------------------------ */
@@ -192,10 +197,11 @@ static int classify_states(const ppb_verdict_case *cases, int n, const ppb_verdi
                               "REJECT: case '%s': the baseline's output is wrong (%s): a comparison against "
                               "it proves nothing",
                               c->key, or_unknown(c->baseline_reason));
-        } else if (c->n_baseline < 1 || c->n_candidate < 1 || !c->baseline || !c->candidate) {
+        } else if (!c->interval && (c->n_baseline < 1 || c->n_candidate < 1 || !c->baseline || !c->candidate)) {
             o->state = PPB_CASE_NO_SAMPLES;
-            rc = add_line(unresolved, "INCONCLUSIVE: case '%s' has %d baseline and %d candidate samples", c->key,
-                          c->n_baseline, c->n_candidate);
+            rc = c->untimed ? add_line(unresolved, "INCONCLUSIVE: case '%s' %s", c->key, c->untimed)
+                            : add_line(unresolved, "INCONCLUSIVE: case '%s' has %d baseline and %d candidate samples",
+                                       c->key, c->n_baseline, c->n_candidate);
         } else {
             o->state = PPB_CASE_COMPARED;
             if (base_wrong || cand_wrong)
@@ -229,6 +235,12 @@ static int compare_cases(const ppb_verdict_case *cases, int n, const ppb_verdict
         ppb_verdict_outcome *o = &out->cases[i];
         if (o->state != PPB_CASE_COMPARED)
             continue;
+        if (c->interval) { /* measured elsewhere: no samples, no test */
+            o->interval = *c->interval;
+            o->test.p = o->p_holm = o->p_bh = NAN;
+            o->cls = ppb_ab_classify(o->interval.ratio_lo, o->interval.ratio_hi, rules->threshold);
+            continue;
+        }
         const double ia = case_alpha(out, c);
         if (rules->method == PPB_METHOD_BOOTSTRAP) {
             int reps = ppb_bootstrap_min_reps(ia);
@@ -261,12 +273,12 @@ static int compare_cases(const ppb_verdict_case *cases, int n, const ppb_verdict
         if ((rc = ppb_p_adjust_holm(p, k, adj, err)))
             goto done;
         for (int i = 0, j = 0; i < n; i++)
-            if (out->cases[i].state == PPB_CASE_COMPARED)
+            if (out->cases[i].state == PPB_CASE_COMPARED && !cases[i].interval)
                 out->cases[i].p_holm = adj[j++];
         if ((rc = ppb_p_adjust_bh(p, k, adj, err)))
             goto done;
         for (int i = 0, j = 0; i < n; i++)
-            if (out->cases[i].state == PPB_CASE_COMPARED)
+            if (out->cases[i].state == PPB_CASE_COMPARED && !cases[i].interval)
                 out->cases[i].p_bh = adj[j++];
     }
 done:
@@ -356,8 +368,13 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
                           100 * (1 - case_alpha(out, &cases[i])),
                           more);
         } else if (iv->ratio_lo > 1 + tol) {
-            rc = add_line(&reject, "REJECT: case '%s' is %s, above the %g%% tolerated regression", cases[i].key, what,
-                          100 * tol);
+            rc = add_line(&reject, "REJECT: case '%s' is %s, above the %g%% tolerated regression%s%s%s", cases[i].key,
+                          what, 100 * tol, basis_open(&cases[i]), basis_text(&cases[i]), basis_close(&cases[i]));
+        } else if (iv->ratio_hi > 1 + tol && cases[i].interval) {
+            cases_clear = 0;
+            rc = add_line(&unresolved, "INCONCLUSIVE: case '%s' is %s: it may be beyond the %g%% tolerated regression%s%s%s",
+                          cases[i].key, what, 100 * tol, basis_open(&cases[i]), basis_text(&cases[i]),
+                          basis_close(&cases[i]));
         } else if (iv->ratio_hi > 1 + tol) {
             cases_clear = 0;
             long more = ppb_ab_samples_to_resolve(iv, cases[i].n_baseline, cases[i].n_candidate, tol,

@@ -39,6 +39,11 @@ typedef struct ppb_verdict_case {
     int looks;                         /* scheduled looks: the case's interval spends alpha / looks */
     int sessions;                      /* sessions per side (1: no between-session component measured) */
     double between_sd;                 /* between-session sd of the log ratio, widens the interval */
+    /* Judged on an interval from elsewhere instead of samples (two separate
+     * runs: run_compare.h): not NULL = the case's interval, as is. */
+    const ppb_ab_interval *interval;
+    const char *basis;                 /* where that interval comes from, said in the case's lines */
+    const char *untimed;               /* no samples and no interval: why (NULL: the sample counts) */
 } ppb_verdict_case;
 
 typedef struct ppb_verdict_rules {

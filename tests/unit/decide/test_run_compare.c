@@ -95,7 +95,11 @@ static void test_too_little_history_is_inconclusive(void **state)
     assert_int_equal(r.v.verdict, PPB_VERDICT_INCONCLUSIVE);
     assert_int_equal(r.n_short, 4);
     assert_int_equal(r.v.n_compared, 0);
-    assert_true(has_reason(&r, "INCONCLUSIVE: 4 of 4 cases have fewer than 5 plain runs of history"));
+    int lines = 0;
+    for (int i = 0; i < r.v.n_reasons; i++)
+        lines += strstr(r.v.reasons[i], "INCONCLUSIVE: case '") &&
+                 strstr(r.v.reasons[i], "has fewer than 5 plain runs of history") != NULL;
+    assert_int_equal(lines, 4);
     ppb_run_compare_report_free(&r);
 
     /* one case with history: judged (a real step), the others not */
