@@ -8,27 +8,16 @@
 void ppb_kernel_args_point(ppb_prefill_args *pa, ppb_decode_args *da, int kernel, const ppb_tensor_ptrs *t)
 {
     if (kernel == PPB_PREFIX_PREFILL) {
-        ppb_prefill_args *a = pa;
-        a->q = t->q;
-        a->k = t->k;
-        a->v = t->v;
-        a->k_cache = t->k_cache;
-        a->v_cache = t->v_cache;
-        a->out = t->out;
-        a->block_table = t->block_table;
-        a->start_loc = t->start_loc;
-        a->query_lens = t->query_lens;
-        a->context_lens = t->context_lens;
-        a->seq_lens = t->seq_lens;
+        /* the new tokens, the paged cache, the lengths */
+        pa->q = t->q, pa->k = t->k, pa->v = t->v, pa->out = t->out;
+        pa->k_cache = t->k_cache, pa->v_cache = t->v_cache, pa->block_table = t->block_table;
+        pa->start_loc = t->start_loc, pa->query_lens = t->query_lens, pa->context_lens = t->context_lens;
+        pa->seq_lens = t->seq_lens;
         return;
     }
-    ppb_decode_args *a = da;
-    a->q = t->q;
-    a->k_cache = t->k_cache;
-    a->v_cache = t->v_cache;
-    a->out = t->out;
-    a->block_table = t->block_table;
-    a->seq_lens = t->context_lens;
+    da->q = t->q, da->out = t->out;
+    da->k_cache = t->k_cache, da->v_cache = t->v_cache, da->block_table = t->block_table;
+    da->seq_lens = t->context_lens;
 }
 
 int ppb_kernel_list_suites(const char *const *suite_paths, int n_paths, int cc, int warp_size, unsigned smem_limit,

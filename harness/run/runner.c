@@ -10,19 +10,15 @@
 #include "matrix.h"
 #include "measure.h"
 #include "session.h"
+#include "stop_signals.h"
 #include "store.h"
 #include "suite.h"
 #include "target.h"
 #include "workers.h"
 
 /* Set by SIGINT/SIGTERM; the pipeline stops between samples and cases. */
+/* Non-zero (the signal) once SIGINT/SIGTERM asked the run to stop. */
 static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_requested = 1;
-}
 
 typedef struct run_ctx {
     const ppb_run_options *opt;
@@ -423,13 +419,8 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
         goto end;
     sum->planned = x.cases.n;
 
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    stop_requested = 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    ppb_stop_signals signals;
+    ppb_stop_signals_catch(&signals, &stop_requested);
 
     const char *backend = effective.backend ? effective.backend : "auto";
     if (!(todo_flags = calloc((size_t)x.cases.n + 1, 1))) {
@@ -485,8 +476,7 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
             rc = ppb_fail(err, frc, "%s", ferr.msg);
     }
 restore:
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    ppb_stop_signals_restore(&signals);
 end:
     free(todo_flags);
     ppb_session_close(&x.session);

@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include "http.h"
+#include "stop_signals.h"
 #include "store.h"
 #include "store_internal.h"
 
@@ -29,33 +30,20 @@
  * sets it; the download, the checks and the queries stop on it, the copy is
  * removed on the way out (ppb_fetch_release re-raises the signal after that). */
 static volatile sig_atomic_t caught_signal;
-static struct sigaction saved_int, saved_term;
-static int catching;
+static ppb_stop_signals catching;
 static long long steps_left;
-
-static void on_signal(int sig) { caught_signal = sig; }
 
 static void catch_signals(void)
 {
-    if (catching)
-        return;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    caught_signal = 0;
-    sigaction(SIGINT, &sa, &saved_int);
-    sigaction(SIGTERM, &sa, &saved_term);
-    catching = 1;
+    if (!catching.active)
+        ppb_stop_signals_catch(&catching, &caught_signal);
 }
 
 static void restore_signals(int reraise)
 {
-    if (!catching)
+    if (!catching.active)
         return;
-    sigaction(SIGINT, &saved_int, NULL);
-    sigaction(SIGTERM, &saved_term, NULL);
-    catching = 0;
+    ppb_stop_signals_restore(&catching);
     if (reraise && caught_signal)
         raise(caught_signal);
 }
