@@ -26,26 +26,38 @@ double ppb_seq_look_alpha(double alpha, int min_rounds, int max_rounds)
     return alpha / ppb_seq_looks(min_rounds, max_rounds, rounds);
 }
 
-/* Median log-time of the samples of one session; NAN without any. */
-static double session_median_log(const double *x, const unsigned char *tag, int n, int session, double *scratch)
+/* One session's median log-time and the sampling variance of that median,
+ * (pi/2) (1.4826 MAD)^2 / n (the median's asymptotic variance for a normal
+ * shape, robust to outliers); NAN without samples. */
+static double session_median_log(const double *x, const unsigned char *tag, int n, int session, double *scratch,
+                                  double *median_var)
 {
     int k = 0;
     for (int i = 0; i < n; i++)
         if (tag[i] == session)
             scratch[k++] = log(x[i]);
-    return k ? ppb_median(scratch, k) : NAN;
+    if (!k)
+        return NAN;
+    double med = ppb_median(scratch, k);
+    for (int i = 0; i < k; i++)
+        scratch[i] = fabs(scratch[i] - med);
+    double mad = 1.4826 * ppb_median(scratch, k);
+    *median_var = 1.5707963267948966 * mad * mad / k;
+    return med;
 }
 
-/* Variance over sessions of one side's session medians (n - 1 denominator); -1 with fewer than two. */
+/* tau^2 of one side by the method of moments (DerSimonian & Laird): the variance
+ * over sessions of their medians less the medians' own sampling variance, not
+ * below 0; -1 with fewer than two sessions. */
 static double side_session_variance(const double *x, const unsigned char *tag, int n, int sessions,
                                     double *scratch)
 {
-    double med[PPB_SEQ_MAX_SESSIONS], mean = 0;
+    double med[PPB_SEQ_MAX_SESSIONS], mean = 0, within = 0;
     int k = 0;
     for (int s = 0; s < sessions; s++) {
-        double m = session_median_log(x, tag, n, s, scratch);
+        double v = 0, m = session_median_log(x, tag, n, s, scratch, &v);
         if (!isnan(m))
-            med[k++] = m, mean += m;
+            med[k++] = m, mean += m, within += v;
     }
     if (k < 2)
         return -1;
@@ -53,7 +65,8 @@ static double side_session_variance(const double *x, const unsigned char *tag, i
     double ss = 0;
     for (int i = 0; i < k; i++)
         ss += (med[i] - mean) * (med[i] - mean);
-    return ss / (k - 1);
+    double tau2 = ss / (k - 1) - within / k;
+    return tau2 > 0 ? tau2 : 0;
 }
 
 double ppb_seq_between_sd(const double *base, const unsigned char *base_session, int n, const double *cand,

@@ -259,6 +259,31 @@ static void test_between_sd_and_widening(void **state)
     assert_int_equal(ppb_ab_classify(iv.ratio_lo, iv.ratio_hi, 0.01), PPB_AB_UNRESOLVED);
 }
 
+/* The sessions' medians vary by their own sampling noise even without session
+ * effects: that part, (pi/2) (1.4826 MAD)^2 / n per median, is subtracted
+ * (DerSimonian & Laird), so pure sampling noise is not counted twice. */
+static void test_between_sd_subtracts_the_medians_own_noise(void **state)
+{
+    (void)state;
+    const double logs[5] = {-0.2, -0.1, 0.0, 0.1, 0.2};
+    double x[10];
+    unsigned char tag[10];
+    for (int shift_i = 0; shift_i < 2; shift_i++) {
+        const double shift = shift_i ? 0.5 : 0.01;   /* session 1 sits this much above session 0 */
+        for (int i = 0; i < 10; i++) {
+            tag[i] = (unsigned char)(i / 5);
+            x[i] = exp(logs[i % 5] + (i / 5 ? shift : 0));
+        }
+        double sd = ppb_seq_between_sd(x, tag, 10, x, tag, 10, 2);
+        double within = 1.5707963267948966 * pow(1.4826 * 0.1, 2) / 5;   /* each median's variance */
+        double tau2 = shift * shift / 2 - within;
+        if (tau2 < 0)
+            assert_true(sd == 0);   /* a spread the sampling noise explains: no session component */
+        else
+            assert_true(fabs(sd - sqrt(2 * tau2 / 2)) < 1e-12);
+    }
+}
+
 /* ---- error rates ------------------------------------------------------------ */
 
 /* A/A, threshold 0 (every look is a test of "no difference"): over the five looks
@@ -329,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_budget_look_replaces_the_next_one),
         cmocka_unit_test(test_order_is_a_fresh_random_permutation_per_slot),
         cmocka_unit_test(test_between_sd_and_widening),
+        cmocka_unit_test(test_between_sd_subtracts_the_medians_own_noise),
         cmocka_unit_test(test_optional_stopping_keeps_alpha_under_correlated_bimodal_noise),
         cmocka_unit_test(test_session_effects_widen_instead_of_flagging),
         cmocka_unit_test(test_known_effect_is_found_and_quiet_aa_is_same),
