@@ -16,7 +16,8 @@
 # Environment: PPB (the binary, default build/ppbench), BACKEND (cpu), SUITE (suites/smoke.yaml),
 # FILTER (5 cases of it), KNOBS (the A/A proposal's config, both sides), RUN_FILTER (the plain runs'
 # cases), PAIRS (500), PROPOSALS (100), KNOWN (30), RUNS (16), LOAD (busy processes running beside
-# the study, default 1). Writes OUT_DIR/summary.txt and the database.
+# the study, default 1), EFFECTS and EFFECT_PAIRS (calibrate's known effects). Writes OUT_DIR/summary.txt
+# and the database.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:?usage: scripts/noise-study.sh OUT_DIR [STEP...]}
@@ -31,6 +32,7 @@ SUITE=${SUITE:-$root/suites/smoke.yaml}
 FILTER=${FILTER:-dtype=bf16,head_dim=64,page_size=16,batch=2,block_m=16}
 KNOBS=${KNOBS:-"{block_m: 16, block_n: 32, num_warps: 4}"}
 RUN_FILTER=${RUN_FILTER:-$FILTER,block_n=32}
+EFFECTS=${EFFECTS:-0.01,0.02,0.03,0.05} EFFECT_PAIRS=${EFFECT_PAIRS:-100}
 PAIRS=${PAIRS:-500} PROPOSALS=${PROPOSALS:-100} KNOWN=${KNOWN:-30} RUNS=${RUNS:-16} LOAD=${LOAD:-1}
 db=$out/study.db
 summary=$out/summary.txt
@@ -70,7 +72,7 @@ for step in "${steps[@]}"; do
   case $step in
   calibrate)
     "$PPB" calibrate "$SUITE" --db "$db" --backend "$BACKEND" --filter "$FILTER" --pairs "$PAIRS" \
-      --effect-pairs 100 --effects 0.01,0.02,0.03,0.05 >"$out/calibrate.txt" 2>"$out/calibrate.log" || true
+      --effect-pairs "$EFFECT_PAIRS" --effects "$EFFECTS" >"$out/calibrate.txt" 2>"$out/calibrate.log" || true
     sed 's/^/calibrate: /' "$out/calibrate.txt" | tee -a "$summary"
     ;;
   independent)
