@@ -214,6 +214,44 @@ double ppb_mwu_exact_cdf(int n, int m, double u)
  * rounding counts as within it. */
 #define PROB_EPS 1e-12
 
+/* P(|T| <= t) for Student's t with df degrees of freedom: the closed forms of
+ * Abramowitz & Stegun 26.7.3 (odd df) and 26.7.4 (even df). */
+static double t_two_sided(double t, int df)
+{
+    double th = atan(t / sqrt((double)df)), s = sin(th), c2 = cos(th) * cos(th), sum = 0, term;
+    if (df % 2) {
+        term = cos(th);
+        for (int k = 3; k <= df; k += 2) {
+            sum += term;
+            term *= c2 * (k - 1) / k;
+        }
+        return 2 / 3.14159265358979323846 * (th + s * sum);
+    }
+    term = 1;
+    for (int k = 2; k <= df; k += 2) {
+        sum += term;
+        term *= c2 * (k - 1) / k;
+    }
+    return s * sum;
+}
+
+double ppb_student_t_quantile(double alpha, int df)
+{
+    if (!(alpha > 0 && alpha < 1) || df < 1)
+        return NAN;
+    double lo = 0, hi = 1;
+    while (t_two_sided(hi, df) < 1 - alpha && hi < 1e300)
+        hi *= 2;
+    for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
+        double mid = (lo + hi) / 2;
+        if (t_two_sided(mid, df) < 1 - alpha)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
 int ppb_mwu_critical_value(int n, int m, double alpha)
 {
     if (n < 1 || m < 1 || n > PPB_MWU_EXACT_MAX || m > PPB_MWU_EXACT_MAX || !(alpha > 0 && alpha < 1))

@@ -21,6 +21,9 @@
 /* Standard normal distribution. */
 double ppb_normal_cdf(double x);
 double ppb_normal_quantile(double p);   /* p in (0, 1); Wichura's AS 241 */
+/* The two-sided critical value c of Student's t with `df` (>= 1) degrees of
+ * freedom: P(|T| <= c) = 1 - alpha (Abramowitz & Stegun 26.7.3-4, bisection). */
+double ppb_student_t_quantile(double alpha, int df);
 
 /* ---- Mann-Whitney U ------------------------------------------------------ */
 

@@ -50,9 +50,6 @@ int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_r
                            ppb_run_compare_report *out, ppb_err *err);
 void ppb_run_compare_report_free(ppb_run_compare_report *r);
 
-/* The two-sided critical value c of Student's t with `df` (>= 1) degrees of
- * freedom: P(|T| <= c) = 1 - alpha. */
-double ppb_student_t_quantile(double alpha, int df);
 
 /* Where a case's history comes from: the plain runs of `suite` in `s`, without
  * runs skip[0] and skip[1] (0: none), which are the compared runs. */

@@ -86,7 +86,7 @@ double ppb_seq_between_sd(const double *base, const unsigned char *base_session,
     return sqrt(2 * ((vb + vc) / 2) / sessions);
 }
 
-void ppb_seq_widen(ppb_ab_interval *iv, double alpha, double between_sd)
+void ppb_seq_widen(ppb_ab_interval *iv, double alpha, double between_sd, int sessions)
 {
     if (isnan(between_sd)) { /* the spread could not be computed: the interval claims nothing */
         iv->shift_lo = -INFINITY;
@@ -97,7 +97,7 @@ void ppb_seq_widen(ppb_ab_interval *iv, double alpha, double between_sd)
     }
     if (!(between_sd > 0) || !iv->bounded)
         return;
-    double w = ppb_normal_quantile(1 - alpha / 2) * between_sd;
+    double w = ppb_student_t_quantile(alpha, 2 * (sessions > 1 ? sessions - 1 : 1)) * between_sd;
     double below = iv->shift - iv->shift_lo, above = iv->shift_hi - iv->shift;
     iv->shift_lo = iv->shift - sqrt(below * below + w * w);
     iv->shift_hi = iv->shift + sqrt(above * above + w * w);
@@ -107,12 +107,14 @@ void ppb_seq_widen(ppb_ab_interval *iv, double alpha, double between_sd)
     iv->exact = 0;
 }
 
-int ppb_seq_interval(const double *base, int n, const double *cand, int m, double alpha, double between_sd,
-                     ppb_ab_interval *out, ppb_err *err)
+/* The interval a stopped comparison may claim: Hodges-Lehmann / Moses on the
+ * pooled samples, widened by the between-session component. */
+static int seq_interval(const double *base, int n, const double *cand, int m, double alpha, double between_sd,
+                        int sessions, ppb_ab_interval *out, ppb_err *err)
 {
     int rc = ppb_ab_hodges_lehmann(base, n, cand, m, alpha, out, err);
     if (!rc)
-        ppb_seq_widen(out, alpha, between_sd);
+        ppb_seq_widen(out, alpha, between_sd, sessions);
     return rc;
 }
 
@@ -156,8 +158,8 @@ static int look(const ppb_seq_design *d, double look_alpha, ppb_seq_result *r, p
                                        d->sessions);
     if (isnan(r->between_sd))
         return ppb_fail(err, PPB_ENOMEM, "out of memory for the session spread");
-    int rc = ppb_seq_interval(r->samples[0], r->n[0], r->samples[1], r->n[1], look_alpha, r->between_sd,
-                              &r->interval, err);
+    int rc = seq_interval(r->samples[0], r->n[0], r->samples[1], r->n[1], look_alpha, r->between_sd, d->sessions,
+                          &r->interval, err);
     if (rc)
         return rc;
     r->cls = ppb_ab_classify(r->interval.ratio_lo, r->interval.ratio_hi, d->threshold);

@@ -50,15 +50,12 @@ double ppb_seq_look_alpha(double alpha, int min_rounds, int max_rounds);
 double ppb_seq_between_sd(const double *base, const unsigned char *base_session, int n, const double *cand,
                           const unsigned char *cand_session, int m, int sessions);
 
-/* The interval a comparison may claim: Hodges-Lehmann / Moses at level
- * 1 - alpha on the pooled samples, each half-width widened in quadrature by
- * z_{1-alpha/2} * between_sd (the normal approximation for the session
- * component; level_achieved becomes the nominal level). */
-int ppb_seq_interval(const double *base, int n, const double *cand, int m, double alpha, double between_sd,
-                     ppb_ab_interval *out, ppb_err *err);
-
-/* Widen an interval (any method) by the between-session component, as above. */
-void ppb_seq_widen(ppb_ab_interval *iv, double alpha, double between_sd);
+/* Widen an interval (any method) by the between-session component: each
+ * half-width in quadrature with c * between_sd, c Student's t at 1 - alpha/2
+ * with 2 (sessions - 1) degrees of freedom (the spread's own, pooled over the
+ * two sides); level_achieved becomes the nominal level. A NaN spread (it could
+ * not be computed) leaves the interval unbounded. */
+void ppb_seq_widen(ppb_ab_interval *iv, double alpha, double between_sd, int sessions);
 
 /* Time one sample of unit (side 0 = baseline / 1 = candidate, session):
  * *ms per launch, *cost_ms the time it took (counted against the budget). */

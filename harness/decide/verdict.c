@@ -256,7 +256,7 @@ static int compare_cases(const ppb_verdict_case *cases, int n, const ppb_verdict
                                        &o->interval, err);
         }
         if (!rc)
-            ppb_seq_widen(&o->interval, ia, c->between_sd);
+            ppb_seq_widen(&o->interval, ia, c->between_sd, c->sessions);
         if (!rc)
             rc = ppb_mann_whitney(c->baseline, c->n_baseline, c->candidate, c->n_candidate, &o->test, err);
         if (rc) {

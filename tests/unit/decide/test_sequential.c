@@ -247,14 +247,14 @@ static void test_between_sd_and_widening(void **state)
 
     ppb_ab_interval iv = {.shift = 0.01, .shift_lo = 0.0, .shift_hi = 0.03, .level = 0.99, .level_achieved = 0.995,
                           .bounded = 1, .exact = 1};
-    ppb_seq_widen(&iv, 0.01, 0.004);
-    double w = ppb_normal_quantile(1 - 0.005) * 0.004;
-    assert_true(fabs(iv.shift_lo - (0.01 - sqrt(0.01 * 0.01 + w * w))) < 1e-12);
-    assert_true(fabs(iv.shift_hi - (0.01 + sqrt(0.02 * 0.02 + w * w))) < 1e-12);
+    ppb_seq_widen(&iv, 0.01, 0.004, 3);
+    double w = 4.604095 * 0.004;   /* Student's t, 4 degrees of freedom, 99.5% (R: qt(0.995, 4)) */
+    assert_true(fabs(iv.shift_lo - (0.01 - sqrt(0.01 * 0.01 + w * w))) < 1e-8);
+    assert_true(fabs(iv.shift_hi - (0.01 + sqrt(0.02 * 0.02 + w * w))) < 1e-8);
     assert_true(fabs(iv.ratio_lo - exp(iv.shift_lo)) < 1e-15 && fabs(iv.ratio_hi - exp(iv.shift_hi)) < 1e-15);
     assert_true(iv.level_achieved == iv.level && iv.exact == 0);
     /* an unknown spread makes the interval claim nothing */
-    ppb_seq_widen(&iv, 0.01, NAN);
+    ppb_seq_widen(&iv, 0.01, NAN, 3);
     assert_false(iv.bounded);
     assert_int_equal(ppb_ab_classify(iv.ratio_lo, iv.ratio_hi, 0.01), PPB_AB_UNRESOLVED);
 }
@@ -299,18 +299,22 @@ static void test_optional_stopping_keeps_alpha_under_correlated_bimodal_noise(vo
     assert_true(rate <= 0.05);
 }
 
-/* A/A with real session effects (each side's sessions 2% apart on average): the
- * widened interval keeps false flags under the case alpha; the within-session
- * interval alone would flag most pairs. */
+/* Coverage where the sessions dominate: A/A with session offsets (tau 2%) ten
+ * times the sample noise, threshold 0, so any interval that misses 1 is a false
+ * flag. Over 400 pairs the share stays within alpha plus two binomial standard
+ * errors. The normal quantile in place of Student's t (4 degrees of freedom)
+ * or no widening at all flag several times alpha. */
 static void test_session_effects_widen_instead_of_flagging(void **state)
 {
     (void)state;
-    noise_model m = {.ratio = 1.0, .sigma = 0.01, .tau = 0.02};
-    ppb_seq_design d = design(3, 0.05 / 6, 0.01);
-    assert_true(flag_rate(&d, &m, 300, NULL) <= 0.0167);   /* twice the nominal 0.83%, 300 pairs */
+    noise_model m = {.ratio = 1.0, .sigma = 0.002, .tau = 0.02};
+    ppb_seq_design d = design(3, 0.05, 0.0);
+    d.min_rounds = 2, d.max_rounds = 8;   /* looks 2, 4, 8 */
+    const int pairs = 400;
+    assert_true(flag_rate(&d, &m, pairs, NULL) <= 0.05 + 2 * sqrt(0.05 * 0.95 / pairs));
     /* the same pairs with one session: nothing to widen with, and it shows */
     d.sessions = 1;
-    assert_true(flag_rate(&d, &m, 300, NULL) > 0.2);
+    assert_true(flag_rate(&d, &m, pairs, NULL) > 0.5);
 }
 
 /* Power: a 3% slowdown under 1% noise is found in every pair, a quiet A/A is SAME. */
