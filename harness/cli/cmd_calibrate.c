@@ -1,6 +1,7 @@
 /* ppbench calibrate SUITE: A/A false flags and known-effect detection in the
  * proposals' own regime (harness/decide/calibrate.h), then repeatability
  * between two separate `ppbench run` processes of the suite. */
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <spawn.h>
@@ -12,7 +13,6 @@
 #include "calibrate.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "stats.h"
 
 extern char **environ;
 
@@ -73,11 +73,16 @@ static int calibrate_opt(void *ctx, int opt, char *arg)
                 return -1;
             }
             c->effects[c->n_effects] = strtod(tok, &end);
-            if (end == tok || (*end && *end != ',') || !(c->effects[c->n_effects] > 0)) {
+            if (end == tok || (*end && *end != ',') || !(c->effects[c->n_effects] > 0) ||
+                !isfinite(c->effects[c->n_effects])) {
                 fprintf(stderr, "ppbench calibrate: --effects %s: expected positive numbers\n", arg);
                 return -1;
             }
             c->n_effects++;
+        }
+        if (c->n_effects == 0) {
+            fprintf(stderr, "ppbench calibrate: --effects: at least one slowdown\n");
+            return -1;
         }
         return 0;
     case 'M': return ppb_cli_positive("calibrate", "--min-case-ms", arg, &c->min_case_ms);
@@ -104,14 +109,17 @@ static int separate_run(const calibrate_cli *c, const ppb_propose_options *o, pp
     argv[n] = NULL;
     /* its per-case lines would bury calibrate's own; errors still reach stderr */
     posix_spawn_file_actions_t quiet;
-    posix_spawn_file_actions_init(&quiet);
-    posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
     pid_t pid;
-    int status = 0, rc = posix_spawn(&pid, c->self, &quiet, NULL, (char *const *)argv, environ);
+    int status = 0, rc = posix_spawn_file_actions_init(&quiet);
+    if (!rc && !(rc = posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0)))
+        rc = posix_spawn(&pid, c->self, &quiet, NULL, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&quiet);
     if (rc)
         return ppb_fail(err, PPB_EIO, "cannot start %s run: %s", c->self, strerror(rc));
-    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+    pid_t w;
+    while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+        ;
+    if (w < 0 || !WIFEXITED(status))
         return ppb_fail(err, PPB_EIO, "the separate `ppbench run` did not finish");
     /* 0: all ok; 1: some cases noisy/refused, still a run to compare */
     if (WEXITSTATUS(status) > 1)
@@ -119,81 +127,50 @@ static int separate_run(const calibrate_cli *c, const ppb_propose_options *o, pp
     return PPB_OK;
 }
 
-typedef struct latest_runs {
-    int64_t id[2];   /* the two newest repeatability runs, newest first */
-} latest_runs;
+/* The newest repeatability run stored (0: none). */
+typedef struct latest_run {
+    int64_t id;
+} latest_run;
 
 static int note_run(void *ctx, const ppb_run_info *run)
 {
-    latest_runs *l = ctx;
-    if (strcmp(run->label, REPEAT_LABEL) != 0 || strcmp(run->kind, "calibrate") != 0)
-        return 0;
-    if (run->id > l->id[0])
-        l->id[1] = l->id[0], l->id[0] = run->id;
-    else if (run->id > l->id[1])
-        l->id[1] = run->id;
+    latest_run *l = ctx;
+    if (strcmp(run->label, REPEAT_LABEL) == 0 && strcmp(run->kind, "calibrate") == 0 && run->id > l->id)
+        l->id = run->id;
     return 0;
 }
 
-typedef struct repeat_ctx {
-    ppb_store *s;
-    int64_t other;
-    double *diffs;
-    int n, cap;
-} repeat_ctx;
-
-typedef struct median_of {
-    const char *key;
-    double median;
-} median_of;
-
-static int find_median(void *ctx, const ppb_case *c, const ppb_result *r)
+static int latest_repeat_run(const char *db_path, int64_t *id, ppb_err *err)
 {
-    median_of *m = ctx;
-    if (strcmp(c->key, m->key) != 0)
-        return 0;
-    m->median = r->median_ms;
-    return 1;
+    ppb_store *s = NULL;
+    latest_run l = {0};
+    int rc = ppb_store_open(&s, db_path, err);
+    if (!rc)
+        rc = ppb_store_each_run(s, note_run, &l, err);
+    ppb_store_close(s);
+    *id = l.id;
+    return rc;
 }
 
-static int repeat_case(void *ctx, const ppb_case *c, const ppb_result *r)
-{
-    repeat_ctx *x = ctx;
-    median_of m = {c->key, 0};
-    ppb_err ignored;
-    ppb_store_each_result(x->s, x->other, find_median, &m, &ignored);
-    if (r->median_ms > 0 && m.median > 0 && x->n < x->cap)
-        x->diffs[x->n++] = fabs(m.median / r->median_ms - 1);
-    return 0;
-}
-
-/* Two separate processes, then |median ratio - 1| per case: its median and 90th percentile. */
+/* Two separate processes, each checked to have stored its own run, then the
+ * per-case run-to-run difference (harness/decide/calibrate.h). */
 static int repeatability(const calibrate_cli *c, const ppb_propose_options *o, double *median_diff, double *p90,
                          int *n_cases, ppb_err *err)
 {
-    int rc = separate_run(c, o, err);
-    if (!rc)
+    int64_t ids[3] = {0, 0, 0};
+    int rc = latest_repeat_run(o->db_path, &ids[0], err);
+    for (int i = 1; i <= 2 && !rc; i++) {
         rc = separate_run(c, o, err);
+        if (!rc)
+            rc = latest_repeat_run(o->db_path, &ids[i], err);
+        if (!rc && ids[i] <= ids[i - 1])
+            rc = ppb_fail(err, PPB_EIO, "the separate `ppbench run` stored no run in %s", o->db_path);
+    }
     ppb_store *s = NULL;
     if (!rc)
         rc = ppb_store_open(&s, o->db_path, err);
-    latest_runs l = {{0, 0}};
     if (!rc)
-        rc = ppb_store_each_run(s, note_run, &l, err);
-    ppb_run_info run;
-    if (!rc && !l.id[1])
-        rc = ppb_fail(err, PPB_EIO, "the two separate runs are not in %s", o->db_path);
-    if (!rc)
-        rc = ppb_store_get_run(s, l.id[0], &run, err);
-    repeat_ctx x = {s, l.id[1], NULL, 0, rc ? 0 : run.n_cases};
-    if (!rc && !(x.diffs = calloc((size_t)x.cap + 1, sizeof *x.diffs)))
-        rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
-    if (!rc)
-        rc = ppb_store_each_result(s, l.id[0], repeat_case, &x, err);
-    *n_cases = x.n;
-    *median_diff = x.n ? ppb_median(x.diffs, x.n) : NAN;
-    *p90 = x.n ? ppb_quantile(x.diffs, x.n, 0.9) : NAN;
-    free(x.diffs);
+        rc = ppb_calibrate_repeatability(s, ids[2], ids[1], median_diff, p90, n_cases, err);
     ppb_store_close(s);
     return rc;
 }

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "stats.h"
@@ -129,4 +130,39 @@ double ppb_calibrate_mde(const ppb_calibration *c, double share)
             best = c->effect[i].effect;
     }
     return best;
+}
+
+typedef struct repeat_ctx {
+    ppb_store *s;
+    int64_t other;
+    double *diffs;
+    int n, cap;
+} repeat_ctx;
+
+static int repeat_case(void *ctx, const ppb_case *c, const ppb_result *r)
+{
+    repeat_ctx *x = ctx;
+    median_lookup m = {c->key, 0};
+    ppb_err ignored;
+    ppb_store_each_result(x->s, x->other, find_median, &m, &ignored);
+    if (r->median_ms > 0 && m.median > 0 && x->n < x->cap)
+        x->diffs[x->n++] = fabs(m.median / r->median_ms - 1);
+    return 0;
+}
+
+int ppb_calibrate_repeatability(ppb_store *s, int64_t run_a, int64_t run_b, double *median_diff, double *p90,
+                                int *n_cases, ppb_err *err)
+{
+    ppb_run_info run;
+    int rc = ppb_store_get_run(s, run_a, &run, err);
+    repeat_ctx x = {s, run_b, NULL, 0, rc ? 0 : run.n_cases};
+    if (!rc && !(x.diffs = calloc((size_t)x.cap + 1, sizeof *x.diffs)))
+        rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+    if (!rc)
+        rc = ppb_store_each_result(s, run_a, repeat_case, &x, err);
+    *n_cases = x.n;
+    *median_diff = x.n ? ppb_median(x.diffs, x.n) : NAN;
+    *p90 = x.n ? ppb_quantile(x.diffs, x.n, 0.9) : NAN;
+    free(x.diffs);
+    return rc;
 }

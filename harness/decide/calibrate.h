@@ -38,9 +38,14 @@ typedef struct ppb_calibration {
     int n_effects;
 } ppb_calibration;
 
-/* Run the A/A and known-effect proposals (stored, kind from o->run_kind).
- * `progress` (may be NULL) gets one line per proposal. */
+/* Run the A/A and known-effect proposals (stored, kind from o->run_kind), one
+ * progress line per proposal on o->log. */
 int ppb_calibrate(const ppb_calibrate_options *co, ppb_propose_options *o, ppb_calibration *out, ppb_err *err);
+
+/* Repeatability of two stored runs of the same cases: |median_b / median_a - 1|
+ * per case present in both, its median and 90th percentile over *n_cases. */
+int ppb_calibrate_repeatability(ppb_store *s, int64_t run_a, int64_t run_b, double *median_diff, double *p90,
+                                int *n_cases, ppb_err *err);
 
 /* Share of pairs flagged (A/A: FASTER + SLOWER; an effect: SLOWER), of all
  * pairs or of the long ones. */

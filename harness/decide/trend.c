@@ -219,10 +219,12 @@ int ppb_trend_analyse(const ppb_trend_point *history, int n, const ppb_trend_opt
     name_of(history, last, who, sizeof who);
 
     /* 1. The latest run against the trailing window before it, the noise
-     *    measured over that window. */
+     *    measured over the recent region the step test searches (the last two
+     *    windows): an accepted step older than that no longer inflates it. */
     reference win;
     const int win_from = last - opt->window > 0 ? last - opt->window : 0;
-    if ((rc = make_reference(v, win_from, last, night_noise(v, 0, last, -1, d), opt, &win)))
+    const int region = n - 2 * opt->window > 0 ? n - 2 * opt->window : 0;
+    if ((rc = make_reference(v, win_from, last, night_noise(v, region, last, -1, d), opt, &win)))
         goto oom;
     set_reference(out, &win);
     out->rel_change = v[last] / win.median - 1;
@@ -235,7 +237,6 @@ int ppb_trend_analyse(const ppb_trend_point *history, int n, const ppb_trend_opt
      *    deviations from each segment's median) over the last two windows,
      *    with at least `min_segment` runs before it. A step with more than
      *    `window` runs after it is the new normal, not news. */
-    const int region = n - 2 * opt->window > 0 ? n - 2 * opt->window : 0;
     int best = -1;
     double best_cost = INFINITY;
     for (int s = region + opt->min_segment; s <= last; s++) {
@@ -256,7 +257,7 @@ int ppb_trend_analyse(const ppb_trend_point *history, int n, const ppb_trend_opt
     if (best >= 0 && n - best >= opt->sustain && n - best <= opt->window) {
         int ref_from = best - opt->window > region ? best - opt->window : region;
         /* the noise of all the nights, not across the change point */
-        if ((rc = make_reference(v, ref_from, best, night_noise(v, 0, n, best, d), opt, &ref)))
+        if ((rc = make_reference(v, ref_from, best, night_noise(v, region, n, best, d), opt, &ref)))
             goto oom;
         double after = ppb_median(v + best, n - best);
         dir = beyond(after, &ref, opt);

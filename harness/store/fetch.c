@@ -176,9 +176,11 @@ int ppb_fetch_baseline_db(const char *url_or_path, long timeout_s, char *local_p
         return ppb_fail(err, PPB_EINPUT, "temporary directory path too long");
     catch_signals();
     int fd = mkstemps(path, 3);
-    if (fd < 0)
+    if (fd < 0) {
+        restore_signals(0);
         return ppb_fail(err, PPB_EIO, "cannot create a temporary file in %s: %s",
                         tmp && *tmp ? tmp : "/tmp", strerror(errno));
+    }
     FILE *f = fdopen(fd, "w+b");
     if (!f) {
         rc = ppb_fail(err, PPB_EIO, "%s: %s", path, strerror(errno));

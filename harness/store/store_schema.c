@@ -191,7 +191,13 @@ static const char schema_v6[] =
  * trend follows and compare takes run-to-run noise from); `proposal` is a side
  * of `ppbench propose`; `calibrate` is anything calibrate made (synthetic
  * slowdowns included). Every earlier run is taken as a plain run. */
-static const char schema_v7[] = "ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'run';";
+/* Runs stored before kinds existed are classified by what wrote them: calibrate
+ * (its proposals and repeatability runs carry synthetic slowdowns), proposal
+ * sides (their args name the proposal), else plain runs. */
+static const char schema_v7[] =
+    "ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'run';"
+    "UPDATE runs SET kind = 'calibrate' WHERE label LIKE 'proposal calibrate %' OR label = 'calibrate repeatability';"
+    "UPDATE runs SET kind = 'proposal' WHERE kind = 'run' AND args LIKE 'proposal=%';";
 
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},

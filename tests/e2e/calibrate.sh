@@ -30,4 +30,6 @@ PY
 [ "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE kind <> 'calibrate'")" = 0 ] || fail "a calibrate run is not kind calibrate"
 [ "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE label = 'calibrate repeatability'")" = 2 ] || fail "no two separate runs"
 expect_rc 2 "$PPB" calibrate "$SRC/suites/smoke.yaml" --pairs 0
+expect_rc 2 "$PPB" calibrate "$SRC/suites/smoke.yaml" --effects ""
+expect_rc 2 "$PPB" calibrate "$SRC/suites/smoke.yaml" --effects inf
 echo "calibrate: ok"

@@ -265,6 +265,26 @@ static void test_quiet_case_step_alerts_by_second_night(void **state)
     assert_int_equal(alerted, 50);
 }
 
+/* An accepted step long ago (a 6% step 27 nights back, halfway through the history)
+ * does not widen today's threshold: the noise is measured over the recent
+ * nights the step test searches, so a new sustained 3% step on this quiet case
+ * still alerts (mutation: the noise over the whole history, where the two old
+ * levels make it ~3% and the threshold ~15%). */
+static void test_old_step_does_not_blind_the_trend(void **state)
+{
+    (void)state;
+    history h;
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        make_nights(&h, 52, 0.001, NOISE_NORMAL, 25, 0.06, seed); /* 25 nights at each old level */
+        for (int i = 50; i < 52; i++)
+            h.p[i].value *= 1.03;
+        ppb_trend_result r = analyse_with(&h, NULL);
+        assert_int_equal(r.status, PPB_TREND_REGRESSION);
+        assert_int_equal(r.step_index, 50);
+        assert_string_equal(r.threshold_from, "floor");
+    }
+}
+
 /* The floor is the suite's: with a 1% floor the 1.5% step of a quiet case alerts
  * (mutation: a floor that is not the option's). */
 static void test_floor_is_an_option(void **state)
@@ -431,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_single_outlier_night),
         cmocka_unit_test(test_both_thresholds_are_needed),
         cmocka_unit_test(test_quiet_case_step_alerts_by_second_night),
+        cmocka_unit_test(test_old_step_does_not_blind_the_trend),
         cmocka_unit_test(test_floor_is_an_option),
         cmocka_unit_test(test_noisy_cases_do_not_alert),
         cmocka_unit_test(test_threshold_from_noise),

@@ -750,6 +750,11 @@ static void test_migration_from_v1(void **state)
     sqlite3_stmt *st = NULL;
     db_exec(db, "INSERT INTO runs(id, started_at, status, label) VALUES(1, '2024-05-01T00:00:00Z',"
                 " 'complete', 'old')");
+    /* what an older calibrate and propose stored: classified by the migration */
+    db_exec(db, "INSERT INTO runs(id, started_at, status, label, args) VALUES"
+                " (2, '2024-05-01T00:00:01Z', 'complete', 'proposal calibrate +2%: candidate', 'proposal=x\n'),"
+                " (3, '2024-05-01T00:00:02Z', 'complete', 'calibrate repeatability', ''),"
+                " (4, '2024-05-01T00:00:03Z', 'complete', 'proposal seed: baseline', 'proposal=seed.yaml\n')");
     assert_int_equal(sqlite3_prepare_v2(db, "INSERT INTO cases(id, key, kernel, weight)"
                                             " VALUES(1, ?1, 'paged_attention', 2.5)",
                                         -1, &st, NULL),
@@ -770,9 +775,13 @@ static void test_migration_from_v1(void **state)
     char ok[16];
     db_text(db, "PRAGMA integrity_check", ok, sizeof ok);
     assert_string_equal(ok, "ok");
-    /* runs from before kinds were stored are plain runs */
+    /* runs from before kinds were stored: plain runs, unless calibrate or propose wrote them */
     db_text(db, "SELECT kind FROM runs WHERE id = 1", ok, sizeof ok);
     assert_string_equal(ok, "run");
+    char kinds[64];
+    db_text(db, "SELECT group_concat(kind, ',') FROM (SELECT kind FROM runs WHERE id > 1 ORDER BY id)", kinds,
+            sizeof kinds);
+    assert_string_equal(kinds, "calibrate,calibrate,proposal");
     static seen got;
     memset(&got, 0, sizeof got);
     assert_int_equal(ppb_store_each_result(s, 1, collect, &got, &err), PPB_OK);
