@@ -704,9 +704,8 @@ void ppb_suite_defaults(ppb_suite *suite)
     c->rtol[PPB_BF16] = 5e-2;
     c->full_check_max_rows = 4096;
     c->sample_rows = 256;
-    /* the trend's own defaults (ppb_trend_options_default) */
-    suite->trend.min_change_floor = 0.02;
-    suite->trend.noise_multiplier = 5;
+    suite->trend.min_change_floor = PPB_TREND_DEFAULT_FLOOR;
+    suite->trend.noise_multiplier = PPB_TREND_DEFAULT_NOISE_K;
 }
 
 void ppb_suite_free(ppb_suite *suite)

@@ -46,6 +46,8 @@ typedef struct ppb_check_settings {
 /* trend: the relative threshold of `ppbench trend` for a case is
  * max(min_change_floor, noise_multiplier x its night-to-night noise)
  * (docs/SUITES.md "trend", docs/STATISTICS.md "Trend"). */
+#define PPB_TREND_DEFAULT_FLOOR 0.02     /* the practical floor of a case's threshold */
+#define PPB_TREND_DEFAULT_NOISE_K 5.0    /* k: threshold = max(floor, k x night-to-night noise) */
 typedef struct ppb_trend_settings {
     double min_change_floor;   /* the practical floor (0.02) */
     double noise_multiplier;   /* k (5) */

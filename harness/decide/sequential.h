@@ -13,7 +13,8 @@
  *    the time budget runs out, in place of the next scheduled look). Each of
  *    the K scheduled looks spends alpha / K (Bonferroni over looks), so the
  *    interval at whatever look stops has coverage 1 - alpha whatever the
- *    stopping rule did. */
+ *    stopping rule did (the session component's part by Student's t, an
+ *    approximation). */
 #ifndef PPB_SEQUENTIAL_H
 #define PPB_SEQUENTIAL_H
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "stats.h"
+#include "suite.h"
 
 /* MAD -> standard deviation for normal data. */
 #define MAD_TO_SD 1.4826
@@ -28,7 +29,8 @@ void ppb_trend_options_default(ppb_trend_options *opt)
     /* One initialiser, so a field added to the options cannot be left unset. */
     static const ppb_trend_options defaults = {
         .window = 10, .min_history = 6, .min_segment = 3, .sustain = 2,
-        .min_change = 0.02, .noise_multiplier = 5.0, .min_score = 5.0, .noise_floor = 0.001,
+        .min_change = PPB_TREND_DEFAULT_FLOOR, .noise_multiplier = PPB_TREND_DEFAULT_NOISE_K, .min_score = 5.0,
+        .noise_floor = 0.001,
     };
     *opt = defaults;
 }
@@ -147,7 +149,7 @@ static void set_reference(ppb_trend_result *out, const reference *r)
     out->threshold_from = r->from;
 }
 
-/* "threshold 2.0% (floor)" / "threshold 4.8% (4 x noise 1.2%)" */
+/* "threshold 2.0% (floor)" / "threshold 6.0% (5 x noise 1.2%)" */
 static void describe_threshold(char *buf, size_t size, const reference *r, const ppb_trend_options *o)
 {
     if (strcmp(r->from, "noise") == 0)

@@ -32,7 +32,7 @@ typedef struct ppb_trend_options {
     int min_segment;      /* runs before a change point, at least (3) */
     int sustain;          /* last runs that must all be beyond the thresholds (2) */
     double min_change;    /* the practical floor of the relative threshold (0.02) */
-    double noise_multiplier;   /* k: threshold = max(min_change, k x night-to-night noise) (4) */
+    double noise_multiplier;   /* k: threshold = max(min_change, k x night-to-night noise) (5) */
     double min_score;     /* |relative change| >= threshold AND |robust score| >= this (5) */
     double noise_floor;   /* the scale is at least this fraction of the reference median (0.001) */
 } ppb_trend_options;

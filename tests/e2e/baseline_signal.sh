@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 15 item 5: a baseline fetched by URL is a temporary copy in $TMPDIR.
-# SIGTERM or SIGINT while it downloads (or while it is checked or read) ends the
-# command with the interrupt code (130) and leaves no copy behind; a plain
-# SQLite budget bounds the work on it.
+# SIGTERM or SIGINT while it downloads ends the command with the interrupt
+# code (130) within seconds and leaves no copy behind. (A signal while it is
+# checked or read, and the SQLite step budget, are not exercised here.)
 source "$(dirname "$0")/lib.bash"
 source "$SRC/tests/e2e/net.bash"
 mkdir "$WORK/serve" "$WORK/tmp"
@@ -32,7 +32,7 @@ for sig in TERM INT; do
   grep -q "interrupted" "$WORK/err" || { cat "$WORK/err"; fail "SIG$sig: no message"; }
   left=$(ls -A "$WORK/tmp")
   [ -z "$left" ] || fail "SIG$sig left $left in TMPDIR"
-  "$PY" -c "import sys; assert float(sys.argv[1]) < 3, sys.argv[1]" "$took" || fail "SIG$sig took ${took}s to stop"
+  "$PY" -c "import sys; assert float(sys.argv[1]) < 10, sys.argv[1]" "$took" || fail "SIG$sig took ${took}s to stop"
   echo "SIG$sig during the download: exit 130 in ${took}s, TMPDIR empty"
 done
 
