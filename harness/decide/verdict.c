@@ -380,11 +380,13 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
             long more = ppb_ab_samples_to_resolve(iv, cases[i].n_baseline, cases[i].n_candidate, tol,
                                                   case_alpha(out, &cases[i]), MORE_SAMPLES_CAP);
             int near = more > 10L * (cases[i].n_baseline + cases[i].n_candidate);
+            /* the hint scales the whole width with samples; the between-session part does not shrink */
             rc = add_line(&unresolved,
                           "INCONCLUSIVE: case '%s' is %s: it may be beyond the %g%% tolerated regression; "
-                          "about %ld more samples per side would settle it%s",
+                          "about %ld more samples per side would settle it%s%s",
                           cases[i].key, what, 100 * tol, more,
-                          near ? " (the estimate is close to the tolerance)" : "");
+                          near ? " (the estimate is close to the tolerance)" : "",
+                          cases[i].between_sd > 0 ? " if the sessions' spread shrank with them (it need not)" : "");
         }
         if (!rc && cases[i].sessions == 1)
             rc = add_line(&notes,
