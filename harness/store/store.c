@@ -605,6 +605,15 @@ static int check_not_damaged(ppb_store *s, ppb_err *err)
     return PPB_OK;
 }
 
+/* The SQL functions ppbench's own statements use (export's JSON numbers). */
+static int register_functions(ppb_store *s, ppb_err *err)
+{
+    if (sqlite3_create_function_v2(s->db, "ppb_json_number", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+                                   NULL, sql_json_number, NULL, NULL, NULL) != SQLITE_OK)
+        return sqlite_fail(s, err, "registering ppb_json_number");
+    return PPB_OK;
+}
+
 int ppb_store_open_at_version(ppb_store **out, const char *path, int target, ppb_err *err)
 {
     *out = NULL;
@@ -679,12 +688,8 @@ int ppb_store_open_at_version(ppb_store **out, const char *path, int target, ppb
     }
     if ((rc = exec_sql(s, "PRAGMA synchronous = NORMAL", "setting synchronous", err)) != PPB_OK)
         goto fail;
-    if (sqlite3_create_function_v2(s->db, "ppb_json_number", 1,
-                                   SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
-                                   sql_json_number, NULL, NULL, NULL) != SQLITE_OK) {
-        rc = sqlite_fail(s, err, "registering ppb_json_number");
+    if ((rc = register_functions(s, err)) != PPB_OK)
         goto fail;
-    }
     if ((rc = migrate(s, version, target, err)) != PPB_OK)
         goto fail;
     *out = s;
@@ -747,12 +752,8 @@ int ppb_store_open_readonly(ppb_store **out, const char *path, ppb_err *err)
     }
     if ((rc = exec_sql(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", err)) != PPB_OK)
         goto fail;
-    if (sqlite3_create_function_v2(s->db, "ppb_json_number", 1,
-                                   SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
-                                   sql_json_number, NULL, NULL, NULL) != SQLITE_OK) {
-        rc = sqlite_fail(s, err, "registering ppb_json_number");
+    if ((rc = register_functions(s, err)) != PPB_OK)
         goto fail;
-    }
     *out = s;
     return PPB_OK;
 fail:
