@@ -65,6 +65,11 @@ int cmd_show(int argc, char **argv)
                    run.n_shards < run.shard_count ? " (merge the others to complete it)" : "");
         printf("  started %s, finished %s\n", run.started_at,
                run.finished_at[0] ? run.finished_at : "-");
+        ppb_run_time t;
+        if (ppb_store_run_time(s, id, &t, &err) == PPB_OK) {
+            printf("  ");
+            ppb_print_run_time(&t, stdout);
+        }
         printf("  backend %s on %s%s; target %s\n", run.backend, run.device,
                strcmp(run.backend, "cpu") == 0 ? " (CPU timings)" : "",
                run.target[0] ? run.target : "none");

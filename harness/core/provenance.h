@@ -11,4 +11,7 @@ void ppb_hostname(char *buf, size_t len);
 /* Current UTC time as ISO 8601 ("2026-11-29T22:27:26Z"). */
 void ppb_utc_now(char *buf, size_t len);
 
+/* Milliseconds on the monotonic clock (intervals only: phases, samples on the CPU). */
+double ppb_monotonic_ms(void);
+
 #endif

@@ -41,6 +41,12 @@ typedef struct ppb_resources {
     int registers, static_smem, dynamic_smem, local_bytes, max_threads;
 } ppb_resources;
 
+/* Where a case's wall time went (ms): inputs built, the checked launch against
+ * the reference (preparing included), warm-up, the sampling loop. */
+typedef struct ppb_phase_times {
+    double generate_ms, check_ms, warmup_ms, sampling_ms;
+} ppb_phase_times;
+
 typedef struct ppb_result {
     int status;                /* ppb_status */
     char reason[512];
@@ -56,6 +62,7 @@ typedef struct ppb_result {
     double rel_noise;          /* (q3 - q1) / median */
     double tflops;             /* ppb_case_flops / median */
     double gbps;               /* ppb_case_min_bytes / median */
+    ppb_phase_times phases;
 } ppb_result;
 
 void ppb_result_init(ppb_result *r);

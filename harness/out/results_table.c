@@ -110,3 +110,14 @@ int ppb_print_proposal(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *er
     fprintf(out, "%sverdict: %s\n", rec.reasons, rec.verdict);
     return PPB_OK;
 }
+
+void ppb_print_run_time(const ppb_run_time *t, FILE *out)
+{
+    double phases = t->generate_s + t->check_s + t->warmup_s + t->sampling_s;
+    fprintf(out, "time: wall %.2f s = inputs %.2f + check %.2f + warm-up %.2f + sampling %.2f + other %.2f s; "
+                 "kernels %.2f s",
+            t->wall_s, t->generate_s, t->check_s, t->warmup_s, t->sampling_s, t->wall_s - phases, t->kernel_s);
+    if (t->wall_s > 0)
+        fprintf(out, " (overhead %.0f%%)", 100 * (1 - t->kernel_s / t->wall_s));
+    fputc('\n', out);
+}

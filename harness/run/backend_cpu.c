@@ -18,6 +18,7 @@
 #include "decode_plan.h"
 #include "impl.h"
 #include "kernel_case.h"
+#include "provenance.h"
 #include "reference.h"
 #include "target.h"
 #include "threads.h"
@@ -496,12 +497,6 @@ static int flush_caches(ppb_backend *b, ppb_err *err)
     return PPB_OK;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int cpu_time_sample(ppb_backend *b, int launches, int cold, double *ms, ppb_err *err)
 {
@@ -514,13 +509,13 @@ static int cpu_time_sample(ppb_backend *b, int launches, int cold, double *ms, p
         if (rc)
             return rc;
     }
-    double t0 = now_ms();
+    double t0 = ppb_monotonic_ms();
     for (int i = 0; i < launches; i++) {
         int rc = cpu_launch(b, err);
         if (rc)
             return rc;
     }
-    *ms = (now_ms() - t0) / launches;
+    *ms = (ppb_monotonic_ms() - t0) / launches;
     return PPB_OK;
 }
 

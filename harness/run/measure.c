@@ -4,14 +4,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "provenance.h"
 #include "stats.h"
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 static double robust_noise(const double *x, int n)
 {
@@ -22,8 +17,8 @@ static double robust_noise(const double *x, int n)
 int ppb_measure_warmup(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
                        volatile sig_atomic_t *stop, int *launches, ppb_err *err)
 {
-    double ms = 0, start = now_ms(), shortest = INFINITY;
-    for (int warm = 0; warm < 2 || now_ms() - start < m->warmup_ms; warm++) {
+    double ms = 0, start = ppb_monotonic_ms(), shortest = INFINITY;
+    for (int warm = 0; warm < 2 || ppb_monotonic_ms() - start < m->warmup_ms; warm++) {
         int rc = ops->time_sample(b, 1, m->cold_l2, &ms, err);
         if (rc)
             return rc;
@@ -41,9 +36,10 @@ int ppb_measure_warmup(const ppb_backend_ops *ops, ppb_backend *b, const ppb_mea
 int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
                      volatile sig_atomic_t *stop, ppb_result *res, ppb_err *err)
 {
-    double ms = 0;
+    double ms = 0, warmup_start = ppb_monotonic_ms();
     int launches = 1;
     int rc = ppb_measure_warmup(ops, b, m, stop, &launches, err);
+    res->phases.warmup_ms = ppb_monotonic_ms() - warmup_start;
     if (rc)
         return rc;
     res->batch_launches = launches;
@@ -54,7 +50,7 @@ int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measu
         return ppb_fail(err, PPB_ENOMEM, "out of memory for %d samples", cap);
     res->n_samples = 0;
 
-    double measured = 0, sampling_start = now_ms();
+    double measured = 0, sampling_start = ppb_monotonic_ms();
     int noise_met = 0;
     for (;;) {
         if (stop && *stop)
@@ -72,11 +68,12 @@ int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measu
                 break;
         }
         /* Out of samples or out of budget: stop, and say so if noisy. */
-        if (n >= cap || (now_ms() - sampling_start >= m->budget_ms && n >= 3)) {
+        if (n >= cap || (ppb_monotonic_ms() - sampling_start >= m->budget_ms && n >= 3)) {
             noise_met = robust_noise(res->samples_ms, n) <= m->target_noise;
             break;
         }
     }
+    res->phases.sampling_ms = ppb_monotonic_ms() - sampling_start;
     if (!noise_met && res->status == PPB_STATUS_OK)
         res->status = PPB_STATUS_NOISY;
     return PPB_OK;

@@ -9,6 +9,7 @@
 #include "eta.h"
 #include "matrix.h"
 #include "measure.h"
+#include "provenance.h"
 #include "session.h"
 #include "stop_signals.h"
 #include "store.h"
@@ -101,9 +102,13 @@ static int run_case(run_ctx *x, const ppb_case *c, ppb_result *res)
 
     ppb_result_init(res);
     res->timing_is_cpu = !x->session.device.is_gpu;
+    double t0 = ppb_monotonic_ms();
     ppb_session_workload(&x->session, c, seed, &w, res);
+    double t1 = ppb_monotonic_ms();
     if (res->status == PPB_STATUS_OK)
         rc = ppb_session_check(&x->session, c, &w, &s->check, seed, res, &prepared);
+    res->phases.generate_ms = t1 - t0;
+    res->phases.check_ms = ppb_monotonic_ms() - t1;
     if (rc == PPB_OK && res->status == PPB_STATUS_OK) {
         ppb_measure_settings m = s->measure;
         if (x->opt->hot)
@@ -362,6 +367,7 @@ static int count_gpu_device_files(void)
 
 int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err)
 {
+    const double wall_start = ppb_monotonic_ms();
     run_ctx x;
     memset(&x, 0, sizeof x);
     memset(sum, 0, sizeof *sum);
@@ -472,6 +478,8 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
         ppb_err ferr;
         const char *status = rc ? "failed" : sum->interrupted ? "interrupted" : "complete";
         int frc = ppb_store_finish_run(x.store, x.run.id, status, &ferr);
+        if (!frc)
+            frc = ppb_store_add_run_wall(x.store, x.run.id, ppb_monotonic_ms() - wall_start, &ferr);
         if (frc && !rc)
             rc = ppb_fail(err, frc, "%s", ferr.msg);
     }

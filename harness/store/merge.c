@@ -220,7 +220,8 @@ static int fold_one(sqlite3 *db, sqlite3_stmt *row, ppb_err *err)
         " SELECT ?2, 'shard' || ?3 || '.' || key, value FROM src.env WHERE run_id = ?1 ORDER BY rowid";
     static const char update[] =
         "UPDATE main.runs SET n_cases = n_cases + ?2, status = ?3, started_at = min(started_at, ?4),"
-        " finished_at = CASE WHEN ?3 = 'running' THEN NULL ELSE max(coalesce(finished_at, ''), ?5) END"
+        " finished_at = CASE WHEN ?3 = 'running' THEN NULL ELSE max(coalesce(finished_at, ''), ?5) END,"
+        " wall_ms = wall_ms + coalesce((SELECT wall_ms FROM src.runs WHERE id = ?6), 0)" /* machine time */
         " WHERE id = ?1";
     sqlite3_int64 src_id = sqlite3_column_int64(row, 0), dst_id = sqlite3_column_int64(row, 6);
     const char *src_status = (const char *)sqlite3_column_text(row, 3);
@@ -245,6 +246,7 @@ static int fold_one(sqlite3 *db, sqlite3_stmt *row, ppb_err *err)
     sqlite3_bind_value(st[2], 4, sqlite3_column_value(row, 4));
     sqlite3_bind_text(st[2], 5, sqlite3_column_type(row, 5) == SQLITE_NULL ? "" : (const char *)sqlite3_column_text(row, 5),
                       -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st[2], 6, src_id);
     for (int i = 0; i < 3 && rc == PPB_OK; i++)
         if (sqlite3_step(st[i]) != SQLITE_DONE)
             rc = sql_fail(db, err, "folding a shard into its night's run");

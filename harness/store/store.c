@@ -108,7 +108,11 @@ _Static_assert(0 CASE_FIELD_COLUMNS(COUNT_ONE) == PPB_F_COUNT,
     X(INT, resources_static_smem, resources.static_smem)                                         \
     X(INT, resources_dynamic_smem, resources.dynamic_smem)                                       \
     X(INT, resources_local_bytes, resources.local_bytes)                                         \
-    X(INT, resources_max_threads, resources.max_threads)
+    X(INT, resources_max_threads, resources.max_threads)                                         \
+    X(REAL, generate_ms, phases.generate_ms)                                                     \
+    X(REAL, check_ms, phases.check_ms)                                                           \
+    X(REAL, warmup_ms, phases.warmup_ms)                                                         \
+    X(REAL, sampling_ms, phases.sampling_ms)
 
 #define RESULT_NAME_LIST(type, col, member) ", " #col
 #define RESULT_PARAM_LIST(type, col, member) ", :" #col
@@ -1612,6 +1616,48 @@ int ppb_store_each_proposal_case(ppb_store *s, int64_t id, ppb_proposal_case_vis
         " p_holm FROM proposal_cases WHERE proposal_id = :id ORDER BY idx";
     proposal_case_walk w = {fn, ctx};
     return each_row(s, sql, PARAMS(P_INT(":id", id)), proposal_case_row, &w, "reading proposal cases", err);
+}
+
+int ppb_store_add_run_wall(ppb_store *s, int64_t run_id, double wall_ms, ppb_err *err)
+{
+    int rc = exec_stmt(s, "UPDATE runs SET wall_ms = wall_ms + :ms WHERE id = :id",
+                       PARAMS(P_REAL(":ms", wall_ms), P_INT(":id", run_id)), "storing a run's wall time", err);
+    if (rc == PPB_OK && sqlite3_changes(s->db) == 0)
+        rc = ppb_fail(err, PPB_EINPUT, "%s: run %lld not found", s->path, (long long)run_id);
+    return rc;
+}
+
+static int read_run_time(sqlite3_stmt *stmt, void *out)
+{
+    ppb_run_time *t = out;
+    t->wall_s = sqlite3_column_double(stmt, 0);
+    t->generate_s = sqlite3_column_double(stmt, 1);
+    t->check_s = sqlite3_column_double(stmt, 2);
+    t->warmup_s = sqlite3_column_double(stmt, 3);
+    t->sampling_s = sqlite3_column_double(stmt, 4);
+    t->cases = sqlite3_column_int(stmt, 5);
+    t->kernel_s = sqlite3_column_double(stmt, 6);
+    return PPB_OK;
+}
+
+int ppb_store_run_time(ppb_store *s, int64_t run_id, ppb_run_time *out, ppb_err *err)
+{
+    static const char sql[] =
+        "SELECT CASE WHEN u.wall_ms > 0 THEN u.wall_ms / 1e3 ELSE"
+        "  (julianday(COALESCE(NULLIF(u.finished_at, ''), strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))"
+        "   - julianday(u.started_at)) * 86400.0 END,"
+        "  r.g / 1e3, r.c / 1e3, r.w / 1e3, r.s / 1e3, r.n,"
+        "  (SELECT COALESCE(sum(x.ms * y.batch_launches), 0) / 1e3 FROM samples x JOIN results y"
+        "     ON y.id = x.result_id WHERE y.run_id = :id)"
+        " FROM runs u, (SELECT COALESCE(sum(generate_ms), 0) g, COALESCE(sum(check_ms), 0) c,"
+        "   COALESCE(sum(warmup_ms), 0) w, COALESCE(sum(sampling_ms), 0) s, count(*) n"
+        "   FROM results WHERE run_id = :id) r"
+        " WHERE u.id = :id";
+    memset(out, 0, sizeof *out);
+    int rc = one_row(s, sql, PARAMS(P_INT(":id", run_id)), read_run_time, out, "reading a run's time", err);
+    if (rc == NO_ROW)
+        rc = ppb_fail(err, PPB_EINPUT, "%s: run %lld not found", s->path, (long long)run_id);
+    return rc;
 }
 
 /* ---- history (trend) ------------------------------------------------------- */

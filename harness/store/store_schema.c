@@ -190,14 +190,24 @@ static const char schema_v6[] =
 /* Version 7: what a run was for. `run` is a plain `ppbench run` (the nights
  * trend follows and compare takes run-to-run noise from); `proposal` is a side
  * of `ppbench propose`; `calibrate` is anything calibrate made (synthetic
- * slowdowns included). Every earlier run is taken as a plain run. */
-/* Runs stored before kinds existed are classified by what wrote them: calibrate
- * (its proposals and repeatability runs carry synthetic slowdowns), proposal
- * sides (their args name the proposal), else plain runs. */
+ * slowdowns included). Earlier runs are classified by what wrote them:
+ * calibrate's proposals and repeatability runs, proposal sides (their args name
+ * the proposal), else plain runs. */
 static const char schema_v7[] =
     "ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'run';"
     "UPDATE runs SET kind = 'calibrate' WHERE label LIKE 'proposal calibrate %' OR label = 'calibrate repeatability';"
     "UPDATE runs SET kind = 'proposal' WHERE kind = 'run' AND args LIKE 'proposal=%';";
+
+/* Version 8: where a run's wall time (monotonic, summed over resumes) and each
+ * case's went, so a run's overhead is a number: building its inputs, the checked launch against the reference (with
+ * preparing), the warm-up, and the sampling loop (its kernel time is the
+ * samples). Earlier results have 0. */
+static const char schema_v8[] =
+    "ALTER TABLE runs ADD COLUMN wall_ms REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE results ADD COLUMN generate_ms REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE results ADD COLUMN check_ms REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE results ADD COLUMN warmup_ms REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE results ADD COLUMN sampling_ms REAL NOT NULL DEFAULT 0;";
 
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
@@ -207,6 +217,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {5, "the implementation column of cases", schema_v5},
     {6, "shards of one night folded into one run", schema_v6},
     {7, "the kind of each run", schema_v7},
+    {8, "the time of each case's phases", schema_v8},
 };
 
 const int ppb_store_migration_count =

@@ -22,6 +22,16 @@ expect_rc 0 "$PPB" list
 grep -q "complete" "$WORK/out" || fail "run not listed as complete"
 expect_rc 0 "$PPB" show latest
 grep -q "timings *cpu" "$WORK/out" || fail "show does not record cpu timings in the environment"
+# where the wall time went: every phase a number, the kernels' share below the wall
+"$PY" - "$WORK/out" <<'PY' || fail "show: no run time line"
+import re, sys
+m = re.search(r"time: wall ([0-9.]+) s = inputs ([0-9.]+) \+ check ([0-9.]+) \+ warm-up ([0-9.]+) \+ sampling ([0-9.]+)"
+              r" \+ other (-?[0-9.]+) s; kernels ([0-9.]+) s \(overhead ([0-9]+)%\)", open(sys.argv[1]).read())
+assert m, "no time line"
+wall, *phases, other, kernels, overhead = map(float, m.groups())
+assert wall > 0 and all(p >= 0 for p in phases) and 0 < kernels <= wall and 0 <= overhead < 100, m.group(0)
+assert float(m.group(5)) >= kernels - 0.011, "sampling shorter than the kernel time it holds"
+PY
 
 expect_rc 0 "$PPB" export 1 --format csv -o "$WORK/r.csv"
 rows=$("$PY" -c "import csv,sys; print(sum(1 for _ in csv.DictReader(open('$WORK/r.csv'))))")

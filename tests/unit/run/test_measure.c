@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "measure.h"
 
@@ -14,6 +15,7 @@ typedef struct fake {
     double per_launch_ms;   /* what one launch takes */
     double jitter;          /* relative, alternating +- */
     int calls, last_launches;
+    int sleep_us;           /* wall time a call takes */
 } fake;
 
 static fake the_fake;
@@ -21,6 +23,8 @@ static fake the_fake;
 static int fake_time_sample(ppb_backend *b, int launches, int cold, double *ms, ppb_err *err)
 {
     (void)b, (void)cold, (void)err;
+    if (the_fake.sleep_us)
+        usleep((useconds_t)the_fake.sleep_us);
     the_fake.calls++;
     the_fake.last_launches = launches;
     double sign = (the_fake.calls % 2) ? 1 : -1;
@@ -58,6 +62,23 @@ static void test_quiet_case_stops_at_min_samples(void **state)
     ppb_result_summarise(&r, 2e9, 1e9);
     assert_true(fabs(r.median_ms - 1.0) < 1e-12);
     assert_true(fabs(r.tflops - 2e9 / 1e-3 * 1e-12) < 1e-9);
+    ppb_result_free(&r);
+}
+
+/* The phases a result records: warm-up (at least its 2 launches) and the
+ * sampling loop (at least its 10 samples), each of a fake that takes >= 2 ms. */
+static void test_phases_are_recorded(void **state)
+{
+    (void)state;
+    the_fake = (fake){.per_launch_ms = 1.0, .jitter = 0, .sleep_us = 2000};
+    ppb_measure_settings m = settings();
+    ppb_result r;
+    ppb_result_init(&r);
+    ppb_err err;
+    assert_int_equal(ppb_measure_case(&fake_ops, NULL, &m, NULL, &r, &err), PPB_OK);
+    assert_int_equal(r.n_samples, 10);
+    assert_true(r.phases.warmup_ms >= 2 * 2.0);
+    assert_true(r.phases.sampling_ms >= 10 * 2.0);
     ppb_result_free(&r);
 }
 
@@ -108,6 +129,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quiet_case_stops_at_min_samples),
+        cmocka_unit_test(test_phases_are_recorded),
         cmocka_unit_test(test_short_launches_are_batched),
         cmocka_unit_test(test_noisy_case_runs_to_max_and_is_marked),
         cmocka_unit_test(test_stop_flag_interrupts),

@@ -145,6 +145,8 @@ static void make_result(ppb_result *r, int seed, int n_samples)
     r->rel_noise = 0.02 + s / 29;
     r->tflops = 123.456 + s / 31;
     r->gbps = 789.012 + s / 37;
+    r->phases = (ppb_phase_times){.generate_ms = 10 + s, .check_ms = 20 + s / 3, .warmup_ms = 30 + s / 7,
+                                  .sampling_ms = 40 + s / 11};
     r->n_samples = n_samples;
     r->samples_ms = n_samples ? malloc((size_t)n_samples * sizeof(double)) : NULL;
     for (int k = 0; k < n_samples; k++)
@@ -188,6 +190,10 @@ static void assert_same_result(const ppb_result *a, const ppb_result *b)
     same_double(a->q3_ms, b->q3_ms, "q3_ms");
     same_double(a->rel_noise, b->rel_noise, "rel_noise");
     same_double(a->tflops, b->tflops, "tflops");
+    same_double(a->phases.generate_ms, b->phases.generate_ms, "generate_ms");
+    same_double(a->phases.check_ms, b->phases.check_ms, "check_ms");
+    same_double(a->phases.warmup_ms, b->phases.warmup_ms, "warmup_ms");
+    same_double(a->phases.sampling_ms, b->phases.sampling_ms, "sampling_ms");
     same_double(a->gbps, b->gbps, "gbps");
     assert_int_equal(a->n_samples, b->n_samples);
     for (int k = 0; k < a->n_samples; k++)
@@ -700,6 +706,38 @@ static int collect_env(void *ctx, const char *key, const char *value)
     snprintf(l->values[l->n], sizeof l->values[0], "%s", value);
     l->n++;
     return 0;
+}
+
+/* A run's time: the cases' phases summed, kernel time = every sample x its
+ * launches, wall time as added (over resumes) by the runner. */
+static void test_run_time(void **state)
+{
+    fixture *f = *state;
+    ppb_store *s = open_ok(f->db);
+    ppb_err err = {{0}};
+    int64_t id = begin_run(s, "timed");
+    double kernel = 0, generate = 0;
+    for (int i = 1; i <= 3; i++) {
+        ppb_case c = make_case(i);
+        ppb_result r;
+        make_result(&r, i, 4);
+        for (int k = 0; k < r.n_samples; k++)
+            kernel += r.samples_ms[k] * r.batch_launches;
+        generate += r.phases.generate_ms;
+        assert_int_equal(ppb_store_put_result(s, id, &c, &r, &err), PPB_OK);
+        ppb_result_free(&r);
+    }
+    assert_int_equal(ppb_store_add_run_wall(s, id, 1500, &err), PPB_OK);
+    assert_int_equal(ppb_store_add_run_wall(s, id, 500, &err), PPB_OK);   /* a resume adds its part */
+    ppb_run_time t;
+    assert_int_equal(ppb_store_run_time(s, id, &t, &err), PPB_OK);
+    assert_int_equal(t.cases, 3);
+    same_double(t.wall_s, 2.0, "wall_s");
+    assert_true(fabs(t.generate_s - generate / 1e3) < 1e-12);
+    assert_true(fabs(t.kernel_s - kernel / 1e3) < 1e-12);
+    assert_int_equal(ppb_store_add_run_wall(s, id + 100, 1, &err), PPB_EINPUT);
+    assert_int_equal(ppb_store_run_time(s, id + 100, &t, &err), PPB_EINPUT);
+    ppb_store_close(s);
 }
 
 static void test_env_round_trip(void **state)
@@ -1400,6 +1438,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_migration_table_is_ordered),
+        cmocka_unit_test_setup_teardown(test_run_time, setup, teardown),
         cmocka_unit_test(test_default_path),
         cmocka_unit_test_setup_teardown(test_open_creates_database_with_pragmas, setup, teardown),
         cmocka_unit_test_setup_teardown(test_every_case_field_has_a_column, setup, teardown),
