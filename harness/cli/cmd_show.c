@@ -67,8 +67,9 @@ int cmd_show(int argc, char **argv)
                run.finished_at[0] ? run.finished_at : "-");
         ppb_run_time t;
         if (ppb_store_run_time(s, id, &t, &err) == PPB_OK) {
-            printf("  ");
-            ppb_print_run_time(&t, stdout);
+            char line[256];
+            ppb_format_run_time(&t, line, sizeof line);
+            printf("  time: %s\n", line);
         }
         printf("  backend %s on %s%s; target %s\n", run.backend, run.device,
                strcmp(run.backend, "cpu") == 0 ? " (CPU timings)" : "",

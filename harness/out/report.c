@@ -376,9 +376,11 @@ static int gather(ppb_store *s, rp_report *r, ppb_err *err)
     int rc = PPB_OK;
     if (req->kind == PPB_REPORT_RUN) {
         rc = load_run(s, req->id, &r->run, &r->env, &r->n_env, err);
+        if (!rc)
+            rc = ppb_store_run_time(s, req->id, &r->run_time, err);
         if (rc)
             return rc;
-        r->have_run = 1;
+        r->have_run = r->have_run_time = 1;
         item_sink k = {r, RP_SIDE_RUN, NULL, 0, err};
         return ppb_store_each_result(s, req->id, collect_item, &k, err);
     }

@@ -12,6 +12,7 @@
 #include "html.h"
 #include "report_assets.h"
 #include "report_html.h"
+#include "results_table.h"
 
 typedef struct section {
     char id[64];
@@ -862,7 +863,7 @@ static void trend_sections(page *p)
 
 /* ---- environment, command --------------------------------------------------------------- */
 
-static void run_facts(page *p, const ppb_run_info *run, const rp_env *env, int n_env,
+static void run_facts(page *p, const ppb_run_info *run, const ppb_run_time *time, const rp_env *env, int n_env,
                       const char *what)
 {
     ppb_html *h = &p->h;
@@ -891,6 +892,12 @@ static void run_facts(page *p, const ppb_run_info *run, const rp_env *env, int n
     snprintf(num, sizeof num, "%d of %d stored", run->n_done, run->n_cases);
     ppb_html_element(h, "dt", "cases");
     ppb_html_element(h, "dd", num);
+    if (time) {
+        char line[256];
+        ppb_format_run_time(time, line, sizeof line);
+        ppb_html_element(h, "dt", "time");
+        ppb_html_element(h, "dd", line);
+    }
     ppb_html_markup(h, "</dl>\n");
     if (n_env == 0)
         return;
@@ -912,12 +919,12 @@ static void environment_section(page *p)
     ppb_html *h = &p->h;
     section_start(p, "environment", "Environment");
     if (r->have_run)
-        run_facts(p, &r->run, r->env, r->n_env,
+        run_facts(p, &r->run, r->have_run_time ? &r->run_time : NULL, r->env, r->n_env,
                   r->kind == PPB_REPORT_PROPOSAL ? "candidate"
                   : r->kind == PPB_REPORT_TREND  ? "latest"
                                                  : "this");
     if (r->have_base_run && !(r->have_run && r->base_run.id == r->run.id))
-        run_facts(p, &r->base_run, r->base_env, r->n_base_env, "baseline");
+        run_facts(p, &r->base_run, NULL, r->base_env, r->n_base_env, "baseline");
     if (!r->have_run && !r->have_base_run) {
         note(h, "No run is attached (the proposal measured nothing).");
     }

@@ -106,6 +106,8 @@ typedef struct rp_report {
 
     ppb_run_info run;           /* the run; proposal: the candidate run; trend: the latest run */
     int have_run;
+    ppb_run_time run_time;      /* a run report: where its time went */
+    int have_run_time;
     ppb_run_info base_run;      /* proposal: the baseline run */
     int have_base_run;
     rp_env *env, *base_env;
