@@ -37,15 +37,15 @@ for p in ab-smoke chunked-smoke; do
   grep -q "baseline run [0-9]*, candidate run [0-9]*" "$WORK/out" || fail "$p runs not stored"
 done
 
-# Known effects decide the verdict: an A/A proposal with the candidate's times x1.5 is REJECTed
-# (slower overall), x0.6 ACCEPTed (a 50% case tolerance: wide intervals on a loaded machine stay inside it); the scaled runs are stored as kind calibrate (no trend sees them).
-expect_rc 10 "$PPB" propose "$P/aa-smoke.yaml" --scale-candidate 1.5
-grep -q "^REJECT: the weighted geometric mean over 10 cases is .* slower .*: slower overall" "$WORK/out" || fail "x1.5 not rejected"
-expect_rc 0 "$PPB" propose "$P/aa-smoke.yaml" --scale-candidate 0.6
-grep -q "^ACCEPT: the weighted geometric mean over 10 cases is .* faster" "$WORK/out" || fail "x0.6 not accepted"
+# Known effects decide the verdict: an A/A proposal with the candidate's times x3 is REJECTed
+# (slower overall), x0.3 ACCEPTed (a 50% case tolerance: wide intervals on a loaded machine stay inside it); the scaled runs are stored as kind calibrate (no trend sees them).
+expect_rc 10 "$PPB" propose "$P/aa-smoke.yaml" --scale-candidate 3
+grep -q "^REJECT: the weighted geometric mean over 10 cases is .* slower .*: slower overall" "$WORK/out" || fail "x3 not rejected"
+expect_rc 0 "$PPB" propose "$P/aa-smoke.yaml" --scale-candidate 0.3
+grep -q "^ACCEPT: the weighted geometric mean over 10 cases is .* faster" "$WORK/out" || fail "x0.3 not accepted"
 [ "$(sqlite3 "$PPBENCH_DB" "SELECT count(*) FROM runs WHERE kind='calibrate' AND label LIKE 'proposal aa-smoke:%'")" = 4 ] \
   || fail "scaled proposal runs not stored as kind calibrate"
-sqlite3 "$PPBENCH_DB" "SELECT label FROM runs WHERE label LIKE '%(times x0.6)%'" | grep -q candidate \
+sqlite3 "$PPBENCH_DB" "SELECT label FROM runs WHERE label LIKE '%(times x0.3)%'" | grep -q candidate \
   || fail "the scaled side's label does not say so"
 expect_rc 2 "$PPB" propose "$P/aa-smoke.yaml" --scale-candidate 0
 
