@@ -18,8 +18,8 @@ typedef struct ab_pair {
     ppb_case side[2];          /* 0 = baseline, 1 = candidate */
     int present[2];            /* chunked_prefill: the side with fewer chunks lacks the last ones */
     ppb_result res[2];
-    unsigned char *session_of[2];  /* each sample's session (sequential.h) */
-    int sessions, looks;       /* as measured: sessions per side, scheduled looks */
+    int sessions, looks;       /* as measured by the design (sequential.h); 0: not measured as a pair */
+    double between_sd;         /* the sessions' spread at the last look */
     char shape_key[PPB_CASE_KEY_MAX];
 } ab_pair;
 
@@ -194,7 +194,7 @@ static int sample_unit(void *ctx, int side, int session, double *ms, double *cos
 }
 
 /* Sample the pair by the sequential design (sequential.h) over `sessions`
- * prepared sessions per side, then keep the samples with their session tags. */
+ * prepared sessions per side; the pair keeps the samples and the spread. */
 static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, double family_alpha, ppb_err *err)
 {
     const ppb_measure_settings *m = &x->suite.measure;
@@ -218,13 +218,13 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, double family_alph
     if (!rc)
         for (int s = 0; s < 2; s++) {
             pr->res[s].samples_ms = r.samples[s], pr->res[s].n_samples = r.n[s];
-            pr->session_of[s] = r.session[s];
-            r.samples[s] = NULL, r.session[s] = NULL;
+            r.samples[s] = NULL;
             pr->res[s].batch_launches = ps.launches;
             ppb_result_summarise(&pr->res[s], ppb_case_flops(&pr->side[s]), ppb_case_min_bytes(&pr->side[s]));
         }
     pr->sessions = sessions;
     pr->looks = r.looks_planned;
+    pr->between_sd = r.between_sd;
     ppb_seq_result_free(&r);
     return rc;
 }
@@ -349,9 +349,7 @@ static void fill_sampling(ppb_verdict_case *vc, const ab_pair *pr)
 {
     vc->looks = pr->looks;
     vc->sessions = pr->sessions;
-    vc->between_sd = ppb_seq_between_sd(pr->res[0].samples_ms, pr->session_of[0], pr->res[0].n_samples,
-                                        pr->res[1].samples_ms, pr->session_of[1], pr->res[1].n_samples,
-                                        pr->sessions);
+    vc->between_sd = pr->between_sd;
 }
 
 static void fill_case(ppb_verdict_case *vc, const ab_pair *pr)
@@ -359,7 +357,7 @@ static void fill_case(ppb_verdict_case *vc, const ab_pair *pr)
     memset(vc, 0, sizeof *vc);
     vc->key = pr->shape_key;
     vc->weight = pr->side[0].weight;
-    if (pr->session_of[0] && pr->session_of[1])
+    if (pr->sessions > 0)
         fill_sampling(vc, pr);
     for (int s = 0; s < 2; s++) {
         const ppb_result *r = &pr->res[s];
@@ -408,7 +406,7 @@ static int decide_and_store(ab_ctx *x, ppb_proposal_record *rec, ppb_verdict_rep
          * their largest session spread (a bound on the total's relative spread). */
         for (int i = 0; i < x->n_pairs; i++) {
             const ab_pair *pr = &x->pairs[i];
-            if (!pr->session_of[0] || !pr->session_of[1])
+            if (pr->sessions == 0)
                 continue;
             ppb_verdict_case one;
             fill_sampling(&one, pr);
@@ -500,10 +498,8 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
         }
 end:
     for (int i = 0; i < x.n_pairs; i++)
-        for (int s = 0; s < 2; s++) {
+        for (int s = 0; s < 2; s++)
             ppb_result_free(&x.pairs[i].res[s]);
-            free(x.pairs[i].session_of[s]);
-        }
     free(x.pairs);
     for (int s = 0; s < 2; s++) {
         ppb_session_close(&x.session[s]);
