@@ -87,6 +87,24 @@ static void set_status(ppb_result *r, int status, const char *reason)
     snprintf(r->reason, sizeof r->reason, "%s", reason);
 }
 
+/* The session's target judges the case (from the compiled kernel's resources
+ * when known): 1 when it can run it (or there is no target), else 0 with res
+ * REFUSED and the arithmetic as the reason. */
+static int judge_on_target(const ppb_session *s, const ppb_case *c, const ppb_resources *measured,
+                           ppb_result *res)
+{
+    if (!s->target)
+        return 1;
+    ppb_feasibility f;
+    ppb_target_judge(c, s->target, measured, &f);
+    if (f.feasible)
+        return 1;
+    snprintf(res->reason, sizeof res->reason, "infeasible on %s: %s%s%s", s->target->name, f.reason,
+             f.flips[0] ? "; " : "", f.flips);
+    res->status = PPB_STATUS_REFUSED;
+    return 0;
+}
+
 int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, ppb_workload *w,
                          ppb_result *res)
 {
@@ -97,6 +115,10 @@ int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, ppb_w
      * refusal is asked with can take gigabytes and seconds for the largest shapes. */
     double need = (double)ppb_workload_host_bytes(c), have = (double)physical_memory();
     if (have > 0 && need > 0.5 * have) {
+        /* A case the target cannot run is refused whatever this host has: that
+         * is the verdict's fact (REJECT), a small host's is not (skipped). */
+        if (!judge_on_target(s, c, NULL, res))
+            return PPB_OK;
         snprintf(res->reason, sizeof res->reason,
                  "needs %.1f GB of host memory for inputs, more than half of the %.1f GB here",
                  need / 1e9, have / 1e9);
@@ -141,16 +163,8 @@ int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
         return PPB_OK;
     }
     *prepared = 1;
-    if (s->target) {
-        ppb_feasibility f;
-        ppb_target_judge(c, s->target, &res->resources, &f);
-        if (!f.feasible) {
-            snprintf(res->reason, sizeof res->reason, "infeasible on %s: %s%s%s", s->target->name,
-                     f.reason, f.flips[0] ? "; " : "", f.flips);
-            res->status = PPB_STATUS_REFUSED;
-            return PPB_OK;
-        }
-    }
+    if (!judge_on_target(s, c, &res->resources, res))
+        return PPB_OK;
     uint16_t *out = malloc(w->out_elems * sizeof *out);
     if (!out) {
         set_status(res, PPB_STATUS_SKIPPED, "out of host memory for the output copy");
