@@ -34,15 +34,16 @@ static int tally_case(void *ctx, const ppb_proposal_case *c)
     tally_ctx *k = ctx;
     if (strcmp(c->state, "compared") != 0)
         return 0;
-    int slower = strcmp(c->cls, "slower") == 0;
+    int slower = strcmp(c->cls, "slower") == 0, faster = strcmp(c->cls, "faster") == 0;
     k->t->pairs++;
-    k->t->faster += strcmp(c->cls, "faster") == 0;
+    k->t->faster += faster;
     k->t->slower += slower;
     median_lookup m = {c->baseline_key, 0};
     ppb_err ignored;
     ppb_store_each_result(k->s, k->base_run, find_median, &m, &ignored);
     if (m.median >= k->min_case_ms) {
         k->t->long_pairs++;
+        k->t->long_faster += faster;
         k->t->long_slower += slower;
     }
     return 0;
@@ -109,7 +110,8 @@ int ppb_calibrate(const ppb_calibrate_options *co, ppb_propose_options *o, ppb_c
 double ppb_calibrate_flag_rate(const ppb_calibrate_tally *t, int long_only)
 {
     int n = long_only ? t->long_pairs : t->pairs;
-    int k = t->effect > 0 ? (long_only ? t->long_slower : t->slower) : t->faster + t->slower;
+    int slower = long_only ? t->long_slower : t->slower, faster = long_only ? t->long_faster : t->faster;
+    int k = t->effect > 0 ? slower : faster + slower;
     return n ? (double)k / n : NAN;
 }
 

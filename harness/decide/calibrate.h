@@ -28,7 +28,7 @@ typedef struct ppb_calibrate_options {
 typedef struct ppb_calibrate_tally {
     double effect;                  /* 0: A/A */
     int pairs, faster, slower;      /* compared pairs and their classes */
-    int long_pairs, long_slower;    /* the same, cases >= min_case_ms */
+    int long_pairs, long_faster, long_slower;   /* the same, cases >= min_case_ms */
     int proposals, accept, reject;  /* proposal verdicts */
 } ppb_calibrate_tally;
 
