@@ -118,7 +118,7 @@ static int parse_rules(ppb_yaml *y, yaml_node_t *n, ppb_verdict_rules *r, ppb_er
 
 void ppb_sampling_default(ppb_sampling *s)
 {
-    *s = (ppb_sampling){.samples_per_round = 5, .min_rounds = 4, .max_rounds = 40, .budget_ms = 20000,
+    *s = (ppb_sampling){.samples_per_round = 5, .min_rounds = 4, .max_rounds = 160, .budget_ms = 20000,
                         .sessions = 3};
 }
 

@@ -6,7 +6,6 @@
 
 #include "grow.h"
 #include "ppb_rng.h"
-#include "stats.h"
 
 /* The stream of the sample order (kernels/ppb_rng.h keeps input streams below 64). */
 #define SEQ_RNG_STREAM_ORDER 80u
@@ -26,62 +25,60 @@ double ppb_seq_look_alpha(double alpha, int min_rounds, int max_rounds)
     return alpha / ppb_seq_looks(min_rounds, max_rounds, rounds);
 }
 
-/* One session's median log-time and the sampling variance of that median,
- * (pi/2) (1.4826 MAD)^2 / n (the median's asymptotic variance for a normal
- * shape, robust to outliers); NAN without samples. */
-static double session_median_log(const double *x, const unsigned char *tag, int n, int session, double *scratch,
-                                  double *median_var)
-{
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        if (tag[i] == session)
-            scratch[k++] = log(x[i]);
-    if (!k)
-        return NAN;
-    double med = ppb_median(scratch, k);
-    for (int i = 0; i < k; i++)
-        scratch[i] = fabs(scratch[i] - med);
-    double mad = 1.4826 * ppb_median(scratch, k);
-    *median_var = 1.5707963267948966 * mad * mad / k;
-    return med;
-}
+/* Normal quantile of the 95% Moses interval that sizes a shift's standard error. */
+#define SEQ_SE_ALPHA 0.05
+#define SEQ_SE_Z 1.959963984540054
 
-/* tau^2 of one side by the method of moments (DerSimonian & Laird): the variance
- * over sessions of their medians less the medians' own sampling variance, not
- * below 0; -1 with fewer than two sessions. */
+/* tau^2 of one side by the method of moments: two sessions i, j differ by the
+ * Hodges-Lehmann shift d_ij of their log-times, and E[d_ij^2] = 2 tau^2 +
+ * se_ij^2, se_ij from the width of d_ij's Moses interval; averaged over the
+ * pairs, floored at 0. The shift, not a session median, because load makes
+ * samples bimodal and a median then jumps between the modes while a shift of
+ * the whole distribution stays put; it is the estimator of the verdict's own
+ * interval. Load shared in time by all units makes se_ij (which assumes
+ * independent samples) too large and tau^2 too small, but widens the pooled
+ * interval by the same token (docs/STATISTICS.md). NAN when a session has too
+ * few samples for a bounded shift or on allocation failure. */
 static double side_session_variance(const double *x, const unsigned char *tag, int n, int sessions,
-                                    double *scratch)
+                                    double *logs)
 {
-    double med[PPB_SEQ_MAX_SESSIONS], mean = 0, within = 0;
-    int k = 0;
-    for (int s = 0; s < sessions; s++) {
-        double v = 0, m = session_median_log(x, tag, n, s, scratch, &v);
-        if (!isnan(m))
-            med[k++] = m, mean += m, within += v;
-    }
-    if (k < 2)
-        return -1;
-    mean /= k;
-    double ss = 0;
-    for (int i = 0; i < k; i++)
-        ss += (med[i] - mean) * (med[i] - mean);
-    double tau2 = ss / (k - 1) - within / k;
+    int start[PPB_SEQ_MAX_SESSIONS + 1] = {0}, filled[PPB_SEQ_MAX_SESSIONS] = {0};
+    for (int i = 0; i < n; i++) /* logs: session s's log-times at [start[s], start[s + 1]) */
+        if (tag[i] < sessions)
+            start[tag[i] + 1]++;
+    for (int s = 0; s < sessions; s++)
+        start[s + 1] += start[s];
+    for (int i = 0; i < n; i++)
+        if (tag[i] < sessions)
+            logs[start[tag[i]] + filled[tag[i]]++] = log(x[i]);
+    double sum = 0;
+    int pairs = 0;
+    ppb_err err;
+    for (int i = 0; i < sessions; i++)
+        for (int j = i + 1; j < sessions; j++, pairs++) {
+            ppb_ab_interval iv;
+            if (ppb_hodges_lehmann_shift(logs + start[i], filled[i], logs + start[j], filled[j], SEQ_SE_ALPHA, &iv,
+                                         &err) ||
+                !iv.bounded)
+                return NAN;
+            double se = (iv.shift_hi - iv.shift_lo) / (2 * SEQ_SE_Z);
+            sum += (iv.shift * iv.shift - se * se) / 2;
+        }
+    double tau2 = sum / pairs;
     return tau2 > 0 ? tau2 : 0;
 }
 
 double ppb_seq_between_sd(const double *base, const unsigned char *base_session, int n, const double *cand,
                           const unsigned char *cand_session, int m, int sessions)
 {
-    if (sessions < 2 || sessions > PPB_SEQ_MAX_SESSIONS || n < 1 || m < 1)
+    if (sessions < 2 || sessions > PPB_SEQ_MAX_SESSIONS)
         return 0;
-    double *scratch = malloc(sizeof *scratch * (size_t)(n > m ? n : m));
-    if (!scratch)
+    double *logs = malloc(sizeof *logs * (size_t)(n > m ? n : m > 0 ? m : 1));
+    if (!logs)
         return NAN;
-    double vb = side_session_variance(base, base_session, n, sessions, scratch);
-    double vc = side_session_variance(cand, cand_session, m, sessions, scratch);
-    free(scratch);
-    if (vb < 0 || vc < 0)
-        return 0;
+    double vb = side_session_variance(base, base_session, n, sessions, logs);
+    double vc = side_session_variance(cand, cand_session, m, sessions, logs);
+    free(logs);
     /* tau^2 per side; the pooled ratio carries tau^2 / sessions from each side. */
     return sqrt(2 * ((vb + vc) / 2) / sessions);
 }

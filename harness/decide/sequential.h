@@ -44,10 +44,11 @@ int ppb_seq_looks(int min_rounds, int max_rounds, int rounds[PPB_SEQ_MAX_LOOKS])
 double ppb_seq_look_alpha(double alpha, int min_rounds, int max_rounds);
 
 /* The between-session standard deviation of the log ratio: with per-sample
- * session tags (0..sessions-1) on each side, the spread of the sessions'
- * median log-times (variance over sessions, averaged over the two sides) as
- * it enters a ratio of pooled samples: sqrt(2 tau^2 / sessions). 0 when a
- * side has fewer than two sessions with samples. */
+ * session tags (0..sessions-1) on each side, per side tau^2 by the method of
+ * moments from the Hodges-Lehmann shifts between its sessions (sequential.c
+ * says why), averaged over the two sides, as it enters a ratio of pooled
+ * samples: sqrt(2 tau^2 / sessions). 0 for one session; NAN (unknown: the
+ * interval then claims nothing) when a session has too few samples. */
 double ppb_seq_between_sd(const double *base, const unsigned char *base_session, int n, const double *cand,
                           const unsigned char *cand_session, int m, int sessions);
 
