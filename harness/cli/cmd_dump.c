@@ -126,7 +126,7 @@ static int dump_case(ppb_store *s, int64_t run_id, const char *key, const char *
     int32_t *rows = NULL;
     double *ref = NULL;
     int prepared = 0, n_rows = 0;
-    env_lookup seed_env = {"suite.seed", ""};
+    env_lookup seed_env = {"suite.seed", ""}, scheme_env = {PPB_ENV_INPUTS_SEEDED_BY, ""};
 
     int rc = ppb_store_get_run(s, run_id, &run, err);
     if (!rc)
@@ -139,13 +139,17 @@ static int dump_case(ppb_store *s, int64_t run_id, const char *key, const char *
         goto end;
     }
     rc = ppb_store_each_env(s, run_id, find_env, &seed_env, err);
+    if (!rc)
+        rc = ppb_store_each_env(s, run_id, find_env, &scheme_env, err);
     if (rc)
         goto end;
     if (!seed_env.value[0]) {
         rc = ppb_fail(err, PPB_EINPUT, "run %lld did not store its input seed", (long long)run_id);
         goto end;
     }
-    uint64_t seed = ppb_case_seed(strtoull(seed_env.value, NULL, 10), &c);
+    uint64_t suite_seed = strtoull(seed_env.value, NULL, 10);
+    uint64_t seed = strcmp(scheme_env.value, "shape") == 0 ? ppb_case_seed(suite_seed, &c)
+                                                             : ppb_case_seed_per_config(suite_seed, &c);
     /* Reproduce the output on the run's backend where this machine has it; a
      * case it refuses (the CPU's work limit, memory) is refused from the
      * arithmetic, before any input is allocated. */

@@ -492,3 +492,54 @@ void ppb_matrix_shard(ppb_case_list *list, int k, int n)
     }
     list->n = kept;
 }
+
+typedef struct shape_slot {
+    uint64_t hash;
+    int index, first;   /* position in the list; first position of its shape */
+} shape_slot;
+
+static int by_hash_then_index(const void *a, const void *b)
+{
+    const shape_slot *x = a, *y = b;
+    if (x->hash != y->hash)
+        return x->hash < y->hash ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+static int by_first_then_index(const void *a, const void *b)
+{
+    const shape_slot *x = a, *y = b;
+    if (x->first != y->first)
+        return (x->first > y->first) - (x->first < y->first);
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+int ppb_matrix_group_by_shape(ppb_case_list *list, ppb_err *err)
+{
+    if (list->n < 2)
+        return PPB_OK;
+    shape_slot *slot = malloc(sizeof *slot * (size_t)list->n);
+    ppb_case *sorted = malloc(sizeof *sorted * (size_t)list->n);
+    if (!slot || !sorted) {
+        free(slot);
+        free(sorted);
+        return ppb_fail(err, PPB_ENOMEM, "out of memory ordering %d cases by shape", list->n);
+    }
+    for (int i = 0; i < list->n; i++) {
+        char key[PPB_CASE_KEY_MAX];
+        ppb_case_shape_key(&list->items[i], key, sizeof key);
+        slot[i] = (shape_slot){.hash = ppb_fnv1a64_str(key), .index = i};
+    }
+    /* Equal hashes are taken for one shape: a collision only puts two shapes
+     * side by side, and whoever shares inputs compares the whole key. */
+    qsort(slot, (size_t)list->n, sizeof *slot, by_hash_then_index);
+    for (int i = 0; i < list->n; i++)
+        slot[i].first = i > 0 && slot[i].hash == slot[i - 1].hash ? slot[i - 1].first : slot[i].index;
+    qsort(slot, (size_t)list->n, sizeof *slot, by_first_then_index);
+    for (int i = 0; i < list->n; i++)
+        sorted[i] = list->items[slot[i].index];
+    memcpy(list->items, sorted, sizeof *sorted * (size_t)list->n);
+    free(slot);
+    free(sorted);
+    return PPB_OK;
+}

@@ -49,6 +49,12 @@ int ppb_matrix_parse_shard(const char *text, int *k, int *n, ppb_err *err);
  * ppb_matrix_parse_shard accepts them; other values leave the list alone. */
 void ppb_matrix_shard(ppb_case_list *list, int k, int n);
 
+/* Reorder so the cases of one shape (ppb_case_shape_key) are adjacent: shapes
+ * in the order they first appear, each shape's cases in their order. The
+ * cases of a shape share one input set and its reference rows, which a runner
+ * builds once while the shape lasts. PPB_ENOMEM leaves the list unchanged. */
+int ppb_matrix_group_by_shape(ppb_case_list *list, ppb_err *err);
+
 /* Append a copy; PPB_ENOMEM when the list cannot grow. */
 int ppb_case_list_push(ppb_case_list *l, const ppb_case *c);
 void ppb_case_list_free(ppb_case_list *l);

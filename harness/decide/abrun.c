@@ -204,7 +204,8 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, double family_alph
     for (int side = 0; side < 2; side++)
         for (int k = 0; k < sessions; k++) {
             ppb_session *ss = session_of(x, side, k);
-            int launches, rc = ppb_measure_warmup(ss->ops, ss->backend, m, NULL, &launches, err);
+            /* session 0 of each side made the checked launch; the others have not launched */
+            int launches, rc = ppb_measure_warmup(ss->ops, ss->backend, m, k ? 2 : 1, NULL, &launches, err);
             if (rc)
                 return rc;
             ps.launches = launches > ps.launches ? launches : ps.launches;
@@ -260,6 +261,7 @@ static int prepare_more_sessions(ab_ctx *x, ab_pair *pr, const ppb_workload *w[2
 static int run_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
 {
     ppb_workload w[2];
+    ppb_reference_rows ref[2] = {{0}};   /* of w[i]: both sides of a kernel_config pair check against one */
     int prepared[2] = {0, 0}, rc = PPB_OK, distinct = x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL;
     int more[2][PPB_SEQ_MAX_SESSIONS] = {{0}};   /* sessions 1.. prepared */
     memset(w, 0, sizeof w);
@@ -272,12 +274,11 @@ static int run_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
         /* kernel_config sides share one input set (built by the first side
          * that is not refused from its shape); chunks differ per side */
         int wi = distinct ? s : 0;
-        uint64_t seed = distinct ? ppb_case_seed(x->suite.measure.seed, &pr->side[s])
-                                 : ppb_case_input_seed(x->suite.measure.seed, pr->shape_key);
+        uint64_t seed = ppb_case_seed(x->suite.measure.seed, &pr->side[s]);
         if (!w[wi].q)
             ppb_session_workload(&x->session[s], &pr->side[s], seed, &w[wi], &pr->res[s]);
         if (pr->res[s].status == PPB_STATUS_OK)
-            rc = ppb_session_check(&x->session[s], &pr->side[s], &w[wi], &x->suite.check, seed,
+            rc = ppb_session_check(&x->session[s], &pr->side[s], &w[wi], &x->suite.check, seed, &ref[wi],
                                    &pr->res[s], &prepared[s]);
         if (rc)
             goto end;
@@ -298,6 +299,7 @@ end:
         for (int k = 1; k <= x->n_extra; k++)
             if (more[s][k])
                 session_of(x, s, k)->ops->release(session_of(x, s, k)->backend);
+        ppb_reference_rows_free(&ref[s]);
         ppb_workload_free(&w[s]);
     }
     return rc;

@@ -15,10 +15,10 @@ static double robust_noise(const double *x, int n)
 }
 
 int ppb_measure_warmup(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
-                       volatile sig_atomic_t *stop, int *launches, ppb_err *err)
+                       int min_launches, volatile sig_atomic_t *stop, int *launches, ppb_err *err)
 {
     double ms = 0, start = ppb_monotonic_ms(), shortest = INFINITY;
-    for (int warm = 0; warm < 2 || ppb_monotonic_ms() - start < m->warmup_ms; warm++) {
+    for (int warm = 0; warm < min_launches || ppb_monotonic_ms() - start < m->warmup_ms; warm++) {
         int rc = ops->time_sample(b, 1, m->cold_l2, &ms, err);
         if (rc)
             return rc;
@@ -38,7 +38,7 @@ int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measu
 {
     double ms = 0, warmup_start = ppb_monotonic_ms();
     int launches = 1;
-    int rc = ppb_measure_warmup(ops, b, m, stop, &launches, err);
+    int rc = ppb_measure_warmup(ops, b, m, 1, stop, &launches, err);
     res->phases.warmup_ms = ppb_monotonic_ms() - warmup_start;
     if (rc)
         return rc;

@@ -63,52 +63,20 @@ void ppb_reference_row(const ppb_workload *w, int token, int head, double *out_r
 
 /* ---- the check ---------------------------------------------------------------- */
 
-typedef struct row_check {
-    double max_abs, sum_diff2, sum_ref2;
-    long nonfinite, unwritten, outside_tol;
-} row_check;
-
-typedef struct check_job {
+typedef struct rows_job {
     const ppb_workload *w;
-    const uint16_t *out;
     const long *rows;   /* row id = token * num_heads + head */
-    row_check *results;
-    double atol, rtol;
-} check_job;
+    double *values;     /* [n][head_dim] */
+} rows_job;
 
-/* Elements left at the poison pattern count as unwritten, NaN/Inf as
- * non-finite; both fail the check and neither enters max_abs_err / rel_l2_err,
- * which describe the elements that were written with finite values. */
-static void check_one_row(void *ctx, long item, int worker)
+static void compute_one_row(void *ctx, long item, int worker)
 {
     (void)worker;
-    const check_job *job = ctx;
-    const ppb_shape *s = &job->w->c->shape;
+    const rows_job *job = ctx;
+    const int heads = job->w->c->shape.num_heads;
     long row = job->rows[item];
-    int token = (int)(row / s->num_heads), head = (int)(row % s->num_heads);
-    double ref[REF_MAX_D];
-    ppb_reference_row(job->w, token, head, ref);
-    const uint16_t *o = job->out + (size_t)row * (size_t)s->head_dim;
-    row_check rc = {0};
-    for (int d = 0; d < s->head_dim; d++) {
-        if (o[d] == PPB_POISON_BITS) {
-            rc.unwritten++;
-            continue;
-        }
-        double v = ppb_half_to_float(o[d], s->dtype);
-        if (!isfinite(v)) {
-            rc.nonfinite++;
-            continue;
-        }
-        double diff = fabs(v - ref[d]);
-        if (diff > rc.max_abs)
-            rc.max_abs = diff;
-        if (!(diff <= job->atol + job->rtol * fabs(ref[d])))
-            rc.outside_tol++;
-        rc.sum_diff2 += diff * diff;
-        rc.sum_ref2 += ref[d] * ref[d];
-    }
-    job->results[item] = rc;
+    ppb_reference_row(job->w, (int)(row / heads), (int)(row % heads),
+                      job->values + (size_t)item * (size_t)job->w->c->shape.head_dim);
 }
 
 static int cmp_long(const void *a, const void *b)
@@ -166,50 +134,90 @@ static long *choose_rows(const ppb_workload *w, const ppb_check_settings *cs, ui
     return rows;
 }
 
+void ppb_reference_rows_free(ppb_reference_rows *r)
+{
+    free(r->rows);
+    free(r->values);
+    memset(r, 0, sizeof *r);
+}
+
+int ppb_reference_rows_compute(const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed,
+                               ppb_reference_rows *out, ppb_err *err)
+{
+    const ppb_shape *s = &w->c->shape;
+    memset(out, 0, sizeof *out);
+    if (!w->q)
+        return ppb_fail(err, PPB_EINPUT, "reference check: the workload has no tensors");
+    if (s->head_dim > REF_MAX_D)
+        return ppb_fail(err, PPB_EINPUT, "reference check: head_dim %d > %d", s->head_dim, REF_MAX_D);
+    out->rows = choose_rows(w, cs, seed, &out->n);
+    out->values = out->rows ? malloc(sizeof *out->values * (size_t)(out->n ? out->n : 1) * (size_t)s->head_dim)
+                            : NULL;
+    if (!out->rows || !out->values) {
+        long total = (long)w->total_tokens * s->num_heads;
+        ppb_reference_rows_free(out);
+        return ppb_fail(err, PPB_ENOMEM, "reference check: out of host memory for %ld rows", total);
+    }
+    out->w = w;
+    rows_job job = {.w = w, .rows = out->rows, .values = out->values};
+    ppb_parallel_for(out->n, compute_one_row, &job);
+    return PPB_OK;
+}
+
+/* Elements left at the poison pattern count as unwritten, NaN/Inf as
+ * non-finite; both fail the check and neither enters max_abs_err / rel_l2_err,
+ * which describe the elements that were written with finite values. Rows in
+ * order, so the figures do not depend on thread timing. */
+int ppb_reference_compare(const ppb_reference_rows *ref, const uint16_t *out, const ppb_check_settings *cs,
+                          ppb_check_result *res, ppb_err *err)
+{
+    memset(res, 0, sizeof *res);
+    if (!ref->w || !out)
+        return ppb_fail(err, PPB_EINPUT, "reference check: no reference rows or no output");
+    const ppb_shape *s = &ref->w->c->shape;
+    const int dtype = s->dtype, dim = s->head_dim;
+    res->atol = cs->atol[dtype == PPB_FP16 ? 0 : 1];
+    res->rtol = cs->rtol[dtype == PPB_FP16 ? 0 : 1];
+    res->rows_total = (long)ref->w->total_tokens * s->num_heads;
+    double sum_diff2 = 0, sum_ref2 = 0;
+    long outside = 0;
+    for (long i = 0; i < ref->n; i++) {
+        const uint16_t *o = out + (size_t)ref->rows[i] * (size_t)dim;
+        const double *r = ref->values + (size_t)i * (size_t)dim;
+        for (int d = 0; d < dim; d++) {
+            if (o[d] == PPB_POISON_BITS) {
+                res->unwritten++;
+                continue;
+            }
+            double v = ppb_half_to_float(o[d], dtype);
+            if (!isfinite(v)) {
+                res->nonfinite++;
+                continue;
+            }
+            double diff = fabs(v - r[d]);
+            if (diff > res->max_abs_err)
+                res->max_abs_err = diff;
+            if (!(diff <= res->atol + res->rtol * fabs(r[d])))
+                outside++;
+            sum_diff2 += diff * diff;
+            sum_ref2 += r[d] * r[d];
+        }
+    }
+    res->rel_l2_err = sum_ref2 > 0 ? sqrt(sum_diff2 / sum_ref2) : sqrt(sum_diff2);
+    res->rows_checked = ref->n;
+    res->checked = 1;
+    res->pass = res->nonfinite == 0 && res->unwritten == 0 && outside == 0;
+    return PPB_OK;
+}
+
 int ppb_reference_check(const ppb_workload *w, const uint16_t *out, const ppb_check_settings *cs,
                         uint64_t seed, ppb_check_result *res, ppb_err *err)
 {
-    const ppb_shape *s = &w->c->shape;
+    ppb_reference_rows ref;
     memset(res, 0, sizeof *res);
-    if (!w->q || !out)
-        return ppb_fail(err, PPB_EINPUT, "reference check: the workload has no tensors or no output");
-    if (s->head_dim > REF_MAX_D)
-        return ppb_fail(err, PPB_EINPUT, "reference check: head_dim %d > %d", s->head_dim, REF_MAX_D);
-    int dtype = s->dtype == PPB_FP16 ? 0 : 1;
-    res->atol = cs->atol[dtype];
-    res->rtol = cs->rtol[dtype];
-    res->rows_total = (long)w->total_tokens * s->num_heads;
-
-    long n_rows = 0;
-    long *rows = choose_rows(w, cs, seed, &n_rows);
-    row_check *results = rows ? calloc((size_t)(n_rows ? n_rows : 1), sizeof *results) : NULL;
-    if (!rows || !results) {
-        free(rows);
-        free(results);
-        return ppb_fail(err, PPB_ENOMEM, "reference check: out of host memory for %ld rows",
-                        res->rows_total);
-    }
-    check_job job = {.w = w, .out = out, .rows = rows, .results = results,
-                     .atol = res->atol, .rtol = res->rtol};
-    ppb_parallel_for(n_rows, check_one_row, &job);
-
-    /* Reduce in row order so the figures do not depend on thread timing. */
-    double sum_diff2 = 0, sum_ref2 = 0;
-    long outside = 0;
-    for (long i = 0; i < n_rows; i++) {
-        if (results[i].max_abs > res->max_abs_err)
-            res->max_abs_err = results[i].max_abs;
-        sum_diff2 += results[i].sum_diff2;
-        sum_ref2 += results[i].sum_ref2;
-        res->nonfinite += results[i].nonfinite;
-        res->unwritten += results[i].unwritten;
-        outside += results[i].outside_tol;
-    }
-    res->rel_l2_err = sum_ref2 > 0 ? sqrt(sum_diff2 / sum_ref2) : sqrt(sum_diff2);
-    res->rows_checked = n_rows;
-    res->checked = 1;
-    res->pass = res->nonfinite == 0 && res->unwritten == 0 && outside == 0;
-    free(rows);
-    free(results);
-    return PPB_OK;
+    int rc = ppb_reference_rows_compute(w, cs, seed, &ref, err);
+    if (!rc)
+        rc = ppb_reference_compare(&ref, out, cs, res, err);
+    ppb_reference_rows_free(&ref);
+    return rc;
 }

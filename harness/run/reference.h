@@ -17,7 +17,24 @@
 /* One output row (D values) of query token `token` (decode: sequence index), head `head`. */
 void ppb_reference_row(const ppb_workload *w, int token, int head, double *out_row);
 
-/* Check `out` (storage dtype, same layout as q) and fill res. */
+/* The rows a check compares (all, or the seeded sample) and their float64
+ * values: what one input set costs to check, whatever config produced the
+ * output, so a runner computes them once per input set. */
+typedef struct ppb_reference_rows {
+    const ppb_workload *w;   /* the inputs they were computed from */
+    long n;
+    long *rows;              /* row id = token * num_heads + head, ascending */
+    double *values;          /* [n][head_dim] */
+} ppb_reference_rows;
+
+int ppb_reference_rows_compute(const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed,
+                               ppb_reference_rows *out, ppb_err *err);
+void ppb_reference_rows_free(ppb_reference_rows *r);
+/* Check `out` (storage dtype, same layout as q) against the rows; fill res. */
+int ppb_reference_compare(const ppb_reference_rows *ref, const uint16_t *out, const ppb_check_settings *cs,
+                          ppb_check_result *res, ppb_err *err);
+
+/* Both in one: check `out` and fill res. */
 int ppb_reference_check(const ppb_workload *w, const uint16_t *out, const ppb_check_settings *cs,
                         uint64_t seed, ppb_check_result *res, ppb_err *err);
 

@@ -21,6 +21,22 @@
 /* Non-zero (the signal) once SIGINT/SIGTERM asked the run to stop. */
 static volatile sig_atomic_t stop_requested;
 
+/* The inputs of the shape being run and their reference rows, kept while the
+ * next cases share the shape: every config of a shape runs on the same inputs
+ * (ppb_case_seed), so they are built and checked against once. */
+typedef struct shape_inputs {
+    char shape_key[PPB_CASE_KEY_MAX];   /* "" while none are kept */
+    ppb_workload w;
+    ppb_reference_rows ref;
+} shape_inputs;
+
+static void shape_inputs_free(shape_inputs *in)
+{
+    ppb_reference_rows_free(&in->ref);
+    ppb_workload_free(&in->w);
+    in->shape_key[0] = '\0';
+}
+
 typedef struct run_ctx {
     const ppb_run_options *opt;
     ppb_suite suite;
@@ -31,6 +47,7 @@ typedef struct run_ctx {
     ppb_session session;
     ppb_store *store;
     ppb_run_info run;
+    shape_inputs inputs;    /* of the shape being run: the cases are grouped by shape */
 } run_ctx;
 
 static double now_s(void)
@@ -93,9 +110,28 @@ static void decode_args(const char *args, stored_args *a)
 
 /* ---- one case ------------------------------------------------------------- */
 
+/* The case's inputs: the kept ones when the case has their shape, else new
+ * ones (kept when built; a refused or skipped shape keeps nothing). */
+static const ppb_workload *case_inputs(run_ctx *x, const ppb_case *c, uint64_t seed, ppb_result *res)
+{
+    char shape[PPB_CASE_KEY_MAX];
+    ppb_case_shape_key(c, shape, sizeof shape);
+    if (x->inputs.shape_key[0] && strcmp(shape, x->inputs.shape_key) == 0) {
+        x->inputs.w.c = c;
+        return &x->inputs.w;
+    }
+    shape_inputs_free(&x->inputs);
+    ppb_session_workload(&x->session, c, seed, &x->inputs.w, res);
+    if (res->status != PPB_STATUS_OK) {
+        shape_inputs_free(&x->inputs);
+        return NULL;
+    }
+    snprintf(x->inputs.shape_key, sizeof x->inputs.shape_key, "%s", shape);
+    return &x->inputs.w;
+}
+
 static int run_case(run_ctx *x, const ppb_case *c, ppb_result *res)
 {
-    ppb_workload w;
     int prepared = 0, rc = PPB_OK;
     const ppb_suite *s = &x->suite;
     uint64_t seed = ppb_case_seed(s->measure.seed, c);
@@ -103,10 +139,10 @@ static int run_case(run_ctx *x, const ppb_case *c, ppb_result *res)
     ppb_result_init(res);
     res->timing_is_cpu = !x->session.device.is_gpu;
     double t0 = ppb_monotonic_ms();
-    ppb_session_workload(&x->session, c, seed, &w, res);
+    const ppb_workload *w = case_inputs(x, c, seed, res);
     double t1 = ppb_monotonic_ms();
-    if (res->status == PPB_STATUS_OK)
-        rc = ppb_session_check(&x->session, c, &w, &s->check, seed, res, &prepared);
+    if (w)
+        rc = ppb_session_check(&x->session, c, w, &s->check, seed, &x->inputs.ref, res, &prepared);
     res->phases.generate_ms = t1 - t0;
     res->phases.check_ms = ppb_monotonic_ms() - t1;
     if (rc == PPB_OK && res->status == PPB_STATUS_OK) {
@@ -124,7 +160,6 @@ static int run_case(run_ctx *x, const ppb_case *c, ppb_result *res)
     }
     if (prepared)
         x->session.ops->release(x->session.backend);
-    ppb_workload_free(&w);
     return rc;
 }
 
@@ -201,7 +236,12 @@ static int pool_worker_case(void *ctx, const ppb_case *c, ppb_result *res)
     return run_case(((pool_ctx *)ctx)->x, c, res);
 }
 
-static void pool_worker_close(void *ctx) { ppb_session_close(&((pool_ctx *)ctx)->x->session); }
+static void pool_worker_close(void *ctx)
+{
+    run_ctx *x = ((pool_ctx *)ctx)->x;
+    shape_inputs_free(&x->inputs);
+    ppb_session_close(&x->session);
+}
 
 static int store_result(run_ctx *x, const ppb_case *c, ppb_result *res, ppb_err *err);
 
@@ -230,6 +270,8 @@ static int prepare_cases(run_ctx *x, const char *impl, const char *filter, int s
         rc = ppb_matrix_filter(&x->cases, filter, err);
     if (!rc && shard_n > 0)
         ppb_matrix_shard(&x->cases, shard_k, shard_n);
+    if (!rc)
+        rc = ppb_matrix_group_by_shape(&x->cases, err);
     return rc;
 }
 
@@ -487,6 +529,7 @@ restore:
     ppb_stop_signals_restore(&signals);
 end:
     free(todo_flags);
+    shape_inputs_free(&x.inputs);
     ppb_session_close(&x.session);
     if (x.store)
         ppb_store_close(x.store);

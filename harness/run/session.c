@@ -65,6 +65,13 @@ uint64_t ppb_case_input_seed(uint64_t suite_seed, const char *key)
 
 uint64_t ppb_case_seed(uint64_t suite_seed, const ppb_case *c)
 {
+    char shape[PPB_CASE_KEY_MAX];
+    ppb_case_shape_key(c, shape, sizeof shape);
+    return ppb_case_input_seed(suite_seed, shape);
+}
+
+uint64_t ppb_case_seed_per_config(uint64_t suite_seed, const ppb_case *c)
+{
     ppb_case inputs = *c;
     inputs.config.impl = PPB_IMPL_BUILTIN;
     ppb_case_make_key(&inputs);
@@ -149,8 +156,8 @@ static void append_reason(ppb_result *res, const char *text)
 }
 
 int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
-                      const ppb_check_settings *cs, uint64_t seed, ppb_result *res,
-                      int *prepared)
+                      const ppb_check_settings *cs, uint64_t seed, ppb_reference_rows *ref,
+                      ppb_result *res, int *prepared)
 {
     ppb_err err = {{0}};
     *prepared = 0;
@@ -171,8 +178,15 @@ int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
         return PPB_OK;
     }
     rc = s->ops->run_checked(s->backend, out, res, &err);
+    ppb_reference_rows own = {0};
+    ppb_reference_rows *rows = ref ? ref : &own;
+    if (rc == PPB_OK && rows->w != w) {
+        ppb_reference_rows_free(rows);
+        rc = ppb_reference_rows_compute(w, cs, seed ^ 0x9e3779b97f4a7c15ull, rows, &err);
+    }
     if (rc == PPB_OK)
-        rc = ppb_reference_check(w, out, cs, seed ^ 0x9e3779b97f4a7c15ull, &res->check, &err);
+        rc = ppb_reference_compare(rows, out, cs, &res->check, &err);
+    ppb_reference_rows_free(&own);
     free(out);
     if (rc == PPB_EINTR)
         return rc;
@@ -285,6 +299,7 @@ int ppb_session_begin_run(ppb_session *s, ppb_store *store, const ppb_suite *sui
     put_env(store, r->id, "timings", d->is_gpu ? "gpu" : "cpu");
     snprintf(v, sizeof v, "%llu", (unsigned long long)suite->measure.seed);
     put_env(store, r->id, "suite.seed", v); /* dump regenerates a case's inputs from it */
+    put_env(store, r->id, PPB_ENV_INPUTS_SEEDED_BY, "shape");
     ppb_session_store_environment(s, store, r->id, "before.");
     return PPB_OK;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "backend.h"
+#include "reference.h"
 #include "store.h"
 #include "suite.h"
 #include "target.h"
@@ -31,10 +32,14 @@ void ppb_session_close(ppb_session *s);
 /* Seed of a case's inputs: the same key and suite seed give the same inputs in
  * every run, shard and commit. A/B pairs use their shared shape key. */
 uint64_t ppb_case_input_seed(uint64_t suite_seed, const char *key);
-/* The seed of a case: its key with impl left out, since the implementation
- * never changes the inputs (builtin and a plugin of one config are checked and
- * cross-checked on the same bits; builtin keeps the seeds it always had). */
+/* The seed of a case's inputs: its shape key's, so every config and
+ * implementation of a shape is checked and timed on the same bits (a run's
+ * case on the bits of a proposal's side too), and a run builds them once per
+ * shape. Runs whose environment lacks PPB_ENV_INPUTS_SEEDED_BY seeded by the
+ * case key without impl: ppb_case_seed_per_config reproduces those. */
+#define PPB_ENV_INPUTS_SEEDED_BY "inputs.seeded_by"
 uint64_t ppb_case_seed(uint64_t suite_seed, const ppb_case *c);
+uint64_t ppb_case_seed_per_config(uint64_t suite_seed, const ppb_case *c);
 
 /* Build a case's inputs, unless the backend refuses the case from its shape
  * (res REFUSED) or they would not fit in host memory (res SKIPPED), so a
@@ -45,13 +50,16 @@ int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, ppb_w
 
 /* Prepare the case (the backend may refuse), judge it on the target (from the
  * compiled kernel's resources when known), launch it once and check it
- * against the float64 reference. On return res->status is OK when the case can
- * be timed; *prepared says whether the caller must call ops->release. Only an
- * interrupt is returned as an error (PPB_EINTR); every other outcome is a
- * status with a reason in res. */
+ * against the float64 reference. `ref` (may be NULL) keeps the reference rows
+ * for the next case on the same inputs: computed here unless they already
+ * belong to `w`; the caller frees them (ppb_reference_rows_free) with the
+ * inputs. On return res->status is OK when the case can be timed; *prepared
+ * says whether the caller must call ops->release. Only an interrupt is
+ * returned as an error (PPB_EINTR); every other outcome is a status with a
+ * reason in res. */
 int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
-                      const ppb_check_settings *cs, uint64_t seed, ppb_result *res,
-                      int *prepared);
+                      const ppb_check_settings *cs, uint64_t seed, ppb_reference_rows *ref,
+                      ppb_result *res, int *prepared);
 
 /* The shard a run measures (--shard K/N) and the group its shards share. */
 typedef struct ppb_run_shard {

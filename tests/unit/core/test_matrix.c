@@ -639,6 +639,31 @@ static void test_list_push_grows(void **state)
     assert_int_equal(l.n, 0);
 }
 
+/* Cases of one shape end up adjacent, shapes in the order they first appear,
+ * each shape's cases in their order: shapes A B A C B -> A A B B C. */
+static void test_group_by_shape_keeps_first_appearance_order(void **state)
+{
+    (void)state;
+    const int seq[] = {100, 200, 100, 300, 200}, partition[] = {256, 256, 512, 256, 512};
+    ppb_case_list l = {0};
+    for (int i = 0; i < 5; i++) {
+        ppb_case c;
+        ppb_case_init(&c, PPB_PAGED_ATTENTION);
+        c.shape.seq_len = seq[i];
+        c.config.partition_size = partition[i];
+        ppb_case_make_key(&c);
+        assert_int_equal(ppb_case_list_push(&l, &c), PPB_OK);
+    }
+    ppb_err err;
+    assert_int_equal(ppb_matrix_group_by_shape(&l, &err), PPB_OK);
+    const int want_seq[] = {100, 100, 200, 200, 300}, want_partition[] = {256, 512, 256, 512, 256};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(l.items[i].shape.seq_len, want_seq[i]);
+        assert_int_equal(l.items[i].config.partition_size, want_partition[i]);
+    }
+    ppb_case_list_free(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -656,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_shards_partition_the_list),
         cmocka_unit_test(test_shard_stable_when_suite_order_changes),
         cmocka_unit_test(test_list_push_grows),
+        cmocka_unit_test(test_group_by_shape_keeps_first_appearance_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

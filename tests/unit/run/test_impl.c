@@ -130,18 +130,26 @@ static void test_override_sets_every_case_and_drops_duplicates(void **state)
     ppb_case_list_free(&l);
 }
 
-static void test_every_impl_of_a_config_gets_the_same_inputs(void **state)
+static void test_every_impl_and_config_of_a_shape_gets_the_same_inputs(void **state)
 {
     (void)state;
-    ppb_case builtin = prefill_case(), triton = prefill_case(), other = prefill_case();
+    ppb_case builtin = prefill_case(), triton = prefill_case(), other = prefill_case(), shape = prefill_case();
     triton.config.impl = PPB_IMPL_VLLM_TRITON;
     ppb_case_make_key(&triton);
     other.config.block_m = 32;
     ppb_case_make_key(&other);
+    shape.shape.query_len += 1;
+    ppb_case_make_key(&shape);
+    char key[PPB_CASE_KEY_MAX];
+    ppb_case_shape_key(&builtin, key, sizeof key);
+    assert_true(ppb_case_seed(7, &builtin) == ppb_case_input_seed(7, key));
     assert_true(ppb_case_seed(7, &builtin) == ppb_case_seed(7, &triton));
-    /* builtin keeps the seed it had before impl existed; another config does not share it */
-    assert_true(ppb_case_seed(7, &builtin) == ppb_case_input_seed(7, builtin.key));
-    assert_true(ppb_case_seed(7, &builtin) != ppb_case_seed(7, &other));
+    assert_true(ppb_case_seed(7, &builtin) == ppb_case_seed(7, &other));
+    assert_true(ppb_case_seed(7, &builtin) != ppb_case_seed(7, &shape));
+    /* runs stored before: the case key without impl */
+    assert_true(ppb_case_seed_per_config(7, &builtin) == ppb_case_input_seed(7, builtin.key));
+    assert_true(ppb_case_seed_per_config(7, &builtin) == ppb_case_seed_per_config(7, &triton));
+    assert_true(ppb_case_seed_per_config(7, &builtin) != ppb_case_seed_per_config(7, &other));
 }
 
 /* ---- the loader ---------------------------------------------------------------------- */
@@ -252,7 +260,7 @@ int main(void)
         cmocka_unit_test(test_plugin_names_register_once),
         cmocka_unit_test(test_bad_impl_values_are_refused),
         cmocka_unit_test(test_override_sets_every_case_and_drops_duplicates),
-        cmocka_unit_test(test_every_impl_of_a_config_gets_the_same_inputs),
+        cmocka_unit_test(test_every_impl_and_config_of_a_shape_gets_the_same_inputs),
         cmocka_unit_test_teardown(test_example_plugin_is_listed_with_its_table, teardown_loader),
         cmocka_unit_test_teardown(test_each_broken_library_says_why, teardown_loader),
         cmocka_unit_test_teardown(test_bind_refuses_with_the_reason, teardown_loader),

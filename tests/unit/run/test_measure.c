@@ -47,6 +47,30 @@ static ppb_measure_settings settings(void)
     return m;
 }
 
+/* The warm-up's minimum launches: 1 after the checked launch (ppb_measure_case),
+ * 2 for a case never launched, more while the warm-up time lasts. */
+static void test_warmup_counts_the_checked_launch(void **state)
+{
+    (void)state;
+    the_fake = (fake){.per_launch_ms = 50.0};
+    ppb_measure_settings m = settings();
+    m.min_samples = 3;
+    ppb_result r;
+    ppb_result_init(&r);
+    ppb_err err;
+    assert_int_equal(ppb_measure_case(&fake_ops, NULL, &m, NULL, &r, &err), PPB_OK);
+    assert_int_equal(the_fake.calls, 1 + r.n_samples);
+    ppb_result_free(&r);
+    int launches = 0;
+    the_fake.calls = 0;
+    assert_int_equal(ppb_measure_warmup(&fake_ops, NULL, &m, 2, NULL, &launches, &err), PPB_OK);
+    assert_int_equal(the_fake.calls, 2);
+    the_fake = (fake){.per_launch_ms = 50.0, .sleep_us = 2000};
+    m.warmup_ms = 15;
+    assert_int_equal(ppb_measure_warmup(&fake_ops, NULL, &m, 1, NULL, &launches, &err), PPB_OK);
+    assert_true(the_fake.calls >= 2);   /* the time, not the minimum, ended it */
+}
+
 static void test_quiet_case_stops_at_min_samples(void **state)
 {
     (void)state;
@@ -128,6 +152,7 @@ static void test_stop_flag_interrupts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_warmup_counts_the_checked_launch),
         cmocka_unit_test(test_quiet_case_stops_at_min_samples),
         cmocka_unit_test(test_phases_are_recorded),
         cmocka_unit_test(test_short_launches_are_batched),
