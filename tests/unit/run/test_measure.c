@@ -89,7 +89,7 @@ static void test_quiet_case_stops_at_min_samples(void **state)
     ppb_result_free(&r);
 }
 
-/* The phases a result records: warm-up (at least its 2 launches) and the
+/* The phases a result records: warm-up (at least its 1 launch) and the
  * sampling loop (at least its 10 samples), each of a fake that takes >= 2 ms. */
 static void test_phases_are_recorded(void **state)
 {
@@ -101,7 +101,7 @@ static void test_phases_are_recorded(void **state)
     ppb_err err;
     assert_int_equal(ppb_measure_case(&fake_ops, NULL, &m, NULL, &r, &err), PPB_OK);
     assert_int_equal(r.n_samples, 10);
-    assert_true(r.phases.warmup_ms >= 2 * 2.0);
+    assert_true(r.phases.warmup_ms >= 2.0);
     assert_true(r.phases.sampling_ms >= 10 * 2.0);
     ppb_result_free(&r);
 }
