@@ -9,7 +9,9 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "run_compare.h"
 #include "stats_sim.h"
@@ -227,6 +229,88 @@ static void test_states_and_errors(void **state)
     ppb_run_compare_report_free(&r);
 }
 
+/* ---- the history reader ------------------------------------------------------ */
+
+static int64_t plain_run(ppb_store *s, const char *kind, int day, int hour)
+{
+    static ppb_run_info run;   /* large: off the stack */
+    memset(&run, 0, sizeof run);
+    snprintf(run.suite_name, sizeof run.suite_name, "nightly");
+    snprintf(run.started_at, sizeof run.started_at, "2026-01-%02dT%02d:00:00Z", day, hour);
+    snprintf(run.kind, sizeof run.kind, "%s", kind);
+    ppb_err err;
+    if (ppb_store_begin_run(s, &run, &err))
+        fail_msg("begin_run: %s", err.msg);
+    return run.id;
+}
+
+/* Plain runs only, timed results only (ok and noisy), oldest first, each run
+ * once over sources that share runs, a compared run left out of every source,
+ * the latest max_n kept. Runs are stored out of date order. */
+static void test_history_reader(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/ppb-run-compare-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    ppb_store *s;
+    ppb_err err;
+    assert_int_equal(ppb_store_open(&s, path, &err), PPB_OK);
+    ppb_case c;
+    ppb_case_init(&c, PPB_PREFIX_PREFILL);
+    c.shape.query_len = 17, c.shape.num_heads = 4, c.shape.num_kv_heads = 2;
+    ppb_case_make_key(&c);
+    const int day[] = {5, 1, 3, 2, 4, 6, 7};
+    const char *kind[] = {"run", "run", "run", "run", "run", "proposal", "run"};
+    const int status[] = {PPB_STATUS_OK, PPB_STATUS_OK, PPB_STATUS_NOISY, PPB_STATUS_OK, PPB_STATUS_OK,
+                          PPB_STATUS_OK, PPB_STATUS_WRONG};
+    int64_t id[7];
+    for (int i = 0; i < 7; i++) {
+        id[i] = plain_run(s, kind[i], day[i], 0);
+        ppb_result r;
+        ppb_result_init(&r);
+        r.status = status[i];
+        r.median_ms = day[i];   /* the day names the run */
+        if (ppb_store_put_result(s, id[i], &c, &r, &err))
+            fail_msg("put: %s", err.msg);
+        ppb_result_free(&r);
+    }
+    /* a second database whose run falls between the first's (day 1.5): sources interleave in time */
+    char path2[] = "/tmp/ppb-run-compare-XXXXXX";
+    assert_true((fd = mkstemp(path2)) >= 0);
+    close(fd);
+    ppb_store *s2;
+    assert_int_equal(ppb_store_open(&s2, path2, &err), PPB_OK);
+    ppb_result r;
+    ppb_result_init(&r);
+    r.status = PPB_STATUS_OK, r.median_ms = 1.5;
+    if (ppb_store_put_result(s2, plain_run(s2, "run", 1, 12), &c, &r, &err))
+        fail_msg("put: %s", err.msg);
+    ppb_result_free(&r);
+    /* the first database twice: its runs count once; day 4 skipped in one source is skipped in both */
+    ppb_run_compare_source src[3] = {{s, "nightly", {0, 0}}, {s2, "nightly", {0, 0}}, {s, "nightly", {id[4], 0}}};
+    double *h = NULL;
+    int n = 0;
+    assert_int_equal(ppb_run_compare_history(src, 3, c.key, 0, &h, &n, &err), PPB_OK);
+    const double want[] = {1, 1.5, 2, 3, 5};   /* not 4 (skipped), 6 (a proposal), 7 (wrong) */
+    assert_int_equal(n, 5);
+    for (int i = 0; i < n; i++)
+        assert_true(h[i] == want[i]);
+    free(h);
+    assert_int_equal(ppb_run_compare_history(src, 3, c.key, 2, &h, &n, &err), PPB_OK);
+    assert_int_equal(n, 2);
+    assert_true(h[0] == 3 && h[1] == 5);
+    free(h);
+    assert_int_equal(ppb_run_compare_history(src, 1, "prefix_prefill b=99", 0, &h, &n, &err), PPB_OK);
+    assert_int_equal(n, 0);
+    free(h);
+    ppb_store_close(s2);
+    unlink(path2);
+    ppb_store_close(s);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -236,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_interval_formula),
         cmocka_unit_test(test_step_beyond_noise_is_flagged),
         cmocka_unit_test(test_states_and_errors),
+        cmocka_unit_test(test_history_reader),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
