@@ -22,8 +22,9 @@ int ppb_measure_warmup(const ppb_backend_ops *ops, ppb_backend *b, const ppb_mea
                        int min_launches, volatile sig_atomic_t *stop, int *launches, ppb_err *err);
 
 /* Time a case after its checked launch (so the warm-up needs 1 launch at
- * least, which saves a whole launch of a long kernel). Fills res->samples_ms, n_samples, batch_launches; sets res->status to
- * PPB_STATUS_NOISY when the noise target was not met. `stop` (may be NULL) is
+ * least, which saves a whole launch of a long kernel). Fills res->samples_ms,
+ * n_samples, batch_launches; sets res->status to PPB_STATUS_NOISY when the
+ * noise target was not met. `stop` (may be NULL) is
  * polled between samples: when it becomes non-zero, returns PPB_EINTR. */
 int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
                      volatile sig_atomic_t *stop, ppb_result *res, ppb_err *err);
