@@ -49,17 +49,7 @@ for s in big bigp; do
 done
 # Too big for this host AND impossible on the target: refused for the target (a
 # proposal's REJECT), not skipped for the host (INCONCLUSIVE), and still from the arithmetic.
-cat >"$WORK/bigv1.yaml" <<'YAML'
-name: bigv1
-kernel: paged_attention
-shapes:
-  - batch: 4096
-    seq_len: 1048576
-    heads: "256/256"
-    head_dim: 256
-configs:
-  - version: 1
-YAML
+{ sed 's/^name: big$/name: bigv1/' "$WORK/big.yaml"; printf 'configs:\n  - version: 1\n'; } >"$WORK/bigv1.yaml"
 measure "$PPB" run "$WORK/bigv1.yaml" --backend cpu --target bi-v100 --db "$WORK/bigv1.db" --no-progress --cpu-max-gflop 1e15
 grep -q "^refused .*" "$WORK/out" && grep -q "infeasible on bi-v100: needs 4195376 B shared memory" "$WORK/out" \
   || { cat "$WORK/out"; fail "target-infeasible huge case not refused for the target"; }
