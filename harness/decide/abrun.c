@@ -294,11 +294,9 @@ static int run_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
                                       NULL, &pr->res[s], err);
 end:
     for (int s = 0; s < 2; s++) {
-        if (prepared[s])
-            x->session[s].ops->release(x->session[s].backend);
+        ppb_session_release(&x->session[s], prepared[s], 0);
         for (int k = 1; k <= x->n_extra; k++)
-            if (more[s][k])
-                session_of(x, s, k)->ops->release(session_of(x, s, k)->backend);
+            ppb_session_release(session_of(x, s, k), more[s][k], 0);
         ppb_reference_rows_free(&ref[s]);
         ppb_workload_free(&w[s]);
     }

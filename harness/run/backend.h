@@ -48,7 +48,9 @@ typedef struct ppb_backend_ops {
      * holds lengths and the block table, no tensors. NULL: prepare decides. */
     int (*refuse)(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_err *err);
     /* Refuse (PPB_EREFUSED + reason) or get ready: compile, allocate, upload inputs.
-     * Fills res->resources where known. */
+     * Fills res->resources where known. A backend may keep the inputs it
+     * uploaded (see release_inputs) and use them again for the next case with
+     * the same inputs: the same w->seed and shape key (ppb_case_shape_key). */
     int (*prepare)(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_result *res,
                    ppb_err *err);
     /* Poison the output, launch once, wait, copy the output (storage dtype) to `out`
@@ -57,8 +59,10 @@ typedef struct ppb_backend_ops {
     /* Time one sample of `launches` back-to-back launches; cold = flush caches first.
      * Returns milliseconds per launch in *ms. */
     int (*time_sample)(ppb_backend *b, int launches, int cold, double *ms, ppb_err *err);
-    /* Free what prepare allocated. */
+    /* Free what prepare allocated for the case (kept inputs stay). */
     void (*release)(ppb_backend *b);
+    /* Free the kept inputs too (NULL: the backend keeps none). */
+    void (*release_inputs)(ppb_backend *b);
 } ppb_backend_ops;
 
 extern const ppb_backend_ops ppb_backend_cpu;

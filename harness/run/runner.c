@@ -121,6 +121,7 @@ static const ppb_workload *case_inputs(run_ctx *x, const ppb_case *c, uint64_t s
         return &x->inputs.w;
     }
     shape_inputs_free(&x->inputs);
+    ppb_session_release(&x->session, 0, 0); /* the backend's copy of the inputs before */
     ppb_session_workload(&x->session, c, seed, &x->inputs.w, res);
     if (res->status != PPB_STATUS_OK) {
         shape_inputs_free(&x->inputs);
@@ -158,8 +159,7 @@ static int run_case(run_ctx *x, const ppb_case *c, ppb_result *res)
         }
         ppb_result_summarise(res, ppb_case_flops(c), ppb_case_min_bytes(c));
     }
-    if (prepared)
-        x->session.ops->release(x->session.backend);
+    ppb_session_release(&x->session, prepared, 1); /* the next case may share the inputs */
     return rc;
 }
 

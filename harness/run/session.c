@@ -8,6 +8,7 @@
 #include "hash.h"
 #include "provenance.h"
 #include "reference.h"
+#include "reference_cache.h"
 
 int ppb_session_open(ppb_session *s, const char *want, int device_index,
                      const ppb_target *target, double cpu_max_gflop, FILE *log, ppb_err *err)
@@ -48,6 +49,7 @@ int ppb_session_open(ppb_session *s, const char *want, int device_index,
 opened:
 #endif
     s->ops->device_info(s->backend, &s->device);
+    ppb_reference_cache_dir(s->reference_cache, sizeof s->reference_cache);
     return PPB_OK;
 }
 
@@ -182,7 +184,11 @@ int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
     ppb_reference_rows *rows = ref ? ref : &own;
     if (rc == PPB_OK && rows->w != w) {
         ppb_reference_rows_free(rows);
-        rc = ppb_reference_rows_compute(w, cs, seed ^ 0x9e3779b97f4a7c15ull, rows, &err);
+        int hit = 0;
+        rc = ppb_reference_rows_get(w, cs, seed ^ 0x9e3779b97f4a7c15ull, s->reference_cache, stderr, rows, &hit,
+                                    &err);
+        s->reference_hits += hit;
+        s->reference_misses += !hit;
     }
     if (rc == PPB_OK)
         rc = ppb_reference_compare(rows, out, cs, &res->check, &err);
@@ -213,6 +219,16 @@ int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
         res->status = PPB_STATUS_WRONG;
     }
     return PPB_OK;
+}
+
+void ppb_session_release(ppb_session *s, int prepared, int keep_inputs)
+{
+    if (!s->backend)
+        return;
+    if (prepared)
+        s->ops->release(s->backend);
+    if (!keep_inputs && s->ops->release_inputs)
+        s->ops->release_inputs(s->backend);
 }
 
 static void put_env(ppb_store *store, int64_t run, const char *key, const char *value)
@@ -249,6 +265,11 @@ void ppb_session_store_environment(ppb_session *s, ppb_store *store, int64_t run
         return;
     env_ctx e = {store, run_id, prefix, 0};
     s->ops->environment(s->backend, env_sink, &e);
+    if (s->reference_hits + s->reference_misses > 0) { /* why a check took milliseconds, or seconds */
+        char v[64];
+        snprintf(v, sizeof v, "%d read, %d computed", s->reference_hits, s->reference_misses);
+        env_sink(&e, "reference.rows", v);
+    }
 }
 
 int ppb_session_begin_run(ppb_session *s, ppb_store *store, const ppb_suite *suite, const ppb_run_shard *shard,
@@ -300,6 +321,7 @@ int ppb_session_begin_run(ppb_session *s, ppb_store *store, const ppb_suite *sui
     snprintf(v, sizeof v, "%llu", (unsigned long long)suite->measure.seed);
     put_env(store, r->id, "suite.seed", v); /* dump regenerates a case's inputs from it */
     put_env(store, r->id, PPB_ENV_INPUTS_SEEDED_BY, "shape");
+    put_env(store, r->id, "reference.cache", s->reference_cache[0] ? s->reference_cache : "off");
     ppb_session_store_environment(s, store, r->id, "before.");
     return PPB_OK;
 }

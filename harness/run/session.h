@@ -21,6 +21,8 @@ typedef struct ppb_session {
     ppb_device_info device;
     const ppb_target *target;   /* borrowed; NULL = no target */
     const char *run_kind;       /* the kind of the runs it begins (ppb_store_run_kinds); NULL = "run" */
+    char reference_cache[4096]; /* folder of cached reference rows (reference_cache.h); "" = off */
+    int reference_hits, reference_misses;   /* input sets whose rows were read / computed */
 } ppb_session;
 
 /* Open a backend by name: "cpu", "cuda", or "auto" (the GPU when one is usable,
@@ -51,8 +53,8 @@ int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, ppb_w
 /* Prepare the case (the backend may refuse), judge it on the target (from the
  * compiled kernel's resources when known), launch it once and check it
  * against the float64 reference. `ref` (may be NULL) keeps the reference rows
- * for the next case on the same inputs: computed here unless they already
- * belong to `w`; the caller frees them (ppb_reference_rows_free) with the
+ * for the next case on the same inputs: read from the reference cache or
+ * computed here unless they already belong to `w`; the caller frees them (ppb_reference_rows_free) with the
  * inputs. On return res->status is OK when the case can be timed; *prepared
  * says whether the caller must call ops->release. Only an interrupt is
  * returned as an error (PPB_EINTR); every other outcome is a status with a
@@ -60,6 +62,11 @@ int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, ppb_w
 int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
                       const ppb_check_settings *cs, uint64_t seed, ppb_reference_rows *ref,
                       ppb_result *res, int *prepared);
+
+/* Free what a prepare allocated for its case (`prepared`: as ppb_session_check
+ * said) and, unless keep_inputs, the inputs the backend keeps for the next
+ * case on the same inputs (ppb_backend_ops.release_inputs). */
+void ppb_session_release(ppb_session *s, int prepared, int keep_inputs);
 
 /* The shard a run measures (--shard K/N) and the group its shards share. */
 typedef struct ppb_run_shard {
