@@ -52,4 +52,18 @@ typedef struct ppb_decode_args {
     float sm_scale;
 } ppb_decode_args;
 
+/* One input tensor generated on the device (input_fill.cuh), element i exactly
+ * as the host generates it (harness/run/workload.c, ppb_rng.h). A paged cache
+ * tensor (valid_tokens non-NULL) holds garbage past the valid tokens of each
+ * physical page: slot = (i >> slot_shift) & (page_size - 1), slot_shift 3 for
+ * k_cache's [.., D/8, page, 8], 0 for v_cache's [.., D, page]. */
+typedef struct ppb_fill_args {
+    void *data;                      /* uint16 storage bits */
+    unsigned long long n;            /* elements */
+    unsigned long long key;          /* ppb_rng_key(seed, tensor id) */
+    const int32_t *valid_tokens;     /* [pages]: tokens in each physical page; NULL: a plain tensor */
+    unsigned long long page_elems;   /* elements per physical page */
+    int page_size, slot_shift;
+} ppb_fill_args;
+
 #endif

@@ -163,6 +163,15 @@ static inline PPB_HD uint16_t ppb_rng_keyed_input(uint64_t key, uint64_t index, 
     return dtype == 0 ? ppb_rng_float_to_fp16(u) : ppb_rng_float_to_bf16(u);
 }
 
+/* Whether element i of a paged cache tensor is a slot past the `valid` tokens
+ * of its physical page (garbage): slot = (i >> slot_shift) & (page_size - 1),
+ * page_size a power of two; slot_shift 3 for k_cache [.., D/8, page, 8], 0 for
+ * v_cache [.., D, page]. */
+static inline PPB_HD int ppb_rng_past_valid(uint64_t index, unsigned slot_shift, unsigned page_size, int valid)
+{
+    return (int)((index >> slot_shift) & (uint64_t)(page_size - 1u)) >= valid;
+}
+
 /* Same as ppb_rng_keyed_input(ppb_rng_key(seed, tensor), ...): the key can be
  * computed once per tensor. */
 static inline PPB_HD uint16_t ppb_rng_input(uint64_t seed, uint32_t tensor, uint64_t index, int dtype,

@@ -275,8 +275,9 @@ static int run_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
          * that is not refused from its shape); chunks differ per side */
         int wi = distinct ? s : 0;
         uint64_t seed = ppb_case_seed(x->suite.measure.seed, &pr->side[s]);
-        if (!w[wi].q)
-            ppb_session_workload(&x->session[s], &pr->side[s], seed, &w[wi], &pr->res[s]);
+        if (!w[wi].c)
+            ppb_session_workload(&x->session[s], &pr->side[s], seed, &x->suite.check, &ref[wi], &w[wi],
+                                 &pr->res[s]);
         if (pr->res[s].status == PPB_STATUS_OK)
             rc = ppb_session_check(&x->session[s], &pr->side[s], &w[wi], &x->suite.check, seed, &ref[wi],
                                    &pr->res[s], &prepared[s]);

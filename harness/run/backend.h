@@ -38,6 +38,10 @@ typedef struct ppb_backend_options {
 
 typedef struct ppb_backend_ops {
     const char *name;
+    /* 1: prepare makes the inputs on the device from the workload's seed and
+     * lengths (kernels/input_fill.cuh): it needs no host tensors. 0: prepare
+     * reads the workload's host tensors. */
+    int makes_inputs;
     int (*open)(ppb_backend **out, const ppb_backend_options *opt, ppb_err *err);
     void (*close)(ppb_backend *b);
     void (*device_info)(ppb_backend *b, ppb_device_info *info);

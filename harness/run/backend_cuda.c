@@ -31,6 +31,7 @@
 #include "kernel_case.h"
 #include "ppb_builtin.h"
 #include "ppb_kernels.h"
+#include "ppb_rng.h"
 #include "reference.h"
 
 #define GUARD_CANARY 0xA5
@@ -640,36 +641,72 @@ static int cuda_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w,
     return check_memory(b, c, w, err);
 }
 
-/* Upload the workload's tensors and lengths; they stay loaded (device_inputs). */
-static int upload_inputs(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_err *err)
+/* One tensor generated on the device (kernels/input_fill.cuh), bit for bit
+ * what ppb_workload_fill makes on the host. */
+static int fill_tensor(ppb_backend *b, void **dst, size_t n, uint32_t tensor, int dtype, const int32_t *valid,
+                       int slot_shift, const ppb_workload *w, ppb_err *err)
 {
-    if (!w->q)
-        return ppb_fail(err, PPB_EINPUT, "cuda backend: the workload has no tensors");
+    int rc = alloc_upload(dst, NULL, n * sizeof(uint16_t), err, "inputs");
+    if (rc || n == 0)
+        return rc;
+    ppb_kernel_spec spec = {.kind = PPB_KSPEC_INPUT_FILL, .dtype = dtype};
+    ppb_kernel *fill;
+    ppbk_resources kres;
+    if ((rc = ppb_kernels_get(b->kernels, &spec, &fill, &kres, err))) {
+        ppb_err_prefix(err, "the input generator: ");
+        return rc;
+    }
+    const ppb_shape *s = &w->c->shape;
+    ppb_fill_args a = {.data = *dst, .n = n, .key = ppb_rng_key(w->seed, tensor), .valid_tokens = valid,
+                       .page_elems = (unsigned long long)s->num_kv_heads * (unsigned long long)s->head_dim *
+                                     (unsigned long long)s->page_size,
+                       .page_size = s->page_size, .slot_shift = slot_shift};
+    const unsigned threads = 256;
+    size_t blocks = (n + threads - 1) / threads, most = (size_t)b->info.sm_count * 16; /* grid-stride beyond */
+    ppb_launch_plan plan = {{(unsigned)(blocks < most ? blocks : most), 1, 1}, {threads, 1, 1}, 0};
+    return ppb_kernels_launch(fill, &plan, &a, sizeof a, b->stream, err);
+}
+
+/* Make the workload's inputs on the device: lengths and the block table
+ * uploaded, tensors generated there. They stay loaded (device_inputs). */
+static int make_inputs(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_err *err)
+{
     device_inputs *in = &b->in;
-    size_t el = sizeof(uint16_t), n = (size_t)w->batch;
+    size_t n = (size_t)w->batch;
+    int dt = c->shape.dtype == PPB_FP16 ? PPB_KDTYPE_FP16 : PPB_KDTYPE_BF16;
+    int32_t *valid = NULL; /* the pages' valid tokens, for the cache tensors' garbage slots */
     int rc;
-    if ((rc = alloc_upload(&in->q, w->q, w->q_elems * el, err, "q")) ||
-        (rc = alloc_upload(&in->k_cache, w->k_cache, w->cache_elems * el, err, "k_cache")) ||
-        (rc = alloc_upload(&in->v_cache, w->v_cache, w->cache_elems * el, err, "v_cache")) ||
-        (rc = alloc_upload((void **)&in->block_table, w->block_table,
+    if ((rc = alloc_upload((void **)&in->block_table, w->block_table,
                            sizeof(int32_t) * n * (size_t)w->max_blocks_per_seq, err, "block_table")) ||
         (rc = alloc_upload((void **)&in->context_lens, w->context_lens, sizeof(int32_t) * n, err,
-                           "context_lens")))
-        goto fail;
+                           "context_lens")) ||
+        (rc = alloc_upload((void **)&valid, w->valid_tokens, sizeof(int32_t) * (size_t)w->num_blocks, err,
+                           "valid_tokens")) ||
+        (rc = fill_tensor(b, &in->q, w->q_elems, PPB_T_Q, dt, NULL, 0, w, err)) ||
+        (rc = fill_tensor(b, &in->k_cache, w->cache_elems, PPB_T_K_CACHE, dt, valid, 3, w, err)) ||
+        (rc = fill_tensor(b, &in->v_cache, w->cache_elems, PPB_T_V_CACHE, dt, valid, 0, w, err)))
+        goto end;
     if (c->kernel == PPB_PREFIX_PREFILL &&
-        ((rc = alloc_upload(&in->k, w->k, w->kv_elems * el, err, "k")) ||
-         (rc = alloc_upload(&in->v, w->v, w->kv_elems * el, err, "v")) ||
+        ((rc = fill_tensor(b, &in->k, w->kv_elems, PPB_T_K, dt, NULL, 0, w, err)) ||
+         (rc = fill_tensor(b, &in->v, w->kv_elems, PPB_T_V, dt, NULL, 0, w, err)) ||
          (rc = alloc_upload((void **)&in->start_loc, w->start_loc, sizeof(int32_t) * (n + 1), err, "start_loc")) ||
          (rc = alloc_upload((void **)&in->query_lens, w->query_lens, sizeof(int32_t) * n, err, "query_lens")) ||
          (rc = alloc_upload((void **)&in->seq_lens, w->seq_lens, sizeof(int32_t) * n, err, "seq_lens"))))
-        goto fail;
+        goto end;
+    cudaError_t e = cudaStreamSynchronize(b->stream);
+    if (e != cudaSuccess)
+        rc = run_fail(b, err, e, "generating the inputs");
+end:
+    if (valid)
+        cudaFree(valid);
+    if (rc) {
+        cuda_release_inputs(b);
+        return rc;
+    }
     in->loaded = 1;
     in->seed = w->seed;
     ppb_case_shape_key(c, in->shape, sizeof in->shape);
     return PPB_OK;
-fail:
-    cuda_release_inputs(b);
-    return rc;
 }
 
 static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_result *res,
@@ -706,7 +743,7 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
         res->timing_is_cpu = 0;
     }
 
-    if (!b->in.loaded && (rc = upload_inputs(b, c, w, err)))
+    if (!b->in.loaded && (rc = make_inputs(b, c, w, err)))
         goto fail;
     const device_inputs *in = &b->in;
     if ((rc = alloc_upload(&b->d_out, NULL, w->out_elems * sizeof(uint16_t), err, "out")))
@@ -909,6 +946,7 @@ static int cuda_time_sample(ppb_backend *b, int launches, int cold, double *ms, 
 
 const ppb_backend_ops ppb_backend_cuda = {
     .name = "cuda",
+    .makes_inputs = 1,
     .open = cuda_open,
     .close = cuda_close,
     .device_info = cuda_device_info,

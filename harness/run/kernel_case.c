@@ -34,6 +34,12 @@ int ppb_kernel_list_suites(const char *const *suite_paths, int n_paths, int cc, 
             rc = ppb_matrix_expand(&suite, &cases, err);
         for (int i = 0; rc == PPB_OK && i < cases.n; i++) {
             ppb_err why;
+            /* the CUDA backend makes every case's inputs with the generator */
+            const ppb_kernel_spec fill = {.kind = PPB_KSPEC_INPUT_FILL, .dtype = cases.items[i].shape.dtype};
+            if (ppb_kernel_spec_list_add(out, &fill) != PPB_OK) {
+                rc = ppb_fail(err, PPB_ENOMEM, "out of memory listing kernels");
+                break;
+            }
             if (cases.items[i].config.impl != PPB_IMPL_BUILTIN)
                 continue;
             ppb_builtin_launch launch;

@@ -20,9 +20,10 @@ typedef struct ppb_tensor_ptrs {
  * decode kernel reads the context lengths as its seq_lens (vLLM's naming). */
 void ppb_kernel_args_point(ppb_prefill_args *pa, ppb_decode_args *da, int kernel, const ppb_tensor_ptrs *t);
 
-/* Every distinct instantiation the built-in cases of these suites launch on
- * compute capability `cc` (cases of other implementations instantiate none of
- * ppbench's kernels), derived through the same matrix expansion `ppbench run`
+/* Every distinct instantiation the cases of these suites launch on compute
+ * capability `cc`: the input generator of each dtype, and the built-in cases'
+ * kernels (cases of other implementations instantiate no other of ppbench's
+ * kernels), derived through the same matrix expansion `ppbench run`
  * uses, so the list cannot drift from what runs. `warp_size` 0: 32;
  * `smem_limit` 0: the cc's opt-in (ppb_smem_optin_for_cc). Cases the built-in
  * kernels refuse there instantiate nothing and are counted in *skipped_cases

@@ -101,28 +101,33 @@ static int store_rows(const ppb_reference_rows *r, const char *dir, const char *
     return rc;
 }
 
+int ppb_reference_rows_load(const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed, const char *dir,
+                            ppb_reference_rows *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!dir || !dir[0])
+        return 0;
+    char key[2048];
+    ppb_reference_cache_key(w, cs, seed, key, sizeof key);
+    ppb_kernel_cache_entry e;
+    if (ppb_kernel_cache_load(dir, key, &e) != 1) /* out of memory too: the caller computes */
+        return 0;
+    int hit = rows_from_image(w, e.image, e.size, out);
+    free(e.image);
+    return hit;
+}
+
 int ppb_reference_rows_get(const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed, const char *dir,
                            FILE *log, ppb_reference_rows *out, int *from_cache, ppb_err *err)
 {
-    memset(out, 0, sizeof *out);
-    *from_cache = 0;
-    char key[2048];
-    if (dir && dir[0]) {
-        ppb_reference_cache_key(w, cs, seed, key, sizeof key);
-        ppb_kernel_cache_entry e;
-        int hit = ppb_kernel_cache_load(dir, key, &e);
-        if (hit < 0)
-            return ppb_fail(err, PPB_ENOMEM, "out of memory reading the reference cache");
-        if (hit) {
-            *from_cache = rows_from_image(w, e.image, e.size, out);
-            free(e.image);
-            if (*from_cache)
-                return PPB_OK;
-        }
-    }
+    *from_cache = ppb_reference_rows_load(w, cs, seed, dir, out);
+    if (*from_cache)
+        return PPB_OK;
     int rc = ppb_reference_rows_compute(w, cs, seed, out, err);
     if (rc || !dir || !dir[0])
         return rc;
+    char key[2048];
+    ppb_reference_cache_key(w, cs, seed, key, sizeof key);
     ppb_err store_err = {{0}};
     static int said; /* once per process: every later write would fail alike */
     if (store_rows(out, dir, key, &store_err) != PPB_OK && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED) && log)

@@ -32,6 +32,11 @@ void ppb_reference_cache_dir(char *buf, size_t len);
 void ppb_reference_cache_key(const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed, char *buf,
                              size_t len);
 
+/* 1: the rows for (w, cs, seed) read from `dir` into out (the workload needs
+ * no tensors for that); 0: not there, or not usable (out empty). */
+int ppb_reference_rows_load(const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed, const char *dir,
+                            ppb_reference_rows *out);
+
 /* The rows for (w, cs, seed): read from `dir` when there, else computed
  * (ppb_reference_rows_compute) and written there. dir "" or NULL: computed,
  * nothing read or written. *from_cache says which. A write that fails is said

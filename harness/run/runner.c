@@ -122,7 +122,7 @@ static const ppb_workload *case_inputs(run_ctx *x, const ppb_case *c, uint64_t s
     }
     shape_inputs_free(&x->inputs);
     ppb_session_release(&x->session, 0, 0); /* the backend's copy of the inputs before */
-    ppb_session_workload(&x->session, c, seed, &x->inputs.w, res);
+    ppb_session_workload(&x->session, c, seed, &x->suite.check, &x->inputs.ref, &x->inputs.w, res);
     if (res->status != PPB_STATUS_OK) {
         shape_inputs_free(&x->inputs);
         return NULL;

@@ -114,8 +114,20 @@ static int judge_on_target(const ppb_session *s, const ppb_case *c, const ppb_re
     return 0;
 }
 
-int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, ppb_workload *w,
-                         ppb_result *res)
+/* The rows' sample is seeded apart from the inputs. */
+static uint64_t rows_seed(uint64_t input_seed) { return input_seed ^ 0x9e3779b97f4a7c15ull; }
+
+static int read_cached_rows(ppb_session *s, const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed,
+                            ppb_reference_rows *ref)
+{
+    ppb_reference_rows_free(ref);
+    int hit = ppb_reference_rows_load(w, cs, rows_seed(seed), s->reference_cache, ref);
+    s->reference_hits += hit;
+    return hit;
+}
+
+int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs,
+                         ppb_reference_rows *ref, ppb_workload *w, ppb_result *res)
 {
     memset(w, 0, sizeof *w);
     ppb_err err = {{0}};
@@ -134,19 +146,19 @@ int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, ppb_w
         res->status = PPB_STATUS_SKIPPED;
         return PPB_OK;
     }
-    if (s->ops->refuse) {
-        int rc = ppb_workload_create(w, c, seed, 0, &err);
-        if (!rc)
-            rc = s->ops->refuse(s->backend, c, w, &err);
+    int rc = ppb_workload_create(w, c, seed, 0, &err);
+    if (!rc && s->ops->refuse)
+        rc = s->ops->refuse(s->backend, c, w, &err);
+    /* Host tensors only where something reads them: the reference, when its
+     * rows are not cached, or a backend that does not make its own inputs. */
+    if (!rc && !(ref && s->ops->makes_inputs && read_cached_rows(s, w, cs, seed, ref)))
+        rc = ppb_workload_fill(w, &err);
+    if (rc) {
+        set_status(res, rc == PPB_EREFUSED ? PPB_STATUS_REFUSED : rc == PPB_ENOMEM ? PPB_STATUS_SKIPPED
+                                                                                  : PPB_STATUS_ERROR,
+                   err.msg);
         ppb_workload_free(w);
-        if (rc) {
-            set_status(res, rc == PPB_EREFUSED ? PPB_STATUS_REFUSED : PPB_STATUS_ERROR, err.msg);
-            return PPB_OK;
-        }
     }
-    int rc = ppb_workload_create(w, c, seed, 1, &err);
-    if (rc)
-        set_status(res, rc == PPB_ENOMEM ? PPB_STATUS_SKIPPED : PPB_STATUS_ERROR, err.msg);
     return PPB_OK;
 }
 
@@ -185,8 +197,7 @@ int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
     if (rc == PPB_OK && rows->w != w) {
         ppb_reference_rows_free(rows);
         int hit = 0;
-        rc = ppb_reference_rows_get(w, cs, seed ^ 0x9e3779b97f4a7c15ull, s->reference_cache, stderr, rows, &hit,
-                                    &err);
+        rc = ppb_reference_rows_get(w, cs, rows_seed(seed), s->reference_cache, stderr, rows, &hit, &err);
         s->reference_hits += hit;
         s->reference_misses += !hit;
     }

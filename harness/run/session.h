@@ -45,10 +45,12 @@ uint64_t ppb_case_seed_per_config(uint64_t suite_seed, const ppb_case *c);
 
 /* Build a case's inputs, unless the backend refuses the case from its shape
  * (res REFUSED) or they would not fit in host memory (res SKIPPED), so a
- * refused 100K case costs no input generation. Returns PPB_OK in every case;
- * check res->status. */
-int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, ppb_workload *w,
-                         ppb_result *res);
+ * refused 100K case costs no input generation. With `ref` (and cs), for a
+ * backend that makes its inputs on the device: the reference rows are read
+ * from the reference cache into ref when there, and then the workload gets no
+ * host tensors at all. Returns PPB_OK in every case; check res->status. */
+int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs,
+                         ppb_reference_rows *ref, ppb_workload *w, ppb_result *res);
 
 /* Prepare the case (the backend may refuse), judge it on the target (from the
  * compiled kernel's resources when known), launch it once and check it

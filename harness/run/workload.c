@@ -127,19 +127,17 @@ static void fill_chunk(void *ctx, long item, int worker)
             t->data[i] = ppb_rng_keyed_input(key, i, job->dtype, 0);
         return;
     }
-    /* page sizes are 8, 16 or 32 (ppb_case_validate): a mask gives the slot.
-     * k: [.., D/8, page, 8] -> slot = (i / 8) % page; v: [.., D, page] -> slot = i % page */
-    size_t slot_mask = job->page - 1;
+    /* page sizes are 8, 16 or 32 (ppb_case_validate): a power of two */
     unsigned slot_shift = t->layout == FILL_K_CACHE ? 3u : 0u;
     size_t block = begin / job->block_elems, block_end = (block + 1) * job->block_elems;
-    size_t valid = (size_t)job->valid_tokens[block];
+    int valid = job->valid_tokens[block];
     for (size_t i = begin; i < end; i++) {
         if (i == block_end) {
             block++;
             block_end += job->block_elems;
-            valid = (size_t)job->valid_tokens[block];
+            valid = job->valid_tokens[block];
         }
-        int garbage = ((i >> slot_shift) & slot_mask) >= valid;
+        int garbage = ppb_rng_past_valid(i, slot_shift, (unsigned)job->page, valid);
         t->data[i] = ppb_rng_keyed_input(key, i, job->dtype, garbage);
     }
 }
@@ -186,7 +184,7 @@ int ppb_workload_create(ppb_workload *w, const ppb_case *c, uint64_t seed, int w
     const ppb_shape *s = &c->shape;
     workload_plan p;
     plan_workload(c, &p);
-    int32_t *perm = NULL, *valid = NULL;
+    int32_t *perm = NULL;
     w->c = c;
     w->seed = seed;
     w->batch = s->batch;
@@ -205,8 +203,9 @@ int ppb_workload_create(ppb_workload *w, const ppb_case *c, uint64_t seed, int w
     w->seq_lens = malloc(sizeof(int32_t) * b);
     w->block_table = calloc(b * (size_t)p.max_blocks_per_seq, sizeof(int32_t));
     perm = malloc(sizeof(int32_t) * (size_t)p.num_blocks);
-    valid = calloc((size_t)p.num_blocks, sizeof(int32_t));
-    if (!w->query_lens || !w->context_lens || !w->start_loc || !w->seq_lens || !w->block_table || !perm || !valid) {
+    w->valid_tokens = calloc((size_t)p.num_blocks, sizeof(int32_t));
+    if (!w->query_lens || !w->context_lens || !w->start_loc || !w->seq_lens || !w->block_table || !perm ||
+        !w->valid_tokens) {
         rc = ppb_fail(err, PPB_ENOMEM, "workload: out of host memory for lengths and block table");
         goto fail;
     }
@@ -230,47 +229,60 @@ int ppb_workload_create(ppb_workload *w, const ppb_case *c, uint64_t seed, int w
             int32_t phys = perm[next++];
             w->block_table[(size_t)i * (size_t)p.max_blocks_per_seq + (size_t)lp] = phys;
             long long left = tokens - lp * s->page_size;
-            valid[phys] = (int32_t)(left < s->page_size ? left : s->page_size);
+            w->valid_tokens[phys] = (int32_t)(left < s->page_size ? left : s->page_size);
         }
     }
 
-    if (with_tensors) {
-        w->q = malloc(sizeof(uint16_t) * (p.q_elems ? p.q_elems : 1));
-        w->k_cache = malloc(sizeof(uint16_t) * p.cache_elems);
-        w->v_cache = malloc(sizeof(uint16_t) * p.cache_elems);
-        if (p.kv_elems) {
-            w->k = malloc(sizeof(uint16_t) * p.kv_elems);
-            w->v = malloc(sizeof(uint16_t) * p.kv_elems);
-        }
-        if (!w->q || !w->k_cache || !w->v_cache || (p.kv_elems && (!w->k || !w->v))) {
-            rc = ppb_fail(err, PPB_ENOMEM, "workload: out of host memory for the tensors (%zu B)",
-                          ppb_workload_host_bytes(c));
-            goto fail;
-        }
-        fill_job job = {.seed = seed, .dtype = s->dtype, .valid_tokens = valid,
-                        .page = (size_t)s->page_size,
-                        .block_elems = (size_t)s->num_kv_heads * (size_t)s->head_dim *
-                                       (size_t)s->page_size};
-        job.t[job.n_tensors++] = (fill_tensor){w->q, p.q_elems, PPB_T_Q, FILL_PLAIN, 0};
-        if (p.kv_elems) {
-            job.t[job.n_tensors++] = (fill_tensor){w->k, p.kv_elems, PPB_T_K, FILL_PLAIN, 0};
-            job.t[job.n_tensors++] = (fill_tensor){w->v, p.kv_elems, PPB_T_V, FILL_PLAIN, 0};
-        }
-        job.t[job.n_tensors++] =
-            (fill_tensor){w->k_cache, p.cache_elems, PPB_T_K_CACHE, FILL_K_CACHE, 0};
-        job.t[job.n_tensors++] =
-            (fill_tensor){w->v_cache, p.cache_elems, PPB_T_V_CACHE, FILL_V_CACHE, 0};
-        fill_tensors(&job);
-    }
     free(perm);
-    free(valid);
-    return PPB_OK;
+    if (with_tensors && (rc = ppb_workload_fill(w, err)))
+        ppb_workload_free(w);
+    return rc;
 
 fail:
     free(perm);
-    free(valid);
     ppb_workload_free(w);
     return rc;
+}
+
+int ppb_workload_fill(ppb_workload *w, ppb_err *err)
+{
+    const ppb_shape *s = &w->c->shape;
+    if (w->q)
+        return PPB_OK;
+    w->q = malloc(sizeof(uint16_t) * (w->q_elems ? w->q_elems : 1));
+    w->k_cache = malloc(sizeof(uint16_t) * w->cache_elems);
+    w->v_cache = malloc(sizeof(uint16_t) * w->cache_elems);
+    if (w->kv_elems) {
+        w->k = malloc(sizeof(uint16_t) * w->kv_elems);
+        w->v = malloc(sizeof(uint16_t) * w->kv_elems);
+    }
+    if (!w->q || !w->k_cache || !w->v_cache || (w->kv_elems && (!w->k || !w->v))) {
+        ppb_workload_free_tensors(w);
+        return ppb_fail(err, PPB_ENOMEM, "workload: out of host memory for the tensors (%zu B)",
+                        ppb_workload_host_bytes(w->c));
+    }
+    fill_job job = {.seed = w->seed, .dtype = s->dtype, .valid_tokens = w->valid_tokens,
+                    .page = (size_t)s->page_size,
+                    .block_elems = (size_t)s->num_kv_heads * (size_t)s->head_dim * (size_t)s->page_size};
+    job.t[job.n_tensors++] = (fill_tensor){w->q, w->q_elems, PPB_T_Q, FILL_PLAIN, 0};
+    if (w->kv_elems) {
+        job.t[job.n_tensors++] = (fill_tensor){w->k, w->kv_elems, PPB_T_K, FILL_PLAIN, 0};
+        job.t[job.n_tensors++] = (fill_tensor){w->v, w->kv_elems, PPB_T_V, FILL_PLAIN, 0};
+    }
+    job.t[job.n_tensors++] = (fill_tensor){w->k_cache, w->cache_elems, PPB_T_K_CACHE, FILL_K_CACHE, 0};
+    job.t[job.n_tensors++] = (fill_tensor){w->v_cache, w->cache_elems, PPB_T_V_CACHE, FILL_V_CACHE, 0};
+    fill_tensors(&job);
+    return PPB_OK;
+}
+
+void ppb_workload_free_tensors(ppb_workload *w)
+{
+    free(w->q);
+    free(w->k);
+    free(w->v);
+    free(w->k_cache);
+    free(w->v_cache);
+    w->q = w->k = w->v = w->k_cache = w->v_cache = NULL;
 }
 
 void ppb_workload_free(ppb_workload *w)
@@ -282,10 +294,7 @@ void ppb_workload_free(ppb_workload *w)
     free(w->start_loc);
     free(w->seq_lens);
     free(w->block_table);
-    free(w->q);
-    free(w->k);
-    free(w->v);
-    free(w->k_cache);
-    free(w->v_cache);
+    free(w->valid_tokens);
+    ppb_workload_free_tensors(w);
     memset(w, 0, sizeof *w);
 }

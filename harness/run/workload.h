@@ -1,8 +1,9 @@
 /* The inputs of one case, in vLLM's layouts (KERNELS.md), on the host.
  *
  * Values come from a counter-based generator (kernels/ppb_rng.h): element i of
- * tensor t is a pure function of (seed, t, i), so the CUDA backend can generate
- * the same inputs on the device and the host copy here still matches bit for bit.
+ * tensor t is a pure function of (seed, t, i), so the CUDA backend generates
+ * the same inputs on the device (kernels/input_fill.cuh) and the host copy
+ * here, made only where the reference needs it, matches bit for bit.
  * KV pages are placed through a seeded random permutation, never the identity. */
 #ifndef PPB_WORKLOAD_H
 #define PPB_WORKLOAD_H
@@ -28,6 +29,7 @@ typedef struct ppb_workload {
     int max_blocks_per_seq;
     int num_blocks;         /* physical pages in the cache */
     int32_t *block_table;   /* [batch, max_blocks_per_seq]; unused slots are 0 */
+    int32_t *valid_tokens;  /* [num_blocks]: cached tokens in each physical page (the rest is garbage) */
     /* Storage-dtype (fp16/bf16 bit patterns) host tensors */
     uint16_t *q;            /* prefill [total_tokens, H, D]; decode [batch, H, D] */
     uint16_t *k, *v;        /* prefill new tokens [total_tokens, KVH, D]; decode NULL */
@@ -38,10 +40,13 @@ typedef struct ppb_workload {
 
 /* Host bytes ppb_workload_create would allocate (for refusing oversized cases). */
 size_t ppb_workload_host_bytes(const ppb_case *c);
-/* Build lengths, the block table and (if with_tensors) the tensors. Tensors are
- * filled in parallel over the available cores. */
+/* Build lengths, the block table and (if with_tensors) the tensors. */
 int ppb_workload_create(ppb_workload *w, const ppb_case *c, uint64_t seed, int with_tensors,
                         ppb_err *err);
+/* The host tensors of a workload created without them (nothing if it has
+ * them), filled in parallel over the available cores. */
+int ppb_workload_fill(ppb_workload *w, ppb_err *err);
+void ppb_workload_free_tensors(ppb_workload *w);
 void ppb_workload_free(ppb_workload *w);
 
 /* Index helpers for the paged layouts. */

@@ -305,7 +305,8 @@ int main(int argc, char **argv)
     }
     /* Decode kernels take the longest to compile: start them first so the
      * threads finish together (and a deadline cuts the cheap ones). */
-    static const int kind_rank[] = {[PPB_KSPEC_DECODE] = 0, [PPB_KSPEC_PREFILL] = 1, [PPB_KSPEC_DECODE_REDUCE] = 2};
+    static const int kind_rank[] = {[PPB_KSPEC_DECODE] = 0, [PPB_KSPEC_PREFILL] = 1, [PPB_KSPEC_DECODE_REDUCE] = 2,
+                                    [PPB_KSPEC_INPUT_FILL] = 2};
     int n_subset = 0;
     for (int r = 0; r < 3; r++)
         for (int i = 0; i < n_items; i++)

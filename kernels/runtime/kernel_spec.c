@@ -8,11 +8,11 @@
 #include "grow.h"
 
 
-static const char *const kind_names[] = {"prefill", "decode", "decode_reduce"};
+static const char *const kind_names[] = {"prefill", "decode", "decode_reduce", "input_fill"};
 
 const char *ppb_kspec_kind_name(int kind)
 {
-    return (kind >= 0 && kind <= PPB_KSPEC_DECODE_REDUCE) ? kind_names[kind] : "?";
+    return (kind >= 0 && kind <= PPB_KSPEC_INPUT_FILL) ? kind_names[kind] : "?";
 }
 
 /* The fields of each kind, in line order. Offsets into ppb_kernel_spec keep the
@@ -28,6 +28,7 @@ static const spec_field prefill_fields[] = {SF(dtype),   SF(head_dim),  SF(block
 static const spec_field decode_fields[] = {SF(dtype),       SF(head_dim),       SF(page_size),
                                            SF(num_threads), SF(partition_size), {"mma", offsetof(ppb_kernel_spec, use_mma)}};
 static const spec_field reduce_fields[] = {SF(dtype), SF(head_dim), SF(num_threads), SF(partition_size)};
+static const spec_field fill_fields[] = {SF(dtype)};
 #undef SF
 
 static const spec_field *fields_of(int kind, int *n)
@@ -36,6 +37,7 @@ static const spec_field *fields_of(int kind, int *n)
     case PPB_KSPEC_PREFILL: *n = (int)(sizeof prefill_fields / sizeof *prefill_fields); return prefill_fields;
     case PPB_KSPEC_DECODE: *n = (int)(sizeof decode_fields / sizeof *decode_fields); return decode_fields;
     case PPB_KSPEC_DECODE_REDUCE: *n = (int)(sizeof reduce_fields / sizeof *reduce_fields); return reduce_fields;
+    case PPB_KSPEC_INPUT_FILL: *n = (int)(sizeof fill_fields / sizeof *fill_fields); return fill_fields;
     default: *n = 0; return NULL;
     }
 }
@@ -74,12 +76,12 @@ int ppb_kernel_spec_parse(const char *line, ppb_kernel_spec *s, ppb_err *err)
     if (!tok)
         return ppb_fail(err, PPB_EINPUT, "empty kernel spec");
     s->kind = -1;
-    for (int k = 0; k <= PPB_KSPEC_DECODE_REDUCE; k++)
+    for (int k = 0; k <= PPB_KSPEC_INPUT_FILL; k++)
         if (strcmp(tok, kind_names[k]) == 0)
             s->kind = k;
     if (s->kind < 0)
         return ppb_fail(err, PPB_EINPUT,
-                        "kernel spec: '%s' is not a kernel kind (prefill, decode, decode_reduce)", tok);
+                        "kernel spec: '%s' is not a kernel kind (prefill, decode, decode_reduce, input_fill)", tok);
     int nf;
     const spec_field *f = fields_of(s->kind, &nf);
     unsigned seen = 0;
@@ -160,11 +162,28 @@ void ppb_kernel_name_expression(const ppb_kernel_spec *s, char *buf, size_t len)
         snprintf(buf, len, "paged_attention_kernel<%s, %d, %d, %d, %d, %s>", t, s->head_dim,
                  s->page_size, s->num_threads, s->partition_size, s->use_mma ? "true" : "false");
         break;
-    default:
+    case PPB_KSPEC_DECODE_REDUCE:
         snprintf(buf, len, "paged_attention_v2_reduce_kernel<%s, %d, %d, %d>", t, s->head_dim,
                  s->num_threads, s->partition_size);
         break;
+    default:
+        snprintf(buf, len, "input_fill_kernel<%d>", s->dtype);
+        break;
     }
+}
+
+const char *ppb_kernel_spec_header(const ppb_kernel_spec *s)
+{
+    return s->kind == PPB_KSPEC_PREFILL      ? "prefix_prefill.cuh"
+           : s->kind == PPB_KSPEC_INPUT_FILL ? "input_fill.cuh"
+                                             : "paged_attention.cuh";
+}
+
+size_t ppb_kernel_args_size(int kind)
+{
+    return kind == PPB_KSPEC_PREFILL      ? sizeof(ppb_prefill_args)
+           : kind == PPB_KSPEC_INPUT_FILL ? sizeof(ppb_fill_args)
+                                          : sizeof(ppb_decode_args);
 }
 
 int ppb_kernel_spec_list_add(ppb_kernel_spec_list *l, const ppb_kernel_spec *s)

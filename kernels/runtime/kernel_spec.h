@@ -7,7 +7,9 @@
  *   prefill dtype=bf16 head_dim=128 block_m=128 block_n=64 num_warps=8 mma=1
  *   decode dtype=bf16 head_dim=128 page_size=16 num_threads=128 partition_size=512 mma=1
  *   decode_reduce dtype=bf16 head_dim=128 num_threads=128 partition_size=512
- * (decode partition_size=0 is v1; a v2 decode needs its decode_reduce too).
+ *   input_fill dtype=bf16
+ * (decode partition_size=0 is v1; a v2 decode needs its decode_reduce too;
+ * input_fill generates a case's inputs on the device, every build has both).
  *
  * Plain C, no CUDA: the CPU build lists kernels too (CI checks them). Which
  * instantiations a case needs is the built-in implementation's business
@@ -24,6 +26,7 @@ typedef enum {
     PPB_KSPEC_PREFILL = 0,       /* prefix_prefill_kernel<T, D, BLOCK_M, BLOCK_N, NUM_WARPS, USE_MMA> */
     PPB_KSPEC_DECODE = 1,        /* paged_attention_kernel<T, D, PAGE, NUM_THREADS, PARTITION, USE_MMA> */
     PPB_KSPEC_DECODE_REDUCE = 2, /* paged_attention_v2_reduce_kernel<T, D, NUM_THREADS, PARTITION> */
+    PPB_KSPEC_INPUT_FILL = 3,    /* input_fill_kernel<DTYPE> (input_fill.cuh) */
 } ppb_kspec_kind;
 
 /* Template arguments of one instantiation. Fields that do not apply to the
@@ -44,7 +47,7 @@ typedef struct ppb_kernel_spec {
  * it, and on targets built without them, only the portable SIMT path exists. */
 #define PPB_MMA_MIN_CC 80
 
-const char *ppb_kspec_kind_name(int kind);   /* "prefill", "decode", "decode_reduce" */
+const char *ppb_kspec_kind_name(int kind);   /* "prefill", "decode", "decode_reduce", "input_fill" */
 void ppb_kernel_spec_format(const ppb_kernel_spec *s, char *buf, size_t len);
 /* Parse one line (leading/trailing blanks ignored). Every field of the kind
  * must be given, once; PPB_EINPUT naming the problem otherwise. */
@@ -58,6 +61,10 @@ int ppb_kernel_spec_compare(const ppb_kernel_spec *a, const ppb_kernel_spec *b);
  * instantiates (kernels_nvrtc.c). With the spec, so the compiler reads it
  * from here rather than from the runtime (ppb_kernels.c) that calls it. */
 void ppb_kernel_name_expression(const ppb_kernel_spec *spec, char *buf, size_t len);
+/* The kernel header that defines it ("prefix_prefill.cuh", ...). */
+const char *ppb_kernel_spec_header(const ppb_kernel_spec *spec);
+/* The size of its single by-value argument (ppb_prefill_args, ...). */
+size_t ppb_kernel_args_size(int kind);
 
 /* A sorted list without duplicates. */
 typedef struct ppb_kernel_spec_list {

@@ -22,9 +22,6 @@ extern const int ppb_embedded_kernel_source_count;
 /* Largest dynamic shared memory a block may use without opting in. */
 #define PPB_SMEM_DEFAULT_LIMIT (48 * 1024)
 
-/* The by-value argument struct size each kind of kernel takes. */
-size_t ppb_kernel_args_size(int kind);
-
 #ifdef PPB_HAVE_NVRTC
 /* --- NVRTC (kernels_nvrtc.c) --- */
 void ppb_nvrtc_version(int *major, int *minor);

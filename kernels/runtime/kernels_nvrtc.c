@@ -125,7 +125,7 @@ int ppb_nvrtc_build(const ppb_nvrtc_request *rq, ppb_kernel_cache_entry *e,
     memset(e, 0, sizeof *e);
     memset(info, 0, sizeof *info);
     const ppb_kernel_spec *spec = rq->spec;
-    const char *main_header = spec->kind == PPB_KSPEC_PREFILL ? "prefix_prefill.cuh" : "paged_attention.cuh";
+    const char *main_header = ppb_kernel_spec_header(spec);
     int have_header = 0;
     for (int i = 0; i < rq->n_sources; i++)
         have_header |= strcmp(rq->sources[i].name, main_header) == 0;

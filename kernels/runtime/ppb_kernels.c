@@ -49,10 +49,6 @@ struct ppb_kernels {
     double compile_seconds;
 };
 
-size_t ppb_kernel_args_size(int kind)
-{
-    return kind == PPB_KSPEC_PREFILL ? sizeof(ppb_prefill_args) : sizeof(ppb_decode_args);
-}
 
 const ppb_kernel_spec *ppb_kernel_get_spec(const ppb_kernel *h) { return &h->spec; }
 
@@ -375,10 +371,12 @@ static int check_spec(const ppb_kernel_spec *s, ppb_err *err)
 {
     char text[PPB_KERNEL_SPEC_TEXT_MAX];
     ppb_kernel_spec_format(s, text, sizeof text);
-    if (s->kind < PPB_KSPEC_PREFILL || s->kind > PPB_KSPEC_DECODE_REDUCE)
+    if (s->kind < PPB_KSPEC_PREFILL || s->kind > PPB_KSPEC_INPUT_FILL)
         return ppb_fail(err, PPB_EINPUT, "bad kernel kind %d", s->kind);
     if (s->dtype != PPB_KDTYPE_FP16 && s->dtype != PPB_KDTYPE_BF16)
         return ppb_fail(err, PPB_EINPUT, "%s: bad dtype", text);
+    if (s->kind == PPB_KSPEC_INPUT_FILL)
+        return PPB_OK;
     if (s->head_dim <= 0 || (s->kind == PPB_KSPEC_PREFILL && (s->block_m <= 0 || s->block_n <= 0 ||
                                                                s->num_warps <= 0)) ||
         (s->kind != PPB_KSPEC_PREFILL && s->num_threads <= 0) ||

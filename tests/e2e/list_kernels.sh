@@ -3,7 +3,7 @@
 # device, in the format the ahead-of-time build reads (ci/build-bi-v100.sh).
 source "$(dirname "$0")/lib.bash"
 nightly=("$SRC/suites/nightly.yaml" "$SRC/suites/nightly-decode.yaml")
-spec='^(prefill dtype=(fp16|bf16) head_dim=[0-9]+ block_m=[0-9]+ block_n=[0-9]+ num_warps=[0-9]+ mma=[01]|decode dtype=(fp16|bf16) head_dim=[0-9]+ page_size=[0-9]+ num_threads=[0-9]+ partition_size=[0-9]+ mma=[01]|decode_reduce dtype=(fp16|bf16) head_dim=[0-9]+ num_threads=[0-9]+ partition_size=[0-9]+)$'
+spec='^(prefill dtype=(fp16|bf16) head_dim=[0-9]+ block_m=[0-9]+ block_n=[0-9]+ num_warps=[0-9]+ mma=[01]|decode dtype=(fp16|bf16) head_dim=[0-9]+ page_size=[0-9]+ num_threads=[0-9]+ partition_size=[0-9]+ mma=[01]|decode_reduce dtype=(fp16|bf16) head_dim=[0-9]+ num_threads=[0-9]+ partition_size=[0-9]+|input_fill dtype=(fp16|bf16))$'
 
 # The BI-V100 (compute capability 7.0 from its profile): spec lines only, the portable path only.
 expect_rc 0 "$PPB" list-kernels "${nightly[@]}" --target bi-v100

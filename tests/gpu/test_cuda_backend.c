@@ -406,6 +406,79 @@ static void test_backend_standins(void)
     unsetenv("PPBENCH_KERNEL_SOURCE_DIR");
 }
 
+/* ---- the input generator ----------------------------------------------------------- */
+
+/* kernels/input_fill.cuh against the host's ppb_workload_fill, every tensor bit for
+ * bit, garbage slots included (the reference never reads those, so only this sees them). */
+static void test_input_fill(void)
+{
+    printf("== input generator (input_fill) against the host's inputs\n");
+    ppb_kernels_options opt = {0};
+    ppb_kernels *k = NULL;
+    ppb_err err = {{0}};
+    int rc = ppb_kernels_open(&k, &opt, &err);
+    CHECK(rc == PPB_OK, "open: %s", err.msg);
+    if (rc)
+        return;
+    struct cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);
+    const ppb_case cases[] = {
+        make_prefill(2, 40, 37, 4, 2, 64, PPB_FP16, 16, 32, 4, PPB_PATH_SIMT),
+        make_decode(3, 1001, 8, 2, 128, PPB_BF16, 1, 0, 0, PPB_PATH_SIMT),
+        make_decode(2, 333, 4, 1, 256, PPB_FP16, 2, 512, 0, PPB_PATH_SIMT),
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        const ppb_case *c = &cases[ci];
+        ppb_workload w;
+        if ((rc = ppb_workload_create(&w, c, 4242, 1, &err))) {
+            CHECK(0, "workload: %s", err.msg);
+            continue;
+        }
+        const ppb_kernel_spec spec = {.kind = PPB_KSPEC_INPUT_FILL, .dtype = c->shape.dtype};
+        ppb_kernel *fill = NULL;
+        ppbk_resources kres;
+        rc = ppb_kernels_get(k, &spec, &fill, &kres, &err);
+        CHECK(rc == PPB_OK, "input_fill: %s", err.msg);
+        int32_t *valid = NULL;
+        cudaMalloc((void **)&valid, sizeof(int32_t) * (size_t)w.num_blocks);
+        cudaMemcpy(valid, w.valid_tokens, sizeof(int32_t) * (size_t)w.num_blocks, cudaMemcpyHostToDevice);
+        struct { const uint16_t *host; size_t n; uint32_t id; int paged, shift; } t[] = {
+            {w.q, w.q_elems, PPB_T_Q, 0, 0},
+            {w.k, w.kv_elems, PPB_T_K, 0, 0},
+            {w.v, w.kv_elems, PPB_T_V, 0, 0},
+            {w.k_cache, w.cache_elems, PPB_T_K_CACHE, 1, 3},
+            {w.v_cache, w.cache_elems, PPB_T_V_CACHE, 1, 0},
+        };
+        for (size_t ti = 0; rc == PPB_OK && ti < sizeof t / sizeof *t; ti++) {
+            if (!t[ti].n)
+                continue;
+            void *d = NULL;
+            uint16_t *back = malloc(t[ti].n * 2);
+            cudaMalloc(&d, t[ti].n * 2);
+            ppb_fill_args a = {.data = d, .n = t[ti].n, .key = ppb_rng_key(w.seed, t[ti].id),
+                               .valid_tokens = t[ti].paged ? valid : NULL,
+                               .page_elems = (unsigned long long)c->shape.num_kv_heads * c->shape.head_dim *
+                                             c->shape.page_size,
+                               .page_size = c->shape.page_size, .slot_shift = t[ti].shift};
+            /* few blocks: the grid-stride loop covers the rest */
+            ppb_launch_plan plan = {{(unsigned)prop.multiProcessorCount, 1, 1}, {128, 1, 1}, 0};
+            int lrc = ppb_kernels_launch(fill, &plan, &a, sizeof a, NULL, &err);
+            cudaError_t e = cudaMemcpy(back, d, t[ti].n * 2, cudaMemcpyDeviceToHost);
+            size_t bad = 0;
+            for (size_t i = 0; i < t[ti].n; i++)
+                bad += back[i] != t[ti].host[i];
+            CHECK(lrc == PPB_OK && e == cudaSuccess && bad == 0, "%s tensor %u: %zu of %zu elements differ (%s)",
+                  c->key, t[ti].id, bad, t[ti].n, lrc ? err.msg : cudaGetErrorString(e));
+            free(back);
+            cudaFree(d);
+        }
+        printf("   %s: q, k/v, caches (garbage slots included) identical\n", c->key);
+        cudaFree(valid);
+        ppb_workload_free(&w);
+    }
+    ppb_kernels_close(k);
+}
+
 /* ---- the real kernels ---------------------------------------------------------------- */
 
 static void check_real(const ppb_backend_ops *ops, ppb_backend *b, const ppb_case *c, const ppb_check_settings *cs)
@@ -624,6 +697,7 @@ int main(int argc, char **argv)
             test_runtime(cache);
             test_backend_standins();
         }
+        test_input_fill();
         setenv("PPBENCH_KERNEL_CACHE", cache, 1);
         test_backend_real();
     }

@@ -23,6 +23,7 @@ static void test_format_parse_round_trip(void **state)
         "prefill dtype=bf16 head_dim=128 block_m=128 block_n=64 num_warps=8 mma=1",
         "decode dtype=fp16 head_dim=256 page_size=32 num_threads=256 partition_size=0 mma=0",
         "decode_reduce dtype=bf16 head_dim=64 num_threads=128 partition_size=512",
+        "input_fill dtype=fp16",
     };
     for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
         ppb_kernel_spec s;
@@ -218,10 +219,12 @@ static void test_list_from_suite(void **state)
     int rc = ppb_kernel_list_suites(paths, 1, 90, 0, 0, &l, &skipped, &err);
     if (rc)
         fail_msg("%s", err.msg);
-    /* d64: 64/64, 128/64, 64/32(mma); d128: 64/64, 64/32(mma) */
-    assert_int_equal(l.n, 5);
+    /* d64: 64/64, 128/64, 64/32(mma); d128: 64/64, 64/32(mma); the fp16 input generator, last */
+    assert_int_equal(l.n, 6);
     assert_int_equal(skipped, 0);
-    for (int i = 0; i < l.n; i++) {
+    assert_int_equal(l.items[5].kind, PPB_KSPEC_INPUT_FILL);
+    assert_int_equal(l.items[5].dtype, PPB_KDTYPE_FP16);
+    for (int i = 0; i < l.n - 1; i++) {
         assert_int_equal(l.items[i].use_mma, 1); /* auto and mma both on sm_90 */
         assert_false(l.items[i].head_dim == 128 && l.items[i].block_m == 128);
     }
@@ -231,9 +234,10 @@ static void test_list_from_suite(void **state)
     rc = ppb_kernel_list_suites(paths, 1, 70, 0, 0, &l, &skipped, &err);
     if (rc)
         fail_msg("%s", err.msg);
-    assert_int_equal(l.n, 3);
+    assert_int_equal(l.n, 4);
     assert_int_equal(skipped, 8); /* 2 q x 2 ctx x 2 head_dim of the path=mma config */
-    for (int i = 0; i < l.n; i++) {
+    assert_int_equal(l.items[3].kind, PPB_KSPEC_INPUT_FILL);
+    for (int i = 0; i < l.n - 1; i++) {
         assert_int_equal(l.items[i].use_mma, 0);
         assert_int_equal(l.items[i].block_n, 64);
     }

@@ -77,6 +77,40 @@ static void test_reproducible_for_a_seed(void **state)
     ppb_workload_free(&b);
 }
 
+/* Tensors filled later (the session fills them only when the reference needs
+ * them) are the tensors filled at once; valid_tokens describes the table. */
+static void test_fill_later_is_the_same(void **state)
+{
+    (void)state;
+    ppb_case c = prefill_case(3, 40, 50, 1);
+    ppb_workload a, b;
+    ppb_err err = {{0}};
+    make(&a, &c, 42);
+    assert_int_equal(ppb_workload_create(&b, &c, 42, 0, &err), PPB_OK);
+    assert_null(b.q);
+    assert_int_equal(ppb_workload_fill(&b, &err), PPB_OK);
+    assert_memory_equal(a.q, b.q, a.q_elems * 2);
+    assert_memory_equal(a.k, b.k, a.kv_elems * 2);
+    assert_memory_equal(a.v, b.v, a.kv_elems * 2);
+    assert_memory_equal(a.k_cache, b.k_cache, a.cache_elems * 2);
+    assert_memory_equal(a.v_cache, b.v_cache, a.cache_elems * 2);
+    uint16_t *q = b.q;
+    assert_int_equal(ppb_workload_fill(&b, &err), PPB_OK); /* filled already: kept */
+    assert_ptr_equal(b.q, q);
+    int page = c.shape.page_size, used = 0;
+    for (int s = 0; s < b.batch; s++)
+        for (int lp = 0; lp * page < b.context_lens[s]; lp++, used++) {
+            int left = b.context_lens[s] - lp * page;
+            assert_int_equal(b.valid_tokens[b.block_table[s * b.max_blocks_per_seq + lp]], left < page ? left : page);
+        }
+    int zero = 0; /* the spare page holds no token */
+    for (int p = 0; p < b.num_blocks; p++)
+        zero += b.valid_tokens[p] == 0;
+    assert_int_equal(zero, b.num_blocks - used);
+    ppb_workload_free(&a);
+    ppb_workload_free(&b);
+}
+
 static void test_different_for_another_seed(void **state)
 {
     (void)state;
@@ -379,6 +413,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reproducible_for_a_seed),
+        cmocka_unit_test(test_fill_later_is_the_same),
         cmocka_unit_test(test_different_for_another_seed),
         cmocka_unit_test(test_block_table_is_a_permutation),
         cmocka_unit_test(test_ragged_prefill_lengths),
