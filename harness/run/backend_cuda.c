@@ -506,7 +506,11 @@ static size_t guard_for(size_t host_bytes, size_t kernel_bytes)
     return (over + GUARD_SLACK + 255) / 256 * 256;
 }
 
-static int alloc_upload(void **dst, const void *src, size_t bytes, ppb_err *err, const char *what)
+/* Allocate and, with src, copy in. On the backend's stream: the stream is
+ * non-blocking, so a copy on the legacy default stream could still be in
+ * flight when a kernel on it starts (a pageable cudaMemcpy returns once the
+ * bytes are staged); stream order makes every later launch see the data. */
+static int alloc_upload(ppb_backend *b, void **dst, const void *src, size_t bytes, ppb_err *err, const char *what)
 {
     cudaError_t e = cudaMalloc(dst, bytes ? bytes : 16);
     if (e != cudaSuccess) {
@@ -514,19 +518,19 @@ static int alloc_upload(void **dst, const void *src, size_t bytes, ppb_err *err,
         *dst = NULL;
         return ppb_fail(err, PPB_ENOMEM, "cudaMalloc(%s, %zu B): %s", what, bytes, cudaGetErrorString(e));
     }
-    if (src && bytes && (e = cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice)) != cudaSuccess)
+    if (src && bytes && (e = cudaMemcpyAsync(*dst, src, bytes, cudaMemcpyHostToDevice, b->stream)) != cudaSuccess)
         return setup_fail(err, e, "uploading the inputs");
     return PPB_OK;
 }
 
-static int alloc_guarded(guarded *g, size_t bytes, size_t guard, ppb_err *err, const char *what)
+static int alloc_guarded(ppb_backend *b, guarded *g, size_t bytes, size_t guard, ppb_err *err, const char *what)
 {
     g->bytes = bytes;
     g->guard = guard;
-    int rc = alloc_upload((void **)&g->ptr, NULL, bytes + guard, err, what);
+    int rc = alloc_upload(b, (void **)&g->ptr, NULL, bytes + guard, err, what);
     if (rc)
         return rc;
-    cudaError_t e = cudaMemset(g->ptr + bytes, GUARD_CANARY, guard);
+    cudaError_t e = cudaMemsetAsync(g->ptr + bytes, GUARD_CANARY, guard, b->stream);
     return e == cudaSuccess ? PPB_OK : setup_fail(err, e, "filling a guard zone");
 }
 
@@ -646,7 +650,7 @@ static int cuda_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w,
 static int fill_tensor(ppb_backend *b, void **dst, size_t n, uint32_t tensor, int dtype, const int32_t *valid,
                        int slot_shift, const ppb_workload *w, ppb_err *err)
 {
-    int rc = alloc_upload(dst, NULL, n * sizeof(uint16_t), err, "inputs");
+    int rc = alloc_upload(b, dst, NULL, n * sizeof(uint16_t), err, "inputs");
     if (rc || n == 0)
         return rc;
     ppb_kernel_spec spec = {.kind = PPB_KSPEC_INPUT_FILL, .dtype = dtype};
@@ -676,11 +680,11 @@ static int make_inputs(ppb_backend *b, const ppb_case *c, const ppb_workload *w,
     int dt = c->shape.dtype == PPB_FP16 ? PPB_KDTYPE_FP16 : PPB_KDTYPE_BF16;
     int32_t *valid = NULL; /* the pages' valid tokens, for the cache tensors' garbage slots */
     int rc;
-    if ((rc = alloc_upload((void **)&in->block_table, w->block_table,
+    if ((rc = alloc_upload(b, (void **)&in->block_table, w->block_table,
                            sizeof(int32_t) * n * (size_t)w->max_blocks_per_seq, err, "block_table")) ||
-        (rc = alloc_upload((void **)&in->context_lens, w->context_lens, sizeof(int32_t) * n, err,
+        (rc = alloc_upload(b, (void **)&in->context_lens, w->context_lens, sizeof(int32_t) * n, err,
                            "context_lens")) ||
-        (rc = alloc_upload((void **)&valid, w->valid_tokens, sizeof(int32_t) * (size_t)w->num_blocks, err,
+        (rc = alloc_upload(b, (void **)&valid, w->valid_tokens, sizeof(int32_t) * (size_t)w->num_blocks, err,
                            "valid_tokens")) ||
         (rc = fill_tensor(b, &in->q, w->q_elems, PPB_T_Q, dt, NULL, 0, w, err)) ||
         (rc = fill_tensor(b, &in->k_cache, w->cache_elems, PPB_T_K_CACHE, dt, valid, 3, w, err)) ||
@@ -689,9 +693,9 @@ static int make_inputs(ppb_backend *b, const ppb_case *c, const ppb_workload *w,
     if (c->kernel == PPB_PREFIX_PREFILL &&
         ((rc = fill_tensor(b, &in->k, w->kv_elems, PPB_T_K, dt, NULL, 0, w, err)) ||
          (rc = fill_tensor(b, &in->v, w->kv_elems, PPB_T_V, dt, NULL, 0, w, err)) ||
-         (rc = alloc_upload((void **)&in->start_loc, w->start_loc, sizeof(int32_t) * (n + 1), err, "start_loc")) ||
-         (rc = alloc_upload((void **)&in->query_lens, w->query_lens, sizeof(int32_t) * n, err, "query_lens")) ||
-         (rc = alloc_upload((void **)&in->seq_lens, w->seq_lens, sizeof(int32_t) * n, err, "seq_lens"))))
+         (rc = alloc_upload(b, (void **)&in->start_loc, w->start_loc, sizeof(int32_t) * (n + 1), err, "start_loc")) ||
+         (rc = alloc_upload(b, (void **)&in->query_lens, w->query_lens, sizeof(int32_t) * n, err, "query_lens")) ||
+         (rc = alloc_upload(b, (void **)&in->seq_lens, w->seq_lens, sizeof(int32_t) * n, err, "seq_lens"))))
         goto end;
     cudaError_t e = cudaStreamSynchronize(b->stream);
     if (e != cudaSuccess)
@@ -746,7 +750,7 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
     if (!b->in.loaded && (rc = make_inputs(b, c, w, err)))
         goto fail;
     const device_inputs *in = &b->in;
-    if ((rc = alloc_upload(&b->d_out, NULL, w->out_elems * sizeof(uint16_t), err, "out")))
+    if ((rc = alloc_upload(b, &b->d_out, NULL, w->out_elems * sizeof(uint16_t), err, "out")))
         goto fail;
     const ppb_tensor_ptrs t = {.q = in->q, .k = in->k, .v = in->v, .k_cache = in->k_cache,
                                .v_cache = in->v_cache, .out = b->d_out, .block_table = in->block_table,
@@ -759,9 +763,9 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
             size_t host[3];
             v2_scratch_bytes(a, ppb_case_host_partition_size(c), sizeof(uint16_t), host);
             const size_t ht = host[0], he = host[1], hm = host[2];
-            if ((rc = alloc_guarded(&b->tmp_out, ht, guard_for(ht, b->kernel_tmp_bytes), err, "tmp_out")) ||
-                (rc = alloc_guarded(&b->exp_sums, he, guard_for(he, b->kernel_es_bytes), err, "exp_sums")) ||
-                (rc = alloc_guarded(&b->max_logits, hm, guard_for(hm, b->kernel_ml_bytes), err,
+            if ((rc = alloc_guarded(b, &b->tmp_out, ht, guard_for(ht, b->kernel_tmp_bytes), err, "tmp_out")) ||
+                (rc = alloc_guarded(b, &b->exp_sums, he, guard_for(he, b->kernel_es_bytes), err, "exp_sums")) ||
+                (rc = alloc_guarded(b, &b->max_logits, hm, guard_for(hm, b->kernel_ml_bytes), err,
                                     "max_logits")))
                 goto fail;
             a->tmp_out = b->tmp_out.ptr;
