@@ -63,6 +63,9 @@ typedef struct ppb_result {
     double tflops;             /* ppb_case_flops / median */
     double gbps;               /* ppb_case_min_bytes / median */
     ppb_phase_times phases;
+    /* The checked launch's own time (ms; 0 = unknown), not a sample and not
+     * stored: the warm-up counts it (ppb_measure_case). */
+    double checked_launch_ms;
 } ppb_result;
 
 void ppb_result_init(ppb_result *r);

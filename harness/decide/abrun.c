@@ -205,7 +205,7 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, double family_alph
         for (int k = 0; k < sessions; k++) {
             ppb_session *ss = session_of(x, side, k);
             /* session 0 of each side made the checked launch; the others have not launched */
-            int launches, rc = ppb_measure_warmup(ss->ops, ss->backend, m, k ? 2 : 1, NULL, &launches, err);
+            int launches, rc = ppb_measure_warmup(ss->ops, ss->backend, m, 0, k ? 2 : 1, NULL, &launches, err);
             if (rc)
                 return rc;
             ps.launches = launches > ps.launches ? launches : ps.launches;

@@ -14,11 +14,11 @@ static double robust_noise(const double *x, int n)
     return med > 0 ? (ppb_quantile(x, n, 0.75) - ppb_quantile(x, n, 0.25)) / med : INFINITY;
 }
 
-int ppb_measure_warmup(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
+int ppb_measure_warmup(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m, double done_ms,
                        int min_launches, volatile sig_atomic_t *stop, int *launches, ppb_err *err)
 {
-    double ms = 0, start = ppb_monotonic_ms(), shortest = INFINITY;
-    for (int warm = 0; warm < min_launches || ppb_monotonic_ms() - start < m->warmup_ms; warm++) {
+    double ms = 0, start = ppb_monotonic_ms(), shortest = done_ms > 0 ? done_ms : INFINITY;
+    for (int warm = 0; warm < min_launches || ppb_monotonic_ms() - start + done_ms < m->warmup_ms; warm++) {
         int rc = ops->time_sample(b, 1, m->cold_l2, &ms, err);
         if (rc)
             return rc;
@@ -38,7 +38,8 @@ int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measu
 {
     double ms = 0, warmup_start = ppb_monotonic_ms();
     int launches = 1;
-    int rc = ppb_measure_warmup(ops, b, m, 1, stop, &launches, err);
+    const double done = res->checked_launch_ms;
+    int rc = ppb_measure_warmup(ops, b, m, done, done > 0 ? 0 : 1, stop, &launches, err);
     res->phases.warmup_ms = ppb_monotonic_ms() - warmup_start;
     if (rc)
         return rc;

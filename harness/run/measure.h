@@ -14,15 +14,19 @@
  * resolution would otherwise dominate). */
 #define PPB_MIN_SAMPLE_MS 0.02
 
-/* Warm up by time, at least `min_launches` (the first launch of a prepared
- * case pays for JIT, allocation and cold instruction caches, so it is never
- * the only one before sampling: 2 for a case not launched yet, 1 after its
- * checked launch), and choose how many launches one sample times. */
-int ppb_measure_warmup(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
+/* Warm up by time: launches until the case has run for m->warmup_ms, counting
+ * `done_ms` already run just before (the checked launch), and at least
+ * `min_launches` (the first launch of a prepared case pays for JIT, allocation
+ * and cold instruction caches, so it is never the only one before sampling);
+ * then choose how many launches one sample times (from the shortest launch,
+ * done_ms included). */
+int ppb_measure_warmup(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m, double done_ms,
                        int min_launches, volatile sig_atomic_t *stop, int *launches, ppb_err *err);
 
-/* Time a case after its checked launch (so the warm-up needs 1 launch at
- * least, which saves a whole launch of a long kernel). Fills res->samples_ms,
+/* Time a case after its checked launch. The warm-up counts that launch: with
+ * its time known (res->checked_launch_ms) a kernel that ran for warmup_ms in it
+ * needs no further warm-up launch (a whole launch of a long kernel saved);
+ * unknown, 1 launch at least. Fills res->samples_ms,
  * n_samples, batch_launches; sets res->status to PPB_STATUS_NOISY when the
  * noise target was not met. `stop` (may be NULL) is
  * polled between samples: when it becomes non-zero, returns PPB_EINTR. */

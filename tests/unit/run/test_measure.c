@@ -63,12 +63,49 @@ static void test_warmup_counts_the_checked_launch(void **state)
     ppb_result_free(&r);
     int launches = 0;
     the_fake.calls = 0;
-    assert_int_equal(ppb_measure_warmup(&fake_ops, NULL, &m, 2, NULL, &launches, &err), PPB_OK);
+    assert_int_equal(ppb_measure_warmup(&fake_ops, NULL, &m, 0, 2, NULL, &launches, &err), PPB_OK);
     assert_int_equal(the_fake.calls, 2);
     the_fake = (fake){.per_launch_ms = 50.0, .sleep_us = 2000};
     m.warmup_ms = 15;
-    assert_int_equal(ppb_measure_warmup(&fake_ops, NULL, &m, 1, NULL, &launches, &err), PPB_OK);
+    assert_int_equal(ppb_measure_warmup(&fake_ops, NULL, &m, 0, 1, NULL, &launches, &err), PPB_OK);
     assert_true(the_fake.calls >= 2);   /* the time, not the minimum, ended it */
+}
+
+/* With the checked launch's time known, the warm-up counts it: a launch as
+ * long as the warm-up needs no other; a shorter one is topped up by time; the
+ * batching follows the checked launch when no warm-up launch ran. */
+static void test_warmup_counts_the_checked_launch_time(void **state)
+{
+    (void)state;
+    ppb_measure_settings m = settings();
+    m.warmup_ms = 15;
+    m.min_samples = 3;
+    ppb_err err;
+    int launches = 0;
+    the_fake = (fake){.per_launch_ms = 50.0, .sleep_us = 2000};
+    assert_int_equal(ppb_measure_warmup(&fake_ops, NULL, &m, 20.0, 0, NULL, &launches, &err), PPB_OK);
+    assert_int_equal(the_fake.calls, 0);
+    assert_int_equal(launches, 1);
+    assert_int_equal(ppb_measure_warmup(&fake_ops, NULL, &m, 5.0, 0, NULL, &launches, &err), PPB_OK);
+    assert_true(the_fake.calls >= 4); /* >= 10 ms more at 2 ms a call */
+    the_fake.calls = 0;
+    assert_int_equal(ppb_measure_warmup(&fake_ops, NULL, &m, 0.002, 0, NULL, &launches, &err), PPB_OK);
+    assert_true(the_fake.calls >= 7);  /* 2 us done: the time is the warm-up's */
+    the_fake = (fake){.per_launch_ms = 0.002};
+    m.warmup_ms = 0;
+    assert_int_equal(ppb_measure_warmup(&fake_ops, NULL, &m, 0.002, 0, NULL, &launches, &err), PPB_OK);
+    assert_int_equal(the_fake.calls, 0);
+    assert_int_equal(launches, 10);    /* 20 us / the checked launch's 2 us */
+
+    /* through ppb_measure_case: no warm-up launch after a long checked launch */
+    the_fake = (fake){.per_launch_ms = 50.0};
+    m.warmup_ms = 15;
+    ppb_result r;
+    ppb_result_init(&r);
+    r.checked_launch_ms = 50.0;
+    assert_int_equal(ppb_measure_case(&fake_ops, NULL, &m, NULL, &r, &err), PPB_OK);
+    assert_int_equal(the_fake.calls, r.n_samples);
+    ppb_result_free(&r);
 }
 
 static void test_quiet_case_stops_at_min_samples(void **state)
@@ -153,6 +190,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_warmup_counts_the_checked_launch),
+        cmocka_unit_test(test_warmup_counts_the_checked_launch_time),
         cmocka_unit_test(test_quiet_case_stops_at_min_samples),
         cmocka_unit_test(test_phases_are_recorded),
         cmocka_unit_test(test_short_launches_are_batched),
