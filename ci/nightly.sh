@@ -16,6 +16,9 @@
 #   PPB_RUN_ARGS     more options for ppbench run (e.g. "--target none")
 #   PPB_DB           the results database. Trend needs the earlier nights: keep it on
 #                    the runner (default ${PPB_STATE_DIR:-$HOME/.ppbench}/nightly-<mode>.db)
+#   PPBENCH_KERNEL_CACHE  compiled kernels and float64 reference rows, reused night to
+#                    night (default ${PPB_STATE_DIR:-$HOME/.ppbench}/cache: a night on
+#                    unchanged shapes skips the reference rows, seconds per 32K shape)
 #   PPB_REPORT_DIR   where the report goes (default reports/out/nightly); the CI
 #                    files keep it as an artifact
 #   PPBENCH_PUSH_URL  where to push each run (unset: no push)
@@ -49,6 +52,7 @@ else
   suites=(suites/nightly.yaml suites/nightly-decode.yaml)
 fi
 db=${PPB_DB:-${PPB_STATE_DIR:-$HOME/.ppbench}/nightly-$mode.db}
+export PPBENCH_KERNEL_CACHE=${PPBENCH_KERNEL_CACHE:-${PPB_STATE_DIR:-$HOME/.ppbench}/cache}
 report=${PPB_REPORT_DIR:-reports/out/nightly}
 mkdir -p "$(dirname "$db")" "$report"
 : >"$report/summary.md"   # this night's run outcomes and trend verdicts in Markdown (the CI job summary)
