@@ -36,6 +36,9 @@ typedef struct worker_arg {
  * parallel-for runs inline and passes the same index on, so per-worker scratch
  * indexed by it is never shared between two running threads. */
 static _Thread_local int current_worker = -1;
+static _Thread_local int thread_limit; /* ppb_parallel_limit_this_thread; 0: none */
+
+void ppb_parallel_limit_this_thread(int max_threads) { thread_limit = max_threads > 0 ? max_threads : 0; }
 
 static void drain(parallel_job *job, int worker)
 {
@@ -65,6 +68,8 @@ void ppb_parallel_for(long n_items, ppb_parallel_fn fn, void *ctx)
         return;
     }
     int n_threads = ppb_thread_count();
+    if (thread_limit > 0 && n_threads > thread_limit)
+        n_threads = thread_limit;
     if (n_threads > n_items)
         n_threads = (int)n_items;
     if (n_threads <= 1) {

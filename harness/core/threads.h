@@ -17,6 +17,11 @@ typedef void (*ppb_parallel_fn)(void *ctx, long item, int worker);
 #define PPB_THREADS_MAX 256
 int ppb_thread_count(void);
 
+/* Parallel-fors started from the calling thread use at most max_threads (0:
+ * ppb_thread_count()): work in the background leaves cores to a thread that
+ * must stay responsive (the one launching timed kernels). */
+void ppb_parallel_limit_this_thread(int max_threads);
+
 /* Run fn for every item in [0, n_items) and return when all are done. If a
  * thread cannot be started the remaining workers (at least the caller) do its
  * share: the result is the same, only slower. */

@@ -1,5 +1,6 @@
 #include "runner.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "store.h"
 #include "suite.h"
 #include "target.h"
+#include "threads.h"
 #include "workers.h"
 
 /* Set by SIGINT/SIGTERM; the pipeline stops between samples and cases. */
@@ -37,6 +39,36 @@ static void shape_inputs_free(shape_inputs *in)
     in->shape_key[0] = '\0';
 }
 
+/* The reference rows of the next shape, computed on a thread while the GPU
+ * times this one (ppb_session_rows_ahead): they reach the next shape through
+ * the reference cache, so nothing about a check changes, only when its rows
+ * were computed. */
+typedef struct rows_ahead {
+    pthread_t thread;
+    int running;
+    ppb_session *session;
+    ppb_case c;                         /* a case of the next shape */
+    uint64_t seed;
+    const ppb_check_settings *cs;
+} rows_ahead;
+
+static void *rows_ahead_main(void *arg)
+{
+    rows_ahead *a = arg;
+    /* leave cores to the thread that launches the timed kernels */
+    int threads = ppb_thread_count() - 2;
+    ppb_parallel_limit_this_thread(threads > 1 ? threads : 1);
+    ppb_session_rows_ahead(a->session, &a->c, a->seed, a->cs);
+    return NULL;
+}
+
+static void rows_ahead_join(rows_ahead *a)
+{
+    if (a->running)
+        pthread_join(a->thread, NULL);
+    a->running = 0;
+}
+
 typedef struct run_ctx {
     const ppb_run_options *opt;
     ppb_suite suite;
@@ -48,6 +80,7 @@ typedef struct run_ctx {
     ppb_store *store;
     ppb_run_info run;
     shape_inputs inputs;    /* of the shape being run: the cases are grouped by shape */
+    rows_ahead ahead;       /* the next shape's reference rows, in progress */
 } run_ctx;
 
 static double now_s(void)
@@ -122,6 +155,7 @@ static const ppb_workload *case_inputs(run_ctx *x, const ppb_case *c, uint64_t s
     }
     shape_inputs_free(&x->inputs);
     ppb_session_release(&x->session, 0, 0); /* the backend's copy of the inputs before */
+    rows_ahead_join(&x->ahead);             /* its rows may be this shape's */
     ppb_session_workload(&x->session, c, seed, &x->suite.check, &x->inputs.ref, &x->inputs.w, res);
     if (res->status != PPB_STATUS_OK) {
         shape_inputs_free(&x->inputs);
@@ -144,6 +178,9 @@ static int run_case(run_ctx *x, const ppb_case *c, ppb_result *res)
     double t1 = ppb_monotonic_ms();
     if (w)
         rc = ppb_session_check(&x->session, c, w, &s->check, seed, &x->inputs.ref, res, &prepared);
+    /* rows in hand and inputs made on the device: the host tensors are done with */
+    if (w && x->session.ops->makes_inputs && x->inputs.ref.w == w)
+        ppb_workload_free_tensors(&x->inputs.w);
     res->phases.generate_ms = t1 - t0;
     res->phases.check_ms = ppb_monotonic_ms() - t1;
     if (rc == PPB_OK && res->status == PPB_STATUS_OK) {
@@ -366,6 +403,31 @@ static int pool_on_device(void *ctx, const ppb_device_info *info, ppb_err *err)
     return rc;
 }
 
+/* After case i, once its shape's rows are in hand: start the rows of the
+ * next shape to run, unless a thread is still at work. */
+static void start_rows_ahead(run_ctx *x, const char *todo_flags, int i)
+{
+    rows_ahead *a = &x->ahead;
+    if (a->running || !x->inputs.ref.w || !x->session.ops->makes_inputs || !x->session.reference_cache[0])
+        return;
+    char shape[PPB_CASE_KEY_MAX], next[PPB_CASE_KEY_MAX];
+    ppb_case_shape_key(&x->cases.items[i], shape, sizeof shape);
+    for (int j = i + 1; j < x->cases.n; j++) {
+        if (!todo_flags[j])
+            continue;
+        ppb_case_shape_key(&x->cases.items[j], next, sizeof next);
+        if (strcmp(next, shape) == 0)
+            continue;
+        a->session = &x->session;
+        a->c = x->cases.items[j];
+        a->seed = ppb_case_seed(x->suite.measure.seed, &a->c);
+        a->cs = &x->suite.check;
+        /* no thread, no head start: the shape's rows are computed when it runs */
+        a->running = pthread_create(&a->thread, NULL, rows_ahead_main, a) == 0;
+        return;
+    }
+}
+
 /* The cases in this process, one after another. */
 static int run_in_process(run_ctx *x, const char *todo_flags, ppb_err *err)
 {
@@ -383,12 +445,14 @@ static int run_in_process(run_ctx *x, const char *todo_flags, ppb_err *err)
             ppb_result_free(&res);
             break;
         }
+        start_rows_ahead(x, todo_flags, i);
         rc = store_result(x, c, &res, err);
         progress_finished(&prog, i, &res);
         ppb_result_free(&res);
         if (x->opt->progress == PPB_PROGRESS_LOG)
             progress_line(x->opt, &prog, c->key);
     }
+    rows_ahead_join(&x->ahead);
     progress_line(x->opt, &prog, NULL);
     ppb_eta_free(&prog.eta);
     return rc;

@@ -23,6 +23,7 @@ typedef struct ppb_session {
     const char *run_kind;       /* the kind of the runs it begins (ppb_store_run_kinds); NULL = "run" */
     char reference_cache[4096]; /* folder of cached reference rows (reference_cache.h); "" = off */
     int reference_hits, reference_misses;   /* input sets whose rows were read / computed */
+    int reference_ahead;        /* of the read: computed ahead (ppb_session_rows_ahead), atomic */
 } ppb_session;
 
 /* Open a backend by name: "cpu", "cuda", or "auto" (the GPU when one is usable,
@@ -64,6 +65,14 @@ int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, const
 int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
                       const ppb_check_settings *cs, uint64_t seed, ppb_reference_rows *ref,
                       ppb_result *res, int *prepared);
+
+/* Compute a case's reference rows into the reference cache now, unless they
+ * are there: for a shape the run reaches later, on a thread of the runner
+ * while the GPU times the shape before. Only for a backend that makes its own
+ * inputs (its timings are not CPU timings) with the cache on, and a shape
+ * whose host tensors take at most a quarter of the memory. Thread-safe
+ * against the session's own use. Returns 1 when it computed rows. */
+int ppb_session_rows_ahead(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs);
 
 /* Free what a prepare allocated for its case (`prepared`: as ppb_session_check
  * said) and, unless keep_inputs, the inputs the backend keeps for the next

@@ -90,11 +90,42 @@ static void test_thread_count_override(void **state)
     assert_true(cores >= 1);
 }
 
+static void max_worker(void *p, long item, int worker)
+{
+    (void)item;
+    atomic_int *most = p;
+    int seen = atomic_load(most);
+    while (worker > seen && !atomic_compare_exchange_weak(most, &seen, worker))
+        ;
+    volatile double x = 0;
+    for (int i = 0; i < 20000; i++)
+        x += i;
+}
+
+/* A limit on this thread caps the workers (indices below it), and only here. */
+static void test_limit_this_thread(void **state)
+{
+    (void)state;
+    setenv("PPBENCH_THREADS", "8", 1);
+    atomic_int most = 0;
+    ppb_parallel_limit_this_thread(3);
+    ppb_parallel_for(400, max_worker, &most);
+    assert_true(atomic_load(&most) <= 2);
+    ppb_parallel_limit_this_thread(0);
+    atomic_store(&most, 0);
+    for (int tries = 0; tries < 20 && atomic_load(&most) <= 2; tries++) /* the workers race: some get items */
+        ppb_parallel_for(400, max_worker, &most);
+    assert_true(atomic_load(&most) > 2);
+    run_and_check(100, 1);
+    unsetenv("PPBENCH_THREADS");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_item_once),
         cmocka_unit_test(test_thread_count_override),
+        cmocka_unit_test(test_limit_this_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
