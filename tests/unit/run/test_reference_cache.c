@@ -6,7 +6,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 
 #include "kernel_cache.h"
 #include "reference_cache.h"
+#include "temp_dir.h"
 
 static const ppb_check_settings check = {{1e-2, 2e-2}, {1e-2, 2e-2}, 64, 16};
 
@@ -40,41 +40,6 @@ static void make(ppb_workload *w, const ppb_case *c, uint64_t seed)
         fail_msg("ppb_workload_create: %s", err.msg);
 }
 
-static char *temp_dir(void)
-{
-    char *d = strdup("/tmp/ppb_refcache_XXXXXX");
-    assert_non_null(mkdtemp(d));
-    return d;
-}
-
-static void remove_dir(char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char path[4300];
-    while (d && (e = readdir(d)))
-        if (e->d_name[0] != '.') {
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-    if (d)
-        closedir(d);
-    rmdir(dir);
-    free(dir);
-}
-
-static int files_in(const char *dir)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-        n += e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    return n;
-}
-
 static int get(const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed, const char *dir,
                ppb_reference_rows *r)
 {
@@ -95,7 +60,8 @@ static void assert_same_rows(const ppb_reference_rows *a, const ppb_reference_ro
 static void test_read_back_is_computed(void **state)
 {
     (void)state;
-    char *dir = temp_dir();
+    char *dir = temp_dir_make();
+    assert_non_null(dir);
     ppb_case c = make_case(3, 100, 4, 2);
     ppb_workload w;
     make(&w, &c, 7);
@@ -103,7 +69,7 @@ static void test_read_back_is_computed(void **state)
     ppb_err err = {{0}};
     assert_int_equal(ppb_reference_rows_compute(&w, &check, 7, &fresh, &err), PPB_OK);
     assert_int_equal(get(&w, &check, 7, dir, &first), 0); /* a miss computes and writes */
-    assert_int_equal(files_in(dir), 1);
+    assert_int_equal(temp_dir_count(dir), 1);
     assert_int_equal(get(&w, &check, 7, dir, &again), 1); /* then it is read */
     assert_ptr_equal(again.w, &w);
     assert_same_rows(&fresh, &first, 64);
@@ -112,14 +78,15 @@ static void test_read_back_is_computed(void **state)
     ppb_reference_rows_free(&first);
     ppb_reference_rows_free(&again);
     ppb_workload_free(&w);
-    remove_dir(dir);
+    temp_dir_remove(dir);
 }
 
 /* A sampled check (more rows than full_check_max_rows) caches its sample. */
 static void test_sampled_rows(void **state)
 {
     (void)state;
-    char *dir = temp_dir();
+    char *dir = temp_dir_make();
+    assert_non_null(dir);
     ppb_case c = make_case(4, 300, 32, 4); /* 128 rows > 64: sampled */
     ppb_workload w;
     make(&w, &c, 9);
@@ -131,7 +98,7 @@ static void test_sampled_rows(void **state)
     ppb_reference_rows_free(&first);
     ppb_reference_rows_free(&again);
     ppb_workload_free(&w);
-    remove_dir(dir);
+    temp_dir_remove(dir);
 }
 
 /* Every input of the rows is in the key: each change below is a miss. */
@@ -182,7 +149,8 @@ static void test_key_names_every_input(void **state)
 static void test_damaged_file_is_recomputed(void **state)
 {
     (void)state;
-    char *dir = temp_dir();
+    char *dir = temp_dir_make();
+    assert_non_null(dir);
     ppb_case c = make_case(3, 100, 4, 2);
     ppb_workload w;
     make(&w, &c, 7);
@@ -217,7 +185,7 @@ static void test_damaged_file_is_recomputed(void **state)
 
     ppb_reference_rows_free(&good);
     ppb_workload_free(&w);
-    remove_dir(dir);
+    temp_dir_remove(dir);
 }
 
 /* No folder: computed, nothing written. A folder that cannot be written:
@@ -232,7 +200,8 @@ static void test_no_cache_and_unwritable(void **state)
     assert_int_equal(get(&w, &check, 7, "", &a), 0);
     assert_int_equal(get(&w, &check, 7, "", &b), 0);
     ppb_reference_rows_free(&b);
-    char *dir = temp_dir();
+    char *dir = temp_dir_make();
+    assert_non_null(dir);
     char blocked[4200];
     snprintf(blocked, sizeof blocked, "%s/file", dir);
     FILE *f = fopen(blocked, "w"); /* a file where the folder should be */
@@ -245,7 +214,7 @@ static void test_no_cache_and_unwritable(void **state)
     ppb_reference_rows_free(&a);
     ppb_reference_rows_free(&b);
     ppb_workload_free(&w);
-    remove_dir(dir);
+    temp_dir_remove(dir);
 }
 
 static void test_cache_dir_setting(void **state)

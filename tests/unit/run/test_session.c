@@ -7,12 +7,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "session.h"
+#include "temp_dir.h"
 
 static const ppb_backend_ops makes_inputs_ops = {.name = "fake-device", .makes_inputs = 1};
 static const ppb_backend_ops host_inputs_ops = {.name = "fake-host", .makes_inputs = 0};
@@ -32,37 +32,11 @@ static ppb_case make_case(int seq)
     return c;
 }
 
-static int files_in(const char *dir)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-        n += e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    return n;
-}
-
-static void clear_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char path[4400];
-    while (d && (e = readdir(d)))
-        if (e->d_name[0] != '.') {
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-    if (d)
-        closedir(d);
-}
-
 static void test_rows_ahead_then_read_without_tensors(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/ppb_session_XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char *dir = temp_dir_make();
+    assert_non_null(dir);
     ppb_suite defaults;
     memset(&defaults, 0, sizeof defaults);
     ppb_suite_defaults(&defaults);
@@ -76,7 +50,7 @@ static void test_rows_ahead_then_read_without_tensors(void **state)
 
     /* ahead: computed once into the cache, then found there */
     assert_int_equal(ppb_session_rows_ahead(&s, &c, seed, cs), 1);
-    assert_int_equal(files_in(dir), 1);
+    assert_int_equal(temp_dir_count(dir), 1);
     assert_int_equal(ppb_session_rows_ahead(&s, &c, seed, cs), 0);
     assert_int_equal(s.reference_ahead, 1);
 
@@ -102,17 +76,17 @@ static void test_rows_ahead_then_read_without_tensors(void **state)
     ppb_workload_free(&w);
 
     /* a backend that reads host tensors (CPU timings), or no cache: nothing ahead, tensors always */
-    clear_dir(dir);
+    temp_dir_clear(dir);
     s.ops = &host_inputs_ops;
     assert_int_equal(ppb_session_rows_ahead(&s, &c, seed, cs), 0);
-    assert_int_equal(files_in(dir), 0);
+    assert_int_equal(temp_dir_count(dir), 0);
     s.ops = &makes_inputs_ops;
     s.reference_cache[0] = '\0';
     assert_int_equal(ppb_session_rows_ahead(&s, &c, seed, cs), 0);
     assert_int_equal(ppb_session_workload(&s, &c, seed, cs, &ref, &w, &res), PPB_OK);
     assert_non_null(w.q);
     ppb_workload_free(&w);
-    rmdir(dir);
+    temp_dir_remove(dir);
 }
 
 int main(void)
