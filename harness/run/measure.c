@@ -33,6 +33,13 @@ int ppb_measure_warmup(const ppb_backend_ops *ops, ppb_backend *b, const ppb_mea
     return PPB_OK;
 }
 
+double ppb_measure_warmup_owed(double warmup_ms, double busy_ms, double idle_ms)
+{
+    if (busy_ms <= 0 || idle_ms < 0 || idle_ms >= PPB_WARM_GAP_MS)
+        return warmup_ms;
+    return warmup_ms > busy_ms ? warmup_ms - busy_ms : 0;
+}
+
 int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
                      volatile sig_atomic_t *stop, ppb_result *res, ppb_err *err)
 {

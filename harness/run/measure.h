@@ -23,6 +23,13 @@
 int ppb_measure_warmup(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m, double done_ms,
                        int min_launches, volatile sig_atomic_t *stop, int *launches, ppb_err *err);
 
+/* The warm-up a case still owes: warmup_ms less the device's timed work that
+ * ended idle_ms ago, when that is under PPB_WARM_GAP_MS (the case before, in
+ * the same run: the card is still warm; measured on the H200, a case's first
+ * sample after it is no outlier, docs/BENCHMARKS.md). busy_ms 0: none. */
+#define PPB_WARM_GAP_MS 100.0
+double ppb_measure_warmup_owed(double warmup_ms, double busy_ms, double idle_ms);
+
 /* Time a case after its checked launch. The warm-up counts that launch: with
  * its time known (res->checked_launch_ms) a kernel that ran for warmup_ms in it
  * needs no further warm-up launch (a whole launch of a long kernel saved);

@@ -81,6 +81,7 @@ typedef struct run_ctx {
     ppb_run_info run;
     shape_inputs inputs;    /* of the shape being run: the cases are grouped by shape */
     rows_ahead ahead;       /* the next shape's reference rows, in progress */
+    double busy_ms, busy_until_ms;  /* the last case's timing: how long, until when (warm-up owed) */
 } run_ctx;
 
 static double now_s(void)
@@ -187,8 +188,11 @@ static int run_case(run_ctx *x, const ppb_case *c, ppb_result *res)
         ppb_measure_settings m = s->measure;
         if (x->opt->hot)
             m.cold_l2 = 0;
+        m.warmup_ms = ppb_measure_warmup_owed(m.warmup_ms, x->busy_ms, ppb_monotonic_ms() - x->busy_until_ms);
         ppb_err err = {{0}};
         rc = ppb_measure_case(x->session.ops, x->session.backend, &m, &stop_requested, res, &err);
+        x->busy_until_ms = ppb_monotonic_ms();
+        x->busy_ms = res->phases.warmup_ms + res->phases.sampling_ms;
         if (rc && rc != PPB_EINTR) {
             res->status = PPB_STATUS_ERROR;
             snprintf(res->reason, sizeof res->reason, "%s", err.msg);

@@ -113,6 +113,19 @@ static void test_warmup_counts_the_checked_launch_time(void **state)
     ppb_result_free(&r);
 }
 
+/* The case before, timed until moments ago, counts toward the warm-up; after
+ * a pause (or with nothing timed before) the whole warm-up is owed. */
+static void test_warmup_owed(void **state)
+{
+    (void)state;
+    assert_true(ppb_measure_warmup_owed(25, 100, 10) == 0);
+    assert_true(ppb_measure_warmup_owed(25, 10, 10) == 15);
+    assert_true(ppb_measure_warmup_owed(25, 100, PPB_WARM_GAP_MS) == 25);
+    assert_true(ppb_measure_warmup_owed(25, 100, PPB_WARM_GAP_MS - 1) == 0);
+    assert_true(ppb_measure_warmup_owed(25, 0, 10) == 25);
+    assert_true(ppb_measure_warmup_owed(25, 100, -5) == 25); /* a clock that went back: no credit */
+}
+
 static void test_quiet_case_stops_at_min_samples(void **state)
 {
     (void)state;
@@ -196,6 +209,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_warmup_counts_the_checked_launch),
         cmocka_unit_test(test_warmup_counts_the_checked_launch_time),
+        cmocka_unit_test(test_warmup_owed),
         cmocka_unit_test(test_quiet_case_stops_at_min_samples),
         cmocka_unit_test(test_phases_are_recorded),
         cmocka_unit_test(test_short_launches_are_batched),
