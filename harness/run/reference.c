@@ -28,7 +28,9 @@ static int seq_of_token(const ppb_workload *w, int token)
     return lo;
 }
 
-void ppb_reference_row(const ppb_workload *w, int token, int head, double *out_row)
+/* Query rows of one token and one kv head, head_first .. head_first + n - 1: a
+ * GQA group, or part of one. */
+static void reference_group(const ppb_workload *w, int token, int head_first, int n, double *const *out_rows)
 {
     const ppb_case *c = w->c;
     const ppb_shape *s = &c->shape;
@@ -56,27 +58,64 @@ void ppb_reference_row(const ppb_workload *w, int token, int head, double *out_r
         .k_new = w->k ? w->k + new_at : NULL,
         .v_new = w->v ? w->v + new_at : NULL,
     };
-    const uint16_t *q = w->q + ((size_t)token * (size_t)s->num_heads + (size_t)head) * (size_t)dim;
-    ppb_reference_attend(&keys, head / (s->num_heads / s->num_kv_heads), q, 1.0 / sqrt((double)dim), query_pos,
-                         s->sliding_window, out_row);
+    const uint16_t *q[PPB_REF_MAX_GROUP];
+    for (int i = 0; i < n; i++)
+        q[i] = w->q + ((size_t)token * (size_t)s->num_heads + (size_t)(head_first + i)) * (size_t)dim;
+    ppb_reference_attend_group(&keys, head_first / (s->num_heads / s->num_kv_heads), n, q, 1.0 / sqrt((double)dim),
+                               query_pos, s->sliding_window, out_rows);
+}
+
+void ppb_reference_row(const ppb_workload *w, int token, int head, double *out_row)
+{
+    reference_group(w, token, head, 1, &out_row);
 }
 
 /* ---- the check ---------------------------------------------------------------- */
+
+/* Runs of consecutive chosen rows that share a token and a kv head: computed
+ * together, each key chunk read once for the run. */
+typedef struct row_group {
+    long first;     /* index into the chosen rows */
+    int n;
+} row_group;
 
 typedef struct rows_job {
     const ppb_workload *w;
     const long *rows;   /* row id = token * num_heads + head */
     double *values;     /* [n][head_dim] */
+    const row_group *groups;
 } rows_job;
 
-static void compute_one_row(void *ctx, long item, int worker)
+static void compute_group(void *ctx, long item, int worker)
 {
     (void)worker;
     const rows_job *job = ctx;
-    const int heads = job->w->c->shape.num_heads;
-    long row = job->rows[item];
-    ppb_reference_row(job->w, (int)(row / heads), (int)(row % heads),
-                      job->values + (size_t)item * (size_t)job->w->c->shape.head_dim);
+    const int heads = job->w->c->shape.num_heads, dim = job->w->c->shape.head_dim;
+    const row_group *g = &job->groups[item];
+    double *out[PPB_REF_MAX_GROUP];
+    for (int i = 0; i < g->n; i++)
+        out[i] = job->values + (size_t)(g->first + i) * (size_t)dim;
+    long row = job->rows[g->first];
+    reference_group(job->w, (int)(row / heads), (int)(row % heads), g->n, out);
+}
+
+/* Sorted rows into groups: the same token, consecutive heads of one kv head. */
+static row_group *group_rows(const ppb_workload *w, const long *rows, long n, long *n_groups)
+{
+    const long heads = w->c->shape.num_heads, per_kv = heads / w->c->shape.num_kv_heads;
+    row_group *g = malloc(sizeof *g * (size_t)(n ? n : 1));
+    long m = 0;
+    for (long i = 0; g && i < n; i++) {
+        const row_group *last = m ? &g[m - 1] : NULL;
+        long prev = last ? rows[last->first + last->n - 1] : -1;
+        if (last && rows[i] == prev + 1 && rows[i] / heads == prev / heads &&
+            (rows[i] % heads) / per_kv == (rows[last->first] % heads) / per_kv && last->n < PPB_REF_MAX_GROUP)
+            g[m - 1].n++;
+        else
+            g[m++] = (row_group){i, 1};
+    }
+    *n_groups = m;
+    return g;
 }
 
 static int cmp_long(const void *a, const void *b)
@@ -158,9 +197,16 @@ int ppb_reference_rows_compute(const ppb_workload *w, const ppb_check_settings *
         ppb_reference_rows_free(out);
         return ppb_fail(err, PPB_ENOMEM, "reference check: out of host memory for %ld rows", total);
     }
+    long n_groups = 0;
+    row_group *groups = group_rows(w, out->rows, out->n, &n_groups);
+    if (!groups) {
+        ppb_reference_rows_free(out);
+        return ppb_fail(err, PPB_ENOMEM, "reference check: out of host memory for %ld rows", out->n);
+    }
     out->w = w;
-    rows_job job = {.w = w, .rows = out->rows, .values = out->values};
-    ppb_parallel_for(out->n, compute_one_row, &job);
+    rows_job job = {.w = w, .rows = out->rows, .values = out->values, .groups = groups};
+    ppb_parallel_for(n_groups, compute_group, &job);
+    free(groups);
     return PPB_OK;
 }
 

@@ -47,8 +47,8 @@ static void load_chunk(const ppb_ref_keys *r, int kv_head, int j0, int j1, float
     }
 }
 
-void ppb_reference_attend(const ppb_ref_keys *keys, int kv_head, const uint16_t *q_row, double scale,
-                          int query_pos, int sliding_window, double *out_row)
+void ppb_reference_attend_group(const ppb_ref_keys *keys, int kv_head, int n_rows, const uint16_t *const *q_rows,
+                                double scale, int query_pos, int sliding_window, double *const *out_rows)
 {
     const int dim = keys->head_dim;
     int first = 0;
@@ -56,13 +56,18 @@ void ppb_reference_attend(const ppb_ref_keys *keys, int kv_head, const uint16_t 
         first = query_pos - sliding_window + 1;
     const int last = query_pos;
 
-    double q[PPB_REF_MAX_D];
+    /* each row's state, as one row alone would keep it: the same operations
+     * in the same order, so a row's result does not depend on its group */
+    double q[PPB_REF_MAX_GROUP][PPB_REF_MAX_D], max_logit[PPB_REF_MAX_GROUP], sum[PPB_REF_MAX_GROUP];
     float k[REF_CHUNK * PPB_REF_MAX_D], v[REF_CHUNK * PPB_REF_MAX_D];
-    for (int d = 0; d < dim; d++) {
-        q[d] = bits_to_f32(q_row[d], keys->dtype) * scale;
-        out_row[d] = 0;
+    for (int r = 0; r < n_rows; r++) {
+        for (int d = 0; d < dim; d++) {
+            q[r][d] = bits_to_f32(q_rows[r][d], keys->dtype) * scale;
+            out_rows[r][d] = 0;
+        }
+        max_logit[r] = -INFINITY;
+        sum[r] = 0;
     }
-    double max_logit = -INFINITY, sum = 0;
     for (int j0 = first; j0 <= last;) {
         /* a chunk never crosses a page or the cached / new boundary */
         int j1 = j0 < keys->cached ? (j0 / keys->page_size + 1) * keys->page_size : j0 + REF_CHUNK;
@@ -72,35 +77,45 @@ void ppb_reference_attend(const ppb_ref_keys *keys, int kv_head, const uint16_t 
             j1 = j0 + REF_CHUNK;
         if (j1 > last + 1)
             j1 = last + 1;
-        load_chunk(keys, kv_head, j0, j1, k, v);
-        double logit[REF_CHUNK], chunk_max = -INFINITY;
-        for (int j = 0; j < j1 - j0; j++) {
-            const float *kj = k + (size_t)j * dim;
-            double lane[4] = {0, 0, 0, 0};
-            for (int d = 0; d < dim; d += 4)
-                for (int l = 0; l < 4; l++)
-                    lane[l] += q[d + l] * kj[d + l];
-            logit[j] = (lane[0] + lane[1]) + (lane[2] + lane[3]);
-            if (logit[j] > chunk_max)
-                chunk_max = logit[j];
-        }
-        if (chunk_max > max_logit) {
-            double rescale = exp(max_logit - chunk_max); /* 0 on the first chunk */
-            sum *= rescale;
-            for (int d = 0; d < dim; d++)
-                out_row[d] *= rescale;
-            max_logit = chunk_max;
-        }
-        for (int j = 0; j < j1 - j0; j++) {
-            double p = exp(logit[j] - max_logit);
-            const float *vj = v + (size_t)j * dim;
-            sum += p;
-            for (int d = 0; d < dim; d++)
-                out_row[d] += p * vj[d];
+        load_chunk(keys, kv_head, j0, j1, k, v); /* once for the whole group */
+        for (int r = 0; r < n_rows; r++) {
+            double *out = out_rows[r];
+            double logit[REF_CHUNK], chunk_max = -INFINITY;
+            for (int j = 0; j < j1 - j0; j++) {
+                const float *kj = k + (size_t)j * dim;
+                double lane[4] = {0, 0, 0, 0};
+                for (int d = 0; d < dim; d += 4)
+                    for (int l = 0; l < 4; l++)
+                        lane[l] += q[r][d + l] * kj[d + l];
+                logit[j] = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+                if (logit[j] > chunk_max)
+                    chunk_max = logit[j];
+            }
+            if (chunk_max > max_logit[r]) {
+                double rescale = exp(max_logit[r] - chunk_max); /* 0 on the first chunk */
+                sum[r] *= rescale;
+                for (int d = 0; d < dim; d++)
+                    out[d] *= rescale;
+                max_logit[r] = chunk_max;
+            }
+            for (int j = 0; j < j1 - j0; j++) {
+                double p = exp(logit[j] - max_logit[r]);
+                const float *vj = v + (size_t)j * dim;
+                sum[r] += p;
+                for (int d = 0; d < dim; d++)
+                    out[d] += p * vj[d];
+            }
         }
         j0 = j1;
     }
-    if (sum > 0)
-        for (int d = 0; d < dim; d++)
-            out_row[d] /= sum;
+    for (int r = 0; r < n_rows; r++)
+        if (sum[r] > 0)
+            for (int d = 0; d < dim; d++)
+                out_rows[r][d] /= sum[r];
+}
+
+void ppb_reference_attend(const ppb_ref_keys *keys, int kv_head, const uint16_t *q_row, double scale,
+                          int query_pos, int sliding_window, double *out_row)
+{
+    ppb_reference_attend_group(keys, kv_head, 1, &q_row, scale, query_pos, sliding_window, &out_row);
 }

@@ -36,6 +36,14 @@ typedef struct ppb_ref_keys {
 void ppb_reference_attend(const ppb_ref_keys *keys, int kv_head, const uint16_t *q_row, double scale,
                           int query_pos, int sliding_window, double *out_row);
 
+/* The same for n_rows (<= PPB_REF_MAX_GROUP) query rows of one kv head at one
+ * position (the query heads of a GQA group): each key chunk is read and
+ * converted once for all of them. Each row's result is bit for bit what
+ * ppb_reference_attend gives it alone. */
+#define PPB_REF_MAX_GROUP 16
+void ppb_reference_attend_group(const ppb_ref_keys *keys, int kv_head, int n_rows, const uint16_t *const *q_rows,
+                                double scale, int query_pos, int sliding_window, double *const *out_rows);
+
 #ifdef __cplusplus
 }
 #endif

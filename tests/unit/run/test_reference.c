@@ -359,6 +359,36 @@ static void test_sampling(void **state)
 }
 
 /* A 100K-token row: sampled check of a long decode sequence stays cheap. */
+/* The check's rows are computed a GQA group at a time; each must be bit for
+ * bit the row computed alone (decode and prefill, windows, sampled rows). */
+static void test_grouped_rows_are_the_rows_alone(void **state)
+{
+    (void)state;
+    const ppb_case cases[] = {
+        make_case(PPB_PAGED_ATTENTION, 3, 1, 200, 32, 4, 64, 16, 0, PPB_BF16, 0),
+        make_case(PPB_PREFIX_PREFILL, 2, 20, 37, 8, 2, 64, 16, 24, PPB_FP16, 1),
+        make_case(PPB_PREFIX_PREFILL, 2, 300, 100, 16, 2, 64, 16, 0, PPB_BF16, 0), /* sampled */
+    };
+    ppb_check_settings cs = {{1e-2, 2e-2}, {1e-2, 2e-2}, 4096, 64};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        ppb_workload w;
+        make(&w, &cases[k], 5);
+        ppb_reference_rows rows;
+        ppb_err err = {{0}};
+        assert_int_equal(ppb_reference_rows_compute(&w, &cs, 11, &rows, &err), PPB_OK);
+        const int heads = cases[k].shape.num_heads, dim = cases[k].shape.head_dim;
+        double alone[256];
+        for (long i = 0; i < rows.n; i++) {
+            ppb_reference_row(&w, (int)(rows.rows[i] / heads), (int)(rows.rows[i] % heads), alone);
+            assert_memory_equal(alone, rows.values + (size_t)i * (size_t)dim, sizeof(double) * (size_t)dim);
+        }
+        if (k == 2)
+            assert_true(rows.n < (long)w.total_tokens * heads);
+        ppb_reference_rows_free(&rows);
+        ppb_workload_free(&w);
+    }
+}
+
 static void test_long_context_row(void **state)
 {
     (void)state;
@@ -386,6 +416,7 @@ int main(void)
         cmocka_unit_test(test_checker_flags_errors),
         cmocka_unit_test(test_sampling),
         cmocka_unit_test(test_long_context_row),
+        cmocka_unit_test(test_grouped_rows_are_the_rows_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
