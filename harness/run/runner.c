@@ -82,6 +82,7 @@ typedef struct run_ctx {
     shape_inputs inputs;    /* of the shape being run: the cases are grouped by shape */
     rows_ahead ahead;       /* the next shape's reference rows, in progress */
     double busy_ms, busy_until_ms;  /* the last case's timing: how long, until when (warm-up owed) */
+    double store_ms;        /* spent storing results (the run's store phase) */
 } run_ctx;
 
 static double now_s(void)
@@ -371,7 +372,10 @@ static int store_result(run_ctx *x, const ppb_case *c, ppb_result *res, ppb_err 
         res->status == PPB_STATUS_ERROR || res->status == PPB_STATUS_CRASHED)
         fprintf(o->log, "%s%s: %s: %s\n", o->progress == PPB_PROGRESS_TERMINAL ? "\r\033[K" : "", c->key,
                 ppb_status_name(res->status), res->reason);
-    return ppb_store_put_result(x->store, x->run.id, c, res, err);
+    double t0 = ppb_monotonic_ms();
+    int rc = ppb_store_put_result(x->store, x->run.id, c, res, err);
+    x->store_ms += ppb_monotonic_ms() - t0;
+    return rc;
 }
 
 typedef struct pool_device_ctx {
@@ -589,7 +593,7 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
         const char *status = rc ? "failed" : sum->interrupted ? "interrupted" : "complete";
         int frc = ppb_store_finish_run(x.store, x.run.id, status, &ferr);
         if (!frc)
-            frc = ppb_store_add_run_wall(x.store, x.run.id, ppb_monotonic_ms() - wall_start, &ferr);
+            frc = ppb_store_add_run_wall(x.store, x.run.id, ppb_monotonic_ms() - wall_start, x.store_ms, &ferr);
         if (frc && !rc)
             rc = ppb_fail(err, frc, "%s", ferr.msg);
     }

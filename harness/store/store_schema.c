@@ -209,6 +209,10 @@ static const char schema_v8[] =
     "ALTER TABLE results ADD COLUMN warmup_ms REAL NOT NULL DEFAULT 0;"
     "ALTER TABLE results ADD COLUMN sampling_ms REAL NOT NULL DEFAULT 0;";
 
+/* Version 9: the part of a run's wall time spent storing its results (one
+ * transaction per case), so `other` is what is left. Earlier runs have 0. */
+static const char schema_v9[] = "ALTER TABLE runs ADD COLUMN store_ms REAL NOT NULL DEFAULT 0;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -218,6 +222,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {6, "shards of one night folded into one run", schema_v6},
     {7, "the kind of each run", schema_v7},
     {8, "the time of each case's phases", schema_v8},
+    {9, "the time spent storing results", schema_v9},
 };
 
 const int ppb_store_migration_count =

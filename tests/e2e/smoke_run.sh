@@ -26,11 +26,12 @@ grep -q "timings *cpu" "$WORK/out" || fail "show does not record cpu timings in 
 "$PY" - "$WORK/out" <<'PY' || fail "show: no run time line"
 import re, sys
 m = re.search(r"time: wall ([0-9.]+) s = inputs ([0-9.]+) \+ check ([0-9.]+) \+ warm-up ([0-9.]+) \+ sampling ([0-9.]+)"
-              r" \+ other (-?[0-9.]+) s; kernels ([0-9.]+) s \(overhead ([0-9]+)%\)", open(sys.argv[1]).read())
+              r" \+ store ([0-9.]+) \+ other (-?[0-9.]+) s; kernels ([0-9.]+) s \(overhead ([0-9]+)%\)", open(sys.argv[1]).read())
 assert m, "no time line"
 wall, *phases, other, kernels, overhead = map(float, m.groups())
 assert wall > 0 and all(p >= 0 for p in phases) and 0 < kernels <= wall and 0 <= overhead < 100, m.group(0)
 assert float(m.group(5)) >= kernels - 0.011, "sampling shorter than the kernel time it holds"
+assert float(m.group(6)) > 0, "no time spent storing results"
 PY
 
 expect_rc 0 "$PPB" export 1 --format csv -o "$WORK/r.csv"

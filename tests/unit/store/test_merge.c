@@ -497,7 +497,9 @@ static void test_refusals(void **state)
     assert_non_null(strstr(err.msg, "not a SQLite database"));
     assert_int_equal(ppb_merge_check_source(missing, &err), PPB_EINPUT);
     assert_int_equal(access(missing, F_OK), -1); /* a read-only open creates nothing */
-    exec_raw(old, "PRAGMA user_version = 9");
+    char newer[64];
+    snprintf(newer, sizeof newer, "PRAGMA user_version = %d", PPB_STORE_SCHEMA_VERSION + 1);
+    exec_raw(old, newer);
     assert_int_equal(ppb_merge_check_source(old, &err), PPB_EINPUT);
     assert_non_null(strstr(err.msg, "newer"));
 
