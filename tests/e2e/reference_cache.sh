@@ -25,10 +25,12 @@ for db in first second; do
 done
 "$PY" - "$WORK/first.csv" "$WORK/second.csv" <<'PY' || fail "cached rows checked differently"
 import csv, sys
-cols = ("case_key", "status", "check_pass", "check_max_abs_err", "check_rel_l2_err", "check_rows_checked")
-a, b = ([tuple(r[c] for c in cols) for r in csv.DictReader(open(p))] for p in sys.argv[1:3])
+# the check, not the timing: a loaded machine may make a case noisy in one run only
+cols = ("case_key", "check_pass", "check_max_abs_err", "check_rel_l2_err", "check_rows_checked")
+rows = [list(csv.DictReader(open(p))) for p in sys.argv[1:3]]
+a, b = ([tuple(r[c] for c in cols) for r in rs] for rs in rows)
 assert a == b and a, (a, b)
-assert all(r[1] == "ok" and r[2] == "1" for r in a), a
+assert all(r["status"] in ("ok", "noisy") and r["check_pass"] == "1" for rs in rows for r in rs), rows
 PY
 
 # a damaged file is computed again (and said by the counts), never used
