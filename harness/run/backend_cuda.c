@@ -701,8 +701,7 @@ static int make_inputs(ppb_backend *b, const ppb_case *c, const ppb_workload *w,
     if (e != cudaSuccess)
         rc = run_fail(b, err, e, "generating the inputs");
 end:
-    if (valid)
-        cudaFree(valid);
+    free_device((void **)&valid);
     if (rc) {
         cuda_release_inputs(b);
         return rc;

@@ -101,14 +101,9 @@ static int store_rows(const ppb_reference_rows *r, const char *dir, const char *
     return rc;
 }
 
-int ppb_reference_rows_load(const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed, const char *dir,
-                            ppb_reference_rows *out)
+/* The rows under `key` in dir, when whole and fitting the workload. */
+static int load_by_key(const ppb_workload *w, const char *dir, const char *key, ppb_reference_rows *out)
 {
-    memset(out, 0, sizeof *out);
-    if (!dir || !dir[0])
-        return 0;
-    char key[2048];
-    ppb_reference_cache_key(w, cs, seed, key, sizeof key);
     ppb_kernel_cache_entry e;
     if (ppb_kernel_cache_load(dir, key, &e) != 1) /* out of memory too: the caller computes */
         return 0;
@@ -117,17 +112,32 @@ int ppb_reference_rows_load(const ppb_workload *w, const ppb_check_settings *cs,
     return hit;
 }
 
+int ppb_reference_rows_load(const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed, const char *dir,
+                            ppb_reference_rows *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!dir || !dir[0])
+        return 0;
+    char key[2048];
+    ppb_reference_cache_key(w, cs, seed, key, sizeof key);
+    return load_by_key(w, dir, key, out);
+}
+
 int ppb_reference_rows_get(const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed, const char *dir,
                            FILE *log, ppb_reference_rows *out, int *from_cache, ppb_err *err)
 {
-    *from_cache = ppb_reference_rows_load(w, cs, seed, dir, out);
-    if (*from_cache)
-        return PPB_OK;
-    int rc = ppb_reference_rows_compute(w, cs, seed, out, err);
-    if (rc || !dir || !dir[0])
-        return rc;
+    memset(out, 0, sizeof *out);
+    *from_cache = 0;
+    const int cached = dir && dir[0];
     char key[2048];
-    ppb_reference_cache_key(w, cs, seed, key, sizeof key);
+    if (cached) {
+        ppb_reference_cache_key(w, cs, seed, key, sizeof key);
+        if ((*from_cache = load_by_key(w, dir, key, out)))
+            return PPB_OK;
+    }
+    int rc = ppb_reference_rows_compute(w, cs, seed, out, err);
+    if (rc || !cached)
+        return rc;
     ppb_err store_err = {{0}};
     static int said; /* once per process: every later write would fail alike */
     if (store_rows(out, dir, key, &store_err) != PPB_OK && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED) && log)
