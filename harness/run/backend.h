@@ -30,6 +30,8 @@ typedef void (*ppb_env_sink)(void *ctx, const char *key, const char *value);
 
 typedef struct ppb_backend ppb_backend;   /* backend-private state */
 
+#define PPB_SAMPLES_PER_SYNC_MAX 64
+
 typedef struct ppb_backend_options {
     int device_index;
     const ppb_target *target;   /* emulated target (limits launches), or NULL */
@@ -63,6 +65,11 @@ typedef struct ppb_backend_ops {
     /* Time one sample of `launches` back-to-back launches; cold = flush caches first.
      * Returns milliseconds per launch in *ms. */
     int (*time_sample)(ppb_backend *b, int launches, int cold, double *ms, ppb_err *err);
+    /* Optional: n samples as time_sample would take them one by one (each
+     * bracketed by its own timer, flushed first when cold), waited for once:
+     * the sampling loop's round trips (tens of microseconds a sample) stay out
+     * of the run. n <= PPB_SAMPLES_PER_SYNC_MAX; ms[n]. */
+    int (*time_samples)(ppb_backend *b, int launches, int cold, int n, double *ms, ppb_err *err);
     /* Free what prepare allocated for the case (kept inputs stay). */
     void (*release)(ppb_backend *b);
     /* Free the kept inputs too (NULL: the backend keeps none). */

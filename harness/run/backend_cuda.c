@@ -175,7 +175,8 @@ struct ppb_backend {
     int device;
     char pci[32];
     cudaStream_t stream;
-    cudaEvent_t ev_start, ev_stop;
+    /* each sample between its own pair (time_samples; the checked launch uses the first) */
+    cudaEvent_t sample_start[PPB_SAMPLES_PER_SYNC_MAX], sample_stop[PPB_SAMPLES_PER_SYNC_MAX];
     ppb_kernels *kernels;
     nvml_api nvml;
     int lost;                    /* the context died of a kernel fault */
@@ -262,6 +263,16 @@ static void uuid_text(const cudaUUID_t *u, char *buf, size_t len)
 static void cuda_release(ppb_backend *b);
 static void cuda_release_inputs(ppb_backend *b);
 
+static void destroy_events(ppb_backend *b)
+{
+    for (int i = 0; i < PPB_SAMPLES_PER_SYNC_MAX; i++) {
+        if (b->sample_start[i])
+            cudaEventDestroy(b->sample_start[i]);
+        if (b->sample_stop[i])
+            cudaEventDestroy(b->sample_stop[i]);
+    }
+}
+
 static int cuda_open(ppb_backend **out, const ppb_backend_options *opt, ppb_err *err)
 {
     *out = NULL;
@@ -317,11 +328,16 @@ static int cuda_open(ppb_backend **out, const ppb_backend_options *opt, ppb_err 
     }
     d->mem_total = (long long)total_b;
     d->mem_free = (long long)free_b;
-    if ((e = cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaEventCreate(&b->ev_start)) != cudaSuccess || (e = cudaEventCreate(&b->ev_stop)) != cudaSuccess) {
-        rc = setup_fail(err, e, "creating the stream and events");
+    if ((e = cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking)) != cudaSuccess) {
+        rc = setup_fail(err, e, "creating the stream");
         goto fail;
     }
+    for (int i = 0; i < PPB_SAMPLES_PER_SYNC_MAX; i++)
+        if ((e = cudaEventCreate(&b->sample_start[i])) != cudaSuccess ||
+            (e = cudaEventCreate(&b->sample_stop[i])) != cudaSuccess) {
+            rc = setup_fail(err, e, "creating the timing events");
+            goto fail;
+        }
     /* Emulating a target: never opt in past its shared memory per block. */
     ppb_kernels_options ko = {0};
     ko.device_index = dev;
@@ -340,10 +356,7 @@ static int cuda_open(ppb_backend **out, const ppb_backend_options *opt, ppb_err 
     *out = b;
     return PPB_OK;
 fail:
-    if (b->ev_start)
-        cudaEventDestroy(b->ev_start);
-    if (b->ev_stop)
-        cudaEventDestroy(b->ev_stop);
+    destroy_events(b);
     if (b->stream)
         cudaStreamDestroy(b->stream);
     free(b);
@@ -361,8 +374,7 @@ static void cuda_close(ppb_backend *b)
     ppb_kernels_close(b->kernels);
     if (b->flush)
         cudaFree(b->flush);
-    cudaEventDestroy(b->ev_start);
-    cudaEventDestroy(b->ev_stop);
+    destroy_events(b);
     cudaStreamDestroy(b->stream);
     nvml_close(&b->nvml);
     free(b);
@@ -855,16 +867,16 @@ static int cuda_run_checked(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_
     if (e != cudaSuccess)
         return run_fail(b, err, e, "poisoning the output");
     /* timed: the warm-up counts this launch (ppb_measure_case) */
-    if ((e = cudaEventRecord(b->ev_start, b->stream)) != cudaSuccess)
+    if ((e = cudaEventRecord(b->sample_start[0], b->stream)) != cudaSuccess)
         return run_fail(b, err, e, "cudaEventRecord");
     int rc = launch_once(b, err);
     if (rc)
         return launch_failed(b, rc, err);
-    if ((e = cudaEventRecord(b->ev_stop, b->stream)) != cudaSuccess ||
+    if ((e = cudaEventRecord(b->sample_stop[0], b->stream)) != cudaSuccess ||
         (e = cudaStreamSynchronize(b->stream)) != cudaSuccess || (e = cudaGetLastError()) != cudaSuccess)
         return run_fail(b, err, e, "running the kernel");
     float launch_ms = 0;
-    if (res && cudaEventElapsedTime(&launch_ms, b->ev_start, b->ev_stop) == cudaSuccess)
+    if (res && cudaEventElapsedTime(&launch_ms, b->sample_start[0], b->sample_stop[0]) == cudaSuccess)
         res->checked_launch_ms = launch_ms;
     if ((e = cudaMemcpy(out, b->d_out, out_bytes, cudaMemcpyDeviceToHost)) != cudaSuccess)
         return run_fail(b, err, e, "copying the output back");
@@ -927,7 +939,9 @@ static int flush_l2(ppb_backend *b, ppb_err *err)
     return e == cudaSuccess ? PPB_OK : run_fail(b, err, e, "flushing L2");
 }
 
-static int cuda_time_sample(ppb_backend *b, int launches, int cold, double *ms, ppb_err *err)
+/* n samples, each between its own pair of events (after the flush when cold),
+ * queued back to back and waited for once. */
+static int cuda_time_samples(ppb_backend *b, int launches, int cold, int n, double *ms, ppb_err *err)
 {
     if (b->lost)
         return lost_fail(b, err);
@@ -935,23 +949,35 @@ static int cuda_time_sample(ppb_backend *b, int launches, int cold, double *ms, 
         return ppb_fail(err, PPB_EINPUT, "cuda backend: timing before prepare");
     if (launches < 1)
         return ppb_fail(err, PPB_EINPUT, "cuda backend: launches must be >= 1 (got %d)", launches);
+    if (n < 1 || n > PPB_SAMPLES_PER_SYNC_MAX)
+        return ppb_fail(err, PPB_EINPUT, "cuda backend: %d samples at once (1 .. %d)", n, PPB_SAMPLES_PER_SYNC_MAX);
     int rc;
-    if (cold && (rc = flush_l2(b, err)) != PPB_OK)
-        return rc;
-    cudaError_t e = cudaEventRecord(b->ev_start, b->stream);
-    if (e != cudaSuccess)
-        return run_fail(b, err, e, "cudaEventRecord");
-    for (int i = 0; i < launches; i++)
-        if ((rc = launch_once(b, err)) != PPB_OK)
-            return launch_failed(b, rc, err);
-    if ((e = cudaEventRecord(b->ev_stop, b->stream)) != cudaSuccess ||
-        (e = cudaEventSynchronize(b->ev_stop)) != cudaSuccess)
+    cudaError_t e;
+    for (int s = 0; s < n; s++) {
+        if (cold && (rc = flush_l2(b, err)) != PPB_OK)
+            return rc;
+        if ((e = cudaEventRecord(b->sample_start[s], b->stream)) != cudaSuccess)
+            return run_fail(b, err, e, "cudaEventRecord");
+        for (int i = 0; i < launches; i++)
+            if ((rc = launch_once(b, err)) != PPB_OK)
+                return launch_failed(b, rc, err);
+        if ((e = cudaEventRecord(b->sample_stop[s], b->stream)) != cudaSuccess)
+            return run_fail(b, err, e, "cudaEventRecord");
+    }
+    if ((e = cudaEventSynchronize(b->sample_stop[n - 1])) != cudaSuccess)
         return run_fail(b, err, e, "timing the kernel");
-    float elapsed = 0;
-    if ((e = cudaEventElapsedTime(&elapsed, b->ev_start, b->ev_stop)) != cudaSuccess)
-        return run_fail(b, err, e, "cudaEventElapsedTime");
-    *ms = (double)elapsed / launches;
+    for (int s = 0; s < n; s++) {
+        float elapsed = 0;
+        if ((e = cudaEventElapsedTime(&elapsed, b->sample_start[s], b->sample_stop[s])) != cudaSuccess)
+            return run_fail(b, err, e, "cudaEventElapsedTime");
+        ms[s] = (double)elapsed / launches;
+    }
     return PPB_OK;
+}
+
+static int cuda_time_sample(ppb_backend *b, int launches, int cold, double *ms, ppb_err *err)
+{
+    return cuda_time_samples(b, launches, cold, 1, ms, err);
 }
 
 const ppb_backend_ops ppb_backend_cuda = {
@@ -965,6 +991,7 @@ const ppb_backend_ops ppb_backend_cuda = {
     .prepare = cuda_prepare,
     .run_checked = cuda_run_checked,
     .time_sample = cuda_time_sample,
+    .time_samples = cuda_time_samples,
     .release = cuda_release,
     .release_inputs = cuda_release_inputs,
 };

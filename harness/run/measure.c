@@ -14,6 +14,42 @@ static double robust_noise(const double *x, int n)
     return med > 0 ? (ppb_quantile(x, n, 0.75) - ppb_quantile(x, n, 0.25)) / med : INFINITY;
 }
 
+/* Samples timed per synchronisation with the device (PPBENCH_SAMPLES_PER_SYNC,
+ * 1 .. PPB_SAMPLES_PER_SYNC_MAX; 1: one at a time). */
+static int samples_per_sync(void)
+{
+    const char *env = getenv("PPBENCH_SAMPLES_PER_SYNC");
+    long v = env && *env ? strtol(env, NULL, 10) : PPB_SAMPLES_PER_SYNC_MAX;
+    return v < 1 ? 1 : v > PPB_SAMPLES_PER_SYNC_MAX ? PPB_SAMPLES_PER_SYNC_MAX : (int)v;
+}
+
+/* Samples to time together: those the loop needs before its next decision
+ * whatever they measure (up to min_samples, and while min_time_ms stays out of
+ * reach even if each took twice the last one). At least 1. The decisions are
+ * replayed sample by sample, so a guess too high only wastes launches. */
+static int samples_due(const ppb_measure_settings *m, int n, double measured, double last_ms, int launches)
+{
+    double due = m->min_samples - n;
+    if (last_ms > 0 && measured < m->min_time_ms) {
+        double by_time = floor((m->min_time_ms - measured) / (2.0 * last_ms * launches));
+        due = by_time > due ? by_time : due;
+    }
+    return due < 1 ? 1 : due > PPB_SAMPLES_PER_SYNC_MAX ? PPB_SAMPLES_PER_SYNC_MAX : (int)due;
+}
+
+static int take_samples(const ppb_backend_ops *ops, ppb_backend *b, int launches, int cold, int n, double *ms,
+                        ppb_err *err)
+{
+    if (ops->time_samples)
+        return ops->time_samples(b, launches, cold, n, ms, err);
+    for (int i = 0; i < n; i++) {
+        int rc = ops->time_sample(b, launches, cold, &ms[i], err);
+        if (rc)
+            return rc;
+    }
+    return PPB_OK;
+}
+
 int ppb_measure_warmup(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m, double done_ms,
                        int min_launches, volatile sig_atomic_t *stop, int *launches, ppb_err *err)
 {
@@ -43,7 +79,7 @@ double ppb_measure_warmup_owed(double warmup_ms, double busy_ms, double idle_ms)
 int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
                      volatile sig_atomic_t *stop, ppb_result *res, ppb_err *err)
 {
-    double ms = 0, warmup_start = ppb_monotonic_ms();
+    double warmup_start = ppb_monotonic_ms();
     int launches = 1;
     const double done = res->checked_launch_ms;
     int rc = ppb_measure_warmup(ops, b, m, done, done > 0 ? 0 : 1, stop, &launches, err);
@@ -59,26 +95,29 @@ int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measu
     res->n_samples = 0;
 
     double measured = 0, sampling_start = ppb_monotonic_ms();
-    int noise_met = 0;
-    for (;;) {
+    int noise_met = 0, decided = 0, per_sync = samples_per_sync();
+    while (!decided) {
         if (stop && *stop)
             return ppb_fail(err, PPB_EINTR, "interrupted");
-        rc = ops->time_sample(b, launches, m->cold_l2, &ms, err);
-        if (rc)
-            return rc;
-        res->samples_ms[res->n_samples++] = ms;
-        measured += ms * launches;
         int n = res->n_samples;
-        int enough = n >= m->min_samples && measured >= m->min_time_ms;
-        if (enough) {
-            noise_met = robust_noise(res->samples_ms, n) <= m->target_noise;
-            if (noise_met)
-                break;
+        int due = samples_due(m, n, measured, n ? res->samples_ms[n - 1] : 0, launches);
+        due = due < per_sync ? due : per_sync;
+        due = due < cap - n ? due : cap - n;
+        if ((rc = take_samples(ops, b, launches, m->cold_l2, due, res->samples_ms + n, err)))
+            return rc;
+        /* As if taken one by one: the sample that completes a decision ends
+         * the case, any after it are dropped. */
+        for (int i = 0; i < due && !decided; i++) {
+            measured += res->samples_ms[n] * launches;
+            res->n_samples = ++n;
+            if (n >= m->min_samples && measured >= m->min_time_ms)
+                decided = noise_met = robust_noise(res->samples_ms, n) <= m->target_noise;
+            if (!decided && n >= cap) /* out of samples: stop, and say so if noisy */
+                decided = 1;
         }
-        /* Out of samples or out of budget: stop, and say so if noisy. */
-        if (n >= cap || (ppb_monotonic_ms() - sampling_start >= m->budget_ms && n >= 3)) {
-            noise_met = robust_noise(res->samples_ms, n) <= m->target_noise;
-            break;
+        if (!decided && ppb_monotonic_ms() - sampling_start >= m->budget_ms && n >= 3) {
+            noise_met = robust_noise(res->samples_ms, n) <= m->target_noise; /* out of budget */
+            decided = 1;
         }
     }
     res->phases.sampling_ms = ppb_monotonic_ms() - sampling_start;

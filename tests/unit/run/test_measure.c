@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <math.h>
 #include <string.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "measure.h"
@@ -17,6 +18,7 @@ typedef struct fake {
     double jitter;          /* relative, alternating +- */
     int calls, last_launches;
     int sleep_us;           /* wall time a call takes */
+    int step_after;         /* > 0: launches take 4x as long after this many calls */
 } fake;
 
 static fake the_fake;
@@ -30,10 +32,25 @@ static int fake_time_sample(ppb_backend *b, int launches, int cold, double *ms, 
     the_fake.last_launches = launches;
     double sign = (the_fake.calls % 2) ? 1 : -1;
     *ms = the_fake.per_launch_ms * (1 + sign * the_fake.jitter * (the_fake.calls % 7) / 7.0);
+    if (the_fake.step_after > 0 && the_fake.calls > the_fake.step_after)
+        *ms *= 4; /* longer than the batching's guess: the replay must drop what it over-took */
     return PPB_OK;
 }
 
 static const ppb_backend_ops fake_ops = {.name = "fake", .time_sample = fake_time_sample};
+
+/* The same fake, n samples per call (as the CUDA backend's time_samples). */
+static int batches, largest_batch;
+static int fake_time_samples(ppb_backend *b, int launches, int cold, int n, double *ms, ppb_err *err)
+{
+    batches++;
+    largest_batch = n > largest_batch ? n : largest_batch;
+    for (int i = 0; i < n; i++)
+        fake_time_sample(b, launches, cold, &ms[i], err);
+    return PPB_OK;
+}
+static const ppb_backend_ops batching_ops = {.name = "fake-batching", .time_sample = fake_time_sample,
+                                             .time_samples = fake_time_samples};
 
 static ppb_measure_settings settings(void)
 {
@@ -126,6 +143,42 @@ static void test_warmup_owed(void **state)
     assert_true(ppb_measure_warmup_owed(25, 100, -5) == 25); /* a clock that went back: no credit */
 }
 
+/* Samples taken together are the samples taken one by one: the same count,
+ * the same values, the same status; only fewer waits. */
+static void test_batched_samples_change_no_decision(void **state)
+{
+    (void)state;
+    const fake shapes[] = {{.per_launch_ms = 1.0, .jitter = 0.001}, {.per_launch_ms = 0.3, .jitter = 0.05},
+                           {.per_launch_ms = 7.0, .jitter = 0.0}, {.per_launch_ms = 1.0, .step_after = 12}};
+    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+        ppb_measure_settings m = settings();
+        m.min_time_ms = 100;
+        m.max_samples = 500;
+        ppb_err err;
+        ppb_result one, many;
+        ppb_result_init(&one);
+        ppb_result_init(&many);
+        setenv("PPBENCH_SAMPLES_PER_SYNC", "1", 1); /* the reference: one sample, one decision */
+        the_fake = shapes[k];
+        batches = largest_batch = 0;
+        assert_int_equal(ppb_measure_case(&batching_ops, NULL, &m, NULL, &one, &err), PPB_OK);
+        unsetenv("PPBENCH_SAMPLES_PER_SYNC");
+        assert_int_equal(largest_batch, 1);
+        assert_int_equal(batches, one.n_samples);
+        the_fake = shapes[k];
+        batches = largest_batch = 0;
+        assert_int_equal(ppb_measure_case(&batching_ops, NULL, &m, NULL, &many, &err), PPB_OK);
+        assert_int_equal(many.n_samples, one.n_samples);
+        assert_memory_equal(many.samples_ms, one.samples_ms, sizeof *one.samples_ms * (size_t)one.n_samples);
+        assert_int_equal(many.status, one.status);
+        assert_true(largest_batch <= PPB_SAMPLES_PER_SYNC_MAX);
+        if (shapes[k].jitter <= 0.001 && !shapes[k].step_after) /* quiet: the wait is per batch */
+            assert_true(batches <= one.n_samples / 3); /* 100 samples in 10 waits, 15 in 5 */
+        ppb_result_free(&one);
+        ppb_result_free(&many);
+    }
+}
+
 static void test_quiet_case_stops_at_min_samples(void **state)
 {
     (void)state;
@@ -210,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_warmup_counts_the_checked_launch),
         cmocka_unit_test(test_warmup_counts_the_checked_launch_time),
         cmocka_unit_test(test_warmup_owed),
+        cmocka_unit_test(test_batched_samples_change_no_decision),
         cmocka_unit_test(test_quiet_case_stops_at_min_samples),
         cmocka_unit_test(test_phases_are_recorded),
         cmocka_unit_test(test_short_launches_are_batched),
