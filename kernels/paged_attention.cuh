@@ -51,6 +51,13 @@ constexpr int kWarp = PPB_WARP_SIZE;
 #endif
 constexpr int kSimtQkUnroll = PPB_PA_SIMT_QK_UNROLL;
 
+/* Partitions whose tmp_out chunks one reduce thread loads before it adds them up (a
+ * tuning knob like the one above; 1: one dependent load per partition). */
+#ifndef PPB_PA_REDUCE_UNROLL
+#define PPB_PA_REDUCE_UNROLL 4
+#endif
+constexpr int kReduceUnroll = PPB_PA_REDUCE_UNROLL;
+
 __host__ __device__ constexpr int cmin(int a, int b) { return a < b ? a : b; }
 __host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }
 __host__ __device__ constexpr int round_up(int a, int b) { return (a + b - 1) / b * b; }
@@ -94,21 +101,23 @@ struct mma_geometry {
     static constexpr int UV = cmax(1, 8 / MPW);      /* 32-token spans per PV step (16 loads) */
 };
 
-/* Dynamic shared memory of the main kernel, in bytes (layout in floats):
+/* Dynamic shared memory of the main kernel, in bytes (layout in 4-byte words):
  *   [HPC][RA] logits / probabilities (row stride LPS) and, after P x V, the output
  *             exchange [WT][HPC][D];
  *   [HPC][D]  q in fp32 (SIMT only);
- *   [2][HPC][NW] softmax partials; [4][HPC] per-head statistics.
+ *   [2][HPC][NW] softmax partials; [4][HPC] per-head statistics;
+ *   [PART / PAGE] v2: the partition's block-table entries (int32), so no K or V load
+ *             waits for a block-table load of its own (v1 reads the table in place).
  * LPS = round_up(n_max, 32) + 4 (n_max = PART, v1: max_seq_len): 16-byte rows whose
  * stride is 4 words off a multiple of 32 banks, so the MMA path's stores and loads of
  * the logits are conflict-free. */
 __host__ __device__ inline unsigned long long main_smem_bytes(int hpc, int n_max, int wt, int d, int nw,
-                                                              bool simt)
+                                                              bool simt, int table_entries)
 {
     unsigned long long lps = (unsigned long long)round_up(n_max, 32) + 4;
     unsigned long long ra = lps > (unsigned long long)wt * d ? lps : (unsigned long long)wt * d;
     unsigned long long floats = hpc * ra + (simt ? (unsigned long long)hpc * d : 0ull) +
-                                2ull * hpc * nw + 4ull * hpc;
+                                2ull * hpc * nw + 4ull * hpc + (unsigned long long)table_entries;
     return floats * 4ull;
 }
 
@@ -119,7 +128,7 @@ __host__ __device__ inline unsigned long long kernel_smem_bytes(int hpc, int max
     typedef simt_geometry<D, PAGE, NT, PART> SG;
     typedef mma_geometry<D, NT> MG;
     const int wt = USE_MMA ? MG::WT : SG::WT;
-    return main_smem_bytes(hpc, PART == 0 ? max_seq_len : PART, wt, D, NT / kWarp, !USE_MMA);
+    return main_smem_bytes(hpc, PART == 0 ? max_seq_len : PART, wt, D, NT / kWarp, !USE_MMA, PART / PAGE);
 }
 
 /* Reduce kernel: weights [round_up(P, 4)], output exchange [NT / (D / 8)][D], block
@@ -168,7 +177,7 @@ template <typename T> __device__ __forceinline__ void unpack8(const uint4 &v, fl
 struct work {
     int seq, head0, kvh, part;
     int seq_len, start, n_tok, win_lo;
-    const int32_t *bt;            /* this sequence's block table row */
+    const int32_t *pt;            /* block-table entries from the CTA's first page (start / PAGE) */
     const char *k_head, *v_head;  /* cache bases at page 0, this kv head (bytes) */
     long long page_stride;        /* bytes between physical pages */
 };
@@ -206,7 +215,7 @@ __device__ __forceinline__ void qk_simt(const work &w, float *logits, int lps, c
             ok[j] = local < w.n_tok && tok >= w.win_lo;
             kp[j] = w.k_head;
             if (ok[j]) {
-                const long long phys = w.bt[tok / PAGE];
+                const long long phys = w.pt[local / PAGE];
                 kp[j] = w.k_head + phys * w.page_stride + (long long)(tok % PAGE) * 16;
             }
         }
@@ -280,7 +289,6 @@ __device__ __forceinline__ void pv_simt(const work &w, const float *probs, int l
     const int wd = warp % G::WD, wt = warp / G::WD;
     const int cc = lane % G::CPR, rl = lane / G::CPR;
     const int n_pages = (w.n_tok + PAGE - 1) / PAGE;
-    const int page0 = w.start / PAGE;
     constexpr int UV = 2;
     float acc_all[G::RB_PER_WARP][G::VR][HPC];
 #pragma unroll
@@ -304,7 +312,7 @@ __device__ __forceinline__ void pv_simt(const work &w, const float *probs, int l
                 nvalid[u] = ok ? cmin(8, w.seq_len - tok0) : 0;
                 const char *vp = w.v_head;
                 if (ok)
-                    vp = w.v_head + (long long)w.bt[page0 + page] * w.page_stride +
+                    vp = w.v_head + (long long)w.pt[page] * w.page_stride +
                          ((long long)row0 * PAGE + cc * 8) * 2;
 #pragma unroll
                 for (int k = 0; k < G::VR; k++)
@@ -392,9 +400,9 @@ __device__ __forceinline__ void qk_mma(const work &w, const ppb_decode_args &a, 
             const bool ok_hi = local_hi < w.n_tok && tok_hi >= w.win_lo;
             const char *plo = w.k_head, *phi = w.k_head;
             if (ok_lo)
-                plo = w.k_head + (long long)w.bt[tok_lo / PAGE] * w.page_stride + (long long)(tok_lo % PAGE) * 16;
+                plo = w.k_head + (long long)w.pt[local_lo / PAGE] * w.page_stride + (long long)(tok_lo % PAGE) * 16;
             if (ok_hi)
-                phi = w.k_head + (long long)w.bt[tok_hi / PAGE] * w.page_stride + (long long)(tok_hi % PAGE) * 16;
+                phi = w.k_head + (long long)w.pt[local_hi / PAGE] * w.page_stride + (long long)(tok_hi % PAGE) * 16;
 #pragma unroll
             for (int m = 0; m < G::KM; m++) {
                 kl[u][m] = ok_lo ? ldg16(plo + (long long)(4 * m + t) * PAGE * 16) : zero16();
@@ -459,7 +467,7 @@ __device__ __forceinline__ void pv_mma(const work &w, const float *probs, int lp
             nvalid[u] = ok ? cmin(8, w.seq_len - tok0) : 0;
             const char *vp = w.v_head;
             if (ok)
-                vp = w.v_head + (long long)w.bt[tok0 / PAGE] * w.page_stride +
+                vp = w.v_head + (long long)w.pt[local0 / PAGE] * w.page_stride +
                      ((long long)(wd * G::MPW * 16 + gid) * PAGE + tok0 % PAGE) * 2;
 #pragma unroll
             for (int mi = 0; mi < G::MPW; mi++) {
@@ -597,7 +605,7 @@ __device__ __forceinline__ void attention_body(const ppb_decode_args &a)
         w.n_tok = cmin(PART, w.seq_len - w.start);
     }
     w.win_lo = a.sliding_window > 0 ? cmax(0, w.seq_len - a.sliding_window) : 0;
-    w.bt = a.block_table + (long long)w.seq * a.max_blocks_per_seq;
+    w.pt = a.block_table + (long long)w.seq * a.max_blocks_per_seq + w.start / PAGE;
     w.page_stride = (long long)a.num_kv_heads * D * PAGE * 2;
     w.k_head = reinterpret_cast<const char *>(a.k_cache) + (long long)w.kvh * D * PAGE * 2;
     w.v_head = reinterpret_cast<const char *>(a.v_cache) + (long long)w.kvh * D * PAGE * 2;
@@ -619,6 +627,7 @@ __device__ __forceinline__ void attention_body(const ppb_decode_args &a)
     float *q_s = smem + HPC * ra;
     float *red = q_s + (USE_MMA ? 0 : HPC * D);
     float *stats = red + 2 * HPC * NW;
+    int32_t *table_s = reinterpret_cast<int32_t *>(stats + 4 * HPC);
 
     if (w.seq_len <= 0 || w.start + w.n_tok <= w.win_lo) {
         /* nothing visible (empty sequence, or a v2 partition wholly before the sliding
@@ -639,6 +648,13 @@ __device__ __forceinline__ void attention_body(const ppb_decode_args &a)
         return;
     }
 
+    if (PART != 0) {
+        const int n_pages = (w.n_tok + PAGE - 1) / PAGE;
+        for (int i = threadIdx.x; i < n_pages; i += NT)
+            table_s[i] = w.pt[i];
+        w.pt = table_s;
+        __syncthreads();
+    }
     const float scale2 = a.sm_scale * kLog2e; /* logits in base-2 units: exp2 in the softmax */
     if (USE_MMA) {
 #if PPB_PA_MMA
@@ -775,7 +791,26 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v2_reduce_kernel(
     const int dv = threadIdx.x % DV, pg = threadIdx.x / DV;
     float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
     if (pg < PG) {
-        for (int i = pg; i < np; i += PG) {
+        /* RU partitions' loads are issued before their sums: at 100K tokens a row has ~200
+         * partitions, and one dependent load per partition left the reduce latency-bound. */
+        constexpr int RU = ppb_pa::kReduceUnroll;
+        int i = pg;
+        for (; i + (RU - 1) * PG < np; i += RU * PG) {
+            uint4 v[RU];
+#pragma unroll
+            for (int u = 0; u < RU; u++)
+                v[u] = ppb_pa::ldg16(tmp + (long long)(i + u * PG) * D + dv * 8);
+#pragma unroll
+            for (int u = 0; u < RU; u++) {
+                float f[8];
+                ppb_vec8_to_float<T>(v[u], f);
+                const float wi = wts[i + u * PG];
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    acc[e] = fmaf(wi, f[e], acc[e]);
+            }
+        }
+        for (; i < np; i += PG) {
             float f[8];
             ppb_vec8_to_float<T>(ppb_pa::ldg16(tmp + (long long)i * D + dv * 8), f);
             const float wi = wts[i];

@@ -8,6 +8,7 @@
  *   ./test_decode_kernel --quick    a small subset (for compute-sanitizer)
  *   ./test_decode_kernel --bench    timings of the KERNELS.md anchor cases
  *   ./test_decode_kernel --bench-one  the main case once per path (for ncu)
+ *   ./test_decode_kernel --bench[-one] --case TEXT  only the bench cases whose name contains TEXT
  *
  * Inputs come from kernels/ppb_rng.h (the project's input definition): element i of a
  * tensor is a pure function of (seed, tensor, i). The float64 CPU reference is the
@@ -771,7 +772,7 @@ struct Variant {
     int nt, part, mma;
 };
 
-static void bench(bool one)
+static void bench(bool one, const char *only)
 {
     printf("== bench (cudaEvent, L2 flushed by a 256 MB write before each sample, median of 20; v2 includes the "
            "reduce)\n");
@@ -781,12 +782,18 @@ static void bench(bool one)
         {"bf16 batch 256 ctx 4096 32/4", BF, 256, 4096, 32, 4, "vLLM v0.6.3: v1 624, v2 655 GB/s"},
         {"bf16 batch 8 ctx 100000 32/4", BF, 8, 100000, 32, 4, "vLLM v0.6.3: v1 refused, v2 651 GB/s"},
         {"bf16 batch 64 ctx 32768 8/1", BF, 64, 32768, 8, 1, "(no anchor)"},
+        {"bf16 batch 256 ctx 4096 8/1", BF, 256, 4096, 8, 1, "(no anchor)"},
+        {"bf16 batch 8 ctx 100000 8/1", BF, 8, 100000, 8, 1, "(no anchor)"},
     };
+    if (only)
+        cases.erase(std::remove_if(cases.begin(), cases.end(),
+                                   [&](const BenchCase &c) { return !strstr(c.name, only); }),
+                    cases.end());
     std::vector<Variant> variants = {{128, 512, 1}, {128, 512, 0}, {128, 256, 1}, {128, 256, 0},
                                      {256, 512, 1}, {256, 512, 0}, {64, 512, 1},  {128, 0, 1},
                                      {128, 0, 0}};
     if (one) {
-        cases.resize(1);
+        cases.resize(std::min<size_t>(cases.size(), 1));
         variants = {{128, 512, 1}, {128, 512, 0}};
     }
     void *flush;
@@ -886,6 +893,7 @@ static void bench(bool one)
 int main(int argc, char **argv)
 {
     bool do_bench = false, one = false, quick = false;
+    const char *only = nullptr;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--bench"))
             do_bench = true;
@@ -893,8 +901,10 @@ int main(int argc, char **argv)
             do_bench = one = true;
         else if (!strcmp(argv[i], "--quick"))
             quick = true;
+        else if (!strcmp(argv[i], "--case") && i + 1 < argc)
+            only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--bench | --bench-one | --quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--bench | --bench-one | --quick] [--case TEXT]\n", argv[0]);
             return 2;
         }
     }
@@ -907,7 +917,7 @@ int main(int argc, char **argv)
     printf("device %s, cc %d.%d, %d SMs, %d B smem opt-in, warp %d, mma path %s\n", prop.name, prop.major,
            prop.minor, prop.multiProcessorCount, g_smem_optin, prop.warpSize, g_have_mma ? "tested" : "skipped");
     if (do_bench) {
-        bench(one);
+        bench(one, only);
     } else {
         plan_checks();
         correctness(quick);
