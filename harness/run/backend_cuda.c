@@ -29,6 +29,7 @@
 #include "decode_plan.h"
 #include "impl.h"
 #include "kernel_case.h"
+#include "measure.h"
 #include "ppb_builtin.h"
 #include "ppb_kernels.h"
 #include "ppb_rng.h"
@@ -410,6 +411,9 @@ static void cuda_environment(ppb_backend *b, ppb_env_sink sink, void *ctx)
     sink_int(sink, ctx, "sm_count", d->sm_count);
     sink_int(sink, ctx, "warp_size", d->warp_size);
     sink_int(sink, ctx, "l2_bytes", d->l2_bytes);
+    snprintf(buf, sizeof buf, "%zu B written before each sample; none for a case reading >= %zu B of K/V",
+             ppb_l2_flush_bytes(d->l2_bytes), ppb_l2_flush_bytes(d->l2_bytes) + (size_t)d->l2_bytes);
+    sink(ctx, "cold_l2_flush", buf);
     sink_int(sink, ctx, "smem_per_block_optin", d->smem_per_block_optin);
     if (b->lost) {
         sink(ctx, "cuda_context", b->lost_reason);
@@ -925,7 +929,7 @@ static int flush_l2(ppb_backend *b, ppb_err *err)
 {
     cudaError_t e;
     if (!b->flush) {
-        b->flush_bytes = (size_t)(2 * b->info.l2_bytes) + (1u << 20);
+        b->flush_bytes = ppb_l2_flush_bytes(b->info.l2_bytes);
         if ((e = cudaMalloc(&b->flush, b->flush_bytes)) != cudaSuccess) {
             cudaGetLastError();
             b->flush = NULL;
@@ -953,8 +957,9 @@ static int cuda_time_samples(ppb_backend *b, int launches, int cold, int n, doub
         return ppb_fail(err, PPB_EINPUT, "cuda backend: %d samples at once (1 .. %d)", n, PPB_SAMPLES_PER_SYNC_MAX);
     int rc;
     cudaError_t e;
+    const int flush = cold && ppb_cold_sample_needs_flush(&b->c, b->info.l2_bytes);
     for (int s = 0; s < n; s++) {
-        if (cold && (rc = flush_l2(b, err)) != PPB_OK)
+        if (flush && (rc = flush_l2(b, err)) != PPB_OK)
             return rc;
         if ((e = cudaEventRecord(b->sample_start[s], b->stream)) != cudaSuccess)
             return run_fail(b, err, e, "cudaEventRecord");

@@ -37,6 +37,14 @@ static int samples_due(const ppb_measure_settings *m, int n, double measured, do
     return due < 1 ? 1 : due > PPB_SAMPLES_PER_SYNC_MAX ? PPB_SAMPLES_PER_SYNC_MAX : (int)due;
 }
 
+size_t ppb_l2_flush_bytes(long long l2_bytes) { return (size_t)(2 * l2_bytes) + ((size_t)1 << 20); }
+
+int ppb_cold_sample_needs_flush(const ppb_case *c, long long l2_bytes)
+{
+    return c->shape.sliding_window != 0 ||
+           ppb_case_min_bytes(c) < (double)ppb_l2_flush_bytes(l2_bytes) + (double)l2_bytes;
+}
+
 static int take_samples(const ppb_backend_ops *ops, ppb_backend *b, int launches, int cold, int n, double *ms,
                         ppb_err *err)
 {

@@ -30,6 +30,15 @@ int ppb_measure_warmup(const ppb_backend_ops *ops, ppb_backend *b, const ppb_mea
 #define PPB_WARM_GAP_MS 100.0
 double ppb_measure_warmup_owed(double warmup_ms, double busy_ms, double idle_ms);
 
+/* Cold-L2 samples: what a flush writes before each, on a device with l2_bytes of L2
+ * (twice the L2 + 1 MB, so that even a cache replacing lines at random keeps only
+ * ~e^-2 of what came before), and whether case c needs it. A sample that reads at
+ * least a flush's worth more than the L2 holds is its own flush: what the previous
+ * sample left in L2 is what it read last, and this sample reads all the rest first.
+ * Reads are ppb_case_min_bytes (K and V once), so a sliding window always flushes. */
+size_t ppb_l2_flush_bytes(long long l2_bytes);
+int ppb_cold_sample_needs_flush(const ppb_case *c, long long l2_bytes);
+
 /* Time a case after its checked launch. The warm-up counts that launch: with
  * its time known (res->checked_launch_ms) a kernel that ran for warmup_ms in it
  * needs no further warm-up launch (a whole launch of a long kernel saved);

@@ -52,6 +52,35 @@ static int fake_time_samples(ppb_backend *b, int launches, int cold, int n, doub
 static const ppb_backend_ops batching_ops = {.name = "fake-batching", .time_sample = fake_time_sample,
                                              .time_samples = fake_time_samples};
 
+/* The cold-L2 rule: a flush of 2 x L2 + 1 MB; none where the case's own K/V reads
+ * exceed the L2 by that much; always one under a sliding window. */
+static void test_cold_samples_flush_unless_the_case_reads_enough(void **state)
+{
+    (void)state;
+    const long long l2 = 60ll << 20; /* an H200-sized L2 */
+    const size_t flush = ppb_l2_flush_bytes(l2);
+    assert_int_equal(flush, (size_t)(121ll << 20));
+    ppb_case c;
+    ppb_case_init(&c, PPB_PAGED_ATTENTION);
+    c.shape.batch = 1;
+    c.shape.num_heads = 8;
+    c.shape.num_kv_heads = 1;
+    c.shape.head_dim = 128;
+    c.shape.dtype = PPB_BF16;
+    /* K and V once: 512 B a token; q and out: 4 KB */
+    const double threshold = (double)flush + (double)l2;
+    c.shape.seq_len = (int)ceil((threshold - 4096) / 512) - 1; /* one token short */
+    assert_true(ppb_case_min_bytes(&c) < threshold);
+    assert_true(ppb_cold_sample_needs_flush(&c, l2));
+    c.shape.seq_len += 1;
+    assert_true(ppb_case_min_bytes(&c) >= threshold);
+    assert_false(ppb_cold_sample_needs_flush(&c, l2));
+    c.shape.sliding_window = 4096;
+    assert_true(ppb_cold_sample_needs_flush(&c, l2));
+    c.shape.sliding_window = 0;
+    assert_true(ppb_cold_sample_needs_flush(&c, 4 * l2)); /* a larger L2 */
+}
+
 static ppb_measure_settings settings(void)
 {
     ppb_measure_settings m;
@@ -269,6 +298,7 @@ int main(void)
         cmocka_unit_test(test_short_launches_are_batched),
         cmocka_unit_test(test_noisy_case_runs_to_max_and_is_marked),
         cmocka_unit_test(test_stop_flag_interrupts),
+        cmocka_unit_test(test_cold_samples_flush_unless_the_case_reads_enough),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
