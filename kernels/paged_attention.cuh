@@ -51,6 +51,12 @@ constexpr int kWarp = PPB_WARP_SIZE;
 #endif
 constexpr int kSimtQkUnroll = PPB_PA_SIMT_QK_UNROLL;
 
+/* Threads per SM the main kernel's register budget is set for (__launch_bounds__'s
+ * minimum blocks = this / NUM_THREADS; a tuning knob). */
+#ifndef PPB_PA_THREADS_PER_SM
+#define PPB_PA_THREADS_PER_SM 512
+#endif
+
 /* Partitions whose tmp_out chunks one reduce thread loads before it adds them up (a
  * tuning knob like the one above; 1: one dependent load per partition). */
 #ifndef PPB_PA_REDUCE_UNROLL
@@ -443,9 +449,46 @@ __device__ __forceinline__ void qk_mma(const work &w, const ppb_decode_args &a, 
 /* O^T[16 rows of D x 8 heads] += V^T[16 rows x 16 tokens] P^T[16 tokens x 8 heads].
  * A 32-token span is two k-steps: thread (gid, t) loads rows gid and gid + 8, tokens
  * 8t..8t+7 of the span (one 16-byte chunk: V rows are token-contiguous); k-step h takes
- * tokens 4h + {0,1 | 2,3}; p[head gid] for the same 8 tokens is the B fragment. */
+ * tokens 4h + {0,1 | 2,3}; p[head gid] for the same 8 tokens is the B fragment.
+ * A step covers UV spans per warp; its V chunks live in a pv_step. */
+template <int D, int NT> struct pv_step {
+    typedef mma_geometry<D, NT> G;
+    uint4 vl[G::UV][G::MPW], vh[G::UV][G::MPW];
+    int nvalid[G::UV];
+};
+
+/* The V chunks of the step starting at span s0 (of this warp's token lane). */
+template <int D, int PAGE, int NT>
+__device__ __forceinline__ void pv_mma_load(const work &w, int s0, pv_step<D, NT> &st)
+{
+    typedef mma_geometry<D, NT> G;
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    const int gid = lane >> 2, t = lane & 3;
+    const int wd = warp % G::WD;
+#pragma unroll
+    for (int u = 0; u < G::UV; u++) {
+        const int local0 = (s0 + u * G::WT) * 32 + 8 * t;
+        const int tok0 = w.start + local0;
+        const bool ok = local0 < w.n_tok && tok0 + 8 > w.win_lo;
+        st.nvalid[u] = ok ? cmin(8, w.seq_len - tok0) : 0;
+        const char *vp = w.v_head;
+        if (ok)
+            vp = w.v_head + (long long)w.pt[local0 / PAGE] * w.page_stride +
+                 ((long long)(wd * G::MPW * 16 + gid) * PAGE + tok0 % PAGE) * 2;
+#pragma unroll
+        for (int mi = 0; mi < G::MPW; mi++) {
+            st.vl[u][mi] = ok ? ldg16(vp + (long long)(mi * 16) * PAGE * 2) : zero16();
+            st.vh[u][mi] = ok ? ldg16(vp + (long long)(mi * 16 + 8) * PAGE * 2) : zero16();
+        }
+    }
+}
+
+/* P x V from the first step's chunks in `st` (loaded by the caller with pv_mma_load
+ * at span warp / WD before the softmax, so the CTA's memory traffic does not pause
+ * while it normalises: with a grid of few waves, CTAs that start together would
+ * otherwise all leave DRAM idle at once). */
 template <typename T, int D, int PAGE, int NT, int HPC>
-__device__ __forceinline__ void pv_mma(const work &w, const float *probs, int lps, float *xchg)
+__device__ __forceinline__ void pv_mma(const work &w, const float *probs, int lps, float *xchg, pv_step<D, NT> &st)
 {
     typedef mma_geometry<D, NT> G;
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
@@ -457,24 +500,8 @@ __device__ __forceinline__ void pv_mma(const work &w, const float *probs, int lp
     for (int mi = 0; mi < G::MPW; mi++)
         acc[mi][0] = acc[mi][1] = acc[mi][2] = acc[mi][3] = 0.f;
     for (int s0 = wt; s0 < n_spans; s0 += G::WT * G::UV) {
-        uint4 vl[G::UV][G::MPW], vh[G::UV][G::MPW];
-        int nvalid[G::UV];
-#pragma unroll
-        for (int u = 0; u < G::UV; u++) {
-            const int local0 = (s0 + u * G::WT) * 32 + 8 * t;
-            const int tok0 = w.start + local0;
-            const bool ok = local0 < w.n_tok && tok0 + 8 > w.win_lo;
-            nvalid[u] = ok ? cmin(8, w.seq_len - tok0) : 0;
-            const char *vp = w.v_head;
-            if (ok)
-                vp = w.v_head + (long long)w.pt[local0 / PAGE] * w.page_stride +
-                     ((long long)(wd * G::MPW * 16 + gid) * PAGE + tok0 % PAGE) * 2;
-#pragma unroll
-            for (int mi = 0; mi < G::MPW; mi++) {
-                vl[u][mi] = ok ? ldg16(vp + (long long)(mi * 16) * PAGE * 2) : zero16();
-                vh[u][mi] = ok ? ldg16(vp + (long long)(mi * 16 + 8) * PAGE * 2) : zero16();
-            }
-        }
+        if (s0 != wt)
+            pv_mma_load<D, PAGE, NT>(w, s0, st);
 #pragma unroll
         for (int u = 0; u < G::UV; u++) {
             const int span = s0 + u * G::WT;
@@ -492,12 +519,14 @@ __device__ __forceinline__ void pv_mma(const work &w, const float *probs, int lp
             }
 #pragma unroll
             for (int mi = 0; mi < G::MPW; mi++) {
-                if (nvalid[u] > 0 && nvalid[u] < 8) {
-                    mask_tail(vl[u][mi], nvalid[u]);
-                    mask_tail(vh[u][mi], nvalid[u]);
+                if (st.nvalid[u] > 0 && st.nvalid[u] < 8) {
+                    mask_tail(st.vl[u][mi], st.nvalid[u]);
+                    mask_tail(st.vh[u][mi], st.nvalid[u]);
                 }
-                ppb_mma16816<T>(acc[mi], vl[u][mi].x, vh[u][mi].x, vl[u][mi].y, vh[u][mi].y, pb[0], pb[1]);
-                ppb_mma16816<T>(acc[mi], vl[u][mi].z, vh[u][mi].z, vl[u][mi].w, vh[u][mi].w, pb[2], pb[3]);
+                ppb_mma16816<T>(acc[mi], st.vl[u][mi].x, st.vh[u][mi].x, st.vl[u][mi].y, st.vh[u][mi].y, pb[0],
+                                pb[1]);
+                ppb_mma16816<T>(acc[mi], st.vl[u][mi].z, st.vh[u][mi].z, st.vl[u][mi].w, st.vh[u][mi].w, pb[2],
+                                pb[3]);
             }
         }
     }
@@ -656,9 +685,13 @@ __device__ __forceinline__ void attention_body(const ppb_decode_args &a)
         __syncthreads();
     }
     const float scale2 = a.sm_scale * kLog2e; /* logits in base-2 units: exp2 in the softmax */
+#if PPB_PA_MMA
+    pv_step<D, NT> v_first; /* P x V's first V chunks, in flight during the softmax */
+#endif
     if (USE_MMA) {
 #if PPB_PA_MMA
         qk_mma<T, D, PAGE, NT, HPC>(w, a, logits, lps, scale2);
+        pv_mma_load<D, PAGE, NT>(w, (int)(threadIdx.x / kWarp) / MG::WD, v_first);
 #else
         ppb_trap(); /* USE_MMA instantiated where this compilation has no mma path */
 #endif
@@ -675,7 +708,7 @@ __device__ __forceinline__ void attention_body(const ppb_decode_args &a)
     float *xchg = smem; /* overlays the probabilities once P x V is done */
     if (USE_MMA) {
 #if PPB_PA_MMA
-        pv_mma<T, D, PAGE, NT, HPC>(w, logits, lps, xchg);
+        pv_mma<T, D, PAGE, NT, HPC>(w, logits, lps, xchg, v_first);
 #endif
     } else {
         pv_simt<T, D, PAGE, NT, PART, HPC>(w, logits, lps, xchg);
@@ -710,7 +743,7 @@ __device__ __forceinline__ void attention_body(const ppb_decode_args &a)
 /* The main kernel. Grid (num_heads / HPC, num_seqs, PARTITION_SIZE ? max_num_partitions : 1),
  * block NUM_THREADS, dynamic shared memory from ppb_decode_plan. PARTITION_SIZE 0 = v1. */
 template <typename T, int HEAD_DIM, int PAGE_SIZE, int NUM_THREADS, int PARTITION_SIZE, bool USE_MMA>
-__global__ void __launch_bounds__(NUM_THREADS, (512 / NUM_THREADS > 0 ? 512 / NUM_THREADS : 1))
+__global__ void __launch_bounds__(NUM_THREADS, (PPB_PA_THREADS_PER_SM / NUM_THREADS > 0 ? PPB_PA_THREADS_PER_SM / NUM_THREADS : 1))
     paged_attention_kernel(ppb_decode_args a)
 {
     static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || HEAD_DIM == 256, "head_dim 64, 128 or 256");
