@@ -83,9 +83,7 @@ unsigned long long ppb_decode_main_smem_bytes(const ppb_decode_config *cfg, int 
     const unsigned long long xchg = (unsigned long long)token_warps(cfg, head_dim, page_size) * d;
     const unsigned long long ra = lps > xchg ? lps : xchg;
     const unsigned long long nw = (unsigned long long)(cfg->num_threads / cfg->warp_size);
-    const unsigned long long table = cfg->version == 2 ? (unsigned long long)(cfg->partition_size / page_size) : 0ull;
-    const unsigned long long floats =
-        hpc * ra + (cfg->use_mma ? 0ull : hpc * d) + 2ull * hpc * nw + 4ull * hpc + table;
+    const unsigned long long floats = hpc * ra + (cfg->use_mma ? 0ull : hpc * d) + 2ull * hpc * nw + 4ull * hpc;
     return floats * 4ull;
 }
 

@@ -51,19 +51,6 @@ constexpr int kWarp = PPB_WARP_SIZE;
 #endif
 constexpr int kSimtQkUnroll = PPB_PA_SIMT_QK_UNROLL;
 
-/* Threads per SM the main kernel's register budget is set for (__launch_bounds__'s
- * minimum blocks = this / NUM_THREADS; a tuning knob). */
-#ifndef PPB_PA_THREADS_PER_SM
-#define PPB_PA_THREADS_PER_SM 512
-#endif
-
-/* Partitions whose tmp_out chunks one reduce thread loads before it adds them up (a
- * tuning knob like the one above; 1: one dependent load per partition). */
-#ifndef PPB_PA_REDUCE_UNROLL
-#define PPB_PA_REDUCE_UNROLL 4
-#endif
-constexpr int kReduceUnroll = PPB_PA_REDUCE_UNROLL;
-
 __host__ __device__ constexpr int cmin(int a, int b) { return a < b ? a : b; }
 __host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }
 __host__ __device__ constexpr int round_up(int a, int b) { return (a + b - 1) / b * b; }
@@ -107,23 +94,21 @@ struct mma_geometry {
     static constexpr int UV = cmax(1, 8 / MPW);      /* 32-token spans per PV step (16 loads) */
 };
 
-/* Dynamic shared memory of the main kernel, in bytes (layout in 4-byte words):
+/* Dynamic shared memory of the main kernel, in bytes (layout in floats):
  *   [HPC][RA] logits / probabilities (row stride LPS) and, after P x V, the output
  *             exchange [WT][HPC][D];
  *   [HPC][D]  q in fp32 (SIMT only);
- *   [2][HPC][NW] softmax partials; [4][HPC] per-head statistics;
- *   [PART / PAGE] v2: the partition's block-table entries (int32), so no K or V load
- *             waits for a block-table load of its own (v1 reads the table in place).
+ *   [2][HPC][NW] softmax partials; [4][HPC] per-head statistics.
  * LPS = round_up(n_max, 32) + 4 (n_max = PART, v1: max_seq_len): 16-byte rows whose
  * stride is 4 words off a multiple of 32 banks, so the MMA path's stores and loads of
  * the logits are conflict-free. */
 __host__ __device__ inline unsigned long long main_smem_bytes(int hpc, int n_max, int wt, int d, int nw,
-                                                              bool simt, int table_entries)
+                                                              bool simt)
 {
     unsigned long long lps = (unsigned long long)round_up(n_max, 32) + 4;
     unsigned long long ra = lps > (unsigned long long)wt * d ? lps : (unsigned long long)wt * d;
     unsigned long long floats = hpc * ra + (simt ? (unsigned long long)hpc * d : 0ull) +
-                                2ull * hpc * nw + 4ull * hpc + (unsigned long long)table_entries;
+                                2ull * hpc * nw + 4ull * hpc;
     return floats * 4ull;
 }
 
@@ -134,7 +119,7 @@ __host__ __device__ inline unsigned long long kernel_smem_bytes(int hpc, int max
     typedef simt_geometry<D, PAGE, NT, PART> SG;
     typedef mma_geometry<D, NT> MG;
     const int wt = USE_MMA ? MG::WT : SG::WT;
-    return main_smem_bytes(hpc, PART == 0 ? max_seq_len : PART, wt, D, NT / kWarp, !USE_MMA, PART / PAGE);
+    return main_smem_bytes(hpc, PART == 0 ? max_seq_len : PART, wt, D, NT / kWarp, !USE_MMA);
 }
 
 /* Reduce kernel: weights [round_up(P, 4)], output exchange [NT / (D / 8)][D], block
@@ -183,7 +168,7 @@ template <typename T> __device__ __forceinline__ void unpack8(const uint4 &v, fl
 struct work {
     int seq, head0, kvh, part;
     int seq_len, start, n_tok, win_lo;
-    const int32_t *pt;            /* block-table entries from the CTA's first page (start / PAGE) */
+    const int32_t *bt;            /* this sequence's block table row */
     const char *k_head, *v_head;  /* cache bases at page 0, this kv head (bytes) */
     long long page_stride;        /* bytes between physical pages */
 };
@@ -221,7 +206,7 @@ __device__ __forceinline__ void qk_simt(const work &w, float *logits, int lps, c
             ok[j] = local < w.n_tok && tok >= w.win_lo;
             kp[j] = w.k_head;
             if (ok[j]) {
-                const long long phys = w.pt[local / PAGE];
+                const long long phys = w.bt[tok / PAGE];
                 kp[j] = w.k_head + phys * w.page_stride + (long long)(tok % PAGE) * 16;
             }
         }
@@ -295,6 +280,7 @@ __device__ __forceinline__ void pv_simt(const work &w, const float *probs, int l
     const int wd = warp % G::WD, wt = warp / G::WD;
     const int cc = lane % G::CPR, rl = lane / G::CPR;
     const int n_pages = (w.n_tok + PAGE - 1) / PAGE;
+    const int page0 = w.start / PAGE;
     constexpr int UV = 2;
     float acc_all[G::RB_PER_WARP][G::VR][HPC];
 #pragma unroll
@@ -318,7 +304,7 @@ __device__ __forceinline__ void pv_simt(const work &w, const float *probs, int l
                 nvalid[u] = ok ? cmin(8, w.seq_len - tok0) : 0;
                 const char *vp = w.v_head;
                 if (ok)
-                    vp = w.v_head + (long long)w.pt[page] * w.page_stride +
+                    vp = w.v_head + (long long)w.bt[page0 + page] * w.page_stride +
                          ((long long)row0 * PAGE + cc * 8) * 2;
 #pragma unroll
                 for (int k = 0; k < G::VR; k++)
@@ -406,9 +392,9 @@ __device__ __forceinline__ void qk_mma(const work &w, const ppb_decode_args &a, 
             const bool ok_hi = local_hi < w.n_tok && tok_hi >= w.win_lo;
             const char *plo = w.k_head, *phi = w.k_head;
             if (ok_lo)
-                plo = w.k_head + (long long)w.pt[local_lo / PAGE] * w.page_stride + (long long)(tok_lo % PAGE) * 16;
+                plo = w.k_head + (long long)w.bt[tok_lo / PAGE] * w.page_stride + (long long)(tok_lo % PAGE) * 16;
             if (ok_hi)
-                phi = w.k_head + (long long)w.pt[local_hi / PAGE] * w.page_stride + (long long)(tok_hi % PAGE) * 16;
+                phi = w.k_head + (long long)w.bt[tok_hi / PAGE] * w.page_stride + (long long)(tok_hi % PAGE) * 16;
 #pragma unroll
             for (int m = 0; m < G::KM; m++) {
                 kl[u][m] = ok_lo ? ldg16(plo + (long long)(4 * m + t) * PAGE * 16) : zero16();
@@ -449,46 +435,9 @@ __device__ __forceinline__ void qk_mma(const work &w, const ppb_decode_args &a, 
 /* O^T[16 rows of D x 8 heads] += V^T[16 rows x 16 tokens] P^T[16 tokens x 8 heads].
  * A 32-token span is two k-steps: thread (gid, t) loads rows gid and gid + 8, tokens
  * 8t..8t+7 of the span (one 16-byte chunk: V rows are token-contiguous); k-step h takes
- * tokens 4h + {0,1 | 2,3}; p[head gid] for the same 8 tokens is the B fragment.
- * A step covers UV spans per warp; its V chunks live in a pv_step. */
-template <int D, int NT> struct pv_step {
-    typedef mma_geometry<D, NT> G;
-    uint4 vl[G::UV][G::MPW], vh[G::UV][G::MPW];
-    int nvalid[G::UV];
-};
-
-/* The V chunks of the step starting at span s0 (of this warp's token lane). */
-template <int D, int PAGE, int NT>
-__device__ __forceinline__ void pv_mma_load(const work &w, int s0, pv_step<D, NT> &st)
-{
-    typedef mma_geometry<D, NT> G;
-    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-    const int gid = lane >> 2, t = lane & 3;
-    const int wd = warp % G::WD;
-#pragma unroll
-    for (int u = 0; u < G::UV; u++) {
-        const int local0 = (s0 + u * G::WT) * 32 + 8 * t;
-        const int tok0 = w.start + local0;
-        const bool ok = local0 < w.n_tok && tok0 + 8 > w.win_lo;
-        st.nvalid[u] = ok ? cmin(8, w.seq_len - tok0) : 0;
-        const char *vp = w.v_head;
-        if (ok)
-            vp = w.v_head + (long long)w.pt[local0 / PAGE] * w.page_stride +
-                 ((long long)(wd * G::MPW * 16 + gid) * PAGE + tok0 % PAGE) * 2;
-#pragma unroll
-        for (int mi = 0; mi < G::MPW; mi++) {
-            st.vl[u][mi] = ok ? ldg16(vp + (long long)(mi * 16) * PAGE * 2) : zero16();
-            st.vh[u][mi] = ok ? ldg16(vp + (long long)(mi * 16 + 8) * PAGE * 2) : zero16();
-        }
-    }
-}
-
-/* P x V from the first step's chunks in `st` (loaded by the caller with pv_mma_load
- * at span warp / WD before the softmax, so the CTA's memory traffic does not pause
- * while it normalises: with a grid of few waves, CTAs that start together would
- * otherwise all leave DRAM idle at once). */
+ * tokens 4h + {0,1 | 2,3}; p[head gid] for the same 8 tokens is the B fragment. */
 template <typename T, int D, int PAGE, int NT, int HPC>
-__device__ __forceinline__ void pv_mma(const work &w, const float *probs, int lps, float *xchg, pv_step<D, NT> &st)
+__device__ __forceinline__ void pv_mma(const work &w, const float *probs, int lps, float *xchg)
 {
     typedef mma_geometry<D, NT> G;
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
@@ -500,8 +449,24 @@ __device__ __forceinline__ void pv_mma(const work &w, const float *probs, int lp
     for (int mi = 0; mi < G::MPW; mi++)
         acc[mi][0] = acc[mi][1] = acc[mi][2] = acc[mi][3] = 0.f;
     for (int s0 = wt; s0 < n_spans; s0 += G::WT * G::UV) {
-        if (s0 != wt)
-            pv_mma_load<D, PAGE, NT>(w, s0, st);
+        uint4 vl[G::UV][G::MPW], vh[G::UV][G::MPW];
+        int nvalid[G::UV];
+#pragma unroll
+        for (int u = 0; u < G::UV; u++) {
+            const int local0 = (s0 + u * G::WT) * 32 + 8 * t;
+            const int tok0 = w.start + local0;
+            const bool ok = local0 < w.n_tok && tok0 + 8 > w.win_lo;
+            nvalid[u] = ok ? cmin(8, w.seq_len - tok0) : 0;
+            const char *vp = w.v_head;
+            if (ok)
+                vp = w.v_head + (long long)w.bt[tok0 / PAGE] * w.page_stride +
+                     ((long long)(wd * G::MPW * 16 + gid) * PAGE + tok0 % PAGE) * 2;
+#pragma unroll
+            for (int mi = 0; mi < G::MPW; mi++) {
+                vl[u][mi] = ok ? ldg16(vp + (long long)(mi * 16) * PAGE * 2) : zero16();
+                vh[u][mi] = ok ? ldg16(vp + (long long)(mi * 16 + 8) * PAGE * 2) : zero16();
+            }
+        }
 #pragma unroll
         for (int u = 0; u < G::UV; u++) {
             const int span = s0 + u * G::WT;
@@ -519,14 +484,12 @@ __device__ __forceinline__ void pv_mma(const work &w, const float *probs, int lp
             }
 #pragma unroll
             for (int mi = 0; mi < G::MPW; mi++) {
-                if (st.nvalid[u] > 0 && st.nvalid[u] < 8) {
-                    mask_tail(st.vl[u][mi], st.nvalid[u]);
-                    mask_tail(st.vh[u][mi], st.nvalid[u]);
+                if (nvalid[u] > 0 && nvalid[u] < 8) {
+                    mask_tail(vl[u][mi], nvalid[u]);
+                    mask_tail(vh[u][mi], nvalid[u]);
                 }
-                ppb_mma16816<T>(acc[mi], st.vl[u][mi].x, st.vh[u][mi].x, st.vl[u][mi].y, st.vh[u][mi].y, pb[0],
-                                pb[1]);
-                ppb_mma16816<T>(acc[mi], st.vl[u][mi].z, st.vh[u][mi].z, st.vl[u][mi].w, st.vh[u][mi].w, pb[2],
-                                pb[3]);
+                ppb_mma16816<T>(acc[mi], vl[u][mi].x, vh[u][mi].x, vl[u][mi].y, vh[u][mi].y, pb[0], pb[1]);
+                ppb_mma16816<T>(acc[mi], vl[u][mi].z, vh[u][mi].z, vl[u][mi].w, vh[u][mi].w, pb[2], pb[3]);
             }
         }
     }
@@ -634,7 +597,7 @@ __device__ __forceinline__ void attention_body(const ppb_decode_args &a)
         w.n_tok = cmin(PART, w.seq_len - w.start);
     }
     w.win_lo = a.sliding_window > 0 ? cmax(0, w.seq_len - a.sliding_window) : 0;
-    w.pt = a.block_table + (long long)w.seq * a.max_blocks_per_seq + w.start / PAGE;
+    w.bt = a.block_table + (long long)w.seq * a.max_blocks_per_seq;
     w.page_stride = (long long)a.num_kv_heads * D * PAGE * 2;
     w.k_head = reinterpret_cast<const char *>(a.k_cache) + (long long)w.kvh * D * PAGE * 2;
     w.v_head = reinterpret_cast<const char *>(a.v_cache) + (long long)w.kvh * D * PAGE * 2;
@@ -656,7 +619,6 @@ __device__ __forceinline__ void attention_body(const ppb_decode_args &a)
     float *q_s = smem + HPC * ra;
     float *red = q_s + (USE_MMA ? 0 : HPC * D);
     float *stats = red + 2 * HPC * NW;
-    int32_t *table_s = reinterpret_cast<int32_t *>(stats + 4 * HPC);
 
     if (w.seq_len <= 0 || w.start + w.n_tok <= w.win_lo) {
         /* nothing visible (empty sequence, or a v2 partition wholly before the sliding
@@ -677,21 +639,10 @@ __device__ __forceinline__ void attention_body(const ppb_decode_args &a)
         return;
     }
 
-    if (PART != 0) {
-        const int n_pages = (w.n_tok + PAGE - 1) / PAGE;
-        for (int i = threadIdx.x; i < n_pages; i += NT)
-            table_s[i] = w.pt[i];
-        w.pt = table_s;
-        __syncthreads();
-    }
     const float scale2 = a.sm_scale * kLog2e; /* logits in base-2 units: exp2 in the softmax */
-#if PPB_PA_MMA
-    pv_step<D, NT> v_first; /* P x V's first V chunks, in flight during the softmax */
-#endif
     if (USE_MMA) {
 #if PPB_PA_MMA
         qk_mma<T, D, PAGE, NT, HPC>(w, a, logits, lps, scale2);
-        pv_mma_load<D, PAGE, NT>(w, (int)(threadIdx.x / kWarp) / MG::WD, v_first);
 #else
         ppb_trap(); /* USE_MMA instantiated where this compilation has no mma path */
 #endif
@@ -708,7 +659,7 @@ __device__ __forceinline__ void attention_body(const ppb_decode_args &a)
     float *xchg = smem; /* overlays the probabilities once P x V is done */
     if (USE_MMA) {
 #if PPB_PA_MMA
-        pv_mma<T, D, PAGE, NT, HPC>(w, logits, lps, xchg, v_first);
+        pv_mma<T, D, PAGE, NT, HPC>(w, logits, lps, xchg);
 #endif
     } else {
         pv_simt<T, D, PAGE, NT, PART, HPC>(w, logits, lps, xchg);
@@ -743,7 +694,7 @@ __device__ __forceinline__ void attention_body(const ppb_decode_args &a)
 /* The main kernel. Grid (num_heads / HPC, num_seqs, PARTITION_SIZE ? max_num_partitions : 1),
  * block NUM_THREADS, dynamic shared memory from ppb_decode_plan. PARTITION_SIZE 0 = v1. */
 template <typename T, int HEAD_DIM, int PAGE_SIZE, int NUM_THREADS, int PARTITION_SIZE, bool USE_MMA>
-__global__ void __launch_bounds__(NUM_THREADS, (PPB_PA_THREADS_PER_SM / NUM_THREADS > 0 ? PPB_PA_THREADS_PER_SM / NUM_THREADS : 1))
+__global__ void __launch_bounds__(NUM_THREADS, (512 / NUM_THREADS > 0 ? 512 / NUM_THREADS : 1))
     paged_attention_kernel(ppb_decode_args a)
 {
     static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || HEAD_DIM == 256, "head_dim 64, 128 or 256");
@@ -824,26 +775,7 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v2_reduce_kernel(
     const int dv = threadIdx.x % DV, pg = threadIdx.x / DV;
     float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
     if (pg < PG) {
-        /* RU partitions' loads are issued before their sums: at 100K tokens a row has ~200
-         * partitions, and one dependent load per partition left the reduce latency-bound. */
-        constexpr int RU = ppb_pa::kReduceUnroll;
-        int i = pg;
-        for (; i + (RU - 1) * PG < np; i += RU * PG) {
-            uint4 v[RU];
-#pragma unroll
-            for (int u = 0; u < RU; u++)
-                v[u] = ppb_pa::ldg16(tmp + (long long)(i + u * PG) * D + dv * 8);
-#pragma unroll
-            for (int u = 0; u < RU; u++) {
-                float f[8];
-                ppb_vec8_to_float<T>(v[u], f);
-                const float wi = wts[i + u * PG];
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    acc[e] = fmaf(wi, f[e], acc[e]);
-            }
-        }
-        for (; i < np; i += PG) {
+        for (int i = pg; i < np; i += PG) {
             float f[8];
             ppb_vec8_to_float<T>(ppb_pa::ldg16(tmp + (long long)i * D + dv * 8), f);
             const float wi = wts[i];

@@ -274,11 +274,10 @@ static void test_refusals(void **state)
     assert_int_equal(o.rc, 0);
     assert_true(o.check.pass);
     ppb_result_free(&o.res);
-    /* v2 partition logits: 16384 + 4 floats alone > 48 KB (+ 64 q + 8 + 4 floats, 1024
-     * block-table entries) */
+    /* v2 partition logits: 16384 + 4 floats alone > 48 KB (+ 64 output + 8 + 4 floats) */
     opt.target = NULL;
     c = decode(1, 100, 1, 1, 64, 16, 2, 16384, PPB_FP16);
-    assert_refused(&c, &opt, "paged_attention v2 needs 69952 B of shared memory > 49152 B per block");
+    assert_refused(&c, &opt, "paged_attention v2 needs 65856 B of shared memory > 49152 B per block");
 }
 
 /* The CPU backend's shared-memory refusal and `ppbench check` (ppb_target_needs) are the
