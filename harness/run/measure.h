@@ -35,7 +35,9 @@ double ppb_measure_warmup_owed(double warmup_ms, double busy_ms, double idle_ms)
  * ~e^-2 of what came before), and whether case c needs it. A sample that reads at
  * least a flush's worth more than the L2 holds is its own flush: what the previous
  * sample left in L2 is what it read last, and this sample reads all the rest first.
- * Reads are ppb_case_min_bytes (K and V once), so a sliding window always flushes. */
+ * Reads are ppb_case_min_bytes (K and V once), so a sliding window always flushes.
+ * Why skip it: the memset leaves the L2 full of dirty lines that the timed kernel
+ * writes back; on the H200 that made decode 1-6% slower (docs/BENCHMARKS.md). */
 size_t ppb_l2_flush_bytes(long long l2_bytes);
 int ppb_cold_sample_needs_flush(const ppb_case *c, long long l2_bytes);
 
