@@ -30,6 +30,17 @@
 #endif
 #endif
 
+/* Whether warpgroup MMA (wgmma) code may exist: sm_90a device passes only (the "a"
+ * architecture-specific target; the features are not forward-compatible), never on
+ * other toolchains. The prefill kernel's Hopper path lives behind it. */
+#ifndef PPB_USE_WGMMA
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(__ILUVATAR__)
+#define PPB_USE_WGMMA 1
+#else
+#define PPB_USE_WGMMA 0
+#endif
+#endif
+
 /* A kernel instantiated for a path this compilation cannot run stops the launch
  * (the launcher's plan refuses such configs first; this only makes a mistake loud). */
 __device__ __forceinline__ void ppb_trap(void)

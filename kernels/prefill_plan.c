@@ -39,6 +39,11 @@ unsigned ppb_prefill_smem_bytes(const ppb_prefill_config *cfg, int head_dim)
     const int bm = cfg->block_m, bn = cfg->block_n, d = head_dim;
     if (!is_pow2_in(bm, 16, 128) || !is_pow2_in(bn, 16, 128) || (d != 64 && d != 128 && d != 256))
         return 0;
+    if (cfg->use_mma == PPB_PREFILL_PATH_WGMMA) {
+        /* Q [BM][D], two stages of K [BN][D] and V [D][BN], 2-byte elements, swizzled
+         * (no padding); 1 KB to align the start to 1024 B (wgmma::layout) */
+        return 2u * (unsigned)(bm * d + 2 * 2 * bn * d) + 1024u;
+    }
     if (cfg->use_mma) {
         /* Q [BM][D+8], per stage K [BN][D+8] and V [D][BN+8] or [BN][D+8] (the larger),
          * 2-byte elements; two stages where they fit (prefill_plan.h) */
@@ -66,6 +71,8 @@ static int check_knobs(const ppb_prefill_config *cfg, int head_dim, int dtype, c
         return refuse(reason, reason_len, "dtype code %d unsupported (fp16 or bf16)", dtype);
     if (cfg->warp_size != 32 && cfg->warp_size != 64)
         return refuse(reason, reason_len, "warp size %d unsupported (32 or 64)", cfg->warp_size);
+    if (cfg->use_mma < PPB_PREFILL_PATH_SIMT || cfg->use_mma > PPB_PREFILL_PATH_WGMMA)
+        return refuse(reason, reason_len, "code path %d unknown (0 portable, 1 mma, 2 wgmma)", cfg->use_mma);
     return 0;
 }
 
@@ -75,9 +82,20 @@ static int check_path_and_smem(const ppb_prefill_config *cfg, int head_dim, unsi
 {
     const int bm = cfg->block_m, bn = cfg->block_n, w = cfg->num_warps;
     const int ws = cfg->use_mma ? 32 : cfg->warp_size;
-    if (cfg->use_mma) {
-        if (cfg->warp_size != 32)
-            return refuse(reason, reason_len, "tensor-core path needs warp size 32, target has %d", cfg->warp_size);
+    if (cfg->use_mma && cfg->warp_size != 32)
+        return refuse(reason, reason_len, "tensor-core path needs warp size 32, target has %d", cfg->warp_size);
+    if (cfg->use_mma == PPB_PREFILL_PATH_WGMMA) {
+        /* one warpgroup (4 warps, 64 rows) per 64 rows; wgmma N of S = BLOCK_N and of O = HEAD_DIM */
+        if ((bm != 64 && bm != 128) || w != bm / 16)
+            return refuse(reason, reason_len,
+                          "wgmma path: BLOCK_M=%d with NUM_WARPS=%d; it runs BLOCK_M 64 or 128 with NUM_WARPS = "
+                          "BLOCK_M / 16 (a warpgroup per 64 rows); refused",
+                          bm, w);
+        if ((bn != 64 && bn != 128) || (head_dim != 64 && head_dim != 128))
+            return refuse(reason, reason_len,
+                          "wgmma path: BLOCK_N=%d, HEAD_DIM=%d; it runs BLOCK_N and HEAD_DIM of 64 or 128; refused",
+                          bn, head_dim);
+    } else if (cfg->use_mma) {
         const int rows_per_warp = bm / w;
         if (rows_per_warp < 16)
             return refuse(reason, reason_len,

@@ -7,8 +7,11 @@
  * a shape the kernel does not handle (head_dim mismatch, GQA not dividing, page size not
  * a power of two >= 8, grid too large); the tensor-core path on a warp size other than
  * 32, with fewer than 16 rows per warp, or with more accumulators per thread than the
- * register file holds without spilling; the portable path with thread tiles over its
- * register budget; dynamic shared memory above max_smem_optin. */
+ * register file holds without spilling; the wgmma path outside its tile set (HEAD_DIM and
+ * BLOCK_N 64 or 128, BLOCK_M 64 or 128 with NUM_WARPS = BLOCK_M / 16); the portable path
+ * with thread tiles over its register budget; dynamic shared memory above max_smem_optin.
+ * Whether the device and build have a path at all (sm_80+ for mma, sm_90 with an sm_90a
+ * build for wgmma) is the caller's rule (kernels/runtime/builtin_plan.c). */
 #ifndef PPB_PREFILL_PLAN_H
 #define PPB_PREFILL_PLAN_H
 
@@ -21,9 +24,14 @@
 extern "C" {
 #endif
 
+/* Code paths of the kernel (its PATH template argument and ppb_prefill_config.use_mma). */
+#define PPB_PREFILL_PATH_SIMT 0    /* portable: any warp size, no inline PTX */
+#define PPB_PREFILL_PATH_MMA 1     /* mma.sync + ldmatrix + cp.async: NVIDIA sm_80+, warp size 32 */
+#define PPB_PREFILL_PATH_WGMMA 2   /* warpgroup MMA: sm_90a builds only (prefix_prefill_wgmma.cuh) */
+
 typedef struct ppb_prefill_config {
     int block_m, block_n, num_warps;
-    int use_mma;     /* 1: tensor-core path (NVIDIA sm_80+, warp size 32); 0: portable SIMT */
+    int use_mma;     /* the code path: PPB_PREFILL_PATH_SIMT, _MMA or _WGMMA */
     int warp_size;   /* PPB_WARP_SIZE the kernel is compiled with (32, or 64 on the BI-V100) */
 } ppb_prefill_config;
 

@@ -1,8 +1,10 @@
 /* Prefix prefill (vLLM context_attention_fwd): new tokens of each sequence attend to the
  * sequence's context in the paged KV cache and, causally, to the new tokens themselves.
  *
- *   template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS, bool USE_MMA>
+ *   template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS, int PATH>
  *   __global__ void prefix_prefill_kernel(ppb_prefill_args a);
+ *
+ * PATH (prefill_plan.h): PPB_PREFILL_PATH_SIMT, _MMA or _WGMMA.
  *
  * Layouts and masking: attention_args.h. Launch shape (grid, block, dynamic shared
  * memory) and which configs can run: prefill_plan.h. Design: docs/KERNELS-IMPL.md.
@@ -16,10 +18,11 @@
  * BLOCK_N steps, phase 2 the new tokens up to the tile's last token; online softmax in
  * fp32 with exp2 of log2(e)-scaled scores; the output is written once.
  *
- * USE_MMA (NVIDIA sm_80+, and only when PPB_USE_MMA is 1): FlashAttention-2 style,
+ * PATH MMA (NVIDIA sm_80+, and only when PPB_USE_MMA is 1): FlashAttention-2 style,
  * mma.sync m16n8k16 + ldmatrix, cp.async 16-byte gathers into padded shared tiles, each
  * warp owning BLOCK_M / NUM_WARPS rows. Otherwise a portable SIMT path (fp32 FMA, no
- * inline PTX, warp size PPB_WARP_SIZE). */
+ * inline PTX, warp size PPB_WARP_SIZE). PATH WGMMA (sm_90a only, PPB_USE_WGMMA):
+ * prefix_prefill_wgmma.cuh, the MMA path's structure on warpgroup MMA. */
 #ifndef PPB_PREFIX_PREFILL_CUH
 #define PPB_PREFIX_PREFILL_CUH
 
@@ -57,6 +60,16 @@ struct mma_layout {
     /* Q fragments stay in registers when O, S and Q together fit comfortably; otherwise
      * they are re-read from shared memory (ldmatrix) at every k-step, as FA2 does. */
     static constexpr bool Q_IN_REGS = MT * (D / 4 + D / 2 + BN / 2) <= 160;
+};
+
+/* Hopper (wgmma) path: Q [BM][D], then two stages of K [BN][D] and V [D][BN] (the next
+ * tile's copies fly during this tile's maths), unpadded and 128-byte swizzled
+ * (prefix_prefill_wgmma.cuh), plus 1 KB to align the start to 1024 bytes. */
+template <int D, int BM, int BN>
+struct wgmma_layout {
+    static constexpr int Q_ELEMS = BM * D, K_ELEMS = BN * D, V_ELEMS = D * BN;
+    static constexpr int STAGE_ELEMS = K_ELEMS + V_ELEMS;
+    static constexpr unsigned SMEM_BYTES = 2u * (Q_ELEMS + 2 * STAGE_ELEMS) + 1024u;
 };
 
 /* Portable path: Q^T [D][BM], one K^T [D][BN] / V [BN][D] buffer, P [BM][BN+2] in the
@@ -156,7 +169,7 @@ __device__ __forceinline__ unsigned char *dynamic_smem()
     return reinterpret_cast<unsigned char *>(ppb_prefill_dynamic_smem);
 }
 
-template <bool B> struct bool_tag {};
+template <int P> struct path_tag {};
 
 /* ================================================================================
  * Tensor-core path
@@ -257,9 +270,17 @@ __device__ __forceinline__ int segment_page(const ppb_prefill_args &a, const cta
     return tok < g.ctx ? __ldg(a.block_table + (size_t)g.seq * a.max_blocks_per_seq + (tok >> ps.page_shift)) : 0;
 }
 
+/* Where a tile's 16-byte chunk c of row r lands (in elements): the shared-tile layout the
+ * copies below are written for. This path pads rows by 16 bytes (ldmatrix reads 8 rows at
+ * once from 8 different bank groups); the Hopper path swizzles (prefix_prefill_wgmma.cuh). */
+template <int STRIDE>
+struct padded_tile {
+    __device__ static __forceinline__ int at(int r, int c) { return r * STRIDE + c * 8; }
+};
+
 /* Phase 2 (the new tokens, from the contiguous k or v of [tokens][kvh][D]):
- * BN tokens land as [BN][STRIDE], token-major, zero-filled past the query. */
-template <typename T, int D, int BN, int THREADS, int STRIDE>
+ * BN tokens land as rows of TILE, token-major, zero-filled past the query. */
+template <typename T, int D, int BN, int THREADS, class TILE>
 __device__ __forceinline__ void issue_new_tile(const ppb_prefill_args &a, const cta_geom &g, const T *src_base, int n0,
                                                T *dst)
 {
@@ -273,13 +294,13 @@ __device__ __forceinline__ void issue_new_tile(const ppb_prefill_args &a, const 
             const int n = n0 + t;
             const bool valid = n < g.qlen;
             const T *src = valid ? src_base + ((size_t)(g.start + n) * a.num_kv_heads + g.kvh) * D + dc * 8 : src_base;
-            cp_async16(smem_addr(dst + t * STRIDE + dc * 8), src, valid);
+            cp_async16(smem_addr(dst + TILE::at(t, dc)), src, valid);
         }
     }
 }
 
-/* K tile (both phases) lands as [BN][KS], token-major. phys: segment_page of this tile. */
-template <typename T, int D, int BN, int THREADS, int KS>
+/* K tile (both phases) lands as rows of KT, token-major. phys: segment_page of this tile. */
+template <typename T, int D, int BN, int THREADS, class KT>
 __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0,
                                              T *sK, const page_slot &ps, int phys)
 {
@@ -291,7 +312,7 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
         const int cpp = DC << ps.seg_shift;   /* chunks per segment */
         const T *base = kc + ((((size_t)phys * a.num_kv_heads + g.kvh) * DC) << ps.page_shift) * 8 +
                         (size_t)(seg_tok & ((1 << ps.page_shift) - 1)) * 8;
-        T *dst0 = sK + (ps.seg << ps.seg_shift) * KS;
+        const int row0 = ps.seg << ps.seg_shift;
 #pragma unroll
         for (int j = 0; j < ITER; j++) {
             const int cc = ps.lt + (j << ps.tpp_shift);
@@ -299,16 +320,17 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
                 const int tp = cc & ((1 << ps.seg_shift) - 1), dc = cc >> ps.seg_shift;
                 const bool valid = seg_tok + tp < g.ctx;
                 const T *src = valid ? base + ((size_t)dc << ps.page_shift) * 8 + tp * 8 : kc;
-                cp_async16(smem_addr(dst0 + tp * KS + dc * 8), src, valid);
+                cp_async16(smem_addr(sK + KT::at(row0 + tp, dc)), src, valid);
             }
         }
     } else {
-        issue_new_tile<T, D, BN, THREADS, KS>(a, g, static_cast<const T *>(a.k), n0, sK);
+        issue_new_tile<T, D, BN, THREADS, KT>(a, g, static_cast<const T *>(a.k), n0, sK);
     }
 }
 
-/* V tile: phase 1 as [D][VTS] (the cache's layout, d-major), phase 2 as [BN][VS]. */
-template <typename T, int D, int BN, int THREADS, int VTS, int VS>
+/* V tile: phase 1 as rows of VT1 (the cache's layout, d-major: row d, chunks of 8 tokens);
+ * phase 2 as rows of VT2 (token-major). */
+template <typename T, int D, int BN, int THREADS, class VT1, class VT2>
 __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0,
                                              T *sV, const page_slot &ps, int phys)
 {
@@ -321,7 +343,7 @@ __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const ct
         const int cpp = D << cps_shift;
         const T *base = vc + ((((size_t)phys * a.num_kv_heads + g.kvh) * D) << ps.page_shift) +
                         (seg_tok & ((1 << ps.page_shift) - 1));
-        T *dst0 = sV + (ps.seg << ps.seg_shift);
+        const int chunk0 = (ps.seg << ps.seg_shift) >> 3;   /* segments hold whole chunks: seg >= 8 tokens */
 #pragma unroll
         for (int j = 0; j < ITER; j++) {
             const int cc = ps.lt + (j << ps.tpp_shift);
@@ -329,11 +351,11 @@ __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const ct
                 const int tc = cc & ((1 << cps_shift) - 1), d = cc >> cps_shift;
                 const bool valid = seg_tok + tc * 8 < g.ctx;
                 const T *src = valid ? base + ((size_t)d << ps.page_shift) + tc * 8 : vc;
-                cp_async16(smem_addr(dst0 + d * VTS + tc * 8), src, valid);
+                cp_async16(smem_addr(sV + VT1::at(d, chunk0 + tc)), src, valid);
             }
         }
     } else {
-        issue_new_tile<T, D, BN, THREADS, VS>(a, g, static_cast<const T *>(a.v), n0, sV);
+        issue_new_tile<T, D, BN, THREADS, VT2>(a, g, static_cast<const T *>(a.v), n0, sV);
     }
 }
 
@@ -347,7 +369,7 @@ __device__ __forceinline__ int tile_start(const cta_geom &g, int i)
 /* The chunk holding the context's last token also holds up to 7 stale slots of its page:
  * zero them in the V tile (P is 0 there, but 0 * NaN is not). Call once the tile has
  * landed; returns whether it wrote (block-uniform: the caller then synchronises). */
-template <typename T, int D, int BN, int THREADS, int VTS>
+template <typename T, int D, int BN, int THREADS, class VT1>
 __device__ __forceinline__ bool zero_stale_v_slots(const cta_geom &g, int n0, T *sV)
 {
     if (n0 + BN <= g.ctx || !(g.ctx & 7))
@@ -356,9 +378,111 @@ __device__ __forceinline__ bool zero_stale_v_slots(const cta_geom &g, int n0, T 
     for (int idx = threadIdx.x; idx < D * 8; idx += THREADS) {
         const int t = t0 + (idx & 7);
         if (t >= g.ctx - n0)
-            sV[(idx >> 3) * VTS + t] = ppb_from_float<T>(0.f);
+            sV[VT1::at(idx >> 3, t >> 3) + (t & 7)] = ppb_from_float<T>(0.f);
     }
     return true;
+}
+
+/* Scores of keys a row must not see -> -inf. Accumulators in the m16n8 C layout (also
+ * wgmma's): s[m][j][2h + e] is row gq + 8h of m16 tile m, key n0 + 8j + 2tq + e. */
+template <int MT, int BN>
+__device__ __forceinline__ void mask_scores(float (&s)[MT][BN / 8][4], const cta_geom &g, int W, bool ph1, int n0,
+                                            const int (&row_tok)[MT][2], int tq)
+{
+    const float NEG_INF = -__int_as_float(0x7f800000);
+#pragma unroll
+    for (int m = 0; m < MT; m++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int lo, hi;
+            row_key_range(g, W, ph1, row_tok[m][h], lo, hi);
+#pragma unroll
+            for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int n = n0 + j * 8 + 2 * tq + e;
+                    if (n < lo || n >= hi)
+                        s[m][j][2 * h + e] = NEG_INF;
+                }
+        }
+}
+
+/* One tile's online softmax: s becomes P = exp2(score * scale_log2 - running max), the
+ * running max and sum advance, and O is rescaled where some row's max moved. A row of a
+ * thread is spread over the 4 lanes of a quad. */
+template <int MT, int BN, int D>
+__device__ __forceinline__ void online_softmax(float (&s)[MT][BN / 8][4], float (&m_run)[MT][2], float (&l_run)[MT][2],
+                                               float (&o)[MT][D / 8][4], float scale_log2)
+{
+    const float NEG_INF = -__int_as_float(0x7f800000);
+    float alpha[MT][2];
+    bool rescale = false;
+#pragma unroll
+    for (int m = 0; m < MT; m++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            /* tree reductions: short dependency chains */
+            float t[BN / 8];
+#pragma unroll
+            for (int j = 0; j < BN / 8; j++)
+                t[j] = fmaxf(s[m][j][2 * h], s[m][j][2 * h + 1]);
+            const float mx = quad_max(tree_max<BN / 8, 0, BN / 8>(t));
+            const float m_new = fmaxf(m_run[m][h], mx * scale_log2);
+            /* a row with no visible key so far keeps max -inf: subtract 0, not -inf */
+            const float m_use = m_new == NEG_INF ? 0.f : m_new;
+            alpha[m][h] = ex2(m_run[m][h] - m_use);
+            rescale |= m_new != m_run[m][h];
+            m_run[m][h] = m_new;
+#pragma unroll
+            for (int j = 0; j < BN / 8; j++) {
+                const float p0 = ex2(fmaf(s[m][j][2 * h], scale_log2, -m_use));
+                const float p1 = ex2(fmaf(s[m][j][2 * h + 1], scale_log2, -m_use));
+                s[m][j][2 * h] = p0;
+                s[m][j][2 * h + 1] = p1;
+                t[j] = p0 + p1;
+            }
+            l_run[m][h] = l_run[m][h] * alpha[m][h] + tree_sum<BN / 8, 0, BN / 8>(t);
+        }
+    /* O *= alpha only when some row's max moved (alpha is exactly 1 otherwise); after the
+     * first tiles of a long context that is rare. Warp-uniform branch. */
+    if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+        for (int m = 0; m < MT; m++)
+#pragma unroll
+            for (int i = 0; i < D / 8; i++) {
+                o[m][i][0] *= alpha[m][0];
+                o[m][i][1] *= alpha[m][0];
+                o[m][i][2] *= alpha[m][1];
+                o[m][i][3] *= alpha[m][1];
+            }
+    }
+}
+
+/* O / l, written once. Warp `warp` owns rows warp * ROWS_PER_WARP + 16m + gq (+8). */
+template <typename T, int D, int MT, int ROWS_PER_WARP>
+__device__ __forceinline__ void store_output(const ppb_prefill_args &a, const cta_geom &g,
+                                             const float (&o)[MT][D / 8][4], const float (&l_run)[MT][2],
+                                             const int (&row_tok)[MT][2], int warp, int lane)
+{
+    const int gq = lane >> 2, tq = lane & 3;
+    T *outp = static_cast<T *>(a.out);
+#pragma unroll
+    for (int m = 0; m < MT; m++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const float l = quad_sum(l_run[m][h]);
+            const float inv = l > 0.f ? 1.f / l : 0.f;
+            const int tok = row_tok[m][h];
+            if (tok < g.qlen) {
+                const int pr = g.m0 + warp * ROWS_PER_WARP + m * 16 + gq + 8 * h;
+                const int head = g.kvh * g.group + (pr - tok * g.group);
+                T *dst = outp + ((size_t)(g.start + tok) * a.num_heads + head) * D + 2 * tq;
+#pragma unroll
+                for (int i = 0; i < D / 8; i++)
+                    *reinterpret_cast<unsigned *>(dst + i * 8) =
+                        ppb_pack2<T>(o[m][i][2 * h] * inv, o[m][i][2 * h + 1] * inv);
+            }
+        }
 }
 
 /* O += P V for one tile. P comes from the S accumulators (fp32 -> T, the m16n8 C layout of
@@ -401,6 +525,9 @@ template <typename T, int D, int BM, int BN, int W>
 __device__ __forceinline__ void run(const ppb_prefill_args &a)
 {
     using L = mma_layout<D, BM, BN, W>;
+    using KT = padded_tile<L::KS>;
+    using VT1 = padded_tile<L::VTS>;
+    using VT2 = padded_tile<L::VS>;
     constexpr int MT = L::MT, THREADS = L::THREADS;
     const float NEG_INF = -__int_as_float(0x7f800000);
 
@@ -440,9 +567,9 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     if (ntiles > 0) {
         const bool ph1 = g.n1 > 0;
         const int n0 = tile_start<BN>(g, 0);
-        issue_k_tile<T, D, BN, THREADS, L::KS>(a, g, ph1, n0, sKV, ps, phys);
+        issue_k_tile<T, D, BN, THREADS, KT>(a, g, ph1, n0, sKV, ps, phys);
         if (TWO_STAGES)
-            issue_v_tile<T, D, BN, THREADS, L::VTS, L::VS>(a, g, ph1, n0, sKV + L::K_ELEMS, ps, phys);
+            issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, ph1, n0, sKV + L::K_ELEMS, ps, phys);
     }
     cp_async_commit();
     if (TWO_STAGES && 1 < g.n1)
@@ -489,20 +616,20 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
                             qf[m][kk][3]);
         }
         if (TWO_STAGES) {
-            if (ph1 && zero_stale_v_slots<T, D, BN, THREADS, L::VTS>(g, n0, sV))
+            if (ph1 && zero_stale_v_slots<T, D, BN, THREADS, VT1>(g, n0, sV))
                 __syncthreads();
             if (it + 1 < ntiles) {
                 const bool nph1 = it + 1 < g.n1;
                 const int nn0 = tile_start<BN>(g, it + 1);
                 T *nK = sKV + ((it + 1) & 1) * L::STAGE_ELEMS;
-                issue_k_tile<T, D, BN, THREADS, L::KS>(a, g, nph1, nn0, nK, ps, phys_next);
-                issue_v_tile<T, D, BN, THREADS, L::VTS, L::VS>(a, g, nph1, nn0, nK + L::K_ELEMS, ps, phys_next);
+                issue_k_tile<T, D, BN, THREADS, KT>(a, g, nph1, nn0, nK, ps, phys_next);
+                issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, nph1, nn0, nK + L::K_ELEMS, ps, phys_next);
                 cp_async_commit();
             }
             if (it + 2 < g.n1)
                 phys_next = segment_page(a, g, ps, tile_start<BN>(g, it + 2));   /* used next tile */
         } else {
-            issue_v_tile<T, D, BN, THREADS, L::VTS, L::VS>(a, g, ph1, n0, sV, ps, phys);
+            issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, ph1, n0, sV, ps, phys);
             cp_async_commit();
             if (it + 1 < g.n1)
                 phys_next = segment_page(a, g, ps, n0 + BN);   /* used after S and softmax */
@@ -543,72 +670,17 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
         }
 
         /* mask, then online softmax (scores in log2 units) */
-        if (tile_needs_mask<BN>(g, W_, ph1, n0)) {
-#pragma unroll
-            for (int m = 0; m < MT; m++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    int lo, hi;
-                    row_key_range(g, W_, ph1, row_tok[m][h], lo, hi);
-#pragma unroll
-                    for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-                        for (int e = 0; e < 2; e++) {
-                            const int n = n0 + j * 8 + 2 * tq + e;
-                            if (n < lo || n >= hi)
-                                s[m][j][2 * h + e] = NEG_INF;
-                        }
-                }
-        }
-        float alpha[MT][2];
-        bool rescale = false;
-#pragma unroll
-        for (int m = 0; m < MT; m++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                /* tree reductions: short dependency chains */
-                float t[BN / 8];
-#pragma unroll
-                for (int j = 0; j < BN / 8; j++)
-                    t[j] = fmaxf(s[m][j][2 * h], s[m][j][2 * h + 1]);
-                const float mx = quad_max(tree_max<BN / 8, 0, BN / 8>(t));
-                const float m_new = fmaxf(m_run[m][h], mx * scale_log2);
-                /* a row with no visible key so far keeps max -inf: subtract 0, not -inf */
-                const float m_use = m_new == NEG_INF ? 0.f : m_new;
-                alpha[m][h] = ex2(m_run[m][h] - m_use);
-                rescale |= m_new != m_run[m][h];
-                m_run[m][h] = m_new;
-#pragma unroll
-                for (int j = 0; j < BN / 8; j++) {
-                    const float p0 = ex2(fmaf(s[m][j][2 * h], scale_log2, -m_use));
-                    const float p1 = ex2(fmaf(s[m][j][2 * h + 1], scale_log2, -m_use));
-                    s[m][j][2 * h] = p0;
-                    s[m][j][2 * h + 1] = p1;
-                    t[j] = p0 + p1;
-                }
-                l_run[m][h] = l_run[m][h] * alpha[m][h] + tree_sum<BN / 8, 0, BN / 8>(t);
-            }
-        /* O *= alpha only when some row's max moved (alpha is exactly 1 otherwise); after the
-         * first tiles of a long context that is rare. Warp-uniform branch. */
-        if (__any_sync(0xffffffffu, rescale)) {
-#pragma unroll
-            for (int m = 0; m < MT; m++)
-#pragma unroll
-                for (int i = 0; i < D / 8; i++) {
-                    o[m][i][0] *= alpha[m][0];
-                    o[m][i][1] *= alpha[m][0];
-                    o[m][i][2] *= alpha[m][1];
-                    o[m][i][3] *= alpha[m][1];
-                }
-        }
+        if (tile_needs_mask<BN>(g, W_, ph1, n0))
+            mask_scores<MT, BN>(s, g, W_, ph1, n0, row_tok, tq);
+        online_softmax<MT, BN, D>(s, m_run, l_run, o, scale_log2);
 
         if (!TWO_STAGES) {
             cp_async_wait_all();
             __syncthreads();   /* V tile landed; every warp is done with this K tile */
-            if (ph1 && zero_stale_v_slots<T, D, BN, THREADS, L::VTS>(g, n0, sV))
+            if (ph1 && zero_stale_v_slots<T, D, BN, THREADS, VT1>(g, n0, sV))
                 __syncthreads();
             if (it + 1 < ntiles) {
-                issue_k_tile<T, D, BN, THREADS, L::KS>(a, g, it + 1 < g.n1, tile_start<BN>(g, it + 1), sK, ps,
+                issue_k_tile<T, D, BN, THREADS, KT>(a, g, it + 1 < g.n1, tile_start<BN>(g, it + 1), sK, ps,
                                                        phys_next);
                 cp_async_commit();
             }
@@ -622,28 +694,14 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     }
     cp_async_wait_all();
 
-    /* O / l, written once */
-    T *outp = static_cast<T *>(a.out);
-#pragma unroll
-    for (int m = 0; m < MT; m++)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const float l = quad_sum(l_run[m][h]);
-            const float inv = l > 0.f ? 1.f / l : 0.f;
-            const int tok = row_tok[m][h];
-            if (tok < g.qlen) {
-                const int pr = g.m0 + warp * L::ROWS_PER_WARP + m * 16 + gq + 8 * h;
-                const int head = g.kvh * g.group + (pr - tok * g.group);
-                T *dst = outp + ((size_t)(g.start + tok) * a.num_heads + head) * D + 2 * tq;
-#pragma unroll
-                for (int i = 0; i < D / 8; i++)
-                    *reinterpret_cast<unsigned *>(dst + i * 8) =
-                        ppb_pack2<T>(o[m][i][2 * h] * inv, o[m][i][2 * h + 1] * inv);
-            }
-        }
+    store_output<T, D, MT, L::ROWS_PER_WARP>(a, g, o, l_run, row_tok, warp, lane);
 }
 
 } /* namespace mma */
+
+#if PPB_USE_WGMMA
+#include "prefix_prefill_wgmma.cuh"
+#endif
 #endif /* PPB_USE_MMA */
 
 /* ================================================================================
@@ -891,7 +949,18 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
 } /* namespace simt */
 
 template <typename T, int D, int BM, int BN, int W>
-__device__ __forceinline__ void dispatch(const ppb_prefill_args &a, bool_tag<true>)
+__device__ __forceinline__ void dispatch(const ppb_prefill_args &a, path_tag<PPB_PREFILL_PATH_WGMMA>)
+{
+#if PPB_USE_MMA && PPB_USE_WGMMA
+    wgmma::run<T, D, BM, BN, W>(a);
+#else
+    (void)a;
+    ppb_trap();   /* this compilation has no wgmma path (not sm_90a); the plan refuses it here */
+#endif
+}
+
+template <typename T, int D, int BM, int BN, int W>
+__device__ __forceinline__ void dispatch(const ppb_prefill_args &a, path_tag<PPB_PREFILL_PATH_MMA>)
 {
 #if PPB_USE_MMA
     mma::run<T, D, BM, BN, W>(a);
@@ -902,18 +971,18 @@ __device__ __forceinline__ void dispatch(const ppb_prefill_args &a, bool_tag<tru
 }
 
 template <typename T, int D, int BM, int BN, int W>
-__device__ __forceinline__ void dispatch(const ppb_prefill_args &a, bool_tag<false>)
+__device__ __forceinline__ void dispatch(const ppb_prefill_args &a, path_tag<PPB_PREFILL_PATH_SIMT>)
 {
     simt::run<T, D, BM, BN, W>(a);
 }
 
 } /* namespace ppb_prefill */
 
-template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS, bool USE_MMA>
-__global__ void __launch_bounds__(NUM_WARPS *(USE_MMA ? 32 : PPB_WARP_SIZE))
+template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS, int PATH>
+__global__ void __launch_bounds__(NUM_WARPS *(PATH != PPB_PREFILL_PATH_SIMT ? 32 : PPB_WARP_SIZE))
     prefix_prefill_kernel(ppb_prefill_args a)
 {
-    ppb_prefill::dispatch<T, HEAD_DIM, BLOCK_M, BLOCK_N, NUM_WARPS>(a, ppb_prefill::bool_tag<USE_MMA>());
+    ppb_prefill::dispatch<T, HEAD_DIM, BLOCK_M, BLOCK_N, NUM_WARPS>(a, ppb_prefill::path_tag<PATH>());
 }
 
 #endif

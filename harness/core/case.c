@@ -6,7 +6,7 @@
 #include <string.h>
 
 static const char *const dtype_names[] = {"fp16", "bf16", NULL};
-static const char *const path_names[] = {"auto", "simt", "mma", NULL};
+static const char *const path_names[] = {"auto", "simt", "mma", "wgmma", NULL};
 static const char *const bool_names[] = {"false", "true", NULL};
 /* Grows as plugin:NAME values are parsed; the last slot stays NULL. */
 static const char *impl_names[PPB_IMPL_MAX + 1] = {"builtin", "vllm-triton", "vllm-cuda", NULL};
@@ -34,7 +34,7 @@ static const ppb_field_info fields[PPB_F_COUNT] = {
     [PPB_F_NUM_THREADS] = {"num_threads", "t", PPB_FOR_DECODE, 1, 32, 1024, 128, NULL},
     [PPB_F_PARTITION_SIZE] = {"partition_size", "p", PPB_FOR_DECODE, 1, 0, 65536, 512, NULL},
     [PPB_F_HOST_PARTITION_SIZE] = {"host_partition_size", "hp", PPB_FOR_DECODE, 1, 0, 65536, 0, NULL},
-    [PPB_F_PATH] = {"path", "path", PPB_FOR_BOTH, 1, 0, 2, PPB_PATH_AUTO, path_names},
+    [PPB_F_PATH] = {"path", "path", PPB_FOR_BOTH, 1, 0, 3, PPB_PATH_AUTO, path_names},
     [PPB_F_IMPL] = {"impl", "impl", PPB_FOR_BOTH, 1, 0, PPB_IMPL_MAX - 1, PPB_IMPL_BUILTIN, impl_names, 1},
 };
 

@@ -15,7 +15,7 @@ typedef enum { PPB_PREFIX_PREFILL = 0, PPB_PAGED_ATTENTION = 1 } ppb_kernel_kind
 typedef enum { PPB_FP16 = 0, PPB_BF16 = 1 } ppb_dtype;
 /* Which kernel implementation: AUTO lets the backend choose (tensor cores where
  * the build and device have them), SIMT is the portable path BI-V100 builds. */
-typedef enum { PPB_PATH_AUTO = 0, PPB_PATH_SIMT = 1, PPB_PATH_MMA = 2 } ppb_code_path;
+typedef enum { PPB_PATH_AUTO = 0, PPB_PATH_SIMT = 1, PPB_PATH_MMA = 2, PPB_PATH_WGMMA = 3 } ppb_code_path;
 
 typedef struct ppb_shape {
     int batch;          /* sequences in the batch */

@@ -6,7 +6,8 @@
 #include "decode_plan.h"
 
 /* The ABI's code-path and dtype codes are the case's (one number, two headers). */
-_Static_assert(PPBK_PATH_AUTO == PPB_PATH_AUTO && PPBK_PATH_SIMT == PPB_PATH_SIMT && PPBK_PATH_MMA == PPB_PATH_MMA,
+_Static_assert(PPBK_PATH_AUTO == PPB_PATH_AUTO && PPBK_PATH_SIMT == PPB_PATH_SIMT && PPBK_PATH_MMA == PPB_PATH_MMA &&
+                   PPBK_PATH_WGMMA == PPB_PATH_WGMMA,
                "code paths differ between case.h and ppb_kernel_abi.h");
 _Static_assert(PPB_KDTYPE_FP16 == PPB_FP16 && PPB_KDTYPE_BF16 == PPB_BF16,
                "dtype codes differ between case.h and attention_args.h");

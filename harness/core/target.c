@@ -398,14 +398,15 @@ void ppb_target_kernel_smem(const ppb_case *c, const ppb_target *t, unsigned fal
     ppb_err refused;
     int use_mma = ppb_kernel_launch_for_case(c, target_cc(t), out->warp_size, out->limit, &launch, &refused) == PPB_OK
                       ? launch.use_mma
-                      : k->path == PPB_PATH_MMA;
+                  : k->path == PPB_PATH_WGMMA ? PPB_KSPEC_MMA_WGMMA
+                                               : k->path == PPB_PATH_MMA;
     const char *path_name;
     if (c->kernel == PPB_PREFIX_PREFILL) {
         ppb_prefill_config cfg = {k->block_m, k->block_n, k->num_warps, use_mma, out->warp_size};
         out->use_mma = cfg.use_mma;
         out->bytes = (long)ppb_prefill_smem_bytes(&cfg, s->head_dim);
         out->known = out->bytes > 0;
-        path_name = cfg.use_mma ? "tensor-core" : "portable";
+        path_name = cfg.use_mma == PPB_KSPEC_MMA_WGMMA ? "wgmma" : cfg.use_mma ? "tensor-core" : "portable";
         if (out->known)
             snprintf(out->arithmetic, sizeof out->arithmetic,
                      "built-in kernel's %s layout (kernels/prefill_plan.c) for BLOCK_M %d, BLOCK_N %d, %d warps of "

@@ -18,8 +18,27 @@ int ppb_builtin_use_mma(int path, int cc, int *use_mma, ppb_err *err)
                             PPB_MMA_MIN_CC / 10, PPB_MMA_MIN_CC % 10, cc / 10, cc % 10);
         *use_mma = 1;
         return PPB_OK;
+    case PPBK_PATH_WGMMA:
+        if (cc != PPB_WGMMA_CC)
+            return ppb_fail(err, PPB_EREFUSED,
+                            "path=wgmma needs compute capability %d.%d (warpgroup MMA, sm_%da); this device is %d.%d",
+                            PPB_WGMMA_CC / 10, PPB_WGMMA_CC % 10, PPB_WGMMA_CC, cc / 10, cc % 10);
+        *use_mma = PPB_KSPEC_MMA_WGMMA;
+        return PPB_OK;
     default: return ppb_fail(err, PPB_EINPUT, "path=%d is not a code path", path);
     }
+}
+
+/* path=auto on the prefill kernel: the wgmma path where it was measured faster than
+ * mma.sync, i.e. on compute capability 9.0 for the BLOCK_M 128 configs it can run
+ * (128/128/8 and 128/64/8: faster on all four bench anchors; the 64-row configs were
+ * slower on the all-causal anchor; docs/BENCHMARKS.md, prefill). */
+static int auto_prefers_wgmma(const ppbk_prefill_config *cfg, const ppbk_device *dev)
+{
+    if (dev->cc != PPB_WGMMA_CC || cfg->block_m != 128)
+        return 0;
+    ppb_prefill_config pc = {cfg->block_m, cfg->block_n, cfg->num_warps, PPB_PREFILL_PATH_WGMMA, dev->warp_size};
+    return ppb_prefill_config_check(&pc, cfg->head_dim, cfg->dtype, (unsigned)dev->smem_optin, NULL, 0) == 0;
 }
 
 unsigned ppb_smem_optin_for_cc(int cc)
@@ -62,6 +81,10 @@ static int plan_decode_path(const void *cfgp, const void *shapep, const ppbk_dev
                             ppb_builtin_launch *out, char *reason, unsigned reason_len)
 {
     const ppbk_decode_config *cfg = cfgp;
+    if (use_mma == PPB_KSPEC_MMA_WGMMA) {
+        snprintf(reason, reason_len, "path=wgmma: the decode kernels have no wgmma path (prefill only)");
+        return -1;
+    }
     ppb_decode_config dc = {cfg->version, cfg->num_threads, cfg->partition_size, use_mma, dev->warp_size};
     memset(out->plan, 0, sizeof out->plan);
     if (ppb_decode_plan(&dc, shapep, cfg->head_dim, cfg->page_size, cfg->dtype, (unsigned)dev->smem_optin,
@@ -82,16 +105,18 @@ static int plan_decode_path(const void *cfgp, const void *shapep, const ppbk_dev
 }
 
 /* The path rule, for both kernels: an explicit path is planned as asked; auto
- * asks for "the best this device has", so the portable path is next when the
- * tensor-core plan refuses. */
-static int plan_with_path(plan_fn plan, const void *cfg, const void *shape, int path, const ppbk_device *dev,
-                          ppb_builtin_launch *out, ppb_err *err)
+ * asks for "the best this device has" (prefer_wgmma: the prefill rule above),
+ * so the portable path is next when the tensor-core plan refuses. */
+static int plan_with_path(plan_fn plan, const void *cfg, const void *shape, int path, int prefer_wgmma,
+                          const ppbk_device *dev, ppb_builtin_launch *out, ppb_err *err)
 {
     memset(out, 0, sizeof *out);
     int use_mma = 0;
     int rc = ppb_builtin_use_mma(path, dev->cc, &use_mma, err);
     if (rc)
         return rc;
+    if (path == PPBK_PATH_AUTO && prefer_wgmma)
+        use_mma = PPB_KSPEC_MMA_WGMMA;
     char reason[400] = "";
     if (plan(cfg, shape, dev, use_mma, out, reason, sizeof reason) == 0) {
         out->use_mma = use_mma;
@@ -100,21 +125,22 @@ static int plan_with_path(plan_fn plan, const void *cfg, const void *shape, int 
     if (!(path == PPBK_PATH_AUTO && use_mma))
         return ppb_fail(err, PPB_EREFUSED, "%s", reason);
     char simt_reason[400] = "";
+    const char *tried = use_mma == PPB_KSPEC_MMA_WGMMA ? "wgmma" : "mma";
     if (plan(cfg, shape, dev, 0, out, simt_reason, sizeof simt_reason) != 0)
-        return ppb_fail(err, PPB_EREFUSED, "mma path: %s; simt path: %s", reason, simt_reason);
+        return ppb_fail(err, PPB_EREFUSED, "%s path: %s; simt path: %s", tried, reason, simt_reason);
     out->use_mma = 0;
-    snprintf(out->note, sizeof out->note, "path auto ran simt: the mma path refused (%s)", reason);
+    snprintf(out->note, sizeof out->note, "path auto ran simt: the %s path refused (%s)", tried, reason);
     return PPB_OK;
 }
 
 int ppb_builtin_plan_prefill(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
                              ppb_builtin_launch *out, ppb_err *err)
 {
-    return plan_with_path(plan_prefill_path, cfg, shape, cfg->path, dev, out, err);
+    return plan_with_path(plan_prefill_path, cfg, shape, cfg->path, auto_prefers_wgmma(cfg, dev), dev, out, err);
 }
 
 int ppb_builtin_plan_decode(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
                             ppb_builtin_launch *out, ppb_err *err)
 {
-    return plan_with_path(plan_decode_path, cfg, shape, cfg->path, dev, out, err);
+    return plan_with_path(plan_decode_path, cfg, shape, cfg->path, 0, dev, out, err);
 }

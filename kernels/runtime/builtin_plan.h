@@ -15,21 +15,23 @@
 #include "ppb_kernel_abi.h"
 
 typedef struct ppb_builtin_launch {
-    int use_mma;
+    int use_mma;                 /* 0 portable, 1 mma.sync, 2 wgmma (kernel_spec.h PPB_KSPEC_MMA_*) */
     char note[400];              /* path auto fell back to the portable path: why; else "" */
     ppb_kernel_spec spec[2];     /* the main kernel; [1]: the v2 reduce */
     int n_specs;
     ppb_launch_plan plan[2];
 } ppb_builtin_launch;
 
-/* Whether a config runs the tensor-core path on a device of compute
- * capability `cc` (major * 10 + minor): SIMT no, MMA yes (PPB_EREFUSED below
- * PPB_MMA_MIN_CC), AUTO when cc allows it. */
+/* Which tensor-core level a path asks for on a device of compute capability
+ * `cc` (major * 10 + minor): SIMT 0, MMA 1 (PPB_EREFUSED below PPB_MMA_MIN_CC),
+ * WGMMA 2 (PPB_EREFUSED unless cc is PPB_WGMMA_CC), AUTO 1 when cc allows it
+ * (the prefill plan may then prefer 2: builtin_plan.c, auto_prefers_wgmma). */
 int ppb_builtin_use_mma(int path, int cc, int *use_mma, ppb_err *err);
 
 /* Plan a config on a device (its cc, warp size and smem_optin). PATH_AUTO
- * takes the tensor-core path when cc allows it and its plan accepts the case,
- * else the portable one (and says why in out->note). PPB_EREFUSED with the
+ * takes the tensor-core path when cc allows it and its plan accepts the case
+ * (prefill on compute capability 9.0: wgmma for the configs it was measured
+ * faster on), else the portable one (and says why in out->note). PPB_EREFUSED with the
  * plan's one-line reason when the config cannot run. `shape` carries the
  * argument struct's shape fields (decode v2: max_num_partitions is the
  * kernel's own count); its pointers are not read. */

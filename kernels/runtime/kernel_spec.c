@@ -116,8 +116,10 @@ int ppb_kernel_spec_parse(const char *line, ppb_kernel_spec *s, ppb_err *err)
             if (errno || end == value || *end != '\0' || lv < 0 || lv > 1 << 20)
                 return ppb_fail(err, PPB_EINPUT, "kernel spec: %s='%s' is not a valid number", tok,
                                 value);
-            if (strcmp(tok, "mma") == 0 && lv > 1)
-                return ppb_fail(err, PPB_EINPUT, "kernel spec: mma must be 0 or 1");
+            const long mma_max = s->kind == PPB_KSPEC_PREFILL ? PPB_KSPEC_MMA_WGMMA : PPB_KSPEC_MMA_SYNC;
+            if (strcmp(tok, "mma") == 0 && lv > mma_max)
+                return ppb_fail(err, PPB_EINPUT, "kernel spec: mma must be 0 or 1%s",
+                                s->kind == PPB_KSPEC_PREFILL ? " (or 2: wgmma)" : "");
             v = (int)lv;
         }
         *field_ptr(s, &f[idx]) = v;
@@ -155,8 +157,8 @@ void ppb_kernel_name_expression(const ppb_kernel_spec *s, char *buf, size_t len)
     const char *t = type_names[s->dtype == PPB_KDTYPE_FP16 ? 0 : 1];
     switch (s->kind) {
     case PPB_KSPEC_PREFILL:
-        snprintf(buf, len, "prefix_prefill_kernel<%s, %d, %d, %d, %d, %s>", t, s->head_dim, s->block_m,
-                 s->block_n, s->num_warps, s->use_mma ? "true" : "false");
+        snprintf(buf, len, "prefix_prefill_kernel<%s, %d, %d, %d, %d, %d>", t, s->head_dim, s->block_m,
+                 s->block_n, s->num_warps, s->use_mma);
         break;
     case PPB_KSPEC_DECODE:
         snprintf(buf, len, "paged_attention_kernel<%s, %d, %d, %d, %d, %s>", t, s->head_dim,

@@ -4,7 +4,7 @@
  * The line is what `ppbench list-kernels` prints, what the ahead-of-time
  * build reads (CMake option PPB_AOT_CONFIGS) and what ppb-kernel-compile
  * compiles, so the three always agree:
- *   prefill dtype=bf16 head_dim=128 block_m=128 block_n=64 num_warps=8 mma=1
+ *   prefill dtype=bf16 head_dim=128 block_m=128 block_n=64 num_warps=8 mma=1   (mma=2: wgmma, sm_90a)
  *   decode dtype=bf16 head_dim=128 page_size=16 num_threads=128 partition_size=512 mma=1
  *   decode_reduce dtype=bf16 head_dim=128 num_threads=128 partition_size=512
  *   input_fill dtype=bf16
@@ -23,7 +23,7 @@
 #include "ppb_error.h"
 
 typedef enum {
-    PPB_KSPEC_PREFILL = 0,       /* prefix_prefill_kernel<T, D, BLOCK_M, BLOCK_N, NUM_WARPS, USE_MMA> */
+    PPB_KSPEC_PREFILL = 0,       /* prefix_prefill_kernel<T, D, BLOCK_M, BLOCK_N, NUM_WARPS, PATH> */
     PPB_KSPEC_DECODE = 1,        /* paged_attention_kernel<T, D, PAGE, NUM_THREADS, PARTITION, USE_MMA> */
     PPB_KSPEC_DECODE_REDUCE = 2, /* paged_attention_v2_reduce_kernel<T, D, NUM_THREADS, PARTITION> */
     PPB_KSPEC_INPUT_FILL = 3,    /* input_fill_kernel<DTYPE> (input_fill.cuh) */
@@ -36,7 +36,8 @@ typedef struct ppb_kernel_spec {
     int kind;                 /* ppb_kspec_kind */
     int dtype;                /* PPB_KDTYPE_FP16 / PPB_KDTYPE_BF16 */
     int head_dim;
-    int use_mma;              /* USE_MMA (0 for the reduce kernel, which has none) */
+    int use_mma;              /* tensor-core level: 0 none, 1 mma.sync, 2 wgmma (prefill only; its PATH
+                                 argument); 0 for the reduce kernel, which has none */
     int block_m, block_n, num_warps;             /* prefill */
     int page_size, num_threads, partition_size;  /* decode (partition_size 0 = v1); reduce */
 } ppb_kernel_spec;
@@ -44,8 +45,13 @@ typedef struct ppb_kernel_spec {
 #define PPB_KERNEL_SPEC_TEXT_MAX 160
 
 /* Tensor-core (mma) paths need compute capability 8.0 (bf16 mma.sync). Below
- * it, and on targets built without them, only the portable SIMT path exists. */
+ * it, and on targets built without them, only the portable SIMT path exists.
+ * Warpgroup MMA (the prefill kernel's mma=2) exists on compute capability 9.0
+ * only, compiled for the architecture-specific sm_90a. */
 #define PPB_MMA_MIN_CC 80
+#define PPB_WGMMA_CC 90
+#define PPB_KSPEC_MMA_SYNC 1    /* use_mma values: mma.sync */
+#define PPB_KSPEC_MMA_WGMMA 2   /* warpgroup MMA (prefill) */
 
 const char *ppb_kspec_kind_name(int kind);   /* "prefill", "decode", "decode_reduce", "input_fill" */
 void ppb_kernel_spec_format(const ppb_kernel_spec *s, char *buf, size_t len);
@@ -57,7 +63,7 @@ int ppb_kernel_spec_equal(const ppb_kernel_spec *a, const ppb_kernel_spec *b);
 int ppb_kernel_spec_compare(const ppb_kernel_spec *a, const ppb_kernel_spec *b);
 
 /* The C++ name expression of the instantiation, e.g.
- * "prefix_prefill_kernel<__nv_bfloat16, 128, 64, 64, 4, true>": what NVRTC
+ * "prefix_prefill_kernel<__nv_bfloat16, 128, 64, 64, 4, 1>": what NVRTC
  * instantiates (kernels_nvrtc.c). With the spec, so the compiler reads it
  * from here rather than from the runtime (ppb_kernels.c) that calls it. */
 void ppb_kernel_name_expression(const ppb_kernel_spec *spec, char *buf, size_t len);

@@ -137,7 +137,9 @@ int ppb_nvrtc_build(const ppb_nvrtc_request *rq, ppb_kernel_cache_entry *e,
     find_cuda_include(include_dir, sizeof include_dir);
 
     char opt_arch[64], opt_warp[64], opt_mma[64], opt_inc[4200];
-    snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=sm_%d", rq->arch);
+    /* wgmma (the prefill kernel's mma=2) exists only in the architecture-specific target */
+    const int wgmma = spec->kind == PPB_KSPEC_PREFILL && spec->use_mma == PPB_KSPEC_MMA_WGMMA;
+    snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=sm_%d%s", rq->arch, wgmma ? "a" : "");
     snprintf(opt_warp, sizeof opt_warp, "-DPPB_WARP_SIZE=%d", rq->warp_size);
     /* The preprocessor switch that lets mma/ldmatrix code exist at all (gpu.md:
      * the portable build never sees it); the template's USE_MMA picks the path. */

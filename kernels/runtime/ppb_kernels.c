@@ -393,6 +393,9 @@ static int nvrtc_build_for(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kern
     if (spec->use_mma && k->arch < PPB_MMA_MIN_CC)
         return ppb_fail(err, PPB_EREFUSED, "the mma path needs sm_%d or newer; compiling for sm_%d",
                         PPB_MMA_MIN_CC, k->arch);
+    if (spec->use_mma == PPB_KSPEC_MMA_WGMMA && k->arch != PPB_WGMMA_CC)
+        return ppb_fail(err, PPB_EREFUSED, "the wgmma path exists on sm_%d only (sm_%da); compiling for sm_%d",
+                        PPB_WGMMA_CC, PPB_WGMMA_CC, k->arch);
     ppb_nvrtc_request rq = {
         .sources = k->sources,
         .n_sources = k->n_sources,

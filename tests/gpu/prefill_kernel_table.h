@@ -1,7 +1,8 @@
 /* The kernel table of the prefix-prefill GPU test: which configs are instantiated, and
  * the kernels' own shared-memory figures. prefill_kernel_table.cu is compiled once per
- * part (-DPPB_TEST_PART=0..11: dtype x head_dim x path), test_prefill_kernel.cu looks
- * kernels up through ppb_test_table_partN. */
+ * part (-DPPB_TEST_PART=0..11: dtype x head_dim x path, simt and mma), and
+ * prefill_kernel_table_wgmma.cu once for sm_90a (the wgmma path); test_prefill_kernel.cu
+ * looks kernels up through ppb_test_table_partN and ppb_test_table_wgmma. */
 #ifndef PPB_PREFILL_KERNEL_TABLE_H
 #define PPB_PREFILL_KERNEL_TABLE_H
 
@@ -11,10 +12,13 @@ typedef void (*prefill_fn)(ppb_prefill_args);
 
 /* The configs this test instantiates: the plan's static rules, restated independently
  * (the test then checks the plan agrees, config by config). */
-static constexpr bool test_expects_static_ok(int d, int bm, int bn, int w, bool mma, int ws)
+static constexpr bool test_expects_static_ok(int d, int bm, int bn, int w, int path, int ws)
 {
-    return mma ? (bm / w >= 16 && (bm / w / 16) * (d / 2 + bn / 2) <= 192)
-               : (bm * d / (w * ws) <= 64 && bm * bn / (w * ws) <= 64);
+    return path == PPB_PREFILL_PATH_WGMMA
+               ? ((bm == 64 || bm == 128) && w * 16 == bm && (bn == 64 || bn == 128) && (d == 64 || d == 128) &&
+                  ws == 32)
+           : path == PPB_PREFILL_PATH_MMA ? (bm / w >= 16 && (bm / w / 16) * (d / 2 + bn / 2) <= 192)
+                                          : (bm * d / (w * ws) <= 64 && bm * bn / (w * ws) <= 64);
 }
 
 template <int D, int BM, int BN, int W, bool MMA>
@@ -44,5 +48,7 @@ kernel_entry ppb_test_table_part8(int, int, int);
 kernel_entry ppb_test_table_part9(int, int, int);
 kernel_entry ppb_test_table_part10(int, int, int);
 kernel_entry ppb_test_table_part11(int, int, int);
+/* The wgmma path (dtype, head_dim, bm, bn, w); smem 0 where it has no layout (D 256). */
+kernel_entry ppb_test_table_wgmma(int dtype, int d, int bm, int bn, int w);
 
 #endif

@@ -9,7 +9,8 @@
 #                                               not start, then test, compute-sanitizer memcheck, benchmark,
 #                                               one ncu profile, racecheck; logs under $OUT (default out/prefill)
 #                                               (NCU=0 / SANITIZE=0 skip those; NCU_CASE, NCU_CFG pick the profile)
-# The kernel table is split into 12 parts (dtype x head_dim x path) compiled in parallel ($JOBS).
+# The kernel table is split into 12 parts (dtype x head_dim x path) compiled in parallel ($JOBS), plus the
+# wgmma part, always for $WGMMA_ARCH (sm_90a: the only target with warpgroup MMA).
 # DEFS: extra -D flags for the kernels and the plan alike, e.g. DEFS=-DPPB_PREFILL_MAX_KV_STAGES=1 with its
 # own BUILD folder for an A/B of a layout rule.
 set -uo pipefail
@@ -20,7 +21,9 @@ JOBS=${JOBS:-$(nproc)}
 PORTABLE_ARCH=${PORTABLE_ARCH:-sm_75}
 SRC=$ROOT/tests/gpu/test_prefill_kernel.cu
 TABLE=$ROOT/tests/gpu/prefill_kernel_table.cu
-KDEPS="$TABLE $ROOT/tests/gpu/prefill_kernel_table.h $ROOT/kernels/prefix_prefill.cuh $ROOT/kernels/ppb_device_common.cuh $ROOT/kernels/attention_args.h $ROOT/kernels/prefill_plan.h"
+WGMMA_TABLE=$ROOT/tests/gpu/prefill_kernel_table_wgmma.cu
+WGMMA_ARCH=${WGMMA_ARCH:-sm_90a}
+KDEPS="$TABLE $ROOT/tests/gpu/prefill_kernel_table.h $ROOT/kernels/prefix_prefill.cuh $ROOT/kernels/prefix_prefill_wgmma.cuh $ROOT/kernels/ppb_device_common.cuh $ROOT/kernels/attention_args.h $ROOT/kernels/prefill_plan.h"
 MDEPS="$SRC $ROOT/tests/gpu/prefill_kernel_table.h $ROOT/kernels/prefill_plan.h $ROOT/kernels/prefix_prefill.cuh $ROOT/kernels/ppb_rng.h $ROOT/harness/run/reference_row.h"
 read -r -a DEFS <<< "${DEFS:-}"
 # harness/run: the float64 reference (reference_row.h/.c, plain C with no other harness code).
@@ -37,6 +40,11 @@ build() {
     mkdir -p "$BUILD"
     local parts=()
     for p in $(seq 0 11); do stale "$BUILD/part$p.o" $KDEPS && parts+=("$p"); done
+    local wgmma_pid=
+    if stale "$BUILD/part_wgmma.o" $KDEPS "$WGMMA_TABLE"; then
+        nvcc "${NVFLAGS[@]/#-arch=*/-arch=$WGMMA_ARCH}" -c "$WGMMA_TABLE" -o "$BUILD/part_wgmma.o" > "$BUILD/part_wgmma.log" 2>&1 &
+        wgmma_pid=$!
+    fi
     if [ ${#parts[@]} -gt 0 ]; then
         echo "compiling kernel parts: ${parts[*]} ($JOBS jobs)"
         printf '%s\n' "${parts[@]}" | xargs -P "$JOBS" -I{} sh -c \
@@ -46,9 +54,12 @@ build() {
     if stale "$BUILD/main.o" $MDEPS; then
         nvcc "${NVFLAGS[@]}" -c "$SRC" -o "$BUILD/main.o" > "$BUILD/main.log" 2>&1 || { cat "$BUILD/main.log"; return 1; }
     fi
+    if [ -n "$wgmma_pid" ] && ! wait "$wgmma_pid"; then
+        echo "wgmma part failed"; cat "$BUILD/part_wgmma.log"; return 1
+    fi
     gcc -std=c11 -O2 -Wall -Wextra -Wshadow -Werror "${DEFS[@]}" -I"$ROOT/kernels" -c "$ROOT/kernels/prefill_plan.c" -o "$BUILD/prefill_plan.o" || return 1
     gcc -std=c11 -O2 -Wall -Wextra -Wshadow -Werror -I"$ROOT/kernels" -I"$ROOT/harness/run" -c "$ROOT/harness/run/reference_row.c" -o "$BUILD/reference_row.o" || return 1
-    nvcc -arch="$ARCH" "$BUILD"/part*.o "$BUILD/main.o" "$BUILD/prefill_plan.o" "$BUILD/reference_row.o" -o "$BUILD/test_prefill_kernel" || return 1
+    nvcc -arch="$ARCH" "$BUILD"/part[0-9]*.o "$BUILD/part_wgmma.o" "$BUILD/main.o" "$BUILD/prefill_plan.o" "$BUILD/reference_row.o" -o "$BUILD/test_prefill_kernel" || return 1
     grep -h -B1 -A3 "warning" "$BUILD"/part*.log "$BUILD/main.log" | head -40
     echo "built $BUILD/test_prefill_kernel"
 }

@@ -14,7 +14,8 @@
  *   test_prefill_kernel --quick    a few shapes and configs (for compute-sanitizer)
  *   test_prefill_kernel --bench [N]  KERNELS.md anchor cases, cudaEvent timing, cold L2
  *                                  (256 MB written between samples), median of N (20)
- *   test_prefill_kernel --ncu CASE BM BN W [MMA]   one config on one anchor case (for ncu)
+ *   test_prefill_kernel --ncu CASE BM BN W [PATH]  one config on one anchor case (for ncu;
+ *                                  PATH 0 simt, 1 mma (default), 2 wgmma)
  * Exit code != 0 on any failure. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -40,15 +41,18 @@ extern "C" {
 #include <string>
 #include <vector>
 
-static kernel_entry lookup_kernel(int dtype, int d, bool mma, int bm, int bn, int w)
+/* path: PPB_PREFILL_PATH_SIMT, _MMA, _WGMMA (prefill_plan.h) */
+static kernel_entry lookup_kernel(int dtype, int d, int path, int bm, int bn, int w)
 {
+    if (path == PPB_PREFILL_PATH_WGMMA)
+        return ppb_test_table_wgmma(dtype, d, bm, bn, w);
     typedef kernel_entry (*part_fn)(int, int, int);
     static const part_fn parts[12] = {ppb_test_table_part0, ppb_test_table_part1, ppb_test_table_part2,
                                       ppb_test_table_part3, ppb_test_table_part4, ppb_test_table_part5,
                                       ppb_test_table_part6, ppb_test_table_part7, ppb_test_table_part8,
                                       ppb_test_table_part9, ppb_test_table_part10, ppb_test_table_part11};
     const int di = d == 64 ? 0 : d == 128 ? 1 : 2;
-    return parts[(dtype * 3 + di) * 2 + (mma ? 1 : 0)](bm, bn, w);
+    return parts[(dtype * 3 + di) * 2 + (path == PPB_PREFILL_PATH_MMA ? 1 : 0)](bm, bn, w);
 }
 
 static int g_failures = 0;
@@ -326,8 +330,13 @@ static check_stats compare(const workload &w, const std::vector<uint16_t> &out, 
 
 struct cfg_key {
     int bm, bn, w;
-    bool mma;
+    int mma;   /* the code path: PPB_PREFILL_PATH_SIMT, _MMA or _WGMMA */
 };
+
+static const char *path_name(int path)
+{
+    return path == PPB_PREFILL_PATH_WGMMA ? "wgmma" : path == PPB_PREFILL_PATH_MMA ? "mma" : "simt";
+}
 
 static const char *dtype_name(int dt) { return dt == PPB_KDTYPE_BF16 ? "bf16" : "fp16"; }
 
@@ -335,13 +344,13 @@ static const char *dtype_name(int dt) { return dt == PPB_KDTYPE_BF16 ? "bf16" : 
 static double run_and_check(const workload &w, const std::vector<ref_row> &rows, const cfg_key &c,
                             unsigned smem_limit, bool verbose)
 {
-    ppb_prefill_config cfg = {c.bm, c.bn, c.w, c.mma ? 1 : 0, PPB_WARP_SIZE};
+    ppb_prefill_config cfg = {c.bm, c.bn, c.w, c.mma, PPB_WARP_SIZE};
     ppb_prefill_args a = make_args(w);
     ppb_launch_plan pl;
     char reason[256];
     if (ppb_prefill_plan(&cfg, &a, w.sh.head_dim, w.sh.dtype, smem_limit, &pl, reason, sizeof reason) != 0) {
         FAIL("%s %s D%d %s BM%d BN%d W%d: plan refused a config the test expected to run: %s", w.sh.name.c_str(),
-             dtype_name(w.sh.dtype), w.sh.head_dim, c.mma ? "mma" : "simt", c.bm, c.bn, c.w, reason);
+             dtype_name(w.sh.dtype), w.sh.head_dim, path_name(c.mma), c.bm, c.bn, c.w, reason);
         return 1e9;
     }
     kernel_entry ke = lookup_kernel(w.sh.dtype, w.sh.head_dim, c.mma, c.bm, c.bn, c.w);
@@ -355,7 +364,7 @@ static double run_and_check(const workload &w, const std::vector<ref_row> &rows,
     cudaError_t e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
         fprintf(stderr, "kernel fault (%s) in %s %s D%d %s BM%d BN%d W%d\n", cudaGetErrorString(e),
-                w.sh.name.c_str(), dtype_name(w.sh.dtype), w.sh.head_dim, c.mma ? "mma" : "simt", c.bm, c.bn, c.w);
+                w.sh.name.c_str(), dtype_name(w.sh.dtype), w.sh.head_dim, path_name(c.mma), c.bm, c.bn, c.w);
         exit(3);
     }
     std::vector<uint16_t> out(w.out_elems);
@@ -365,11 +374,11 @@ static double run_and_check(const workload &w, const std::vector<ref_row> &rows,
                      !(st.worst_row_rel <= tol_row(w.sh.dtype));
     if (bad)
         FAIL("%s %s D%d %s BM%d BN%d W%d: rel_l2 %.3g worst row %.3g%s", w.sh.name.c_str(), dtype_name(w.sh.dtype),
-             w.sh.head_dim, c.mma ? "mma" : "simt", c.bm, c.bn, c.w, st.rel_l2, st.worst_row_rel,
+             w.sh.head_dim, path_name(c.mma), c.bm, c.bn, c.w, st.rel_l2, st.worst_row_rel,
              st.nonfinite ? " NON-FINITE" : "");
     else if (verbose)
         printf("  ok %-28s %s D%-3d %-4s BM%-3d BN%-3d W%d  rel_l2 %.2e  worst row %.2e\n", w.sh.name.c_str(),
-               dtype_name(w.sh.dtype), w.sh.head_dim, c.mma ? "mma" : "simt", c.bm, c.bn, c.w, st.rel_l2,
+               dtype_name(w.sh.dtype), w.sh.head_dim, path_name(c.mma), c.bm, c.bn, c.w, st.rel_l2,
                st.worst_row_rel);
     return st.nonfinite ? 1e9 : st.worst_row_rel;
 }
@@ -418,6 +427,12 @@ static void check_plan_refusals()
         {{64, 64, 4, 0, 64}, 16, 128, 8, 1, 48 * 1024, ""},     /* BI-V100-like: portable 64/64, 41.5 KB */
         {{64, 128, 4, 0, 64}, 16, 128, 8, 0, 48 * 1024, "dynamic shared memory"},
         {{128, 128, 1, 1, 32}, 16, 128, 8, 0, 227 * 1024, "would spill"},
+        {{128, 128, 8, 2, 32}, 16, 128, 8, 1, 227 * 1024, ""},   /* wgmma: 164,864 B */
+        {{128, 128, 8, 2, 32}, 16, 128, 8, 0, 160 * 1024, "dynamic shared memory"},
+        {{128, 64, 4, 2, 32}, 16, 128, 8, 0, 227 * 1024, "warpgroup"},
+        {{64, 32, 4, 2, 32}, 16, 128, 8, 0, 227 * 1024, "BLOCK_N=32"},
+        {{64, 64, 4, 2, 64}, 16, 128, 8, 0, 227 * 1024, "warp size 32"},
+        {{64, 64, 4, 3, 32}, 16, 128, 8, 0, 227 * 1024, "code path 3"},
         {{128, 64, 1, 0, 32}, 16, 128, 8, 0, 227 * 1024, "output values per thread"},
     };
     for (auto &c : cases) {
@@ -448,7 +463,7 @@ static const int DS[3] = {64, 128, 256};
 static int test_matrix(unsigned smem_limit)
 {
     int launched = 0, refused = 0;
-    double worst[2][2] = {{0, 0}, {0, 0}};   /* [dtype][mma] */
+    double worst[2][3] = {{0, 0, 0}, {0, 0, 0}};   /* [dtype][path] */
     for (int dt = 0; dt < 2; dt++)
         for (int D : DS) {
             /* ragged batch of 3 (tile edges: q 17/1/100, ctx 37/300/0), GQA 4, page 16; and the
@@ -459,17 +474,17 @@ static int test_matrix(unsigned smem_limit)
             make_workload(w1, s1, 1000 + dt * 10 + D);
             make_workload(w2, s2, 2000 + dt * 10 + D);
             std::vector<ref_row> r1 = reference(w1, 0, 1), r2 = reference(w2, 0, 2);
-            for (int mma = 0; mma < 2; mma++)
+            for (int mma = 0; mma < 3; mma++)
                 for (int bm : BMS)
                     for (int bn : BNS)
                         for (int wp : WS_) {
                             ppb_prefill_config cfg = {bm, bn, wp, mma, PPB_WARP_SIZE};
                             kernel_entry ke = lookup_kernel(dt, D, mma, bm, bn, wp);
                             const unsigned plan_smem = ppb_prefill_smem_bytes(&cfg, D);
-                            if (plan_smem != ke.smem)
+                            if (ke.smem && plan_smem != ke.smem)   /* 0: no layout (wgmma at D 256) */
                                 FAIL("smem mismatch D%d BM%d BN%d W%d mma%d: plan %u, kernel layout %u", D, bm, bn,
                                      wp, mma, plan_smem, ke.smem);
-                            const bool expect = test_expects_static_ok(D, bm, bn, wp, mma, PPB_WARP_SIZE) &&
+                            const bool expect = test_expects_static_ok(D, bm, bn, wp, mma, PPB_WARP_SIZE) && ke.fn &&
                                                 ke.smem <= smem_limit;
                             ppb_prefill_args a = make_args(w1);
                             ppb_launch_plan pl;
@@ -478,7 +493,7 @@ static int test_matrix(unsigned smem_limit)
                                                              sizeof reason) == 0;
                             if (ok != expect) {
                                 FAIL("%s D%d %s BM%d BN%d W%d: plan %s, test expected %s (%s)", dtype_name(dt), D,
-                                     mma ? "mma" : "simt", bm, bn, wp, ok ? "accepts" : "refuses",
+                                     path_name(mma), bm, bn, wp, ok ? "accepts" : "refuses",
                                      expect ? "run" : "refusal", reason);
                                 continue;
                             }
@@ -488,7 +503,7 @@ static int test_matrix(unsigned smem_limit)
                                     FAIL("refusal without a reason");
                                 continue;
                             }
-                            const cfg_key c = {bm, bn, wp, mma == 1};
+                            const cfg_key c = {bm, bn, wp, mma};
                             const double e1 = run_and_check(w1, r1, c, smem_limit, false);
                             const double e2 = run_and_check(w2, r2, c, smem_limit, false);
                             worst[dt][mma] = std::max(worst[dt][mma], std::max(e1, e2));
@@ -498,8 +513,8 @@ static int test_matrix(unsigned smem_limit)
             free_workload(w2);
         }
     printf("matrix: %d configs run on 2 shapes each, %d refused by the plan (as expected)\n", launched, refused);
-    printf("matrix: worst row error fp16 simt %.2e mma %.2e | bf16 simt %.2e mma %.2e\n", worst[0][0], worst[0][1],
-           worst[1][0], worst[1][1]);
+    printf("matrix: worst row error fp16 simt %.2e mma %.2e wgmma %.2e | bf16 simt %.2e mma %.2e wgmma %.2e\n",
+           worst[0][0], worst[0][1], worst[0][2], worst[1][0], worst[1][1], worst[1][2]);
     return launched;
 }
 
@@ -507,10 +522,10 @@ static int test_matrix(unsigned smem_limit)
  * (for compute-sanitizer runs). */
 static void test_shapes(unsigned smem_limit, bool quick)
 {
-    std::vector<cfg_key> cfgs = {{64, 64, 4, true}, {128, 64, 8, true}, {16, 16, 1, true}, {128, 32, 4, true},
-                                 {64, 64, 4, false}, {16, 16, 1, false}, {32, 128, 8, false}};
+    std::vector<cfg_key> cfgs = {{64, 64, 4, 1},  {128, 64, 8, 1}, {16, 16, 1, 1},   {128, 32, 4, 1}, {64, 64, 4, 0},
+                                 {16, 16, 1, 0},  {32, 128, 8, 0}, {128, 128, 8, 2}, {64, 64, 4, 2}};
     if (quick)
-        cfgs = {{64, 64, 4, true}, {16, 16, 1, true}, {64, 64, 4, false}};
+        cfgs = {{64, 64, 4, 1}, {16, 16, 1, 1}, {64, 64, 4, 0}, {128, 64, 8, 2}};
     std::vector<shape> shapes;
     for (int dt = 0; dt < 2; dt++) {
         shapes.push_back(make_shape("gqa1", {17, 33}, {5, 64}, 4, 4, 128, 16, 0, dt));
@@ -553,7 +568,7 @@ static void test_long(unsigned smem_limit)
     workload w;
     make_workload(w, s, 4242);
     std::vector<ref_row> rows = reference(w, 6, 5);   /* 6 tokens x 8 heads */
-    const cfg_key cfgs[] = {{128, 64, 8, true}, {64, 64, 4, true}, {128, 128, 8, true}, {64, 64, 4, false}};
+    const cfg_key cfgs[] = {{128, 64, 8, 1}, {64, 64, 4, 1}, {128, 128, 8, 1}, {64, 64, 4, 0}, {128, 128, 8, 2}};
     for (const cfg_key &c : cfgs)
         run_and_check(w, rows, c, smem_limit, true);
     free_workload(w);
@@ -583,9 +598,9 @@ static int bench(unsigned smem_limit, const char *only_case, const cfg_key *only
     if (only_cfg)
         cfgs.push_back(*only_cfg);
     else
-        cfgs = {{128, 64, 8, true}, {128, 128, 8, true}, {128, 64, 4, true}, {64, 64, 4, true},
-                {128, 32, 4, true}, {64, 128, 4, true},  {64, 64, 2, true},  {64, 32, 2, true},
-                {64, 64, 4, false}};
+        cfgs = {{128, 64, 8, 1},  {128, 128, 8, 1}, {128, 64, 4, 1}, {64, 64, 4, 1},  {128, 32, 4, 1},
+                {64, 128, 4, 1},  {64, 64, 2, 1},   {64, 32, 2, 1},  {64, 64, 4, 0},  {128, 128, 8, 2},
+                {128, 64, 8, 2},  {64, 128, 4, 2},  {64, 64, 4, 2}};
     void *flush = nullptr;
     const size_t flush_bytes = 256u << 20;
     CHECK_CUDA(cudaMalloc(&flush, flush_bytes));
@@ -613,7 +628,7 @@ static int bench(unsigned smem_limit, const char *only_case, const cfg_key *only
             ppb_launch_plan pl;
             char reason[256];
             if (ppb_prefill_plan(&cfg, &a, D, dt, smem_limit, &pl, reason, sizeof reason) != 0) {
-                printf("%-22s %s BM%d BN%d W%d refused: %s\n", b.name, c.mma ? "mma" : "simt", c.bm, c.bn, c.w, reason);
+                printf("%-22s %s BM%d BN%d W%d refused: %s\n", b.name, path_name(c.mma), c.bm, c.bn, c.w, reason);
                 continue;
             }
             kernel_entry ke = lookup_kernel(dt, D, c.mma, c.bm, c.bn, c.w);
@@ -631,7 +646,7 @@ static int bench(unsigned smem_limit, const char *only_case, const cfg_key *only
                 const bool bad = st.nonfinite || !(st.worst_row_rel <= tol_row(dt));
                 verdict = bad ? "WRONG" : "ok";
                 if (bad)
-                    FAIL("bench %s %s BM%d BN%d W%d: worst row %.3g%s", b.name, c.mma ? "mma" : "simt", c.bm, c.bn,
+                    FAIL("bench %s %s BM%d BN%d W%d: worst row %.3g%s", b.name, path_name(c.mma), c.bm, c.bn,
                          c.w, st.worst_row_rel, st.nonfinite ? " NON-FINITE" : "");
             }
             std::vector<float> ms;
@@ -650,7 +665,7 @@ static int bench(unsigned smem_limit, const char *only_case, const cfg_key *only
             std::sort(ms.begin(), ms.end());
             const double med = ms[ms.size() / 2];
             char cname[64];
-            snprintf(cname, sizeof cname, "%s %d/%d/%d", c.mma ? "mma" : "simt", c.bm, c.bn, c.w);
+            snprintf(cname, sizeof cname, "%s %d/%d/%d", path_name(c.mma), c.bm, c.bn, c.w);
             printf("%-22s %-18s %5d %9.3f %9.3f %9.1f %7s  smem %u local %zu\n", b.name, cname, fa.numRegs, med, ms[0],
                    flops_of(b, D) / (med * 1e-3) / 1e12, verdict, pl.dynamic_smem, (size_t)fa.localSizeBytes);
             fflush(stdout);
@@ -664,16 +679,16 @@ static int bench(unsigned smem_limit, const char *only_case, const cfg_key *only
 static void print_resources(void)
 {
     printf("\nresources of the main configs (bf16, D 128):\n");
-    const cfg_key cfgs[] = {{128, 64, 8, true}, {128, 128, 8, true}, {128, 64, 4, true}, {64, 64, 4, true},
-                            {128, 32, 4, true}, {64, 128, 4, true}, {64, 64, 2, true},  {64, 32, 2, true},
-                            {64, 64, 4, false}};
+    const cfg_key cfgs[] = {{128, 64, 8, 1}, {128, 128, 8, 1}, {128, 64, 4, 1}, {64, 64, 4, 1},  {128, 32, 4, 1},
+                            {64, 128, 4, 1}, {64, 64, 2, 1},   {64, 32, 2, 1},  {64, 64, 4, 0},  {128, 128, 8, 2},
+                            {128, 64, 8, 2}, {64, 128, 4, 2},  {64, 64, 4, 2}};
     for (const cfg_key &c : cfgs) {
         kernel_entry ke = lookup_kernel(PPB_KDTYPE_BF16, 128, c.mma, c.bm, c.bn, c.w);
         if (!ke.fn)
             continue;
         cudaFuncAttributes fa;
         CHECK_CUDA(cudaFuncGetAttributes(&fa, (const void *)ke.fn));
-        printf("  %s %d/%d/%d: %d registers, %zu B local (spill), %u B dynamic smem\n", c.mma ? "mma" : "simt",
+        printf("  %s %d/%d/%d: %d registers, %zu B local (spill), %u B dynamic smem\n", path_name(c.mma),
                c.bm, c.bn, c.w, fa.numRegs, (size_t)fa.localSizeBytes, ke.smem);
     }
 }
@@ -700,7 +715,7 @@ int main(int argc, char **argv)
     } else if (argc > 1 && strcmp(argv[1], "--quick") == 0) {
         test_shapes(smem_limit, true);
     } else if (argc > 5 && strcmp(argv[1], "--ncu") == 0) {
-        const cfg_key c = {atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), argc > 6 ? atoi(argv[6]) != 0 : true};
+        const cfg_key c = {atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), argc > 6 ? atoi(argv[6]) : 1};
         bench(smem_limit, argv[2], &c, 1);
     } else {
         check_plan_refusals();

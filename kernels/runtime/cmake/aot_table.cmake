@@ -20,11 +20,15 @@ function(spec_field line name out)
   endif()
 endfunction()
 
-# The mma= field of a spec line (0 or 1) into `out`, and the kernel template's
-# bool for it into `flag`: one place refuses mma=1 in a build without
-# tensor-core instructions, for prefill and decode lines alike.
+# The mma= field of a spec line (0 or 1) into `out`, and the decode kernel
+# template's bool for it into `flag` (the prefill kernel takes the number): one
+# place refuses mma=1 in a build without tensor-core instructions, and mma=2
+# (prefill's wgmma path: sm_90a only, compiled at run time by NVRTC).
 function(mma_field line out flag)
   spec_field("${line}" mma value)
+  if(value GREATER 1)
+    message(FATAL_ERROR "${CONFIGS}: '${line}': mma=${value} (wgmma) is not built ahead of time; NVRTC compiles it for sm_90a")
+  endif()
   if(value AND NOT USE_MMA)
     message(FATAL_ERROR "${CONFIGS}: '${line}': mma=1, but this build has no tensor-core path (PPB_AOT_USE_MMA=OFF)")
   endif()
@@ -84,7 +88,7 @@ foreach(raw IN LISTS lines)
     spec_field("${line}" block_n bn)
     spec_field("${line}" num_warps w)
     mma_field("${line}" mma b)
-    set(inst "prefix_prefill_kernel<${T}, ${d}, ${bm}, ${bn}, ${w}, ${b}>")
+    set(inst "prefix_prefill_kernel<${T}, ${d}, ${bm}, ${bn}, ${w}, ${mma}>")
     add_entry("p ${dt} ${d} ${bm} ${bn} ${w} ${mma}" "${inst}(ppb_prefill_args)"
               "{0, ${dt}, ${d}, ${mma}, ${bm}, ${bn}, ${w}, 0, 0, 0}, (const void *)&${inst}")
   elseif(kind STREQUAL "decode")

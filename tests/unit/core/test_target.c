@@ -218,11 +218,19 @@ static void test_h200_opt_in_and_smem_limiter(void **state)
     ppb_target *h = load_named("h200");
     ppb_case c = prefill(128, 128, 8, 128);
     ppb_feasibility f;
+    /* path auto on cc 9.0 takes the wgmma layout for 128-row tiles: two swizzled K/V
+     * stages, 164864 B -> 233472 / (164864 + 1024) = 1.4 -> 1 block per SM. */
     ppb_target_judge(&c, h, NULL, &f);
     assert_true(f.feasible);
-    /* cc 9.0, 32-wide warps: the tensor-core layout, one K/V stage (two exceed the
-     * two-CTAs-per-SM budget): 104448 B. smem: 233472 / (104448 + 1024) = 2.2 -> 2;
-     * threads 2048 / 256 = 8; blocks 32. */
+    assert_int_equal(f.blocks_per_sm, 1);
+    assert_contains(f.reason, "wgmma layout");
+    assert_contains(f.reason, "164864 B");
+    /* path=mma: the tensor-core layout, one K/V stage (two exceed the two-CTAs-per-SM
+     * budget): 104448 B. smem: 233472 / (104448 + 1024) = 2.2 -> 2; threads 2048 / 256 =
+     * 8; blocks 32. */
+    c.config.path = PPB_PATH_MMA;
+    ppb_target_judge(&c, h, NULL, &f);
+    assert_true(f.feasible);
     assert_int_equal(f.blocks_per_sm, 2);
     assert_string_equal(f.limiter, "smem");
     assert_contains(f.reason, "tensor-core layout");
@@ -231,7 +239,8 @@ static void test_h200_opt_in_and_smem_limiter(void **state)
     assert_contains(f.reason, "(an upper bound: registers/thread unknown)");
     assert_string_equal(f.flips, "");   /* nothing disputed on the H200 */
 
-    /* D 256, 128 tiles: 200 KB fits the 227 KB opt-in; one block per SM. */
+    /* D 256, 128 tiles (no wgmma layout at D 256: the tensor-core one): 200 KB fits the
+     * 227 KB opt-in; one block per SM. */
     c = prefill(128, 128, 8, 256);
     ppb_target_judge(&c, h, NULL, &f);
     assert_true(f.feasible);
@@ -580,14 +589,17 @@ static int prefill_plan_accepts(const ppb_case *c, int use_mma, int warp, unsign
 static void test_prefill_check_and_plan_agree_at_the_limit(void **state)
 {
     (void)state;
+    /* mma: the level path auto takes at the limit; fallback: one byte short */
     const struct {
-        int bm, bn, w, d, warp, mma;
+        int bm, bn, w, d, warp, mma, fallback;
         double cc;
     } cfgs[] = {
-        {64, 64, 4, 128, 64, 0, 7.0},   /* BI-V100-like: the portable layout, 64-wide warps */
-        {128, 64, 8, 128, 32, 1, 9.0},  /* H200-like: two K/V stages */
-        {128, 128, 8, 128, 32, 1, 9.0}, /* one stage */
-        {16, 16, 1, 64, 32, 0, 0},      /* no compute capability: portable */
+        {64, 64, 4, 128, 64, 0, 0, 7.0},   /* BI-V100-like: the portable layout, 64-wide warps */
+        {128, 64, 8, 128, 32, 1, 0, 8.0},  /* A100-like: two K/V stages */
+        {64, 64, 4, 128, 32, 1, 0, 9.0},   /* H200, 64-row tiles: mma.sync (auto keeps it there) */
+        {128, 64, 8, 128, 32, 2, 0, 9.0},  /* H200: wgmma 99328 B; mma needs more (106496 B) */
+        {128, 128, 8, 128, 32, 2, 1, 9.0}, /* H200: wgmma 164864 B; mma one stage (104448 B) fits */
+        {16, 16, 1, 64, 32, 0, 0, 0},      /* no compute capability: portable */
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
         ppb_case c = prefill(cfgs[i].bm, cfgs[i].bn, cfgs[i].w, cfgs[i].d);
@@ -613,13 +625,13 @@ static void test_prefill_check_and_plan_agree_at_the_limit(void **state)
                 assert_true(prefill_plan_accepts(&c, cfgs[i].mma, cfgs[i].warp, need));
             } else if (cfgs[i].mma) {
                 /* path auto: the tensor-core plan refuses one byte short, so the check (like
-                 * the built-in kernels) sizes the portable layout instead */
-                assert_false(prefill_plan_accepts(&c, 1, cfgs[i].warp, need - 1));
-                assert_int_equal(ks.use_mma, 0);
-                const ppb_prefill_config simt = {cfgs[i].bm, cfgs[i].bn, cfgs[i].w, 0, cfgs[i].warp};
-                assert_int_equal(n.smem_bytes, (long)ppb_prefill_smem_bytes(&simt, cfgs[i].d));
-                /* path=mma stays on the tensor-core layout: infeasible, as the plan refuses */
-                c.config.path = PPB_PATH_MMA;
+                 * the built-in kernels) sizes the next layout down instead */
+                assert_false(prefill_plan_accepts(&c, cfgs[i].mma, cfgs[i].warp, need - 1));
+                assert_int_equal(ks.use_mma, cfgs[i].fallback);
+                const ppb_prefill_config lower = {cfgs[i].bm, cfgs[i].bn, cfgs[i].w, cfgs[i].fallback, cfgs[i].warp};
+                assert_int_equal(n.smem_bytes, (long)ppb_prefill_smem_bytes(&lower, cfgs[i].d));
+                /* an explicit path stays on its layout: infeasible, as the plan refuses */
+                c.config.path = cfgs[i].mma == 2 ? PPB_PATH_WGMMA : PPB_PATH_MMA;
                 ppb_target_judge(&c, t, NULL, &f);
                 assert_false(f.feasible);
                 c.config.path = PPB_PATH_AUTO;

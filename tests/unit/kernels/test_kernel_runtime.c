@@ -311,7 +311,7 @@ static void test_nvrtc_source_change_invalidates(void **state)
     copy_file(from, to, "\nthis is not C++;\n");
     open_compile_only(&k, edited, cache, 90);
     assert_int_equal(ppb_kernels_compile(k, &s, &info, &err), PPB_EFAIL);
-    assert_non_null(strstr(err.msg, "prefix_prefill_kernel<__half, 64, 16, 32, 4, false>"));
+    assert_non_null(strstr(err.msg, "prefix_prefill_kernel<__half, 64, 16, 32, 4, 0>"));
     assert_non_null(strstr(err.msg, "error"));
     ppb_kernels_close(k);
 }
@@ -359,7 +359,10 @@ static void test_name_expressions(void **state)
     s.dtype = PPB_KDTYPE_BF16;
     s.use_mma = 1;
     ppb_kernel_name_expression(&s, buf, sizeof buf);
-    assert_string_equal(buf, "prefix_prefill_kernel<__nv_bfloat16, 64, 64, 32, 4, true>");
+    assert_string_equal(buf, "prefix_prefill_kernel<__nv_bfloat16, 64, 64, 32, 4, 1>");
+    s.use_mma = 2;   /* the wgmma path: the template's PATH is the level itself */
+    ppb_kernel_name_expression(&s, buf, sizeof buf);
+    assert_string_equal(buf, "prefix_prefill_kernel<__nv_bfloat16, 64, 64, 32, 4, 2>");
     ppb_kernel_spec d = {0};
     d.kind = PPB_KSPEC_DECODE;
     d.dtype = PPB_KDTYPE_FP16;

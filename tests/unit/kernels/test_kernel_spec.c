@@ -64,7 +64,8 @@ static void test_parse_errors_name_the_problem(void **state)
         {"gemm dtype=fp16", "not a kernel kind"},
         {"prefill dtype=fp16 head_dim=64 block_m=16 block_n=32 num_warps=4", "needs mma="},
         {"prefill dtype=fp8 head_dim=64 block_m=16 block_n=32 num_warps=4 mma=0", "dtype 'fp8'"},
-        {"prefill dtype=fp16 head_dim=64 block_m=16 block_n=32 num_warps=4 mma=2", "mma must be 0 or 1"},
+        {"prefill dtype=fp16 head_dim=64 block_m=16 block_n=32 num_warps=4 mma=3", "mma must be 0 or 1 (or 2: wgmma)"},
+        {"decode dtype=fp16 head_dim=64 page_size=16 num_threads=128 partition_size=0 mma=2", "mma must be 0 or 1"},
         {"prefill dtype=fp16 head_dim=x block_m=16 block_n=32 num_warps=4 mma=0", "head_dim='x'"},
         {"prefill dtype=fp16 head_dim=64 head_dim=64 block_m=16 block_n=32 num_warps=4 mma=0", "given twice"},
         {"decode_reduce dtype=fp16 head_dim=64 num_threads=128 partition_size=512 mma=0", "not a field"},
@@ -138,8 +139,39 @@ static void test_specs_for_case(void **state)
     assert_int_equal(specs_for_case(&p, 75, s, &n, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "path=mma needs compute capability 8.0"));
 
+    /* path auto on compute capability 9.0: wgmma for the 128-row configs it runs (where it
+     * was measured faster), mma.sync for the 64-row ones and on any other device. */
+    p.config.path = PPB_PATH_AUTO;
+    p.config.block_m = 128;
+    p.config.block_n = 64;
+    p.config.num_warps = 8;
+    assert_int_equal(specs_for_case(&p, 90, s, &n, &err), PPB_OK);
+    assert_int_equal(s[0].use_mma, PPB_KSPEC_MMA_WGMMA);
+    assert_int_equal(specs_for_case(&p, 80, s, &n, &err), PPB_OK);
+    assert_int_equal(s[0].use_mma, 1);
+    assert_int_equal(specs_for_case(&p, 100, s, &n, &err), PPB_OK);   /* sm_90a code runs on 9.0 only */
+    assert_int_equal(s[0].use_mma, 1);
+    p.config.num_warps = 4;   /* 128 rows on 4 warps: no wgmma layout, so mma.sync */
+    assert_int_equal(specs_for_case(&p, 90, s, &n, &err), PPB_OK);
+    assert_int_equal(s[0].use_mma, 1);
+    p.config.block_m = 64;   /* 64-row tiles: wgmma can, auto does not */
+    assert_int_equal(specs_for_case(&p, 90, s, &n, &err), PPB_OK);
+    assert_int_equal(s[0].use_mma, 1);
+    p.config.path = PPB_PATH_WGMMA;   /* asked for: planned as asked */
+    assert_int_equal(specs_for_case(&p, 90, s, &n, &err), PPB_OK);
+    assert_int_equal(s[0].use_mma, PPB_KSPEC_MMA_WGMMA);
+    assert_int_equal(specs_for_case(&p, 80, s, &n, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "path=wgmma needs compute capability 9.0"));
+    p.config.block_n = 32;
+    assert_int_equal(specs_for_case(&p, 90, s, &n, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "wgmma path: BLOCK_N=32"));
+
     /* decode v1: one kernel, PARTITION_SIZE 0 whatever the config says. */
     ppb_case d1 = decode_case(1, 512);
+    d1.config.path = PPB_PATH_WGMMA;   /* a prefill-only path */
+    assert_int_equal(specs_for_case(&d1, 90, s, &n, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "the decode kernels have no wgmma path"));
+    d1.config.path = PPB_PATH_AUTO;
     assert_int_equal(specs_for_case(&d1, 90, s, &n, &err), PPB_OK);
     assert_int_equal(n, 1);
     assert_int_equal(s[0].kind, PPB_KSPEC_DECODE);

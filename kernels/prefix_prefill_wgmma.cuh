@@ -1,0 +1,334 @@
+/* Prefix prefill, Hopper path (sm_90a): the tensor-core path of prefix_prefill.cuh with
+ * both GEMMs on warpgroup MMA (wgmma.mma_async) instead of mma.sync + ldmatrix.
+ *
+ * Included by prefix_prefill.cuh inside namespace ppb_prefill when PPB_USE_WGMMA is 1
+ * (compiled for sm_90a: wgmma exists on no other architecture, so the BI-V100 build and
+ * every other target never see this file's inline PTX). The plan (prefill_plan.c) gives
+ * the path only configs it can run: HEAD_DIM 64 or 128, BLOCK_N 64 or 128, BLOCK_M 64 or
+ * 128 with NUM_WARPS = BLOCK_M / 16 (one warpgroup of 4 warps per 64 rows).
+ *
+ * What changes against mma::run, and why:
+ *  - Tiles sit in shared memory in the 128-byte-swizzled K-major layout wgmma reads
+ *    through matrix descriptors (rows of 64 elements, 16-byte chunk c of row r at chunk
+ *    c ^ (r % 8)): Q [BM][D], K [BN][D], V [D][BN]. V is d-major, which is the cache's own
+ *    page layout, so the context's V pages are copied as they are; the new tokens' V
+ *    ([tokens][D]) is transposed on its way in (loads a tile ahead into registers).
+ *  - S = Q K^T: one m64nBNk16 wgmma per 16 dims, Q and K from shared memory. O += P V:
+ *    m64nDk16 with P from registers (the accumulator layout of S is the A-fragment
+ *    layout, as with mma.sync) and V from shared memory.
+ *  - Copies are cp.async (generic proxy); wgmma reads shared memory through the async
+ *    proxy, so every thread fences (fence.proxy.async) before the barrier that publishes
+ *    a tile.
+ * Masking, the online softmax and the output are mma::'s (one definition). */
+#ifndef PPB_PREFIX_PREFILL_WGMMA_CUH
+#define PPB_PREFIX_PREFILL_WGMMA_CUH
+
+namespace wgmma {
+
+/* 128-byte swizzle of a tile of ROWS rows in slabs of 64 elements: slab c / 8 holds
+ * chunk columns 8 (c / 8) .. +7 of every row; within it, row r's chunk c lands at
+ * (c ^ r) % 8. Slabs and tiles start 1024-byte aligned (the swizzle acts on address
+ * bits 4-9). */
+template <int ROWS>
+struct sw128_tile {
+    __device__ static __forceinline__ int at(int r, int c) { return (c >> 3) * (ROWS * 64) + r * 64 + (((c ^ r) & 7) << 3); }
+};
+
+/* Matrix descriptor of a K-major, 128-byte-swizzled operand at a shared address: start
+ * address / 16, leading byte offset 1 (unused by swizzled K-major layouts), stride byte
+ * offset 1024 / 16 (from one 8-row group to the next), swizzle mode 1 (128 B). */
+__device__ __forceinline__ unsigned long long sw128_desc(const void *p)
+{
+    const unsigned addr = mma::smem_addr(p);
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void fence_operands() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+/* Make this thread's generic-proxy writes to shared memory visible to wgmma's reads. */
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+/* The instructions, by element type and N. Operand lists written out: inline PTX takes
+ * no loops (operand lists generated, not hand-typed; d[j][e] is accumulator 4j + e). */
+#define PPB_WGMMA_SS_N64(PTX_TYPE) \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." PTX_TYPE "." PTX_TYPE " " \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17," \
+                 "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}" \
+                 ", %32, %33, p, 1, 1, 0, 0;\n}\n" \
+                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), \
+                   "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
+                   "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), \
+                   "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
+                   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), \
+                   "+f"(d[7][2]), "+f"(d[7][3]) \
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate))
+
+#define PPB_WGMMA_RS_N64(PTX_TYPE) \
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32." PTX_TYPE "." PTX_TYPE " " \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17," \
+                 "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}" \
+                 ", {%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n" \
+                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), \
+                   "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
+                   "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), \
+                   "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
+                   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), \
+                   "+f"(d[7][2]), "+f"(d[7][3]) \
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b))
+
+#define PPB_WGMMA_SS_N128(PTX_TYPE) \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX_TYPE "." PTX_TYPE " " \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17," \
+                 "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33," \
+                 "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49," \
+                 "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}" \
+                 ", %64, %65, p, 1, 1, 0, 0;\n}\n" \
+                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), \
+                   "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
+                   "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), \
+                   "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
+                   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), \
+                   "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), \
+                   "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), \
+                   "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), \
+                   "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), \
+                   "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), \
+                   "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), \
+                   "+f"(d[15][2]), "+f"(d[15][3]) \
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate))
+
+#define PPB_WGMMA_RS_N128(PTX_TYPE) \
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX_TYPE "." PTX_TYPE " " \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17," \
+                 "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33," \
+                 "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49," \
+                 "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}" \
+                 ", {%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n" \
+                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), \
+                   "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
+                   "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), \
+                   "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
+                   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), \
+                   "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), \
+                   "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), \
+                   "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), \
+                   "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), \
+                   "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), \
+                   "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), \
+                   "+f"(d[15][2]), "+f"(d[15][3]) \
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b))
+
+
+template <typename T, int N>
+struct op;
+#define PPB_DEFINE_WGMMA_OP(T, PTX_TYPE, N)                                                                       \
+    template <>                                                                                                   \
+    struct op<T, N> {                                                                                             \
+        /* d (+)= A B, A and B from shared memory; accumulate 0 ignores d's old value */                          \
+        static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long desc_a,                \
+                                                  unsigned long long desc_b, int accumulate)                      \
+        {                                                                                                         \
+            PPB_WGMMA_SS_N##N(PTX_TYPE);                                                                          \
+        }                                                                                                         \
+        /* d += A B, A from registers (m16k16 fragment layout per warp), B from shared memory */                 \
+        static __device__ __forceinline__ void rs(float (&d)[N / 8][4], unsigned a0, unsigned a1, unsigned a2,    \
+                                                  unsigned a3, unsigned long long desc_b)                         \
+        {                                                                                                         \
+            PPB_WGMMA_RS_N##N(PTX_TYPE);                                                                          \
+        }                                                                                                         \
+    };
+PPB_DEFINE_WGMMA_OP(__nv_bfloat16, "bf16", 64)
+PPB_DEFINE_WGMMA_OP(__nv_bfloat16, "bf16", 128)
+PPB_DEFINE_WGMMA_OP(__half, "f16", 64)
+PPB_DEFINE_WGMMA_OP(__half, "f16", 128)
+#undef PPB_DEFINE_WGMMA_OP
+#undef PPB_WGMMA_SS_N64
+#undef PPB_WGMMA_RS_N64
+#undef PPB_WGMMA_SS_N128
+#undef PPB_WGMMA_RS_N128
+
+/* The new tokens' V ([tokens][kvh][D]) reaches the d-major tile through registers
+ * (cp.async cannot transpose): fetch() issues the global loads a tile ahead, so their
+ * latency hides behind a tile of maths; store() writes them transposed. Token fastest
+ * across threads, so a warp's stores fill whole chunks of one row. Zeros past the query. */
+template <typename T, int D, int BN, int THREADS>
+struct new_v_rows {
+    static constexpr int ITER = BN * D / 8 / THREADS;
+    uint4 r[ITER];
+
+    __device__ __forceinline__ void fetch(const ppb_prefill_args &a, const cta_geom &g, int n0)
+    {
+        const T *v = static_cast<const T *>(a.v);
+#pragma unroll
+        for (int i = 0; i < ITER; i++) {
+            const int c = threadIdx.x + i * THREADS, t = c % BN, dc = c / BN;
+            const int n = n0 + t;
+            r[i] = n < g.qlen ? *reinterpret_cast<const uint4 *>(
+                                    v + ((size_t)(g.start + n) * a.num_kv_heads + g.kvh) * D + dc * 8)
+                              : make_uint4(0, 0, 0, 0);
+        }
+    }
+    template <class VT>
+    __device__ __forceinline__ void store(T *sV) const
+    {
+#pragma unroll
+        for (int i = 0; i < ITER; i++) {
+            const int c = threadIdx.x + i * THREADS, t = c % BN, dc = c / BN;
+            union { uint4 v; T e[8]; } u;
+            u.v = r[i];
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                sV[VT::at(dc * 8 + e, t >> 3) + (t & 7)] = u.e[e];
+        }
+    }
+};
+
+template <typename T, int D, int BM, int BN, int W>
+__device__ __forceinline__ void run(const ppb_prefill_args &a)
+{
+    static_assert(BM == W * 16 && (BM == 64 || BM == 128), "one warpgroup per 64 rows, 16 rows per warp");
+    static_assert((D == 64 || D == 128) && (BN == 64 || BN == 128), "wgmma N of both GEMMs: 64 or 128");
+    using L = wgmma_layout<D, BM, BN>;
+    using QT = sw128_tile<BM>;
+    using KT = sw128_tile<BN>;
+    using VT = sw128_tile<D>;
+    constexpr int THREADS = W * 32;
+
+    cta_geom g;
+    if (!cta_setup<BM, BN>(a, g))
+        return;
+    unsigned char *smem = dynamic_smem();
+    smem += (1024u - (mma::smem_addr(smem) & 1023u)) & 1023u;
+    T *sQ = reinterpret_cast<T *>(smem);
+    T *sKV = sQ + L::Q_ELEMS;   /* stage s: K tile at sKV + s * STAGE_ELEMS, its V tile after it */
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int gq = lane >> 2, tq = lane & 3;
+    const int W_ = a.sliding_window;
+    const mma::page_slot ps = mma::make_page_slot<BN, THREADS>(__ffs(a.page_size) - 1);
+    const int ntiles = g.n1 + g.n2;
+
+    /* Q tile: row r = packed row m0 + r = token * G + head in group. */
+    {
+        constexpr int CHUNKS = BM * D / 8, DC = D / 8;
+        const T *qp = static_cast<const T *>(a.q);
+#pragma unroll 4
+        for (int i = 0; i < CHUNKS / THREADS; i++) {
+            const int c = tid + i * THREADS;
+            const int r = c / DC, dc = c % DC;
+            const int pr = g.m0 + r, tok = pr / g.group;
+            const bool valid = tok < g.qlen;
+            const int head = g.kvh * g.group + (pr - tok * g.group);
+            const T *src = valid ? qp + ((size_t)(g.start + tok) * a.num_heads + head) * D + dc * 8 : qp;
+            mma::cp_async16(mma::smem_addr(sQ + QT::at(r, dc)), src, valid);
+        }
+    }
+    /* Tile 0's K and V go with Q; the block-table entry of tile 1 is read now, a tile
+     * ahead of its copies. */
+    int phys_next = 0;
+    new_v_rows<T, D, BN, THREADS> new_v;
+    if (ntiles > 0) {
+        const bool ph1 = g.n1 > 0;
+        const int n0 = mma::tile_start<BN>(g, 0);
+        const int phys = ph1 ? mma::segment_page(a, g, ps, g.k1_begin) : 0;
+        mma::issue_k_tile<T, D, BN, THREADS, KT>(a, g, ph1, n0, sKV, ps, phys);
+        if (ph1) {
+            mma::issue_v_tile<T, D, BN, THREADS, VT, VT>(a, g, true, n0, sKV + L::K_ELEMS, ps, phys);
+        } else {
+            new_v.fetch(a, g, n0);
+            new_v.template store<VT>(sKV + L::K_ELEMS);
+        }
+    }
+    mma::cp_async_commit();
+    if (1 < g.n1)
+        phys_next = mma::segment_page(a, g, ps, mma::tile_start<BN>(g, 1));
+
+    int row_tok[1][2];
+    row_tok[0][0] = (g.m0 + warp * 16 + gq) / g.group;
+    row_tok[0][1] = (g.m0 + warp * 16 + gq + 8) / g.group;
+    float o[1][D / 8][4];
+    float m_run[1][2], l_run[1][2];
+#pragma unroll
+    for (int i = 0; i < D / 8; i++)
+        o[0][i][0] = o[0][i][1] = o[0][i][2] = o[0][i][3] = 0.f;
+    m_run[0][0] = m_run[0][1] = -__int_as_float(0x7f800000);
+    l_run[0][0] = l_run[0][1] = 0.f;
+    const float scale_log2 = a.sm_scale * 1.4426950408889634f;
+    const T *q_wg = sQ + (warp >> 2) * 64 * 64;   /* this warpgroup's 64 rows of each slab */
+
+    for (int it = 0; it < ntiles; it++) {
+        const bool ph1 = it < g.n1;
+        const int n0 = mma::tile_start<BN>(g, it);
+        T *sK = sKV + (it & 1) * L::STAGE_ELEMS;
+        T *sV = sK + L::K_ELEMS;
+
+        mma::cp_async_wait_all();
+        fence_proxy_async();
+        __syncthreads();   /* this tile's K and V (first tile: and Q) landed; every warp is done with the
+                              previous tile, whose stage the next copies overwrite */
+        if (ph1 && mma::zero_stale_v_slots<T, D, BN, THREADS, VT>(g, n0, sV)) {
+            fence_proxy_async();
+            __syncthreads();
+        }
+        T *next_v = nullptr;   /* the next tile's V, when it comes from the new tokens */
+        if (it + 1 < ntiles) {
+            const bool nph1 = it + 1 < g.n1;
+            const int nn0 = mma::tile_start<BN>(g, it + 1);
+            T *nK = sKV + ((it + 1) & 1) * L::STAGE_ELEMS;
+            mma::issue_k_tile<T, D, BN, THREADS, KT>(a, g, nph1, nn0, nK, ps, phys_next);
+            if (nph1) {
+                mma::issue_v_tile<T, D, BN, THREADS, VT, VT>(a, g, true, nn0, nK + L::K_ELEMS, ps, phys_next);
+            } else {
+                new_v.fetch(a, g, nn0);
+                next_v = nK + L::K_ELEMS;
+            }
+            mma::cp_async_commit();
+        }
+        if (it + 2 < g.n1)
+            phys_next = mma::segment_page(a, g, ps, mma::tile_start<BN>(g, it + 2));
+
+        /* S = Q K^T: D / 16 steps along the dims, 16 dims = 32 bytes into the slab */
+        float s[1][BN / 8][4];
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++)
+            s[0][j][0] = s[0][j][1] = s[0][j][2] = s[0][j][3] = 0.f;
+        fence_operands();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+            op<T, BN>::ss(s[0], sw128_desc(q_wg + (kk >> 2) * BM * 64 + (kk & 3) * 16),
+                          sw128_desc(sK + (kk >> 2) * BN * 64 + (kk & 3) * 16), kk > 0);
+        commit();
+        wait_all();
+
+        if (tile_needs_mask<BN>(g, W_, ph1, n0))
+            mma::mask_scores<1, BN>(s, g, W_, ph1, n0, row_tok, tq);
+        mma::online_softmax<1, BN, D>(s, m_run, l_run, o, scale_log2);
+
+        /* O += P V: BN / 16 steps along the keys */
+        unsigned pa[BN / 16][4];
+#pragma unroll
+        for (int kt = 0; kt < BN / 16; kt++) {
+            pa[kt][0] = ppb_pack2<T>(s[0][2 * kt][0], s[0][2 * kt][1]);
+            pa[kt][1] = ppb_pack2<T>(s[0][2 * kt][2], s[0][2 * kt][3]);
+            pa[kt][2] = ppb_pack2<T>(s[0][2 * kt + 1][0], s[0][2 * kt + 1][1]);
+            pa[kt][3] = ppb_pack2<T>(s[0][2 * kt + 1][2], s[0][2 * kt + 1][3]);
+        }
+        fence_operands();
+#pragma unroll
+        for (int kt = 0; kt < BN / 16; kt++)
+            op<T, D>::rs(o[0], pa[kt][0], pa[kt][1], pa[kt][2], pa[kt][3],
+                         sw128_desc(sV + (kt >> 2) * D * 64 + (kt & 3) * 16));
+        commit();
+        wait_all();
+        if (next_v)   /* its stage is read by no one until the next tile's barrier */
+            new_v.template store<VT>(next_v);
+    }
+    mma::cp_async_wait_all();
+    mma::store_output<T, D, 1, 16>(a, g, o, l_run, row_tok, warp, lane);
+}
+
+} /* namespace wgmma */
+
+#endif
