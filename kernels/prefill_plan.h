@@ -54,6 +54,10 @@ typedef struct ppb_prefill_config {
 #define PPB_PREFILL_TWO_STAGE_MIN_WARPS 4
 #define PPB_PREFILL_TWO_STAGE_SMEM_LIMIT (228u * 1024u / 2u - 1024u)   /* 115712 B */
 
+/* wgmma path: K/V stages. Three, so a tile's P V can run during the next tile's softmax
+ * (its V stays put while the copies for the tile after fill a third stage). */
+#define PPB_PREFILL_WGMMA_STAGES 3
+
 /* The rule itself, the one definition: K/V stages (1 or 2) of the tensor-core layout for
  * a CTA of num_warps warps whose Q tile takes q_bytes and one K + V stage stage_bytes.
  * A constant expression in C++ (the kernel's mma_layout sizes its shared memory with it)

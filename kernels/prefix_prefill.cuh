@@ -62,14 +62,15 @@ struct mma_layout {
     static constexpr bool Q_IN_REGS = MT * (D / 4 + D / 2 + BN / 2) <= 160;
 };
 
-/* Hopper (wgmma) path: Q [BM][D], then two stages of K [BN][D] and V [D][BN] (the next
- * tile's copies fly during this tile's maths), unpadded and 128-byte swizzled
+/* Hopper (wgmma) path: Q [BM][D], then PPB_PREFILL_WGMMA_STAGES stages of K [BN][D] and
+ * V [D][BN] (prefill_plan.h says why three), unpadded and 128-byte swizzled
  * (prefix_prefill_wgmma.cuh), plus 1 KB to align the start to 1024 bytes. */
 template <int D, int BM, int BN>
 struct wgmma_layout {
+    static constexpr int STAGES = PPB_PREFILL_WGMMA_STAGES;
     static constexpr int Q_ELEMS = BM * D, K_ELEMS = BN * D, V_ELEMS = D * BN;
     static constexpr int STAGE_ELEMS = K_ELEMS + V_ELEMS;
-    static constexpr unsigned SMEM_BYTES = 2u * (Q_ELEMS + 2 * STAGE_ELEMS) + 1024u;
+    static constexpr unsigned SMEM_BYTES = 2u * (Q_ELEMS + STAGES * STAGE_ELEMS) + 1024u;
 };
 
 /* Portable path: Q^T [D][BM], one K^T [D][BN] / V [BN][D] buffer, P [BM][BN+2] in the
@@ -408,14 +409,15 @@ __device__ __forceinline__ void mask_scores(float (&s)[MT][BN / 8][4], const cta
 }
 
 /* One tile's online softmax: s becomes P = exp2(score * scale_log2 - running max), the
- * running max and sum advance, and O is rescaled where some row's max moved. A row of a
- * thread is spread over the 4 lanes of a quad. */
-template <int MT, int BN, int D>
-__device__ __forceinline__ void online_softmax(float (&s)[MT][BN / 8][4], float (&m_run)[MT][2], float (&l_run)[MT][2],
-                                               float (&o)[MT][D / 8][4], float scale_log2)
+ * running max and sum advance, and alpha is the factor O must be rescaled by (exactly 1
+ * for a row whose max did not move; the result: whether some row's did). A row of a
+ * thread is spread over the 4 lanes of a quad. Apart from O's rescale (rescale_output),
+ * so the Hopper path can rescale once the P V in flight has landed. */
+template <int MT, int BN>
+__device__ __forceinline__ bool softmax_tile(float (&s)[MT][BN / 8][4], float (&m_run)[MT][2], float (&l_run)[MT][2],
+                                             float (&alpha)[MT][2], float scale_log2)
 {
     const float NEG_INF = -__int_as_float(0x7f800000);
-    float alpha[MT][2];
     bool rescale = false;
 #pragma unroll
     for (int m = 0; m < MT; m++)
@@ -443,8 +445,14 @@ __device__ __forceinline__ void online_softmax(float (&s)[MT][BN / 8][4], float 
             }
             l_run[m][h] = l_run[m][h] * alpha[m][h] + tree_sum<BN / 8, 0, BN / 8>(t);
         }
-    /* O *= alpha only when some row's max moved (alpha is exactly 1 otherwise); after the
-     * first tiles of a long context that is rare. Warp-uniform branch. */
+    return rescale;
+}
+
+/* O *= alpha, only when some row's max moved in the warp (alpha is exactly 1 otherwise);
+ * after the first tiles of a long context that is rare. Warp-uniform branch. */
+template <int MT, int D>
+__device__ __forceinline__ void rescale_output(float (&o)[MT][D / 8][4], const float (&alpha)[MT][2], bool rescale)
+{
     if (__any_sync(0xffffffffu, rescale)) {
 #pragma unroll
         for (int m = 0; m < MT; m++)
@@ -672,7 +680,8 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
         /* mask, then online softmax (scores in log2 units) */
         if (tile_needs_mask<BN>(g, W_, ph1, n0))
             mask_scores<MT, BN>(s, g, W_, ph1, n0, row_tok, tq);
-        online_softmax<MT, BN, D>(s, m_run, l_run, o, scale_log2);
+        float alpha[MT][2];
+        rescale_output<MT, D>(o, alpha, softmax_tile<MT, BN>(s, m_run, l_run, alpha, scale_log2));
 
         if (!TWO_STAGES) {
             cp_async_wait_all();

@@ -45,7 +45,22 @@ __device__ __forceinline__ unsigned long long sw128_desc(const void *p)
 
 __device__ __forceinline__ void fence_operands() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+/* Wait until at most N committed groups of this warpgroup are still running. */
+template <int N>
+__device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+/* Pin accumulators in place around an asynchronous wgmma: the compiler sees the asm
+ * statements as ordinary register reads and writes, and would otherwise move the maths
+ * that reads d across the wait (or the writes that feed it across the issue). */
+template <int N>
+__device__ __forceinline__ void fence_accumulators(float (&d)[N][4])
+{
+#pragma unroll
+    for (int j = 0; j < N; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            asm volatile("" : "+f"(d[j][e])::"memory");
+}
+
 /* Make this thread's generic-proxy writes to shared memory visible to wgmma's reads. */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
@@ -186,6 +201,17 @@ struct new_v_rows {
     }
 };
 
+/* Issue O += P V for one tile: BN / 16 steps along the keys, P from registers, V from
+ * the tile's d-major stage (16 keys = 32 bytes into the slab). The caller commits. */
+template <typename T, int D, int BN>
+__device__ __forceinline__ void pv(float (&o)[1][D / 8][4], const unsigned (&pa)[BN / 16][4], const T *sV)
+{
+#pragma unroll
+    for (int kt = 0; kt < BN / 16; kt++)
+        op<T, D>::rs(o[0], pa[kt][0], pa[kt][1], pa[kt][2], pa[kt][3],
+                     sw128_desc(sV + (kt >> 2) * D * 64 + (kt & 3) * 16));
+}
+
 template <typename T, int D, int BM, int BN, int W>
 __device__ __forceinline__ void run(const ppb_prefill_args &a)
 {
@@ -258,25 +284,36 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     const float scale_log2 = a.sm_scale * 1.4426950408889634f;
     const T *q_wg = sQ + (warp >> 2) * 64 * 64;   /* this warpgroup's 64 rows of each slab */
 
-    for (int it = 0; it < ntiles; it++) {
+    /* Tiles overlap: P V of tile it - 1 is issued right after S of tile it and runs while
+     * tile it's softmax does; O is rescaled once it has landed. Tile 0 has no P V before
+     * it, so it is peeled off the loop: the wgmma groups in flight at every wait are then
+     * the same on every path (ptxas serialises wgmma where it cannot tell). */
+    static_assert(L::STAGES == 3, "P V of a tile reads its V during the next tile, whose copies fill a third stage");
+    unsigned pa[BN / 16][4];   /* P of the tile whose P V is pending (T pairs) */
+    float s[1][BN / 8][4];
+    int stage = 0;
+    T *sV = nullptr, *next_v = nullptr;
+    /* Wait for tile it, publish it, and start the copies of tile it + 1 (its V from the new
+     * tokens: loads into registers, stored by finish_tile). Sets sV and next_v; K's stage
+     * is sV - K_ELEMS. */
+    auto begin_tile = [&](int it) {
         const bool ph1 = it < g.n1;
-        const int n0 = mma::tile_start<BN>(g, it);
-        T *sK = sKV + (it & 1) * L::STAGE_ELEMS;
-        T *sV = sK + L::K_ELEMS;
-
+        T *sK = sKV + stage * L::STAGE_ELEMS;
+        sV = sK + L::K_ELEMS;
+        const int next_stage = stage + 1 == L::STAGES ? 0 : stage + 1;
         mma::cp_async_wait_all();
         fence_proxy_async();
-        __syncthreads();   /* this tile's K and V (first tile: and Q) landed; every warp is done with the
-                              previous tile, whose stage the next copies overwrite */
-        if (ph1 && mma::zero_stale_v_slots<T, D, BN, THREADS, VT>(g, n0, sV)) {
+        __syncthreads();   /* tile it's K and V (tile 0: and Q) landed; every warp is done with the stage
+                              the next copies overwrite (its P V was waited for a tile ago) */
+        if (ph1 && mma::zero_stale_v_slots<T, D, BN, THREADS, VT>(g, mma::tile_start<BN>(g, it), sV)) {
             fence_proxy_async();
             __syncthreads();
         }
-        T *next_v = nullptr;   /* the next tile's V, when it comes from the new tokens */
+        next_v = nullptr;
         if (it + 1 < ntiles) {
             const bool nph1 = it + 1 < g.n1;
             const int nn0 = mma::tile_start<BN>(g, it + 1);
-            T *nK = sKV + ((it + 1) & 1) * L::STAGE_ELEMS;
+            T *nK = sKV + next_stage * L::STAGE_ELEMS;
             mma::issue_k_tile<T, D, BN, THREADS, KT>(a, g, nph1, nn0, nK, ps, phys_next);
             if (nph1) {
                 mma::issue_v_tile<T, D, BN, THREADS, VT, VT>(a, g, true, nn0, nK + L::K_ELEMS, ps, phys_next);
@@ -288,26 +325,36 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
         }
         if (it + 2 < g.n1)
             phys_next = mma::segment_page(a, g, ps, mma::tile_start<BN>(g, it + 2));
-
-        /* S = Q K^T: D / 16 steps along the dims, 16 dims = 32 bytes into the slab */
-        float s[1][BN / 8][4];
+        stage = next_stage;
+    };
+    /* S = Q K^T: D / 16 steps along the dims, 16 dims = 32 bytes into the slab. The caller
+     * commits. */
+    auto issue_s = [&]() {
+        const T *sK = sV - L::K_ELEMS;
 #pragma unroll
         for (int j = 0; j < BN / 8; j++)
             s[0][j][0] = s[0][j][1] = s[0][j][2] = s[0][j][3] = 0.f;
+        fence_accumulators(s[0]);
+        fence_accumulators(o[0]);
         fence_operands();
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++)
             op<T, BN>::ss(s[0], sw128_desc(q_wg + (kk >> 2) * BM * 64 + (kk & 3) * 16),
                           sw128_desc(sK + (kk >> 2) * BN * 64 + (kk & 3) * 16), kk > 0);
-        commit();
-        wait_all();
-
+    };
+    /* Mask and softmax of S (landed), giving alpha; the caller rescales O. */
+    auto softmax = [&](int it, float (&alpha)[1][2]) {
+        fence_accumulators(s[0]);
+        const bool ph1 = it < g.n1;
+        const int n0 = mma::tile_start<BN>(g, it);
         if (tile_needs_mask<BN>(g, W_, ph1, n0))
             mma::mask_scores<1, BN>(s, g, W_, ph1, n0, row_tok, tq);
-        mma::online_softmax<1, BN, D>(s, m_run, l_run, o, scale_log2);
-
-        /* O += P V: BN / 16 steps along the keys */
-        unsigned pa[BN / 16][4];
+        return mma::softmax_tile<1, BN>(s, m_run, l_run, alpha, scale_log2);
+    };
+    /* O has landed: rescale it, keep P for its P V, store the next tile's new-token V. */
+    auto finish_tile = [&](const float (&alpha)[1][2], bool moved) {
+        fence_accumulators(o[0]);
+        mma::rescale_output<1, D>(o, alpha, moved);
 #pragma unroll
         for (int kt = 0; kt < BN / 16; kt++) {
             pa[kt][0] = ppb_pack2<T>(s[0][2 * kt][0], s[0][2 * kt][1]);
@@ -315,15 +362,35 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
             pa[kt][2] = ppb_pack2<T>(s[0][2 * kt + 1][0], s[0][2 * kt + 1][1]);
             pa[kt][3] = ppb_pack2<T>(s[0][2 * kt + 1][2], s[0][2 * kt + 1][3]);
         }
-        fence_operands();
-#pragma unroll
-        for (int kt = 0; kt < BN / 16; kt++)
-            op<T, D>::rs(o[0], pa[kt][0], pa[kt][1], pa[kt][2], pa[kt][3],
-                         sw128_desc(sV + (kt >> 2) * D * 64 + (kt & 3) * 16));
-        commit();
-        wait_all();
         if (next_v)   /* its stage is read by no one until the next tile's barrier */
             new_v.template store<VT>(next_v);
+    };
+
+    if (ntiles > 0) {
+        float alpha[1][2];
+        begin_tile(0);
+        issue_s();
+        commit();
+        wait<0>();
+        finish_tile(alpha, softmax(0, alpha));
+        for (int it = 1; it < ntiles; it++) {
+            const T *pending_v = sV;
+            begin_tile(it);
+            issue_s();
+            commit();
+            pv<T, D, BN>(o, pa, pending_v);
+            commit();
+            wait<1>();   /* S has landed (groups complete in order); P V still runs */
+            const bool moved = softmax(it, alpha);
+            wait<0>();   /* the previous tile's P V has landed in O */
+            finish_tile(alpha, moved);
+        }
+        fence_accumulators(o[0]);
+        fence_operands();
+        pv<T, D, BN>(o, pa, sV);
+        commit();
+        wait<0>();
+        fence_accumulators(o[0]);
     }
     mma::cp_async_wait_all();
     mma::store_output<T, D, 1, 16>(a, g, o, l_run, row_tok, warp, lane);

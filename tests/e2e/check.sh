@@ -28,7 +28,7 @@ grep -qE '^[1-9][0-9]* of [0-9]+ configs infeasible on bi-v100' "$WORK/out" || f
 # -- the same suite on the H200: everything fits after opt-in ------------------------
 expect_rc 0 "$PPB" check "$SRC/suites/prefill.yaml" --target h200
 grep -q '^0 of [0-9]* configs infeasible on h200' "$WORK/out" || fail "h200 summary"
-# path auto takes the wgmma layout there (164864 B): one block per SM
+# path auto takes the wgmma layout there (230400 B): one block per SM
 grep -E '^block_m=128 block_n=128 num_warps=8 .*head_dim=128 ' "$WORK/out" | grep -qF '1 (smem)' \
   || fail "h200: 128/128 at D 128 should give 1 block/SM limited by smem (wgmma layout)"
 

@@ -218,13 +218,13 @@ static void test_h200_opt_in_and_smem_limiter(void **state)
     ppb_target *h = load_named("h200");
     ppb_case c = prefill(128, 128, 8, 128);
     ppb_feasibility f;
-    /* path auto on cc 9.0 takes the wgmma layout for 128-row tiles: two swizzled K/V
-     * stages, 164864 B -> 233472 / (164864 + 1024) = 1.4 -> 1 block per SM. */
+    /* path auto on cc 9.0 takes the wgmma layout for 128-row tiles: three swizzled K/V
+     * stages, 230400 B -> 233472 / (230400 + 1024) = 1.0 -> 1 block per SM. */
     ppb_target_judge(&c, h, NULL, &f);
     assert_true(f.feasible);
     assert_int_equal(f.blocks_per_sm, 1);
     assert_contains(f.reason, "wgmma layout");
-    assert_contains(f.reason, "164864 B");
+    assert_contains(f.reason, "230400 B");
     /* path=mma: the tensor-core layout, one K/V stage (two exceed the two-CTAs-per-SM
      * budget): 104448 B. smem: 233472 / (104448 + 1024) = 2.2 -> 2; threads 2048 / 256 =
      * 8; blocks 32. */
@@ -597,8 +597,8 @@ static void test_prefill_check_and_plan_agree_at_the_limit(void **state)
         {64, 64, 4, 128, 64, 0, 0, 7.0},   /* BI-V100-like: the portable layout, 64-wide warps */
         {128, 64, 8, 128, 32, 1, 0, 8.0},  /* A100-like: two K/V stages */
         {64, 64, 4, 128, 32, 1, 0, 9.0},   /* H200, 64-row tiles: mma.sync (auto keeps it there) */
-        {128, 64, 8, 128, 32, 2, 0, 9.0},  /* H200: wgmma 99328 B; mma needs more (106496 B) */
-        {128, 128, 8, 128, 32, 2, 1, 9.0}, /* H200: wgmma 164864 B; mma one stage (104448 B) fits */
+        {128, 64, 8, 128, 32, 2, 1, 9.0},  /* H200: wgmma 132096 B; mma two stages (106496 B) fit */
+        {128, 128, 8, 128, 32, 2, 1, 9.0}, /* H200: wgmma 230400 B; mma one stage (104448 B) fits */
         {16, 16, 1, 64, 32, 0, 0, 0},      /* no compute capability: portable */
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
