@@ -40,9 +40,10 @@ unsigned ppb_prefill_smem_bytes(const ppb_prefill_config *cfg, int head_dim)
     if (!is_pow2_in(bm, 16, 128) || !is_pow2_in(bn, 16, 128) || (d != 64 && d != 128 && d != 256))
         return 0;
     if (cfg->use_mma == PPB_PREFILL_PATH_WGMMA) {
-        /* Q [BM][D], PPB_PREFILL_WGMMA_STAGES stages of K [BN][D] and V [D][BN], 2-byte
+        /* Q [BM][D], 3 or 4 stages (prefill_plan.h) of K [BN][D] and V [D][BN], 2-byte
          * elements, swizzled (no padding); 1 KB to align the start to 1024 B */
-        return 2u * (unsigned)(bm * d + PPB_PREFILL_WGMMA_STAGES * 2 * bn * d) + 1024u;
+        const unsigned q = 2u * (unsigned)(bm * d), stage = 2u * (unsigned)(2 * bn * d);
+        return q + (unsigned)ppb_prefill_wgmma_stages(bm, q, stage) * stage + 1024u;
     }
     if (cfg->use_mma) {
         /* Q [BM][D+8], per stage K [BN][D+8] and V [D][BN+8] or [BN][D+8] (the larger),

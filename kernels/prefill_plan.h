@@ -54,9 +54,19 @@ typedef struct ppb_prefill_config {
 #define PPB_PREFILL_TWO_STAGE_MIN_WARPS 4
 #define PPB_PREFILL_TWO_STAGE_SMEM_LIMIT (228u * 1024u / 2u - 1024u)   /* 115712 B */
 
-/* wgmma path: K/V stages. Three, so a tile's P V can run during the next tile's softmax
- * (its V stays put while the copies for the tile after fill a third stage). */
-#define PPB_PREFILL_WGMMA_STAGES 3
+/* wgmma path: K/V stages, 3 or 4. One holds the tile being computed, one the previous
+ * tile's V (its P V runs during this tile's softmax); the rest are copies in flight,
+ * STAGES - 2 tiles ahead. Four for 128-row CTAs where they fit the 227 KB a Hopper block
+ * can opt into (such a CTA fills the register file: one per SM whatever its shared
+ * memory); 64-row CTAs keep three, so two share an SM. H200, 4 against 3 stages:
+ * 128/64/8 +1% at q8192 ctx90112, +5% at ctx 0; 64/64/4 15-24% slower with four (one
+ * CTA per SM); docs/results/KERNELS-IMPL-runs.md. ppb_prefill_wgmma_stages is the rule,
+ * for the plan (prefill_plan.c) and the kernel (wgmma_layout in prefix_prefill.cuh)
+ * alike; -DPPB_PREFILL_WGMMA_MAX_STAGES=3 in both builds turns the fourth off. */
+#ifndef PPB_PREFILL_WGMMA_MAX_STAGES
+#define PPB_PREFILL_WGMMA_MAX_STAGES 4
+#endif
+#define PPB_PREFILL_WGMMA_SMEM_LIMIT 232448u
 
 /* The rule itself, the one definition: K/V stages (1 or 2) of the tensor-core layout for
  * a CTA of num_warps warps whose Q tile takes q_bytes and one K + V stage stage_bytes.
@@ -79,6 +89,17 @@ static inline PPB_PLAN_CONSTEXPR PPB_PLAN_HD int ppb_prefill_kv_stages(int num_w
                    q_bytes + 2u * stage_bytes <= PPB_PREFILL_TWO_STAGE_SMEM_LIMIT
                ? 2
                : 1;
+}
+
+/* Stages of the wgmma layout of a CTA of block_m rows whose Q tile takes q_bytes and one
+ * K + V stage stage_bytes (1 KB more aligns the tiles to 1024 B). */
+static inline PPB_PLAN_CONSTEXPR PPB_PLAN_HD int ppb_prefill_wgmma_stages(int block_m, unsigned q_bytes,
+                                                                          unsigned stage_bytes)
+{
+    return PPB_PREFILL_WGMMA_MAX_STAGES >= 4 && block_m == 128 &&
+                   q_bytes + 4u * stage_bytes + 1024u <= PPB_PREFILL_WGMMA_SMEM_LIMIT
+               ? 4
+               : 3;
 }
 
 /* max_smem_optin: bytes the launcher may opt into (device or target limit, whichever is

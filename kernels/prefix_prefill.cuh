@@ -62,14 +62,14 @@ struct mma_layout {
     static constexpr bool Q_IN_REGS = MT * (D / 4 + D / 2 + BN / 2) <= 160;
 };
 
-/* Hopper (wgmma) path: Q [BM][D], then PPB_PREFILL_WGMMA_STAGES stages of K [BN][D] and
- * V [D][BN] (prefill_plan.h says why three), unpadded and 128-byte swizzled
+/* Hopper (wgmma) path: Q [BM][D], then 3 or 4 stages of K [BN][D] and V [D][BN]
+ * (ppb_prefill_wgmma_stages of prefill_plan.h), unpadded and 128-byte swizzled
  * (prefix_prefill_wgmma.cuh), plus 1 KB to align the start to 1024 bytes. */
 template <int D, int BM, int BN>
 struct wgmma_layout {
-    static constexpr int STAGES = PPB_PREFILL_WGMMA_STAGES;
     static constexpr int Q_ELEMS = BM * D, K_ELEMS = BN * D, V_ELEMS = D * BN;
     static constexpr int STAGE_ELEMS = K_ELEMS + V_ELEMS;
+    static constexpr int STAGES = ppb_prefill_wgmma_stages(BM, 2u * Q_ELEMS, 2u * STAGE_ELEMS);
     static constexpr unsigned SMEM_BYTES = 2u * (Q_ELEMS + STAGES * STAGE_ELEMS) + 1024u;
 };
 
@@ -190,6 +190,9 @@ __device__ __forceinline__ void cp_async16(unsigned dst, const void *src, bool v
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+/* Wait until at most N committed copy groups of this thread are still in flight. */
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
 __device__ __forceinline__ void ldsm_x4(unsigned addr, unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3)
 {

@@ -251,25 +251,38 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
             mma::cp_async16(mma::smem_addr(sQ + QT::at(r, dc)), src, valid);
         }
     }
-    /* Tile 0's K and V go with Q; the block-table entry of tile 1 is read now, a tile
-     * ahead of its copies. */
-    int phys_next = 0;
+    /* The copies run AHEAD tiles ahead of the maths: one stage holds the tile being
+     * computed, one the previous tile's V (its P V runs during this tile's softmax), the
+     * rest the tiles in flight. Tile t lives in stage t % STAGES. Every tile issues one
+     * copy group, empty past the last tile, so "tile it has landed" is always "at most
+     * AHEAD - 1 groups in flight". Block-table entries are read a tile before the copies
+     * that use them. */
+    constexpr int AHEAD = L::STAGES - 2;
     new_v_rows<T, D, BN, THREADS> new_v;
-    if (ntiles > 0) {
-        const bool ph1 = g.n1 > 0;
-        const int n0 = mma::tile_start<BN>(g, 0);
-        const int phys = ph1 ? mma::segment_page(a, g, ps, g.k1_begin) : 0;
-        mma::issue_k_tile<T, D, BN, THREADS, KT>(a, g, ph1, n0, sKV, ps, phys);
-        if (ph1) {
-            mma::issue_v_tile<T, D, BN, THREADS, VT, VT>(a, g, true, n0, sKV + L::K_ELEMS, ps, phys);
-        } else {
-            new_v.fetch(a, g, n0);
-            new_v.template store<VT>(sKV + L::K_ELEMS);
+    auto stage_of = [&](int t) { return sKV + (t % L::STAGES) * L::STAGE_ELEMS; };
+    auto issue_tile = [&](int t, int phys) {   /* returns the V stage when new_v holds its rows */
+        T *nK = stage_of(t);
+        T *pending_rows = nullptr;
+        if (t < ntiles) {
+            const bool ph1 = t < g.n1;
+            const int n0 = mma::tile_start<BN>(g, t);
+            mma::issue_k_tile<T, D, BN, THREADS, KT>(a, g, ph1, n0, nK, ps, phys);
+            if (ph1) {
+                mma::issue_v_tile<T, D, BN, THREADS, VT, VT>(a, g, true, n0, nK + L::K_ELEMS, ps, phys);
+            } else {
+                new_v.fetch(a, g, n0);
+                pending_rows = nK + L::K_ELEMS;
+            }
         }
+        mma::cp_async_commit();
+        return pending_rows;
+    };
+    for (int t = 0; t < AHEAD; t++) {
+        T *rows = issue_tile(t, t < g.n1 ? mma::segment_page(a, g, ps, mma::tile_start<BN>(g, t)) : 0);
+        if (rows)
+            new_v.template store<VT>(rows);
     }
-    mma::cp_async_commit();
-    if (1 < g.n1)
-        phys_next = mma::segment_page(a, g, ps, mma::tile_start<BN>(g, 1));
+    int phys_next = AHEAD < g.n1 ? mma::segment_page(a, g, ps, mma::tile_start<BN>(g, AHEAD)) : 0;
 
     int row_tok[1][2];
     row_tok[0][0] = (g.m0 + warp * 16 + gq) / g.group;
@@ -288,44 +301,25 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
      * tile it's softmax does; O is rescaled once it has landed. Tile 0 has no P V before
      * it, so it is peeled off the loop: the wgmma groups in flight at every wait are then
      * the same on every path (ptxas serialises wgmma where it cannot tell). */
-    static_assert(L::STAGES == 3, "P V of a tile reads its V during the next tile, whose copies fill a third stage");
     unsigned pa[BN / 16][4];   /* P of the tile whose P V is pending (T pairs) */
     float s[1][BN / 8][4];
-    int stage = 0;
     T *sV = nullptr, *next_v = nullptr;
-    /* Wait for tile it, publish it, and start the copies of tile it + 1 (its V from the new
-     * tokens: loads into registers, stored by finish_tile). Sets sV and next_v; K's stage
-     * is sV - K_ELEMS. */
+    /* Wait for tile it, publish it, and start the copies of tile it + AHEAD (its V from the
+     * new tokens: loads into registers, stored by finish_tile). Sets sV and next_v; K's
+     * stage is sV - K_ELEMS. */
     auto begin_tile = [&](int it) {
-        const bool ph1 = it < g.n1;
-        T *sK = sKV + stage * L::STAGE_ELEMS;
-        sV = sK + L::K_ELEMS;
-        const int next_stage = stage + 1 == L::STAGES ? 0 : stage + 1;
-        mma::cp_async_wait_all();
+        sV = stage_of(it) + L::K_ELEMS;
+        mma::cp_async_wait<AHEAD - 1>();
         fence_proxy_async();
         __syncthreads();   /* tile it's K and V (tile 0: and Q) landed; every warp is done with the stage
-                              the next copies overwrite (its P V was waited for a tile ago) */
-        if (ph1 && mma::zero_stale_v_slots<T, D, BN, THREADS, VT>(g, mma::tile_start<BN>(g, it), sV)) {
+                              the next copies overwrite (tile it - 2's, whose P V was waited for) */
+        if (it < g.n1 && mma::zero_stale_v_slots<T, D, BN, THREADS, VT>(g, mma::tile_start<BN>(g, it), sV)) {
             fence_proxy_async();
             __syncthreads();
         }
-        next_v = nullptr;
-        if (it + 1 < ntiles) {
-            const bool nph1 = it + 1 < g.n1;
-            const int nn0 = mma::tile_start<BN>(g, it + 1);
-            T *nK = sKV + next_stage * L::STAGE_ELEMS;
-            mma::issue_k_tile<T, D, BN, THREADS, KT>(a, g, nph1, nn0, nK, ps, phys_next);
-            if (nph1) {
-                mma::issue_v_tile<T, D, BN, THREADS, VT, VT>(a, g, true, nn0, nK + L::K_ELEMS, ps, phys_next);
-            } else {
-                new_v.fetch(a, g, nn0);
-                next_v = nK + L::K_ELEMS;
-            }
-            mma::cp_async_commit();
-        }
-        if (it + 2 < g.n1)
-            phys_next = mma::segment_page(a, g, ps, mma::tile_start<BN>(g, it + 2));
-        stage = next_stage;
+        next_v = issue_tile(it + AHEAD, phys_next);
+        if (it + AHEAD + 1 < g.n1)
+            phys_next = mma::segment_page(a, g, ps, mma::tile_start<BN>(g, it + AHEAD + 1));
     };
     /* S = Q K^T: D / 16 steps along the dims, 16 dims = 32 bytes into the slab. The caller
      * commits. */
@@ -351,7 +345,8 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
             mma::mask_scores<1, BN>(s, g, W_, ph1, n0, row_tok, tq);
         return mma::softmax_tile<1, BN>(s, m_run, l_run, alpha, scale_log2);
     };
-    /* O has landed: rescale it, keep P for its P V, store the next tile's new-token V. */
+    /* O has landed: rescale it, keep P for its P V, store the new-token V of the tile
+     * issued AHEAD. */
     auto finish_tile = [&](const float (&alpha)[1][2], bool moved) {
         fence_accumulators(o[0]);
         mma::rescale_output<1, D>(o, alpha, moved);
@@ -362,7 +357,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
             pa[kt][2] = ppb_pack2<T>(s[0][2 * kt + 1][0], s[0][2 * kt + 1][1]);
             pa[kt][3] = ppb_pack2<T>(s[0][2 * kt + 1][2], s[0][2 * kt + 1][3]);
         }
-        if (next_v)   /* its stage is read by no one until the next tile's barrier */
+        if (next_v)   /* its stage is read by no one until that tile's barrier */
             new_v.template store<VT>(next_v);
     };
 

@@ -214,8 +214,11 @@ if want sanitizer; then
       "$ppbench" run "$root/suites/smoke-decode.yaml" --backend cuda --db "$out/sanitizer.db" --no-progress \
       --filter "batch=3,seq_len=100,dtype=bf16,head_dim=64,host_partition_size=0"
     shopt -s nullglob
+    # The kernels' own tests on their quick matrices (every code path the card has, the
+    # prefill wgmma path included on compute capability 9.0): memcheck and racecheck.
     for bin in "$out"/test_*_kernel; do
       run "sanitizer_memcheck_$(basename "$bin")" "$(limit sanitizer 240)" "${cs[@]}" --tool memcheck "$bin" --quick
+      run "sanitizer_racecheck_$(basename "$bin")" "$(limit sanitizer 240)" "${cs[@]}" --tool racecheck "$bin" --quick
     done
     shopt -u nullglob
   else

@@ -597,7 +597,7 @@ static void test_prefill_check_and_plan_agree_at_the_limit(void **state)
         {64, 64, 4, 128, 64, 0, 0, 7.0},   /* BI-V100-like: the portable layout, 64-wide warps */
         {128, 64, 8, 128, 32, 1, 0, 8.0},  /* A100-like: two K/V stages */
         {64, 64, 4, 128, 32, 1, 0, 9.0},   /* H200, 64-row tiles: mma.sync (auto keeps it there) */
-        {128, 64, 8, 128, 32, 2, 1, 9.0},  /* H200: wgmma 132096 B; mma two stages (106496 B) fit */
+        {128, 64, 8, 128, 32, 2, 1, 9.0},  /* H200: wgmma 164864 B; mma two stages (106496 B) fit */
         {128, 128, 8, 128, 32, 2, 1, 9.0}, /* H200: wgmma 230400 B; mma one stage (104448 B) fits */
         {16, 16, 1, 64, 32, 0, 0, 0},      /* no compute capability: portable */
     };

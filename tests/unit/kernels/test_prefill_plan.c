@@ -48,12 +48,14 @@ static void test_shared_memory_and_the_two_stage_rule(void **state)
     /* portable path: Q^T [D][BM], one K^T/V buffer [BN*D], P [BM][BN+2], one fp32 per row */
     assert_int_equal(smem(64, 64, 4, 0, 128), 2u * (128 * 64 + 64 * 128 + 64 * 66) + 4u * 64);
     assert_int_equal(smem(64, 64, 4, 0, 128), 41472);
-    /* wgmma path: Q [BM][D], three stages of K [BN][D] and V [D][BN], unpadded, plus 1 KB
-     * to align the swizzled tiles to 1024 B */
+    /* wgmma path: Q [BM][D], K [BN][D] and V [D][BN] stages (four for 128-row tiles where
+     * they fit 227 KB, else three), unpadded, plus 1 KB to align the tiles to 1024 B */
     assert_int_equal(smem(128, 128, 8, 2, 128), 2u * (128 * 128 + 3 * 2 * 128 * 128) + 1024u);
-    assert_int_equal(smem(128, 128, 8, 2, 128), 230400);
-    assert_int_equal(smem(128, 64, 8, 2, 128), 132096);
-    assert_int_equal(smem(64, 64, 4, 2, 64), 2u * (64 * 64 + 3 * 2 * 64 * 64) + 1024u);
+    assert_int_equal(smem(128, 128, 8, 2, 128), 230400);   /* four would need 295936 B */
+    assert_int_equal(smem(128, 64, 8, 2, 128), 2u * (128 * 128 + 4 * 2 * 64 * 128) + 1024u);
+    assert_int_equal(smem(128, 64, 8, 2, 128), 164864);
+    assert_int_equal(smem(64, 64, 4, 2, 64), 2u * (64 * 64 + 3 * 2 * 64 * 64) + 1024u);   /* 64 rows: three */
+    assert_int_equal(smem(64, 64, 4, 2, 128), 115712);   /* two CTAs per SM */
     /* knobs outside the supported set */
     assert_int_equal(smem(48, 64, 4, 1, 128), 0);
     assert_int_equal(smem(64, 64, 4, 1, 96), 0);
