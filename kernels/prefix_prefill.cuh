@@ -183,10 +183,21 @@ __device__ __forceinline__ unsigned smem_addr(const void *p)
     return (unsigned)__cvta_generic_to_shared(p);
 }
 
-/* 16-byte asynchronous copy global -> shared; !valid writes 16 zero bytes (src-size 0). */
+/* 16-byte asynchronous copy global -> shared; !valid writes 16 zero bytes (src-size 0).
+ * cp_async16 bypasses L1 (.cg): Q and the new tokens' K/V. cp_async16_via_l1 (.ca) is
+ * for the gathers from the paged cache: through L1 the 16-byte pieces of one line reach
+ * L2 as one request. Bypassing L1, the goal case (q8192 ctx90112 32/4) sent L2 about one
+ * request per 32-byte sector and L2 tag lookups, not bytes, were the limit (ncu on the
+ * H200: tag requests 62-67% of peak, sector data 21-24%); through L1 the wgmma path ran
+ * 23% faster there (docs/results/KERNELS-IMPL-runs.md). The new tokens stay on .cg: the
+ * all-new-token anchor (ctx 0) ran up to 9% slower through L1. */
 __device__ __forceinline__ void cp_async16(unsigned dst, const void *src, bool valid)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async16_via_l1(unsigned dst, const void *src, bool valid)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
@@ -324,7 +335,7 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
                 const int tp = cc & ((1 << ps.seg_shift) - 1), dc = cc >> ps.seg_shift;
                 const bool valid = seg_tok + tp < g.ctx;
                 const T *src = valid ? base + ((size_t)dc << ps.page_shift) * 8 + tp * 8 : kc;
-                cp_async16(smem_addr(sK + KT::at(row0 + tp, dc)), src, valid);
+                cp_async16_via_l1(smem_addr(sK + KT::at(row0 + tp, dc)), src, valid);
             }
         }
     } else {
@@ -355,7 +366,7 @@ __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const ct
                 const int tc = cc & ((1 << cps_shift) - 1), d = cc >> cps_shift;
                 const bool valid = seg_tok + tc * 8 < g.ctx;
                 const T *src = valid ? base + ((size_t)d << ps.page_shift) + tc * 8 : vc;
-                cp_async16(smem_addr(sV + VT1::at(d, chunk0 + tc)), src, valid);
+                cp_async16_via_l1(smem_addr(sV + VT1::at(d, chunk0 + tc)), src, valid);
             }
         }
     } else {
