@@ -16,6 +16,9 @@
  *  - S = Q K^T: one m64nBNk16 wgmma per 16 dims, Q and K from shared memory. O += P V:
  *    m64nDk16 with P from registers (the accumulator layout of S is the A-fragment
  *    layout, as with mma.sync) and V from shared memory.
+ *  - Tiles overlap: P V of tile i is issued right after S of tile i + 1 and runs during
+ *    its softmax, so tile i's V keeps its stage a tile longer: 3 or 4 stages
+ *    (ppb_prefill_wgmma_stages, prefill_plan.h), copies STAGES - 2 tiles ahead.
  *  - Copies are cp.async (generic proxy); wgmma reads shared memory through the async
  *    proxy, so every thread fences (fence.proxy.async) before the barrier that publishes
  *    a tile.
@@ -31,7 +34,10 @@ namespace wgmma {
  * bits 4-9). */
 template <int ROWS>
 struct sw128_tile {
-    __device__ static __forceinline__ int at(int r, int c) { return (c >> 3) * (ROWS * 64) + r * 64 + (((c ^ r) & 7) << 3); }
+    __device__ static __forceinline__ int at(int r, int c)
+    {
+        return (c >> 3) * (ROWS * 64) + r * 64 + (((c ^ r) & 7) << 3);
+    }
 };
 
 /* Matrix descriptor of a K-major, 128-byte-swizzled operand at a shared address: start

@@ -14,7 +14,8 @@ static kernel_entry pick()
         e.fn = nullptr;
     return e;
 }
-#define PW(T, D, BM, BN) {pick<T, D, BM, BN, 1>(), pick<T, D, BM, BN, 2>(), pick<T, D, BM, BN, 4>(), pick<T, D, BM, BN, 8>()}
+#define PW(T, D, BM, BN) \
+    {pick<T, D, BM, BN, 1>(), pick<T, D, BM, BN, 2>(), pick<T, D, BM, BN, 4>(), pick<T, D, BM, BN, 8>()}
 #define PBN(T, D, BM) {PW(T, D, BM, 16), PW(T, D, BM, 32), PW(T, D, BM, 64), PW(T, D, BM, 128)}
 #define PD(T, D) {PBN(T, D, 16), PBN(T, D, 32), PBN(T, D, 64), PBN(T, D, 128)}
 
