@@ -70,78 +70,30 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[N][4])
 /* Make this thread's generic-proxy writes to shared memory visible to wgmma's reads. */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-/* The instructions, by element type and N. Operand lists written out: inline PTX takes
- * no loops (operand lists generated, not hand-typed; d[j][e] is accumulator 4j + e). */
-#define PPB_WGMMA_SS_N64(PTX_TYPE) \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." PTX_TYPE "." PTX_TYPE " " \
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17," \
-                 "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}" \
-                 ", %32, %33, p, 1, 1, 0, 0;\n}\n" \
-                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), \
-                   "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
-                   "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), \
-                   "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
-                   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), \
-                   "+f"(d[7][2]), "+f"(d[7][3]) \
-                 : "l"(desc_a), "l"(desc_b), "r"(accumulate))
-
-#define PPB_WGMMA_RS_N64(PTX_TYPE) \
-    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32." PTX_TYPE "." PTX_TYPE " " \
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17," \
-                 "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}" \
-                 ", {%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n" \
-                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), \
-                   "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
-                   "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), \
-                   "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
-                   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), \
-                   "+f"(d[7][2]), "+f"(d[7][3]) \
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b))
-
-#define PPB_WGMMA_SS_N128(PTX_TYPE) \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX_TYPE "." PTX_TYPE " " \
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17," \
-                 "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33," \
-                 "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49," \
-                 "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}" \
-                 ", %64, %65, p, 1, 1, 0, 0;\n}\n" \
-                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), \
-                   "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
-                   "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), \
-                   "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
-                   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), \
-                   "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), \
-                   "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), \
-                   "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), \
-                   "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), \
-                   "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), \
-                   "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), \
-                   "+f"(d[15][2]), "+f"(d[15][3]) \
-                 : "l"(desc_a), "l"(desc_b), "r"(accumulate))
-
-#define PPB_WGMMA_RS_N128(PTX_TYPE) \
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX_TYPE "." PTX_TYPE " " \
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17," \
-                 "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33," \
-                 "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49," \
-                 "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}" \
-                 ", {%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n" \
-                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), \
-                   "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), \
-                   "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), \
-                   "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), \
-                   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), \
-                   "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), \
-                   "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), \
-                   "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), \
-                   "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), \
-                   "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), \
-                   "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), \
-                   "+f"(d[15][2]), "+f"(d[15][3]) \
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b))
-
+/* The instructions, by element type and N (64 or 128). Inline PTX names every register:
+ * accumulator d[j][e] (4j + e) is operand %(4j + e), the operands after them follow. */
+#define PPB_WGMMA_REGS_0_31                                                                                \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+    "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define PPB_WGMMA_REGS_32_63                                                                                    \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, " \
+    "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define PPB_WGMMA_D_N64 "{" PPB_WGMMA_REGS_0_31 "}"
+#define PPB_WGMMA_D_N128 "{" PPB_WGMMA_REGS_0_31 ", " PPB_WGMMA_REGS_32_63 "}"
+#define PPB_WGMMA_D4(j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
+#define PPB_WGMMA_D_OPERANDS_N64                                                                                  \
+    PPB_WGMMA_D4(0), PPB_WGMMA_D4(1), PPB_WGMMA_D4(2), PPB_WGMMA_D4(3), PPB_WGMMA_D4(4), PPB_WGMMA_D4(5), \
+        PPB_WGMMA_D4(6), PPB_WGMMA_D4(7)
+#define PPB_WGMMA_D_OPERANDS_N128                                                                                 \
+    PPB_WGMMA_D_OPERANDS_N64, PPB_WGMMA_D4(8), PPB_WGMMA_D4(9), PPB_WGMMA_D4(10), PPB_WGMMA_D4(11),            \
+        PPB_WGMMA_D4(12), PPB_WGMMA_D4(13), PPB_WGMMA_D4(14), PPB_WGMMA_D4(15)
+/* after the accumulators: SS: desc a, desc b, scale-d; RS: the four A registers, desc b */
+#define PPB_WGMMA_SS_AB_N64 "%32, %33"
+#define PPB_WGMMA_SS_SCALE_N64 "%34"
+#define PPB_WGMMA_RS_AB_N64 "{%32, %33, %34, %35}, %36"
+#define PPB_WGMMA_SS_AB_N128 "%64, %65"
+#define PPB_WGMMA_SS_SCALE_N128 "%66"
+#define PPB_WGMMA_RS_AB_N128 "{%64, %65, %66, %67}, %68"
 
 template <typename T, int N>
 struct op;
@@ -152,13 +104,20 @@ struct op;
         static __device__ __forceinline__ void ss(float (&d)[N / 8][4], unsigned long long desc_a,                \
                                                   unsigned long long desc_b, int accumulate)                      \
         {                                                                                                         \
-            PPB_WGMMA_SS_N##N(PTX_TYPE);                                                                          \
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " PPB_WGMMA_SS_SCALE_N##N ", 0;\n"                      \
+                         "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX_TYPE "." PTX_TYPE " "              \
+                         PPB_WGMMA_D_N##N ", " PPB_WGMMA_SS_AB_N##N ", p, 1, 1, 0, 0;\n}\n"                      \
+                         : PPB_WGMMA_D_OPERANDS_N##N                                                              \
+                         : "l"(desc_a), "l"(desc_b), "r"(accumulate));                                            \
         }                                                                                                         \
         /* d += A B, A from registers (m16k16 fragment layout per warp), B from shared memory */                 \
         static __device__ __forceinline__ void rs(float (&d)[N / 8][4], unsigned a0, unsigned a1, unsigned a2,    \
                                                   unsigned a3, unsigned long long desc_b)                         \
         {                                                                                                         \
-            PPB_WGMMA_RS_N##N(PTX_TYPE);                                                                          \
+            asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX_TYPE "." PTX_TYPE " "              \
+                         PPB_WGMMA_D_N##N ", " PPB_WGMMA_RS_AB_N##N ", 1, 1, 1, 0;\n"                             \
+                         : PPB_WGMMA_D_OPERANDS_N##N                                                              \
+                         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b));                                      \
         }                                                                                                         \
     };
 PPB_DEFINE_WGMMA_OP(__nv_bfloat16, "bf16", 64)
@@ -166,10 +125,6 @@ PPB_DEFINE_WGMMA_OP(__nv_bfloat16, "bf16", 128)
 PPB_DEFINE_WGMMA_OP(__half, "f16", 64)
 PPB_DEFINE_WGMMA_OP(__half, "f16", 128)
 #undef PPB_DEFINE_WGMMA_OP
-#undef PPB_WGMMA_SS_N64
-#undef PPB_WGMMA_RS_N64
-#undef PPB_WGMMA_SS_N128
-#undef PPB_WGMMA_RS_N128
 
 /* The new tokens' V ([tokens][kvh][D]) reaches the d-major tile through registers
  * (cp.async cannot transpose): fetch() issues the global loads a tile ahead, so their
