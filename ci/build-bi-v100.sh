@@ -54,11 +54,11 @@ if [ -z "${PPB_AOT_CONFIGS:-}" ]; then
     echo "build-bi-v100: this ppbench has no list-kernels command; give the list in PPB_AOT_CONFIGS" >&2
     exit 4
   fi
-  echo "+ $build-host/ppbench list-kernels $suites --target $aot_target > $aot"
+  echo "+ $build-host/ppbench list-kernels $suites --target $aot_target --aot > $aot"
   if [ "$dry" = 0 ]; then
     mkdir -p "$(dirname "$aot")"
     # shellcheck disable=SC2086 # a list of suite files
-    "$build-host/ppbench" list-kernels $suites --target "$aot_target" >"$aot"
+    "$build-host/ppbench" list-kernels $suites --target "$aot_target" --aot >"$aot"
     [ -s "$aot" ] || { echo "build-bi-v100: the suites list no kernels for the BI-V100" >&2; exit 4; }
   fi
 fi

@@ -1,7 +1,7 @@
-/* ppbench list-kernels SUITE... --target NAME | --arch CC: every built-in
- * kernel instantiation the suites launch on that device, one spec line each
- * (harness/run/kernel_case.h), in the format the ahead-of-time build reads
- * (CMake PPB_AOT_CONFIGS; ci/build-bi-v100.sh). */
+/* ppbench list-kernels SUITE... --target NAME | --arch CC [--aot]: every
+ * built-in kernel instantiation the suites launch on that device, one spec
+ * line each (harness/run/kernel_case.h), in the format the ahead-of-time build
+ * reads (CMake PPB_AOT_CONFIGS; ci/build-bi-v100.sh). */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,22 +16,25 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: ppbench list-kernels SUITE.yaml... (--target NAME | --arch CC)\n"
+    fprintf(out, "usage: ppbench list-kernels SUITE.yaml... (--target NAME | --arch CC) [--aot]\n"
                  "  Prints every built-in kernel instantiation the suites' cases launch on that device, one\n"
                  "  line each, for the ahead-of-time build (-DPPB_AOT_CONFIGS=FILE; ci/build-bi-v100.sh).\n"
                  "  --target NAME   the device of suites/targets/NAME.yaml (beside the first suite): its\n"
                  "                  compute_capability, warp_size and smem_per_block\n"
-                 "  --arch CC       compute capability, e.g. 90 or 70 (overrides the target's)\n");
+                 "  --arch CC       compute capability, e.g. 90 or 70 (overrides the target's)\n"
+                 "  --aot           as an ahead-of-time build launches them: no wgmma path (path auto\n"
+                 "                  takes mma.sync where an NVRTC build would take wgmma)\n");
 }
 
 int cmd_list_kernels(int argc, char **argv)
 {
     static const struct option longopts[] = {{"target", required_argument, NULL, 't'},
                                              {"arch", required_argument, NULL, 'a'},
+                                             {"aot", no_argument, NULL, 'o'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *target_name = NULL;
-    int cc = 0, c;
+    int cc = 0, aot = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
@@ -42,6 +45,7 @@ int cmd_list_kernels(int argc, char **argv)
                 return PPB_EXIT_USAGE;
             }
             break;
+        case 'o': aot = 1; break;
         case 'h': usage(stdout); return PPB_EXIT_OK;
         default: usage(stderr); return PPB_EXIT_USAGE;
         }
@@ -79,7 +83,7 @@ int cmd_list_kernels(int argc, char **argv)
     }
     ppb_kernel_spec_list list = {0};
     long skipped = 0;
-    int rc = ppb_kernel_list_suites((const char *const *)(argv + optind), argc - optind, cc, warp, smem, &list,
+    int rc = ppb_kernel_list_suites((const char *const *)(argv + optind), argc - optind, cc, warp, smem, aot, &list,
                                     &skipped, &err);
     if (rc) {
         fprintf(stderr, "ppbench list-kernels: %s\n", err.msg);

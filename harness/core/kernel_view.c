@@ -64,13 +64,13 @@ void ppb_kernel_view_of_case(const ppb_case *c, ppb_kernel_view *v)
         da->max_num_partitions = (int)ppb_decode_num_partitions(da->max_seq_len, c->config.partition_size);
 }
 
-int ppb_kernel_launch_for_case(const ppb_case *c, int cc, int warp_size, unsigned smem_limit,
+int ppb_kernel_launch_for_case(const ppb_case *c, int cc, int warp_size, unsigned smem_limit, int aot,
                                ppb_builtin_launch *out, ppb_err *err)
 {
     ppb_kernel_view v;
     ppb_kernel_view_of_case(c, &v);
     ppbk_device dev = {.backend = PPBK_BACKEND_CUDA, .cc = cc, .warp_size = warp_size, .smem_optin = smem_limit};
-    return c->kernel == PPB_PREFIX_PREFILL ? ppb_builtin_plan_prefill(&dev, &v.prefill_cfg, &v.prefill, out, err)
+    return c->kernel == PPB_PREFIX_PREFILL ? ppb_builtin_plan_prefill(&dev, aot, &v.prefill_cfg, &v.prefill, out, err)
                                            : ppb_builtin_plan_decode(&dev, &v.decode_cfg, &v.decode, out, err);
 }
 

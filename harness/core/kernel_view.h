@@ -26,9 +26,10 @@ typedef struct ppb_kernel_view {
 void ppb_kernel_view_of_case(const ppb_case *c, ppb_kernel_view *v);
 
 /* How the built-in kernels launch a case on a device of compute capability
- * `cc`, warp size `warp_size`, `smem_limit` bytes of shared memory per block:
- * kernels/runtime/builtin_plan.h's answer. PPB_EREFUSED with the reason. */
-int ppb_kernel_launch_for_case(const ppb_case *c, int cc, int warp_size, unsigned smem_limit,
+ * `cc`, warp size `warp_size`, `smem_limit` bytes of shared memory per block,
+ * compiled by NVRTC or (`aot`) ahead of time: kernels/runtime/builtin_plan.h's
+ * answer. PPB_EREFUSED with the reason. */
+int ppb_kernel_launch_for_case(const ppb_case *c, int cc, int warp_size, unsigned smem_limit, int aot,
                                ppb_builtin_launch *out, ppb_err *err);
 
 #endif

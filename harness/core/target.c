@@ -391,15 +391,17 @@ void ppb_target_kernel_smem(const ppb_case *c, const ppb_target *t, unsigned fal
     out->warp_size = target_warp(t);
     out->limit = t && t->smem_per_block.present ? (unsigned)t->smem_per_block.value
                                                 : (fallback_limit ? fallback_limit : UINT_MAX);
-    /* The path the built-in kernels would take (kernel_view.h: auto = the tensor-core
-     * path where the compute capability allows it and its plan accepts the case). A
-     * case no path can run is measured on the one asked for (auto: the portable one). */
+    /* The path the built-in kernels would take, compiled by NVRTC (kernel_view.h: auto =
+     * the tensor-core path where the compute capability allows it and its plan accepts
+     * the case). A case no path can run is measured on the one asked for (auto: the
+     * portable one). */
     ppb_builtin_launch launch;
     ppb_err refused;
-    int use_mma = ppb_kernel_launch_for_case(c, target_cc(t), out->warp_size, out->limit, &launch, &refused) == PPB_OK
-                      ? launch.use_mma
-                  : k->path == PPB_PATH_WGMMA ? PPB_KSPEC_MMA_WGMMA
-                                               : k->path == PPB_PATH_MMA;
+    int use_mma;
+    if (ppb_kernel_launch_for_case(c, target_cc(t), out->warp_size, out->limit, 0, &launch, &refused) == PPB_OK)
+        use_mma = launch.use_mma;
+    else
+        use_mma = k->path == PPB_PATH_WGMMA ? PPB_KSPEC_MMA_WGMMA : k->path == PPB_PATH_MMA;
     const char *path_name;
     if (c->kernel == PPB_PREFIX_PREFILL) {
         ppb_prefill_config cfg = {k->block_m, k->block_n, k->num_warps, use_mma, out->warp_size};

@@ -21,7 +21,7 @@ void ppb_kernel_args_point(ppb_prefill_args *pa, ppb_decode_args *da, int kernel
 }
 
 int ppb_kernel_list_suites(const char *const *suite_paths, int n_paths, int cc, int warp_size, unsigned smem_limit,
-                           ppb_kernel_spec_list *out, long *skipped_cases, ppb_err *err)
+                           int aot, ppb_kernel_spec_list *out, long *skipped_cases, ppb_err *err)
 {
     long skipped = 0;
     int rc = PPB_OK;
@@ -44,7 +44,8 @@ int ppb_kernel_list_suites(const char *const *suite_paths, int n_paths, int cc, 
                 continue;
             ppb_builtin_launch launch;
             int src = ppb_kernel_launch_for_case(&cases.items[i], cc, warp_size ? warp_size : 32,
-                                                 smem_limit ? smem_limit : ppb_smem_optin_for_cc(cc), &launch, &why);
+                                                 smem_limit ? smem_limit : ppb_smem_optin_for_cc(cc), aot, &launch,
+                                                 &why);
             if (src == PPB_EREFUSED) {
                 skipped++;
                 continue;

@@ -21,7 +21,7 @@ typedef struct ppb_tensor_ptrs {
 void ppb_kernel_args_point(ppb_prefill_args *pa, ppb_decode_args *da, int kernel, const ppb_tensor_ptrs *t);
 
 /* Every distinct instantiation the cases of these suites launch on compute
- * capability `cc`: the input generator of each dtype, and the built-in cases'
+ * capability `cc` (kernels compiled by NVRTC, or `aot`: ahead of time, no wgmma path): the input generator of each dtype, and the built-in cases'
  * kernels (cases of other implementations instantiate no other of ppbench's
  * kernels), derived through the same matrix expansion `ppbench run`
  * uses, so the list cannot drift from what runs. `warp_size` 0: 32;
@@ -29,6 +29,6 @@ void ppb_kernel_args_point(ppb_prefill_args *pa, ppb_decode_args *da, int kernel
  * kernels refuse there instantiate nothing and are counted in *skipped_cases
  * (may be NULL). */
 int ppb_kernel_list_suites(const char *const *suite_paths, int n_paths, int cc, int warp_size, unsigned smem_limit,
-                           ppb_kernel_spec_list *out, long *skipped_cases, ppb_err *err);
+                           int aot, ppb_kernel_spec_list *out, long *skipped_cases, ppb_err *err);
 
 #endif

@@ -219,7 +219,8 @@ int main(int argc, char **argv)
         long skipped = 0;
         int rc = PPB_OK;
         if (n_suites > 0)
-            rc = ppb_kernel_list_suites((const char *const *)suites, n_suites, archs[a], 0, 0, &list, &skipped, &err);
+            rc = ppb_kernel_list_suites((const char *const *)suites, n_suites, archs[a], 0, 0, 0, &list, &skipped,
+                                            &err);
         if (rc == PPB_OK && list_file) {
             ppb_kernel_spec_list from_file = {0};
             rc = ppb_kernel_list_read(list_file, &from_file, &err);

@@ -12,6 +12,7 @@
  * from scratch, never launched with another's plan). */
 static struct {
     ppb_kernels *rt;
+    int aot;                           /* the runtime launches the ahead-of-time table (no wgmma path) */
     char source[128];
     int kind;                          /* PPB_KSPEC_PREFILL or PPB_KSPEC_DECODE; -1: none */
     union {
@@ -52,7 +53,7 @@ static void shape_region(int kind, const void *args, const char **start, size_t 
 static int plan(int kind, const ppbk_device *dev, const void *cfg, const void *shape, ppb_builtin_launch *out,
                 ppb_err *err)
 {
-    return kind == PPB_KSPEC_PREFILL ? ppb_builtin_plan_prefill(dev, cfg, shape, out, err)
+    return kind == PPB_KSPEC_PREFILL ? ppb_builtin_plan_prefill(dev, g.aot, cfg, shape, out, err)
                                      : ppb_builtin_plan_decode(dev, cfg, shape, out, err);
 }
 
@@ -186,6 +187,7 @@ const ppbk_impl *ppb_builtin_impl(ppb_kernels *runtime)
     if (runtime) {
         ppb_kernels_info info;
         ppb_kernels_get_info(runtime, &info);
+        g.aot = strcmp(info.mechanism, "aot") == 0;
         snprintf(g.source, sizeof g.source, "kernels/ (%s%s%s)", info.mechanism,
                  info.sources_hash[0] ? ", sources fnv1a64 " : "", info.sources_hash);
     }

@@ -133,10 +133,17 @@ static int plan_with_path(plan_fn plan, const void *cfg, const void *shape, int 
     return PPB_OK;
 }
 
-int ppb_builtin_plan_prefill(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
-                             ppb_builtin_launch *out, ppb_err *err)
+int ppb_builtin_plan_prefill(const ppbk_device *dev, int aot, const ppbk_prefill_config *cfg,
+                             const ppb_prefill_args *shape, ppb_builtin_launch *out, ppb_err *err)
 {
-    return plan_with_path(plan_prefill_path, cfg, shape, cfg->path, auto_prefers_wgmma(cfg, dev), dev, out, err);
+    if (aot && cfg->path == PPBK_PATH_WGMMA) {
+        memset(out, 0, sizeof *out);
+        return ppb_fail(err, PPB_EREFUSED,
+                        "path=wgmma: ahead-of-time kernels have no wgmma path (NVRTC compiles it for sm_%da)",
+                        PPB_WGMMA_CC);
+    }
+    return plan_with_path(plan_prefill_path, cfg, shape, cfg->path, !aot && auto_prefers_wgmma(cfg, dev), dev, out,
+                          err);
 }
 
 int ppb_builtin_plan_decode(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,

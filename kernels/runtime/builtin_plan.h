@@ -31,12 +31,14 @@ int ppb_builtin_use_mma(int path, int cc, int *use_mma, ppb_err *err);
 /* Plan a config on a device (its cc, warp size and smem_optin). PATH_AUTO
  * takes the tensor-core path when cc allows it and its plan accepts the case
  * (prefill on compute capability 9.0: wgmma for the configs it was measured
- * faster on), else the portable one (and says why in out->note). PPB_EREFUSED with the
+ * faster on, unless `aot`: kernels from the ahead-of-time table, which has no
+ * wgmma path; path=wgmma is then refused), else the portable one (and says
+ * why in out->note). PPB_EREFUSED with the
  * plan's one-line reason when the config cannot run. `shape` carries the
  * argument struct's shape fields (decode v2: max_num_partitions is the
  * kernel's own count); its pointers are not read. */
-int ppb_builtin_plan_prefill(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
-                             ppb_builtin_launch *out, ppb_err *err);
+int ppb_builtin_plan_prefill(const ppbk_device *dev, int aot, const ppbk_prefill_config *cfg,
+                             const ppb_prefill_args *shape, ppb_builtin_launch *out, ppb_err *err);
 int ppb_builtin_plan_decode(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
                             ppb_builtin_launch *out, ppb_err *err);
 

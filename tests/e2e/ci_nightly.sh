@@ -111,7 +111,7 @@ PY
 # toolchain settings docs/CI.md promises.
 expect_rc 0 bash "$SRC/ci/build-bi-v100.sh" --dry-run
 for want in "CMAKE_CUDA_COMPILER=/usr/local/corex/bin/clang++" "CMAKE_CUDA_ARCHITECTURES=ivcore10" \
-            "--cuda-path=/usr/local/corex" "PPB_WARP_SIZE=64" "PPB_AOT_CONFIGS=" "PPB_NVRTC=OFF" "list-kernels"; do
+            "--cuda-path=/usr/local/corex" "PPB_WARP_SIZE=64" "PPB_AOT_CONFIGS=" "PPB_NVRTC=OFF" "list-kernels" "--aot"; do
   grep -qF -- "$want" "$WORK/out" || fail "build-bi-v100.sh --dry-run lacks $want"
 done
 echo "ci_nightly: ok"

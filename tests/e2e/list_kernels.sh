@@ -15,9 +15,15 @@ grep -q "mma=1" "$WORK/bi-v100.txt" && fail "tensor-core instantiations listed f
 grep -q "^ppbench list-kernels: $n instantiations for compute capability 7.0, warp 64" "$WORK/err" || { cat "$WORK/err"; fail "summary"; }
 [ "$(sort -u "$WORK/bi-v100.txt" | wc -l)" -eq "$n" ] || fail "duplicate lines"
 
-# An sm_90 device takes the tensor-core path; the build's own reader accepts the list.
+# An sm_90 device takes the tensor-core paths (wgmma for the 128-row, 8-warp tiles); an
+# ahead-of-time build has no wgmma, so --aot lists mma.sync there; the build's own reader
+# accepts the list.
 expect_rc 0 "$PPB" list-kernels "$SRC/suites/prefill.yaml" --arch 90
 grep -q "mma=1" "$WORK/out" || fail "no tensor-core instantiation at sm_90"
+grep -q "block_m=128 block_n=128 num_warps=8 mma=2" "$WORK/out" || fail "no wgmma instantiation at sm_90"
+expect_rc 0 "$PPB" list-kernels "$SRC/suites/prefill.yaml" --arch 90 --aot
+grep -q "mma=2" "$WORK/out" && fail "--aot lists a wgmma instantiation"
+grep -q "block_m=128 block_n=128 num_warps=8 mma=1" "$WORK/out" || fail "--aot: no mma.sync 128/128/8"
 compile=$(dirname "$PPB")/ppb-kernel-compile
 if [ -x "$compile" ]; then
   expect_rc 0 "$compile" --list "$WORK/bi-v100.txt" --arch 70 --print

@@ -552,7 +552,7 @@ static void precompile(const ppb_case *cases, int n, const ppb_device_info *di)
     for (int i = 0; i < n; i++) {
         ppb_builtin_launch l;
         ppb_err err;
-        if (ppb_kernel_launch_for_case(&cases[i], cc, di->warp_size, (unsigned)di->smem_per_block_optin, &l, &err))
+        if (ppb_kernel_launch_for_case(&cases[i], cc, di->warp_size, (unsigned)di->smem_per_block_optin, 0, &l, &err))
             continue;
         for (int k = 0; k < l.n_specs; k++)
             ppb_kernel_spec_list_add(&list, &l.spec[k]);

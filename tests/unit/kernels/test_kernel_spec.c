@@ -97,14 +97,20 @@ static ppb_case decode_case(int version, int partition)
 }
 
 /* The instantiations the built-in kernels launch for a case on a device of
- * compute capability cc (its shared-memory opt-in, 32-wide warps). */
-static int specs_for_case(const ppb_case *c, int cc, ppb_kernel_spec s[2], int *n, ppb_err *err)
+ * compute capability cc (its shared-memory opt-in, 32-wide warps), compiled by
+ * NVRTC or (aot) ahead of time. */
+static int specs_for_case_built(const ppb_case *c, int cc, int aot, ppb_kernel_spec s[2], int *n, ppb_err *err)
 {
     ppb_builtin_launch l;
-    int rc = ppb_kernel_launch_for_case(c, cc, 32, ppb_smem_optin_for_cc(cc), &l, err);
+    int rc = ppb_kernel_launch_for_case(c, cc, 32, ppb_smem_optin_for_cc(cc), aot, &l, err);
     memcpy(s, l.spec, sizeof l.spec);
     *n = rc == PPB_OK ? l.n_specs : 0;
     return rc;
+}
+
+static int specs_for_case(const ppb_case *c, int cc, ppb_kernel_spec s[2], int *n, ppb_err *err)
+{
+    return specs_for_case_built(c, cc, 0, s, n, err);
 }
 
 static void test_specs_for_case(void **state)
@@ -147,6 +153,13 @@ static void test_specs_for_case(void **state)
     p.config.num_warps = 8;
     assert_int_equal(specs_for_case(&p, 90, s, &n, &err), PPB_OK);
     assert_int_equal(s[0].use_mma, PPB_KSPEC_MMA_WGMMA);
+    /* kernels built ahead of time have no wgmma path: auto takes mma.sync, path=wgmma is refused */
+    assert_int_equal(specs_for_case_built(&p, 90, 1, s, &n, &err), PPB_OK);
+    assert_int_equal(s[0].use_mma, 1);
+    p.config.path = PPB_PATH_WGMMA;
+    assert_int_equal(specs_for_case_built(&p, 90, 1, s, &n, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "ahead-of-time kernels have no wgmma path"));
+    p.config.path = PPB_PATH_AUTO;
     assert_int_equal(specs_for_case(&p, 80, s, &n, &err), PPB_OK);
     assert_int_equal(s[0].use_mma, 1);
     assert_int_equal(specs_for_case(&p, 100, s, &n, &err), PPB_OK);   /* sm_90a code runs on 9.0 only */
@@ -248,7 +261,7 @@ static void test_list_from_suite(void **state)
     long skipped = -1;
     ppb_err err = {{0}};
     const char *paths[] = {path};
-    int rc = ppb_kernel_list_suites(paths, 1, 90, 0, 0, &l, &skipped, &err);
+    int rc = ppb_kernel_list_suites(paths, 1, 90, 0, 0, 0, &l, &skipped, &err);
     if (rc)
         fail_msg("%s", err.msg);
     /* d64: 64/64, 128/64, 64/32(mma); d128: 64/64, 64/32(mma); the fp16 input generator, last */
@@ -263,7 +276,7 @@ static void test_list_from_suite(void **state)
     ppb_kernel_spec_list_free(&l);
 
     /* On sm_70 the mma configs are left out (and counted), the rest are SIMT. */
-    rc = ppb_kernel_list_suites(paths, 1, 70, 0, 0, &l, &skipped, &err);
+    rc = ppb_kernel_list_suites(paths, 1, 70, 0, 0, 0, &l, &skipped, &err);
     if (rc)
         fail_msg("%s", err.msg);
     assert_int_equal(l.n, 4);
@@ -312,7 +325,7 @@ static void test_launch_for_case_uses_the_plans(void **state)
     ppb_case_make_key(&c);
     ppb_builtin_launch l;
     ppb_err err = {{0}};
-    assert_int_equal(ppb_kernel_launch_for_case(&c, 90, 32, 232448, &l, &err), PPB_OK);
+    assert_int_equal(ppb_kernel_launch_for_case(&c, 90, 32, 232448, 0, &l, &err), PPB_OK);
     assert_int_equal(l.use_mma, 0);
     assert_non_null(strstr(l.note, "path auto ran simt"));
     assert_non_null(strstr(l.note, "rows per warp"));
@@ -326,10 +339,10 @@ static void test_launch_for_case_uses_the_plans(void **state)
     assert_int_equal(v.prefill.max_blocks_per_seq, 3); /* 37 tokens in 16-token pages */
     assert_int_equal(v.prefill_cfg.path, PPBK_PATH_AUTO);
     c.config.path = PPB_PATH_SIMT; /* asked for: planned as asked, no note */
-    assert_int_equal(ppb_kernel_launch_for_case(&c, 90, 32, 232448, &l, &err), PPB_OK);
+    assert_int_equal(ppb_kernel_launch_for_case(&c, 90, 32, 232448, 0, &l, &err), PPB_OK);
     assert_string_equal(l.note, "");
     c.config.path = PPB_PATH_MMA;
-    assert_int_equal(ppb_kernel_launch_for_case(&c, 90, 32, 232448, &l, &err), PPB_EREFUSED);
+    assert_int_equal(ppb_kernel_launch_for_case(&c, 90, 32, 232448, 0, &l, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "rows per warp"));
 
     /* Decode v2 with a host/kernel mismatch: the kernel's partition count in the
@@ -344,14 +357,14 @@ static void test_launch_for_case_uses_the_plans(void **state)
     d.config.partition_size = 256;
     d.config.host_partition_size = 512;
     ppb_case_make_key(&d);
-    assert_int_equal(ppb_kernel_launch_for_case(&d, 90, 32, 232448, &l, &err), PPB_OK);
+    assert_int_equal(ppb_kernel_launch_for_case(&d, 90, 32, 232448, 0, &l, &err), PPB_OK);
     ppb_kernel_view_of_case(&d, &v);
     assert_int_equal(v.decode.max_num_partitions, 4); /* the kernel's count, not the host's 2 */
     assert_int_equal(v.decode_cfg.partition_size, 256);
     assert_int_equal(l.n_specs, 2);
     assert_true(l.plan[1].block[0] > 0);
     /* Too little shared memory for anything: refused with the plan's words. */
-    assert_int_equal(ppb_kernel_launch_for_case(&d, 90, 32, 1024, &l, &err), PPB_EREFUSED);
+    assert_int_equal(ppb_kernel_launch_for_case(&d, 90, 32, 1024, 0, &l, &err), PPB_EREFUSED);
     assert_true(strlen(err.msg) > 0);
 }
 
@@ -373,7 +386,7 @@ static void test_repository_suites_list(void **state)
         for (int cc = 70; cc <= 90; cc += 20) {
             ppb_kernel_spec_list l = {0};
             ppb_err err = {{0}};
-            int rc = ppb_kernel_list_suites(paths, 1, cc, 0, 0, &l, NULL, &err);
+            int rc = ppb_kernel_list_suites(paths, 1, cc, 0, 0, 0, &l, NULL, &err);
             if (rc)
                 fail_msg("%s: %s", path, err.msg);
             assert_true(l.n > 0);
