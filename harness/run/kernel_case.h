@@ -21,7 +21,8 @@ typedef struct ppb_tensor_ptrs {
 void ppb_kernel_args_point(ppb_prefill_args *pa, ppb_decode_args *da, int kernel, const ppb_tensor_ptrs *t);
 
 /* Every distinct instantiation the cases of these suites launch on compute
- * capability `cc` (kernels compiled by NVRTC, or `aot`: ahead of time, no wgmma path): the input generator of each dtype, and the built-in cases'
+ * capability `cc` (kernels compiled by NVRTC, or `aot`: ahead of time, no wgmma
+ * path): the input generator of each dtype, and the built-in cases'
  * kernels (cases of other implementations instantiate no other of ppbench's
  * kernels), derived through the same matrix expansion `ppbench run`
  * uses, so the list cannot drift from what runs. `warp_size` 0: 32;

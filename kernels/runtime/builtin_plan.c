@@ -6,6 +6,10 @@
 #include "decode_plan.h"
 #include "prefill_plan.h"
 
+/* A spec's tensor-core level is the prefill kernel's PATH argument (one number, two headers). */
+_Static_assert(PPB_KSPEC_MMA_SYNC == PPB_PREFILL_PATH_MMA && PPB_KSPEC_MMA_WGMMA == PPB_PREFILL_PATH_WGMMA,
+               "tensor-core levels differ between kernel_spec.h and prefill_plan.h");
+
 int ppb_builtin_use_mma(int path, int cc, int *use_mma, ppb_err *err)
 {
     switch (path) {
