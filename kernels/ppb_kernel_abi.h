@@ -48,10 +48,10 @@ extern "C" {
 #define PPBK_BACKEND_CUDA 2u
 
 /* Code paths a config may ask for (the `path` field of the configs). An
- * implementation with one path refuses SIMT/MMA requests it cannot honour. */
+ * implementation refuses the paths it does not have. */
 #define PPBK_PATH_AUTO 0   /* the implementation's best for this device */
 #define PPBK_PATH_SIMT 1   /* the portable path (plain FMA, no tensor cores) */
-#define PPBK_PATH_MMA 2    /* the tensor-core path */
+#define PPBK_PATH_MMA 2    /* the tensor-core path (mma.sync) */
 #define PPBK_PATH_WGMMA 3  /* Hopper warpgroup MMA (built-in prefill kernel on compute capability 9.0) */
 
 /* Return codes of every function below. */

@@ -1,11 +1,13 @@
 /* Launch plan of the prefix-prefill kernel. The shared-memory formulas mirror the
- * kernel's layout structs (mma_layout / simt_layout in prefix_prefill.cuh); the GPU test
- * (tests/gpu/test_prefill_kernel.cu) checks the two agree for every config.
+ * kernel's layout structs (mma_layout / wgmma_layout / simt_layout in prefix_prefill.cuh);
+ * the GPU test (tests/gpu/test_prefill_kernel.cu) checks they agree for every config.
  *
  * Register budgets: a thread has at most 255 registers. The tensor-core path keeps, per
  * m16 tile a warp owns, D/2 fp32 output and BLOCK_N/2 fp32 score accumulators per thread;
  * past PPB_PREFILL_MMA_ACC_LIMIT of them (plus addresses, Q fragments, softmax state) ptxas
- * spills to local memory (seen with nvcc 13.0 -Xptxas -v, sm_90; docs/KERNELS-IMPL.md).
+ * spills to local memory (seen with nvcc 13.0 -Xptxas -v, sm_90; docs/KERNELS-IMPL.md). The
+ * wgmma path's tile set is small enough to need no budget: of its instances only 64/128/4
+ * at D 128 spills (24 B, -Xptxas -v, sm_90a), slow anyway and left runnable.
  * The portable path holds its S and O thread tiles in registers; the limits keep both
  * well inside 255 on any warp size. */
 #include "prefill_plan.h"
@@ -34,12 +36,25 @@ static int max_int(int a, int b)
     return a > b ? a : b;
 }
 
+/* The wgmma path's tile set: a warpgroup (4 warps) per 64 rows, wgmma N of S = BLOCK_N and
+ * of O = HEAD_DIM, each 64 or 128. */
+static int wgmma_rows_ok(const ppb_prefill_config *cfg)
+{
+    return (cfg->block_m == 64 || cfg->block_m == 128) && cfg->num_warps == cfg->block_m / 16;
+}
+static int wgmma_n_ok(const ppb_prefill_config *cfg, int head_dim)
+{
+    return (cfg->block_n == 64 || cfg->block_n == 128) && (head_dim == 64 || head_dim == 128);
+}
+
 unsigned ppb_prefill_smem_bytes(const ppb_prefill_config *cfg, int head_dim)
 {
     const int bm = cfg->block_m, bn = cfg->block_n, d = head_dim;
     if (!is_pow2_in(bm, 16, 128) || !is_pow2_in(bn, 16, 128) || (d != 64 && d != 128 && d != 256))
         return 0;
     if (cfg->use_mma == PPB_PREFILL_PATH_WGMMA) {
+        if (!wgmma_rows_ok(cfg) || !wgmma_n_ok(cfg, d))
+            return 0;   /* no wgmma layout */
         /* Q [BM][D], 3 or 4 stages (prefill_plan.h) of K [BN][D] and V [D][BN], 2-byte
          * elements, swizzled (no padding); 1 KB to align the start to 1024 B */
         const unsigned q = 2u * (unsigned)(bm * d), stage = 2u * (unsigned)(2 * bn * d);
@@ -86,13 +101,12 @@ static int check_path_and_smem(const ppb_prefill_config *cfg, int head_dim, unsi
     if (cfg->use_mma && cfg->warp_size != 32)
         return refuse(reason, reason_len, "tensor-core path needs warp size 32, target has %d", cfg->warp_size);
     if (cfg->use_mma == PPB_PREFILL_PATH_WGMMA) {
-        /* one warpgroup (4 warps, 64 rows) per 64 rows; wgmma N of S = BLOCK_N and of O = HEAD_DIM */
-        if ((bm != 64 && bm != 128) || w != bm / 16)
+        if (!wgmma_rows_ok(cfg))
             return refuse(reason, reason_len,
                           "wgmma path: BLOCK_M=%d with NUM_WARPS=%d; it runs BLOCK_M 64 or 128 with NUM_WARPS = "
                           "BLOCK_M / 16 (a warpgroup per 64 rows); refused",
                           bm, w);
-        if ((bn != 64 && bn != 128) || (head_dim != 64 && head_dim != 128))
+        if (!wgmma_n_ok(cfg, head_dim))
             return refuse(reason, reason_len,
                           "wgmma path: BLOCK_N=%d, HEAD_DIM=%d; it runs BLOCK_N and HEAD_DIM of 64 or 128; refused",
                           bn, head_dim);

@@ -58,11 +58,13 @@ typedef struct ppb_prefill_config {
  * tile's V (its P V runs during this tile's softmax); the rest are copies in flight,
  * STAGES - 2 tiles ahead. Four for 128-row CTAs where they fit the 227 KB a Hopper block
  * can opt into (such a CTA fills the register file: one per SM whatever its shared
- * memory); 64-row CTAs keep three, so two share an SM. H200, 4 against 3 stages:
+ * memory); 64-row CTAs keep three, so two share an SM where the tiles allow (64/64/4). H200, 4 against 3 stages:
  * 128/64/8 +1% at q8192 ctx90112, +5% at ctx 0; 64/64/4 15-24% slower with four (one
  * CTA per SM); docs/results/KERNELS-IMPL-runs.md. ppb_prefill_wgmma_stages is the rule,
  * for the plan (prefill_plan.c) and the kernel (wgmma_layout in prefix_prefill.cuh)
- * alike; -DPPB_PREFILL_WGMMA_MAX_STAGES=3 in both builds turns the fourth off. */
+ * alike; -DPPB_PREFILL_WGMMA_MAX_STAGES=3 turns the fourth off for an A/B of the GPU test,
+ * which compiles plan and kernels with it (run_prefill_gpu.sh DEFS); ppbench's runtime
+ * compiles its kernels with the defaults. */
 #ifndef PPB_PREFILL_WGMMA_MAX_STAGES
 #define PPB_PREFILL_WGMMA_MAX_STAGES 4
 #endif

@@ -978,7 +978,7 @@ __device__ __forceinline__ void dispatch(const ppb_prefill_args &a, path_tag<PPB
     wgmma::run<T, D, BM, BN, W>(a);
 #else
     (void)a;
-    ppb_trap();   /* this compilation has no wgmma path (not sm_90a); the plan refuses it here */
+    ppb_trap();   /* this compilation has no wgmma path (not sm_90a); builtin_plan.c never asks for it */
 #endif
 }
 

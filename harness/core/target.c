@@ -400,8 +400,10 @@ void ppb_target_kernel_smem(const ppb_case *c, const ppb_target *t, unsigned fal
     int use_mma;
     if (ppb_kernel_launch_for_case(c, target_cc(t), out->warp_size, out->limit, 0, &launch, &refused) == PPB_OK)
         use_mma = launch.use_mma;
+    else if (k->path == PPB_PATH_WGMMA)   /* decode has no wgmma layout: its tensor-core one */
+        use_mma = c->kernel == PPB_PREFIX_PREFILL ? PPB_KSPEC_MMA_WGMMA : 1;
     else
-        use_mma = k->path == PPB_PATH_WGMMA ? PPB_KSPEC_MMA_WGMMA : k->path == PPB_PATH_MMA;
+        use_mma = k->path == PPB_PATH_MMA;
     const char *path_name;
     if (c->kernel == PPB_PREFIX_PREFILL) {
         ppb_prefill_config cfg = {k->block_m, k->block_n, k->num_warps, use_mma, out->warp_size};

@@ -138,7 +138,8 @@ static void usage(FILE *out)
             "  --all          compile everything whatever the time\n"
             "  --cache DIR    use (and fill) this kernel cache; default: none, always compile\n"
             "  --print        print the instantiations and stop (with one --arch: plain spec\n"
-            "                 lines, e.g. for -DPPB_AOT_CONFIGS=FILE)\n",
+            "                 lines, e.g. for -DPPB_AOT_CONFIGS=FILE with --aot)\n"
+            "  --aot          list the suites' cases as an ahead-of-time build runs them (no wgmma path)\n",
             PPB_MMA_MIN_CC / 10, PPB_MMA_MIN_CC % 10);
 }
 
@@ -147,7 +148,7 @@ int main(int argc, char **argv)
     char *suites[MAX_SUITES];
     int n_suites = 0, owned_from = -1;
     const char *list_file = NULL, *cache_dir = NULL, *source_dir = NULL, *suites_dir = NULL;
-    int archs[MAX_ARCHS], n_archs = 0, print_only = 0, all = 0, jobs = 0;
+    int archs[MAX_ARCHS], n_archs = 0, print_only = 0, all = 0, jobs = 0, aot = 0;
     double budget = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -159,6 +160,8 @@ int main(int argc, char **argv)
             print_only = 1;
         } else if (strcmp(a, "--all") == 0) {
             all = 1;
+        } else if (strcmp(a, "--aot") == 0) {
+            aot = 1;
         } else if (!v) {
             usage(stderr);
             return 2;
@@ -219,13 +222,14 @@ int main(int argc, char **argv)
         long skipped = 0;
         int rc = PPB_OK;
         if (n_suites > 0)
-            rc = ppb_kernel_list_suites((const char *const *)suites, n_suites, archs[a], 0, 0, 0, &list, &skipped,
+            rc = ppb_kernel_list_suites((const char *const *)suites, n_suites, archs[a], 0, 0, aot, &list, &skipped,
                                             &err);
         if (rc == PPB_OK && list_file) {
             ppb_kernel_spec_list from_file = {0};
             rc = ppb_kernel_list_read(list_file, &from_file, &err);
             for (int i = 0; rc == PPB_OK && i < from_file.n; i++) {
-                if (from_file.items[i].use_mma && archs[a] < PPB_MMA_MIN_CC) {
+                const int mma = from_file.items[i].use_mma;
+                if ((mma && archs[a] < PPB_MMA_MIN_CC) || (mma == PPB_KSPEC_MMA_WGMMA && archs[a] != PPB_WGMMA_CC)) {
                     skipped++;
                     continue;
                 }
@@ -241,9 +245,9 @@ int main(int argc, char **argv)
             goto end;
         }
         if (skipped)
-            fprintf(print_only ? stderr : stdout, "sm_%d: %ld case(s) or line(s) instantiate nothing: refused by the kernel plans, or path=mma "
-                   "below sm_%d\n",
-                   archs[a], skipped, PPB_MMA_MIN_CC);
+            fprintf(print_only ? stderr : stdout, "sm_%d: %ld case(s) or line(s) instantiate nothing: refused by the kernel plans, or a "
+                   "tensor-core path the architecture lacks (mma below sm_%d, wgmma off sm_%d)\n",
+                   archs[a], skipped, PPB_MMA_MIN_CC, PPB_WGMMA_CC);
         item *grown = realloc(items, (size_t)(n_items + list.n) * sizeof *items);
         if (!grown && list.n > 0) {
             ppb_kernel_spec_list_free(&list);

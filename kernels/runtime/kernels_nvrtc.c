@@ -142,7 +142,7 @@ int ppb_nvrtc_build(const ppb_nvrtc_request *rq, ppb_kernel_cache_entry *e,
     snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=sm_%d%s", rq->arch, wgmma ? "a" : "");
     snprintf(opt_warp, sizeof opt_warp, "-DPPB_WARP_SIZE=%d", rq->warp_size);
     /* The preprocessor switch that lets mma/ldmatrix code exist at all (gpu.md:
-     * the portable build never sees it); the template's USE_MMA picks the path. */
+     * the portable build never sees it); the template's path argument picks the path. */
     snprintf(opt_mma, sizeof opt_mma, "-DPPB_USE_MMA=%d", rq->arch >= PPB_MMA_MIN_CC ? 1 : 0);
     snprintf(opt_inc, sizeof opt_inc, "-I%s", include_dir);
     const char *opts[10];

@@ -7,11 +7,13 @@ template <typename T, int D, int BM, int BN, int W>
 static kernel_entry pick()
 {
     kernel_entry e;
-    e.smem = ppb_prefill::wgmma_layout<D, BM, BN>::SMEM_BYTES;
-    if constexpr (test_expects_static_ok(D, BM, BN, W, PPB_PREFILL_PATH_WGMMA, 32))
+    if constexpr (test_expects_static_ok(D, BM, BN, W, PPB_PREFILL_PATH_WGMMA, 32)) {
         e.fn = prefix_prefill_kernel<T, D, BM, BN, W, PPB_PREFILL_PATH_WGMMA>;
-    else
+        e.smem = ppb_prefill::wgmma_layout<D, BM, BN>::SMEM_BYTES;
+    } else {
         e.fn = nullptr;
+        e.smem = 0;   /* no wgmma layout: the plan's figure is 0 too */
+    }
     return e;
 }
 #define PW(T, D, BM, BN) \

@@ -235,7 +235,7 @@ if want aot; then
   smoke=("$root/suites/smoke.yaml" "$root/suites/smoke-decode.yaml")
   run aot_build "$(limit aot 300)" bash -c '
     set -e
-    "$0" --suite "$1" --suite "$2" --arch "$3" --print >"$4/aot-configs.txt"
+    "$0" --suite "$1" --suite "$2" --arch "$3" --aot --print >"$4/aot-configs.txt"
     cmake -S "$5" -B "$6" "${@:8}" -DPPB_NVRTC=OFF -DPPB_AOT_CONFIGS="$4/aot-configs.txt" -DPPB_AOT_USE_MMA=ON \
           -DCMAKE_CUDA_ARCHITECTURES="$3" -DPPB_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
     cmake --build "$6" -j "$7" --target ppbench' \

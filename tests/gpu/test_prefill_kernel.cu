@@ -481,7 +481,7 @@ static int test_matrix(unsigned smem_limit)
                             ppb_prefill_config cfg = {bm, bn, wp, mma, PPB_WARP_SIZE};
                             kernel_entry ke = lookup_kernel(dt, D, mma, bm, bn, wp);
                             const unsigned plan_smem = ppb_prefill_smem_bytes(&cfg, D);
-                            if (ke.smem && plan_smem != ke.smem)   /* 0: no layout (wgmma at D 256) */
+                            if (plan_smem != ke.smem)
                                 FAIL("smem mismatch D%d BM%d BN%d W%d mma%d: plan %u, kernel layout %u", D, bm, bn,
                                      wp, mma, plan_smem, ke.smem);
                             const bool expect = test_expects_static_ok(D, bm, bn, wp, mma, PPB_WARP_SIZE) && ke.fn &&

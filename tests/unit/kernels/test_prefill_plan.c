@@ -56,6 +56,9 @@ static void test_shared_memory_and_the_two_stage_rule(void **state)
     assert_int_equal(smem(128, 64, 8, 2, 128), 164864);
     assert_int_equal(smem(64, 64, 4, 2, 64), 2u * (64 * 64 + 3 * 2 * 64 * 64) + 1024u);   /* 64 rows: three */
     assert_int_equal(smem(64, 64, 4, 2, 128), 115712);   /* two CTAs per SM */
+    assert_int_equal(smem(128, 64, 4, 2, 128), 0);        /* no wgmma layout: 128 rows need 8 warps */
+    assert_int_equal(smem(64, 32, 4, 2, 128), 0);         /* ... BLOCK_N 64 or 128 */
+    assert_int_equal(smem(64, 64, 4, 2, 256), 0);         /* ... D 64 or 128 */
     /* knobs outside the supported set */
     assert_int_equal(smem(48, 64, 4, 1, 128), 0);
     assert_int_equal(smem(64, 64, 4, 1, 96), 0);
