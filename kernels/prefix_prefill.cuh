@@ -314,6 +314,27 @@ __device__ __forceinline__ void issue_new_tile(const ppb_prefill_args &a, const 
     }
 }
 
+/* Q tile: row r of QT = packed row m0 + r = token * G + head in group; zeros past the
+ * sequence. */
+template <typename T, int D, int BM, int THREADS, class QT>
+__device__ __forceinline__ void issue_q_tile(const ppb_prefill_args &a, const cta_geom &g, T *sQ)
+{
+    constexpr int CHUNKS = BM * D / 8, DC = D / 8;
+    const T *qp = static_cast<const T *>(a.q);
+#pragma unroll 4
+    for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
+        const int c = threadIdx.x + i * THREADS;
+        if (CHUNKS % THREADS == 0 || c < CHUNKS) {
+            const int r = c / DC, dc = c % DC;
+            const int pr = g.m0 + r, tok = pr / g.group;
+            const bool valid = tok < g.qlen;
+            const int head = g.kvh * g.group + (pr - tok * g.group);
+            const T *src = valid ? qp + ((size_t)(g.start + tok) * a.num_heads + head) * D + dc * 8 : qp;
+            cp_async16(smem_addr(sQ + QT::at(r, dc)), src, valid);
+        }
+    }
+}
+
 /* K tile (both phases) lands as rows of KT, token-major. phys: segment_page of this tile. */
 template <typename T, int D, int BN, int THREADS, class KT>
 __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0,
@@ -565,23 +586,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     const page_slot ps = make_page_slot<BN, THREADS>(__ffs(a.page_size) - 1);
     const int ntiles = g.n1 + g.n2;
 
-    /* Q tile: row r = packed row m0 + r = token * G + head in group. */
-    {
-        constexpr int CHUNKS = BM * D / 8, DC = D / 8;
-        const T *qp = static_cast<const T *>(a.q);
-#pragma unroll 4
-        for (int i = 0; i < (CHUNKS + THREADS - 1) / THREADS; i++) {
-            const int c = tid + i * THREADS;
-            if (CHUNKS % THREADS == 0 || c < CHUNKS) {
-                const int r = c / DC, dc = c % DC;
-                const int pr = g.m0 + r, tok = pr / g.group;
-                const bool valid = tok < g.qlen;
-                const int head = g.kvh * g.group + (pr - tok * g.group);
-                const T *src = valid ? qp + ((size_t)(g.start + tok) * a.num_heads + head) * D + dc * 8 : qp;
-                cp_async16(smem_addr(sQ + r * L::QS + dc * 8), src, valid);
-            }
-        }
-    }
+    issue_q_tile<T, D, BM, THREADS, padded_tile<L::QS>>(a, g, sQ);
     /* Block-table entries of this thread's page segment, read a tile ahead of use: phys for
      * the copies issued now (one stage: tile it's V), phys_next for the next tile's copies.
      * Tile 0 goes with Q: its K, and with two stages its V too. */

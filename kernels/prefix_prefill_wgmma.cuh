@@ -197,21 +197,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     const mma::page_slot ps = mma::make_page_slot<BN, THREADS>(__ffs(a.page_size) - 1);
     const int ntiles = g.n1 + g.n2;
 
-    /* Q tile: row r = packed row m0 + r = token * G + head in group. */
-    {
-        constexpr int CHUNKS = BM * D / 8, DC = D / 8;
-        const T *qp = static_cast<const T *>(a.q);
-#pragma unroll 4
-        for (int i = 0; i < CHUNKS / THREADS; i++) {
-            const int c = tid + i * THREADS;
-            const int r = c / DC, dc = c % DC;
-            const int pr = g.m0 + r, tok = pr / g.group;
-            const bool valid = tok < g.qlen;
-            const int head = g.kvh * g.group + (pr - tok * g.group);
-            const T *src = valid ? qp + ((size_t)(g.start + tok) * a.num_heads + head) * D + dc * 8 : qp;
-            mma::cp_async16(mma::smem_addr(sQ + QT::at(r, dc)), src, valid);
-        }
-    }
+    mma::issue_q_tile<T, D, BM, THREADS, QT>(a, g, sQ);
     /* The copies run AHEAD tiles ahead of the maths: one stage holds the tile being
      * computed, one the previous tile's V (its P V runs during this tile's softmax), the
      * rest the tiles in flight. Tile t lives in stage t % STAGES. Every tile issues one
