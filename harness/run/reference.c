@@ -212,56 +212,8 @@ int ppb_reference_rows_compute(const ppb_workload *w, const ppb_check_settings *
 
 /* Elements left at the poison pattern count as unwritten, NaN/Inf as
  * non-finite; both fail the check and neither enters max_abs_err / rel_l2_err,
- * which describe the elements that were written with finite values. Rows are
- * compared in parallel, in fixed blocks of COMPARE_BLOCK rows whose tallies are
- * then added in row order: the figures do not depend on the thread count. */
-#define COMPARE_BLOCK 64
-
-typedef struct compare_tally {
-    long unwritten, nonfinite, outside;
-    double max_abs_err, sum_diff2, sum_ref2;
-} compare_tally;
-
-typedef struct compare_job {
-    const ppb_reference_rows *ref;
-    const uint16_t *out;
-    int dtype, dim;
-    double atol, rtol;
-    compare_tally *tally; /* one per block */
-} compare_job;
-
-static void compare_block(void *ctx, long block, int worker)
-{
-    (void)worker;
-    const compare_job *job = ctx;
-    compare_tally t = {0};
-    const long first = block * COMPARE_BLOCK;
-    const long last = first + COMPARE_BLOCK < job->ref->n ? first + COMPARE_BLOCK : job->ref->n;
-    for (long i = first; i < last; i++) {
-        const uint16_t *o = job->out + (size_t)job->ref->rows[i] * (size_t)job->dim;
-        const double *r = job->ref->values + (size_t)i * (size_t)job->dim;
-        for (int d = 0; d < job->dim; d++) {
-            if (o[d] == PPB_POISON_BITS) {
-                t.unwritten++;
-                continue;
-            }
-            double v = ppb_half_to_float(o[d], job->dtype);
-            if (!isfinite(v)) {
-                t.nonfinite++;
-                continue;
-            }
-            double diff = fabs(v - r[d]);
-            if (diff > t.max_abs_err)
-                t.max_abs_err = diff;
-            if (!(diff <= job->atol + job->rtol * fabs(r[d])))
-                t.outside++;
-            t.sum_diff2 += diff * diff;
-            t.sum_ref2 += r[d] * r[d];
-        }
-    }
-    job->tally[block] = t;
-}
-
+ * which describe the elements that were written with finite values. Rows in
+ * order, so the figures do not depend on thread timing. */
 int ppb_reference_compare(const ppb_reference_rows *ref, const uint16_t *out, const ppb_check_settings *cs,
                           ppb_check_result *res, ppb_err *err)
 {
@@ -269,28 +221,34 @@ int ppb_reference_compare(const ppb_reference_rows *ref, const uint16_t *out, co
     if (!ref->w || !out)
         return ppb_fail(err, PPB_EINPUT, "reference check: no reference rows or no output");
     const ppb_shape *s = &ref->w->c->shape;
-    res->atol = cs->atol[s->dtype == PPB_FP16 ? 0 : 1];
-    res->rtol = cs->rtol[s->dtype == PPB_FP16 ? 0 : 1];
+    const int dtype = s->dtype, dim = s->head_dim;
+    res->atol = cs->atol[dtype == PPB_FP16 ? 0 : 1];
+    res->rtol = cs->rtol[dtype == PPB_FP16 ? 0 : 1];
     res->rows_total = (long)ref->w->total_tokens * s->num_heads;
-    const long blocks = (ref->n + COMPARE_BLOCK - 1) / COMPARE_BLOCK;
-    compare_job job = {ref, out, s->dtype, s->head_dim, res->atol, res->rtol,
-                       calloc((size_t)(blocks ? blocks : 1), sizeof(compare_tally))};
-    if (!job.tally)
-        return ppb_fail(err, PPB_ENOMEM, "reference check: out of host memory for %ld rows", ref->n);
-    ppb_parallel_for(blocks, compare_block, &job);
     double sum_diff2 = 0, sum_ref2 = 0;
     long outside = 0;
-    for (long b = 0; b < blocks; b++) {
-        const compare_tally *t = &job.tally[b];
-        res->unwritten += t->unwritten;
-        res->nonfinite += t->nonfinite;
-        outside += t->outside;
-        if (t->max_abs_err > res->max_abs_err)
-            res->max_abs_err = t->max_abs_err;
-        sum_diff2 += t->sum_diff2;
-        sum_ref2 += t->sum_ref2;
+    for (long i = 0; i < ref->n; i++) {
+        const uint16_t *o = out + (size_t)ref->rows[i] * (size_t)dim;
+        const double *r = ref->values + (size_t)i * (size_t)dim;
+        for (int d = 0; d < dim; d++) {
+            if (o[d] == PPB_POISON_BITS) {
+                res->unwritten++;
+                continue;
+            }
+            double v = ppb_half_to_float(o[d], dtype);
+            if (!isfinite(v)) {
+                res->nonfinite++;
+                continue;
+            }
+            double diff = fabs(v - r[d]);
+            if (diff > res->max_abs_err)
+                res->max_abs_err = diff;
+            if (!(diff <= res->atol + res->rtol * fabs(r[d])))
+                outside++;
+            sum_diff2 += diff * diff;
+            sum_ref2 += r[d] * r[d];
+        }
     }
-    free(job.tally);
     res->rel_l2_err = sum_ref2 > 0 ? sqrt(sum_diff2 / sum_ref2) : sqrt(sum_diff2);
     res->rows_checked = ref->n;
     res->checked = 1;
