@@ -134,6 +134,63 @@ __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000u);
 
 __device__ __forceinline__ uint4 ldg16(const void *p) { return __ldg(reinterpret_cast<const uint4 *>(p)); }
 
+/* L2 eviction priorities (docs/KERNELS-IMPL.md "Paged attention"): K and V are streamed
+ * once, the v2 partials are written by the main kernel and read back by the reduce right
+ * after. Marking K/V evict-first and the partials evict-last keeps the partials in L2
+ * between the two kernels; the reduce reads them evict-first, so they do not outstay it.
+ * The hints are sm_80+ PTX (createpolicy, .L2::cache_hint): only where inline PTX is
+ * allowed at all (PPB_USE_MMA); plain loads and stores elsewhere (the BI-V100, sm_70).
+ * -DPPB_PA_L2_HINTS=0 turns them off for an A/B. */
+#ifndef PPB_PA_L2_HINTS
+#if PPB_USE_MMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define PPB_PA_L2_HINTS 1
+#else
+#define PPB_PA_L2_HINTS 0
+#endif
+#endif
+
+#if PPB_PA_L2_HINTS
+__device__ __forceinline__ unsigned long long l2_evict_first()
+{
+    unsigned long long policy;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    return policy;
+}
+
+__device__ __forceinline__ unsigned long long l2_evict_last()
+{
+    unsigned long long policy;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    return policy;
+}
+#endif
+
+/* 16 bytes read once: K and V, and the partials in the reduce. */
+__device__ __forceinline__ uint4 ldg16_once(const void *p)
+{
+#if PPB_PA_L2_HINTS
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p), "l"(l2_evict_first()));
+    return v;
+#else
+    return ldg16(p);
+#endif
+}
+
+/* 16 bytes of a v2 partial (tmp_out), kept in L2 for the reduce. */
+__device__ __forceinline__ void st16_partial(void *p, const uint4 &v)
+{
+#if PPB_PA_L2_HINTS
+    asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w), "l"(l2_evict_last())
+                 : "memory");
+#else
+    *reinterpret_cast<uint4 *>(p) = v;
+#endif
+}
+
 __device__ __forceinline__ uint4 zero16()
 {
     uint4 z;
@@ -219,7 +276,7 @@ __device__ __forceinline__ void qk_simt(const work &w, float *logits, int lps, c
         uint4 cur[G::TT];
 #pragma unroll
         for (int j = 0; j < G::TT; j++)
-            cur[j] = ok[j] ? ldg16(kp[j] + (long long)sub * PAGE * 16) : zero16();
+            cur[j] = ok[j] ? ldg16_once(kp[j] + (long long)sub * PAGE * 16) : zero16();
         /* v2: not fully unrolled. 16 chunk steps x HPC x TT FMAs made the loop larger than
          * the instruction cache while 4 CTAs per SM sit in different phases (ncu: 40% of
          * stall cycles on instruction fetch; unroll 2: 2.72 -> 3.11 TB/s). v1 (one CTA per
@@ -231,7 +288,7 @@ __device__ __forceinline__ void qk_simt(const work &w, float *logits, int lps, c
             if (ci + 1 < NCI) {
 #pragma unroll
                 for (int j = 0; j < G::TT; j++)
-                    nxt[j] = ok[j] ? ldg16(kp[j] + (long long)(c + G::TG) * PAGE * 16) : zero16();
+                    nxt[j] = ok[j] ? ldg16_once(kp[j] + (long long)(c + G::TG) * PAGE * 16) : zero16();
             }
             float kf[G::TT][8];
 #pragma unroll
@@ -308,7 +365,7 @@ __device__ __forceinline__ void pv_simt(const work &w, const float *probs, int l
                          ((long long)row0 * PAGE + cc * 8) * 2;
 #pragma unroll
                 for (int k = 0; k < G::VR; k++)
-                    v[u][k] = ok ? ldg16(vp + (long long)k * G::RPI * PAGE * 2) : zero16();
+                    v[u][k] = ok ? ldg16_once(vp + (long long)k * G::RPI * PAGE * 2) : zero16();
             }
 #pragma unroll
             for (int u = 0; u < UV; u++) {
@@ -397,8 +454,8 @@ __device__ __forceinline__ void qk_mma(const work &w, const ppb_decode_args &a, 
                 phi = w.k_head + (long long)w.bt[tok_hi / PAGE] * w.page_stride + (long long)(tok_hi % PAGE) * 16;
 #pragma unroll
             for (int m = 0; m < G::KM; m++) {
-                kl[u][m] = ok_lo ? ldg16(plo + (long long)(4 * m + t) * PAGE * 16) : zero16();
-                kh[u][m] = ok_hi ? ldg16(phi + (long long)(4 * m + t) * PAGE * 16) : zero16();
+                kl[u][m] = ok_lo ? ldg16_once(plo + (long long)(4 * m + t) * PAGE * 16) : zero16();
+                kh[u][m] = ok_hi ? ldg16_once(phi + (long long)(4 * m + t) * PAGE * 16) : zero16();
             }
         }
 #pragma unroll
@@ -463,8 +520,8 @@ __device__ __forceinline__ void pv_mma(const work &w, const float *probs, int lp
                      ((long long)(wd * G::MPW * 16 + gid) * PAGE + tok0 % PAGE) * 2;
 #pragma unroll
             for (int mi = 0; mi < G::MPW; mi++) {
-                vl[u][mi] = ok ? ldg16(vp + (long long)(mi * 16) * PAGE * 2) : zero16();
-                vh[u][mi] = ok ? ldg16(vp + (long long)(mi * 16 + 8) * PAGE * 2) : zero16();
+                vl[u][mi] = ok ? ldg16_once(vp + (long long)(mi * 16) * PAGE * 2) : zero16();
+                vh[u][mi] = ok ? ldg16_once(vp + (long long)(mi * 16 + 8) * PAGE * 2) : zero16();
             }
         }
 #pragma unroll
@@ -678,9 +735,11 @@ __device__ __forceinline__ void attention_body(const ppb_decode_args &a)
                 s += xchg[(k * HPC + g) * D + d0 + e];
             o[e] = s * inv;
         }
-        T *dst = PART == 0 ? reinterpret_cast<T *>(a.out) + (row0 + g) * D + d0
-                           : reinterpret_cast<T *>(a.tmp_out) + ((row0 + g) * a.max_num_partitions + w.part) * D + d0;
-        *reinterpret_cast<uint4 *>(dst) = ppb_pack8<T>(o);
+        if (PART == 0)
+            *reinterpret_cast<uint4 *>(reinterpret_cast<T *>(a.out) + (row0 + g) * D + d0) = ppb_pack8<T>(o);
+        else
+            st16_partial(reinterpret_cast<T *>(a.tmp_out) + ((row0 + g) * a.max_num_partitions + w.part) * D + d0,
+                         ppb_pack8<T>(o));
     }
     if (PART != 0 && threadIdx.x < HPC) {
         const long long idx = (row0 + threadIdx.x) * a.max_num_partitions + w.part;
@@ -742,7 +801,7 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v2_reduce_kernel(
     const T *tmp = reinterpret_cast<const T *>(a.tmp_out) + row * P * D;
     if (np <= 1) {
         for (int i = threadIdx.x; i < DV; i += NT) {
-            uint4 v = np == 1 ? ppb_pa::ldg16(tmp + i * 8) : ppb_pa::zero16();
+            uint4 v = np == 1 ? ppb_pa::ldg16_once(tmp + i * 8) : ppb_pa::zero16();
             *reinterpret_cast<uint4 *>(out + i * 8) = v;
         }
         return;
@@ -777,7 +836,7 @@ __global__ void __launch_bounds__(NUM_THREADS) paged_attention_v2_reduce_kernel(
     if (pg < PG) {
         for (int i = pg; i < np; i += PG) {
             float f[8];
-            ppb_vec8_to_float<T>(ppb_pa::ldg16(tmp + (long long)i * D + dv * 8), f);
+            ppb_vec8_to_float<T>(ppb_pa::ldg16_once(tmp + (long long)i * D + dv * 8), f);
             const float wi = wts[i];
 #pragma unroll
             for (int e = 0; e < 8; e++)
