@@ -196,6 +196,10 @@ int ppb_kernel_parse(const char *name, ppb_kernel_kind *out)
 }
 
 const char *ppb_dtype_name(int dtype) { return dtype_names[dtype == PPB_FP16 ? 0 : 1]; }
+const char *ppb_path_name(int path)
+{
+    return path >= PPB_PATH_AUTO && path <= PPB_PATH_WGMMA ? path_names[path] : "?";
+}
 size_t ppb_dtype_size(int dtype) { (void)dtype; return 2; }
 
 static int field_applies(ppb_kernel_kind k, ppb_field f) { return (fields[f].kernels >> k) & 1u; }

@@ -109,6 +109,7 @@ const char *ppb_impl_library_name(int impl);
 const char *ppb_kernel_name(ppb_kernel_kind k);       /* "prefix_prefill" / "paged_attention" */
 int ppb_kernel_parse(const char *name, ppb_kernel_kind *out);
 const char *ppb_dtype_name(int dtype);                /* "fp16" / "bf16" */
+const char *ppb_path_name(int path);                  /* "auto" / "simt" / "mma" / "wgmma" */
 size_t ppb_dtype_size(int dtype);                     /* 2 for both */
 
 /* Fill every field with its default (kernel-specific fields of the other kernel are 0). */

@@ -294,7 +294,7 @@ static int cpu_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w, 
         return ppb_fail(err, PPB_EINPUT, "cpu backend: no workload");
     if (c->config.path == PPB_PATH_MMA || c->config.path == PPB_PATH_WGMMA)
         return ppb_fail(err, PPB_EREFUSED, "the CPU backend has no tensor-core path (path=%s)",
-                        c->config.path == PPB_PATH_MMA ? "mma" : "wgmma");
+                        ppb_path_name(c->config.path));
     double limit = b->opt.cpu_max_gflop > 0 ? b->opt.cpu_max_gflop : DEFAULT_CPU_MAX_GFLOP;
     double gflop = ppb_case_flops(c) / 1e9;
     if (gflop > limit)
