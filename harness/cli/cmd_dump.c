@@ -158,7 +158,7 @@ static int dump_case(ppb_store *s, int64_t run_id, const char *key, const char *
         goto end;
     const ppb_backend_ops *ops = session.ops;
     ppb_backend *b = session.backend;
-    ppb_session_workload(&session, &c, seed, NULL, NULL, &w, &res); /* host tensors: they are dumped */
+    ppb_session_workload(&session, &c, seed, NULL, NULL, NULL, &w, &res); /* host tensors: they are dumped */
     if (res.status != PPB_STATUS_OK) {
         rc = ppb_fail(err, PPB_EINPUT, "the %s backend cannot reproduce this case: %s", ops->name, res.reason);
         goto end;

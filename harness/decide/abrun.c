@@ -276,7 +276,7 @@ static int run_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
         int wi = distinct ? s : 0;
         uint64_t seed = ppb_case_seed(x->suite.measure.seed, &pr->side[s]);
         if (!w[wi].c)
-            ppb_session_workload(&x->session[s], &pr->side[s], seed, &x->suite.check, &ref[wi], &w[wi],
+            ppb_session_workload(&x->session[s], &pr->side[s], seed, &x->suite.check, NULL, &ref[wi], &w[wi],
                                  &pr->res[s]);
         if (pr->res[s].status == PPB_STATUS_OK)
             rc = ppb_session_check(&x->session[s], &pr->side[s], &w[wi], &x->suite.check, seed, &ref[wi],

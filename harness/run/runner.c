@@ -39,10 +39,9 @@ static void shape_inputs_free(shape_inputs *in)
     in->shape_key[0] = '\0';
 }
 
-/* The reference rows of the next shape, computed on a thread while the GPU
- * times this one (ppb_session_rows_ahead): they reach the next shape through
- * the reference cache, so nothing about a check changes, only when its rows
- * were computed. */
+/* The next shape's inputs and reference rows, made on a thread while the GPU
+ * times this one (ppb_session_inputs_ahead) and taken over when that shape
+ * starts: nothing about a check changes, only when its rows were made. */
 typedef struct rows_ahead {
     pthread_t thread;
     int running;
@@ -50,6 +49,7 @@ typedef struct rows_ahead {
     ppb_case c;                         /* a case of the next shape */
     uint64_t seed;
     const ppb_check_settings *cs;
+    ppb_inputs_ahead made;              /* valid once joined */
 } rows_ahead;
 
 static void *rows_ahead_main(void *arg)
@@ -58,7 +58,7 @@ static void *rows_ahead_main(void *arg)
     /* leave cores to the thread that launches the timed kernels */
     int threads = ppb_thread_count() - 2;
     ppb_parallel_limit_this_thread(threads > 1 ? threads : 1);
-    ppb_session_rows_ahead(a->session, &a->c, a->seed, a->cs);
+    ppb_session_inputs_ahead(a->session, &a->c, a->seed, a->cs, &a->made);
     return NULL;
 }
 
@@ -80,7 +80,7 @@ typedef struct run_ctx {
     ppb_store *store;
     ppb_run_info run;
     shape_inputs inputs;    /* of the shape being run: the cases are grouped by shape */
-    rows_ahead ahead;       /* the next shape's reference rows, in progress */
+    rows_ahead ahead;       /* the next shape's inputs and reference rows, in progress */
     double busy_ms, busy_until_ms;  /* the last case's timing: how long, until when (warm-up owed) */
     double store_ms;        /* spent storing results (the run's store phase) */
 } run_ctx;
@@ -157,8 +157,10 @@ static const ppb_workload *case_inputs(run_ctx *x, const ppb_case *c, uint64_t s
     }
     shape_inputs_free(&x->inputs);
     ppb_session_release(&x->session, 0, 0); /* the backend's copy of the inputs before */
-    rows_ahead_join(&x->ahead);             /* its rows may be this shape's */
-    ppb_session_workload(&x->session, c, seed, &x->suite.check, &x->inputs.ref, &x->inputs.w, res);
+    rows_ahead_join(&x->ahead);             /* it may hold this shape's inputs */
+    ppb_session_workload(&x->session, c, seed, &x->suite.check, &x->ahead.made, &x->inputs.ref, &x->inputs.w,
+                         res);
+    ppb_inputs_ahead_free(&x->ahead.made);  /* another shape's: this one ran first */
     if (res->status != PPB_STATUS_OK) {
         shape_inputs_free(&x->inputs);
         return NULL;
@@ -416,7 +418,7 @@ static int pool_on_device(void *ctx, const ppb_device_info *info, ppb_err *err)
 static void start_rows_ahead(run_ctx *x, const char *todo_flags, int i)
 {
     rows_ahead *a = &x->ahead;
-    if (a->running || !x->inputs.ref.w || !x->session.ops->makes_inputs || !x->session.reference_cache[0])
+    if (a->running || !x->inputs.ref.w || !x->session.ops->makes_inputs)
         return;
     char shape[PPB_CASE_KEY_MAX], next[PPB_CASE_KEY_MAX];
     ppb_case_shape_key(&x->cases.items[i], shape, sizeof shape);
@@ -461,6 +463,7 @@ static int run_in_process(run_ctx *x, const char *todo_flags, ppb_err *err)
             progress_line(x->opt, &prog, c->key);
     }
     rows_ahead_join(&x->ahead);
+    ppb_inputs_ahead_free(&x->ahead.made);
     progress_line(x->opt, &prog, NULL);
     ppb_eta_free(&prog.eta);
     return rc;

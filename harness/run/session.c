@@ -117,39 +117,76 @@ static int judge_on_target(const ppb_session *s, const ppb_case *c, const ppb_re
 /* The rows' sample is seeded apart from the inputs. */
 static uint64_t rows_seed(uint64_t input_seed) { return input_seed ^ 0x9e3779b97f4a7c15ull; }
 
+static void count(int *counter, int n) { __atomic_add_fetch(counter, n, __ATOMIC_RELAXED); }
+
 static int read_cached_rows(ppb_session *s, const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed,
                             ppb_reference_rows *ref)
 {
     ppb_reference_rows_free(ref);
     int hit = ppb_reference_rows_load(w, cs, rows_seed(seed), s->reference_cache, ref);
-    s->reference_hits += hit;
+    count(&s->reference_hits, hit);
     return hit;
 }
 
-int ppb_session_rows_ahead(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs)
+void ppb_inputs_ahead_free(ppb_inputs_ahead *a)
 {
+    if (a->shape_key[0]) {
+        ppb_reference_rows_free(&a->rows);
+        ppb_workload_free(&a->w);
+    }
+    memset(a, 0, sizeof *a);
+}
+
+int ppb_session_inputs_ahead(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs,
+                             ppb_inputs_ahead *out)
+{
+    memset(out, 0, sizeof *out);
     double need = (double)ppb_workload_host_bytes(c), have = (double)physical_memory();
-    if (!s->ops->makes_inputs || !s->reference_cache[0] || (have > 0 && need > 0.25 * have))
+    if (!s->ops->makes_inputs || (have > 0 && need > 0.25 * have))
         return 0;
-    ppb_workload w;
-    ppb_reference_rows rows = {0};
     ppb_err err = {{0}};
-    int computed = 0, hit = 0;
-    if (ppb_workload_create(&w, c, seed, 0, &err) != PPB_OK)
+    ppb_workload *w = &out->w;
+    if (ppb_workload_create(w, c, seed, 0, &err) != PPB_OK)
         return 0;
-    if (!ppb_reference_rows_load(&w, cs, rows_seed(seed), s->reference_cache, &rows) &&
-        ppb_workload_fill(&w, &err) == PPB_OK)
-        computed = ppb_reference_rows_get(&w, cs, rows_seed(seed), s->reference_cache, NULL, &rows, &hit, &err) ==
-                   PPB_OK;
-    ppb_reference_rows_free(&rows);
-    ppb_workload_free(&w);
-    if (computed)
-        __atomic_add_fetch(&s->reference_ahead, 1, __ATOMIC_RELAXED);
-    return computed;
+    int ok = 1, hit = 0;
+    if (!read_cached_rows(s, w, cs, seed, &out->rows)) {
+        ok = ppb_workload_fill(w, &err) == PPB_OK &&
+             ppb_reference_rows_get(w, cs, rows_seed(seed), s->reference_cache, NULL, &out->rows, &hit, &err) ==
+                 PPB_OK;
+        ppb_workload_free_tensors(w); /* the device makes its own */
+        if (ok)
+            count(&s->reference_ahead, 1);
+    }
+    if (!ok) {
+        ppb_reference_rows_free(&out->rows);
+        ppb_workload_free(w);
+        return 0;
+    }
+    out->rows.w = NULL; /* the workload moves when it is taken over */
+    out->seed = seed;
+    ppb_case_shape_key(c, out->shape_key, sizeof out->shape_key);
+    return 1;
+}
+
+/* Take over `ahead` when it holds c's shape on these inputs: 1, with w and ref set. */
+static int take_ahead(ppb_inputs_ahead *ahead, const ppb_case *c, uint64_t seed, ppb_reference_rows *ref,
+                      ppb_workload *w)
+{
+    char shape[PPB_CASE_KEY_MAX];
+    ppb_case_shape_key(c, shape, sizeof shape);
+    if (!ahead || !ref || !ahead->shape_key[0] || ahead->seed != seed || strcmp(ahead->shape_key, shape) != 0)
+        return 0;
+    *w = ahead->w;
+    w->c = c;
+    ppb_reference_rows_free(ref);
+    *ref = ahead->rows;
+    ref->w = w;
+    memset(ahead, 0, sizeof *ahead);
+    return 1;
 }
 
 int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs,
-                         ppb_reference_rows *ref, ppb_workload *w, ppb_result *res)
+                         ppb_inputs_ahead *ahead, ppb_reference_rows *ref, ppb_workload *w, ppb_result *res)
 {
     memset(w, 0, sizeof *w);
     ppb_err err = {{0}};
@@ -168,17 +205,20 @@ int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, const
         res->status = PPB_STATUS_SKIPPED;
         return PPB_OK;
     }
-    int rc = ppb_workload_create(w, c, seed, 0, &err);
+    int taken = s->ops->makes_inputs && take_ahead(ahead, c, seed, ref, w);
+    int rc = taken ? PPB_OK : ppb_workload_create(w, c, seed, 0, &err);
     if (!rc && s->ops->refuse)
         rc = s->ops->refuse(s->backend, c, w, &err);
     /* Host tensors only where something reads them: the reference, when its
-     * rows are not cached, or a backend that does not make its own inputs. */
-    if (!rc && !(ref && s->ops->makes_inputs && read_cached_rows(s, w, cs, seed, ref)))
+     * rows are not in hand or cached, or a backend that does not make its own inputs. */
+    if (!rc && !taken && !(ref && s->ops->makes_inputs && read_cached_rows(s, w, cs, seed, ref)))
         rc = ppb_workload_fill(w, &err);
     if (rc) {
         set_status(res, rc == PPB_EREFUSED ? PPB_STATUS_REFUSED : rc == PPB_ENOMEM ? PPB_STATUS_SKIPPED
                                                                                   : PPB_STATUS_ERROR,
                    err.msg);
+        if (taken)
+            ppb_reference_rows_free(ref);
         ppb_workload_free(w);
     }
     return PPB_OK;
@@ -220,8 +260,7 @@ int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
         ppb_reference_rows_free(rows);
         int hit = 0;
         rc = ppb_reference_rows_get(w, cs, rows_seed(seed), s->reference_cache, stderr, rows, &hit, &err);
-        s->reference_hits += hit;
-        s->reference_misses += !hit;
+        count(hit ? &s->reference_hits : &s->reference_misses, 1);
     }
     if (rc == PPB_OK)
         rc = ppb_reference_compare(rows, out, cs, &res->check, &err);
@@ -298,10 +337,12 @@ void ppb_session_store_environment(ppb_session *s, ppb_store *store, int64_t run
         return;
     env_ctx e = {store, run_id, prefix, 0};
     s->ops->environment(s->backend, env_sink, &e);
-    if (s->reference_hits + s->reference_misses > 0) { /* why a check took milliseconds, or seconds */
+    int hits = __atomic_load_n(&s->reference_hits, __ATOMIC_RELAXED),
+        misses = __atomic_load_n(&s->reference_misses, __ATOMIC_RELAXED),
+        ahead = __atomic_load_n(&s->reference_ahead, __ATOMIC_RELAXED);
+    if (hits + misses + ahead > 0) { /* why a check took milliseconds, or seconds */
         char v[64];
-        int ahead = __atomic_load_n(&s->reference_ahead, __ATOMIC_RELAXED);
-        int n = snprintf(v, sizeof v, "%d read, %d computed", s->reference_hits, s->reference_misses);
+        int n = snprintf(v, sizeof v, "%d read, %d computed", hits, misses);
         if (ahead > 0) /* computed by the run itself, beside the timing of the shape before */
             snprintf(v + n, sizeof v - (size_t)n, "; %d computed ahead", ahead);
         env_sink(&e, "reference.rows", v);

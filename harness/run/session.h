@@ -22,8 +22,9 @@ typedef struct ppb_session {
     const ppb_target *target;   /* borrowed; NULL = no target */
     const char *run_kind;       /* the kind of the runs it begins (ppb_store_run_kinds); NULL = "run" */
     char reference_cache[4096]; /* folder of cached reference rows (reference_cache.h); "" = off */
-    int reference_hits, reference_misses;   /* input sets whose rows were read / computed */
-    int reference_ahead;        /* of the read: computed ahead (ppb_session_rows_ahead), atomic */
+    /* Input sets whose rows were read from the cache / computed by the check /
+     * computed ahead (ppb_session_inputs_ahead); atomic: two threads count. */
+    int reference_hits, reference_misses, reference_ahead;
 } ppb_session;
 
 /* Open a backend by name: "cpu", "cuda", or "auto" (the GPU when one is usable,
@@ -44,14 +45,26 @@ uint64_t ppb_case_input_seed(uint64_t suite_seed, const char *key);
 uint64_t ppb_case_seed(uint64_t suite_seed, const ppb_case *c);
 uint64_t ppb_case_seed_per_config(uint64_t suite_seed, const ppb_case *c);
 
+/* A shape's inputs made before its turn (ppb_session_inputs_ahead): the
+ * lengths and block table, no host tensors, and the reference rows. */
+typedef struct ppb_inputs_ahead {
+    char shape_key[PPB_CASE_KEY_MAX];   /* "" while it holds nothing */
+    uint64_t seed;
+    ppb_workload w;
+    ppb_reference_rows rows;            /* rows.w is set when they are taken over */
+} ppb_inputs_ahead;
+
+void ppb_inputs_ahead_free(ppb_inputs_ahead *a);
+
 /* Build a case's inputs, unless the backend refuses the case from its shape
  * (res REFUSED) or they would not fit in host memory (res SKIPPED), so a
  * refused 100K case costs no input generation. With `ref` (and cs), for a
- * backend that makes its inputs on the device: the reference rows are read
- * from the reference cache into ref when there, and then the workload gets no
- * host tensors at all. Returns PPB_OK in every case; check res->status. */
+ * backend that makes its inputs on the device: the reference rows are taken
+ * from `ahead` when it holds this shape's (ahead may be NULL; it is emptied),
+ * else read from the reference cache when there, and then the workload gets
+ * no host tensors at all. Returns PPB_OK in every case; check res->status. */
 int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs,
-                         ppb_reference_rows *ref, ppb_workload *w, ppb_result *res);
+                         ppb_inputs_ahead *ahead, ppb_reference_rows *ref, ppb_workload *w, ppb_result *res);
 
 /* Prepare the case (the backend may refuse), judge it on the target (from the
  * compiled kernel's resources when known), launch it once and check it
@@ -66,13 +79,16 @@ int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
                       const ppb_check_settings *cs, uint64_t seed, ppb_reference_rows *ref,
                       ppb_result *res, int *prepared);
 
-/* Compute a case's reference rows into the reference cache now, unless they
- * are there: for a shape the run reaches later, on a thread of the runner
- * while the GPU times the shape before. Only for a backend that makes its own
- * inputs (its timings are not CPU timings) with the cache on, and a shape
- * whose host tensors take at most a quarter of the memory. Thread-safe
- * against the session's own use. Returns 1 when it computed rows. */
-int ppb_session_rows_ahead(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs);
+/* Make a case's inputs ahead of its turn into `out`: for a shape the run
+ * reaches later, on a thread of the runner while the GPU times the shape
+ * before, so that shape starts with its lengths, block table and reference
+ * rows in hand. The rows are read from the reference cache, or computed (on
+ * host tensors freed again) and written there when it is on. Only for a
+ * backend that makes its own inputs (its timings are not CPU timings) and a
+ * shape whose host tensors take at most a quarter of the memory.
+ * Thread-safe against the session's own use. Returns 1 when out holds them. */
+int ppb_session_inputs_ahead(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs,
+                             ppb_inputs_ahead *out);
 
 /* Free what a prepare allocated for its case (`prepared`: as ppb_session_check
  * said) and, unless keep_inputs, the inputs the backend keeps for the next
