@@ -10,18 +10,42 @@
 #include "attention_args.h"
 #include "ppb_rng.h"
 
-/* DTYPE: PPB_KDTYPE_FP16 or PPB_KDTYPE_BF16. A grid-stride loop: any grid covers any n. */
+/* Element i, whose page holds `valid` tokens (ignored for a plain tensor). */
+template <int DTYPE>
+__device__ __forceinline__ uint16_t input_fill_one(const ppb_fill_args &a, unsigned long long i, int valid)
+{
+    int garbage = a.valid_tokens ? ppb_rng_past_valid(i, (unsigned)a.slot_shift, (unsigned)a.page_size, valid) : 0;
+    return ppb_rng_keyed_input(a.key, i, DTYPE, garbage);
+}
+
+/* DTYPE: PPB_KDTYPE_FP16 or PPB_KDTYPE_BF16. A grid-stride loop: any grid covers
+ * any n. Eight consecutive elements per step: one 16-byte store (a.data is a
+ * cudaMalloc base, so aligned) and, when pages are whole groups of eight, one
+ * page lookup, whose 64-bit division costs as much as the hash; the n % 8 tail
+ * one element at a time. */
 template <int DTYPE>
 __global__ void input_fill_kernel(const ppb_fill_args a)
 {
-    uint16_t *out = (uint16_t *)a.data;
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += stride) {
-        int garbage = a.valid_tokens ? ppb_rng_past_valid(i, (unsigned)a.slot_shift, (unsigned)a.page_size,
-                                                          a.valid_tokens[i / a.page_elems])
-                                     : 0;
-        out[i] = ppb_rng_keyed_input(a.key, i, DTYPE, garbage);
+    const unsigned long long first = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned long long groups = a.n / 8;
+    const bool page_per_group = a.page_elems % 8 == 0;
+    uint4 *out8 = (uint4 *)a.data;
+    for (unsigned long long g = first; g < groups; g += stride) {
+        const unsigned long long i0 = g * 8;
+        int valid = a.valid_tokens && page_per_group ? a.valid_tokens[i0 / a.page_elems] : 0;
+        unsigned v[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            if (a.valid_tokens && !page_per_group)
+                valid = a.valid_tokens[(i0 + e) / a.page_elems];
+            v[e] = input_fill_one<DTYPE>(a, i0 + e, valid);
+        }
+        out8[g] = make_uint4(v[0] | v[1] << 16, v[2] | v[3] << 16, v[4] | v[5] << 16, v[6] | v[7] << 16);
     }
+    uint16_t *out = (uint16_t *)a.data;
+    for (unsigned long long i = groups * 8 + first; i < a.n; i += stride)
+        out[i] = input_fill_one<DTYPE>(a, i, a.valid_tokens ? a.valid_tokens[i / a.page_elems] : 0);
 }
 
 #endif

@@ -476,6 +476,49 @@ static void test_input_fill(void)
         cudaFree(valid);
         ppb_workload_free(&w);
     }
+    /* Against the definition itself, where no case's shapes go: a tail of n % 8
+     * elements, and pages that are not whole groups of eight (12 elements). */
+    struct { size_t n; int paged; unsigned long long page_elems; int page_size, shift; } odd[] = {
+        {8 * 1000 + 5, 0, 0, 0, 0},
+        {12 * 97 + 7, 1, 12, 4, 0},
+        {12 * 97, 1, 12, 4, 1},
+    };
+    for (size_t oi = 0; oi < sizeof odd / sizeof *odd; oi++) {
+        size_t n = odd[oi].n, pages = (n + odd[oi].page_elems - 1) / (odd[oi].page_elems ? odd[oi].page_elems : 1);
+        int32_t *hvalid = calloc(pages + 1, sizeof *hvalid), *dvalid = NULL;
+        uint16_t *back = malloc(n * 2);
+        void *d = NULL;
+        for (size_t p = 0; p < pages; p++)
+            hvalid[p] = (int32_t)(p % (size_t)(odd[oi].page_size + 1));
+        cudaMalloc((void **)&dvalid, sizeof(int32_t) * (pages + 1));
+        cudaMemcpy(dvalid, hvalid, sizeof(int32_t) * (pages + 1), cudaMemcpyHostToDevice);
+        cudaMalloc(&d, n * 2);
+        const int dtype = oi == 1 ? PPB_KDTYPE_FP16 : PPB_KDTYPE_BF16;
+        const ppb_kernel_spec spec = {.kind = PPB_KSPEC_INPUT_FILL, .dtype = dtype};
+        ppb_kernel *fill = NULL;
+        ppbk_resources kres;
+        rc = ppb_kernels_get(k, &spec, &fill, &kres, &err);
+        ppb_fill_args a = {.data = d, .n = n, .key = ppb_rng_key(99, 4), .valid_tokens = odd[oi].paged ? dvalid : NULL,
+                           .page_elems = odd[oi].page_elems, .page_size = odd[oi].page_size,
+                           .slot_shift = odd[oi].shift};
+        ppb_launch_plan plan = {{3, 1, 1}, {64, 1, 1}, 0};
+        int lrc = rc ? rc : ppb_kernels_launch(fill, &plan, &a, sizeof a, NULL, &err);
+        cudaError_t e = cudaMemcpy(back, d, n * 2, cudaMemcpyDeviceToHost);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            int garbage = odd[oi].paged ? ppb_rng_past_valid(i, (unsigned)odd[oi].shift, (unsigned)odd[oi].page_size,
+                                                             hvalid[i / odd[oi].page_elems])
+                                        : 0;
+            bad += back[i] != ppb_rng_keyed_input(a.key, i, dtype, garbage);
+        }
+        CHECK(lrc == PPB_OK && e == cudaSuccess && bad == 0, "n %zu, page_elems %llu: %zu elements differ (%s)", n,
+              odd[oi].page_elems, bad, lrc ? err.msg : cudaGetErrorString(e));
+        cudaFree(d);
+        cudaFree(dvalid);
+        free(back);
+        free(hvalid);
+    }
+    printf("   tails of n %% 8 and pages of 12 elements: as defined\n");
     ppb_kernels_close(k);
 }
 
