@@ -113,12 +113,12 @@ int ppb_print_proposal(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *er
 
 void ppb_format_run_time(const ppb_run_time *t, char *buf, size_t len)
 {
-    double phases = t->generate_s + t->check_s + t->warmup_s + t->sampling_s + t->store_s;
+    double phases = t->open_s + t->generate_s + t->check_s + t->warmup_s + t->sampling_s + t->store_s;
     int n = snprintf(buf, len,
-                     "wall %.2f s = inputs %.2f + check %.2f + warm-up %.2f + sampling %.2f + store %.2f + other %.2f "
-                     "s; kernels %.2f s",
-                     t->wall_s, t->generate_s, t->check_s, t->warmup_s, t->sampling_s, t->store_s, t->wall_s - phases,
-                     t->kernel_s);
+                     "wall %.2f s = device %.2f + inputs %.2f + check %.2f + warm-up %.2f + sampling %.2f + store %.2f"
+                     " + other %.2f s; kernels %.2f s",
+                     t->wall_s, t->open_s, t->generate_s, t->check_s, t->warmup_s, t->sampling_s, t->store_s,
+                     t->wall_s - phases, t->kernel_s);
     if (t->wall_s > 0 && n > 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, " (overhead %.0f%%)", 100 * (1 - t->kernel_s / t->wall_s));
 }

@@ -82,6 +82,7 @@ typedef struct run_ctx {
     shape_inputs inputs;    /* of the shape being run: the cases are grouped by shape */
     rows_ahead ahead;       /* the next shape's inputs and reference rows, in progress */
     double busy_ms, busy_until_ms;  /* the last case's timing: how long, until when (warm-up owed) */
+    double open_ms;         /* spent opening the session's device (the run's device phase) */
     double store_ms;        /* spent storing results (the run's store phase) */
 } run_ctx;
 
@@ -551,10 +552,11 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
         goto restore;
     }
     if (n_devices == 0) {
-        if ((rc = ppb_session_open(&x.session, backend, effective.device_index,
-                                   x.have_target ? &x.target : NULL, effective.cpu_max_gflop,
-                                   opt->log, err)) ||
-            (rc = device_known(&x, x.session.ops, &x.session.device, sum, err)))
+        double t0 = ppb_monotonic_ms();
+        rc = ppb_session_open(&x.session, backend, effective.device_index, x.have_target ? &x.target : NULL,
+                              effective.cpu_max_gflop, opt->log, err);
+        x.open_ms = ppb_monotonic_ms() - t0;
+        if (rc || (rc = device_known(&x, x.session.ops, &x.session.device, sum, err)))
             goto restore;
     }
     /* Resume: which cases are stored already (a database error is an error,
@@ -596,7 +598,8 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
         const char *status = rc ? "failed" : sum->interrupted ? "interrupted" : "complete";
         int frc = ppb_store_finish_run(x.store, x.run.id, status, &ferr);
         if (!frc)
-            frc = ppb_store_add_run_wall(x.store, x.run.id, ppb_monotonic_ms() - wall_start, x.store_ms, &ferr);
+            frc = ppb_store_add_run_wall(
+                x.store, x.run.id, &(ppb_run_wall){ppb_monotonic_ms() - wall_start, x.open_ms, x.store_ms}, &ferr);
         if (frc && !rc)
             rc = ppb_fail(err, frc, "%s", ferr.msg);
     }

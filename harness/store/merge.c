@@ -222,7 +222,8 @@ static int fold_one(sqlite3 *db, sqlite3_stmt *row, ppb_err *err)
         "UPDATE main.runs SET n_cases = n_cases + ?2, status = ?3, started_at = min(started_at, ?4),"
         " finished_at = CASE WHEN ?3 = 'running' THEN NULL ELSE max(coalesce(finished_at, ''), ?5) END,"
         " wall_ms = wall_ms + coalesce((SELECT wall_ms FROM src.runs WHERE id = ?6), 0)," /* machine time */
-        " store_ms = store_ms + coalesce((SELECT store_ms FROM src.runs WHERE id = ?6), 0)"
+        " store_ms = store_ms + coalesce((SELECT store_ms FROM src.runs WHERE id = ?6), 0),"
+        " open_ms = open_ms + coalesce((SELECT open_ms FROM src.runs WHERE id = ?6), 0)"
         " WHERE id = ?1";
     sqlite3_int64 src_id = sqlite3_column_int64(row, 0), dst_id = sqlite3_column_int64(row, 6);
     const char *src_status = (const char *)sqlite3_column_text(row, 3);

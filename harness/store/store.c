@@ -1618,10 +1618,13 @@ int ppb_store_each_proposal_case(ppb_store *s, int64_t id, ppb_proposal_case_vis
     return each_row(s, sql, PARAMS(P_INT(":id", id)), proposal_case_row, &w, "reading proposal cases", err);
 }
 
-int ppb_store_add_run_wall(ppb_store *s, int64_t run_id, double wall_ms, double store_ms, ppb_err *err)
+int ppb_store_add_run_wall(ppb_store *s, int64_t run_id, const ppb_run_wall *w, ppb_err *err)
 {
-    int rc = exec_stmt(s, "UPDATE runs SET wall_ms = wall_ms + :ms, store_ms = store_ms + :st WHERE id = :id",
-                       PARAMS(P_REAL(":ms", wall_ms), P_REAL(":st", store_ms), P_INT(":id", run_id)),
+    int rc = exec_stmt(s,
+                       "UPDATE runs SET wall_ms = wall_ms + :ms, open_ms = open_ms + :op, store_ms = store_ms + :st"
+                       " WHERE id = :id",
+                       PARAMS(P_REAL(":ms", w->wall_ms), P_REAL(":op", w->open_ms), P_REAL(":st", w->store_ms),
+                              P_INT(":id", run_id)),
                        "storing a run's wall time", err);
     if (rc == PPB_OK && sqlite3_changes(s->db) == 0)
         rc = ppb_fail(err, PPB_EINPUT, "%s: run %lld not found", s->path, (long long)run_id);
@@ -1639,6 +1642,7 @@ static int read_run_time(sqlite3_stmt *stmt, void *out)
     t->cases = sqlite3_column_int(stmt, 5);
     t->kernel_s = sqlite3_column_double(stmt, 6);
     t->store_s = sqlite3_column_double(stmt, 7);
+    t->open_s = sqlite3_column_double(stmt, 8);
     return PPB_OK;
 }
 
@@ -1651,7 +1655,7 @@ int ppb_store_run_time(ppb_store *s, int64_t run_id, ppb_run_time *out, ppb_err 
         "  r.g / 1e3, r.c / 1e3, r.w / 1e3, r.s / 1e3, r.n,"
         "  (SELECT COALESCE(sum(x.ms * y.batch_launches), 0) / 1e3 FROM samples x JOIN results y"
         "     ON y.id = x.result_id WHERE y.run_id = :id),"
-        "  u.store_ms / 1e3"
+        "  u.store_ms / 1e3, u.open_ms / 1e3"
         " FROM runs u, (SELECT COALESCE(sum(generate_ms), 0) g, COALESCE(sum(check_ms), 0) c,"
         "   COALESCE(sum(warmup_ms), 0) w, COALESCE(sum(sampling_ms), 0) s, count(*) n"
         "   FROM results WHERE run_id = :id) r"

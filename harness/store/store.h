@@ -16,7 +16,7 @@
 typedef struct ppb_store ppb_store;
 
 /* user_version of a database this binary writes; store_schema.c has the steps. */
-#define PPB_STORE_SCHEMA_VERSION 9
+#define PPB_STORE_SCHEMA_VERSION 10
 
 /* Path used when neither --db nor PPBENCH_DB is given. */
 #define PPB_DEFAULT_DB "ppbench.db"
@@ -156,18 +156,24 @@ typedef int (*ppb_proposal_case_visitor)(void *ctx, const ppb_proposal_case *c);
 int ppb_store_each_proposal_case(ppb_store *s, int64_t id, ppb_proposal_case_visitor fn, void *ctx,
                                  ppb_err *err);
 
-/* Where a run's wall time went (seconds): the sums of its cases' phases, the
- * time spent storing results, its kernel time (every sample times its
- * launches) and its wall time (as added by ppb_store_add_run_wall; else start
- * to finish in whole seconds, to now while it runs). overhead = 1 - kernel / wall. */
+/* Where a run's wall time went (seconds): the time spent opening the device,
+ * the sums of its cases' phases, the time spent storing results, its kernel
+ * time (every sample times its launches) and its wall time (as added by
+ * ppb_store_add_run_wall; else start to finish in whole seconds, to now while
+ * it runs). overhead = 1 - kernel / wall. */
 typedef struct ppb_run_time {
-    double wall_s, generate_s, check_s, warmup_s, sampling_s, store_s, kernel_s;
+    double wall_s, open_s, generate_s, check_s, warmup_s, sampling_s, store_s, kernel_s;
     int cases;
 } ppb_run_time;
 int ppb_store_run_time(ppb_store *s, int64_t run_id, ppb_run_time *out, ppb_err *err);
-/* Add wall_ms (a monotonic clock's, this process's part of the run) to the
- * run's wall time, store_ms of it spent storing results. */
-int ppb_store_add_run_wall(ppb_store *s, int64_t run_id, double wall_ms, double store_ms, ppb_err *err);
+
+/* A process's part of a run's wall time (ms, a monotonic clock's), and the
+ * parts of it spent opening the device and storing results. */
+typedef struct ppb_run_wall {
+    double wall_ms, open_ms, store_ms;
+} ppb_run_wall;
+/* Add it to the run's (a resume adds its part). */
+int ppb_store_add_run_wall(ppb_store *s, int64_t run_id, const ppb_run_wall *w, ppb_err *err);
 
 /* ---- history (trend) ----------------------------------------------------- */
 

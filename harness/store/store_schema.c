@@ -213,6 +213,11 @@ static const char schema_v8[] =
  * transaction per case), so `other` is what is left. Earlier runs have 0. */
 static const char schema_v9[] = "ALTER TABLE runs ADD COLUMN store_ms REAL NOT NULL DEFAULT 0;";
 
+/* Version 10: the part of a run's wall time spent opening the device (the
+ * driver, its context, NVML): a fixed cost of every process, shown apart from
+ * what the harness does per case. Earlier runs have 0. */
+static const char schema_v10[] = "ALTER TABLE runs ADD COLUMN open_ms REAL NOT NULL DEFAULT 0;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -223,6 +228,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {7, "the kind of each run", schema_v7},
     {8, "the time of each case's phases", schema_v8},
     {9, "the time spent storing results", schema_v9},
+    {10, "the time spent opening the device", schema_v10},
 };
 
 const int ppb_store_migration_count =

@@ -25,13 +25,19 @@ grep -q "timings *cpu" "$WORK/out" || fail "show does not record cpu timings in 
 # where the wall time went: every phase a number, the kernels' share below the wall
 "$PY" - "$WORK/out" <<'PY' || fail "show: no run time line"
 import re, sys
-m = re.search(r"time: wall ([0-9.]+) s = inputs ([0-9.]+) \+ check ([0-9.]+) \+ warm-up ([0-9.]+) \+ sampling ([0-9.]+)"
+m = re.search(r"time: wall ([0-9.]+) s = device ([0-9.]+) \+ inputs ([0-9.]+) \+ check ([0-9.]+) \+ warm-up ([0-9.]+) \+ sampling ([0-9.]+)"
               r" \+ store ([0-9.]+) \+ other (-?[0-9.]+) s; kernels ([0-9.]+) s \(overhead ([0-9]+)%\)", open(sys.argv[1]).read())
 assert m, "no time line"
 wall, *phases, other, kernels, overhead = map(float, m.groups())
 assert wall > 0 and all(p >= 0 for p in phases) and 0 < kernels <= wall and 0 <= overhead < 100, m.group(0)
-assert float(m.group(5)) >= kernels - 0.011, "sampling shorter than the kernel time it holds"
-assert float(m.group(6)) > 0, "no time spent storing results"
+assert float(m.group(6)) >= kernels - 0.011, "sampling shorter than the kernel time it holds"
+assert float(m.group(7)) > 0, "no time spent storing results"
+PY
+# the device phase is timed (the CPU backend opens in well under the 10 ms `show` can print)
+"$PY" - "$PPBENCH_DB" <<'PY' || fail "no time spent opening the device stored"
+import sqlite3, sys
+open_ms, wall_ms = sqlite3.connect(sys.argv[1]).execute("SELECT open_ms, wall_ms FROM runs WHERE id = 1").fetchone()
+assert 0 < open_ms < wall_ms, (open_ms, wall_ms)
 PY
 
 expect_rc 0 "$PPB" export 1 --format csv -o "$WORK/r.csv"

@@ -112,8 +112,11 @@ static int64_t add_run(ppb_store *s, const char *suite, const char *host, int fi
         if (ppb_store_put_result(s, run.id, &c, &r, &err) != PPB_OK)
             fail_msg("put_result: %s", err.msg);
     }
-    if (finish)
+    if (finish) {
         assert_int_equal(ppb_store_finish_run(s, run.id, finish_status, &err), PPB_OK);
+        assert_int_equal(ppb_store_add_run_wall(s, run.id, &(ppb_run_wall){1000 * seed, 100 * seed, 10 * seed}, &err),
+                         PPB_OK);
+    }
     return run.id;
 }
 
@@ -314,6 +317,8 @@ static void test_shards_fold_into_one_run(void **state)
     assert_int_equal(scalar(so, "SELECT count(*) FROM results"), 12);
     assert_int_equal(scalar(so, "SELECT count(*) FROM run_parts"), 3);
     assert_int_equal(scalar(so, "SELECT status = 'interrupted' FROM runs"), 1);
+    /* machine time adds up over the shards (seeds 1 + 2 + 3), each part of it too */
+    assert_int_equal(scalar(so, "SELECT wall_ms = 6000 AND open_ms = 600 AND store_ms = 60 FROM runs"), 1);
     assert_int_equal(scalar(so, "SELECT count(*) FROM env WHERE key = 'shard2.host.name' AND value = 'h2'"), 1);
     ppb_run_info run;
     assert_int_equal(ppb_store_get_run(so, scalar(so, "SELECT id FROM runs"), &run, &err), PPB_OK);

@@ -727,16 +727,17 @@ static void test_run_time(void **state)
         assert_int_equal(ppb_store_put_result(s, id, &c, &r, &err), PPB_OK);
         ppb_result_free(&r);
     }
-    assert_int_equal(ppb_store_add_run_wall(s, id, 1500, 40, &err), PPB_OK);
-    assert_int_equal(ppb_store_add_run_wall(s, id, 500, 20, &err), PPB_OK);   /* a resume adds its part */
+    assert_int_equal(ppb_store_add_run_wall(s, id, &(ppb_run_wall){1500, 230, 40}, &err), PPB_OK);
+    assert_int_equal(ppb_store_add_run_wall(s, id, &(ppb_run_wall){500, 120, 20}, &err), PPB_OK); /* a resume adds its part */
     ppb_run_time t;
     assert_int_equal(ppb_store_run_time(s, id, &t, &err), PPB_OK);
     assert_int_equal(t.cases, 3);
     same_double(t.wall_s, 2.0, "wall_s");
+    same_double(t.open_s, 0.35, "open_s");
     same_double(t.store_s, 0.06, "store_s");
     assert_true(fabs(t.generate_s - generate / 1e3) < 1e-12);
     assert_true(fabs(t.kernel_s - kernel / 1e3) < 1e-12);
-    assert_int_equal(ppb_store_add_run_wall(s, id + 100, 1, 0, &err), PPB_EINPUT);
+    assert_int_equal(ppb_store_add_run_wall(s, id + 100, &(ppb_run_wall){1, 0, 0}, &err), PPB_EINPUT);
     assert_int_equal(ppb_store_run_time(s, id + 100, &t, &err), PPB_EINPUT);
     ppb_store_close(s);
 }
