@@ -32,32 +32,49 @@ static ppb_case make_case(int seq)
     return c;
 }
 
-static void defaults_and_session(ppb_suite *defaults, ppb_session *s, const char *cache)
+/* A session on a backend that makes its own inputs, its reference cache in a
+ * fresh folder, and one case. */
+typedef struct fixture {
+    char *dir;
+    ppb_suite defaults;
+    ppb_session s;
+    ppb_case c;
+    uint64_t seed;
+} fixture;
+
+static int setup(void **state)
 {
-    memset(defaults, 0, sizeof *defaults);
-    ppb_suite_defaults(defaults);
-    memset(s, 0, sizeof *s);
-    s->ops = &makes_inputs_ops;
-    snprintf(s->reference_cache, sizeof s->reference_cache, "%s", cache);
+    fixture *f = calloc(1, sizeof *f);
+    if (!f || !(f->dir = temp_dir_make()))
+        return -1;
+    ppb_suite_defaults(&f->defaults);
+    f->s.ops = &makes_inputs_ops;
+    snprintf(f->s.reference_cache, sizeof f->s.reference_cache, "%s", f->dir);
+    f->c = make_case(100);
+    f->seed = ppb_case_seed(7, &f->c);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    temp_dir_remove(f->dir);
+    free(f);
+    return 0;
 }
 
 static void test_inputs_ahead_are_taken_over(void **state)
 {
-    (void)state;
-    char *dir = temp_dir_make();
-    assert_non_null(dir);
-    ppb_suite defaults;
-    ppb_session s;
-    defaults_and_session(&defaults, &s, dir);
-    const ppb_check_settings *cs = &defaults.check;
-    ppb_case c = make_case(100);
-    uint64_t seed = ppb_case_seed(7, &c);
+    fixture *f = *state;
+    ppb_session *s = &f->s;
+    const ppb_check_settings *cs = &f->defaults.check;
 
     /* ahead: computed (and cached), no host tensors kept */
     ppb_inputs_ahead ahead;
-    assert_int_equal(ppb_session_inputs_ahead(&s, &c, seed, cs, &ahead), 1);
-    assert_int_equal(s.reference_ahead, 1);
-    assert_int_equal(temp_dir_count(dir), 1);
+    assert_int_equal(ppb_session_inputs_ahead(s, &f->c, f->seed, cs, &ahead), 1);
+    assert_int_equal(s->reference_ahead, 1);
+    assert_int_equal(temp_dir_count(f->dir), 1);
     assert_null(ahead.w.q);
     assert_true(ahead.rows.n > 0);
     long first_row = ahead.rows.rows[0];
@@ -68,7 +85,7 @@ static void test_inputs_ahead_are_taken_over(void **state)
     ppb_reference_rows ref = {0};
     ppb_result res;
     ppb_result_init(&res);
-    assert_int_equal(ppb_session_workload(&s, &other, ppb_case_seed(7, &other), cs, &ahead, &ref, &w, &res),
+    assert_int_equal(ppb_session_workload(s, &other, ppb_case_seed(7, &other), cs, &ahead, &ref, &w, &res),
                      PPB_OK);
     assert_non_null(w.q); /* not cached: the tensors, for the check's rows */
     assert_null(ref.w);
@@ -76,95 +93,84 @@ static void test_inputs_ahead_are_taken_over(void **state)
     ppb_workload_free(&w);
 
     /* the same shape on other inputs (another seed): not taken either */
-    assert_int_equal(ppb_session_workload(&s, &c, seed + 1, cs, &ahead, &ref, &w, &res), PPB_OK);
+    assert_int_equal(ppb_session_workload(s, &f->c, f->seed + 1, cs, &ahead, &ref, &w, &res), PPB_OK);
     assert_null(ref.w);
     assert_string_not_equal(ahead.shape_key, "");
     ppb_workload_free(&w);
 
     /* its own turn: taken over whole, nothing read or computed again */
-    int hits = s.reference_hits;
-    assert_int_equal(ppb_session_workload(&s, &c, seed, cs, &ahead, &ref, &w, &res), PPB_OK);
+    int hits = s->reference_hits;
+    assert_int_equal(ppb_session_workload(s, &f->c, f->seed, cs, &ahead, &ref, &w, &res), PPB_OK);
     assert_int_equal(res.status, PPB_STATUS_OK);
-    assert_ptr_equal(w.c, &c);
+    assert_ptr_equal(w.c, &f->c);
     assert_null(w.q);
     assert_ptr_equal(ref.w, &w);
     assert_int_equal(ref.rows[0], first_row);
-    assert_int_equal(s.reference_hits, hits);
+    assert_int_equal(s->reference_hits, hits);
     assert_string_equal(ahead.shape_key, "");
     ppb_reference_rows_free(&ref);
     ppb_workload_free(&w);
 
     /* the next run: the ahead thread reads them from the cache */
-    assert_int_equal(ppb_session_inputs_ahead(&s, &c, seed, cs, &ahead), 1);
-    assert_int_equal(s.reference_ahead, 1);
-    assert_int_equal(s.reference_hits, hits + 1);
+    assert_int_equal(ppb_session_inputs_ahead(s, &f->c, f->seed, cs, &ahead), 1);
+    assert_int_equal(s->reference_ahead, 1);
+    assert_int_equal(s->reference_hits, hits + 1);
     ppb_inputs_ahead_free(&ahead);
     assert_string_equal(ahead.shape_key, "");
-    temp_dir_remove(dir);
 }
 
 static void test_inputs_ahead_without_cache_or_device_inputs(void **state)
 {
-    (void)state;
-    ppb_suite defaults;
-    ppb_session s;
-    defaults_and_session(&defaults, &s, "");
-    const ppb_check_settings *cs = &defaults.check;
-    ppb_case c = make_case(100);
-    uint64_t seed = ppb_case_seed(7, &c);
+    fixture *f = *state;
+    ppb_session *s = &f->s;
+    s->reference_cache[0] = '\0';
+    const ppb_check_settings *cs = &f->defaults.check;
     ppb_inputs_ahead ahead;
 
     /* no cache: still made ahead and handed over */
-    assert_int_equal(ppb_session_inputs_ahead(&s, &c, seed, cs, &ahead), 1);
+    assert_int_equal(ppb_session_inputs_ahead(s, &f->c, f->seed, cs, &ahead), 1);
     ppb_inputs_ahead_free(&ahead);
     /* a backend that reads host tensors (CPU timings): nothing ahead, tensors always */
-    s.ops = &host_inputs_ops;
-    assert_int_equal(ppb_session_inputs_ahead(&s, &c, seed, cs, &ahead), 0);
+    s->ops = &host_inputs_ops;
+    assert_int_equal(ppb_session_inputs_ahead(s, &f->c, f->seed, cs, &ahead), 0);
     assert_string_equal(ahead.shape_key, "");
     ppb_workload w;
     ppb_reference_rows ref = {0};
     ppb_result res;
     ppb_result_init(&res);
-    assert_int_equal(ppb_session_workload(&s, &c, seed, cs, NULL, &ref, &w, &res), PPB_OK);
+    assert_int_equal(ppb_session_workload(s, &f->c, f->seed, cs, NULL, &ref, &w, &res), PPB_OK);
     assert_non_null(w.q);
     ppb_workload_free(&w);
 }
 
 static void test_cached_rows_read_without_tensors(void **state)
 {
-    (void)state;
-    char *dir = temp_dir_make();
-    assert_non_null(dir);
-    ppb_suite defaults;
-    ppb_session s;
-    defaults_and_session(&defaults, &s, dir);
-    const ppb_check_settings *cs = &defaults.check;
-    ppb_case c = make_case(100);
-    uint64_t seed = ppb_case_seed(7, &c);
+    fixture *f = *state;
+    ppb_session *s = &f->s;
+    const ppb_check_settings *cs = &f->defaults.check;
     ppb_inputs_ahead ahead;
-    assert_int_equal(ppb_session_inputs_ahead(&s, &c, seed, cs, &ahead), 1); /* fills the cache */
+    assert_int_equal(ppb_session_inputs_ahead(s, &f->c, f->seed, cs, &ahead), 1); /* fills the cache */
     ppb_inputs_ahead_free(&ahead);
 
     ppb_workload w;
     ppb_reference_rows ref = {0};
     ppb_result res;
     ppb_result_init(&res);
-    assert_int_equal(ppb_session_workload(&s, &c, seed, cs, NULL, &ref, &w, &res), PPB_OK);
+    assert_int_equal(ppb_session_workload(s, &f->c, f->seed, cs, NULL, &ref, &w, &res), PPB_OK);
     assert_int_equal(res.status, PPB_STATUS_OK);
     assert_null(w.q);
     assert_ptr_equal(ref.w, &w);
-    assert_int_equal(s.reference_hits, 1);
+    assert_int_equal(s->reference_hits, 1);
     ppb_reference_rows_free(&ref);
     ppb_workload_free(&w);
-    temp_dir_remove(dir);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_inputs_ahead_are_taken_over),
-        cmocka_unit_test(test_inputs_ahead_without_cache_or_device_inputs),
-        cmocka_unit_test(test_cached_rows_read_without_tensors),
+        cmocka_unit_test_setup_teardown(test_inputs_ahead_are_taken_over, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inputs_ahead_without_cache_or_device_inputs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cached_rows_read_without_tensors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
