@@ -18,7 +18,6 @@
 
 #include <dlfcn.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,8 +69,7 @@ static void *nvml_sym(void *lib, const char *a, const char *b)
     return p || !b ? p : dlsym(lib, b);
 }
 
-/* Load and initialise NVML; the device is found later (nvml_find). */
-static void nvml_start(nvml_api *n)
+static void nvml_open(nvml_api *n, const char *uuid, const char *pci)
 {
     memset(n, 0, sizeof *n);
     n->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -106,21 +104,9 @@ static void nvml_start(nvml_api *n)
         snprintf(n->why, sizeof n->why, "nvmlInit failed (%d)", r);
         dlclose(n->lib);
         n->lib = NULL;
-    }
-}
-
-static void *nvml_start_thread(void *n)
-{
-    nvml_start(n);
-    return NULL;
-}
-
-/* The CUDA device's NVML handle, by UUID, else by PCI bus id. */
-static void nvml_find(nvml_api *n, const char *uuid, const char *pci)
-{
-    if (!n->lib)
         return;
-    nvml_ret r = -1;
+    }
+    r = -1;
     if (n->GetHandleByUUID && uuid[0])
         r = n->GetHandleByUUID(uuid, &n->dev);
     if (r != 0 && n->GetHandleByPciBusId && pci[0])
@@ -305,11 +291,6 @@ static int cuda_open(ppb_backend **out, const ppb_backend_options *opt, ppb_err 
     if (opt)
         b->opt = *opt;
     b->device = dev;
-    /* NVML starts beside the CUDA context, which takes ~0.1 s (H200) */
-    pthread_t nvml_thread;
-    int nvml_threaded = pthread_create(&nvml_thread, NULL, nvml_start_thread, &b->nvml) == 0;
-    if (!nvml_threaded)
-        nvml_start(&b->nvml);
     int rc = PPB_OK;
     if ((e = cudaSetDevice(dev)) != cudaSuccess) {
         rc = setup_fail(err, e, "cudaSetDevice");
@@ -372,15 +353,10 @@ static int cuda_open(ppb_backend **out, const ppb_backend_options *opt, ppb_err 
         goto fail;
     }
     ppb_impl_set_builtin(ppb_builtin_impl(b->kernels));
-    if (nvml_threaded)
-        pthread_join(nvml_thread, NULL);
-    nvml_find(&b->nvml, d->uuid, b->pci);
+    nvml_open(&b->nvml, d->uuid, b->pci);
     *out = b;
     return PPB_OK;
 fail:
-    if (nvml_threaded)
-        pthread_join(nvml_thread, NULL);
-    nvml_close(&b->nvml);
     destroy_events(b);
     if (b->stream)
         cudaStreamDestroy(b->stream);
