@@ -21,8 +21,9 @@ int ppb_print_results(ppb_store *s, int64_t run_id, FILE *out, ppb_status_counts
 int ppb_print_proposal(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *err);
 
 /* Where the run's wall time went and the harness's overhead, "wall W s =
- * inputs A + check B + warm-up C + sampling D + other E s; kernels K s
- * (overhead O%)" (show prints it after "time: ", the report as a fact). */
+ * device V + inputs A + check B + warm-up C + sampling D + store S + other E s;
+ * kernels K s (overhead O%)", other being what the rest leaves of the wall
+ * (show prints it after "time: ", the report as a fact). */
 void ppb_format_run_time(const ppb_run_time *t, char *buf, size_t len);
 
 #endif

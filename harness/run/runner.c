@@ -82,7 +82,8 @@ typedef struct run_ctx {
     shape_inputs inputs;    /* of the shape being run: the cases are grouped by shape */
     rows_ahead ahead;       /* the next shape's inputs and reference rows, in progress */
     double busy_ms, busy_until_ms;  /* the last case's timing: how long, until when (warm-up owed) */
-    double open_ms;         /* spent opening the session's device (the run's device phase) */
+    double open_ms;         /* spent opening the session's device (the run's device phase; with
+                               --devices the workers open theirs, counted in no phase) */
     double store_ms;        /* spent storing results (the run's store phase) */
 } run_ctx;
 

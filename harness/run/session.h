@@ -60,9 +60,10 @@ void ppb_inputs_ahead_free(ppb_inputs_ahead *a);
  * (res REFUSED) or they would not fit in host memory (res SKIPPED), so a
  * refused 100K case costs no input generation. With `ref` (and cs), for a
  * backend that makes its inputs on the device: the reference rows are taken
- * from `ahead` when it holds this shape's (ahead may be NULL; it is emptied),
- * else read from the reference cache when there, and then the workload gets
- * no host tensors at all. Returns PPB_OK in every case; check res->status. */
+ * over from `ahead` (may be NULL) when it holds this shape's on these inputs,
+ * which empties it (another shape's stay there: the caller frees them), else
+ * read from the reference cache when there, and then the workload gets no
+ * host tensors at all. Returns PPB_OK in every case; check res->status. */
 int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs,
                          ppb_inputs_ahead *ahead, ppb_reference_rows *ref, ppb_workload *w, ppb_result *res);
 

@@ -15,6 +15,13 @@
 #include "temp_dir.h"
 
 static const ppb_backend_ops makes_inputs_ops = {.name = "fake-device", .makes_inputs = 1};
+
+static int refuse_all(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_err *err)
+{
+    (void)b, (void)c, (void)w;
+    return ppb_fail(err, PPB_EREFUSED, "this config does not fit");
+}
+static const ppb_backend_ops refusing_ops = {.name = "fake-refusing", .makes_inputs = 1, .refuse = refuse_all};
 static const ppb_backend_ops host_inputs_ops = {.name = "fake-host", .makes_inputs = 0};
 
 static ppb_case make_case(int seq)
@@ -70,9 +77,10 @@ static void test_inputs_ahead_are_taken_over(void **state)
     ppb_session *s = &f->s;
     const ppb_check_settings *cs = &f->defaults.check;
 
-    /* ahead: computed (and cached), no host tensors kept */
+    /* ahead: computed (and cached), no host tensors kept; from a copy of the case, as the runner's thread has */
     ppb_inputs_ahead ahead;
-    assert_int_equal(ppb_session_inputs_ahead(s, &f->c, f->seed, cs, &ahead), 1);
+    const ppb_case copy = f->c;
+    assert_int_equal(ppb_session_inputs_ahead(s, &copy, f->seed, cs, &ahead), 1);
     assert_int_equal(s->reference_ahead, 1);
     assert_int_equal(temp_dir_count(f->dir), 1);
     assert_null(ahead.w.q);
@@ -143,6 +151,29 @@ static void test_inputs_ahead_without_cache_or_device_inputs(void **state)
     ppb_workload_free(&w);
 }
 
+/* A config the backend refuses from the shape: the inputs taken over are
+ * freed with the refusal (valgrind and ASan run this too), no host tensors made. */
+static void test_refused_after_taking_over(void **state)
+{
+    fixture *f = *state;
+    ppb_session *s = &f->s;
+    const ppb_check_settings *cs = &f->defaults.check;
+    ppb_inputs_ahead ahead;
+    assert_int_equal(ppb_session_inputs_ahead(s, &f->c, f->seed, cs, &ahead), 1);
+    s->ops = &refusing_ops;
+    ppb_workload w;
+    ppb_reference_rows ref = {0};
+    ppb_result res;
+    ppb_result_init(&res);
+    assert_int_equal(ppb_session_workload(s, &f->c, f->seed, cs, &ahead, &ref, &w, &res), PPB_OK);
+    assert_int_equal(res.status, PPB_STATUS_REFUSED);
+    assert_non_null(strstr(res.reason, "does not fit"));
+    assert_string_equal(ahead.shape_key, "");
+    assert_null(ref.w);
+    assert_null(ref.values);
+    assert_null(w.block_table);
+}
+
 static void test_cached_rows_read_without_tensors(void **state)
 {
     fixture *f = *state;
@@ -170,6 +201,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_inputs_ahead_are_taken_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inputs_ahead_without_cache_or_device_inputs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_after_taking_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cached_rows_read_without_tensors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
