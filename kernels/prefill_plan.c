@@ -7,7 +7,7 @@
  * past PPB_PREFILL_MMA_ACC_LIMIT of them (plus addresses, Q fragments, softmax state) ptxas
  * spills to local memory (seen with nvcc 13.0 -Xptxas -v, sm_90; docs/KERNELS-IMPL.md). The
  * wgmma path's tile set is small enough to need no budget: of its instances only 64/128/4
- * at D 128 spills (24 B, -Xptxas -v, sm_90a), slow anyway and left runnable.
+ * at D 128 spills (792 B, -Xptxas -v, sm_90a), slow anyway and left runnable.
  * The portable path holds its S and O thread tiles in registers; the limits keep both
  * well inside 255 on any warp size. */
 #include "prefill_plan.h"

@@ -64,13 +64,15 @@ struct mma_layout {
 
 /* Hopper (wgmma) path: Q [BM][D], then 3 or 4 stages of K [BN][D] and V [D][BN]
  * (ppb_prefill_wgmma_stages of prefill_plan.h), unpadded and 128-byte swizzled
- * (prefix_prefill_wgmma.cuh), plus 1 KB to align the start to 1024 bytes. */
+ * (prefix_prefill_wgmma.cuh), plus 1 KB to align the start to 1024 bytes; the stages'
+ * barriers (BARRIER_BYTES) sit in that 1 KB, before the tiles or after them. */
 template <int D, int BM, int BN>
 struct wgmma_layout {
     static constexpr int Q_ELEMS = BM * D, K_ELEMS = BN * D, V_ELEMS = D * BN;
     static constexpr int STAGE_ELEMS = K_ELEMS + V_ELEMS;
     static constexpr int STAGES = ppb_prefill_wgmma_stages(BM, 2u * Q_ELEMS, 2u * STAGE_ELEMS);
     static constexpr unsigned SMEM_BYTES = 2u * (Q_ELEMS + STAGES * STAGE_ELEMS) + 1024u;
+    static constexpr unsigned BARRIER_BYTES = 4u * 8u * STAGES;   /* K, V x full, empty */
 };
 
 /* Portable path: Q^T [D][BM], one K^T [D][BN] / V [BN][D] buffer, P [BM][BN+2] in the
@@ -195,9 +197,10 @@ __device__ __forceinline__ void cp_async16(unsigned dst, const void *src, bool v
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }
-__device__ __forceinline__ void cp_async16_via_l1(unsigned dst, const void *src, bool valid)
+/* src_bytes (0 .. 16) are read, the rest of the 16 written as zeros. */
+__device__ __forceinline__ void cp_async16_via_l1(unsigned dst, const void *src, unsigned src_bytes)
 {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
@@ -267,14 +270,14 @@ struct page_slot {
 };
 
 template <int BN, int THREADS>
-__device__ __forceinline__ page_slot make_page_slot(int page_shift)
+__device__ __forceinline__ page_slot make_page_slot(int page_shift, int tid)
 {
     page_slot ps;
     ps.page_shift = page_shift;
     ps.seg_shift = min(page_shift, clog2(BN));
     ps.tpp_shift = clog2(THREADS) - (clog2(BN) - ps.seg_shift);   /* THREADS >= 32 >= BN / 8 >= NP */
-    ps.seg = (int)threadIdx.x >> ps.tpp_shift;
-    ps.lt = (int)threadIdx.x & ((1 << ps.tpp_shift) - 1);
+    ps.seg = tid >> ps.tpp_shift;
+    ps.lt = tid & ((1 << ps.tpp_shift) - 1);
     return ps;
 }
 
@@ -293,14 +296,16 @@ struct padded_tile {
     __device__ static __forceinline__ int at(int r, int c) { return r * STRIDE + c * 8; }
 };
 
+/* The tile copies below are issued by THREADS threads; tid is the caller's index among
+ * them (0 .. THREADS - 1). */
+
 /* Phase 2 (the new tokens, from the contiguous k or v of [tokens][kvh][D]):
  * BN tokens land as rows of TILE, token-major, zero-filled past the query. */
 template <typename T, int D, int BN, int THREADS, class TILE>
 __device__ __forceinline__ void issue_new_tile(const ppb_prefill_args &a, const cta_geom &g, const T *src_base, int n0,
-                                               T *dst)
+                                               T *dst, int tid)
 {
     constexpr int CHUNKS = BN * D / 8, DC = D / 8, ITER = (CHUNKS + THREADS - 1) / THREADS;
-    const int tid = threadIdx.x;
 #pragma unroll 4
     for (int i = 0; i < ITER; i++) {
         const int c = tid + i * THREADS;
@@ -338,7 +343,7 @@ __device__ __forceinline__ void issue_q_tile(const ppb_prefill_args &a, const ct
 /* K tile (both phases) lands as rows of KT, token-major. phys: segment_page of this tile. */
 template <typename T, int D, int BN, int THREADS, class KT>
 __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0,
-                                             T *sK, const page_slot &ps, int phys)
+                                             T *sK, const page_slot &ps, int phys, int tid)
 {
     constexpr int CHUNKS = BN * D / 8, DC = D / 8, ITER = (CHUNKS + THREADS - 1) / THREADS;
     if (ph1) {
@@ -356,19 +361,21 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
                 const int tp = cc & ((1 << ps.seg_shift) - 1), dc = cc >> ps.seg_shift;
                 const bool valid = seg_tok + tp < g.ctx;
                 const T *src = valid ? base + ((size_t)dc << ps.page_shift) * 8 + tp * 8 : kc;
-                cp_async16_via_l1(smem_addr(sK + KT::at(row0 + tp, dc)), src, valid);
+                cp_async16_via_l1(smem_addr(sK + KT::at(row0 + tp, dc)), src, valid ? 16u : 0u);
             }
         }
     } else {
-        issue_new_tile<T, D, BN, THREADS, KT>(a, g, static_cast<const T *>(a.k), n0, sK);
+        issue_new_tile<T, D, BN, THREADS, KT>(a, g, static_cast<const T *>(a.k), n0, sK, tid);
     }
 }
 
 /* V tile: phase 1 as rows of VT1 (the cache's layout, d-major: row d, chunks of 8 tokens);
- * phase 2 as rows of VT2 (token-major). */
+ * phase 2 as rows of VT2 (token-major). The chunk holding the context's last token also
+ * holds up to 7 stale slots of its page: they land as zeros (P is 0 there, but 0 * NaN is
+ * not), so the tile is usable as soon as it has landed. */
 template <typename T, int D, int BN, int THREADS, class VT1, class VT2>
 __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0,
-                                             T *sV, const page_slot &ps, int phys)
+                                             T *sV, const page_slot &ps, int phys, int tid)
 {
     constexpr int CHUNKS = BN * D / 8, ITER = (CHUNKS + THREADS - 1) / THREADS;
     if (ph1) {
@@ -385,13 +392,13 @@ __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const ct
             const int cc = ps.lt + (j << ps.tpp_shift);
             if (CHUNKS % THREADS == 0 || cc < cpp) {
                 const int tc = cc & ((1 << cps_shift) - 1), d = cc >> cps_shift;
-                const bool valid = seg_tok + tc * 8 < g.ctx;
-                const T *src = valid ? base + ((size_t)d << ps.page_shift) + tc * 8 : vc;
-                cp_async16_via_l1(smem_addr(sV + VT1::at(d, chunk0 + tc)), src, valid);
+                const int live = min(max(g.ctx - (seg_tok + tc * 8), 0), 8);   /* tokens of the chunk */
+                const T *src = live > 0 ? base + ((size_t)d << ps.page_shift) + tc * 8 : vc;
+                cp_async16_via_l1(smem_addr(sV + VT1::at(d, chunk0 + tc)), src, (unsigned)live * (unsigned)sizeof(T));
             }
         }
     } else {
-        issue_new_tile<T, D, BN, THREADS, VT2>(a, g, static_cast<const T *>(a.v), n0, sV);
+        issue_new_tile<T, D, BN, THREADS, VT2>(a, g, static_cast<const T *>(a.v), n0, sV, tid);
     }
 }
 
@@ -400,23 +407,6 @@ template <int BN>
 __device__ __forceinline__ int tile_start(const cta_geom &g, int i)
 {
     return i < g.n1 ? g.k1_begin + i * BN : g.k2_begin + (i - g.n1) * BN;
-}
-
-/* The chunk holding the context's last token also holds up to 7 stale slots of its page:
- * zero them in the V tile (P is 0 there, but 0 * NaN is not). Call once the tile has
- * landed; returns whether it wrote (block-uniform: the caller then synchronises). */
-template <typename T, int D, int BN, int THREADS, class VT1>
-__device__ __forceinline__ bool zero_stale_v_slots(const cta_geom &g, int n0, T *sV)
-{
-    if (n0 + BN <= g.ctx || !(g.ctx & 7))
-        return false;
-    const int t0 = (g.ctx - n0) & ~7;
-    for (int idx = threadIdx.x; idx < D * 8; idx += THREADS) {
-        const int t = t0 + (idx & 7);
-        if (t >= g.ctx - n0)
-            sV[VT1::at(idx >> 3, t >> 3) + (t & 7)] = ppb_from_float<T>(0.f);
-    }
-    return true;
 }
 
 /* Scores of keys a row must not see -> -inf. Accumulators in the m16n8 C layout (also
@@ -583,7 +573,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int gq = lane >> 2, tq = lane & 3;
     const int W_ = a.sliding_window;
-    const page_slot ps = make_page_slot<BN, THREADS>(__ffs(a.page_size) - 1);
+    const page_slot ps = make_page_slot<BN, THREADS>(__ffs(a.page_size) - 1, tid);
     const int ntiles = g.n1 + g.n2;
 
     issue_q_tile<T, D, BM, THREADS, padded_tile<L::QS>>(a, g, sQ);
@@ -594,9 +584,9 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     if (ntiles > 0) {
         const bool ph1 = g.n1 > 0;
         const int n0 = tile_start<BN>(g, 0);
-        issue_k_tile<T, D, BN, THREADS, KT>(a, g, ph1, n0, sKV, ps, phys);
+        issue_k_tile<T, D, BN, THREADS, KT>(a, g, ph1, n0, sKV, ps, phys, tid);
         if (TWO_STAGES)
-            issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, ph1, n0, sKV + L::K_ELEMS, ps, phys);
+            issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, ph1, n0, sKV + L::K_ELEMS, ps, phys, tid);
     }
     cp_async_commit();
     if (TWO_STAGES && 1 < g.n1)
@@ -643,20 +633,18 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
                             qf[m][kk][3]);
         }
         if (TWO_STAGES) {
-            if (ph1 && zero_stale_v_slots<T, D, BN, THREADS, VT1>(g, n0, sV))
-                __syncthreads();
             if (it + 1 < ntiles) {
                 const bool nph1 = it + 1 < g.n1;
                 const int nn0 = tile_start<BN>(g, it + 1);
                 T *nK = sKV + ((it + 1) & 1) * L::STAGE_ELEMS;
-                issue_k_tile<T, D, BN, THREADS, KT>(a, g, nph1, nn0, nK, ps, phys_next);
-                issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, nph1, nn0, nK + L::K_ELEMS, ps, phys_next);
+                issue_k_tile<T, D, BN, THREADS, KT>(a, g, nph1, nn0, nK, ps, phys_next, tid);
+                issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, nph1, nn0, nK + L::K_ELEMS, ps, phys_next, tid);
                 cp_async_commit();
             }
             if (it + 2 < g.n1)
                 phys_next = segment_page(a, g, ps, tile_start<BN>(g, it + 2));   /* used next tile */
         } else {
-            issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, ph1, n0, sV, ps, phys);
+            issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, ph1, n0, sV, ps, phys, tid);
             cp_async_commit();
             if (it + 1 < g.n1)
                 phys_next = segment_page(a, g, ps, n0 + BN);   /* used after S and softmax */
@@ -705,11 +693,9 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
         if (!TWO_STAGES) {
             cp_async_wait_all();
             __syncthreads();   /* V tile landed; every warp is done with this K tile */
-            if (ph1 && zero_stale_v_slots<T, D, BN, THREADS, VT1>(g, n0, sV))
-                __syncthreads();
             if (it + 1 < ntiles) {
                 issue_k_tile<T, D, BN, THREADS, KT>(a, g, it + 1 < g.n1, tile_start<BN>(g, it + 1), sK, ps,
-                                                       phys_next);
+                                                       phys_next, tid);
                 cp_async_commit();
             }
             phys = phys_next;

@@ -8,20 +8,28 @@
  * 128 with NUM_WARPS = BLOCK_M / 16 (one warpgroup of 4 warps per 64 rows).
  *
  * What changes against mma::run, and why:
- *  - Tiles sit in shared memory in the 128-byte-swizzled K-major layout wgmma reads
- *    through matrix descriptors (rows of 64 elements, 16-byte chunk c of row r at chunk
- *    c ^ (r % 8)): Q [BM][D], K [BN][D], V [D][BN]. V is d-major, which is the cache's own
- *    page layout, so the context's V pages are copied as they are; the new tokens' V
- *    ([tokens][D]) is transposed on its way in (loads a tile ahead into registers).
+ *  - Tiles sit in shared memory in the 128-byte-swizzled layout wgmma reads through
+ *    matrix descriptors (rows of 64 elements, 16-byte chunk c of row r at chunk
+ *    c ^ (r % 8)), each copied as it lies in memory: Q [BM][D], K [BN][D]; a context V
+ *    tile [D][BN] (d-major: the cache's page layout, read K-major), a new-token V tile
+ *    [BN][D] (token-major: the k/v tensors' layout, read MN-major, wgmma's transposed B).
+ *    No tile passes through registers.
  *  - S = Q K^T: one m64nBNk16 wgmma per 16 dims, Q and K from shared memory. O += P V:
  *    m64nDk16 with P from registers (the accumulator layout of S is the A-fragment
  *    layout, as with mma.sync) and V from shared memory.
  *  - Tiles overlap: P V of tile i is issued right after S of tile i + 1 and runs during
- *    its softmax, so tile i's V keeps its stage a tile longer: 3 or 4 stages
+ *    its softmax, so tile i's V keeps its slot a tile longer: 3 or 4 slots
  *    (ppb_prefill_wgmma_stages, prefill_plan.h), copies STAGES - 2 tiles ahead.
- *  - Copies are cp.async (generic proxy); wgmma reads shared memory through the async
- *    proxy, so every thread fences (fence.proxy.async) before the barrier that publishes
- *    a tile.
+ *  - No block-wide barrier per tile: every slot has mbarriers that say when its tile has
+ *    landed (cp.async arrives by itself) and when every warp is done with it, K and V
+ *    apart, so a warp waits only for the data it reads next. H200, against the per-tile
+ *    __syncthreads it replaces (with the token-major V): 128/128/8 at q8192 ctx90112
+ *    32/4 343 -> 388 TFLOP/s, at ctx 0 252 -> 394 (tests/gpu/test_prefill_kernel
+ *    --bench; docs/results/h200-2026-12-02-wgmma-barriers.txt). Two warpgroups taking
+ *    turns (FlashAttention-3's ping-pong) and each copying one of K and V were 12-14%
+ *    slower with a context there, so both copy both and neither waits for the other.
+ *  - cp.async writes through the generic proxy and wgmma reads through the async one:
+ *    a thread fences (fence.proxy.async) after each wait for a tile, before its wgmma.
  * Masking, the online softmax and the output are mma::'s (one definition). */
 #ifndef PPB_PREFIX_PREFILL_WGMMA_CUH
 #define PPB_PREFIX_PREFILL_WGMMA_CUH
@@ -47,6 +55,16 @@ __device__ __forceinline__ unsigned long long sw128_desc(const void *p)
 {
     const unsigned addr = mma::smem_addr(p);
     return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+/* Descriptor of an MN-major, 128-byte-swizzled operand (rows along K, 64 elements of N
+ * per row and slab): leading byte offset = from one slab of 64 N-elements to the next,
+ * stride byte offset 1024 / 16 (one 8-row group to the next), swizzle mode 1 (128 B). */
+__device__ __forceinline__ unsigned long long sw128_mn_desc(const void *p, unsigned slab_bytes)
+{
+    const unsigned addr = mma::smem_addr(p);
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(slab_bytes >> 4) << 16) |
+           (64ull << 32) | (1ull << 62);
 }
 
 __device__ __forceinline__ void fence_operands() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -119,6 +137,15 @@ struct op;
                          : PPB_WGMMA_D_OPERANDS_N##N                                                              \
                          : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b));                                      \
         }                                                                                                         \
+        /* the same with B MN-major (N contiguous: the tile is B's transpose) */                                  \
+        static __device__ __forceinline__ void rs_mn(float (&d)[N / 8][4], unsigned a0, unsigned a1, unsigned a2, \
+                                                     unsigned a3, unsigned long long desc_b)                      \
+        {                                                                                                         \
+            asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX_TYPE "." PTX_TYPE " "              \
+                         PPB_WGMMA_D_N##N ", " PPB_WGMMA_RS_AB_N##N ", 1, 1, 1, 1;\n"                             \
+                         : PPB_WGMMA_D_OPERANDS_N##N                                                              \
+                         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b));                                      \
+        }                                                                                                         \
     };
 PPB_DEFINE_WGMMA_OP(__nv_bfloat16, "bf16", 64)
 PPB_DEFINE_WGMMA_OP(__nv_bfloat16, "bf16", 128)
@@ -126,52 +153,65 @@ PPB_DEFINE_WGMMA_OP(__half, "f16", 64)
 PPB_DEFINE_WGMMA_OP(__half, "f16", 128)
 #undef PPB_DEFINE_WGMMA_OP
 
-/* The new tokens' V ([tokens][kvh][D]) reaches the d-major tile through registers
- * (cp.async cannot transpose): fetch() issues the global loads a tile ahead, so their
- * latency hides behind a tile of maths; store() writes them transposed. Token fastest
- * across threads, so a warp's stores fill whole chunks of one row. Zeros past the query. */
-template <typename T, int D, int BN, int THREADS>
-struct new_v_rows {
-    static constexpr int ITER = BN * D / 8 / THREADS;
-    uint4 r[ITER];
 
-    __device__ __forceinline__ void fetch(const ppb_prefill_args &a, const cta_geom &g, int n0)
-    {
-        const T *v = static_cast<const T *>(a.v);
-#pragma unroll
-        for (int i = 0; i < ITER; i++) {
-            const int c = threadIdx.x + i * THREADS, t = c % BN, dc = c / BN;
-            const int n = n0 + t;
-            r[i] = n < g.qlen ? *reinterpret_cast<const uint4 *>(
-                                    v + ((size_t)(g.start + n) * a.num_kv_heads + g.kvh) * D + dc * 8)
-                              : make_uint4(0, 0, 0, 0);
-        }
-    }
-    template <class VT>
-    __device__ __forceinline__ void store(T *sV) const
-    {
-#pragma unroll
-        for (int i = 0; i < ITER; i++) {
-            const int c = threadIdx.x + i * THREADS, t = c % BN, dc = c / BN;
-            union { uint4 v; T e[8]; } u;
-            u.v = r[i];
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                sV[VT::at(dc * 8 + e, t >> 3) + (t & 7)] = u.e[e];
-        }
-    }
-};
-
-/* Issue O += P V for one tile: BN / 16 steps along the keys, P from registers, V from
- * the tile's d-major stage (16 keys = 32 bytes into the slab). The caller commits. */
-template <typename T, int D, int BN>
+/* Issue O += P V for one tile: BN / 16 steps along the keys, P from registers. V from the
+ * tile's d-major slot (a context tile: the cache's page layout, 16 keys = 32 bytes into
+ * the slab) or, MN_MAJOR, its token-major slot (a new-token tile, copied as it is: 16
+ * keys = 16 rows). The caller commits. */
+template <typename T, int D, int BN, bool MN_MAJOR>
 __device__ __forceinline__ void pv(float (&o)[1][D / 8][4], const unsigned (&pa)[BN / 16][4], const T *sV)
 {
 #pragma unroll
-    for (int kt = 0; kt < BN / 16; kt++)
-        op<T, D>::rs(o[0], pa[kt][0], pa[kt][1], pa[kt][2], pa[kt][3],
-                     sw128_desc(sV + (kt >> 2) * D * 64 + (kt & 3) * 16));
+    for (int kt = 0; kt < BN / 16; kt++) {
+        if (MN_MAJOR)
+            op<T, D>::rs_mn(o[0], pa[kt][0], pa[kt][1], pa[kt][2], pa[kt][3],
+                            sw128_mn_desc(sV + kt * 16 * 64, 2u * BN * 64u));
+        else
+            op<T, D>::rs(o[0], pa[kt][0], pa[kt][1], pa[kt][2], pa[kt][3],
+                         sw128_desc(sV + (kt >> 2) * D * 64 + (kt & 3) * 16));
+    }
 }
+
+/* Slot barriers (mbarrier objects in shared memory). K and V are two rings of STAGES
+ * slots, tile t in slot t % STAGES of each. A slot's "full" barrier completes when its
+ * tile has landed: every thread copies part of it and arrives once its copies have
+ * (cp.async's own arrival). Its "empty" barrier completes when every warp is done with the tile (lane 0
+ * of each warp arrives): K once S has landed, V once P V has. Waits name a phase by its
+ * parity: tile t is phase t / STAGES of its slot, and no barrier gets two phases ahead
+ * of a waiter (a slot is refilled only once every warp has read it, and read only once
+ * filled). */
+__device__ __forceinline__ void bar_init(unsigned long long *bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(mma::smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(unsigned long long *bar)
+{
+    asm volatile("{\n .reg .b64 state;\n mbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(mma::smem_addr(bar))
+                 : "memory");
+}
+/* This thread's arrival, made once all its cp.async so far have landed. */
+__device__ __forceinline__ void bar_arrive_when_copied(unsigned long long *bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(mma::smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void bar_wait(unsigned long long *bar, int phase)
+{
+    const unsigned addr = mma::smem_addr(bar), parity = (unsigned)phase & 1u;
+    unsigned done;
+    do {
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     " selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(addr), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+/* A compile-time choice passed to a generic lambda (the loop body's P V variant). */
+template <bool B>
+struct flag {
+    static constexpr bool value = B;
+};
 
 template <typename T, int D, int BM, int BN, int W>
 __device__ __forceinline__ void run(const ppb_prefill_args &a)
@@ -180,56 +220,63 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     static_assert((D == 64 || D == 128) && (BN == 64 || BN == 128), "wgmma N of both GEMMs: 64 or 128");
     using L = wgmma_layout<D, BM, BN>;
     using QT = sw128_tile<BM>;
-    using KT = sw128_tile<BN>;
-    using VT = sw128_tile<D>;
-    constexpr int THREADS = W * 32;
+    using KT = sw128_tile<BN>;   /* also a new-token V tile (token-major, read MN-major) */
+    using VT = sw128_tile<D>;    /* a context V tile: d-major, the page layout */
+    constexpr int THREADS = W * 32, STAGES = L::STAGES;
 
     cta_geom g;
     if (!cta_setup<BM, BN>(a, g))
         return;
+    /* The tiles start at the first 1024-byte boundary; the barriers go in the gap before
+     * it where it has room, else right after the tiles (SMEM_BYTES leaves 1 KB for both). */
     unsigned char *smem = dynamic_smem();
-    smem += (1024u - (mma::smem_addr(smem) & 1023u)) & 1023u;
-    T *sQ = reinterpret_cast<T *>(smem);
-    T *sKV = sQ + L::Q_ELEMS;   /* stage s: K tile at sKV + s * STAGE_ELEMS, its V tile after it */
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const unsigned gap = (1024u - (mma::smem_addr(smem) & 1023u)) & 1023u;
+    T *sQ = reinterpret_cast<T *>(smem + gap);
+    unsigned char *bars = gap >= L::BARRIER_BYTES ? smem : smem + gap + 2u * (L::Q_ELEMS + STAGES * L::STAGE_ELEMS);
+    unsigned long long *k_full = reinterpret_cast<unsigned long long *>(bars);
+    unsigned long long *k_empty = k_full + STAGES, *v_full = k_empty + STAGES, *v_empty = v_full + STAGES;
+    T *sKV = sQ + L::Q_ELEMS;   /* slot s: K tile at sKV + s * STAGE_ELEMS, V tile after it */
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
     const int gq = lane >> 2, tq = lane & 3;
     const int W_ = a.sliding_window;
-    const mma::page_slot ps = mma::make_page_slot<BN, THREADS>(__ffs(a.page_size) - 1);
     const int ntiles = g.n1 + g.n2;
+    const mma::page_slot ps = mma::make_page_slot<BN, THREADS>(__ffs(a.page_size) - 1, tid);
 
-    mma::issue_q_tile<T, D, BM, THREADS, QT>(a, g, sQ);
-    /* The copies run AHEAD tiles ahead of the maths: one stage holds the tile being
-     * computed, one the previous tile's V (its P V runs during this tile's softmax), the
-     * rest the tiles in flight. Tile t lives in stage t % STAGES. Every tile issues one
-     * copy group, empty past the last tile, so "tile it has landed" is always "at most
-     * AHEAD - 1 groups in flight". Block-table entries are read a tile before the copies
-     * that use them. */
-    constexpr int AHEAD = L::STAGES - 2;
-    new_v_rows<T, D, BN, THREADS> new_v;
-    auto stage_of = [&](int t) { return sKV + (t % L::STAGES) * L::STAGE_ELEMS; };
-    auto issue_tile = [&](int t, int phys) {   /* returns the V stage when new_v holds its rows */
-        T *nK = stage_of(t);
-        T *pending_rows = nullptr;
-        if (t < ntiles) {
-            const bool ph1 = t < g.n1;
-            const int n0 = mma::tile_start<BN>(g, t);
-            mma::issue_k_tile<T, D, BN, THREADS, KT>(a, g, ph1, n0, nK, ps, phys);
-            if (ph1) {
-                mma::issue_v_tile<T, D, BN, THREADS, VT, VT>(a, g, true, n0, nK + L::K_ELEMS, ps, phys);
-            } else {
-                new_v.fetch(a, g, n0);
-                pending_rows = nK + L::K_ELEMS;
-            }
-        }
-        mma::cp_async_commit();
-        return pending_rows;
-    };
-    for (int t = 0; t < AHEAD; t++) {
-        T *rows = issue_tile(t, t < g.n1 ? mma::segment_page(a, g, ps, mma::tile_start<BN>(g, t)) : 0);
-        if (rows)
-            new_v.template store<VT>(rows);
+    if (tid < STAGES) {
+        bar_init(k_full + tid, THREADS);
+        bar_init(v_full + tid, THREADS);
+        bar_init(k_empty + tid, W);
+        bar_init(v_empty + tid, W);
     }
+    __syncthreads();   /* the barriers exist before anyone arrives */
+
+    /* The copies run AHEAD tiles ahead of the maths: a K slot holds the tile being
+     * computed, a V slot the previous tile's V (its P V runs during this tile's softmax),
+     * the others the tiles in flight. Block-table entries are read a tile before the
+     * copies that use them. */
+    constexpr int AHEAD = STAGES - 2;
+    auto k_slot = [&](int t) { return sKV + (t % STAGES) * L::STAGE_ELEMS; };
+    auto v_slot = [&](int t) { return k_slot(t) + L::K_ELEMS; };
+    auto issue_tile = [&](int t, int phys) {
+        const bool ph1 = t < g.n1;
+        const int n0 = mma::tile_start<BN>(g, t), slot = t % STAGES;
+        if (t >= STAGES)
+            bar_wait(k_empty + slot, t / STAGES - 1);
+        mma::issue_k_tile<T, D, BN, THREADS, KT>(a, g, ph1, n0, k_slot(t), ps, phys, tid);
+        bar_arrive_when_copied(k_full + slot);
+        if (t >= STAGES)
+            bar_wait(v_empty + slot, t / STAGES - 1);
+        mma::issue_v_tile<T, D, BN, THREADS, VT, KT>(a, g, ph1, n0, v_slot(t), ps, phys, tid);
+        bar_arrive_when_copied(v_full + slot);
+    };
+    mma::issue_q_tile<T, D, BM, THREADS, QT>(a, g, sQ);
+    mma::cp_async_commit();   /* the only committed group: the tiles' copies report to their barriers */
+    for (int t = 0; t < AHEAD && t < ntiles; t++)
+        issue_tile(t, t < g.n1 ? mma::segment_page(a, g, ps, mma::tile_start<BN>(g, t)) : 0);
     int phys_next = AHEAD < g.n1 ? mma::segment_page(a, g, ps, mma::tile_start<BN>(g, AHEAD)) : 0;
+    mma::cp_async_wait<0>();
+    fence_proxy_async();
+    __syncthreads();   /* Q landed */
 
     int row_tok[1][2];
     row_tok[0][0] = (g.m0 + warp * 16 + gq) / g.group;
@@ -242,36 +289,35 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     m_run[0][0] = m_run[0][1] = -__int_as_float(0x7f800000);
     l_run[0][0] = l_run[0][1] = 0.f;
     const float scale_log2 = a.sm_scale * 1.4426950408889634f;
-    const T *q_wg = sQ + (warp >> 2) * 64 * 64;   /* this warpgroup's 64 rows of each slab */
+    const T *q_wg = sQ + wg * 64 * 64;   /* this warpgroup's 64 rows of each slab */
 
-    /* Tiles overlap: P V of tile it - 1 is issued right after S of tile it and runs while
-     * tile it's softmax does; O is rescaled once it has landed. Tile 0 has no P V before
-     * it, so it is peeled off the loop: the wgmma groups in flight at every wait are then
-     * the same on every path (ptxas serialises wgmma where it cannot tell). */
     unsigned pa[BN / 16][4];   /* P of the tile whose P V is pending (T pairs) */
     float s[1][BN / 8][4];
-    T *sV = nullptr, *next_v = nullptr;
-    /* Wait for tile it, publish it, and start the copies of tile it + AHEAD (its V from the
-     * new tokens: loads into registers, stored by finish_tile). Sets sV and next_v; K's
-     * stage is sV - K_ELEMS. */
+    /* Wait for tile it's K and start the copies of tile it + AHEAD. */
     auto begin_tile = [&](int it) {
-        sV = stage_of(it) + L::K_ELEMS;
-        mma::cp_async_wait<AHEAD - 1>();
+        bar_wait(k_full + it % STAGES, it / STAGES);
+        fence_proxy_async();   /* the other threads' copies, seen by this thread's wgmma */
+        const int t = it + AHEAD;
+        if (t < ntiles)
+            issue_tile(t, phys_next);
+        if (t + 1 < g.n1)
+            phys_next = mma::segment_page(a, g, ps, mma::tile_start<BN>(g, t + 1));
+    };
+    /* This warp is done with a slot (the wgmma reading it was waited for). */
+    auto release = [&](unsigned long long *empty, int t) {
+        __syncwarp();
+        if (lane == 0)
+            bar_arrive(empty + t % STAGES);
+    };
+    /* Wait for tile t's V. */
+    auto await_v = [&](int t) {
+        bar_wait(v_full + t % STAGES, t / STAGES);
         fence_proxy_async();
-        __syncthreads();   /* tile it's K and V (tile 0: and Q) landed; every warp is done with the stage
-                              the next copies overwrite (tile it - 2's, whose P V was waited for) */
-        if (it < g.n1 && mma::zero_stale_v_slots<T, D, BN, THREADS, VT>(g, mma::tile_start<BN>(g, it), sV)) {
-            fence_proxy_async();
-            __syncthreads();
-        }
-        next_v = issue_tile(it + AHEAD, phys_next);
-        if (it + AHEAD + 1 < g.n1)
-            phys_next = mma::segment_page(a, g, ps, mma::tile_start<BN>(g, it + AHEAD + 1));
     };
     /* S = Q K^T: D / 16 steps along the dims, 16 dims = 32 bytes into the slab. The caller
      * commits. */
-    auto issue_s = [&]() {
-        const T *sK = sV - L::K_ELEMS;
+    auto issue_s = [&](int it) {
+        const T *sK = k_slot(it);
 #pragma unroll
         for (int j = 0; j < BN / 8; j++)
             s[0][j][0] = s[0][j][1] = s[0][j][2] = s[0][j][3] = 0.f;
@@ -292,8 +338,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
             mma::mask_scores<1, BN>(s, g, W_, ph1, n0, row_tok, tq);
         return mma::softmax_tile<1, BN>(s, m_run, l_run, alpha, scale_log2);
     };
-    /* O has landed: rescale it, keep P for its P V, store the new-token V of the tile
-     * issued AHEAD. */
+    /* O has landed: rescale it, keep P for its P V. */
     auto finish_tile = [&](const float (&alpha)[1][2], bool moved) {
         fence_accumulators(o[0]);
         mma::rescale_output<1, D>(o, alpha, moved);
@@ -304,37 +349,56 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
             pa[kt][2] = ppb_pack2<T>(s[0][2 * kt + 1][0], s[0][2 * kt + 1][1]);
             pa[kt][3] = ppb_pack2<T>(s[0][2 * kt + 1][2], s[0][2 * kt + 1][3]);
         }
-        if (next_v)   /* its stage is read by no one until that tile's barrier */
-            new_v.template store<VT>(next_v);
     };
 
+    /* Tiles overlap: P V of tile it - 1 is issued right after S of tile it and runs while
+     * tile it's softmax does; O is rescaled once it has landed. Tile 0 has no P V before
+     * it, so it is peeled off the loop: the wgmma groups in flight at every wait are then
+     * the same on every path (ptxas serialises wgmma where it cannot tell). For the same
+     * reason the P V variant is a compile-time choice: one loop while tile it - 1 is a
+     * context tile, one while it is a new-token tile (new_v: its V is token-major). */
+    auto step = [&](int it, auto new_v) {
+        float alpha[1][2];
+        begin_tile(it);
+        await_v(it - 1);
+        issue_s(it);
+        commit();
+        pv<T, D, BN, decltype(new_v)::value>(o, pa, v_slot(it - 1));
+        commit();
+        wait<1>();   /* S has landed (groups complete in order); P V still runs */
+        release(k_empty, it);
+        const bool moved = softmax(it, alpha);
+        wait<0>();   /* the previous tile's P V has landed in O */
+        release(v_empty, it - 1);
+        finish_tile(alpha, moved);
+    };
+    auto last_pv = [&](auto new_v) {
+        await_v(ntiles - 1);
+        fence_accumulators(o[0]);
+        fence_operands();
+        pv<T, D, BN, decltype(new_v)::value>(o, pa, v_slot(ntiles - 1));
+        commit();
+        wait<0>();
+        fence_accumulators(o[0]);
+    };
     if (ntiles > 0) {
         float alpha[1][2];
         begin_tile(0);
-        issue_s();
+        issue_s(0);
         commit();
         wait<0>();
+        release(k_empty, 0);
         finish_tile(alpha, softmax(0, alpha));
-        for (int it = 1; it < ntiles; it++) {
-            const T *pending_v = sV;
-            begin_tile(it);
-            issue_s();
-            commit();
-            pv<T, D, BN>(o, pa, pending_v);
-            commit();
-            wait<1>();   /* S has landed (groups complete in order); P V still runs */
-            const bool moved = softmax(it, alpha);
-            wait<0>();   /* the previous tile's P V has landed in O */
-            finish_tile(alpha, moved);
-        }
-        fence_accumulators(o[0]);
-        fence_operands();
-        pv<T, D, BN>(o, pa, sV);
-        commit();
-        wait<0>();
-        fence_accumulators(o[0]);
+        int it = 1;
+        for (; it < ntiles && it <= g.n1; it++)
+            step(it, flag<false>());
+        for (; it < ntiles; it++)
+            step(it, flag<true>());
+        if (g.n2 > 0)
+            last_pv(flag<true>());
+        else
+            last_pv(flag<false>());
     }
-    mma::cp_async_wait_all();
     mma::store_output<T, D, 1, 16>(a, g, o, l_run, row_tok, warp, lane);
 }
 
