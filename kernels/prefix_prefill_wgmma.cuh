@@ -105,13 +105,15 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 #define PPB_WGMMA_D_OPERANDS_N128                                                                                 \
     PPB_WGMMA_D_OPERANDS_N64, PPB_WGMMA_D4(8), PPB_WGMMA_D4(9), PPB_WGMMA_D4(10), PPB_WGMMA_D4(11),            \
         PPB_WGMMA_D4(12), PPB_WGMMA_D4(13), PPB_WGMMA_D4(14), PPB_WGMMA_D4(15)
-/* after the accumulators: SS: desc a, desc b, scale-d; RS: the four A registers, desc b */
+/* after the accumulators: SS: desc a, desc b, scale-d; RS: the four A registers, desc b, transpose b */
 #define PPB_WGMMA_SS_AB_N64 "%32, %33"
 #define PPB_WGMMA_SS_SCALE_N64 "%34"
 #define PPB_WGMMA_RS_AB_N64 "{%32, %33, %34, %35}, %36"
+#define PPB_WGMMA_RS_TRANS_N64 "%37"
 #define PPB_WGMMA_SS_AB_N128 "%64, %65"
 #define PPB_WGMMA_SS_SCALE_N128 "%66"
 #define PPB_WGMMA_RS_AB_N128 "{%64, %65, %66, %67}, %68"
+#define PPB_WGMMA_RS_TRANS_N128 "%69"
 
 template <typename T, int N>
 struct op;
@@ -128,23 +130,16 @@ struct op;
                          : PPB_WGMMA_D_OPERANDS_N##N                                                              \
                          : "l"(desc_a), "l"(desc_b), "r"(accumulate));                                            \
         }                                                                                                         \
-        /* d += A B, A from registers (m16k16 fragment layout per warp), B from shared memory */                 \
+        /* d += A B, A from registers (m16k16 fragment layout per warp), B from shared memory:                   \
+         * K-major, or MN_MAJOR (N contiguous, wgmma's transposed B) */                                          \
+        template <bool MN_MAJOR>                                                                                  \
         static __device__ __forceinline__ void rs(float (&d)[N / 8][4], unsigned a0, unsigned a1, unsigned a2,    \
                                                   unsigned a3, unsigned long long desc_b)                         \
         {                                                                                                         \
             asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX_TYPE "." PTX_TYPE " "              \
-                         PPB_WGMMA_D_N##N ", " PPB_WGMMA_RS_AB_N##N ", 1, 1, 1, 0;\n"                             \
+                         PPB_WGMMA_D_N##N ", " PPB_WGMMA_RS_AB_N##N ", 1, 1, 1, " PPB_WGMMA_RS_TRANS_N##N ";\n"   \
                          : PPB_WGMMA_D_OPERANDS_N##N                                                              \
-                         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b));                                      \
-        }                                                                                                         \
-        /* the same with B MN-major (N contiguous: the tile is B's transpose) */                                  \
-        static __device__ __forceinline__ void rs_mn(float (&d)[N / 8][4], unsigned a0, unsigned a1, unsigned a2, \
-                                                     unsigned a3, unsigned long long desc_b)                      \
-        {                                                                                                         \
-            asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX_TYPE "." PTX_TYPE " "              \
-                         PPB_WGMMA_D_N##N ", " PPB_WGMMA_RS_AB_N##N ", 1, 1, 1, 1;\n"                             \
-                         : PPB_WGMMA_D_OPERANDS_N##N                                                              \
-                         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b));                                      \
+                         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "n"(MN_MAJOR ? 1 : 0));               \
         }                                                                                                         \
     };
 PPB_DEFINE_WGMMA_OP(__nv_bfloat16, "bf16", 64)
@@ -162,14 +157,10 @@ template <typename T, int D, int BN, bool MN_MAJOR>
 __device__ __forceinline__ void pv(float (&o)[1][D / 8][4], const unsigned (&pa)[BN / 16][4], const T *sV)
 {
 #pragma unroll
-    for (int kt = 0; kt < BN / 16; kt++) {
-        if (MN_MAJOR)
-            op<T, D>::rs_mn(o[0], pa[kt][0], pa[kt][1], pa[kt][2], pa[kt][3],
-                            sw128_mn_desc(sV + kt * 16 * 64, 2u * BN * 64u));
-        else
-            op<T, D>::rs(o[0], pa[kt][0], pa[kt][1], pa[kt][2], pa[kt][3],
-                         sw128_desc(sV + (kt >> 2) * D * 64 + (kt & 3) * 16));
-    }
+    for (int kt = 0; kt < BN / 16; kt++)
+        op<T, D>::template rs<MN_MAJOR>(o[0], pa[kt][0], pa[kt][1], pa[kt][2], pa[kt][3],
+                                        MN_MAJOR ? sw128_mn_desc(sV + kt * 16 * 64, 2u * BN * 64u)
+                                                 : sw128_desc(sV + (kt >> 2) * D * 64 + (kt & 3) * 16));
 }
 
 /* Slot barriers (mbarrier objects in shared memory). K and V are two rings of STAGES
