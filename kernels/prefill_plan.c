@@ -55,8 +55,9 @@ unsigned ppb_prefill_smem_bytes(const ppb_prefill_config *cfg, int head_dim)
     if (cfg->use_mma == PPB_PREFILL_PATH_WGMMA) {
         if (!wgmma_rows_ok(cfg) || !wgmma_n_ok(cfg, d))
             return 0;   /* no wgmma layout */
-        /* Q [BM][D], 3 or 4 stages (prefill_plan.h) of K [BN][D] and V [D][BN], 2-byte
-         * elements, swizzled (no padding); 1 KB to align the start to 1024 B */
+        /* Q [BM][D], 3 or 4 stages (prefill_plan.h) of K [BN][D] and V [D][BN] (or
+         * [BN][D]), 2-byte elements, swizzled (no padding); 1 KB to align the start to
+         * 1024 B, which also holds the stages' barriers */
         const unsigned q = 2u * (unsigned)(bm * d), stage = 2u * (unsigned)(2 * bn * d);
         return q + (unsigned)ppb_prefill_wgmma_stages(bm, q, stage) * stage + 1024u;
     }

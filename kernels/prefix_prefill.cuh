@@ -62,10 +62,11 @@ struct mma_layout {
     static constexpr bool Q_IN_REGS = MT * (D / 4 + D / 2 + BN / 2) <= 160;
 };
 
-/* Hopper (wgmma) path: Q [BM][D], then 3 or 4 stages of K [BN][D] and V [D][BN]
- * (ppb_prefill_wgmma_stages of prefill_plan.h), unpadded and 128-byte swizzled
- * (prefix_prefill_wgmma.cuh), plus 1 KB to align the start to 1024 bytes; the stages'
- * barriers (BARRIER_BYTES) sit in that 1 KB, before the tiles or after them. */
+/* Hopper (wgmma) path: Q [BM][D], then 3 or 4 stages of a K slot [BN][D] and a V slot
+ * [D][BN] (a new-token V tile: [BN][D], the same size) (ppb_prefill_wgmma_stages of
+ * prefill_plan.h), unpadded and 128-byte swizzled (prefix_prefill_wgmma.cuh), plus 1 KB
+ * to align the start to 1024 bytes; the slots' barriers (BARRIER_BYTES) sit in that 1 KB,
+ * before the tiles or after them. */
 template <int D, int BM, int BN>
 struct wgmma_layout {
     static constexpr int Q_ELEMS = BM * D, K_ELEMS = BN * D, V_ELEMS = D * BN;
@@ -133,7 +134,6 @@ __device__ __forceinline__ bool cta_setup(const ppb_prefill_args &a, cta_geom &g
     return true;
 }
 
-/* Whether some key of the tile at n0 is invisible to some row of the CTA. */
 /* acc += a (x) b: the register-tile outer product of the SIMT path's two GEMMs. */
 template <int M, int N>
 __device__ __forceinline__ void outer_fma(float (&acc)[M][N], const float (&a)[M], const float (&b)[N])
@@ -145,6 +145,7 @@ __device__ __forceinline__ void outer_fma(float (&acc)[M][N], const float (&a)[M
             acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
 }
 
+/* Whether some key of the tile at n0 is invisible to some row of the CTA. */
 template <int BN>
 __device__ __forceinline__ bool tile_needs_mask(const cta_geom &g, int W, bool ph1, int n0)
 {
@@ -185,7 +186,8 @@ __device__ __forceinline__ unsigned smem_addr(const void *p)
     return (unsigned)__cvta_generic_to_shared(p);
 }
 
-/* 16-byte asynchronous copy global -> shared; !valid writes 16 zero bytes (src-size 0).
+/* 16-byte asynchronous copies global -> shared, zero-filled past what they read
+ * (cp_async16: all 16 bytes or, !valid, none).
  * cp_async16 bypasses L1 (.cg): Q and the new tokens' K/V. cp_async16_via_l1 (.ca) is
  * for the gathers from the paged cache: through L1 the 16-byte pieces of one line reach
  * L2 as one request. Bypassing L1, the goal case (q8192 ctx90112 32/4) sent L2 about one
@@ -270,14 +272,14 @@ struct page_slot {
 };
 
 template <int BN, int THREADS>
-__device__ __forceinline__ page_slot make_page_slot(int page_shift, int tid)
+__device__ __forceinline__ page_slot make_page_slot(int page_shift)
 {
     page_slot ps;
     ps.page_shift = page_shift;
     ps.seg_shift = min(page_shift, clog2(BN));
     ps.tpp_shift = clog2(THREADS) - (clog2(BN) - ps.seg_shift);   /* THREADS >= 32 >= BN / 8 >= NP */
-    ps.seg = tid >> ps.tpp_shift;
-    ps.lt = tid & ((1 << ps.tpp_shift) - 1);
+    ps.seg = (int)threadIdx.x >> ps.tpp_shift;
+    ps.lt = (int)threadIdx.x & ((1 << ps.tpp_shift) - 1);
     return ps;
 }
 
@@ -296,16 +298,14 @@ struct padded_tile {
     __device__ static __forceinline__ int at(int r, int c) { return r * STRIDE + c * 8; }
 };
 
-/* The tile copies below are issued by THREADS threads; tid is the caller's index among
- * them (0 .. THREADS - 1). */
-
 /* Phase 2 (the new tokens, from the contiguous k or v of [tokens][kvh][D]):
  * BN tokens land as rows of TILE, token-major, zero-filled past the query. */
 template <typename T, int D, int BN, int THREADS, class TILE>
 __device__ __forceinline__ void issue_new_tile(const ppb_prefill_args &a, const cta_geom &g, const T *src_base, int n0,
-                                               T *dst, int tid)
+                                               T *dst)
 {
     constexpr int CHUNKS = BN * D / 8, DC = D / 8, ITER = (CHUNKS + THREADS - 1) / THREADS;
+    const int tid = threadIdx.x;
 #pragma unroll 4
     for (int i = 0; i < ITER; i++) {
         const int c = tid + i * THREADS;
@@ -343,7 +343,7 @@ __device__ __forceinline__ void issue_q_tile(const ppb_prefill_args &a, const ct
 /* K tile (both phases) lands as rows of KT, token-major. phys: segment_page of this tile. */
 template <typename T, int D, int BN, int THREADS, class KT>
 __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0,
-                                             T *sK, const page_slot &ps, int phys, int tid)
+                                             T *sK, const page_slot &ps, int phys)
 {
     constexpr int CHUNKS = BN * D / 8, DC = D / 8, ITER = (CHUNKS + THREADS - 1) / THREADS;
     if (ph1) {
@@ -365,7 +365,7 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
             }
         }
     } else {
-        issue_new_tile<T, D, BN, THREADS, KT>(a, g, static_cast<const T *>(a.k), n0, sK, tid);
+        issue_new_tile<T, D, BN, THREADS, KT>(a, g, static_cast<const T *>(a.k), n0, sK);
     }
 }
 
@@ -375,7 +375,7 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
  * not), so the tile is usable as soon as it has landed. */
 template <typename T, int D, int BN, int THREADS, class VT1, class VT2>
 __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0,
-                                             T *sV, const page_slot &ps, int phys, int tid)
+                                             T *sV, const page_slot &ps, int phys)
 {
     constexpr int CHUNKS = BN * D / 8, ITER = (CHUNKS + THREADS - 1) / THREADS;
     if (ph1) {
@@ -398,7 +398,7 @@ __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const ct
             }
         }
     } else {
-        issue_new_tile<T, D, BN, THREADS, VT2>(a, g, static_cast<const T *>(a.v), n0, sV, tid);
+        issue_new_tile<T, D, BN, THREADS, VT2>(a, g, static_cast<const T *>(a.v), n0, sV);
     }
 }
 
@@ -573,7 +573,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int gq = lane >> 2, tq = lane & 3;
     const int W_ = a.sliding_window;
-    const page_slot ps = make_page_slot<BN, THREADS>(__ffs(a.page_size) - 1, tid);
+    const page_slot ps = make_page_slot<BN, THREADS>(__ffs(a.page_size) - 1);
     const int ntiles = g.n1 + g.n2;
 
     issue_q_tile<T, D, BM, THREADS, padded_tile<L::QS>>(a, g, sQ);
@@ -584,9 +584,9 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     if (ntiles > 0) {
         const bool ph1 = g.n1 > 0;
         const int n0 = tile_start<BN>(g, 0);
-        issue_k_tile<T, D, BN, THREADS, KT>(a, g, ph1, n0, sKV, ps, phys, tid);
+        issue_k_tile<T, D, BN, THREADS, KT>(a, g, ph1, n0, sKV, ps, phys);
         if (TWO_STAGES)
-            issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, ph1, n0, sKV + L::K_ELEMS, ps, phys, tid);
+            issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, ph1, n0, sKV + L::K_ELEMS, ps, phys);
     }
     cp_async_commit();
     if (TWO_STAGES && 1 < g.n1)
@@ -637,14 +637,14 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
                 const bool nph1 = it + 1 < g.n1;
                 const int nn0 = tile_start<BN>(g, it + 1);
                 T *nK = sKV + ((it + 1) & 1) * L::STAGE_ELEMS;
-                issue_k_tile<T, D, BN, THREADS, KT>(a, g, nph1, nn0, nK, ps, phys_next, tid);
-                issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, nph1, nn0, nK + L::K_ELEMS, ps, phys_next, tid);
+                issue_k_tile<T, D, BN, THREADS, KT>(a, g, nph1, nn0, nK, ps, phys_next);
+                issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, nph1, nn0, nK + L::K_ELEMS, ps, phys_next);
                 cp_async_commit();
             }
             if (it + 2 < g.n1)
                 phys_next = segment_page(a, g, ps, tile_start<BN>(g, it + 2));   /* used next tile */
         } else {
-            issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, ph1, n0, sV, ps, phys, tid);
+            issue_v_tile<T, D, BN, THREADS, VT1, VT2>(a, g, ph1, n0, sV, ps, phys);
             cp_async_commit();
             if (it + 1 < g.n1)
                 phys_next = segment_page(a, g, ps, n0 + BN);   /* used after S and softmax */
@@ -695,7 +695,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
             __syncthreads();   /* V tile landed; every warp is done with this K tile */
             if (it + 1 < ntiles) {
                 issue_k_tile<T, D, BN, THREADS, KT>(a, g, it + 1 < g.n1, tile_start<BN>(g, it + 1), sK, ps,
-                                                       phys_next, tid);
+                                                       phys_next);
                 cp_async_commit();
             }
             phys = phys_next;

@@ -148,7 +148,6 @@ PPB_DEFINE_WGMMA_OP(__half, "f16", 64)
 PPB_DEFINE_WGMMA_OP(__half, "f16", 128)
 #undef PPB_DEFINE_WGMMA_OP
 
-
 /* Issue O += P V for one tile: BN / 16 steps along the keys, P from registers. V from the
  * tile's d-major slot (a context tile: the cache's page layout, 16 keys = 32 bytes into
  * the slab) or, MN_MAJOR, its token-major slot (a new-token tile, copied as it is: 16
@@ -223,7 +222,8 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     unsigned char *smem = dynamic_smem();
     const unsigned gap = (1024u - (mma::smem_addr(smem) & 1023u)) & 1023u;
     T *sQ = reinterpret_cast<T *>(smem + gap);
-    unsigned char *bars = gap >= L::BARRIER_BYTES ? smem : smem + gap + 2u * (L::Q_ELEMS + STAGES * L::STAGE_ELEMS);
+    unsigned char *bars =
+        gap >= L::BARRIER_BYTES ? smem : smem + gap + 2u * (L::Q_ELEMS + STAGES * L::STAGE_ELEMS);
     unsigned long long *k_full = reinterpret_cast<unsigned long long *>(bars);
     unsigned long long *k_empty = k_full + STAGES, *v_full = k_empty + STAGES, *v_empty = v_full + STAGES;
     T *sKV = sQ + L::Q_ELEMS;   /* slot s: K tile at sKV + s * STAGE_ELEMS, V tile after it */
@@ -231,7 +231,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     const int gq = lane >> 2, tq = lane & 3;
     const int W_ = a.sliding_window;
     const int ntiles = g.n1 + g.n2;
-    const mma::page_slot ps = mma::make_page_slot<BN, THREADS>(__ffs(a.page_size) - 1, tid);
+    const mma::page_slot ps = mma::make_page_slot<BN, THREADS>(__ffs(a.page_size) - 1);
 
     if (tid < STAGES) {
         bar_init(k_full + tid, THREADS);
@@ -253,11 +253,11 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
         const int n0 = mma::tile_start<BN>(g, t), slot = t % STAGES;
         if (t >= STAGES)
             bar_wait(k_empty + slot, t / STAGES - 1);
-        mma::issue_k_tile<T, D, BN, THREADS, KT>(a, g, ph1, n0, k_slot(t), ps, phys, tid);
+        mma::issue_k_tile<T, D, BN, THREADS, KT>(a, g, ph1, n0, k_slot(t), ps, phys);
         bar_arrive_when_copied(k_full + slot);
         if (t >= STAGES)
             bar_wait(v_empty + slot, t / STAGES - 1);
-        mma::issue_v_tile<T, D, BN, THREADS, VT, KT>(a, g, ph1, n0, v_slot(t), ps, phys, tid);
+        mma::issue_v_tile<T, D, BN, THREADS, VT, KT>(a, g, ph1, n0, v_slot(t), ps, phys);
         bar_arrive_when_copied(v_full + slot);
     };
     mma::issue_q_tile<T, D, BM, THREADS, QT>(a, g, sQ);
@@ -363,33 +363,30 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
         release(v_empty, it - 1);
         finish_tile(alpha, moved);
     };
-    auto last_pv = [&](auto new_v) {
+    auto last_pv = [&]() {   /* of the last tile, a new-token tile (below) */
         await_v(ntiles - 1);
         fence_accumulators(o[0]);
         fence_operands();
-        pv<T, D, BN, decltype(new_v)::value>(o, pa, v_slot(ntiles - 1));
+        pv<T, D, BN, true>(o, pa, v_slot(ntiles - 1));
         commit();
         wait<0>();
         fence_accumulators(o[0]);
     };
-    if (ntiles > 0) {
-        float alpha[1][2];
-        begin_tile(0);
-        issue_s(0);
-        commit();
-        wait<0>();
-        release(k_empty, 0);
-        finish_tile(alpha, softmax(0, alpha));
-        int it = 1;
-        for (; it < ntiles && it <= g.n1; it++)
-            step(it, flag<false>());
-        for (; it < ntiles; it++)
-            step(it, flag<true>());
-        if (g.n2 > 0)
-            last_pv(flag<true>());
-        else
-            last_pv(flag<false>());
-    }
+    /* Every CTA has a new-token tile (its rows see their own tokens: cta_setup's n2 >= 1),
+     * and it comes last. */
+    float alpha[1][2];
+    begin_tile(0);
+    issue_s(0);
+    commit();
+    wait<0>();
+    release(k_empty, 0);
+    finish_tile(alpha, softmax(0, alpha));
+    int it = 1;
+    for (; it <= g.n1; it++)
+        step(it, flag<false>());
+    for (; it < ntiles; it++)
+        step(it, flag<true>());
+    last_pv();
     mma::store_output<T, D, 1, 16>(a, g, o, l_run, row_tok, warp, lane);
 }
 
