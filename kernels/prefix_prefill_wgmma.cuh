@@ -26,8 +26,9 @@
  *    __syncthreads it replaces (with the token-major V): 128/128/8 at q8192 ctx90112
  *    32/4 343 -> 388 TFLOP/s, at ctx 0 252 -> 394 (tests/gpu/test_prefill_kernel
  *    --bench; docs/results/h200-2026-12-02-wgmma-barriers.txt). Two warpgroups taking
- *    turns (FlashAttention-3's ping-pong) and each copying one of K and V were 12-14%
- *    slower with a context there, so both copy both and neither waits for the other.
+ *    turns (FlashAttention-3's ping-pong), each copying one of K and V, were 12-14%
+ *    slower there (split copies alone 4%), so both copy both and neither waits for the
+ *    other.
  *  - cp.async writes through the generic proxy and wgmma reads through the async one:
  *    a thread fences (fence.proxy.async) after each wait for a tile, before its wgmma.
  * Masking, the online softmax and the output are mma::'s (one definition). */
@@ -165,8 +166,8 @@ __device__ __forceinline__ void pv(float (&o)[1][D / 8][4], const unsigned (&pa)
 /* Slot barriers (mbarrier objects in shared memory). K and V are two rings of STAGES
  * slots, tile t in slot t % STAGES of each. A slot's "full" barrier completes when its
  * tile has landed: every thread copies part of it and arrives once its copies have
- * (cp.async's own arrival). Its "empty" barrier completes when every warp is done with the tile (lane 0
- * of each warp arrives): K once S has landed, V once P V has. Waits name a phase by its
+ * (cp.async's own arrival). Its "empty" barrier completes when every warp is done with
+ * the tile (lane 0 of each warp arrives): K once S has landed, V once P V has. Waits name a phase by its
  * parity: tile t is phase t / STAGES of its slot, and no barrier gets two phases ahead
  * of a waiter (a slot is refilled only once every warp has read it, and read only once
  * filled). */
