@@ -74,6 +74,8 @@ struct wgmma_layout {
     static constexpr int STAGES = ppb_prefill_wgmma_stages(BM, 2u * Q_ELEMS, 2u * STAGE_ELEMS);
     static constexpr unsigned SMEM_BYTES = 2u * (Q_ELEMS + STAGES * STAGE_ELEMS) + 1024u;
     static constexpr unsigned BARRIER_BYTES = 4u * 8u * STAGES;   /* K, V x full, empty */
+    /* before the tiles when the alignment gap is at least BARRIER_BYTES, else after them */
+    static_assert(2u * BARRIER_BYTES <= 1024u, "the barriers fit the alignment KB either way");
 };
 
 /* Portable path: Q^T [D][BM], one K^T [D][BN] / V [BN][D] buffer, P [BM][BN+2] in the
