@@ -166,7 +166,6 @@ int ppb_prefill_plan(const ppb_prefill_config *cfg, const ppb_prefill_args *args
     if (!cfg || !args || !plan)
         return refuse(reason, reason_len, "no config, arguments or plan given");
     const int bm = cfg->block_m, w = cfg->num_warps;
-    const int ws = cfg->use_mma ? 32 : cfg->warp_size;
 
     if (check_knobs(cfg, head_dim, dtype, reason, reason_len))
         return -1;
@@ -197,9 +196,9 @@ int ppb_prefill_plan(const ppb_prefill_config *cfg, const ppb_prefill_args *args
     plan->grid[0] = (unsigned)args->num_kv_heads;
     plan->grid[1] = (unsigned)args->batch;
     plan->grid[2] = (unsigned)tiles;
-    plan->block[0] = (unsigned)(w * ws);
+    plan->dynamic_smem = ppb_prefill_smem_bytes(cfg, head_dim);
+    plan->block[0] = (unsigned)ppb_prefill_block_threads(w, cfg->use_mma, cfg->warp_size, plan->dynamic_smem);
     plan->block[1] = 1;
     plan->block[2] = 1;
-    plan->dynamic_smem = ppb_prefill_smem_bytes(cfg, head_dim);
     return 0;
 }

@@ -70,6 +70,7 @@ typedef struct ppb_prefill_config {
 #endif
 #define PPB_PREFILL_WGMMA_SMEM_LIMIT 232448u
 
+
 /* The rule itself, the one definition: K/V stages (1 or 2) of the tensor-core layout for
  * a CTA of num_warps warps whose Q tile takes q_bytes and one K + V stage stage_bytes.
  * A constant expression in C++ (the kernel's mma_layout sizes its shared memory with it)
@@ -102,6 +103,28 @@ static inline PPB_PLAN_CONSTEXPR PPB_PLAN_HD int ppb_prefill_wgmma_stages(int bl
                    q_bytes + 4u * stage_bytes + 1024u <= PPB_PREFILL_WGMMA_SMEM_LIMIT
                ? 4
                : 3;
+}
+
+/* wgmma path: a 64-row CTA whose shared memory keeps it alone on its SM gets a producer
+ * warpgroup (4 warps before the compute warps) that issues every copy, so its one compute
+ * warpgroup only waits for data. H200, 64/128/4 with against without (kernel bench):
+ * q8192 ctx90112 32/4 181 -> 207 TFLOP/s, ctx 0 131 -> 245, q512 ctx16384 8/1 86 -> 98.
+ * A CTA that shares its SM (64/64/4: two per SM) would lose its neighbour to the extra
+ * registers; 128-row CTAs ran 11% slower with a producer warpgroup (setmaxnreg 24/240)
+ * and 71% slower with a producer warp (docs/results/h200-2026-12-02-producer.txt). */
+static inline PPB_PLAN_CONSTEXPR PPB_PLAN_HD int ppb_prefill_wgmma_producer_warps(int num_warps, unsigned smem_bytes)
+{
+    return num_warps == 4 && smem_bytes > PPB_PREFILL_TWO_STAGE_SMEM_LIMIT ? 4 : 0;
+}
+
+/* Threads of a CTA of num_warps (compute) warps on a path, for a kernel compiled with
+ * warp size warp_size (the portable path's; the others need 32). */
+static inline PPB_PLAN_CONSTEXPR PPB_PLAN_HD int ppb_prefill_block_threads(int num_warps, int path, int warp_size,
+                                                                           unsigned smem_bytes)
+{
+    return path == PPB_PREFILL_PATH_WGMMA  ? (num_warps + ppb_prefill_wgmma_producer_warps(num_warps, smem_bytes)) * 32
+           : path == PPB_PREFILL_PATH_MMA ? num_warps * 32
+                                          : num_warps * warp_size;
 }
 
 /* max_smem_optin: bytes the launcher may opt into (device or target limit, whichever is

@@ -73,7 +73,7 @@ struct wgmma_layout {
     static constexpr int STAGE_ELEMS = K_ELEMS + V_ELEMS;
     static constexpr int STAGES = ppb_prefill_wgmma_stages(BM, 2u * Q_ELEMS, 2u * STAGE_ELEMS);
     static constexpr unsigned SMEM_BYTES = 2u * (Q_ELEMS + STAGES * STAGE_ELEMS) + 1024u;
-    static constexpr unsigned BARRIER_BYTES = 4u * 8u * STAGES;   /* K, V x full, empty */
+    static constexpr unsigned BARRIER_BYTES = 8u * (4u * STAGES + 1u);   /* K, V x full, empty; Q full */
     /* before the tiles when the alignment gap is at least BARRIER_BYTES, else after them */
     static_assert(2u * BARRIER_BYTES <= 1024u, "the barriers fit the alignment KB either way");
 };
@@ -342,8 +342,10 @@ __device__ __forceinline__ void issue_q_tile(const ppb_prefill_args &a, const ct
     }
 }
 
-/* K tile (both phases) lands as rows of KT, token-major. phys: segment_page of this tile. */
-template <typename T, int D, int BN, int THREADS, class KT>
+/* K tile (both phases) lands as rows of KT, token-major. phys: segment_page of this tile.
+ * UNROLL: context copies whose addresses a thread computes together before issuing them
+ * (all of them by default). */
+template <typename T, int D, int BN, int THREADS, class KT, int UNROLL = (BN * D / 8 + THREADS - 1) / THREADS>
 __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0,
                                              T *sK, const page_slot &ps, int phys)
 {
@@ -356,7 +358,7 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
         const T *base = kc + ((((size_t)phys * a.num_kv_heads + g.kvh) * DC) << ps.page_shift) * 8 +
                         (size_t)(seg_tok & ((1 << ps.page_shift) - 1)) * 8;
         const int row0 = ps.seg << ps.seg_shift;
-#pragma unroll
+#pragma unroll UNROLL
         for (int j = 0; j < ITER; j++) {
             const int cc = ps.lt + (j << ps.tpp_shift);
             if (CHUNKS % THREADS == 0 || cc < cpp) {
@@ -375,7 +377,8 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
  * phase 2 as rows of VT2 (token-major). The chunk holding the context's last token also
  * holds up to 7 stale slots of its page: they land as zeros (P is 0 there, but 0 * NaN is
  * not), so the tile is usable as soon as it has landed. */
-template <typename T, int D, int BN, int THREADS, class VT1, class VT2>
+template <typename T, int D, int BN, int THREADS, class VT1, class VT2,
+          int UNROLL = (BN * D / 8 + THREADS - 1) / THREADS>
 __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0,
                                              T *sV, const page_slot &ps, int phys)
 {
@@ -389,7 +392,7 @@ __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const ct
         const T *base = vc + ((((size_t)phys * a.num_kv_heads + g.kvh) * D) << ps.page_shift) +
                         (seg_tok & ((1 << ps.page_shift) - 1));
         const int chunk0 = (ps.seg << ps.seg_shift) >> 3;   /* segments hold whole chunks: seg >= 8 tokens */
-#pragma unroll
+#pragma unroll UNROLL
         for (int j = 0; j < ITER; j++) {
             const int cc = ps.lt + (j << ps.tpp_shift);
             if (CHUNKS % THREADS == 0 || cc < cpp) {
@@ -995,7 +998,9 @@ __device__ __forceinline__ void dispatch(const ppb_prefill_args &a, path_tag<PPB
 } /* namespace ppb_prefill */
 
 template <typename T, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS, int PATH>
-__global__ void __launch_bounds__(NUM_WARPS *(PATH != PPB_PREFILL_PATH_SIMT ? 32 : PPB_WARP_SIZE))
+__global__ void __launch_bounds__(
+    ppb_prefill_block_threads(NUM_WARPS, PATH, PPB_WARP_SIZE,
+                              ppb_prefill::wgmma_layout<HEAD_DIM, BLOCK_M, BLOCK_N>::SMEM_BYTES))
     prefix_prefill_kernel(ppb_prefill_args a)
 {
     ppb_prefill::dispatch<T, HEAD_DIM, BLOCK_M, BLOCK_N, NUM_WARPS>(a, ppb_prefill::path_tag<PATH>());

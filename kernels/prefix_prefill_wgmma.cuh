@@ -19,7 +19,12 @@
  *    layout, as with mma.sync) and V from shared memory.
  *  - Tiles overlap: P V of tile i is issued right after S of tile i + 1 and runs during
  *    its softmax, so tile i's V keeps its slot a tile longer: 3 or 4 slots
- *    (ppb_prefill_wgmma_stages, prefill_plan.h), copies STAGES - 2 tiles ahead.
+ *    (ppb_prefill_wgmma_stages, prefill_plan.h), copies STAGES - 2 tiles ahead. O is
+ *    rescaled while S runs, just before the P V that adds to it (FlashAttention-3's order):
+ *    128/128/8 went from 254 to 209 registers at the same speed (+2% at q512 ctx16384).
+ *  - A 64-row CTA alone on its SM has a producer warpgroup (threads 0-127) that issues
+ *    every copy and runs as far ahead as the slots let it; the compute warpgroup after it
+ *    only waits for data (prefill_plan.h says when, and what it gained).
  *  - No block-wide barrier per tile: every slot has mbarriers that say when its tile has
  *    landed (cp.async arrives by itself) and when every warp is done with it, K and V
  *    apart, so a warp waits only for the data it reads next. H200, against the per-tile
@@ -165,7 +170,7 @@ __device__ __forceinline__ void pv(float (&o)[1][D / 8][4], const unsigned (&pa)
 
 /* Slot barriers (mbarrier objects in shared memory). K and V are two rings of STAGES
  * slots, tile t in slot t % STAGES of each. A slot's "full" barrier completes when its
- * tile has landed: every thread copies part of it and arrives once its copies have
+ * tile has landed: every copying thread arrives once its part of it has
  * (cp.async's own arrival). Its "empty" barrier completes when every warp is done with
  * the tile (lane 0 of each warp arrives): K once S has landed, V once P V has. Waits name a phase by its
  * parity: tile t is phase t / STAGES of its slot, and no barrier gets two phases ahead
@@ -213,8 +218,18 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     using QT = sw128_tile<BM>;
     using KT = sw128_tile<BN>;   /* also a new-token V tile (token-major, read MN-major) */
     using VT = sw128_tile<D>;    /* a context V tile: d-major, the page layout */
-    constexpr int THREADS = W * 32, STAGES = L::STAGES;
+    constexpr int STAGES = L::STAGES;
+    /* PRODUCERS threads (a producer warpgroup, prefill_plan.h) copy and the W warps after
+     * them compute; without a producer every thread does both. */
+    constexpr int PRODUCERS = ppb_prefill_wgmma_producer_warps(W, L::SMEM_BYTES) * 32;
+    constexpr int COPIERS = PRODUCERS > 0 ? PRODUCERS : W * 32;
+    /* A producer's copies go two at a time: it shares the kernel's register allocation,
+     * and with all 16 of a tile's addresses live 64/128/4 took 255 registers and spilled
+     * (219 without spills two at a time, the build measured in prefill_plan.h). */
+    constexpr int COPY_UNROLL = PRODUCERS > 0 ? 2 : (BN * D / 8) / COPIERS;
 
+    if (blockDim.x != PRODUCERS + W * 32)
+        ppb_trap();   /* the barriers count on these threads: a plan from another build */
     cta_geom g;
     if (!cta_setup<BM, BN>(a, g))
         return;
@@ -227,48 +242,76 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
         gap >= L::BARRIER_BYTES ? smem : smem + gap + 2u * (L::Q_ELEMS + STAGES * L::STAGE_ELEMS);
     unsigned long long *k_full = reinterpret_cast<unsigned long long *>(bars);
     unsigned long long *k_empty = k_full + STAGES, *v_full = k_empty + STAGES, *v_empty = v_full + STAGES;
+    unsigned long long *q_full = v_empty + STAGES;
     T *sKV = sQ + L::Q_ELEMS;   /* slot s: K tile at sKV + s * STAGE_ELEMS, V tile after it */
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
-    const int gq = lane >> 2, tq = lane & 3;
-    const int W_ = a.sliding_window;
     const int ntiles = g.n1 + g.n2;
-    const mma::page_slot ps = mma::make_page_slot<BN, THREADS>(__ffs(a.page_size) - 1);
 
-    if (tid < STAGES) {
-        bar_init(k_full + tid, THREADS);
-        bar_init(v_full + tid, THREADS);
-        bar_init(k_empty + tid, W);
-        bar_init(v_empty + tid, W);
+    if (threadIdx.x < STAGES) {
+        bar_init(k_full + threadIdx.x, COPIERS);
+        bar_init(v_full + threadIdx.x, COPIERS);
+        bar_init(k_empty + threadIdx.x, W);
+        bar_init(v_empty + threadIdx.x, W);
     }
+    if (threadIdx.x == 0)
+        bar_init(q_full, COPIERS);
     __syncthreads();   /* the barriers exist before anyone arrives */
 
-    /* The copies run AHEAD tiles ahead of the maths: a K slot holds the tile being
-     * computed, a V slot the previous tile's V (its P V runs during this tile's softmax),
-     * the others the tiles in flight. Block-table entries are read a tile before the
-     * copies that use them. */
-    constexpr int AHEAD = STAGES - 2;
     auto k_slot = [&](int t) { return sKV + (t % STAGES) * L::STAGE_ELEMS; };
     auto v_slot = [&](int t) { return k_slot(t) + L::K_ELEMS; };
-    auto issue_tile = [&](int t, int phys) {
+    /* Copy tile t into its slots once every warp is done with their previous tiles. phys:
+     * this thread's block-table entry for the tile (mma::segment_page). */
+    auto issue_tile = [&](const mma::page_slot &ps, int t, int phys) {
         const bool ph1 = t < g.n1;
         const int n0 = mma::tile_start<BN>(g, t), slot = t % STAGES;
         if (t >= STAGES)
             bar_wait(k_empty + slot, t / STAGES - 1);
-        mma::issue_k_tile<T, D, BN, THREADS, KT>(a, g, ph1, n0, k_slot(t), ps, phys);
+        mma::issue_k_tile<T, D, BN, COPIERS, KT, COPY_UNROLL>(a, g, ph1, n0, k_slot(t), ps, phys);
         bar_arrive_when_copied(k_full + slot);
         if (t >= STAGES)
             bar_wait(v_empty + slot, t / STAGES - 1);
-        mma::issue_v_tile<T, D, BN, THREADS, VT, KT>(a, g, ph1, n0, v_slot(t), ps, phys);
+        mma::issue_v_tile<T, D, BN, COPIERS, VT, KT, COPY_UNROLL>(a, g, ph1, n0, v_slot(t), ps, phys);
         bar_arrive_when_copied(v_full + slot);
     };
-    mma::issue_q_tile<T, D, BM, THREADS, QT>(a, g, sQ);
-    mma::cp_async_commit();   /* the only committed group: the tiles' copies report to their barriers */
-    for (int t = 0; t < AHEAD && t < ntiles; t++)
-        issue_tile(t, t < g.n1 ? mma::segment_page(a, g, ps, mma::tile_start<BN>(g, t)) : 0);
-    int phys_next = AHEAD < g.n1 ? mma::segment_page(a, g, ps, mma::tile_start<BN>(g, AHEAD)) : 0;
-    mma::cp_async_wait<0>();
+    auto issue_q = [&]() {
+        mma::issue_q_tile<T, D, BM, COPIERS, QT>(a, g, sQ);
+        bar_arrive_when_copied(q_full);
+    };
+    auto tile_page = [&](const mma::page_slot &ps, int t) {
+        return t < g.n1 ? mma::segment_page(a, g, ps, mma::tile_start<BN>(g, t)) : 0;
+    };
+
+    /* Without a producer the copies run AHEAD tiles ahead of the maths: a K slot holds the
+     * tile being computed, a V slot the previous tile's V (its P V runs during this tile's
+     * softmax), the others the tiles in flight; block-table entries are read a tile before
+     * the copies that use them. A producer runs as far ahead as the slots let it. */
+    constexpr int AHEAD = STAGES - 2;
+    int phys_next = 0;
+    mma::page_slot ps{};
+    if constexpr (PRODUCERS > 0) {
+        if (threadIdx.x < PRODUCERS) {
+            const mma::page_slot pps = mma::make_page_slot<BN, COPIERS>(__ffs(a.page_size) - 1);
+            issue_q();
+            int phys = tile_page(pps, 0);
+            for (int t = 0; t < ntiles; t++) {
+                const int next = tile_page(pps, t + 1);
+                issue_tile(pps, t, phys);
+                phys = next;
+            }
+            mma::cp_async_wait_all();   /* no thread leaves with copies in flight */
+            return;
+        }
+    } else {
+        ps = mma::make_page_slot<BN, COPIERS>(__ffs(a.page_size) - 1);
+        issue_q();
+        for (int t = 0; t < AHEAD && t < ntiles; t++)
+            issue_tile(ps, t, tile_page(ps, t));
+        phys_next = tile_page(ps, AHEAD);
+    }
+    const int tid = threadIdx.x - PRODUCERS, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
+    const int gq = lane >> 2, tq = lane & 3;
+    const int W_ = a.sliding_window;
+    bar_wait(q_full, 0);
     fence_proxy_async();
-    __syncthreads();   /* Q landed */
 
     int row_tok[1][2];
     row_tok[0][0] = (g.m0 + warp * 16 + gq) / g.group;
@@ -285,15 +328,18 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
 
     unsigned pa[BN / 16][4];   /* P of the tile whose P V is pending (T pairs) */
     float s[1][BN / 8][4];
-    /* Wait for tile it's K and start the copies of tile it + AHEAD. */
+    float alpha[1][2];         /* O's rescale for the tile whose P is in pa */
+    bool moved = false;        /* whether any row's max moved (else alpha is 1) */
+    /* Wait for tile it's K (without a producer: and start the copies of tile it + AHEAD). */
     auto begin_tile = [&](int it) {
         bar_wait(k_full + it % STAGES, it / STAGES);
         fence_proxy_async();   /* the other threads' copies, seen by this thread's wgmma */
-        const int t = it + AHEAD;
-        if (t < ntiles)
-            issue_tile(t, phys_next);
-        if (t + 1 < g.n1)
-            phys_next = mma::segment_page(a, g, ps, mma::tile_start<BN>(g, t + 1));
+        if constexpr (PRODUCERS == 0) {
+            const int t = it + AHEAD;
+            if (t < ntiles)
+                issue_tile(ps, t, phys_next);
+            phys_next = tile_page(ps, t + 1);
+        }
     };
     /* This warp is done with a slot (the wgmma reading it was waited for). */
     auto release = [&](unsigned long long *empty, int t) {
@@ -321,19 +367,22 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
             op<T, BN>::ss(s[0], sw128_desc(q_wg + (kk >> 2) * BM * 64 + (kk & 3) * 16),
                           sw128_desc(sK + (kk >> 2) * BN * 64 + (kk & 3) * 16), kk > 0);
     };
-    /* Mask and softmax of S (landed), giving alpha; the caller rescales O. */
-    auto softmax = [&](int it, float (&alpha)[1][2]) {
+    /* Mask and softmax of S (landed): alpha and moved for O's rescale. */
+    auto softmax = [&](int it) {
         fence_accumulators(s[0]);
         const bool ph1 = it < g.n1;
         const int n0 = mma::tile_start<BN>(g, it);
         if (tile_needs_mask<BN>(g, W_, ph1, n0))
             mma::mask_scores<1, BN>(s, g, W_, ph1, n0, row_tok, tq);
-        return mma::softmax_tile<1, BN>(s, m_run, l_run, alpha, scale_log2);
+        moved = mma::softmax_tile<1, BN>(s, m_run, l_run, alpha, scale_log2);
     };
-    /* O has landed: rescale it, keep P for its P V. */
-    auto finish_tile = [&](const float (&alpha)[1][2], bool moved) {
+    /* Rescale O (every P V before the pending one has landed in it). */
+    auto rescale = [&]() {
         fence_accumulators(o[0]);
         mma::rescale_output<1, D>(o, alpha, moved);
+    };
+    /* Keep P (S after the softmax) for its P V, once the P V before it has landed. */
+    auto keep_p = [&]() {
 #pragma unroll
         for (int kt = 0; kt < BN / 16; kt++) {
             pa[kt][0] = ppb_pack2<T>(s[0][2 * kt][0], s[0][2 * kt][1]);
@@ -342,52 +391,54 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
             pa[kt][3] = ppb_pack2<T>(s[0][2 * kt + 1][2], s[0][2 * kt + 1][3]);
         }
     };
+    /* O += P V of tile t, O rescaled first by the softmax of tile t. The caller commits. */
+    auto issue_pv = [&](int t, auto new_v) {
+        rescale();
+        fence_accumulators(o[0]);
+        fence_operands();
+        pv<T, D, BN, decltype(new_v)::value>(o, pa, v_slot(t));
+    };
 
     /* Tiles overlap: P V of tile it - 1 is issued right after S of tile it and runs while
-     * tile it's softmax does; O is rescaled once it has landed. Tile 0 has no P V before
-     * it, so it is peeled off the loop: the wgmma groups in flight at every wait are then
-     * the same on every path (ptxas serialises wgmma where it cannot tell). For the same
-     * reason the P V variant is a compile-time choice: one loop while tile it - 1 is a
-     * context tile, one while it is a new-token tile (new_v: its V is token-major). */
+     * tile it's softmax does; O is rescaled while S runs, just before the P V that adds to
+     * it. Tile 0 has no P V before it, so it is peeled off the
+     * loop: the wgmma groups in flight at every wait are then the same on every path
+     * (ptxas serialises wgmma where it cannot tell). For the same reason the P V variant
+     * is a compile-time choice: one loop while tile it - 1 is a context tile, one while it
+     * is a new-token tile (new_v: its V is token-major). */
     auto step = [&](int it, auto new_v) {
-        float alpha[1][2];
         begin_tile(it);
         await_v(it - 1);
         issue_s(it);
         commit();
-        pv<T, D, BN, decltype(new_v)::value>(o, pa, v_slot(it - 1));
+        issue_pv(it - 1, new_v);
         commit();
         wait<1>();   /* S has landed (groups complete in order); P V still runs */
         release(k_empty, it);
-        const bool moved = softmax(it, alpha);
+        softmax(it);
         wait<0>();   /* the previous tile's P V has landed in O */
         release(v_empty, it - 1);
-        finish_tile(alpha, moved);
-    };
-    auto last_pv = [&]() {   /* of the last tile, a new-token tile (below) */
-        await_v(ntiles - 1);
-        fence_accumulators(o[0]);
-        fence_operands();
-        pv<T, D, BN, true>(o, pa, v_slot(ntiles - 1));
-        commit();
-        wait<0>();
-        fence_accumulators(o[0]);
+        keep_p();
     };
     /* Every CTA has a new-token tile (its rows see their own tokens: cta_setup's n2 >= 1),
      * and it comes last. */
-    float alpha[1][2];
     begin_tile(0);
     issue_s(0);
     commit();
     wait<0>();
     release(k_empty, 0);
-    finish_tile(alpha, softmax(0, alpha));
+    softmax(0);
+    keep_p();
     int it = 1;
     for (; it <= g.n1; it++)
         step(it, flag<false>());
     for (; it < ntiles; it++)
         step(it, flag<true>());
-    last_pv();
+    await_v(ntiles - 1);
+    issue_pv(ntiles - 1, flag<true>());
+    commit();
+    wait<0>();
+    fence_accumulators(o[0]);
     mma::store_output<T, D, 1, 16>(a, g, o, l_run, row_tok, warp, lane);
 }
 

@@ -401,6 +401,16 @@ static shape make_shape(const char *name, std::vector<int> ql, std::vector<int> 
 }
 
 /* ---- plan checks that need no GPU -------------------------------------------------------- */
+
+/* The plan's block: NUM_WARPS warps of the path's width, on the wgmma path plus a producer
+ * warpgroup where the CTA has its SM to itself (exact counts: tests/unit/kernels/
+ * test_prefill_plan.c; the kernel traps on any other block). */
+static bool block_threads_ok(const ppb_prefill_config &cfg, unsigned threads)
+{
+    const unsigned compute = (unsigned)(cfg.num_warps * (cfg.use_mma ? 32 : cfg.warp_size));
+    return threads == compute || (cfg.use_mma == PPB_PREFILL_PATH_WGMMA && threads == compute + 128);
+}
+
 static void check_plan_refusals()
 {
     ppb_prefill_args a;
@@ -451,7 +461,7 @@ static void check_plan_refusals()
             printf("  refused as expected: %s\n", reason);
         if (rc == 0 && (pl.grid[0] != 2 || pl.grid[1] != 1 ||
                         pl.grid[2] != (unsigned)((100 * 4 + c.cfg.block_m - 1) / c.cfg.block_m) ||
-                        pl.block[0] != (unsigned)(c.cfg.num_warps * (c.cfg.use_mma ? 32 : c.cfg.warp_size))))
+                        !block_threads_ok(c.cfg, pl.block[0])))
             FAIL("plan grid/block wrong for BM%d", c.cfg.block_m);
     }
 }

@@ -119,6 +119,14 @@ static void test_refusals_say_why(void **state)
     assert_int_equal(plan(128, 128, 8, 2, 32, &a, h200, &p, why, sizeof why), 0);
     assert_int_equal(p.block[0], 256);
     assert_int_equal(p.dynamic_smem, 230400);
+    /* a 64-row CTA alone on its SM (shared memory) gets a producer warpgroup; one that
+     * shares its SM does not */
+    assert_int_equal(plan(64, 128, 4, 2, 32, &a, h200, &p, why, sizeof why), 0);
+    assert_int_equal(p.dynamic_smem, 214016);
+    assert_int_equal(p.block[0], 256);
+    assert_int_equal(plan(64, 64, 4, 2, 32, &a, h200, &p, why, sizeof why), 0);
+    assert_int_equal(p.dynamic_smem, 115712);
+    assert_int_equal(p.block[0], 128);
     assert_int_equal(plan(128, 64, 4, 2, 32, &a, h200, &p, why, sizeof why), -1);
     assert_non_null(strstr(why, "wgmma path: BLOCK_M=128 with NUM_WARPS=4"));
     assert_int_equal(plan(64, 32, 4, 2, 32, &a, h200, &p, why, sizeof why), -1);
