@@ -9,6 +9,15 @@ grep -q "^ok " "$WORK/out" || fail "no ok result in the table"
 n_cases=$("$PPB" list "$SRC/suites/smoke.yaml" | wc -l)
 [ "$n_cases" -gt 0 ] || fail "smoke suite expands to no cases"
 grep -q "^$n_cases results:" "$WORK/out" || fail "expected $n_cases results: $(tail -1 "$WORK/out")"
+# --backend cuda where no GPU is usable: an error that says why, exit 4 (3 in a build without CUDA),
+# never a silent fall back to the CPU
+if [ ! -e /dev/nvidia0 ]; then
+  set +e; "$PPB" run "$SRC/suites/smoke.yaml" --backend cuda --no-progress --db "$WORK/nogpu.db" >"$WORK/out" 2>"$WORK/err"
+  rc=$?; set -e
+  { [ "$rc" -eq 4 ] || [ "$rc" -eq 3 ]; } &&
+    grep -Eq "^ppbench run: (CUDA backend: no CUDA device|--backend cuda: this ppbench was built without CUDA)" "$WORK/err" ||
+    { cat "$WORK/err"; fail "--backend cuda without a usable GPU exited $rc"; }
+fi
 # stderr is a file here, as in CI: one progress line per finished case, none with --quiet.
 expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --backend cpu --db "$WORK/progress.db"
 [ "$(grep -c "^\[[0-9]*/$n_cases\] [0-9][0-9]:[0-9][0-9] elapsed, ETA [0-9][0-9]:[0-9][0-9]  prefix_prefill " "$WORK/err")" -eq "$n_cases" ] \
