@@ -70,7 +70,6 @@ typedef struct ppb_prefill_config {
 #endif
 #define PPB_PREFILL_WGMMA_SMEM_LIMIT 232448u
 
-
 /* The rule itself, the one definition: K/V stages (1 or 2) of the tensor-core layout for
  * a CTA of num_warps warps whose Q tile takes q_bytes and one K + V stage stage_bytes.
  * A constant expression in C++ (the kernel's mma_layout sizes its shared memory with it)

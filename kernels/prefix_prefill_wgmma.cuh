@@ -21,7 +21,7 @@
  *    its softmax, so tile i's V keeps its slot a tile longer: 3 or 4 slots
  *    (ppb_prefill_wgmma_stages, prefill_plan.h), copies STAGES - 2 tiles ahead. O is
  *    rescaled while S runs, just before the P V that adds to it (FlashAttention-3's order):
- *    128/128/8 went from 254 to 209 registers at the same speed (+2% at q512 ctx16384).
+ *    128/128/8 went from 254 to 207 registers at the same speed (+2% at q512 ctx16384).
  *  - A 64-row CTA alone on its SM has a producer warpgroup (threads 0-127) that issues
  *    every copy and runs as far ahead as the slots let it; the compute warpgroup after it
  *    only waits for data (prefill_plan.h says when, and what it gained).
@@ -258,8 +258,8 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
 
     auto k_slot = [&](int t) { return sKV + (t % STAGES) * L::STAGE_ELEMS; };
     auto v_slot = [&](int t) { return k_slot(t) + L::K_ELEMS; };
-    /* Copy tile t into its slots once every warp is done with their previous tiles. phys:
-     * this thread's block-table entry for the tile (mma::segment_page). */
+    /* Copy tile t into its slots once every warp is done with the tiles they held before.
+     * phys: this thread's block-table entry for the tile (mma::segment_page). */
     auto issue_tile = [&](const mma::page_slot &ps, int t, int phys) {
         const bool ph1 = t < g.n1;
         const int n0 = mma::tile_start<BN>(g, t), slot = t % STAGES;
@@ -401,11 +401,11 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
 
     /* Tiles overlap: P V of tile it - 1 is issued right after S of tile it and runs while
      * tile it's softmax does; O is rescaled while S runs, just before the P V that adds to
-     * it. Tile 0 has no P V before it, so it is peeled off the
-     * loop: the wgmma groups in flight at every wait are then the same on every path
-     * (ptxas serialises wgmma where it cannot tell). For the same reason the P V variant
-     * is a compile-time choice: one loop while tile it - 1 is a context tile, one while it
-     * is a new-token tile (new_v: its V is token-major). */
+     * it. Tile 0 has no P V before it, so it is peeled off the loop: the wgmma groups in
+     * flight at every wait are then the same on every path (ptxas serialises wgmma where
+     * it cannot tell). For the same reason the P V variant is a compile-time choice: one
+     * loop while tile it - 1 is a context tile, one while it is a new-token tile (new_v:
+     * its V is token-major). */
     auto step = [&](int it, auto new_v) {
         begin_tile(it);
         await_v(it - 1);
