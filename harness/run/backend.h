@@ -53,6 +53,10 @@ typedef struct ppb_backend_ops {
      * inputs are built (they take seconds to generate at 100K contexts). `w`
      * holds lengths and the block table, no tensors. NULL: prepare decides. */
     int (*refuse)(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_err *err);
+    /* Optional: start loading the case's kernels in the background, ahead of
+     * its prepare (the runner names every case it will run once, in order,
+     * at the start). Best effort: a failure is prepare's to report. */
+    void (*prefetch)(ppb_backend *b, const ppb_case *c);
     /* Refuse (PPB_EREFUSED + reason) or get ready: compile, allocate, upload inputs.
      * Fills res->resources where known. A backend may keep the inputs it
      * uploaded (see release_inputs) and use them again for the next case with

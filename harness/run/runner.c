@@ -445,6 +445,7 @@ static int run_in_process(run_ctx *x, const char *todo_flags, ppb_err *err)
 {
     progress prog;
     int rc = progress_start(&prog, &x->cases, todo_flags, err);
+    ppb_session_prefetch(&x->session, x->cases.items, todo_flags, x->cases.n);
     for (int i = 0; i < x->cases.n && !stop_requested && !rc; i++) {
         const ppb_case *c = &x->cases.items[i];
         if (!todo_flags[i])

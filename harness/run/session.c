@@ -293,6 +293,15 @@ int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
     return PPB_OK;
 }
 
+void ppb_session_prefetch(ppb_session *s, const ppb_case *cases, const char *todo, int n)
+{
+    if (!s->backend || !s->ops->prefetch)
+        return;
+    for (int i = 0; i < n; i++)
+        if (todo[i])
+            s->ops->prefetch(s->backend, &cases[i]);
+}
+
 void ppb_session_release(ppb_session *s, int prepared, int keep_inputs)
 {
     if (!s->backend)

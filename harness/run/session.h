@@ -91,6 +91,10 @@ int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
 int ppb_session_inputs_ahead(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs,
                              ppb_inputs_ahead *out);
 
+/* Before the first case: let the backend start loading the kernels of the
+ * cases to run (those with todo[i] set), in their order (ops->prefetch). */
+void ppb_session_prefetch(ppb_session *s, const ppb_case *cases, const char *todo, int n);
+
 /* Free what a prepare allocated for its case (`prepared`: as ppb_session_check
  * said) and, unless keep_inputs, the inputs the backend keeps for the next
  * case on the same inputs (ppb_backend_ops.release_inputs). */

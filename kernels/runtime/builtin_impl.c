@@ -100,6 +100,14 @@ static int prepare(int kind, const ppbk_device *dev, const void *cfg, const void
     return PPB_OK;
 }
 
+void ppb_builtin_prefetch(int kind, const ppbk_device *dev, const void *cfg, const void *shape)
+{
+    ppb_builtin_launch l;
+    ppb_err ignored;
+    if (g.rt && plan(kind, dev, cfg, shape, &l, &ignored) == PPB_OK)
+        ppb_kernels_prefetch(g.rt, l.spec, l.n_specs);
+}
+
 /* Whether the last prepared case is this one (configs are all ints: no padding). */
 static int prepared_for(int kind, const void *cfg, const void *args)
 {

@@ -49,6 +49,10 @@ int ppb_nvrtc_build(const ppb_nvrtc_request *rq, ppb_kernel_cache_entry *e,
 int ppb_cudrv_load_module(const void *image, const char *lowered_name, void **module,
                           void **function, ppb_err *err);
 void ppb_cudrv_unload_module(void *module);
+/* The calling thread's current context (NULL: none), and making one current on
+ * another thread (the runtime's loader threads, ppb_kernels_prefetch). */
+void *ppb_cudrv_current_context(void);
+int ppb_cudrv_use_context(void *ctx, ppb_err *err);
 int ppb_cudrv_resources(void *function, ppbk_resources *res, ppb_err *err);
 int ppb_cudrv_set_dynamic_smem(void *function, int bytes, ppb_err *err);
 int ppb_cudrv_launch(void *function, const ppb_launch_plan *plan, void **params, void *stream,

@@ -278,6 +278,7 @@ end:
 typedef CUresult (*fn_cuInit)(unsigned int);
 typedef CUresult (*fn_cuGetErrorString)(CUresult, const char **);
 typedef CUresult (*fn_cuCtxGetCurrent)(CUcontext *);
+typedef CUresult (*fn_cuCtxSetCurrent)(CUcontext);
 typedef CUresult (*fn_cuModuleLoadData)(CUmodule *, const void *);
 typedef CUresult (*fn_cuModuleUnload)(CUmodule);
 typedef CUresult (*fn_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -291,6 +292,7 @@ static struct {
     fn_cuInit Init;
     fn_cuGetErrorString GetErrorString;
     fn_cuCtxGetCurrent CtxGetCurrent;
+    fn_cuCtxSetCurrent CtxSetCurrent;
     fn_cuModuleLoadData ModuleLoadData;
     fn_cuModuleUnload ModuleUnload;
     fn_cuModuleGetFunction ModuleGetFunction;
@@ -317,6 +319,7 @@ static void drv_open_once(void)
         {"cuInit", (void **)&drv.Init},
         {"cuGetErrorString", (void **)&drv.GetErrorString},
         {"cuCtxGetCurrent", (void **)&drv.CtxGetCurrent},
+        {"cuCtxSetCurrent", (void **)&drv.CtxSetCurrent},
         {"cuModuleLoadData", (void **)&drv.ModuleLoadData},
         {"cuModuleUnload", (void **)&drv.ModuleUnload},
         {"cuModuleGetFunction", (void **)&drv.ModuleGetFunction},
@@ -380,6 +383,24 @@ int ppb_cudrv_load_module(const void *image, const char *lowered_name, void **mo
     *module = mod;
     *function = fn;
     return PPB_OK;
+}
+
+void *ppb_cudrv_current_context(void)
+{
+    ppb_err ignored;
+    CUcontext ctx = NULL;
+    if (drv_ready(&ignored) || drv.CtxGetCurrent(&ctx) != CUDA_SUCCESS)
+        return NULL;
+    return ctx;
+}
+
+int ppb_cudrv_use_context(void *ctx, ppb_err *err)
+{
+    int rc = drv_ready(err);
+    if (rc)
+        return rc;
+    CUresult r = drv.CtxSetCurrent((CUcontext)ctx);
+    return r == CUDA_SUCCESS ? PPB_OK : drv_fail(err, r, "cuCtxSetCurrent");
 }
 
 void ppb_cudrv_unload_module(void *module)

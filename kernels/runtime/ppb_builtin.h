@@ -19,4 +19,10 @@
  * call rebinds the table; NULL unbinds it (open then fails with a reason). */
 const ppbk_impl *ppb_builtin_impl(ppb_kernels *runtime);
 
+/* Start loading the kernels the table would launch for a config
+ * (ppb_kernels_prefetch), ahead of its prepare: kind PPB_KSPEC_PREFILL with a
+ * ppbk_prefill_config and ppb_prefill_args, PPB_KSPEC_DECODE with the decode
+ * ones. A config the plan refuses loads nothing (its prepare says why). */
+void ppb_builtin_prefetch(int kind, const ppbk_device *dev, const void *cfg, const void *shape);
+
 #endif

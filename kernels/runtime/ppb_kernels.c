@@ -14,6 +14,11 @@
 #include "hash.h"
 #include "kernels_internal.h"
 
+/* Threads that load prefetched kernels: module loads overlap the run's other work
+ * instead of adding up at each case's first use (about 1.5 ms each on the H200,
+ * ~28 per decode.yaml run). */
+#define PPB_KERNEL_LOADERS 4
+
 struct ppb_kernel {
     ppb_kernel_spec spec;
     int mechanism;             /* PPB_KMECH_NVRTC or PPB_KMECH_AOT */
@@ -42,8 +47,21 @@ struct ppb_kernels {
     int sources_owned;
     char sources_hash[17];
     char source_dir[4096];
+    /* Loaded kernels and the loader threads (ppb_kernels_prefetch), under load_lock:
+     * a spec is loaded by one thread at a time (loading[]), the others wait for it. */
+    pthread_mutex_t load_lock;
+    pthread_cond_t load_done;
     ppb_kernel **loaded;
     int n_loaded, cap_loaded;
+    ppb_kernel_spec loading[PPB_KERNEL_LOADERS + 1];   /* slot 0: the caller of get; 1..: loaders */
+    int loading_used[PPB_KERNEL_LOADERS + 1];
+    ppb_kernel_spec *queue;    /* prefetched specs; the loaders take them in order from queue_next */
+    int n_queue, cap_queue, queue_next;
+    void *context;             /* the CUDA context the loaders make current */
+    pthread_t loaders[PPB_KERNEL_LOADERS];
+    int loader_started[PPB_KERNEL_LOADERS];   /* a thread to join */
+    int loader_running[PPB_KERNEL_LOADERS];   /* it has not found the queue empty yet */
+    int stopping;
     pthread_mutex_t lock;      /* statistics (compile may run on several threads) */
     int hits, misses;
     double compile_seconds;
@@ -245,6 +263,8 @@ int ppb_kernels_open(ppb_kernels **out, const ppb_kernels_options *opt, ppb_err 
     if (!k)
         return ppb_fail(err, PPB_ENOMEM, "out of memory");
     pthread_mutex_init(&k->lock, NULL);
+    pthread_mutex_init(&k->load_lock, NULL);
+    pthread_cond_init(&k->load_done, NULL);
     int rc = pick_mechanism(opt->mechanism, &k->mechanism, err);
     if (rc)
         goto fail;
@@ -317,6 +337,13 @@ void ppb_kernels_close(ppb_kernels *k)
 {
     if (!k)
         return;
+    pthread_mutex_lock(&k->load_lock);
+    k->stopping = 1;   /* the loaders finish the kernel in hand and stop */
+    pthread_mutex_unlock(&k->load_lock);
+    for (int i = 0; i < PPB_KERNEL_LOADERS; i++)
+        if (k->loader_started[i])
+            pthread_join(k->loaders[i], NULL);
+    free(k->queue);
     for (int i = 0; i < k->n_loaded; i++) {
 #ifdef PPB_HAVE_NVRTC
         if (k->loaded[i]->mechanism == PPB_KMECH_NVRTC)
@@ -333,6 +360,8 @@ void ppb_kernels_close(ppb_kernels *k)
         free(k->sources);
     }
     pthread_mutex_destroy(&k->lock);
+    pthread_mutex_destroy(&k->load_lock);
+    pthread_cond_destroy(&k->load_done);
     free(k);
 }
 
@@ -359,6 +388,9 @@ void ppb_kernels_get_info(const ppb_kernels *k, ppb_kernels_info *info)
     memcpy(info->sources_hash, k->sources_hash, sizeof info->sources_hash);
     memcpy(info->source_dir, k->source_dir, sizeof info->source_dir);
     pthread_mutex_lock((pthread_mutex_t *)&k->lock);
+    pthread_mutex_lock((pthread_mutex_t *)&k->load_lock);
+    info->loaded = k->n_loaded;
+    pthread_mutex_unlock((pthread_mutex_t *)&k->load_lock);
     info->cache_hits = k->hits;
     info->cache_misses = k->misses;
     info->compile_seconds = k->compile_seconds;
@@ -438,24 +470,10 @@ int ppb_kernels_compile(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel_
 
 /* ----------------------------------------------------------------- get -- */
 
-int ppb_kernels_get(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel **handle,
-                    ppbk_resources *res, ppb_err *err)
+/* Load one kernel (compile or read the cache, load the module); no lock held. */
+static int load_kernel(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel **out, ppb_err *err)
 {
-    *handle = NULL;
-    int rc = check_spec(spec, err);
-    if (rc)
-        return rc;
-    if (k->compile_only)
-        return ppb_fail(err, PPB_EREFUSED, "this kernel runtime is compile-only (no device)");
-    for (int i = 0; i < k->n_loaded; i++)
-        if (ppb_kernel_spec_equal(&k->loaded[i]->spec, spec)) {
-            *handle = k->loaded[i];
-            if (res)
-                *res = k->loaded[i]->res;
-            return PPB_OK;
-        }
-    if (ppb_grow((void **)&k->loaded, &k->cap_loaded, k->n_loaded, sizeof *k->loaded, 8) != PPB_OK)
-        return ppb_fail(err, PPB_ENOMEM, "out of memory");
+    int rc = PPB_OK;
     ppb_kernel *h = calloc(1, sizeof *h);
     if (!h)
         return ppb_fail(err, PPB_ENOMEM, "out of memory");
@@ -463,9 +481,6 @@ int ppb_kernels_get(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel **ha
     h->mechanism = k->mechanism;
     h->smem_limit = k->smem_limit;
     h->threads_limit = k->threads_limit;
-    char text[PPB_KERNEL_SPEC_TEXT_MAX];
-    ppb_kernel_spec_format(spec, text, sizeof text);
-
     if (k->mechanism == PPB_KMECH_NVRTC) {
 #ifdef PPB_HAVE_NVRTC
         ppb_kernel_cache_entry e;
@@ -481,11 +496,13 @@ int ppb_kernels_get(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel **ha
     } else {
 #ifdef PPB_HAVE_AOT
         h->aot_fn = ppb_aot_find(spec);
-        if (!h->aot_fn)
-            rc = ppb_fail(err, PPB_EREFUSED, "%s: not built ahead of time; add it to PPB_AOT_CONFIGS",
-                          text);
-        else
+        if (!h->aot_fn) {
+            char text[PPB_KERNEL_SPEC_TEXT_MAX];
+            ppb_kernel_spec_format(spec, text, sizeof text);
+            rc = ppb_fail(err, PPB_EREFUSED, "%s: not built ahead of time; add it to PPB_AOT_CONFIGS", text);
+        } else {
             rc = ppb_aot_resources(h->aot_fn, &h->res, err);
+        }
 #endif
     }
     if (rc) {
@@ -495,11 +512,150 @@ int ppb_kernels_get(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel **ha
         free(h);
         return rc;
     }
-    k->loaded[k->n_loaded++] = h;
+    *out = h;
+    return PPB_OK;
+}
+
+/* Under load_lock. */
+static ppb_kernel *find_loaded(const ppb_kernels *k, const ppb_kernel_spec *spec)
+{
+    for (int i = 0; i < k->n_loaded; i++)
+        if (ppb_kernel_spec_equal(&k->loaded[i]->spec, spec))
+            return k->loaded[i];
+    return NULL;
+}
+
+/* Under load_lock: whether some thread is loading the spec now. */
+static int being_loaded(const ppb_kernels *k, const ppb_kernel_spec *spec)
+{
+    for (int i = 0; i <= PPB_KERNEL_LOADERS; i++)
+        if (k->loading_used[i] && ppb_kernel_spec_equal(&k->loading[i], spec))
+            return 1;
+    return 0;
+}
+
+/* Load `spec` as slot `slot` of loading[] (taken under load_lock, which is
+ * released while loading) and add it to the loaded kernels. */
+static int load_as(ppb_kernels *k, int slot, const ppb_kernel_spec *spec, ppb_kernel **out, ppb_err *err)
+{
+    k->loading[slot] = *spec;
+    k->loading_used[slot] = 1;
+    pthread_mutex_unlock(&k->load_lock);
+    ppb_kernel *h = NULL;
+    int rc = load_kernel(k, spec, &h, err);
+    pthread_mutex_lock(&k->load_lock);
+    k->loading_used[slot] = 0;
+    if (rc == PPB_OK && ppb_grow((void **)&k->loaded, &k->cap_loaded, k->n_loaded, sizeof *k->loaded, 8) != PPB_OK) {
+#ifdef PPB_HAVE_NVRTC
+        ppb_cudrv_unload_module(h->module);
+#endif
+        free(h);
+        rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+    }
+    if (rc == PPB_OK)
+        k->loaded[k->n_loaded++] = h;
+    pthread_cond_broadcast(&k->load_done);
+    *out = h;
+    return rc;
+}
+
+int ppb_kernels_get(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel **handle,
+                    ppbk_resources *res, ppb_err *err)
+{
+    *handle = NULL;
+    int rc = check_spec(spec, err);
+    if (rc)
+        return rc;
+    if (k->compile_only)
+        return ppb_fail(err, PPB_EREFUSED, "this kernel runtime is compile-only (no device)");
+    pthread_mutex_lock(&k->load_lock);
+    ppb_kernel *h;
+    while (!(h = find_loaded(k, spec)) && being_loaded(k, spec))
+        pthread_cond_wait(&k->load_done, &k->load_lock);   /* a loader has it in hand */
+    if (!h)
+        rc = load_as(k, 0, spec, &h, err);   /* a loader that failed left it to us, with the error */
+    pthread_mutex_unlock(&k->load_lock);
+    if (rc)
+        return rc;
     *handle = h;
     if (res)
         *res = h->res;
     return PPB_OK;
+}
+
+/* ------------------------------------------------------------ prefetch -- */
+
+typedef struct loader_arg {
+    ppb_kernels *k;
+    int slot;
+} loader_arg;
+
+static void *loader_main(void *p)
+{
+    loader_arg a = *(loader_arg *)p;
+    free(p);
+    ppb_kernels *k = a.k;
+    ppb_err ignored;
+    int usable = ppb_cudrv_use_context(k->context, &ignored) == PPB_OK;
+    pthread_mutex_lock(&k->load_lock);
+    while (usable && !k->stopping && k->queue_next < k->n_queue) {
+        const ppb_kernel_spec spec = k->queue[k->queue_next++];
+        ppb_kernel *h;
+        /* Failures stay unloaded: the case's own get tries again and reports them. */
+        if (!find_loaded(k, &spec) && !being_loaded(k, &spec))
+            load_as(k, a.slot, &spec, &h, &ignored);
+    }
+    k->loader_running[a.slot - 1] = 0;
+    pthread_cond_broadcast(&k->load_done);
+    pthread_mutex_unlock(&k->load_lock);
+    return NULL;
+}
+
+void ppb_kernels_prefetch(ppb_kernels *k, const ppb_kernel_spec *specs, int n)
+{
+#ifdef PPB_HAVE_NVRTC
+    if (k->compile_only || k->mechanism != PPB_KMECH_NVRTC || n <= 0)
+        return;
+    pthread_mutex_lock(&k->load_lock);
+    if (!k->context)
+        k->context = ppb_cudrv_current_context();
+    for (int i = 0; i < n && k->context; i++) {
+        ppb_err ignored;
+        if (check_spec(&specs[i], &ignored) == PPB_OK &&
+            ppb_grow((void **)&k->queue, &k->cap_queue, k->n_queue, sizeof *k->queue, 16) == PPB_OK)
+            k->queue[k->n_queue++] = specs[i];
+    }
+    /* A loader stops when it finds the queue empty; one that has is joined
+     * (it holds no lock past that point) and started again for new work. */
+    for (int i = 0; i < PPB_KERNEL_LOADERS && k->context && k->queue_next < k->n_queue; i++) {
+        if (k->loader_running[i])
+            continue;
+        if (k->loader_started[i])
+            pthread_join(k->loaders[i], NULL);
+        k->loader_started[i] = 0;
+        loader_arg *a = malloc(sizeof *a);
+        if (!a)
+            break;
+        *a = (loader_arg){k, i + 1};
+        if (pthread_create(&k->loaders[i], NULL, loader_main, a) != 0) {
+            free(a);
+            break;
+        }
+        k->loader_started[i] = k->loader_running[i] = 1;
+    }
+    pthread_mutex_unlock(&k->load_lock);
+#else
+    (void)k; (void)specs; (void)n;
+#endif
+}
+
+void ppb_kernels_prefetch_wait(ppb_kernels *k)
+{
+    pthread_mutex_lock(&k->load_lock);
+    for (int i = 0; i < PPB_KERNEL_LOADERS; i++)
+        while (k->loader_running[i])
+            pthread_cond_wait(&k->load_done, &k->load_lock);
+    pthread_mutex_unlock(&k->load_lock);
 }
 
 /* -------------------------------------------------------------- launch -- */

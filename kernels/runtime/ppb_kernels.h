@@ -69,6 +69,7 @@ typedef struct ppb_kernels_info {
     char sources_hash[17];     /* FNV-1a 64 of the kernel sources compiled from */
     char source_dir[4096];     /* "" = the sources embedded at build time */
     int cache_hits, cache_misses;
+    int loaded;                /* kernels loaded (by get or a loader) */
     double compile_seconds;    /* spent in NVRTC by this runtime */
 } ppb_kernels_info;
 void ppb_kernels_get_info(const ppb_kernels *k, ppb_kernels_info *info);
@@ -92,6 +93,15 @@ int ppb_kernels_compile(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel_
  * AOT: PPB_EREFUSED "not built ahead of time; add it to PPB_AOT_CONFIGS". */
 int ppb_kernels_get(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel **handle,
                     ppbk_resources *res, ppb_err *err);
+
+/* Start loading these kernels on the runtime's loader threads (NVRTC only;
+ * the caller's thread must have the CUDA context current): a later get of one
+ * of them finds it loaded, or waits for the loader that has it in hand. A
+ * kernel a loader could not load is left to that get, which reports why.
+ * Thread-safe, as is get. prefetch_wait returns once the loaders are idle
+ * (nothing of theirs in the way of a timing). */
+void ppb_kernels_prefetch(ppb_kernels *k, const ppb_kernel_spec *specs, int n);
+void ppb_kernels_prefetch_wait(ppb_kernels *k);
 
 /* Launch asynchronously on `stream` with the plan's grid, block and dynamic
  * shared memory (launch_plan.h; from ppb_prefill_plan / ppb_decode_plan). `args` points at the kernel's single

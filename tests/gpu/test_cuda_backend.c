@@ -245,6 +245,61 @@ end:
     ppb_kernels_close(k);
 }
 
+/* Prefetch: the loader threads load each kernel once, whoever asks first; a get
+ * racing them gets the same kernel; a spec that cannot load is left to get. */
+static void test_prefetch(void)
+{
+    printf("== kernel runtime: prefetch on the loader threads\n");
+    char dir[] = "/tmp/ppb_prefetch_cache_XXXXXX";
+    ppb_kernels_options opt = {0};
+    opt.cache_dir = mkdtemp(dir);
+    opt.source_dir = standin_dir;
+    const ppb_kernel_spec specs[] = {
+        {.kind = PPB_KSPEC_PREFILL, .dtype = PPB_KDTYPE_FP16, .head_dim = 64, .block_m = 64, .block_n = 32,
+         .num_warps = 4},
+        {.kind = PPB_KSPEC_DECODE, .dtype = PPB_KDTYPE_BF16, .head_dim = 128, .page_size = 16,
+         .num_threads = 128, .partition_size = 256},
+        {.kind = PPB_KSPEC_DECODE_REDUCE, .dtype = PPB_KDTYPE_BF16, .head_dim = 128, .num_threads = 128,
+         .partition_size = 256},
+        {.kind = PPB_KSPEC_PREFILL, .dtype = PPB_KDTYPE_FP16, .head_dim = 64, .block_m = 64, .block_n = 32,
+         .num_warps = 4},                                    /* a repeat: loaded once */
+        {.kind = PPB_KSPEC_PREFILL, .dtype = PPB_KDTYPE_FP16}, /* incomplete: never queued */
+    };
+    ppb_err err = {{0}};
+    for (int round = 0; round < 2; round++) {
+        /* round 0 compiles on the loaders (empty cache); round 1 reads the cache, and the
+         * gets race the loaders, in the reverse order */
+        ppb_kernels *k = NULL;
+        int rc = ppb_kernels_open(&k, &opt, &err);
+        CHECK(rc == PPB_OK, "open: %s", err.msg);
+        if (rc)
+            return;
+        ppb_kernels_prefetch(k, specs, 5);
+        if (round == 0)
+            ppb_kernels_prefetch_wait(k);
+        ppb_kernels_info ki;
+        ppb_kernels_get_info(k, &ki);
+        if (round == 0)
+            CHECK(ki.loaded == 3, "round 0: %d kernels loaded by the loaders (3 distinct specs)", ki.loaded);
+        ppb_kernel *h[3] = {NULL};
+        for (int i = 2; i >= 0; i--) {
+            rc = ppb_kernels_get(k, &specs[i], &h[i], NULL, &err);
+            CHECK(rc == PPB_OK && h[i], "round %d get %d: %s", round, i, err.msg);
+        }
+        ppb_kernel *again = NULL;
+        CHECK(ppb_kernels_get(k, &specs[3], &again, NULL, &err) == PPB_OK && again == h[0],
+              "round %d: the repeat is the same kernel", round);
+        ppb_kernels_prefetch_wait(k);
+        ppb_kernels_get_info(k, &ki);
+        CHECK(ki.loaded == 3 && ki.cache_hits + ki.cache_misses == 3,
+              "round %d: %d loaded, %d hits + %d misses (each kernel built once)", round, ki.loaded,
+              ki.cache_hits, ki.cache_misses);
+        CHECK(round == 0 ? ki.cache_misses == 3 : ki.cache_hits == 3, "round %d: %d hits, %d misses", round,
+              ki.cache_hits, ki.cache_misses);
+        ppb_kernels_close(k);
+    }
+}
+
 /* ---- the backend ----------------------------------------------------------------------- */
 
 static void print_env(void *ctx, const char *key, const char *value)
@@ -738,6 +793,7 @@ int main(int argc, char **argv)
     } else {
         if (!real_only) {
             test_runtime(cache);
+            test_prefetch();
             test_backend_standins();
         }
         test_input_fill();
