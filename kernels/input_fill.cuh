@@ -18,11 +18,18 @@ __device__ __forceinline__ uint16_t input_fill_one(const ppb_fill_args &a, unsig
     return ppb_rng_keyed_input(a.key, i, DTYPE, garbage);
 }
 
+/* The page of element i: a 32-bit division where the tensor fits (a 64-bit one
+ * costs about as much as the hashes of the eight elements that share it). */
+__device__ __forceinline__ unsigned long long input_fill_page(const ppb_fill_args &a, unsigned long long i,
+                                                              bool narrow)
+{
+    return narrow ? (unsigned long long)((unsigned)i / (unsigned)a.page_elems) : i / a.page_elems;
+}
+
 /* DTYPE: PPB_KDTYPE_FP16 or PPB_KDTYPE_BF16. A grid-stride loop: any grid covers
  * any n. Eight consecutive elements per step: one 16-byte store (a.data is a
  * cudaMalloc base, so aligned) and, when pages are whole groups of eight, one
- * page lookup, whose 64-bit division costs as much as the hash; the n % 8 tail
- * one element at a time. */
+ * page lookup; the n % 8 tail one element at a time. */
 template <int DTYPE>
 __global__ void input_fill_kernel(const ppb_fill_args a)
 {
@@ -30,22 +37,23 @@ __global__ void input_fill_kernel(const ppb_fill_args a)
     const unsigned long long first = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned long long groups = a.n / 8;
     const bool page_per_group = a.page_elems % 8 == 0;
+    const bool narrow = a.n <= 0xFFFFFFFFull && a.page_elems <= 0xFFFFFFFFull;
     uint4 *out8 = (uint4 *)a.data;
     for (unsigned long long g = first; g < groups; g += stride) {
         const unsigned long long i0 = g * 8;
-        int valid = a.valid_tokens && page_per_group ? a.valid_tokens[i0 / a.page_elems] : 0;
+        int valid = a.valid_tokens && page_per_group ? a.valid_tokens[input_fill_page(a, i0, narrow)] : 0;
         unsigned v[8];
 #pragma unroll
         for (int e = 0; e < 8; e++) {
             if (a.valid_tokens && !page_per_group)
-                valid = a.valid_tokens[(i0 + e) / a.page_elems];
+                valid = a.valid_tokens[input_fill_page(a, i0 + e, narrow)];
             v[e] = input_fill_one<DTYPE>(a, i0 + e, valid);
         }
         out8[g] = make_uint4(v[0] | v[1] << 16, v[2] | v[3] << 16, v[4] | v[5] << 16, v[6] | v[7] << 16);
     }
     uint16_t *out = (uint16_t *)a.data;
     for (unsigned long long i = groups * 8 + first; i < a.n; i += stride)
-        out[i] = input_fill_one<DTYPE>(a, i, a.valid_tokens ? a.valid_tokens[i / a.page_elems] : 0);
+        out[i] = input_fill_one<DTYPE>(a, i, a.valid_tokens ? a.valid_tokens[input_fill_page(a, i, narrow)] : 0);
 }
 
 #endif
