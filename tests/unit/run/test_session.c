@@ -24,6 +24,17 @@ static int refuse_all(ppb_backend *b, const ppb_case *c, const ppb_workload *w, 
 static const ppb_backend_ops refusing_ops = {.name = "fake-refusing", .makes_inputs = 1, .refuse = refuse_all};
 static const ppb_backend_ops host_inputs_ops = {.name = "fake-host", .makes_inputs = 0};
 
+/* prefetch: the cases named, in order */
+static int prefetched[8], n_prefetched;
+static void record_prefetch(ppb_backend *b, const ppb_case *c)
+{
+    (void)b;
+    if (n_prefetched < 8)
+        prefetched[n_prefetched++] = c->shape.seq_len;
+}
+static const ppb_backend_ops prefetching_ops = {.name = "fake-prefetching", .makes_inputs = 1,
+                                                .prefetch = record_prefetch};
+
 static ppb_case make_case(int seq)
 {
     ppb_case c;
@@ -196,6 +207,30 @@ static void test_cached_rows_read_without_tensors(void **state)
     ppb_workload_free(&w);
 }
 
+/* The backend hears of every case to run, once and in order, and of no other;
+ * a backend without prefetch, or no backend (the parent of worker processes), is skipped. */
+static void test_prefetch_names_the_cases_to_run(void **state)
+{
+    (void)state;
+    ppb_case cases[4] = {make_case(100), make_case(200), make_case(300), make_case(400)};
+    const char todo[4] = {1, 0, 1, 1};
+    ppb_session s;
+    memset(&s, 0, sizeof s);
+    s.ops = &prefetching_ops;
+    n_prefetched = 0;
+    ppb_session_prefetch(&s, cases, todo, 4);
+    assert_int_equal(n_prefetched, 0); /* no backend open */
+    s.backend = (ppb_backend *)&s;     /* never dereferenced by the fake */
+    ppb_session_prefetch(&s, cases, todo, 4);
+    assert_int_equal(n_prefetched, 3);
+    assert_int_equal(prefetched[0], 100);
+    assert_int_equal(prefetched[1], 300);
+    assert_int_equal(prefetched[2], 400);
+    s.ops = &makes_inputs_ops;         /* no prefetch op */
+    ppb_session_prefetch(&s, cases, todo, 4);
+    assert_int_equal(n_prefetched, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -203,6 +238,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_inputs_ahead_without_cache_or_device_inputs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_after_taking_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cached_rows_read_without_tensors, setup, teardown),
+        cmocka_unit_test(test_prefetch_names_the_cases_to_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
