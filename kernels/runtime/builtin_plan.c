@@ -33,13 +33,14 @@ int ppb_builtin_use_mma(int path, int cc, int *use_mma, ppb_err *err)
     }
 }
 
-/* path=auto on the prefill kernel: the wgmma path where it was measured faster than
- * mma.sync, i.e. on compute capability 9.0 for the BLOCK_M 128 configs it can run
- * (128/128/8 and 128/64/8: faster on all four bench anchors; the 64-row configs were
- * slower on the all-causal anchor; docs/BENCHMARKS.md, prefill). */
+/* path=auto on the prefill kernel: the wgmma path on compute capability 9.0 for every
+ * config it can run (128/128/8, 128/64/8, 64/128/4, 64/64/4 at D 64 and 128), where it was
+ * measured faster than mma.sync: 128-row configs on all four kernel-bench anchors, and the
+ * 64-row ones on every shape of suites/prefill.yaml it runs, by 8-74% (H200, ppbench run of
+ * both paths side by side; docs/BENCHMARKS.md, prefill). Other configs keep mma.sync. */
 static int auto_prefers_wgmma(const ppbk_prefill_config *cfg, const ppbk_device *dev)
 {
-    if (dev->cc != PPB_WGMMA_CC || cfg->block_m != 128)
+    if (dev->cc != PPB_WGMMA_CC)
         return 0;
     ppb_prefill_config pc = {cfg->block_m, cfg->block_n, cfg->num_warps, PPB_PREFILL_PATH_WGMMA, dev->warp_size};
     return ppb_prefill_config_check(&pc, cfg->head_dim, cfg->dtype, (unsigned)dev->smem_optin, NULL, 0) == 0;

@@ -245,11 +245,17 @@ static void test_h200_opt_in_and_smem_limiter(void **state)
     ppb_target_judge(&c, h, NULL, &f);
     assert_true(f.feasible);
     assert_int_equal(f.blocks_per_sm, 1);
-    /* 64/64/4 at D 128: two K/V stages, 89088 B + 1 KB reserve -> 233472 / 90112 = 2. */
+    /* 64/64/4 at D 128: path auto takes the wgmma layout there too, 115712 B + 1 KB
+     * reserve -> 233472 / 116736 = 2; path=mma: two K/V stages, 89088 B -> 2. */
     c = prefill(64, 64, 4, 128);
     ppb_target_judge(&c, h, NULL, &f);
     assert_int_equal(f.blocks_per_sm, 2);
     assert_string_equal(f.limiter, "smem");
+    assert_contains(f.reason, "wgmma layout");
+    assert_contains(f.reason, "needs 115712 B");
+    c.config.path = PPB_PATH_MMA;
+    ppb_target_judge(&c, h, NULL, &f);
+    assert_int_equal(f.blocks_per_sm, 2);
     assert_contains(f.reason, "needs 89088 B");
     /* path=simt on the same target: the portable layout, 41472 B, under the default. */
     c.config.path = PPB_PATH_SIMT;

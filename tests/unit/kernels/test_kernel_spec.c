@@ -145,8 +145,8 @@ static void test_specs_for_case(void **state)
     assert_int_equal(specs_for_case(&p, 75, s, &n, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "path=mma needs compute capability 8.0"));
 
-    /* path auto on compute capability 9.0: wgmma for the 128-row configs it runs (where it
-     * was measured faster), mma.sync for the 64-row ones and on any other device. */
+    /* path auto on compute capability 9.0: wgmma for every config it runs (where it was
+     * measured faster), mma.sync for the others and on any other device. */
     p.config.path = PPB_PATH_AUTO;
     p.config.block_m = 128;
     p.config.block_n = 64;
@@ -167,9 +167,13 @@ static void test_specs_for_case(void **state)
     p.config.num_warps = 4;   /* 128 rows on 4 warps: no wgmma layout, so mma.sync */
     assert_int_equal(specs_for_case(&p, 90, s, &n, &err), PPB_OK);
     assert_int_equal(s[0].use_mma, 1);
-    p.config.block_m = 64;   /* 64-row tiles: wgmma can, auto does not */
+    p.config.block_m = 64;   /* 64-row tiles on 4 warps: a wgmma layout, so wgmma */
+    assert_int_equal(specs_for_case(&p, 90, s, &n, &err), PPB_OK);
+    assert_int_equal(s[0].use_mma, PPB_KSPEC_MMA_WGMMA);
+    p.config.block_n = 32;   /* BLOCK_N 32: no wgmma N, so mma.sync */
     assert_int_equal(specs_for_case(&p, 90, s, &n, &err), PPB_OK);
     assert_int_equal(s[0].use_mma, 1);
+    p.config.block_n = 64;
     p.config.path = PPB_PATH_WGMMA;   /* asked for: planned as asked */
     assert_int_equal(specs_for_case(&p, 90, s, &n, &err), PPB_OK);
     assert_int_equal(s[0].use_mma, PPB_KSPEC_MMA_WGMMA);
@@ -264,13 +268,15 @@ static void test_list_from_suite(void **state)
     int rc = ppb_kernel_list_suites(paths, 1, 90, 0, 0, 0, &l, &skipped, &err);
     if (rc)
         fail_msg("%s", err.msg);
-    /* d64: 64/64, 128/64, 64/32(mma); d128: 64/64, 64/32(mma); the fp16 input generator, last */
+    /* d64: 64/64 (wgmma), 128/64, 64/32(mma); d128: 64/64 (wgmma), 64/32(mma); the fp16 input
+     * generator, last */
     assert_int_equal(l.n, 6);
     assert_int_equal(skipped, 0);
     assert_int_equal(l.items[5].kind, PPB_KSPEC_INPUT_FILL);
     assert_int_equal(l.items[5].dtype, PPB_KDTYPE_FP16);
     for (int i = 0; i < l.n - 1; i++) {
-        assert_int_equal(l.items[i].use_mma, 1); /* auto and mma both on sm_90 */
+        /* on sm_90 auto takes wgmma where it has a layout (64 rows on 4 warps, BLOCK_N 64), else mma */
+        assert_int_equal(l.items[i].use_mma, l.items[i].block_m == 64 && l.items[i].block_n == 64 ? 2 : 1);
         assert_false(l.items[i].head_dim == 128 && l.items[i].block_m == 128);
     }
     ppb_kernel_spec_list_free(&l);
