@@ -621,6 +621,8 @@ static void cuda_release(ppb_backend *b)
     free_guarded(b, &b->tmp_out);
     free_guarded(b, &b->exp_sums);
     free_guarded(b, &b->max_logits);
+    if (b->kernels)
+        ppb_kernels_resume(b->kernels);   /* paused while the case was timed */
     b->prepared = 0;
     b->w = NULL;
 }
@@ -667,9 +669,6 @@ static int max_of(const int32_t *v, int n)
     return m;
 }
 
-/* Bind the case to its implementation (the target's shared-memory cap is the
- * device's limit it sees) and check the shape it will be handed against the
- * workload the kernel reads. */
 /* This device as the kernel ABI describes it. */
 static ppbk_device abi_device(const ppb_backend *b)
 {
@@ -679,6 +678,9 @@ static ppbk_device abi_device(const ppb_backend *b)
     return (ppbk_device){PPBK_BACKEND_CUDA, b->device, cc, b->info.warp_size, b->info.sm_count, ki.smem_optin_limit};
 }
 
+/* Bind the case to its implementation (the target's shared-memory cap is the
+ * device's limit it sees) and check the shape it will be handed against the
+ * workload the kernel reads. */
 static int bind_case(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_err *err)
 {
     ppbk_device dev = abi_device(b);
@@ -1095,7 +1097,7 @@ static int cuda_time_samples(ppb_backend *b, int launches, int cold, int n, doub
         return ppb_fail(err, PPB_EINPUT, "cuda backend: launches must be >= 1 (got %d)", launches);
     if (n < 1 || n > PPB_SAMPLES_PER_SYNC_MAX)
         return ppb_fail(err, PPB_EINPUT, "cuda backend: %d samples at once (1 .. %d)", n, PPB_SAMPLES_PER_SYNC_MAX);
-    ppb_kernels_prefetch_wait(b->kernels);   /* no module loads beside a timing */
+    ppb_kernels_pause(b->kernels);   /* no module loads beside a timing (resumed at release) */
     int rc;
     cudaError_t e;
     const int flush = cold && ppb_cold_sample_needs_flush(&b->c, b->info.l2_bytes);

@@ -61,6 +61,7 @@ struct ppb_kernels {
     pthread_t loaders[PPB_KERNEL_LOADERS];
     int loader_started[PPB_KERNEL_LOADERS];   /* a thread to join */
     int loader_running[PPB_KERNEL_LOADERS];   /* it has not found the queue empty yet */
+    int paused;                /* ppb_kernels_pause: loaders start nothing new */
     int stopping;
     pthread_mutex_t lock;      /* statistics (compile may run on several threads) */
     int hits, misses;
@@ -338,7 +339,8 @@ void ppb_kernels_close(ppb_kernels *k)
     if (!k)
         return;
     pthread_mutex_lock(&k->load_lock);
-    k->stopping = 1;   /* the loaders finish the kernel in hand and stop */
+    k->stopping = 1;   /* the loaders finish the kernel in hand and stop, paused or not */
+    pthread_cond_broadcast(&k->load_done);
     pthread_mutex_unlock(&k->load_lock);
     for (int i = 0; i < PPB_KERNEL_LOADERS; i++)
         if (k->loader_started[i])
@@ -570,8 +572,9 @@ int ppb_kernels_get(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel **ha
         return ppb_fail(err, PPB_EREFUSED, "this kernel runtime is compile-only (no device)");
     pthread_mutex_lock(&k->load_lock);
     ppb_kernel *h;
-    while (!(h = find_loaded(k, spec)) && being_loaded(k, spec))
-        pthread_cond_wait(&k->load_done, &k->load_lock);   /* a loader has it in hand */
+    /* Wait while a loader has this kernel in hand, or another caller is loading (slot 0 is the callers'). */
+    while (!(h = find_loaded(k, spec)) && (being_loaded(k, spec) || k->loading_used[0]))
+        pthread_cond_wait(&k->load_done, &k->load_lock);
     if (!h)
         rc = load_as(k, 0, spec, &h, err);   /* a loader that failed left it to us, with the error */
     pthread_mutex_unlock(&k->load_lock);
@@ -599,6 +602,10 @@ static void *loader_main(void *p)
     int usable = ppb_cudrv_use_context(k->context, &ignored) == PPB_OK;
     pthread_mutex_lock(&k->load_lock);
     while (usable && !k->stopping && k->queue_next < k->n_queue) {
+        if (k->paused) {
+            pthread_cond_wait(&k->load_done, &k->load_lock);
+            continue;
+        }
         const ppb_kernel_spec spec = k->queue[k->queue_next++];
         ppb_kernel *h;
         /* Failures stay unloaded: the case's own get tries again and reports them. */
@@ -649,12 +656,21 @@ void ppb_kernels_prefetch(ppb_kernels *k, const ppb_kernel_spec *specs, int n)
 #endif
 }
 
-void ppb_kernels_prefetch_wait(ppb_kernels *k)
+void ppb_kernels_pause(ppb_kernels *k)
 {
     pthread_mutex_lock(&k->load_lock);
-    for (int i = 0; i < PPB_KERNEL_LOADERS; i++)
-        while (k->loader_running[i])
+    k->paused = 1;
+    for (int i = 1; i <= PPB_KERNEL_LOADERS; i++)
+        while (k->loading_used[i])
             pthread_cond_wait(&k->load_done, &k->load_lock);
+    pthread_mutex_unlock(&k->load_lock);
+}
+
+void ppb_kernels_resume(ppb_kernels *k)
+{
+    pthread_mutex_lock(&k->load_lock);
+    k->paused = 0;
+    pthread_cond_broadcast(&k->load_done);
     pthread_mutex_unlock(&k->load_lock);
 }
 

@@ -98,10 +98,11 @@ int ppb_kernels_get(ppb_kernels *k, const ppb_kernel_spec *spec, ppb_kernel **ha
  * the caller's thread must have the CUDA context current): a later get of one
  * of them finds it loaded, or waits for the loader that has it in hand. A
  * kernel a loader could not load is left to that get, which reports why.
- * Thread-safe, as is get. prefetch_wait returns once the loaders are idle
- * (nothing of theirs in the way of a timing). */
+ * Thread-safe, as is get. pause returns once no loader has a kernel in hand
+ * and none starts another until resume (nothing of theirs beside a timing). */
 void ppb_kernels_prefetch(ppb_kernels *k, const ppb_kernel_spec *specs, int n);
-void ppb_kernels_prefetch_wait(ppb_kernels *k);
+void ppb_kernels_pause(ppb_kernels *k);
+void ppb_kernels_resume(ppb_kernels *k);
 
 /* Launch asynchronously on `stream` with the plan's grid, block and dynamic
  * shared memory (launch_plan.h; from ppb_prefill_plan / ppb_decode_plan). `args` points at the kernel's single

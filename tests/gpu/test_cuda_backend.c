@@ -245,8 +245,23 @@ end:
     ppb_kernels_close(k);
 }
 
+/* Wait (up to a minute) until the runtime has `n` kernels loaded; returns the count. */
+static int wait_loaded(ppb_kernels *k, int n)
+{
+    ppb_kernels_info ki;
+    for (int i = 0; i < 6000; i++) {
+        ppb_kernels_get_info(k, &ki);
+        if (ki.loaded >= n)
+            break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return ki.loaded;
+}
+
 /* Prefetch: the loader threads load each kernel once, whoever asks first; a get
- * racing them gets the same kernel; a spec that cannot load is left to get. */
+ * racing them gets the same kernel; paused loaders start nothing; a spec that
+ * cannot load is left to get. */
 static void test_prefetch(void)
 {
     printf("== kernel runtime: prefetch on the loader threads\n");
@@ -266,21 +281,25 @@ static void test_prefetch(void)
         {.kind = PPB_KSPEC_PREFILL, .dtype = PPB_KDTYPE_FP16}, /* incomplete: never queued */
     };
     ppb_err err = {{0}};
-    for (int round = 0; round < 2; round++) {
-        /* round 0 compiles on the loaders (empty cache); round 1 reads the cache, and the
-         * gets race the loaders, in the reverse order */
+    /* round 0 compiles on the loaders (empty cache); round 1 reads the cache while gets race
+     * the loaders, in the reverse order; round 2 prefetches while paused */
+    for (int round = 0; round < 3; round++) {
         ppb_kernels *k = NULL;
         int rc = ppb_kernels_open(&k, &opt, &err);
         CHECK(rc == PPB_OK, "open: %s", err.msg);
         if (rc)
             return;
+        if (round == 2)
+            ppb_kernels_pause(k);
         ppb_kernels_prefetch(k, specs, 5);
-        if (round == 0)
-            ppb_kernels_prefetch_wait(k);
-        ppb_kernels_info ki;
-        ppb_kernels_get_info(k, &ki);
-        if (round == 0)
-            CHECK(ki.loaded == 3, "round 0: %d kernels loaded by the loaders (3 distinct specs)", ki.loaded);
+        if (round == 2) {
+            struct timespec ts = {0, 300 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            CHECK(wait_loaded(k, 0) == 0, "round 2: paused loaders loaded nothing");
+            ppb_kernels_resume(k);
+        }
+        if (round != 1)
+            CHECK(wait_loaded(k, 3) == 3, "round %d: the loaders loaded the 3 distinct specs", round);
         ppb_kernel *h[3] = {NULL};
         for (int i = 2; i >= 0; i--) {
             rc = ppb_kernels_get(k, &specs[i], &h[i], NULL, &err);
@@ -289,7 +308,7 @@ static void test_prefetch(void)
         ppb_kernel *again = NULL;
         CHECK(ppb_kernels_get(k, &specs[3], &again, NULL, &err) == PPB_OK && again == h[0],
               "round %d: the repeat is the same kernel", round);
-        ppb_kernels_prefetch_wait(k);
+        ppb_kernels_info ki;
         ppb_kernels_get_info(k, &ki);
         CHECK(ki.loaded == 3 && ki.cache_hits + ki.cache_misses == 3,
               "round %d: %d loaded, %d hits + %d misses (each kernel built once)", round, ki.loaded,
