@@ -621,8 +621,7 @@ static void cuda_release(ppb_backend *b)
     free_guarded(b, &b->tmp_out);
     free_guarded(b, &b->exp_sums);
     free_guarded(b, &b->max_logits);
-    if (b->kernels)
-        ppb_kernels_resume(b->kernels);   /* paused while the case was timed */
+    ppb_kernels_resume(b->kernels);   /* paused while the case was timed */
     b->prepared = 0;
     b->w = NULL;
 }

@@ -389,10 +389,10 @@ void ppb_kernels_get_info(const ppb_kernels *k, ppb_kernels_info *info)
     snprintf(info->cache_dir, sizeof info->cache_dir, "%s", k->cache_ok ? k->cache_dir : "");
     memcpy(info->sources_hash, k->sources_hash, sizeof info->sources_hash);
     memcpy(info->source_dir, k->source_dir, sizeof info->source_dir);
-    pthread_mutex_lock((pthread_mutex_t *)&k->lock);
-    pthread_mutex_lock((pthread_mutex_t *)&k->load_lock);
+    pthread_mutex_lock((pthread_mutex_t *)&k->load_lock);   /* never held together with `lock` */
     info->loaded = k->n_loaded;
     pthread_mutex_unlock((pthread_mutex_t *)&k->load_lock);
+    pthread_mutex_lock((pthread_mutex_t *)&k->lock);
     info->cache_hits = k->hits;
     info->cache_misses = k->misses;
     info->compile_seconds = k->compile_seconds;
