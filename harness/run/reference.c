@@ -28,6 +28,19 @@ static int seq_of_token(const ppb_workload *w, int token)
     return lo;
 }
 
+/* The sequence of query token `token` (decode: the sequence index) and the query's
+ * absolute position in it. */
+static void locate_query(const ppb_workload *w, int token, int *seq, int *query_pos)
+{
+    if (w->c->kernel == PPB_PREFIX_PREFILL) {
+        *seq = seq_of_token(w, token);
+        *query_pos = w->context_lens[*seq] + (token - w->start_loc[*seq]);
+    } else {
+        *seq = token;
+        *query_pos = w->context_lens[*seq] - 1;
+    }
+}
+
 /* Query rows of one token and one kv head, head_first .. head_first + n - 1: a
  * GQA group, or part of one. */
 static void reference_group(const ppb_workload *w, int token, int head_first, int n, double *const *out_rows)
@@ -35,14 +48,8 @@ static void reference_group(const ppb_workload *w, int token, int head_first, in
     const ppb_case *c = w->c;
     const ppb_shape *s = &c->shape;
     const int dim = s->head_dim;
-    int seq, query_pos; /* query_pos: absolute position of the query in its sequence */
-    if (c->kernel == PPB_PREFIX_PREFILL) {
-        seq = seq_of_token(w, token);
-        query_pos = w->context_lens[seq] + (token - w->start_loc[seq]);
-    } else {
-        seq = token;
-        query_pos = w->context_lens[seq] - 1;
-    }
+    int seq, query_pos;
+    locate_query(w, token, &seq, &query_pos);
     const size_t new_at = c->kernel == PPB_PREFIX_PREFILL
                               ? (size_t)w->start_loc[seq] * (size_t)s->num_kv_heads * (size_t)dim
                               : 0;
@@ -53,6 +60,8 @@ static void reference_group(const ppb_workload *w, int token, int head_first, in
         .page_size = s->page_size,
         .k_cache = w->k_cache,
         .v_cache = w->v_cache,
+        .k_cache_key = ppb_rng_key(w->seed, PPB_T_K_CACHE),
+        .v_cache_key = ppb_rng_key(w->seed, PPB_T_V_CACHE),
         .block_table = w->block_table + (size_t)seq * (size_t)w->max_blocks_per_seq,
         .cached = w->context_lens[seq],
         .k_new = w->k ? w->k + new_at : NULL,
@@ -124,7 +133,22 @@ static int cmp_long(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The rows to check, sorted and without duplicates. */
+/* Row ids in place: sorted, without duplicates; the new count. */
+static long sort_unique(long *rows, long n)
+{
+    qsort(rows, (size_t)n, sizeof(long), cmp_long);
+    long m = 0;
+    for (long i = 0; i < n; i++)
+        if (m == 0 || rows[m - 1] != rows[i])
+            rows[m++] = rows[i];
+    return m;
+}
+
+/* The rows to check, sorted and without duplicates. A sample is seeded random rows
+ * plus each sequence's first and last row (for one seeded random head each): the tile
+ * edges where masks and partial tiles go wrong first. Decode's random rows come in
+ * whole GQA groups: its one query token per sequence makes a row's cost its sequence's
+ * keys, which the query heads of a kv head share, so a group costs about one row. */
 static long *choose_rows(const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed,
                          long *n_out)
 {
@@ -143,34 +167,59 @@ static long *choose_rows(const ppb_workload *w, const ppb_check_settings *cs, ui
         return rows;
     }
     long samples = cs->sample_rows > 0 ? cs->sample_rows : 0;
-    rows = malloc(sizeof(long) * (size_t)(samples + 2L * w->batch));
+    const long group = w->c->kernel == PPB_PAGED_ATTENTION ? heads / s->num_kv_heads : 1;
+    const long draws = (samples + group - 1) / group;
+    rows = malloc(sizeof(long) * (size_t)(draws * group + 2L * w->batch));
     if (!rows)
         return NULL;
-    for (long k = 0; k < samples; k++) {
+    for (long k = 0; k < draws; k++) {
         uint64_t base = 4u * (uint64_t)k;
         int seq = (int)ppb_rng_below(seed, PPB_RNG_STREAM_CHECK, base, (uint32_t)w->batch);
-        int head = (int)ppb_rng_below(seed, PPB_RNG_STREAM_CHECK, base + 1, (uint32_t)heads);
+        long head = (long)ppb_rng_below(seed, PPB_RNG_STREAM_CHECK, base + 1, (uint32_t)heads) / group * group;
         int row = (int)ppb_rng_below(seed, PPB_RNG_STREAM_CHECK, base + 2,
                                      (uint32_t)w->query_lens[seq]);
         long token = (long)w->start_loc[seq] + row;
-        rows[n++] = token * heads + head;
+        for (long g = 0; g < group; g++)
+            rows[n++] = token * heads + head + g;
     }
-    /* Each sequence's first and last row (for one seeded random head each): the
-     * tile edges where masks and partial tiles go wrong first. */
     for (int b = 0; b < w->batch; b++) {
-        uint64_t idx = 4u * (uint64_t)samples + (uint64_t)b;
+        uint64_t idx = 4u * (uint64_t)draws + (uint64_t)b;
         int head = (int)ppb_rng_below(seed, PPB_RNG_STREAM_CHECK, idx, (uint32_t)heads);
         long first = w->start_loc[b], last = (long)w->start_loc[b] + w->query_lens[b] - 1;
         rows[n++] = first * heads + head;
         rows[n++] = last * heads + head;
     }
-    qsort(rows, (size_t)n, sizeof(long), cmp_long);
-    long m = 0;
-    for (long i = 0; i < n; i++)
-        if (m == 0 || rows[m - 1] != rows[i])
-            rows[m++] = rows[i];
-    *n_out = m;
+    *n_out = sort_unique(rows, n);
     return rows;
+}
+
+/* Whether the rows read the cache's elements more than once on average (a group
+ * reads each key it sees once, for all of its heads). */
+static int reads_cache_often(const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed)
+{
+    long n = 0, n_groups = 0;
+    long *rows = choose_rows(w, cs, seed, &n);
+    row_group *groups = rows ? group_rows(w, rows, n, &n_groups) : NULL;
+    const ppb_shape *s = &w->c->shape;
+    double reads = 0; /* cache tokens the groups visit, each for one kv head */
+    for (long g = 0; groups && g < n_groups; g++) {
+        int seq, query_pos;
+        locate_query(w, (int)(rows[groups[g].first] / s->num_heads), &seq, &query_pos);
+        int first = s->sliding_window > 0 && query_pos - s->sliding_window + 1 > 0
+                        ? query_pos - s->sliding_window + 1 : 0;
+        int last = query_pos < w->context_lens[seq] - 1 ? query_pos : w->context_lens[seq] - 1;
+        if (last >= first)
+            reads += last - first + 1;
+    }
+    int often = !groups || reads > (double)w->num_blocks * s->page_size * s->num_kv_heads;
+    free(groups);
+    free(rows);
+    return often;
+}
+
+int ppb_reference_fill_inputs(ppb_workload *w, const ppb_check_settings *cs, uint64_t seed, ppb_err *err)
+{
+    return reads_cache_often(w, cs, seed) ? ppb_workload_fill(w, err) : ppb_workload_fill_queries(w, err);
 }
 
 void ppb_reference_rows_free(ppb_reference_rows *r)

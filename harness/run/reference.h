@@ -4,7 +4,8 @@
  * the causal mask (bottom-right aligned), GQA and the sliding window. Small
  * cases are checked on every output row; large ones on a seeded random sample
  * of (sequence, head, row) that always includes each sequence's first and last
- * row. Work is spread over the available cores. */
+ * row (decode: random rows in whole GQA groups). Work is spread over the
+ * available cores. */
 #ifndef PPB_REFERENCE_H
 #define PPB_REFERENCE_H
 
@@ -30,6 +31,12 @@ typedef struct ppb_reference_rows {
 int ppb_reference_rows_compute(const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed,
                                ppb_reference_rows *out, ppb_err *err);
 void ppb_reference_rows_free(ppb_reference_rows *r);
+/* Fill the host tensors the rows of a workload created without them will read:
+ * the queries and new tokens, and the paged cache only where the rows read its
+ * elements more than once on average (prefill: the sampled queries of a sequence
+ * share its context). Else the rows generate the cache elements they read
+ * (reference_row.h): decode's gigabytes of cache never touch the host. */
+int ppb_reference_fill_inputs(ppb_workload *w, const ppb_check_settings *cs, uint64_t seed, ppb_err *err);
 /* Check `out` (storage dtype, same layout as q) against the rows; fill res. */
 int ppb_reference_compare(const ppb_reference_rows *ref, const uint16_t *out, const ppb_check_settings *cs,
                           ppb_check_result *res, ppb_err *err);

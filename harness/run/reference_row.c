@@ -31,11 +31,18 @@ static void load_chunk(const ppb_ref_keys *r, int kv_head, int j0, int j1, float
             const size_t block = (size_t)r->block_table[j / r->page_size], slot = (size_t)(j % r->page_size);
             const size_t head = block * (size_t)r->num_kv_heads + (size_t)kv_head;
             /* k: [.., D/8, page, 8] -> dim d at + (d / 8) * page * 8 + d % 8; v: [.., D, page] */
-            const uint16_t *kb = r->k_cache + (head * (size_t)(dim / 8) * page + slot) * 8;
-            const uint16_t *vb = r->v_cache + head * (size_t)dim * page + slot;
-            for (int d = 0; d < dim; d++) {
-                kd[d] = bits_to_f32(kb[(size_t)(d / 8) * page * 8 + (size_t)(d % 8)], r->dtype);
-                vd[d] = bits_to_f32(vb[(size_t)d * page], r->dtype);
+            const size_t k_at = (head * (size_t)(dim / 8) * page + slot) * 8, v_at = head * (size_t)dim * page + slot;
+            if (r->k_cache) {
+                for (int d = 0; d < dim; d++) {
+                    kd[d] = bits_to_f32(r->k_cache[k_at + (size_t)(d / 8) * page * 8 + (size_t)(d % 8)], r->dtype);
+                    vd[d] = bits_to_f32(r->v_cache[v_at + (size_t)d * page], r->dtype);
+                }
+            } else { /* a valid slot: never garbage */
+                for (int d = 0; d < dim; d++) {
+                    const size_t kd_at = k_at + (size_t)(d / 8) * page * 8 + (size_t)(d % 8);
+                    kd[d] = bits_to_f32(ppb_rng_keyed_input(r->k_cache_key, kd_at, r->dtype, 0), r->dtype);
+                    vd[d] = bits_to_f32(ppb_rng_keyed_input(r->v_cache_key, v_at + (size_t)d * page, r->dtype, 0), r->dtype);
+                }
             }
         } else {
             const size_t at = ((size_t)(j - r->cached) * (size_t)r->num_kv_heads + (size_t)kv_head) * (size_t)dim;

@@ -15,13 +15,17 @@ extern "C" {
 
 /* The keys and values one sequence's query rows attend to. Positions 0..cached-1 are in
  * the paged cache through the sequence's block-table row; positions from `cached` on are
- * the sequence's new tokens (prefill), contiguous rows [n][num_kv_heads][head_dim]. */
+ * the sequence's new tokens (prefill), contiguous rows [n][num_kv_heads][head_dim].
+ * Without the cache tensors (k_cache NULL) their elements are generated: each is
+ * ppb_rng_keyed_input(key, its index in the tensor), the very bits the host and device
+ * fills write, so a check that reads a cache element about once need not hold gigabytes. */
 typedef struct ppb_ref_keys {
     int dtype;                       /* 0 fp16, 1 bf16 (ppb_rng.h) */
     int head_dim;                    /* a multiple of 8, at most PPB_REF_MAX_D */
     int num_kv_heads, page_size;
     const uint16_t *k_cache;         /* [blocks][num_kv_heads][head_dim / 8][page_size][8] */
     const uint16_t *v_cache;         /* [blocks][num_kv_heads][head_dim][page_size] */
+    uint64_t k_cache_key, v_cache_key; /* the generator's tensor keys, used when k_cache is NULL */
     const int32_t *block_table;      /* this sequence's row */
     int cached;
     const uint16_t *k_new, *v_new;   /* NULL when the sequence has no new tokens (decode) */

@@ -150,7 +150,7 @@ int ppb_session_inputs_ahead(ppb_session *s, const ppb_case *c, uint64_t seed, c
         return 0;
     int ok = 1, hit = 0;
     if (!read_cached_rows(s, w, cs, seed, &out->rows)) {
-        ok = ppb_workload_fill(w, &err) == PPB_OK &&
+        ok = ppb_reference_fill_inputs(w, cs, rows_seed(seed), &err) == PPB_OK &&
              ppb_reference_rows_get(w, cs, rows_seed(seed), s->reference_cache, NULL, &out->rows, &hit, &err) ==
                  PPB_OK;
         ppb_workload_free_tensors(w); /* the device makes its own */
@@ -209,10 +209,12 @@ int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, const
     int rc = taken ? PPB_OK : ppb_workload_create(w, c, seed, 0, &err);
     if (!rc && s->ops->refuse)
         rc = s->ops->refuse(s->backend, c, w, &err);
-    /* Host tensors only where something reads them: the reference, when its
-     * rows are not in hand or cached, or a backend that does not make its own inputs. */
-    if (!rc && !taken && !(ref && s->ops->makes_inputs && read_cached_rows(s, w, cs, seed, ref)))
+    /* Host tensors only where something reads them: a backend that does not make
+     * its own inputs, or the reference, when its rows are not in hand or cached. */
+    if (!rc && !taken && !s->ops->makes_inputs)
         rc = ppb_workload_fill(w, &err);
+    else if (!rc && !taken && !(ref && read_cached_rows(s, w, cs, seed, ref)))
+        rc = ppb_reference_fill_inputs(w, cs, rows_seed(seed), &err);
     if (rc) {
         set_status(res, rc == PPB_EREFUSED ? PPB_STATUS_REFUSED : rc == PPB_ENOMEM ? PPB_STATUS_SKIPPED
                                                                                   : PPB_STATUS_ERROR,

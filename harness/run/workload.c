@@ -244,36 +244,45 @@ fail:
     return rc;
 }
 
-int ppb_workload_fill(ppb_workload *w, ppb_err *err)
+/* The host tensors not made yet: the queries and new tokens, and with_cache the paged cache. */
+static int fill_missing(ppb_workload *w, int with_cache, ppb_err *err)
 {
     const ppb_shape *s = &w->c->shape;
-    if (w->q)
-        return PPB_OK;
-    w->q = malloc(sizeof(uint16_t) * (w->q_elems ? w->q_elems : 1));
-    w->k_cache = malloc(sizeof(uint16_t) * w->cache_elems);
-    w->v_cache = malloc(sizeof(uint16_t) * w->cache_elems);
-    if (w->kv_elems) {
-        w->k = malloc(sizeof(uint16_t) * w->kv_elems);
-        w->v = malloc(sizeof(uint16_t) * w->kv_elems);
+    fill_job job = {.seed = w->seed, .dtype = s->dtype, .valid_tokens = w->valid_tokens,
+                    .page = (size_t)s->page_size,
+                    .block_elems = (size_t)s->num_kv_heads * (size_t)s->head_dim * (size_t)s->page_size};
+    int ok = 1;
+    if (!w->q) {
+        w->q = malloc(sizeof(uint16_t) * (w->q_elems ? w->q_elems : 1));
+        ok = w->q != NULL;
+        job.t[job.n_tensors++] = (fill_tensor){w->q, w->q_elems, PPB_T_Q, FILL_PLAIN, 0};
+        if (w->kv_elems) {
+            w->k = malloc(sizeof(uint16_t) * w->kv_elems);
+            w->v = malloc(sizeof(uint16_t) * w->kv_elems);
+            ok = ok && w->k && w->v;
+            job.t[job.n_tensors++] = (fill_tensor){w->k, w->kv_elems, PPB_T_K, FILL_PLAIN, 0};
+            job.t[job.n_tensors++] = (fill_tensor){w->v, w->kv_elems, PPB_T_V, FILL_PLAIN, 0};
+        }
     }
-    if (!w->q || !w->k_cache || !w->v_cache || (w->kv_elems && (!w->k || !w->v))) {
+    if (with_cache && !w->k_cache) {
+        w->k_cache = malloc(sizeof(uint16_t) * w->cache_elems);
+        w->v_cache = malloc(sizeof(uint16_t) * w->cache_elems);
+        ok = ok && w->k_cache && w->v_cache;
+        job.t[job.n_tensors++] = (fill_tensor){w->k_cache, w->cache_elems, PPB_T_K_CACHE, FILL_K_CACHE, 0};
+        job.t[job.n_tensors++] = (fill_tensor){w->v_cache, w->cache_elems, PPB_T_V_CACHE, FILL_V_CACHE, 0};
+    }
+    if (!ok) {
         ppb_workload_free_tensors(w);
         return ppb_fail(err, PPB_ENOMEM, "workload: out of host memory for the tensors (%zu B)",
                         ppb_workload_host_bytes(w->c));
     }
-    fill_job job = {.seed = w->seed, .dtype = s->dtype, .valid_tokens = w->valid_tokens,
-                    .page = (size_t)s->page_size,
-                    .block_elems = (size_t)s->num_kv_heads * (size_t)s->head_dim * (size_t)s->page_size};
-    job.t[job.n_tensors++] = (fill_tensor){w->q, w->q_elems, PPB_T_Q, FILL_PLAIN, 0};
-    if (w->kv_elems) {
-        job.t[job.n_tensors++] = (fill_tensor){w->k, w->kv_elems, PPB_T_K, FILL_PLAIN, 0};
-        job.t[job.n_tensors++] = (fill_tensor){w->v, w->kv_elems, PPB_T_V, FILL_PLAIN, 0};
-    }
-    job.t[job.n_tensors++] = (fill_tensor){w->k_cache, w->cache_elems, PPB_T_K_CACHE, FILL_K_CACHE, 0};
-    job.t[job.n_tensors++] = (fill_tensor){w->v_cache, w->cache_elems, PPB_T_V_CACHE, FILL_V_CACHE, 0};
     fill_tensors(&job);
     return PPB_OK;
 }
+
+int ppb_workload_fill(ppb_workload *w, ppb_err *err) { return fill_missing(w, 1, err); }
+
+int ppb_workload_fill_queries(ppb_workload *w, ppb_err *err) { return fill_missing(w, 0, err); }
 
 void ppb_workload_free_tensors(ppb_workload *w)
 {

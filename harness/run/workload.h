@@ -33,7 +33,7 @@ typedef struct ppb_workload {
     /* Storage-dtype (fp16/bf16 bit patterns) host tensors */
     uint16_t *q;            /* prefill [total_tokens, H, D]; decode [batch, H, D] */
     uint16_t *k, *v;        /* prefill new tokens [total_tokens, KVH, D]; decode NULL */
-    uint16_t *k_cache;      /* [num_blocks, KVH, D/8, page, 8] */
+    uint16_t *k_cache;      /* [num_blocks, KVH, D/8, page, 8]; NULL when only the queries are filled */
     uint16_t *v_cache;      /* [num_blocks, KVH, D, page] */
     size_t q_elems, kv_elems, cache_elems, out_elems;
 } ppb_workload;
@@ -43,9 +43,12 @@ size_t ppb_workload_host_bytes(const ppb_case *c);
 /* Build lengths, the block table and (if with_tensors) the tensors. */
 int ppb_workload_create(ppb_workload *w, const ppb_case *c, uint64_t seed, int with_tensors,
                         ppb_err *err);
-/* The host tensors of a workload created without them (nothing if it has
- * them), filled in parallel over the available cores. */
+/* The host tensors of a workload created without them (those it lacks),
+ * filled in parallel over the available cores. */
 int ppb_workload_fill(ppb_workload *w, ppb_err *err);
+/* Only q and the new tokens' k and v: what a reference that generates the paged
+ * cache's elements as it reads them needs (ppb_reference_reads_cache_often). */
+int ppb_workload_fill_queries(ppb_workload *w, ppb_err *err);
 void ppb_workload_free_tensors(ppb_workload *w);
 void ppb_workload_free(ppb_workload *w);
 

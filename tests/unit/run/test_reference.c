@@ -358,7 +358,6 @@ static void test_sampling(void **state)
     ppb_workload_free(&w);
 }
 
-/* A 100K-token row: sampled check of a long decode sequence stays cheap. */
 /* The check's rows are computed a GQA group at a time; each must be bit for
  * bit the row computed alone (decode and prefill, windows, sampled rows). */
 static void test_grouped_rows_are_the_rows_alone(void **state)
@@ -389,6 +388,7 @@ static void test_grouped_rows_are_the_rows_alone(void **state)
     }
 }
 
+/* A 100K-token row: sampled check of a long decode sequence stays cheap. */
 static void test_long_context_row(void **state)
 {
     (void)state;
@@ -407,6 +407,97 @@ static void test_long_context_row(void **state)
     ppb_workload_free(&w);
 }
 
+/* Rows computed without the host's cache (its elements generated as they are
+ * read) are bit for bit the rows computed from the filled cache. */
+static void test_generated_cache_is_the_filled_cache(void **state)
+{
+    (void)state;
+    const ppb_case cases[] = {
+        make_case(PPB_PAGED_ATTENTION, 3, 1, 200, 32, 4, 64, 16, 0, PPB_BF16, 0),
+        make_case(PPB_PAGED_ATTENTION, 4, 1, 150, 8, 1, 128, 8, 40, PPB_FP16, 1),
+        make_case(PPB_PREFIX_PREFILL, 2, 20, 37, 8, 2, 64, 32, 24, PPB_FP16, 1),
+        make_case(PPB_PREFIX_PREFILL, 2, 300, 100, 16, 2, 64, 16, 0, PPB_BF16, 0), /* sampled */
+    };
+    ppb_check_settings cs = {{1e-2, 2e-2}, {1e-2, 2e-2}, 4096, 64};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        ppb_workload filled, generated;
+        ppb_reference_rows a, b;
+        ppb_err err = {{0}};
+        make(&filled, &cases[k], 8);
+        assert_int_equal(ppb_workload_create(&generated, &cases[k], 8, 0, &err), PPB_OK);
+        assert_int_equal(ppb_workload_fill_queries(&generated, &err), PPB_OK);
+        assert_null(generated.k_cache);
+        assert_int_equal(ppb_reference_rows_compute(&filled, &cs, 3, &a, &err), PPB_OK);
+        assert_int_equal(ppb_reference_rows_compute(&generated, &cs, 3, &b, &err), PPB_OK);
+        assert_int_equal(a.n, b.n);
+        assert_memory_equal(a.rows, b.rows, sizeof(long) * (size_t)a.n);
+        assert_memory_equal(a.values, b.values, sizeof(double) * (size_t)a.n * (size_t)cases[k].shape.head_dim);
+        ppb_reference_rows_free(&a);
+        ppb_reference_rows_free(&b);
+        ppb_workload_free(&filled);
+        ppb_workload_free(&generated);
+    }
+}
+
+/* Decode's sample: random rows in whole GQA groups, and every sequence. */
+static void test_decode_sample_in_groups(void **state)
+{
+    (void)state;
+    ppb_case c = make_case(PPB_PAGED_ATTENTION, 6, 1, 40, 16, 2, 64, 16, 0, PPB_BF16, 0);
+    ppb_workload w;
+    make(&w, &c, 2);
+    ppb_reference_rows rows;
+    ppb_err err = {{0}};
+    ppb_check_settings cs = settings(0, 16); /* 16 rows: two groups of 8 */
+    assert_int_equal(ppb_reference_rows_compute(&w, &cs, 9, &rows, &err), PPB_OK);
+    int heads_of[6][2] = {{0}};
+    for (long i = 0; i < rows.n; i++)
+        heads_of[rows.rows[i] / 16][rows.rows[i] % 16 / 8]++;
+    int whole = 0, partial = 0;
+    for (int b = 0; b < 6; b++) {
+        assert_true(heads_of[b][0] + heads_of[b][1] > 0); /* every sequence */
+        for (int g = 0; g < 2; g++) {
+            whole += heads_of[b][g] == 8;
+            partial += heads_of[b][g] > 0 && heads_of[b][g] < 8;
+        }
+    }
+    /* the draws' groups (two, unless both fell on one) are whole; each sequence's
+     * own row adds at most one partial group */
+    assert_true(whole >= 1 && whole <= 2);
+    assert_true(partial <= 6);
+    assert_true(rows.n <= 2 * 8 + 6);
+    ppb_reference_rows_free(&rows);
+    ppb_workload_free(&w);
+}
+
+/* The cache is worth a host copy only where the rows read it more than once. */
+static void test_fill_inputs(void **state)
+{
+    (void)state;
+    ppb_check_settings cs = settings(4096, 64);
+    const struct {
+        ppb_case c;
+        int cache_on_host;
+    } cases[] = {
+        /* decode, every row: each (sequence, kv head) group reads its own keys once */
+        {make_case(PPB_PAGED_ATTENTION, 3, 1, 200, 32, 4, 64, 16, 0, PPB_BF16, 0), 0},
+        /* prefill, sampled: the sampled queries of a sequence share its context */
+        {make_case(PPB_PREFIX_PREFILL, 2, 300, 100, 16, 2, 64, 16, 0, PPB_BF16, 0), 1},
+        /* prefill without a context: nothing in the cache to read */
+        {make_case(PPB_PREFIX_PREFILL, 2, 300, 0, 16, 2, 64, 16, 0, PPB_BF16, 0), 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        ppb_workload w;
+        ppb_err err = {{0}};
+        assert_int_equal(ppb_workload_create(&w, &cases[k].c, 1, 0, &err), PPB_OK);
+        assert_int_equal(ppb_reference_fill_inputs(&w, &cs, 1, &err), PPB_OK);
+        assert_non_null(w.q);
+        assert_int_equal(w.k_cache != NULL, cases[k].cache_on_host);
+        assert_int_equal(w.v_cache != NULL, cases[k].cache_on_host);
+        ppb_workload_free(&w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -417,6 +508,9 @@ int main(void)
         cmocka_unit_test(test_sampling),
         cmocka_unit_test(test_long_context_row),
         cmocka_unit_test(test_grouped_rows_are_the_rows_alone),
+        cmocka_unit_test(test_generated_cache_is_the_filled_cache),
+        cmocka_unit_test(test_decode_sample_in_groups),
+        cmocka_unit_test(test_fill_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

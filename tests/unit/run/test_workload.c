@@ -97,6 +97,18 @@ static void test_fill_later_is_the_same(void **state)
     uint16_t *q = b.q;
     assert_int_equal(ppb_workload_fill(&b, &err), PPB_OK); /* filled already: kept */
     assert_ptr_equal(b.q, q);
+    /* the queries alone, then the cache on top: the same bits, q kept */
+    ppb_workload_free_tensors(&b);
+    assert_int_equal(ppb_workload_fill_queries(&b, &err), PPB_OK);
+    assert_null(b.k_cache);
+    assert_null(b.v_cache);
+    assert_memory_equal(a.q, b.q, a.q_elems * 2);
+    assert_memory_equal(a.k, b.k, a.kv_elems * 2);
+    q = b.q;
+    assert_int_equal(ppb_workload_fill(&b, &err), PPB_OK);
+    assert_ptr_equal(b.q, q);
+    assert_memory_equal(a.k_cache, b.k_cache, a.cache_elems * 2);
+    assert_memory_equal(a.v_cache, b.v_cache, a.cache_elems * 2);
     int page = c.shape.page_size, used = 0;
     for (int s = 0; s < b.batch; s++)
         for (int lp = 0; lp * page < b.context_lens[s]; lp++, used++) {
