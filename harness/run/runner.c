@@ -1,12 +1,12 @@
 #include "runner.h"
 
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "ahead.h"
 #include "eta.h"
 #include "matrix.h"
 #include "measure.h"
@@ -16,7 +16,6 @@
 #include "store.h"
 #include "suite.h"
 #include "target.h"
-#include "threads.h"
 #include "workers.h"
 
 /* Set by SIGINT/SIGTERM; the pipeline stops between samples and cases. */
@@ -39,36 +38,6 @@ static void shape_inputs_free(shape_inputs *in)
     in->shape_key[0] = '\0';
 }
 
-/* The next shape's inputs and reference rows, made on a thread while the GPU
- * times this one (ppb_session_inputs_ahead) and taken over when that shape
- * starts: nothing about a check changes, only when its rows were made. */
-typedef struct rows_ahead {
-    pthread_t thread;
-    int running;
-    ppb_session *session;
-    ppb_case c;                         /* a case of the next shape */
-    uint64_t seed;
-    const ppb_check_settings *cs;
-    ppb_inputs_ahead made;              /* valid once joined */
-} rows_ahead;
-
-static void *rows_ahead_main(void *arg)
-{
-    rows_ahead *a = arg;
-    /* leave cores to the thread that launches the timed kernels */
-    int threads = ppb_thread_count() - 2;
-    ppb_parallel_limit_this_thread(threads > 1 ? threads : 1);
-    ppb_session_inputs_ahead(a->session, &a->c, a->seed, a->cs, &a->made);
-    return NULL;
-}
-
-static void rows_ahead_join(rows_ahead *a)
-{
-    if (a->running)
-        pthread_join(a->thread, NULL);
-    a->running = 0;
-}
-
 typedef struct run_ctx {
     const ppb_run_options *opt;
     ppb_suite suite;
@@ -80,7 +49,7 @@ typedef struct run_ctx {
     ppb_store *store;
     ppb_run_info run;
     shape_inputs inputs;    /* of the shape being run: the cases are grouped by shape */
-    rows_ahead ahead;       /* the next shape's inputs and reference rows, in progress */
+    ppb_ahead *ahead;       /* the coming shapes' inputs and reference rows (NULL: made in turn) */
     double busy_ms, busy_until_ms;  /* the last case's timing: how long, until when (warm-up owed) */
     double open_ms;         /* spent opening the session's device (the run's device phase; with
                                --devices the workers open theirs, counted in no phase) */
@@ -159,10 +128,10 @@ static const ppb_workload *case_inputs(run_ctx *x, const ppb_case *c, uint64_t s
     }
     shape_inputs_free(&x->inputs);
     ppb_session_release(&x->session, 0, 0); /* the backend's copy of the inputs before */
-    rows_ahead_join(&x->ahead);             /* it may hold this shape's inputs */
-    ppb_session_workload(&x->session, c, seed, &x->suite.check, &x->ahead.made, &x->inputs.ref, &x->inputs.w,
-                         res);
-    ppb_inputs_ahead_free(&x->ahead.made);  /* another shape's: this one ran first */
+    ppb_inputs_ahead made;
+    ppb_ahead_take(x->ahead, c, &made);
+    ppb_session_workload(&x->session, c, seed, &x->suite.check, &made, &x->inputs.ref, &x->inputs.w, res);
+    ppb_inputs_ahead_free(&made); /* what was not taken over */
     if (res->status != PPB_STATUS_OK) {
         shape_inputs_free(&x->inputs);
         return NULL;
@@ -415,30 +384,9 @@ static int pool_on_device(void *ctx, const ppb_device_info *info, ppb_err *err)
     return rc;
 }
 
-/* After case i, once its shape's rows are in hand: start the rows of the
- * next shape to run, unless a thread is still at work. */
-static void start_rows_ahead(run_ctx *x, const char *todo_flags, int i)
-{
-    rows_ahead *a = &x->ahead;
-    if (a->running || !x->inputs.ref.w || !x->session.ops->makes_inputs)
-        return;
-    char shape[PPB_CASE_KEY_MAX], next[PPB_CASE_KEY_MAX];
-    ppb_case_shape_key(&x->cases.items[i], shape, sizeof shape);
-    for (int j = i + 1; j < x->cases.n; j++) {
-        if (!todo_flags[j])
-            continue;
-        ppb_case_shape_key(&x->cases.items[j], next, sizeof next);
-        if (strcmp(next, shape) == 0)
-            continue;
-        a->session = &x->session;
-        a->c = x->cases.items[j];
-        a->seed = ppb_case_seed(x->suite.measure.seed, &a->c);
-        a->cs = &x->suite.check;
-        /* no thread, no head start: the shape's rows are computed when it runs */
-        a->running = pthread_create(&a->thread, NULL, rows_ahead_main, a) == 0;
-        return;
-    }
-}
+/* Shapes made ahead and not yet run, at most: each holds its lengths, block table and
+ * reference rows (megabytes), never host tensors. */
+#define AHEAD_MAX_READY 8
 
 /* The cases in this process, one after another. */
 static int run_in_process(run_ctx *x, const char *todo_flags, ppb_err *err)
@@ -446,6 +394,8 @@ static int run_in_process(run_ctx *x, const char *todo_flags, ppb_err *err)
     progress prog;
     int rc = progress_start(&prog, &x->cases, todo_flags, err);
     ppb_session_prefetch(&x->session, x->cases.items, todo_flags, x->cases.n);
+    x->ahead = ppb_ahead_start(&x->session, x->cases.items, todo_flags, x->cases.n, x->suite.measure.seed,
+                               &x->suite.check, AHEAD_MAX_READY);
     for (int i = 0; i < x->cases.n && !stop_requested && !rc; i++) {
         const ppb_case *c = &x->cases.items[i];
         if (!todo_flags[i])
@@ -458,15 +408,14 @@ static int run_in_process(run_ctx *x, const char *todo_flags, ppb_err *err)
             ppb_result_free(&res);
             break;
         }
-        start_rows_ahead(x, todo_flags, i);
         rc = store_result(x, c, &res, err);
         progress_finished(&prog, i, &res);
         ppb_result_free(&res);
         if (x->opt->progress == PPB_PROGRESS_LOG)
             progress_line(x->opt, &prog, c->key);
     }
-    rows_ahead_join(&x->ahead);
-    ppb_inputs_ahead_free(&x->ahead.made);
+    ppb_ahead_stop(x->ahead);
+    x->ahead = NULL;
     progress_line(x->opt, &prog, NULL);
     ppb_eta_free(&prog.eta);
     return rc;
