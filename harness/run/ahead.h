@@ -12,9 +12,10 @@
 typedef struct ppb_ahead ppb_ahead;
 
 /* Start on the shapes of the cases whose todo flag is set, cases[0..n) in
- * order (grouped by shape), at most max_ready made and not yet taken. The
- * cases, todo and cs must outlive it. NULL (nothing made ahead) when the
- * session's backend makes no inputs on its device, or no thread starts. */
+ * order (grouped by shape), at most max_ready made and not yet taken, for a
+ * session from ppb_session_init whose backend makes its inputs on its device
+ * (or will: it may still be opening). The cases, todo and cs must outlive it.
+ * NULL (nothing made ahead) when there are no cases or no thread starts. */
 ppb_ahead *ppb_ahead_start(ppb_session *s, const ppb_case *cases, const char *todo, int n, uint64_t suite_seed,
                            const ppb_check_settings *cs, int max_ready);
 

@@ -10,12 +10,24 @@
 #include "reference.h"
 #include "reference_cache.h"
 
-int ppb_session_open(ppb_session *s, const char *want, int device_index,
-                     const ppb_target *target, double cpu_max_gflop, FILE *log, ppb_err *err)
+void ppb_session_init(ppb_session *s, const ppb_target *target)
 {
     memset(s, 0, sizeof *s);
     s->target = target;
-    ppb_backend_options bo = {device_index, target, cpu_max_gflop};
+    ppb_reference_cache_dir(s->reference_cache, sizeof s->reference_cache);
+}
+
+int ppb_session_open(ppb_session *s, const char *want, int device_index,
+                     const ppb_target *target, double cpu_max_gflop, FILE *log, ppb_err *err)
+{
+    ppb_session_init(s, target);
+    return ppb_session_open_backend(s, want, device_index, cpu_max_gflop, log, err);
+}
+
+int ppb_session_open_backend(ppb_session *s, const char *want, int device_index, double cpu_max_gflop, FILE *log,
+                             ppb_err *err)
+{
+    ppb_backend_options bo = {device_index, s->target, cpu_max_gflop};
     int rc = PPB_OK;
     if (strcmp(want, "cpu") != 0 && strcmp(want, "cuda") != 0 && strcmp(want, "auto") != 0)
         return ppb_fail(err, PPB_EINPUT, "--backend %s: expected auto, cpu or cuda", want);
@@ -49,7 +61,6 @@ int ppb_session_open(ppb_session *s, const char *want, int device_index,
 opened:
 #endif
     s->ops->device_info(s->backend, &s->device);
-    ppb_reference_cache_dir(s->reference_cache, sizeof s->reference_cache);
     return PPB_OK;
 }
 
@@ -142,7 +153,7 @@ int ppb_session_inputs_ahead(ppb_session *s, const ppb_case *c, uint64_t seed, c
 {
     memset(out, 0, sizeof *out);
     double need = (double)ppb_workload_host_bytes(c), have = (double)physical_memory();
-    if (!s->ops->makes_inputs || (have > 0 && need > 0.25 * have))
+    if (have > 0 && need > 0.25 * have)
         return 0;
     ppb_err err = {{0}};
     ppb_workload *w = &out->w;

@@ -31,6 +31,11 @@ typedef struct ppb_session {
  * else the CPU backend, saying so on `log` unless log is NULL: never silent). */
 int ppb_session_open(ppb_session *s, const char *backend, int device_index,
                      const ppb_target *target, double cpu_max_gflop, FILE *log, ppb_err *err);
+/* The same in two steps, so that inputs can be made ahead (ppb_session_inputs_ahead)
+ * while a device starts: init (the reference cache, no backend), then the backend. */
+void ppb_session_init(ppb_session *s, const ppb_target *target);
+int ppb_session_open_backend(ppb_session *s, const char *backend, int device_index, double cpu_max_gflop,
+                             FILE *log, ppb_err *err);
 void ppb_session_close(ppb_session *s);
 
 /* Seed of a case's inputs: the same key and suite seed give the same inputs in
@@ -84,10 +89,11 @@ int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
  * reaches later, on a thread of the runner while the GPU times the shape
  * before, so that shape starts with its lengths, block table and reference
  * rows in hand. The rows are read from the reference cache, or computed (on
- * host tensors freed again) and written there when it is on. Only for a
- * backend that makes its own inputs (its timings are not CPU timings) and a
- * shape whose host tensors take at most a quarter of the memory.
- * Thread-safe against the session's own use. Returns 1 when out holds them. */
+ * host tensors freed again) and written there when it is on. For a backend
+ * that makes its own inputs (the caller's judgement: the CPU backend's timings
+ * would suffer; the backend may still be opening) and a shape whose host
+ * tensors take at most a quarter of the memory. Thread-safe against the
+ * session's own use from ppb_session_init on. Returns 1 when out holds them. */
 int ppb_session_inputs_ahead(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs,
                              ppb_inputs_ahead *out);
 
