@@ -146,9 +146,10 @@ static long sort_unique(long *rows, long n)
 
 /* The rows to check, sorted and without duplicates. A sample is seeded random rows
  * plus each sequence's first and last row (for one seeded random head each): the tile
- * edges where masks and partial tiles go wrong first. Decode's random rows come in
- * whole GQA groups: its one query token per sequence makes a row's cost its sequence's
- * keys, which the query heads of a kv head share, so a group costs about one row. */
+ * edges where masks and partial tiles go wrong first. Decode has one query row per
+ * sequence and head, and a row's cost is its sequence's keys, which the query heads of
+ * a kv head share: its random rows come in whole GQA groups (a group costs about one
+ * row), and its edges are the batch's first and last sequence. */
 static long *choose_rows(const ppb_workload *w, const ppb_check_settings *cs, uint64_t seed,
                          long *n_out)
 {
@@ -167,7 +168,8 @@ static long *choose_rows(const ppb_workload *w, const ppb_check_settings *cs, ui
         return rows;
     }
     long samples = cs->sample_rows > 0 ? cs->sample_rows : 0;
-    const long group = w->c->kernel == PPB_PAGED_ATTENTION ? heads / s->num_kv_heads : 1;
+    const int decode = w->c->kernel == PPB_PAGED_ATTENTION;
+    const long group = decode ? heads / s->num_kv_heads : 1;
     const long draws = (samples + group - 1) / group;
     rows = malloc(sizeof(long) * (size_t)(draws * group + 2L * w->batch));
     if (!rows)
@@ -183,6 +185,8 @@ static long *choose_rows(const ppb_workload *w, const ppb_check_settings *cs, ui
             rows[n++] = token * heads + head + g;
     }
     for (int b = 0; b < w->batch; b++) {
+        if (decode && b != 0 && b != w->batch - 1)
+            continue;
         uint64_t idx = 4u * (uint64_t)draws + (uint64_t)b;
         int head = (int)ppb_rng_below(seed, PPB_RNG_STREAM_CHECK, idx, (uint32_t)heads);
         long first = w->start_loc[b], last = (long)w->start_loc[b] + w->query_lens[b] - 1;

@@ -4,8 +4,8 @@
  * the causal mask (bottom-right aligned), GQA and the sliding window. Small
  * cases are checked on every output row; large ones on a seeded random sample
  * of (sequence, head, row) that always includes each sequence's first and last
- * row (decode: random rows in whole GQA groups). Work is spread over the
- * available cores. */
+ * row (decode: random rows in whole GQA groups, and the first and last
+ * sequence). Work is spread over the available cores. */
 #ifndef PPB_REFERENCE_H
 #define PPB_REFERENCE_H
 
