@@ -359,21 +359,23 @@ static void test_sampling(void **state)
 }
 
 /* The check's rows are computed a GQA group at a time; each must be bit for
- * bit the row computed alone (decode and prefill, windows, sampled rows). */
-static void test_grouped_rows_are_the_rows_alone(void **state)
+ * bit the row computed alone (decode and prefill, windows, sampled rows), and
+ * the same again without the host's cache, its elements generated as read. */
+static void test_grouped_and_generated_rows_are_the_rows_alone(void **state)
 {
     (void)state;
     const ppb_case cases[] = {
         make_case(PPB_PAGED_ATTENTION, 3, 1, 200, 32, 4, 64, 16, 0, PPB_BF16, 0),
-        make_case(PPB_PREFIX_PREFILL, 2, 20, 37, 8, 2, 64, 16, 24, PPB_FP16, 1),
+        make_case(PPB_PAGED_ATTENTION, 4, 1, 150, 8, 1, 128, 8, 40, PPB_FP16, 1),
+        make_case(PPB_PREFIX_PREFILL, 2, 20, 37, 8, 2, 64, 32, 24, PPB_FP16, 1),
         make_case(PPB_PREFIX_PREFILL, 2, 300, 100, 16, 2, 64, 16, 0, PPB_BF16, 0), /* sampled */
     };
     ppb_check_settings cs = {{1e-2, 2e-2}, {1e-2, 2e-2}, 4096, 64};
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        ppb_workload w;
-        make(&w, &cases[k], 5);
-        ppb_reference_rows rows;
+        ppb_workload w, generated;
+        ppb_reference_rows rows, from_generated;
         ppb_err err = {{0}};
+        make(&w, &cases[k], 5);
         assert_int_equal(ppb_reference_rows_compute(&w, &cs, 11, &rows, &err), PPB_OK);
         const int heads = cases[k].shape.num_heads, dim = cases[k].shape.head_dim;
         double alone[256];
@@ -381,8 +383,17 @@ static void test_grouped_rows_are_the_rows_alone(void **state)
             ppb_reference_row(&w, (int)(rows.rows[i] / heads), (int)(rows.rows[i] % heads), alone);
             assert_memory_equal(alone, rows.values + (size_t)i * (size_t)dim, sizeof(double) * (size_t)dim);
         }
-        if (k == 2)
+        if (k == 3)
             assert_true(rows.n < (long)w.total_tokens * heads);
+        assert_int_equal(ppb_workload_create(&generated, &cases[k], 5, 0, &err), PPB_OK);
+        assert_int_equal(ppb_workload_fill_queries(&generated, &err), PPB_OK);
+        assert_null(generated.k_cache);
+        assert_int_equal(ppb_reference_rows_compute(&generated, &cs, 11, &from_generated, &err), PPB_OK);
+        assert_int_equal(rows.n, from_generated.n);
+        assert_memory_equal(rows.rows, from_generated.rows, sizeof(long) * (size_t)rows.n);
+        assert_memory_equal(rows.values, from_generated.values, sizeof(double) * (size_t)rows.n * (size_t)dim);
+        ppb_reference_rows_free(&from_generated);
+        ppb_workload_free(&generated);
         ppb_reference_rows_free(&rows);
         ppb_workload_free(&w);
     }
@@ -405,38 +416,6 @@ static void test_long_context_row(void **state)
     assert_false(r.pass);
     free(out);
     ppb_workload_free(&w);
-}
-
-/* Rows computed without the host's cache (its elements generated as they are
- * read) are bit for bit the rows computed from the filled cache. */
-static void test_generated_cache_is_the_filled_cache(void **state)
-{
-    (void)state;
-    const ppb_case cases[] = {
-        make_case(PPB_PAGED_ATTENTION, 3, 1, 200, 32, 4, 64, 16, 0, PPB_BF16, 0),
-        make_case(PPB_PAGED_ATTENTION, 4, 1, 150, 8, 1, 128, 8, 40, PPB_FP16, 1),
-        make_case(PPB_PREFIX_PREFILL, 2, 20, 37, 8, 2, 64, 32, 24, PPB_FP16, 1),
-        make_case(PPB_PREFIX_PREFILL, 2, 300, 100, 16, 2, 64, 16, 0, PPB_BF16, 0), /* sampled */
-    };
-    ppb_check_settings cs = {{1e-2, 2e-2}, {1e-2, 2e-2}, 4096, 64};
-    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        ppb_workload filled, generated;
-        ppb_reference_rows a, b;
-        ppb_err err = {{0}};
-        make(&filled, &cases[k], 8);
-        assert_int_equal(ppb_workload_create(&generated, &cases[k], 8, 0, &err), PPB_OK);
-        assert_int_equal(ppb_workload_fill_queries(&generated, &err), PPB_OK);
-        assert_null(generated.k_cache);
-        assert_int_equal(ppb_reference_rows_compute(&filled, &cs, 3, &a, &err), PPB_OK);
-        assert_int_equal(ppb_reference_rows_compute(&generated, &cs, 3, &b, &err), PPB_OK);
-        assert_int_equal(a.n, b.n);
-        assert_memory_equal(a.rows, b.rows, sizeof(long) * (size_t)a.n);
-        assert_memory_equal(a.values, b.values, sizeof(double) * (size_t)a.n * (size_t)cases[k].shape.head_dim);
-        ppb_reference_rows_free(&a);
-        ppb_reference_rows_free(&b);
-        ppb_workload_free(&filled);
-        ppb_workload_free(&generated);
-    }
 }
 
 /* Decode's sample: random rows in whole GQA groups, and the batch's first and
@@ -510,8 +489,7 @@ int main(void)
         cmocka_unit_test(test_checker_flags_errors),
         cmocka_unit_test(test_sampling),
         cmocka_unit_test(test_long_context_row),
-        cmocka_unit_test(test_grouped_rows_are_the_rows_alone),
-        cmocka_unit_test(test_generated_cache_is_the_filled_cache),
+        cmocka_unit_test(test_grouped_and_generated_rows_are_the_rows_alone),
         cmocka_unit_test(test_decode_sample_in_groups),
         cmocka_unit_test(test_fill_inputs),
     };
