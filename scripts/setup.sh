@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's two commands:
 #   scripts/setup.sh run    install, build, run the main job (ppbench run suites/smoke.yaml)
-#   scripts/setup.sh test   install, build (normal + ASan/UBSan), run every test
+#   scripts/setup.sh test   install, build (normal + ASan/UBSan + TSan), run every test
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -26,9 +26,16 @@ case "$mode" in
   test)
     build build -DPPB_WERROR=ON
     build build-asan -DPPB_WERROR=ON -DPPB_SANITIZE=ON -DPPB_CUDA=OFF
+    # ThreadSanitizer: only the tests of the modules that run threads (label threads)
+    cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPB_WERROR=ON -DPPB_SANITIZE_THREAD=ON \
+      -DPPB_CUDA=OFF >/dev/null
+    cmake --build build-tsan -j "$jobs" --target \
+      $(ctest --test-dir build-tsan -N -L threads | sed -n 's/^ *Test *#[0-9]*: //p')
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    export TSAN_OPTIONS=halt_on_error=1
     ctest --test-dir build --output-on-failure -j "$jobs"
     ctest --test-dir build-asan --output-on-failure -j "$jobs" -L unit
+    ctest --test-dir build-tsan --output-on-failure -j "$jobs" -L threads
     ;;
   *)
     echo "usage: scripts/setup.sh run|test" >&2

@@ -22,7 +22,15 @@ static inline float bits_to_f32(uint16_t h, int dtype)
 /* x86-64: an AVX2 copy besides the baseline (SSE2) one, picked at load time: the double loops
  * go 4 wide instead of 2. No FMA and no reassociation (CMakeLists.txt), so both copies give
  * the same bits. */
-#if defined(__x86_64__) && defined(__linux__) && !defined(__CUDACC__) && defined(__has_attribute)
+#if defined(__SANITIZE_THREAD__)
+#define PPB_REF_NO_CLONES /* ThreadSanitizer instruments the load-time resolver, which then crashes */
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PPB_REF_NO_CLONES
+#endif
+#endif
+#if defined(__x86_64__) && defined(__linux__) && !defined(__CUDACC__) && !defined(PPB_REF_NO_CLONES) && \
+    defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define PPB_REF_CLONES __attribute__((target_clones("avx2", "default")))
 #endif
