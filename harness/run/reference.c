@@ -209,8 +209,7 @@ static int reads_cache_often(const ppb_workload *w, const ppb_check_settings *cs
     for (long g = 0; groups && g < n_groups; g++) {
         int seq, query_pos;
         locate_query(w, (int)(rows[groups[g].first] / s->num_heads), &seq, &query_pos);
-        int first = s->sliding_window > 0 && query_pos - s->sliding_window + 1 > 0
-                        ? query_pos - s->sliding_window + 1 : 0;
+        int first = ppb_reference_first_key(query_pos, s->sliding_window);
         int last = query_pos < w->context_lens[seq] - 1 ? query_pos : w->context_lens[seq] - 1;
         if (last >= first)
             reads += last - first + 1;

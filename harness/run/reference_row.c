@@ -94,10 +94,7 @@ void ppb_reference_attend_group(const ppb_ref_keys *keys, int kv_head, int n_row
                                 double scale, int query_pos, int sliding_window, double *const *out_rows)
 {
     const int dim = keys->head_dim;
-    int first = 0;
-    if (sliding_window > 0 && query_pos - sliding_window + 1 > 0)
-        first = query_pos - sliding_window + 1;
-    const int last = query_pos;
+    const int first = ppb_reference_first_key(query_pos, sliding_window), last = query_pos;
 
     /* each row's state, as one row alone would keep it: the same operations
      * in the same order, so a row's result does not depend on its group */

@@ -31,6 +31,13 @@ typedef struct ppb_ref_keys {
     const uint16_t *k_new, *v_new;   /* NULL when the sequence has no new tokens (decode) */
 } ppb_ref_keys;
 
+/* The first key position a query at query_pos sees: 0, or with a sliding window
+ * W > 0 the first position > query_pos - W. */
+static inline int ppb_reference_first_key(int query_pos, int sliding_window)
+{
+    return sliding_window > 0 && query_pos - sliding_window + 1 > 0 ? query_pos - sliding_window + 1 : 0;
+}
+
 /* out_row[head_dim] = softmax(scale * q . K) V over the keys a query at position
  * query_pos of its sequence sees: causal (bottom-right aligned: keys 0..query_pos) and,
  * with sliding_window W > 0, only positions > query_pos - W. q_row: head_dim values in

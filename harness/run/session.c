@@ -222,10 +222,12 @@ int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, const
         rc = s->ops->refuse(s->backend, c, w, &err);
     /* Host tensors only where something reads them: a backend that does not make
      * its own inputs, or the reference, when its rows are not in hand or cached. */
-    if (!rc && !taken && !s->ops->makes_inputs)
-        rc = ppb_workload_fill(w, &err);
-    else if (!rc && !taken && !(ref && read_cached_rows(s, w, cs, seed, ref)))
-        rc = ppb_reference_fill_inputs(w, cs, rows_seed(seed), &err);
+    if (!rc && !taken) {
+        if (!s->ops->makes_inputs)
+            rc = ppb_workload_fill(w, &err);
+        else if (!(ref && read_cached_rows(s, w, cs, seed, ref)))
+            rc = ppb_reference_fill_inputs(w, cs, rows_seed(seed), &err);
+    }
     if (rc) {
         set_status(res, rc == PPB_EREFUSED ? PPB_STATUS_REFUSED : rc == PPB_ENOMEM ? PPB_STATUS_SKIPPED
                                                                                   : PPB_STATUS_ERROR,
