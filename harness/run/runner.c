@@ -1,5 +1,6 @@
 #include "runner.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "matrix.h"
 #include "measure.h"
 #include "provenance.h"
+#include "result_writer.h"
 #include "session.h"
 #include "stop_signals.h"
 #include "store.h"
@@ -53,7 +55,7 @@ typedef struct run_ctx {
     double busy_ms, busy_until_ms;  /* the last case's timing: how long, until when (warm-up owed) */
     double open_ms;         /* spent opening the session's device (the run's device phase; with
                                --devices the workers open theirs, counted in no phase) */
-    double store_ms;        /* spent storing results (the run's store phase) */
+    double store_ms;        /* spent waiting to store results (the run's store phase) */
 } run_ctx;
 
 static double now_s(void)
@@ -338,13 +340,21 @@ static int device_known(run_ctx *x, const ppb_backend_ops *ops, const ppb_device
     return rc;
 }
 
-static int store_result(run_ctx *x, const ppb_case *c, ppb_result *res, ppb_err *err)
+/* A case that did not run, and why, in the log as it happens. */
+static void log_not_run(const run_ctx *x, const ppb_case *c, const ppb_result *res)
 {
     const ppb_run_options *o = x->opt;
     if (res->status == PPB_STATUS_REFUSED || res->status == PPB_STATUS_SKIPPED ||
         res->status == PPB_STATUS_ERROR || res->status == PPB_STATUS_CRASHED)
         fprintf(o->log, "%s%s: %s: %s\n", o->progress == PPB_PROGRESS_TERMINAL ? "\r\033[K" : "", c->key,
                 ppb_status_name(res->status), res->reason);
+}
+
+/* A worker process's result, stored as it arrives (the parent also stores the
+ * workers' devices meanwhile: no writer thread owns the store there). */
+static int store_result(run_ctx *x, const ppb_case *c, ppb_result *res, ppb_err *err)
+{
+    log_not_run(x, c, res);
     double t0 = ppb_monotonic_ms();
     int rc = ppb_store_put_result(x->store, x->run.id, c, res, err);
     x->store_ms += ppb_monotonic_ms() - t0;
@@ -394,11 +404,54 @@ static void start_ahead(run_ctx *x, const char *todo_flags)
                                &x->suite.check, AHEAD_MAX_READY);
 }
 
-/* The cases in this process, one after another. */
+/* A fresh run's database opens on a thread of its own while the device does:
+ * the CUDA driver takes a quarter of a second to start, and a database's
+ * checks on opening (PRAGMA quick_check) grow with its size. */
+typedef struct store_opening {
+    pthread_t thread;
+    int threaded;
+    const char *path;
+    ppb_store *store;
+    int rc;
+    ppb_err err;
+} store_opening;
+
+static void *open_store(void *arg)
+{
+    store_opening *o = arg;
+    o->rc = ppb_store_open(&o->store, o->path, &o->err);
+    return NULL;
+}
+
+static void store_open_start(store_opening *o, const char *path)
+{
+    memset(o, 0, sizeof *o);
+    o->path = path;
+    o->threaded = pthread_create(&o->thread, NULL, open_store, o) == 0;
+}
+
+/* Wait for the database (opened here if no thread started). */
+static int store_open_finish(store_opening *o, ppb_store **out, ppb_err *err)
+{
+    if (o->threaded)
+        pthread_join(o->thread, NULL);
+    else
+        open_store(o);
+    *out = o->store;
+    if (o->rc)
+        *err = o->err;
+    return o->rc;
+}
+
+/* The cases in this process, one after another; each result stored on the
+ * writer's thread while the next case runs. */
 static int run_in_process(run_ctx *x, const char *todo_flags, ppb_err *err)
 {
     progress prog;
+    ppb_result_writer *writer = NULL;
     int rc = progress_start(&prog, &x->cases, todo_flags, err);
+    if (!rc)
+        rc = ppb_result_writer_start(&writer, x->store, x->run.id, err);
     ppb_session_prefetch(&x->session, x->cases.items, todo_flags, x->cases.n);
     if (!x->ahead && x->session.ops->makes_inputs)
         start_ahead(x, todo_flags);
@@ -414,14 +467,22 @@ static int run_in_process(run_ctx *x, const char *todo_flags, ppb_err *err)
             ppb_result_free(&res);
             break;
         }
-        rc = store_result(x, c, &res, err);
+        log_not_run(x, c, &res);
         progress_finished(&prog, i, &res);
-        ppb_result_free(&res);
+        rc = ppb_result_writer_put(writer, c, &res, err);
         if (x->opt->progress == PPB_PROGRESS_LOG)
             progress_line(x->opt, &prog, c->key);
     }
     ppb_ahead_stop(x->ahead);
     x->ahead = NULL;
+    if (writer) {
+        ppb_err werr;
+        double waited_ms = 0;
+        int wrc = ppb_result_writer_finish(writer, &waited_ms, &werr);
+        x->store_ms += waited_ms;
+        if (wrc && !rc)
+            rc = ppb_fail(err, wrc, "%s", werr.msg);
+    }
     progress_line(x->opt, &prog, NULL);
     ppb_eta_free(&prog.eta);
     return rc;
@@ -496,8 +557,6 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
         (!opt->resume_run &&
          (rc = encode_args(&effective, x.have_target ? x.target_ref : "none", stored, sizeof stored, err))))
         goto end;
-    if (!x.store && (rc = ppb_store_open(&x.store, opt->db_path, err)))
-        goto end;
     sum->planned = x.cases.n;
 
     ppb_stop_signals signals;
@@ -522,6 +581,9 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
         todo += !has;
     }
     sum->already_done = x.cases.n - todo;
+    store_opening opening;
+    if (!x.store)
+        store_open_start(&opening, opt->db_path);
     if (n_devices == 0) {
         ppb_session_init(&x.session, x.have_target ? &x.target : NULL);
         /* The CUDA backend makes its inputs on the device: the first shapes' reference
@@ -532,9 +594,15 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
         rc = ppb_session_open_backend(&x.session, backend, effective.device_index, effective.cpu_max_gflop,
                                       opt->log, err);
         x.open_ms = ppb_monotonic_ms() - t0;
-        if (rc || (rc = device_known(&x, x.session.ops, &x.session.device, sum, err)))
-            goto restore;
     }
+    if (!x.store) {
+        ppb_err store_err;
+        int src = store_open_finish(&opening, &x.store, &store_err);
+        if (src) /* the user's file, before whatever the device said */
+            rc = ppb_fail(err, src, "%s", store_err.msg);
+    }
+    if (rc || (n_devices == 0 && (rc = device_known(&x, x.session.ops, &x.session.device, sum, err))))
+        goto restore;
     if (n_devices == 0) {
         rc = run_in_process(&x, todo_flags, err);
     } else {

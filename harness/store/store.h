@@ -157,7 +157,8 @@ int ppb_store_each_proposal_case(ppb_store *s, int64_t id, ppb_proposal_case_vis
                                  ppb_err *err);
 
 /* Where a run's wall time went (seconds): the time spent opening the device,
- * the sums of its cases' phases, the time spent storing results, its kernel
+ * the sums of its cases' phases, the time the run waited to store results (a
+ * writer thread stores them while the next case runs), its kernel
  * time (every sample times its launches) and its wall time (as added by
  * ppb_store_add_run_wall; else start to finish in whole seconds, to now while
  * it runs). overhead = 1 - kernel / wall. */
@@ -168,7 +169,7 @@ typedef struct ppb_run_time {
 int ppb_store_run_time(ppb_store *s, int64_t run_id, ppb_run_time *out, ppb_err *err);
 
 /* A process's part of a run's wall time (ms, a monotonic clock's), and the
- * parts of it spent opening the device and storing results. */
+ * parts of it spent opening the device and waiting to store results. */
 typedef struct ppb_run_wall {
     double wall_ms, open_ms, store_ms;
 } ppb_run_wall;
