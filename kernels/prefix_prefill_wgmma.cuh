@@ -285,13 +285,6 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
      * softmax), the others the tiles in flight; block-table entries are read a tile before
      * the copies that use them. A producer runs as far ahead as the slots let it. */
     constexpr int AHEAD = STAGES - 2;
-    /* Where a tile's step issues the copies AHEAD tiles on: after its GEMMs, so they
-     * start on the tensor cores first and the copies' waits for slots and page-table
-     * reads run beside them, or before them. H200 (test_prefill_kernel --bench, two
-     * rounds): BN 128 after, 128/128/8 at q8192 ctx90112 32/4 +1.0%, q512 ctx16384
-     * +4% (32/4) and +6% (8/1), 64/128/4 the same; BN 64 after, 128/64/8 at q512 -5%,
-     * 64/64/4 -3% at ctx 0 (docs/results/h200-2026-12-02-copies-after-gemms.txt). */
-    constexpr bool COPIES_AFTER_GEMMS = BN == 128;
     int phys_next = 0;
     mma::page_slot ps{};
     if constexpr (PRODUCERS > 0) {
@@ -337,19 +330,16 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     float s[1][BN / 8][4];
     float alpha[1][2];         /* O's rescale for the tile whose P is in pa */
     bool moved = false;        /* whether any row's max moved (else alpha is 1) */
-    /* Without a producer: start the copies of tile it + AHEAD. */
-    auto copy_ahead = [&](int it) {
+    /* Wait for tile it's K (without a producer: and start the copies of tile it + AHEAD). */
+    auto begin_tile = [&](int it) {
+        bar_wait(k_full + it % STAGES, it / STAGES);
+        fence_proxy_async();   /* the other threads' copies, seen by this thread's wgmma */
         if constexpr (PRODUCERS == 0) {
             const int t = it + AHEAD;
             if (t < ntiles)
                 issue_tile(ps, t, phys_next);
             phys_next = tile_page(ps, t + 1);
         }
-    };
-    /* Wait for tile it's K. */
-    auto begin_tile = [&](int it) {
-        bar_wait(k_full + it % STAGES, it / STAGES);
-        fence_proxy_async();   /* the other threads' copies, seen by this thread's wgmma */
     };
     /* This warp is done with a slot (the wgmma reading it was waited for). */
     auto release = [&](unsigned long long *empty, int t) {
@@ -418,15 +408,11 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
      * its V is token-major). */
     auto step = [&](int it, auto new_v) {
         begin_tile(it);
-        if constexpr (!COPIES_AFTER_GEMMS)
-            copy_ahead(it);
+        await_v(it - 1);
         issue_s(it);
         commit();
-        await_v(it - 1);   /* after S is on its way: a late V holds up P V only (+1% at the goal) */
         issue_pv(it - 1, new_v);
         commit();
-        if constexpr (COPIES_AFTER_GEMMS)
-            copy_ahead(it);
         wait<1>();   /* S has landed (groups complete in order); P V still runs */
         release(k_empty, it);
         softmax(it);
@@ -437,7 +423,6 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     /* Every CTA has a new-token tile (its rows see their own tokens: cta_setup's n2 >= 1),
      * and it comes last. */
     begin_tile(0);
-    copy_ahead(0);
     issue_s(0);
     commit();
     wait<0>();
