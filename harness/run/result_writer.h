@@ -2,8 +2,9 @@
  * result over and goes on to the next case while SQLite writes it (about a
  * millisecond a case, for its hundreds of samples): the database is no longer
  * in the way of the device. Each result is still one transaction, stored in
- * the order the cases finished; at most RESULT_WRITER_QUEUE wait their turn,
- * so an interrupted run loses only what never finished timing.
+ * the order the cases finished. An interrupted run (SIGINT, SIGTERM) still
+ * stores every finished case; a killed process loses at most the
+ * RESULT_WRITER_QUEUE + 1 results that were waiting or being written.
  *
  * The writer owns the store from start to finish: nothing else may use it in
  * between (SQLite's transactions belong to the connection, not the thread). */

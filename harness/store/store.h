@@ -1,6 +1,7 @@
 /* The results database (SQLite, WAL). store.c owns every SQL statement.
- * Each case result is committed in its own transaction when it completes, so a
- * killed run loses nothing that finished, and --resume completes the rest.
+ * Each case result is committed in its own transaction as it completes (a run's
+ * writer thread: harness/run/result_writer.h), so a killed run loses at most
+ * the few results still queued, and --resume completes the rest.
  * Schema, migrations and resume: docs/STORE.md. One ppb_store is one SQLite
  * connection: use it from one thread at a time. */
 #ifndef PPB_STORE_H
