@@ -31,6 +31,7 @@ typedef struct item {
     int done, failed;
     double seconds;
     int from_cache;
+    ppb_ptxas_report resources; /* compiled here: registers and spills (ptxas -v) */
     char message[1024];
 } item;
 
@@ -48,6 +49,21 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* A wgmma kernel (the Hopper prefill path `auto` picks) must not spill: one
+ * that spilled 24 bytes ran the suite's shapes without a context 9-11% slower
+ * (docs/results/h200-2026-12-02-copies-after-gemms.txt), and the kernel bench,
+ * built by nvcc, did not show it: NVRTC allocates registers differently. */
+static void refuse_spills(item *it)
+{
+    const ppb_ptxas_report *r = &it->resources;
+    if (it->spec.use_mma != PPB_KSPEC_MMA_WGMMA || !r->known || r->spill_store_bytes == 0)
+        return;
+    it->failed = 1;
+    snprintf(it->message, sizeof it->message,
+             "spills %ld bytes (%ld bytes stack, %d registers): a wgmma kernel must not spill", r->spill_store_bytes,
+             r->stack_bytes, r->registers);
+}
+
 static void compile_one(void *ctx, long index, int worker)
 {
     (void)worker;
@@ -63,8 +79,11 @@ static void compile_one(void *ctx, long index, int worker)
     it->done = 1;
     it->failed = rc != PPB_OK;
     it->from_cache = rc == PPB_OK && info.from_cache;
+    it->resources = info.resources;
     if (rc)
         snprintf(it->message, sizeof it->message, "%s", err.msg);
+    else
+        refuse_spills(it);
 }
 
 /* Greedy cover: an item joins the subset when it brings a (field, value) not
@@ -352,8 +371,12 @@ int main(int argc, char **argv)
         n_done++;
         n_failed += it->failed;
         n_cached += it->from_cache;
-        printf("%-4s sm_%d %s  %.1f s%s\n", it->failed ? "FAIL" : "ok", archs[it->arch_index], text,
-               it->seconds, it->from_cache ? " (cached)" : "");
+        char res[96] = "";
+        if (it->resources.known)
+            snprintf(res, sizeof res, "  %d registers, %ld B stack", it->resources.registers,
+                     it->resources.stack_bytes);
+        printf("%-4s sm_%d %s  %.1f s%s%s\n", it->failed ? "FAIL" : "ok", archs[it->arch_index], text,
+               it->seconds, res, it->from_cache ? " (cached)" : "");
         if (it->failed)
             printf("     %s\n", it->message);
     }

@@ -152,6 +152,8 @@ int ppb_nvrtc_build(const ppb_nvrtc_request *rq, ppb_kernel_cache_entry *e,
     opts[n_opts++] = opt_warp;
     opts[n_opts++] = opt_mma;
     opts[n_opts++] = "-lineinfo";   /* source lines in compute-sanitizer reports; no code change */
+    /* registers and spills in the log (ptxas_report.h): the compile check reads them without a GPU */
+    opts[n_opts++] = "--ptxas-options=-v";
     /* NVRTC rejects unannotated (host) functions, e.g. constexpr helpers that
      * nvcc happily evaluates at compile time: treat them as device functions. */
     opts[n_opts++] = "-default-device";
@@ -209,8 +211,10 @@ int ppb_nvrtc_build(const ppb_nvrtc_request *rq, ppb_kernel_cache_entry *e,
     size_t log_size = 0;
     if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
         log = malloc(log_size);
-        if (log && nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS)
+        if (log && nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS) {
             snprintf(info->log, sizeof info->log, "%s", log);
+            ppb_ptxas_report_parse(log, &info->resources);
+        }
     }
     if (compiled != NVRTC_SUCCESS) {
         char excerpt[760];

@@ -23,6 +23,7 @@
 #include "launch_plan.h"
 #include "ppb_error.h"
 #include "ppb_kernel_abi.h"
+#include "ptxas_report.h"
 
 typedef enum {
     PPB_KMECH_AUTO = 0,   /* NVRTC when built with it, else ahead of time */
@@ -80,7 +81,8 @@ typedef struct ppb_kernel_compile_info {
     double seconds;            /* compile time (0 on a cache hit) */
     size_t image_bytes;
     char lowered_name[512];
-    char log[4096];            /* compiler warnings, if any (truncated) */
+    char log[4096];            /* the compiler's log: ptxas -v's lines, warnings (truncated) */
+    ppb_ptxas_report resources; /* from that log; unknown on a cache hit */
 } ppb_kernel_compile_info;
 
 /* Compile (or find in the cache) one instantiation without loading it.
