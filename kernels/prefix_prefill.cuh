@@ -292,6 +292,19 @@ __device__ __forceinline__ int segment_page(const ppb_prefill_args &a, const cta
     return tok < g.ctx ? __ldg(a.block_table + (size_t)g.seq * a.max_blocks_per_seq + (tok >> ps.page_shift)) : 0;
 }
 
+/* Shared address of element i of a tile that starts at a pointer (this path) or at a
+ * shared address (the Hopper path, which converts its one base pointer once: see there). */
+template <typename T>
+__device__ __forceinline__ unsigned tile_addr(T *tile, int i)
+{
+    return smem_addr(tile + i);
+}
+template <typename T>
+__device__ __forceinline__ unsigned tile_addr(unsigned tile, int i)
+{
+    return tile + (unsigned)(sizeof(T) * i);
+}
+
 /* Where a tile's 16-byte chunk c of row r lands (in elements): the shared-tile layout the
  * copies below are written for. This path pads rows by 16 bytes (ldmatrix reads 8 rows at
  * once from 8 different bank groups); the Hopper path swizzles (prefix_prefill_wgmma.cuh). */
@@ -302,9 +315,9 @@ struct padded_tile {
 
 /* Phase 2 (the new tokens, from the contiguous k or v of [tokens][kvh][D]):
  * BN tokens land as rows of TILE, token-major, zero-filled past the query. */
-template <typename T, int D, int BN, int THREADS, class TILE>
+template <typename T, int D, int BN, int THREADS, class TILE, class DST>
 __device__ __forceinline__ void issue_new_tile(const ppb_prefill_args &a, const cta_geom &g, const T *src_base, int n0,
-                                               T *dst)
+                                               DST dst)
 {
     constexpr int CHUNKS = BN * D / 8, DC = D / 8, ITER = (CHUNKS + THREADS - 1) / THREADS;
     const int tid = threadIdx.x;
@@ -316,15 +329,15 @@ __device__ __forceinline__ void issue_new_tile(const ppb_prefill_args &a, const 
             const int n = n0 + t;
             const bool valid = n < g.qlen;
             const T *src = valid ? src_base + ((size_t)(g.start + n) * a.num_kv_heads + g.kvh) * D + dc * 8 : src_base;
-            cp_async16(smem_addr(dst + TILE::at(t, dc)), src, valid);
+            cp_async16(tile_addr<T>(dst, TILE::at(t, dc)), src, valid);
         }
     }
 }
 
 /* Q tile: row r of QT = packed row m0 + r = token * G + head in group; zeros past the
  * sequence. */
-template <typename T, int D, int BM, int THREADS, class QT>
-__device__ __forceinline__ void issue_q_tile(const ppb_prefill_args &a, const cta_geom &g, T *sQ)
+template <typename T, int D, int BM, int THREADS, class QT, class DST>
+__device__ __forceinline__ void issue_q_tile(const ppb_prefill_args &a, const cta_geom &g, DST sQ)
 {
     constexpr int CHUNKS = BM * D / 8, DC = D / 8;
     const T *qp = static_cast<const T *>(a.q);
@@ -337,7 +350,7 @@ __device__ __forceinline__ void issue_q_tile(const ppb_prefill_args &a, const ct
             const bool valid = tok < g.qlen;
             const int head = g.kvh * g.group + (pr - tok * g.group);
             const T *src = valid ? qp + ((size_t)(g.start + tok) * a.num_heads + head) * D + dc * 8 : qp;
-            cp_async16(smem_addr(sQ + QT::at(r, dc)), src, valid);
+            cp_async16(tile_addr<T>(sQ, QT::at(r, dc)), src, valid);
         }
     }
 }
@@ -345,9 +358,10 @@ __device__ __forceinline__ void issue_q_tile(const ppb_prefill_args &a, const ct
 /* K tile (both phases) lands as rows of KT, token-major. phys: segment_page of this tile.
  * UNROLL: context copies whose addresses a thread computes together before issuing them
  * (all of them by default). */
-template <typename T, int D, int BN, int THREADS, class KT, int UNROLL = (BN * D / 8 + THREADS - 1) / THREADS>
-__device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0,
-                                             T *sK, const page_slot &ps, int phys)
+template <typename T, int D, int BN, int THREADS, class KT, int UNROLL = (BN * D / 8 + THREADS - 1) / THREADS,
+          class DST>
+__device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0, DST sK,
+                                             const page_slot &ps, int phys)
 {
     constexpr int CHUNKS = BN * D / 8, DC = D / 8, ITER = (CHUNKS + THREADS - 1) / THREADS;
     if (ph1) {
@@ -365,7 +379,7 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
                 const int tp = cc & ((1 << ps.seg_shift) - 1), dc = cc >> ps.seg_shift;
                 const bool valid = seg_tok + tp < g.ctx;
                 const T *src = valid ? base + ((size_t)dc << ps.page_shift) * 8 + tp * 8 : kc;
-                cp_async16_via_l1(smem_addr(sK + KT::at(row0 + tp, dc)), src, valid ? 16u : 0u);
+                cp_async16_via_l1(tile_addr<T>(sK, KT::at(row0 + tp, dc)), src, valid ? 16u : 0u);
             }
         }
     } else {
@@ -378,9 +392,9 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
  * holds up to 7 stale slots of its page: they land as zeros (P is 0 there, but 0 * NaN is
  * not), so the tile is usable as soon as it has landed. */
 template <typename T, int D, int BN, int THREADS, class VT1, class VT2,
-          int UNROLL = (BN * D / 8 + THREADS - 1) / THREADS>
-__device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0,
-                                             T *sV, const page_slot &ps, int phys)
+          int UNROLL = (BN * D / 8 + THREADS - 1) / THREADS, class DST>
+__device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0, DST sV,
+                                             const page_slot &ps, int phys)
 {
     constexpr int CHUNKS = BN * D / 8, ITER = (CHUNKS + THREADS - 1) / THREADS;
     if (ph1) {
@@ -399,7 +413,7 @@ __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const ct
                 const int tc = cc & ((1 << cps_shift) - 1), d = cc >> cps_shift;
                 const int live = min(max(g.ctx - (seg_tok + tc * 8), 0), 8);   /* tokens of the chunk */
                 const T *src = live > 0 ? base + ((size_t)d << ps.page_shift) + tc * 8 : vc;
-                cp_async16_via_l1(smem_addr(sV + VT1::at(d, chunk0 + tc)), src, (unsigned)live * (unsigned)sizeof(T));
+                cp_async16_via_l1(tile_addr<T>(sV, VT1::at(d, chunk0 + tc)), src, (unsigned)live * (unsigned)sizeof(T));
             }
         }
     } else {

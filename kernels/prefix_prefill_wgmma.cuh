@@ -54,23 +54,37 @@ struct sw128_tile {
     }
 };
 
-/* Matrix descriptor of a K-major, 128-byte-swizzled operand at a shared address: start
+/* Matrix descriptor of a K-major, 128-byte-swizzled operand at shared address addr: start
  * address / 16, leading byte offset 1 (unused by swizzled K-major layouts), stride byte
  * offset 1024 / 16 (from one 8-row group to the next), swizzle mode 1 (128 B). */
-__device__ __forceinline__ unsigned long long sw128_desc(const void *p)
+__device__ __forceinline__ unsigned long long sw128_desc(unsigned addr)
 {
-    const unsigned addr = mma::smem_addr(p);
     return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }
 
 /* Descriptor of an MN-major, 128-byte-swizzled operand (rows along K, 64 elements of N
  * per row and slab): leading byte offset = from one slab of 64 N-elements to the next,
  * stride byte offset 1024 / 16 (one 8-row group to the next), swizzle mode 1 (128 B). */
-__device__ __forceinline__ unsigned long long sw128_mn_desc(const void *p, unsigned slab_bytes)
+__device__ __forceinline__ unsigned long long sw128_mn_desc(unsigned addr, unsigned slab_bytes)
 {
-    const unsigned addr = mma::smem_addr(p);
     return (unsigned long long)((addr & 0x3FFFFu) >> 4) | ((unsigned long long)(slab_bytes >> 4) << 16) |
            (64ull << 32) | (1ull << 62);
+}
+
+/* The descriptor of the operand bytes after desc's: the start address is the low 14 bits,
+ * in 16-byte units, and a shared address (below 256 KB) plus an offset inside the same
+ * tile never carries out of them. */
+__device__ __forceinline__ unsigned long long desc_plus(unsigned long long desc, unsigned bytes)
+{
+    return desc + (bytes >> 4);
+}
+
+/* x, as a value the compiler cannot see through: what is computed from it is computed where
+ * it is used, not hoisted out of the loop around it into registers held all along. */
+__device__ __forceinline__ unsigned opaque(unsigned x)
+{
+    asm volatile("" : "+r"(x));
+    return x;
 }
 
 __device__ __forceinline__ void fence_operands() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -155,17 +169,18 @@ PPB_DEFINE_WGMMA_OP(__half, "f16", 128)
 #undef PPB_DEFINE_WGMMA_OP
 
 /* Issue O += P V for one tile: BN / 16 steps along the keys, P from registers. V from the
- * tile's d-major slot (a context tile: the cache's page layout, 16 keys = 32 bytes into
+ * tile's d-major slot at shared address sV (a context tile: the cache's page layout, 16 keys = 32 bytes into
  * the slab) or, MN_MAJOR, its token-major slot (a new-token tile, copied as it is: 16
  * keys = 16 rows). The caller commits. */
 template <typename T, int D, int BN, bool MN_MAJOR>
-__device__ __forceinline__ void pv(float (&o)[1][D / 8][4], const unsigned (&pa)[BN / 16][4], const T *sV)
+__device__ __forceinline__ void pv(float (&o)[1][D / 8][4], const unsigned (&pa)[BN / 16][4], unsigned sV)
 {
+    constexpr unsigned E = sizeof(T);
+    const unsigned long long vd = MN_MAJOR ? sw128_mn_desc(sV, E * BN * 64u) : sw128_desc(sV);
 #pragma unroll
     for (int kt = 0; kt < BN / 16; kt++)
         op<T, D>::template rs<MN_MAJOR>(o[0], pa[kt][0], pa[kt][1], pa[kt][2], pa[kt][3],
-                                        MN_MAJOR ? sw128_mn_desc(sV + kt * 16 * 64, 2u * BN * 64u)
-                                                 : sw128_desc(sV + (kt >> 2) * D * 64 + (kt & 3) * 16));
+                                        desc_plus(vd, MN_MAJOR ? E * (kt * 16 * 64) : E * ((kt >> 2) * D * 64 + (kt & 3) * 16)));
 }
 
 /* Slot barriers (mbarrier objects in shared memory). K and V are two rings of STAGES
@@ -176,23 +191,22 @@ __device__ __forceinline__ void pv(float (&o)[1][D / 8][4], const unsigned (&pa)
  * parity: tile t is phase t / STAGES of its slot, and no barrier gets two phases ahead
  * of a waiter (a slot is refilled only once every warp has read it, and read only once
  * filled). */
-__device__ __forceinline__ void bar_init(unsigned long long *bar, unsigned count)
+__device__ __forceinline__ void bar_init(unsigned bar, unsigned count)
 {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(mma::smem_addr(bar)), "r"(count) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
-__device__ __forceinline__ void bar_arrive(unsigned long long *bar)
+__device__ __forceinline__ void bar_arrive(unsigned bar)
 {
-    asm volatile("{\n .reg .b64 state;\n mbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(mma::smem_addr(bar))
-                 : "memory");
+    asm volatile("{\n .reg .b64 state;\n mbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(bar) : "memory");
 }
 /* This thread's arrival, made once all its cp.async so far have landed. */
-__device__ __forceinline__ void bar_arrive_when_copied(unsigned long long *bar)
+__device__ __forceinline__ void bar_arrive_when_copied(unsigned bar)
 {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(mma::smem_addr(bar)) : "memory");
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
-__device__ __forceinline__ void bar_wait(unsigned long long *bar, int phase)
+__device__ __forceinline__ void bar_wait(unsigned addr, int phase)
 {
-    const unsigned addr = mma::smem_addr(bar), parity = (unsigned)phase & 1u;
+    const unsigned parity = (unsigned)phase & 1u;
     unsigned done;
     do {
         asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
@@ -233,44 +247,50 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     cta_geom g;
     if (!cta_setup<BM, BN>(a, g))
         return;
-    /* The tiles start at the first 1024-byte boundary; the barriers go in the gap before
+    /* Shared memory is addressed by 32-bit shared-window addresses throughout, converted
+     * from a generic pointer once. From generic pointers nvcc's front end folded the
+     * conversions and NVRTC's kept one per pointer, so the kernel bench (nvcc) and ppbench
+     * (NVRTC) ran different code: 207 and 255 registers for 128/128/8, and a reorder that
+     * was faster in the bench spilled in ppbench. With these addresses both emit the same.
+     * The tiles start at the first 1024-byte boundary; the barriers go in the gap before
      * it where it has room, else right after the tiles (SMEM_BYTES leaves 1 KB for both). */
-    unsigned char *smem = dynamic_smem();
-    const unsigned gap = (1024u - (mma::smem_addr(smem) & 1023u)) & 1023u;
-    T *sQ = reinterpret_cast<T *>(smem + gap);
-    unsigned char *bars =
-        gap >= L::BARRIER_BYTES ? smem : smem + gap + 2u * (L::Q_ELEMS + STAGES * L::STAGE_ELEMS);
-    unsigned long long *k_full = reinterpret_cast<unsigned long long *>(bars);
-    unsigned long long *k_empty = k_full + STAGES, *v_full = k_empty + STAGES, *v_empty = v_full + STAGES;
-    unsigned long long *q_full = v_empty + STAGES;
-    T *sKV = sQ + L::Q_ELEMS;   /* slot s: K tile at sKV + s * STAGE_ELEMS, V tile after it */
+    constexpr unsigned E = sizeof(T);
+    const unsigned smem = mma::smem_addr(dynamic_smem());
+    const unsigned gap = (1024u - (smem & 1023u)) & 1023u;
+    const unsigned sQ = smem + gap;
+    const unsigned sKV = sQ + E * L::Q_ELEMS;   /* slot s: K tile at sKV + s * STAGE_ELEMS, V tile after it */
+    /* barrier i of a ring (8 bytes each): the K full, K empty, V full, V empty rings, then Q's */
+    const unsigned k_full = gap >= L::BARRIER_BYTES ? smem : sKV + E * STAGES * L::STAGE_ELEMS;
+    const unsigned k_empty = k_full + 8u * STAGES, v_full = k_empty + 8u * STAGES, v_empty = v_full + 8u * STAGES;
+    const unsigned q_full = v_empty + 8u * STAGES;
+    auto slot_bar = [](unsigned ring, int t) { return ring + 8u * (unsigned)(t % STAGES); };
     const int ntiles = g.n1 + g.n2;
 
     if (threadIdx.x < STAGES) {
-        bar_init(k_full + threadIdx.x, COPIERS);
-        bar_init(v_full + threadIdx.x, COPIERS);
-        bar_init(k_empty + threadIdx.x, W);
-        bar_init(v_empty + threadIdx.x, W);
+        bar_init(slot_bar(k_full, threadIdx.x), COPIERS);
+        bar_init(slot_bar(v_full, threadIdx.x), COPIERS);
+        bar_init(slot_bar(k_empty, threadIdx.x), W);
+        bar_init(slot_bar(v_empty, threadIdx.x), W);
     }
     if (threadIdx.x == 0)
         bar_init(q_full, COPIERS);
     __syncthreads();   /* the barriers exist before anyone arrives */
 
-    auto k_slot = [&](int t) { return sKV + (t % STAGES) * L::STAGE_ELEMS; };
-    auto v_slot = [&](int t) { return k_slot(t) + L::K_ELEMS; };
+    auto k_slot = [&](int t) { return sKV + E * (unsigned)((t % STAGES) * L::STAGE_ELEMS); };
+    auto v_slot = [&](int t) { return k_slot(t) + E * L::K_ELEMS; };
     /* Copy tile t into its slots once every warp is done with the tiles they held before.
      * phys: this thread's block-table entry for the tile (mma::segment_page). */
     auto issue_tile = [&](const mma::page_slot &ps, int t, int phys) {
         const bool ph1 = t < g.n1;
-        const int n0 = mma::tile_start<BN>(g, t), slot = t % STAGES;
+        const int n0 = mma::tile_start<BN>(g, t);
         if (t >= STAGES)
-            bar_wait(k_empty + slot, t / STAGES - 1);
+            bar_wait(slot_bar(k_empty, t), t / STAGES - 1);
         mma::issue_k_tile<T, D, BN, COPIERS, KT, COPY_UNROLL>(a, g, ph1, n0, k_slot(t), ps, phys);
-        bar_arrive_when_copied(k_full + slot);
+        bar_arrive_when_copied(slot_bar(k_full, t));
         if (t >= STAGES)
-            bar_wait(v_empty + slot, t / STAGES - 1);
+            bar_wait(slot_bar(v_empty, t), t / STAGES - 1);
         mma::issue_v_tile<T, D, BN, COPIERS, VT, KT, COPY_UNROLL>(a, g, ph1, n0, v_slot(t), ps, phys);
-        bar_arrive_when_copied(v_full + slot);
+        bar_arrive_when_copied(slot_bar(v_full, t));
     };
     auto issue_q = [&]() {
         mma::issue_q_tile<T, D, BM, COPIERS, QT>(a, g, sQ);
@@ -285,6 +305,13 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
      * softmax), the others the tiles in flight; block-table entries are read a tile before
      * the copies that use them. A producer runs as far ahead as the slots let it. */
     constexpr int AHEAD = STAGES - 2;
+    /* Where a tile's step issues the copies AHEAD tiles on: after its GEMMs, so they
+     * start on the tensor cores first and the copies' waits for slots and page-table
+     * reads run beside them, or before them. H200 (test_prefill_kernel --bench, two
+     * rounds): BN 128 after, 128/128/8 at q8192 ctx90112 32/4 +1.0%, q512 ctx16384
+     * +4% (32/4) and +6% (8/1), 64/128/4 the same; BN 64 after, 128/64/8 at q512 -5%,
+     * 64/64/4 -3% at ctx 0 (docs/results/h200-2026-12-02-copies-after-gemms.txt). */
+    constexpr bool COPIES_AFTER_GEMMS = BN == 128;
     int phys_next = 0;
     mma::page_slot ps{};
     if constexpr (PRODUCERS > 0) {
@@ -324,16 +351,14 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     m_run[0][0] = m_run[0][1] = -__int_as_float(0x7f800000);
     l_run[0][0] = l_run[0][1] = 0.f;
     const float scale_log2 = a.sm_scale * 1.4426950408889634f;
-    const T *q_wg = sQ + wg * 64 * 64;   /* this warpgroup's 64 rows of each slab */
+    const unsigned q_wg = sQ + E * (unsigned)(wg * 64 * 64);   /* this warpgroup's 64 rows of each slab */
 
     unsigned pa[BN / 16][4];   /* P of the tile whose P V is pending (T pairs) */
     float s[1][BN / 8][4];
     float alpha[1][2];         /* O's rescale for the tile whose P is in pa */
     bool moved = false;        /* whether any row's max moved (else alpha is 1) */
-    /* Wait for tile it's K (without a producer: and start the copies of tile it + AHEAD). */
-    auto begin_tile = [&](int it) {
-        bar_wait(k_full + it % STAGES, it / STAGES);
-        fence_proxy_async();   /* the other threads' copies, seen by this thread's wgmma */
+    /* Without a producer: start the copies of tile it + AHEAD. */
+    auto copy_ahead = [&](int it) {
         if constexpr (PRODUCERS == 0) {
             const int t = it + AHEAD;
             if (t < ntiles)
@@ -341,31 +366,40 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
             phys_next = tile_page(ps, t + 1);
         }
     };
+    /* Wait for tile it's K. */
+    auto begin_tile = [&](int it) {
+        bar_wait(slot_bar(k_full, it), it / STAGES);
+        fence_proxy_async();   /* the other threads' copies, seen by this thread's wgmma */
+    };
     /* This warp is done with a slot (the wgmma reading it was waited for). */
-    auto release = [&](unsigned long long *empty, int t) {
+    auto release = [&](unsigned empty, int t) {
         __syncwarp();
         if (lane == 0)
-            bar_arrive(empty + t % STAGES);
+            bar_arrive(slot_bar(empty, t));
     };
     /* Wait for tile t's V. */
     auto await_v = [&](int t) {
-        bar_wait(v_full + t % STAGES, t / STAGES);
+        bar_wait(slot_bar(v_full, t), t / STAGES);
         fence_proxy_async();
     };
     /* S = Q K^T: D / 16 steps along the dims, 16 dims = 32 bytes into the slab. The caller
      * commits. */
     auto issue_s = [&](int it) {
-        const T *sK = k_slot(it);
+        const unsigned sK = k_slot(it);
 #pragma unroll
         for (int j = 0; j < BN / 8; j++)
             s[0][j][0] = s[0][j][1] = s[0][j][2] = s[0][j][3] = 0.f;
         fence_accumulators(s[0]);
         fence_accumulators(o[0]);
         fence_operands();
+        /* Q's descriptors are the same every tile: computed here from an opaque base, or the
+         * compiler keeps all D / 16 of them live across the loop (10da97d's reorder spilled
+         * under NVRTC with them live). */
+        const unsigned long long qd = sw128_desc(opaque(q_wg)), kd = sw128_desc(sK);
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++)
-            op<T, BN>::ss(s[0], sw128_desc(q_wg + (kk >> 2) * BM * 64 + (kk & 3) * 16),
-                          sw128_desc(sK + (kk >> 2) * BN * 64 + (kk & 3) * 16), kk > 0);
+            op<T, BN>::ss(s[0], desc_plus(qd, E * ((kk >> 2) * BM * 64 + (kk & 3) * 16)),
+                          desc_plus(kd, E * ((kk >> 2) * BN * 64 + (kk & 3) * 16)), kk > 0);
     };
     /* Mask and softmax of S (landed): alpha and moved for O's rescale. */
     auto softmax = [&](int it) {
@@ -408,11 +442,15 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
      * its V is token-major). */
     auto step = [&](int it, auto new_v) {
         begin_tile(it);
-        await_v(it - 1);
+        if constexpr (!COPIES_AFTER_GEMMS)
+            copy_ahead(it);
         issue_s(it);
         commit();
+        await_v(it - 1);   /* after S is on its way: a late V holds up P V only (+1% at the goal) */
         issue_pv(it - 1, new_v);
         commit();
+        if constexpr (COPIES_AFTER_GEMMS)
+            copy_ahead(it);
         wait<1>();   /* S has landed (groups complete in order); P V still runs */
         release(k_empty, it);
         softmax(it);
@@ -423,6 +461,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     /* Every CTA has a new-token tile (its rows see their own tokens: cta_setup's n2 >= 1),
      * and it comes last. */
     begin_tile(0);
+    copy_ahead(0);
     issue_s(0);
     commit();
     wait<0>();
