@@ -305,13 +305,15 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
      * softmax), the others the tiles in flight; block-table entries are read a tile before
      * the copies that use them. A producer runs as far ahead as the slots let it. */
     constexpr int AHEAD = STAGES - 2;
-    /* Where a tile's step issues the copies AHEAD tiles on: after its GEMMs, so they
-     * start on the tensor cores first and the copies' waits for slots and page-table
-     * reads run beside them, or before them. H200 (test_prefill_kernel --bench, two
-     * rounds): BN 128 after, 128/128/8 at q8192 ctx90112 32/4 +1.0%, q512 ctx16384
-     * +4% (32/4) and +6% (8/1), 64/128/4 the same; BN 64 after, 128/64/8 at q512 -5%,
-     * 64/64/4 -3% at ctx 0 (docs/results/h200-2026-12-02-copies-after-gemms.txt). */
-    constexpr bool COPIES_AFTER_GEMMS = BN == 128;
+    /* The order of a step (H200 kernel bench, 5bc9c13's order -> this one, two rounds,
+     * docs/results/h200-2026-12-02-u32-addressing.txt). With BLOCK_N 128 S goes out before
+     * the step waits for the previous tile's V (a late V holds up P V only), and in the
+     * context steps the copies AHEAD tiles on go out after both GEMMs, so the GEMMs start
+     * first and the copies' waits for slots and page-table reads run beside them: 128/128/8
+     * at q8192 ctx90112 32/4 401 -> 414-416 TFLOP/s, q512 ctx16384 32/4 375 -> 412. The
+     * new-token steps copy first: after, ctx 0 fell 384 -> 364; first, 386. With BLOCK_N
+     * 64 the step waits for V, copies, then issues S: S first was 4% slower at 128/64/8. */
+    constexpr bool S_BEFORE_V_WAIT = BN == 128;
     int phys_next = 0;
     mma::page_slot ps{};
     if constexpr (PRODUCERS > 0) {
@@ -441,15 +443,19 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
      * loop while tile it - 1 is a context tile, one while it is a new-token tile (new_v:
      * its V is token-major). */
     auto step = [&](int it, auto new_v) {
+        constexpr bool copies_after_gemms = S_BEFORE_V_WAIT && !decltype(new_v)::value;
         begin_tile(it);
-        if constexpr (!COPIES_AFTER_GEMMS)
+        if constexpr (!copies_after_gemms)
             copy_ahead(it);
+        if constexpr (!S_BEFORE_V_WAIT)
+            await_v(it - 1);
         issue_s(it);
         commit();
-        await_v(it - 1);   /* after S is on its way: a late V holds up P V only (+1% at the goal) */
+        if constexpr (S_BEFORE_V_WAIT)
+            await_v(it - 1);
         issue_pv(it - 1, new_v);
         commit();
-        if constexpr (COPIES_AFTER_GEMMS)
+        if constexpr (copies_after_gemms)
             copy_ahead(it);
         wait<1>();   /* S has landed (groups complete in order); P V still runs */
         release(k_empty, it);
