@@ -169,18 +169,19 @@ PPB_DEFINE_WGMMA_OP(__half, "f16", 128)
 #undef PPB_DEFINE_WGMMA_OP
 
 /* Issue O += P V for one tile: BN / 16 steps along the keys, P from registers. V from the
- * tile's d-major slot at shared address sV (a context tile: the cache's page layout, 16 keys = 32 bytes into
- * the slab) or, MN_MAJOR, its token-major slot (a new-token tile, copied as it is: 16
- * keys = 16 rows). The caller commits. */
+ * slot at shared address sV: d-major (a context tile: the cache's page layout, 16 keys =
+ * 32 bytes into the slab) or, MN_MAJOR, token-major (a new-token tile, copied as it is:
+ * 16 keys = 16 rows). The caller commits. */
 template <typename T, int D, int BN, bool MN_MAJOR>
 __device__ __forceinline__ void pv(float (&o)[1][D / 8][4], const unsigned (&pa)[BN / 16][4], unsigned sV)
 {
     constexpr unsigned E = sizeof(T);
     const unsigned long long vd = MN_MAJOR ? sw128_mn_desc(sV, E * BN * 64u) : sw128_desc(sV);
 #pragma unroll
-    for (int kt = 0; kt < BN / 16; kt++)
-        op<T, D>::template rs<MN_MAJOR>(o[0], pa[kt][0], pa[kt][1], pa[kt][2], pa[kt][3],
-                                        desc_plus(vd, MN_MAJOR ? E * (kt * 16 * 64) : E * ((kt >> 2) * D * 64 + (kt & 3) * 16)));
+    for (int kt = 0; kt < BN / 16; kt++) {
+        const unsigned at = MN_MAJOR ? kt * 16 * 64 : (kt >> 2) * D * 64 + (kt & 3) * 16;   /* elements */
+        op<T, D>::template rs<MN_MAJOR>(o[0], pa[kt][0], pa[kt][1], pa[kt][2], pa[kt][3], desc_plus(vd, E * at));
+    }
 }
 
 /* Slot barriers (mbarrier objects in shared memory). K and V are two rings of STAGES
@@ -250,8 +251,8 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     /* Shared memory is addressed by 32-bit shared-window addresses throughout, converted
      * from a generic pointer once. From generic pointers nvcc's front end folded the
      * conversions and NVRTC's kept one per pointer, so the kernel bench (nvcc) and ppbench
-     * (NVRTC) ran different code: 207 and 255 registers for 128/128/8, and a reorder that
-     * was faster in the bench spilled in ppbench. With these addresses both emit the same.
+     * (NVRTC) ran different code (5bc9c13's 128/128/8: 207 and 255 registers; 10da97d's
+     * order, faster in the bench, spilled in ppbench). From these both build the same.
      * The tiles start at the first 1024-byte boundary; the barriers go in the gap before
      * it where it has room, else right after the tiles (SMEM_BYTES leaves 1 KB for both). */
     constexpr unsigned E = sizeof(T);
