@@ -2,6 +2,8 @@
 # Build and run the prefix-prefill GPU test (tests/gpu/test_prefill_kernel.cu).
 #
 #   tests/gpu/run_prefill_gpu.sh build          build $BUILD/test_prefill_kernel (ARCH, default sm_90)
+#   tests/gpu/run_prefill_gpu.sh wgmma-part     compile only the wgmma part (sm_90a), ptxas's report in
+#                                               $BUILD/part_wgmma.log; no GPU needed
 #   tests/gpu/run_prefill_gpu.sh portable       compile the portable (SIMT) kernels for $PORTABLE_ARCH
 #                                               (sm_75: the oldest nvcc 13 has; the BI-V100 reports 7.0)
 #   tests/gpu/run_prefill_gpu.sh profile        on a GPU machine: only the ncu profile (build if missing)
@@ -42,7 +44,7 @@ build() {
     for p in $(seq 0 11); do stale "$BUILD/part$p.o" $KDEPS && parts+=("$p"); done
     local wgmma_pid=
     if stale "$BUILD/part_wgmma.o" $KDEPS "$WGMMA_TABLE"; then
-        nvcc "${NVFLAGS[@]/#-arch=*/-arch=$WGMMA_ARCH}" -c "$WGMMA_TABLE" -o "$BUILD/part_wgmma.o" > "$BUILD/part_wgmma.log" 2>&1 &
+        wgmma_part &
         wgmma_pid=$!
     fi
     if [ ${#parts[@]} -gt 0 ]; then
@@ -62,6 +64,13 @@ build() {
     nvcc -arch="$ARCH" "$BUILD"/part[0-9]*.o "$BUILD/part_wgmma.o" "$BUILD/main.o" "$BUILD/prefill_plan.o" "$BUILD/reference_row.o" -o "$BUILD/test_prefill_kernel" || return 1
     grep -h -B1 -A3 "warning" "$BUILD"/part*.log "$BUILD/main.log" | head -40
     echo "built $BUILD/test_prefill_kernel"
+}
+
+# The wgmma kernels alone, ptxas's report in $BUILD/part_wgmma.log (also what the CPU-side
+# check tests/lint/bench_build_matches.py compares with ppbench's NVRTC build).
+wgmma_part() {
+    mkdir -p "$BUILD"
+    nvcc "${NVFLAGS[@]/#-arch=*/-arch=$WGMMA_ARCH}" -c "$WGMMA_TABLE" -o "$BUILD/part_wgmma.o" > "$BUILD/part_wgmma.log" 2>&1
 }
 
 portable() {
@@ -125,8 +134,9 @@ device() {
 
 case "${1:-build}" in
 build) build ;;
+wgmma-part) wgmma_part || { cat "$BUILD/part_wgmma.log"; exit 1; } ;;
 profile) profile ;;
 portable) portable ;;
 device) device ;;
-*) echo "usage: $0 build|portable|profile|device" >&2; exit 2 ;;
+*) echo "usage: $0 build|wgmma-part|portable|profile|device" >&2; exit 2 ;;
 esac
