@@ -65,7 +65,7 @@ def nvcc_report(root):
 
 def main():
     if len(sys.argv) != 3:
-        print(__doc__.strip().splitlines()[-2], file=sys.stderr)
+        print("usage: bench_build_matches.py PPB_KERNEL_COMPILE SOURCE_DIR", file=sys.stderr)
         return 2
     if shutil.which("nvcc") is None:
         print("no nvcc: the bench's build cannot be checked here")
