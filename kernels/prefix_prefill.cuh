@@ -285,8 +285,22 @@ __device__ __forceinline__ page_slot make_page_slot(int page_shift)
     return ps;
 }
 
+/* The same plan for a page size known when compiling (1 << PAGE_SHIFT tokens): the shifts
+ * are constants, so the compiler sees that a thread's chunks of a tile are one row or
+ * column apart and folds their addresses into a base and constant offsets, where the
+ * run-time plan computes every address in full (the wgmma path's page-16 kernel). */
+template <int BN, int THREADS, int PAGE_SHIFT>
+struct fixed_page_slot {
+    static constexpr int page_shift = PAGE_SHIFT;
+    static constexpr int seg_shift = PAGE_SHIFT < clog2(BN) ? PAGE_SHIFT : clog2(BN);
+    static constexpr int tpp_shift = clog2(THREADS) - (clog2(BN) - seg_shift);
+    int seg = (int)threadIdx.x >> tpp_shift;
+    int lt = (int)threadIdx.x & ((1 << tpp_shift) - 1);
+};
+
 /* Physical page of this thread's segment of the context tile at n0 (0 past the context). */
-__device__ __forceinline__ int segment_page(const ppb_prefill_args &a, const cta_geom &g, const page_slot &ps, int n0)
+template <class PS>
+__device__ __forceinline__ int segment_page(const ppb_prefill_args &a, const cta_geom &g, const PS &ps, int n0)
 {
     const int tok = n0 + (ps.seg << ps.seg_shift);
     return tok < g.ctx ? __ldg(a.block_table + (size_t)g.seq * a.max_blocks_per_seq + (tok >> ps.page_shift)) : 0;
@@ -355,13 +369,13 @@ __device__ __forceinline__ void issue_q_tile(const ppb_prefill_args &a, const ct
     }
 }
 
-/* K tile (both phases) lands as rows of KT, token-major. phys: segment_page of this tile.
- * UNROLL: context copies whose addresses a thread computes together before issuing them
+/* K tile (both phases) lands as rows of KT, token-major. ps: this thread's page_slot or
+ * fixed_page_slot; phys: segment_page of this tile. UNROLL: context copies whose addresses a thread computes together before issuing them
  * (all of them by default). */
 template <typename T, int D, int BN, int THREADS, class KT, int UNROLL = (BN * D / 8 + THREADS - 1) / THREADS,
-          class DST>
+          class DST, class PS>
 __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0, DST sK,
-                                             const page_slot &ps, int phys)
+                                             const PS &ps, int phys)
 {
     constexpr int CHUNKS = BN * D / 8, DC = D / 8, ITER = (CHUNKS + THREADS - 1) / THREADS;
     if (ph1) {
@@ -392,9 +406,9 @@ __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const ct
  * holds up to 7 stale slots of its page: they land as zeros (P is 0 there, but 0 * NaN is
  * not), so the tile is usable as soon as it has landed. */
 template <typename T, int D, int BN, int THREADS, class VT1, class VT2,
-          int UNROLL = (BN * D / 8 + THREADS - 1) / THREADS, class DST>
+          int UNROLL = (BN * D / 8 + THREADS - 1) / THREADS, class DST, class PS>
 __device__ __forceinline__ void issue_v_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0, DST sV,
-                                             const page_slot &ps, int phys)
+                                             const PS &ps, int phys)
 {
     constexpr int CHUNKS = BN * D / 8, ITER = (CHUNKS + THREADS - 1) / THREADS;
     if (ph1) {

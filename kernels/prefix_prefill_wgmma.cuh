@@ -224,8 +224,23 @@ struct flag {
     static constexpr bool value = B;
 };
 
-template <typename T, int D, int BM, int BN, int W>
-__device__ __forceinline__ void run(const ppb_prefill_args &a)
+/* A thread's copy plan: page size 1 << PAGE_SHIFT when PAGE_SHIFT > 0, else read at run time. */
+template <int BN, int THREADS, int PAGE_SHIFT>
+struct copy_plan {
+    using type = mma::fixed_page_slot<BN, THREADS, PAGE_SHIFT>;
+    static __device__ __forceinline__ type make(const ppb_prefill_args &) { return type{}; }
+};
+template <int BN, int THREADS>
+struct copy_plan<BN, THREADS, 0> {
+    using type = mma::page_slot;
+    static __device__ __forceinline__ type make(const ppb_prefill_args &a)
+    {
+        return mma::make_page_slot<BN, THREADS>(__ffs(a.page_size) - 1);
+    }
+};
+
+template <typename T, int D, int BM, int BN, int W, int PAGE_SHIFT>
+__device__ __forceinline__ void run_pages(const ppb_prefill_args &a)
 {
     static_assert(BM == W * 16 && (BM == 64 || BM == 128), "one warpgroup per 64 rows, 16 rows per warp");
     static_assert((D == 64 || D == 128) && (BN == 64 || BN == 128), "wgmma N of both GEMMs: 64 or 128");
@@ -281,7 +296,9 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     auto v_slot = [&](int t) { return k_slot(t) + E * L::K_ELEMS; };
     /* Copy tile t into its slots once every warp is done with the tiles they held before.
      * phys: this thread's block-table entry for the tile (mma::segment_page). */
-    auto issue_tile = [&](const mma::page_slot &ps, int t, int phys) {
+    using plan = copy_plan<BN, COPIERS, PAGE_SHIFT>;
+    using page_slot = typename plan::type;
+    auto issue_tile = [&](const page_slot &ps, int t, int phys) {
         const bool ph1 = t < g.n1;
         const int n0 = mma::tile_start<BN>(g, t);
         if (t >= STAGES)
@@ -297,7 +314,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
         mma::issue_q_tile<T, D, BM, COPIERS, QT>(a, g, sQ);
         bar_arrive_when_copied(q_full);
     };
-    auto tile_page = [&](const mma::page_slot &ps, int t) {
+    auto tile_page = [&](const page_slot &ps, int t) {
         return t < g.n1 ? mma::segment_page(a, g, ps, mma::tile_start<BN>(g, t)) : 0;
     };
 
@@ -316,10 +333,10 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
      * 64 the step waits for V, copies, then issues S: S first was 4% slower at 128/64/8. */
     constexpr bool S_BEFORE_V_WAIT = BN == 128;
     int phys_next = 0;
-    mma::page_slot ps{};
+    page_slot ps{};
     if constexpr (PRODUCERS > 0) {
         if (threadIdx.x < PRODUCERS) {
-            const mma::page_slot pps = mma::make_page_slot<BN, COPIERS>(__ffs(a.page_size) - 1);
+            const page_slot pps = plan::make(a);
             issue_q();
             int phys = tile_page(pps, 0);
             for (int t = 0; t < ntiles; t++) {
@@ -331,7 +348,7 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
             return;
         }
     } else {
-        ps = mma::make_page_slot<BN, COPIERS>(__ffs(a.page_size) - 1);
+        ps = plan::make(a);
         issue_q();
         for (int t = 0; t < AHEAD && t < ntiles; t++)
             issue_tile(ps, t, tile_page(ps, t));
@@ -486,6 +503,22 @@ __device__ __forceinline__ void run(const ppb_prefill_args &a)
     wait<0>();
     fence_accumulators(o[0]);
     mma::store_output<T, D, 1, 16>(a, g, o, l_run, row_tok, warp, lane);
+}
+
+/* The page size a compile-time constant for page 16 (vLLM's default block size), else read
+ * at run time. With page 16 and 256 copying threads a thread's 8 K chunks of a context tile
+ * lie in one row 2 chunks apart and its 8 V chunks in one column 16 rows apart, all valid or
+ * none: with the shift a constant their addresses fold into a base and constant offsets,
+ * where the general body works each one out in full (IMAD, ISETP and LEA were 3428 of 5460b4b's
+ * 8792 SASS instructions at 128/128/8). H200 kernel bench, q8192 ctx90112 32/4 bf16 128/128/8:
+ * 416 -> 466 TFLOP/s (docs/results/h200-2026-12-02-page16.txt). */
+template <typename T, int D, int BM, int BN, int W>
+__device__ __forceinline__ void run(const ppb_prefill_args &a)
+{
+    if (a.page_size == 16)
+        run_pages<T, D, BM, BN, W, 4>(a);
+    else
+        run_pages<T, D, BM, BN, W, 0>(a);
 }
 
 } /* namespace wgmma */
