@@ -273,13 +273,23 @@ struct page_slot {
     int lt;                                 /* this thread's index among the segment's threads */
 };
 
+/* log2 of a segment (min(page, BN) tokens) and of the threads copying one (THREADS >= 32 >= BN / 8 >= NP) */
+__host__ __device__ constexpr int segment_shift(int page_shift, int bn)
+{
+    return page_shift < clog2(bn) ? page_shift : clog2(bn);
+}
+__host__ __device__ constexpr int segment_threads_shift(int seg_shift, int bn, int threads)
+{
+    return clog2(threads) - (clog2(bn) - seg_shift);
+}
+
 template <int BN, int THREADS>
 __device__ __forceinline__ page_slot make_page_slot(int page_shift)
 {
     page_slot ps;
     ps.page_shift = page_shift;
-    ps.seg_shift = min(page_shift, clog2(BN));
-    ps.tpp_shift = clog2(THREADS) - (clog2(BN) - ps.seg_shift);   /* THREADS >= 32 >= BN / 8 >= NP */
+    ps.seg_shift = segment_shift(page_shift, BN);
+    ps.tpp_shift = segment_threads_shift(ps.seg_shift, BN, THREADS);
     ps.seg = (int)threadIdx.x >> ps.tpp_shift;
     ps.lt = (int)threadIdx.x & ((1 << ps.tpp_shift) - 1);
     return ps;
@@ -288,12 +298,12 @@ __device__ __forceinline__ page_slot make_page_slot(int page_shift)
 /* The same plan for a page size known when compiling (1 << PAGE_SHIFT tokens): the shifts
  * are constants, so the compiler sees that a thread's chunks of a tile are one row or
  * column apart and folds their addresses into a base and constant offsets, where the
- * run-time plan computes every address in full (the wgmma path's page-16 kernel). */
+ * run-time plan computes every address in full (the wgmma path's page-16 body). */
 template <int BN, int THREADS, int PAGE_SHIFT>
 struct fixed_page_slot {
     static constexpr int page_shift = PAGE_SHIFT;
-    static constexpr int seg_shift = PAGE_SHIFT < clog2(BN) ? PAGE_SHIFT : clog2(BN);
-    static constexpr int tpp_shift = clog2(THREADS) - (clog2(BN) - seg_shift);
+    static constexpr int seg_shift = segment_shift(PAGE_SHIFT, BN);
+    static constexpr int tpp_shift = segment_threads_shift(seg_shift, BN, THREADS);
     int seg = (int)threadIdx.x >> tpp_shift;
     int lt = (int)threadIdx.x & ((1 << tpp_shift) - 1);
 };
