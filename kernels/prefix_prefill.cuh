@@ -380,8 +380,8 @@ __device__ __forceinline__ void issue_q_tile(const ppb_prefill_args &a, const ct
 }
 
 /* K tile (both phases) lands as rows of KT, token-major. ps: this thread's page_slot or
- * fixed_page_slot; phys: segment_page of this tile. UNROLL: context copies whose addresses a thread computes together before issuing them
- * (all of them by default). */
+ * fixed_page_slot; phys: segment_page of this tile. UNROLL: context copies whose addresses
+ * a thread computes together before issuing them (all of them by default). */
 template <typename T, int D, int BN, int THREADS, class KT, int UNROLL = (BN * D / 8 + THREADS - 1) / THREADS,
           class DST, class PS>
 __device__ __forceinline__ void issue_k_tile(const ppb_prefill_args &a, const cta_geom &g, bool ph1, int n0, DST sK,
