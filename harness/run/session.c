@@ -69,6 +69,20 @@ void ppb_session_close(ppb_session *s)
     if (s->backend)
         s->ops->close(s->backend);
     s->backend = NULL;
+    free(s->check_out);
+    s->check_out = NULL;
+    s->check_out_elems = 0;
+}
+
+/* The session's output copy, at least elems long; NULL when out of memory. */
+static uint16_t *check_output(ppb_session *s, size_t elems)
+{
+    if (elems > s->check_out_elems) {
+        free(s->check_out);
+        s->check_out = malloc(elems * sizeof *s->check_out);
+        s->check_out_elems = s->check_out ? elems : 0;
+    }
+    return s->check_out;
 }
 
 uint64_t ppb_case_input_seed(uint64_t suite_seed, const char *key)
@@ -263,7 +277,7 @@ int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
     *prepared = 1;
     if (!judge_on_target(s, c, &res->resources, res))
         return PPB_OK;
-    uint16_t *out = malloc(w->out_elems * sizeof *out);
+    uint16_t *out = check_output(s, w->out_elems);
     if (!out) {
         set_status(res, PPB_STATUS_SKIPPED, "out of host memory for the output copy");
         return PPB_OK;
@@ -280,7 +294,6 @@ int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
     if (rc == PPB_OK)
         rc = ppb_reference_compare(rows, out, cs, &res->check, &err);
     ppb_reference_rows_free(&own);
-    free(out);
     if (rc == PPB_EINTR)
         return rc;
     if (rc) {

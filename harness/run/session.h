@@ -25,6 +25,11 @@ typedef struct ppb_session {
     /* Input sets whose rows were read from the cache / computed by the check /
      * computed ahead (ppb_session_inputs_ahead); atomic: two threads count. */
     int reference_hits, reference_misses, reference_ahead;
+    /* The host copy of a checked launch's output, kept from case to case (grown, never
+     * shrunk; freed by ppb_session_close): glibc maps a block over 32 MB afresh on every
+     * malloc and unmaps it on free, so a new one per case paid its page faults each time. */
+    uint16_t *check_out;
+    size_t check_out_elems;
 } ppb_session;
 
 /* Open a backend by name: "cpu", "cuda", or "auto" (the GPU when one is usable,

@@ -234,6 +234,68 @@ static void test_prefetch_names_the_cases_to_run(void **state)
     assert_int_equal(n_prefetched, 3);
 }
 
+/* check_output: a backend that "launches" and writes nothing (every element left poisoned) */
+static int prepare_ok(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_result *res, ppb_err *err)
+{
+    (void)b, (void)c, (void)w, (void)res, (void)err;
+    return PPB_OK;
+}
+static size_t last_out_elems;
+static int write_poison(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_err *err)
+{
+    (void)b, (void)res, (void)err;
+    for (size_t i = 0; i < last_out_elems; i++)
+        out[i] = PPB_POISON_BITS;
+    return PPB_OK;
+}
+static const ppb_backend_ops poisoning_ops = {
+    .name = "fake-poisoning", .makes_inputs = 0, .prepare = prepare_ok, .run_checked = write_poison};
+
+/* One check of case c in session s: every checked element is found unwritten. */
+static void check_unwritten(ppb_session *s, const ppb_suite *defaults, const ppb_case *c)
+{
+    ppb_workload w;
+    ppb_reference_rows ref = {0};
+    ppb_result res;
+    ppb_result_init(&res);
+    const uint64_t seed = ppb_case_seed(7, c);
+    assert_int_equal(ppb_session_workload(s, c, seed, &defaults->check, NULL, &ref, &w, &res), PPB_OK);
+    last_out_elems = w.out_elems;
+    int prepared = 0;
+    assert_int_equal(ppb_session_check(s, c, &w, &defaults->check, seed, &ref, &res, &prepared), PPB_OK);
+    assert_int_equal(res.status, PPB_STATUS_WRONG);
+    assert_true(res.check.rows_checked > 0);
+    assert_int_equal(res.check.unwritten, res.check.rows_checked * c->shape.head_dim);
+    assert_true(s->check_out_elems >= w.out_elems);
+    ppb_reference_rows_free(&ref);
+    ppb_workload_free(&w);
+}
+
+/* The output copy is kept from case to case: grown for a larger output, reused for a
+ * smaller one, freed with the session. */
+static void test_check_output_kept_across_cases(void **state)
+{
+    fixture *f = *state;
+    ppb_session *s = &f->s;
+    s->ops = &poisoning_ops;
+    s->reference_cache[0] = '\0';
+    ppb_case small = make_case(100), large = make_case(100);
+    large.shape.batch = 8; /* decode: the output is batch x heads x head_dim */
+    ppb_case_make_key(&large);
+    check_unwritten(s, &f->defaults, &small);
+    const size_t small_elems = s->check_out_elems;
+    check_unwritten(s, &f->defaults, &large);
+    assert_true(s->check_out_elems > small_elems);
+    const uint16_t *kept = s->check_out;
+    const size_t large_elems = s->check_out_elems;
+    check_unwritten(s, &f->defaults, &small);
+    assert_ptr_equal(s->check_out, kept);
+    assert_int_equal(s->check_out_elems, large_elems);
+    ppb_session_close(s);
+    assert_null(s->check_out);
+    assert_int_equal(s->check_out_elems, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -242,6 +304,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refused_after_taking_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cached_rows_read_without_tensors, setup, teardown),
         cmocka_unit_test(test_prefetch_names_the_cases_to_run),
+        cmocka_unit_test_setup_teardown(test_check_output_kept_across_cases, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
