@@ -22,7 +22,8 @@ int ppb_print_proposal(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *er
 
 /* Where the run's wall time went and the harness's overhead, "wall W s =
  * device V + inputs A + check B + warm-up C + sampling D + store S + other E s;
- * kernels K s (overhead O%)", other being what the rest leaves of the wall
+ * kernels K s (overhead O%, P% without the device's start)", other being what the rest
+ * leaves of the wall, P the overhead of the wall after the device opened
  * (show prints it after "time: ", the report as a fact). */
 void ppb_format_run_time(const ppb_run_time *t, char *buf, size_t len);
 

@@ -35,10 +35,12 @@ grep -q "timings *cpu" "$WORK/out" || fail "show does not record cpu timings in 
 "$PY" - "$WORK/out" <<'PY' || fail "show: no run time line"
 import re, sys
 m = re.search(r"time: wall ([0-9.]+) s = device ([0-9.]+) \+ inputs ([0-9.]+) \+ check ([0-9.]+) \+ warm-up ([0-9.]+) \+ sampling ([0-9.]+)"
-              r" \+ store ([0-9.]+) \+ other (-?[0-9.]+) s; kernels ([0-9.]+) s \(overhead ([0-9]+)%\)", open(sys.argv[1]).read())
+              r" \+ store ([0-9.]+) \+ other (-?[0-9.]+) s; kernels ([0-9.]+) s"
+              r" \(overhead ([0-9]+)%, ([0-9]+)% without the device's start\)", open(sys.argv[1]).read())
 assert m, "no time line"
-wall, *phases, other, kernels, overhead = map(float, m.groups())
+wall, *phases, other, kernels, overhead, after_open = map(float, m.groups())
 assert wall > 0 and all(p >= 0 for p in phases) and 0 < kernels <= wall and 0 <= overhead < 100, m.group(0)
+assert 0 <= after_open <= overhead, m.group(0)
 assert float(m.group(6)) >= kernels - 0.011, "sampling shorter than the kernel time it holds"
 PY
 # the device phase and the waits for the database are timed (the CPU backend opens, and the
