@@ -123,12 +123,10 @@ void ppb_format_run_time(const ppb_run_time *t, char *buf, size_t len)
         /* The device's start (the CUDA driver and its context: 0.2-0.35 s on the H200 for
          * any program) is a per-process cost the harness cannot shorten; apart, what the
          * harness does per case is a number of its own. */
-        const double after_open = t->wall_s - t->open_s;
-        int m = snprintf(buf + n, len - (size_t)n, " (overhead %.0f%%", 100 * (1 - t->kernel_s / t->wall_s));
-        if (t->open_s > 0 && after_open > 0 && m > 0 && (size_t)(n + m) < len)
-            m += snprintf(buf + n + m, len - (size_t)(n + m), ", %.0f%% without the device's start",
-                          100 * (1 - t->kernel_s / after_open));
-        if (m > 0 && (size_t)(n + m) < len)
-            snprintf(buf + n + m, len - (size_t)(n + m), ")");
+        char apart[64] = "";
+        if (t->open_s > 0 && t->wall_s > t->open_s)
+            snprintf(apart, sizeof apart, ", %.0f%% without the device's start",
+                     100 * (1 - t->kernel_s / (t->wall_s - t->open_s)));
+        snprintf(buf + n, len - (size_t)n, " (overhead %.0f%%%s)", 100 * (1 - t->kernel_s / t->wall_s), apart);
     }
 }
