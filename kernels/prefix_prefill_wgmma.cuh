@@ -518,8 +518,9 @@ __device__ __forceinline__ void run_pages(const ppb_prefill_args &a)
 template <typename T, int D, int BM, int BN, int W>
 __device__ __forceinline__ void run(const ppb_prefill_args &a)
 {
-    if (a.page_size == 16)
-        run_pages<T, D, BM, BN, W, 4>(a);
+    constexpr int VLLM_PAGE = 16;
+    if (a.page_size == VLLM_PAGE)
+        run_pages<T, D, BM, BN, W, mma::clog2(VLLM_PAGE)>(a);
     else
         run_pages<T, D, BM, BN, W, 0>(a);
 }
