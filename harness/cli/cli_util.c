@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "doc_text.h"
 #include "fetch.h"
+#include "files.h"
 #include "verdict.h"
 #include "verdict_doc.h"
 
@@ -130,6 +131,43 @@ int ppb_cli_fail(const char *cmd, int rc, const ppb_err *err)
     return ppb_cli_exit(rc);
 }
 
+/* A document path that would destroy stored results: the database, its
+ * journal files, or any SQLite file. NULL when the path is safe. */
+static const char *doc_path_danger(const char *path, const char *db)
+{
+    static const char *const db_files[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof db_files / sizeof *db_files; i++) {
+        char name[4200];
+        snprintf(name, sizeof name, "%s%s", db, db_files[i]);
+        if (ppb_same_file(path, name))
+            return i ? "a file of the database" : "the database";
+    }
+    return ppb_file_is_sqlite(path) ? "an SQLite database" : NULL;
+}
+
+/* Refused before anything runs: a document over the database (truncating it
+ * lost every stored run), two documents on stdout or in one file. */
+static int check_doc_paths(const char *cmd, const ppb_cli_opts *o)
+{
+    if (o->json && o->md && strcmp(o->json, o->md) == 0) {
+        fprintf(stderr, "ppbench %s: --json and --markdown both write to %s: give each its own file%s\n", cmd,
+                strcmp(o->json, "-") == 0 ? "standard output" : o->json,
+                strcmp(o->json, "-") == 0 ? " (one of them may be -)" : "");
+        return -1;
+    }
+    const char *db = ppb_store_default_path(o->db);
+    const char *paths[] = {o->json, o->md}, *opts[] = {"--json", "--markdown"};
+    for (int i = 0; i < 2; i++) {
+        const char *danger = paths[i] && strcmp(paths[i], "-") != 0 ? doc_path_danger(paths[i], db) : NULL;
+        if (danger) {
+            fprintf(stderr, "ppbench %s: %s %s is %s: refusing to write a document over stored results\n", cmd,
+                    opts[i], paths[i], danger);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int ppb_cli_parse(const char *cmd, int argc, char **argv, const char *shortopts, const struct option *longopts,
                   void (*usage)(FILE *), ppb_cli_opts *o, ppb_cli_opt_fn fn, void *ctx, int positional)
 {
@@ -164,7 +202,7 @@ int ppb_cli_parse(const char *cmd, int argc, char **argv, const char *shortopts,
         usage(stderr);
         return PPB_EXIT_USAGE;
     }
-    return -1;
+    return check_doc_paths(cmd, o) ? PPB_EXIT_USAGE : -1;
 }
 
 void ppb_cli_session_opts(const ppb_cli_opts *o, const char **backend, int *device_index, double *cpu_max_gflop,
@@ -186,14 +224,20 @@ int ppb_cli_write_doc(const char *cmd, const char *path, ppb_cli_doc_fn fn, void
 {
     if (!path)
         return 0;
-    int to_stdout = strcmp(path, "-") == 0;
-    FILE *f = to_stdout ? stdout : fopen(path, "w");
     ppb_err err = {{0}};
-    int rc = f ? fn(ctx, f, &err) : ppb_fail(&err, PPB_EIO, "%s", strerror(errno));
-    if (!rc && (fflush(f) != 0 || ferror(f)))
-        rc = ppb_fail(&err, PPB_EIO, "%s", strerror(errno));
-    if (f && !to_stdout && fclose(f) != 0 && !rc)
-        rc = ppb_fail(&err, PPB_EIO, "%s", strerror(errno));
+    int rc;
+    if (strcmp(path, "-") == 0) {
+        rc = fn(ctx, stdout, &err);
+        if (!rc && (fflush(stdout) != 0 || ferror(stdout)))
+            rc = ppb_fail(&err, PPB_EIO, "%s", strerror(errno));
+    } else {
+        ppb_file_replace doc;
+        rc = ppb_file_replace_open(&doc, path, &err);
+        if (!rc && (rc = fn(ctx, doc.f, &err)) != 0)
+            ppb_file_replace_abort(&doc);
+        else if (!rc)
+            rc = ppb_file_replace_commit(&doc, &err);
+    }
     if (rc)
         fprintf(stderr, "ppbench %s: writing %s: %s\n", cmd, path, err.msg[0] ? err.msg : "stream error");
     return rc ? PPB_EXIT_RUNTIME : 0;

@@ -2,6 +2,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,6 +45,78 @@ int ppb_file_create_fresh(const char *path, int binary, FILE **out, ppb_err *err
     if (unlink(path) != 0 && errno != ENOENT)
         return ppb_fail(err, PPB_EIO, "%s: %s", path, strerror(errno));
     return open_flags(path, O_CREAT | O_EXCL, binary, out, err);
+}
+
+int ppb_file_replace_open(ppb_file_replace *r, const char *path, ppb_err *err)
+{
+    memset(r, 0, sizeof *r);
+    if (strlen(path) >= sizeof r->path)
+        return ppb_fail(err, PPB_EIO, "%.200s...: path too long", path);
+    snprintf(r->path, sizeof r->path, "%s", path);
+    snprintf(r->tmp, sizeof r->tmp, "%s.tmp-%ld", path, (long)getpid());
+    return ppb_file_create_fresh(r->tmp, 0, &r->f, err);
+}
+
+int ppb_file_replace_commit(ppb_file_replace *r, ppb_err *err)
+{
+    int failed = fflush(r->f) != 0 || ferror(r->f);
+    int e = errno;
+    failed |= fclose(r->f) != 0;
+    r->f = NULL;
+    if (!failed && ppb_file_is_sqlite(r->path)) {
+        unlink(r->tmp);
+        return ppb_fail(err, PPB_EIO, "%s is an SQLite database: refusing to replace it with a document", r->path);
+    }
+    if (failed || rename(r->tmp, r->path) != 0) {
+        e = failed ? e : errno;
+        unlink(r->tmp);
+        return ppb_fail(err, PPB_EIO, "%s: %s", r->path, strerror(e ? e : EIO));
+    }
+    return PPB_OK;
+}
+
+void ppb_file_replace_abort(ppb_file_replace *r)
+{
+    if (r->f)
+        fclose(r->f);
+    r->f = NULL;
+    if (r->tmp[0])
+        unlink(r->tmp);
+}
+
+int ppb_file_is_sqlite(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char head[16] = {0};
+    ssize_t n = read(fd, head, sizeof head);
+    close(fd);
+    return n == (ssize_t)sizeof head && memcmp(head, "SQLite format 3", 16) == 0;
+}
+
+/* The folder of `path` resolved (realpath), then its last component as given. */
+static int canonical(const char *path, char *out, size_t len)
+{
+    char copy_dir[PATH_MAX], copy_base[PATH_MAX], dir[PATH_MAX];
+    if (snprintf(copy_dir, sizeof copy_dir, "%s", path) >= (int)sizeof copy_dir)
+        return -1;
+    snprintf(copy_base, sizeof copy_base, "%s", path);
+    if (!realpath(dirname(copy_dir), dir))
+        return -1;
+    return snprintf(out, len, "%s/%s", dir, basename(copy_base)) < (int)len ? 0 : -1;
+}
+
+int ppb_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char ca[PATH_MAX + 256], cb[PATH_MAX + 256];
+    return canonical(a, ca, sizeof ca) == 0 && canonical(b, cb, sizeof cb) == 0 && strcmp(ca, cb) == 0;
 }
 
 int ppb_is_real_dir(const char *path)

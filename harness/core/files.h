@@ -1,6 +1,6 @@
-/* Files ppbench writes for the user (reports, dumps): created or truncated,
- * never through a symbolic link, so a link planted where an output goes cannot
- * redirect the write to another file. */
+/* Files ppbench writes for the user (reports, dumps, --json/--markdown
+ * documents): created or truncated, never through a symbolic link, so a link
+ * planted where an output goes cannot redirect the write to another file. */
 #ifndef PPB_FILES_H
 #define PPB_FILES_H
 
@@ -17,6 +17,30 @@ int ppb_file_create(const char *path, int binary, FILE **out, ppb_err *err);
  * file or link of that name is removed first (unlinking a link never touches
  * its target), then the file is created exclusively. */
 int ppb_file_create_fresh(const char *path, int binary, FILE **out, ppb_err *err);
+
+/* A document written whole or not at all: ppb_file_replace_open creates a
+ * fresh temporary beside `path` (PATH.tmp-PID), the caller writes to `f`, and
+ * ppb_file_replace_commit closes it and renames it over `path`. A reader never
+ * sees half a document, and the rename replaces whatever entry is at `path`
+ * (a planted link, a FIFO) instead of writing through it or blocking on it.
+ * ppb_file_replace_abort removes the temporary. */
+typedef struct ppb_file_replace {
+    FILE *f;
+    char path[4096];
+    char tmp[4200];
+} ppb_file_replace;
+int ppb_file_replace_open(ppb_file_replace *r, const char *path, ppb_err *err);
+int ppb_file_replace_commit(ppb_file_replace *r, ppb_err *err);
+void ppb_file_replace_abort(ppb_file_replace *r);
+
+/* 1 when `path` is a regular file that starts like an SQLite database
+ * ("SQLite format 3"): a document must never be written over one. */
+int ppb_file_is_sqlite(const char *path);
+
+/* 1 when `a` and `b` name the same file: the same inode where both exist, else
+ * the same canonical path (the folder resolved, the last component as given),
+ * so a file that does not exist yet (a database a run will create) compares too. */
+int ppb_same_file(const char *a, const char *b);
 
 /* 1 when `path` is a directory itself, not a link to one. */
 int ppb_is_real_dir(const char *path);

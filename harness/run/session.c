@@ -235,9 +235,10 @@ int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, const
     if (!rc && s->ops->refuse)
         rc = s->ops->refuse(s->backend, c, w, &err);
     /* Host tensors only where something reads them: a backend that does not make
-     * its own inputs, or the reference, when its rows are not in hand or cached. */
+     * its own inputs, the caller (no check settings: it reads them whole), or the
+     * reference, when its rows are not in hand or cached. */
     if (!rc && !taken) {
-        if (!s->ops->makes_inputs)
+        if (!s->ops->makes_inputs || !cs)
             rc = ppb_workload_fill(w, &err);
         else if (!(ref && read_cached_rows(s, w, cs, seed, ref)))
             rc = ppb_reference_fill_inputs(w, cs, rows_seed(seed), &err);

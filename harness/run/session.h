@@ -73,7 +73,9 @@ void ppb_inputs_ahead_free(ppb_inputs_ahead *a);
  * over from `ahead` (may be NULL) when it holds this shape's on these inputs,
  * which empties it (another shape's stay there: the caller frees them), else
  * read from the reference cache when there, and then the workload gets no
- * host tensors at all. Returns PPB_OK in every case; check res->status. */
+ * host tensors at all. Without `cs` (NULL; then `ahead` and `ref` are NULL
+ * too) the caller reads the inputs itself (dump): every host tensor is filled,
+ * whatever the backend. Returns PPB_OK in every case; check res->status. */
 int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs,
                          ppb_inputs_ahead *ahead, ppb_reference_rows *ref, ppb_workload *w, ppb_result *res);
 

@@ -212,6 +212,25 @@ static void test_cached_rows_read_without_tensors(void **state)
 
 /* The backend hears of every case to run, once and in order, and of no other;
  * a backend without prefetch, or no backend (the parent of worker processes), is skipped. */
+/* dump asks for the inputs without check settings: on a backend that makes its
+ * own inputs (cuda) it still gets every host tensor, which it writes out
+ * (ppb_session_workload read the NULL settings and crashed there before). */
+static void test_inputs_whole_for_a_reader_without_check_settings(void **state)
+{
+    fixture *f = *state;
+    ppb_workload w;
+    ppb_result res;
+    ppb_result_init(&res);
+    assert_int_equal(ppb_session_workload(&f->s, &f->c, f->seed, NULL, NULL, NULL, &w, &res), PPB_OK);
+    assert_int_equal(res.status, PPB_STATUS_OK);
+    assert_non_null(w.q);
+    assert_non_null(w.k_cache);
+    assert_non_null(w.v_cache);
+    assert_int_equal(temp_dir_count(f->dir), 0); /* no reference rows were made or cached */
+    ppb_workload_free(&w);
+    ppb_result_free(&res);
+}
+
 static void test_prefetch_names_the_cases_to_run(void **state)
 {
     (void)state;
@@ -304,6 +323,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_inputs_ahead_without_cache_or_device_inputs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_after_taking_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cached_rows_read_without_tensors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inputs_whole_for_a_reader_without_check_settings, setup, teardown),
         cmocka_unit_test(test_prefetch_names_the_cases_to_run),
         cmocka_unit_test_setup_teardown(test_check_output_kept_across_cases, setup, teardown),
     };
