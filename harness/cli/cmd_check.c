@@ -92,7 +92,7 @@ static void config_text(const ppb_case *c, char *buf, size_t len)
             continue;
         if (f == PPB_F_PARTITION_SIZE && c->config.version == 1)
             continue;
-        char val[32];
+        char val[PPB_FIELD_TEXT_MAX];
         ppb_field_format_value(f, v, val, sizeof val);
         int w = snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", fi->name, val);
         if (w < 0 || (size_t)w >= len - used)
@@ -190,7 +190,7 @@ static void shape_text(const check_row *r, ppb_kernel_kind k, char *buf, size_t 
         used += (size_t)snprintf(buf + used, len - used, "%s%s=", i ? " " : "",
                                  ppb_field_get(fields[i])->name);
         for (int v = 0; v < r->n_values[i] && used < len; v++) {
-            char val[32];
+            char val[PPB_FIELD_TEXT_MAX];
             ppb_field_format_value(fields[i], r->values[i][v], val, sizeof val);
             used += (size_t)snprintf(buf + used, len - used, "%s%s", v ? "|" : "", val);
         }

@@ -88,7 +88,7 @@ static int write_json(const char *dir, const ppb_case *c, uint64_t seed, const c
     for (int fi = 0; fi < PPB_F_COUNT; fi++) {
         if (!((ppb_field_get(fi)->kernels >> c->kernel) & 1u))
             continue;
-        char v[32];
+        char v[PPB_FIELD_TEXT_MAX];
         ppb_field_format_value(fi, ppb_case_get(c, fi), v, sizeof v);
         int numeric = ppb_field_get(fi)->names == NULL;
         fprintf(f, "%s\n    \"%s\": %s%s%s", first ? "" : ",", ppb_field_get(fi)->name,

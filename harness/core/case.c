@@ -10,7 +10,7 @@ static const char *const path_names[] = {"auto", "simt", "mma", "wgmma", NULL};
 static const char *const bool_names[] = {"false", "true", NULL};
 /* Grows as plugin:NAME values are parsed; the last slot stays NULL. */
 static const char *impl_names[PPB_IMPL_MAX + 1] = {"builtin", "vllm-triton", "vllm-cuda", NULL};
-static char plugin_names[PPB_IMPL_MAX][48];
+static char plugin_names[PPB_IMPL_MAX][PPB_FIELD_TEXT_MAX];
 
 /* Ranges are what ppbench accepts at all; ppb_case_validate adds the rules
  * that involve several fields. Order = key order: never reorder, only append
@@ -55,10 +55,11 @@ const char *ppb_impl_library_name(int impl)
 static int valid_plugin_name(const char *name)
 {
     size_t n = strlen(name);
-    if (n == 0 || n >= sizeof plugin_names[0] - 7)
+    if (n == 0 || n > 40)
         return 0;
+    /* '@' joins a kernel family and the tree it was prepared from: vllm-triton@0.6.3 */
     for (size_t i = 0; i < n; i++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_.-", name[i]))
+        if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_.-@", name[i]))
             return 0;
     return 1;
 }
@@ -68,7 +69,7 @@ static int parse_plugin_impl(const char *text, int *value, ppb_err *err)
 {
     if (!valid_plugin_name(text + 7))
         return ppb_fail(err, PPB_EINPUT,
-                        "impl: '%s': a plugin name is 1-40 characters of a-z, 0-9, '_', '.', '-'", text);
+                        "impl: '%s': a plugin name is 1-40 characters of a-z, 0-9, '_', '.', '-', '@'", text);
     int i = 0;
     while (impl_names[i] && strcmp(impl_names[i], text) != 0)
         i++;
@@ -225,7 +226,7 @@ void ppb_case_make_key(ppb_case *c)
     for (int f = 0; f < PPB_F_COUNT && n < sizeof c->key; f++) {
         if (!field_applies(c->kernel, f) || omitted_from_key(c, f))
             continue;
-        char val[32];
+        char val[PPB_FIELD_TEXT_MAX];
         ppb_field_format_value(f, ppb_case_get(c, f), val, sizeof val);
         n += (size_t)snprintf(c->key + n, sizeof c->key - n, " %s=%s", fields[f].key_name, val);
     }
@@ -237,7 +238,7 @@ void ppb_case_shape_key(const ppb_case *c, char *buf, size_t len)
     for (int f = 0; f < PPB_F_COUNT && n < len; f++) {
         if (!field_applies(c->kernel, f) || fields[f].is_config)
             continue;
-        char val[32];
+        char val[PPB_FIELD_TEXT_MAX];
         ppb_field_format_value(f, ppb_case_get(c, f), val, sizeof val);
         n += (size_t)snprintf(buf + n, len - n, " %s=%s", fields[f].key_name, val);
     }

@@ -89,6 +89,8 @@ void ppb_case_set(ppb_case *c, ppb_field f, int value);
 /* Parse a value for field f from text ("bf16", "128", "true"); PPB_EINPUT with a message on error. */
 int ppb_field_parse_value(ppb_field f, const char *text, int *value, ppb_err *err);
 /* Write a value as text (enum names for enum fields). */
+/* Room for any field's text: the longest is a plugin name ("plugin:" + 40). */
+#define PPB_FIELD_TEXT_MAX 64
 void ppb_field_format_value(ppb_field f, int value, char *buf, size_t len);
 
 /* Implementations (the `impl` field): 0 builtin, 1 vllm-triton, 2 vllm-cuda,

@@ -232,7 +232,7 @@ static void each_case_field(const ppb_case *c, void (*fn)(FILE *out, const char 
         const ppb_field_info *fi = ppb_field_get(f);
         if (!((fi->kernels >> c->kernel) & 1u))
             continue;
-        char value[64];
+        char value[PPB_FIELD_TEXT_MAX];
         ppb_field_format_value(f, ppb_case_get(c, f), value, sizeof value);
         fn(out, fi->name, value);
     }

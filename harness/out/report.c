@@ -426,7 +426,7 @@ static int length_field(int kernel)
 
 static void append_field(char *buf, size_t len, int f, int value)
 {
-    char v[64];
+    char v[PPB_FIELD_TEXT_MAX];
     ppb_field_format_value((ppb_field)f, value, v, sizeof v);
     size_t used = strlen(buf);
     snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "",

@@ -1051,7 +1051,7 @@ static int bind_case_fields(sqlite3_stmt *stmt, const ppb_case *c, ppb_err *err)
         if (!(fi->kernels & kernel_bit)) {
             rc = sqlite3_bind_null(stmt, i); /* the field does not apply to this kernel */
         } else if (fi->names) {
-            char text[32];
+            char text[PPB_FIELD_TEXT_MAX];
             ppb_field_format_value(f, ppb_case_get(c, f), text, sizeof text);
             rc = sqlite3_bind_text(stmt, i, text, -1, SQLITE_TRANSIENT);
         } else {

@@ -94,13 +94,31 @@ static void test_plugin_names_register_once(void **state)
     assert_null(ppb_impl_library_name(PPB_IMPL_BUILTIN));
 }
 
+/* A 40-character name (tree-labelled, with '@') survives the case key and
+ * its parse back whole: keys once cut field text at 31 characters, so
+ * resume, dump and compare looked for another plugin. */
+static void test_long_plugin_names_survive_the_key(void **state)
+{
+    (void)state;
+    ppb_err err;
+    const char *name = "plugin:vllm-triton@0123456789abcdef012345678901"; /* 40 after "plugin:" */
+    assert_int_equal((int)strlen(name) - 7, 40);
+    ppb_case c = prefill_case();
+    assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, name, &c.config.impl, &err), PPB_OK);
+    ppb_case_make_key(&c);
+    assert_non_null(strstr(c.key, " impl=plugin:vllm-triton@0123456789abcdef012345678901"));
+    ppb_case back;
+    assert_int_equal(ppb_case_from_key(c.key, &back, &err), PPB_OK);
+    assert_string_equal(ppb_impl_name(back.config.impl), name);
+}
+
 static void test_bad_impl_values_are_refused(void **state)
 {
     (void)state;
     ppb_err err;
     int v;
     const char *bad[] = {"vllm", "plugin:", "plugin:Upper", "plugin:has space", "plugin:a/b",
-                         "plugin:this-name-is-far-too-long-to-be-a-plugin-name"};
+                         "plugin:this-name-is-far-too-long-to-be-a-plugin-name", "plugin:a@b/c"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err.msg[0] = '\0';
         assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, bad[i], &v, &err), PPB_EINPUT);
@@ -258,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_builtin_is_default_and_left_out_of_the_key),
         cmocka_unit_test(test_named_impls_round_trip_through_the_key),
         cmocka_unit_test(test_plugin_names_register_once),
+        cmocka_unit_test(test_long_plugin_names_survive_the_key),
         cmocka_unit_test(test_bad_impl_values_are_refused),
         cmocka_unit_test(test_override_sets_every_case_and_drops_duplicates),
         cmocka_unit_test(test_every_impl_and_config_of_a_shape_gets_the_same_inputs),
