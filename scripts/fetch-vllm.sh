@@ -1,40 +1,58 @@
 #!/usr/bin/env bash
 # Fetch vLLM's source distribution for the vllm-cuda plugin (kernels/vllm/cuda/):
-# download vllm-0.6.3.tar.gz from the Python package index pip is configured
-# with, verify its size and sha256, and extract it into DIR (default: .deps/
-# at the repository root), giving DIR/vllm-0.6.3. Idempotent: a tree this
-# script extracted from the same archive is left as it is.
+# download vllm-VERSION.tar.gz from the Python package index pip is configured
+# with, verify its sha256, and extract it into DIR (default: .deps/ at the
+# repository root), giving DIR/vllm-VERSION. Idempotent: a tree this script
+# extracted from the same archive is reported and left as it is.
 #
-#   scripts/fetch-vllm.sh [DIR]
+#   scripts/fetch-vllm.sh [DIR]                    the pinned 0.6.3 (size and sha256 pinned here)
+#   scripts/fetch-vllm.sh --version X [DIR]        any release: X is 0.10.2, 0.10.1.1, 0.6.4.post1, ...
 #   scripts/fetch-vllm.sh --archive PATH --sha256 HEX [DIR]   an archive you already have
 #
-# Only 0.6.3 is pinned (the plugin is written against its kernels); another
-# version needs its archive and checksum given with --archive/--sha256.
+# The plugin is written against 0.6.3's kernels. With --version the expected
+# sha256 is the one the index lists on the archive's link (#sha256=); a link
+# without one is refused. The pinned 0.6.3 must also match what the index lists.
 # The index: $PIP_INDEX_URL, else pip's configured index-url, else pip's own
 # default. The archive is kept in DIR, so a second run downloads nothing.
+# The last line on success: "fetch-vllm: DIR/vllm-VERSION (sha256 HEX)", or
+# "fetch-vllm: DIR/vllm-VERSION is already there (sha256 HEX)".
 set -euo pipefail
 
-NAME=vllm-0.6.3.tar.gz
-SIZE=2726781
-SHA256=03e69029ad9caceaab68d5c3833ae6fe57c04be678ec37f29e9df6eaf178a9c5
+PINNED_VERSION=0.6.3
+PINNED_SIZE=2726781
+PINNED_SHA256=03e69029ad9caceaab68d5c3833ae6fe57c04be678ec37f29e9df6eaf178a9c5
 MARKER=.ppb-archive.sha256   # written into the extracted tree; CMake reads it for the plugin's source string
 
 die() { echo "fetch-vllm: $*" >&2; exit 1; }
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage_error() { echo "fetch-vllm: $*" >&2; exit 2; }
+# The comment block at the top of this file, without its first line.
+usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit "${1:-0}"; }
+printable() { printf '%s' "$1" | tr -c '[:print:]' '?'; }
 
-archive="" want_sha="" dir=""
+archive="" want_sha="" dir="" version="" version_given=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --archive) [ $# -ge 2 ] || die "--archive needs a path"; archive=$2; shift 2 ;;
     --sha256) [ $# -ge 2 ] || die "--sha256 needs a checksum"; want_sha=$(printf '%s' "$2" | tr 'A-F' 'a-f'); shift 2 ;;
+    --version) [ $# -ge 2 ] || usage_error "--version needs a release (e.g. 0.10.2)"; version=$2 version_given=1; shift 2 ;;
+    --version=*) version=${1#--version=} version_given=1; shift ;;
     -h|--help) usage 0 ;;
     -*) echo "fetch-vllm: unknown option $1" >&2; usage 2 ;;
     *) [ -z "$dir" ] || die "one DIR only"; dir=$1; shift ;;
   esac
 done
-if [ -n "$archive" ] && [ -z "$want_sha" ]; then die "--archive needs --sha256 (only $NAME is pinned)"; fi
+if [ -n "$archive" ] && [ -z "$want_sha" ]; then die "--archive needs --sha256 (only vllm-$PINNED_VERSION.tar.gz is pinned)"; fi
 if [ -z "$archive" ] && [ -n "$want_sha" ]; then die "--sha256 goes with --archive"; fi
-if [ -n "$want_sha" ] && ! printf '%s' "$want_sha" | grep -Eq '^[0-9a-f]{64}$'; then die "--sha256: not a sha256"; fi
+if [ -n "$want_sha" ] && ! [[ $want_sha =~ ^[0-9a-f]{64}$ ]]; then die "--sha256: not a sha256"; fi
+if [ -n "$version_given" ] && [ -n "$archive" ]; then usage_error "--version fetches from the index; --archive/--sha256 take an archive you have: one or the other"; fi
+if [ -n "$version_given" ] && ! [[ $version =~ ^[0-9]+(\.[0-9]+)*(\.post[0-9]+)?$ ]]; then
+  usage_error "--version: '$(printable "$version")' is not a release (digits and dots, optionally .postN: 0.6.3, 0.10.1.1, 0.6.4.post1)"
+fi
+# The pinned release with or without --version: its pinned size and sha256 apply.
+[ "$version" != "$PINNED_VERSION" ] || version=""
+pinned=0
+if [ -z "$archive" ] && [ -z "$version" ]; then pinned=1; version=$PINNED_VERSION; fi
+NAME=vllm-$version.tar.gz
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${dir:-$root/.deps}
@@ -59,34 +77,27 @@ extracted_tree() {
   return 1
 }
 
-if [ -z "$archive" ]; then
-  want_sha=$SHA256
-  if tree=$(extracted_tree "$SHA256"); then echo "fetch-vllm: $tree is already there (sha256 $SHA256)"; exit 0; fi
-  [ ! -e "$dir/${NAME%.tar.gz}" ] ||
-    die "$dir/${NAME%.tar.gz} exists but was not extracted from $NAME by this script; move it away first"
-  archive=$dir/$NAME
-  # A kept archive is reused only if it verifies; anything else is fetched again.
-  if [ -f "$archive" ] && { [ "$(size_of "$archive")" != "$SIZE" ] || [ "$(sha256_of "$archive")" != "$SHA256" ]; }; then
-    rm -f "$archive"
+# Reads the index's simple page for vllm (PEP 503) and sets url (the link whose
+# file name is exactly $NAME, without its fragment) and listed_sha (the link's
+# #sha256=, lower case; empty if it has none).
+curl_opts=(-fsSL --retry 3 --connect-timeout 30)
+index_link() {
+  local index cert html link
+  command -v curl >/dev/null 2>&1 || die "needs curl to download $NAME"
+  index=${PIP_INDEX_URL:-}
+  if [ -z "$index" ]; then
+    index=$(python3 -m pip config get global.index-url 2>/dev/null || python3 -m pip config get install.index-url 2>/dev/null || true)
   fi
-  if [ ! -f "$archive" ]; then
-    command -v curl >/dev/null 2>&1 || die "needs curl to download $NAME"
-    index=${PIP_INDEX_URL:-}
-    if [ -z "$index" ]; then
-      index=$(python3 -m pip config get global.index-url 2>/dev/null || python3 -m pip config get install.index-url 2>/dev/null || true)
-    fi
-    if [ -z "$index" ]; then
-      index=$(python3 -c 'from pip._internal.models.index import PyPI; print(PyPI.simple_url)' 2>/dev/null) ||
-        die "no package index: set PIP_INDEX_URL, or install pip"
-    fi
-    curl_opts=(-fsSL --retry 3 --connect-timeout 30)
-    cert=${PIP_CERT:-$(python3 -m pip config get global.cert 2>/dev/null || true)}
-    if [ -n "$cert" ] && [ -f "$cert" ]; then curl_opts+=(--cacert "$cert"); fi
-    page=${index%/}/vllm/
-    # The index's simple page (PEP 503): the link whose file name is exactly $NAME.
-    html=$(curl "${curl_opts[@]}" -H 'Accept: application/vnd.pypi.simple.v1+html, text/html;q=0.1' "$page") ||
-      die "cannot read the package index page $(redact "$page")"
-    url=$(printf '%s' "$html" | python3 -c '
+  if [ -z "$index" ]; then
+    index=$(python3 -c 'from pip._internal.models.index import PyPI; print(PyPI.simple_url)' 2>/dev/null) ||
+      die "no package index: set PIP_INDEX_URL, or install pip"
+  fi
+  cert=${PIP_CERT:-$(python3 -m pip config get global.cert 2>/dev/null || true)}
+  if [ -n "$cert" ] && [ -f "$cert" ]; then curl_opts+=(--cacert "$cert"); fi
+  page=${index%/}/vllm/
+  html=$(curl "${curl_opts[@]}" -H 'Accept: application/vnd.pypi.simple.v1+html, text/html;q=0.1' "$page") ||
+    die "cannot read the package index page $(redact "$page")"
+  link=$(printf '%s' "$html" | python3 -c '
 import html.parser, sys, urllib.parse
 page, name = sys.argv[1], sys.argv[2]
 class Links(html.parser.HTMLParser):
@@ -98,28 +109,73 @@ class Links(html.parser.HTMLParser):
             if urllib.parse.unquote(urllib.parse.urlsplit(url).path).rsplit("/", 1)[-1] == name:
                 self.found = url
 p = Links(); p.feed(sys.stdin.read())
-print(p.found or "")' "$page" "$NAME")
-    [ -n "$url" ] || die "$NAME is not listed on $(redact "$page")"
-    case "$url" in
-      *'#sha256='*) [ "${url##*#sha256=}" = "$SHA256" ] || die "the index lists $NAME with sha256 ${url##*#sha256=}, expected $SHA256" ;;
-    esac
-    echo "fetch-vllm: downloading $NAME from $(redact "${url%%#*}")"
+if p.found:
+    url, frag = urllib.parse.urldefrag(p.found)
+    sha = ""
+    for part in frag.split("&"):
+        k, _, v = part.partition("=")
+        if k == "sha256":
+            sha = v.lower()
+    print(url.replace("\n", "")); print(sha.replace("\n", ""))' "$page" "$NAME") ||
+    die "cannot parse the package index page $(redact "$page")"
+  url="" listed_sha=""
+  { IFS= read -r url || true; IFS= read -r listed_sha || true; } <<<"$link"
+  [ -n "$url" ] || die "$NAME is not listed on $(redact "$page")"
+  case "$url" in
+    http://*|https://*) ;;
+    *) die "the index links $NAME to a URL that is not http(s); refusing it" ;;
+  esac
+  if [ -n "$listed_sha" ] && ! [[ $listed_sha =~ ^[0-9a-f]{64}$ ]]; then
+    die "the index lists $NAME with a #sha256= that is not a sha256; refusing it"
+  fi
+}
+
+if [ -z "$archive" ]; then
+  if [ "$pinned" = 1 ]; then
+    want_sha=$PINNED_SHA256 want_size=$PINNED_SIZE
+  else
+    # Any other release: its checksum is the one the index lists.
+    index_link
+    [ -n "$listed_sha" ] ||
+      die "the index lists $NAME without a sha256 (no #sha256= on its link on $(redact "$page")); refusing it"
+    want_sha=$listed_sha want_size=""
+  fi
+  if tree=$(extracted_tree "$want_sha"); then echo "fetch-vllm: $tree is already there (sha256 $want_sha)"; exit 0; fi
+  [ ! -e "$dir/${NAME%.tar.gz}" ] ||
+    die "$dir/${NAME%.tar.gz} exists but was not extracted from $NAME by this script; move it away first"
+  archive=$dir/$NAME
+  # A kept archive is reused only if it verifies; anything else is fetched again.
+  if [ -f "$archive" ] && { { [ -n "$want_size" ] && [ "$(size_of "$archive")" != "$want_size" ]; } ||
+                            [ "$(sha256_of "$archive")" != "$want_sha" ]; }; then
+    rm -f "$archive"
+  fi
+  if [ ! -f "$archive" ]; then
+    if [ "$pinned" = 1 ]; then
+      index_link
+      [ -z "$listed_sha" ] || [ "$listed_sha" = "$want_sha" ] ||
+        die "the index lists $NAME with sha256 $listed_sha, expected $want_sha"
+    fi
+    echo "fetch-vllm: downloading $NAME from $(redact "$url")"
     part=$(mktemp "$dir/.$NAME.XXXXXX")
     trap 'rm -f "$part"' EXIT
-    curl "${curl_opts[@]}" -o "$part" "${url%%#*}" || die "download of $NAME failed"
-    got_size=$(size_of "$part")
-    [ "$got_size" = "$SIZE" ] || die "$NAME: $got_size bytes, expected $SIZE; refusing it"
+    curl "${curl_opts[@]}" -o "$part" "$url" || die "download of $NAME failed"
+    if [ -n "$want_size" ]; then
+      got_size=$(size_of "$part")
+      [ "$got_size" = "$want_size" ] || die "$NAME: $got_size bytes, expected $want_size; refusing it"
+    fi
     got_sha=$(sha256_of "$part")
-    [ "$got_sha" = "$SHA256" ] || die "$NAME: sha256 $got_sha, expected $SHA256; refusing it"
+    [ "$got_sha" = "$want_sha" ] || die "$NAME: sha256 $got_sha, expected $want_sha; refusing it"
     chmod "$(printf '%o' $((0666 & ~0$(umask))))" "$part"   # mktemp made it private
     mv "$part" "$archive"
     trap - EXIT
   fi
+  want_top=${NAME%.tar.gz}
 else
   [ -f "$archive" ] || die "$archive: no such file"
   got_sha=$(sha256_of "$archive")
   [ "$got_sha" = "$want_sha" ] || die "$archive: sha256 $got_sha, expected $want_sha; refusing it"
   if tree=$(extracted_tree "$want_sha"); then echo "fetch-vllm: $tree is already there (sha256 $want_sha)"; exit 0; fi
+  want_top=""
 fi
 
 # Extract next to the destination, then move the one top-level folder into place,
@@ -130,6 +186,7 @@ tar -xzf "$archive" -C "$tmp" --no-same-owner || die "$archive: tar could not ex
 tops=("$tmp"/*)
 if [ ${#tops[@]} -ne 1 ] || [ ! -d "${tops[0]}" ]; then die "$archive: expected one top-level folder"; fi
 top=$(basename "${tops[0]}")
+[ -z "$want_top" ] || [ "$top" = "$want_top" ] || die "$archive: its top-level folder is $top, expected $want_top"
 dest=$dir/$top
 [ ! -e "$dest" ] || die "$dest exists but was not extracted from this archive by this script; move it away first"
 printf '%s  %s\n' "$want_sha" "$(basename "$archive")" >"${tops[0]}/$MARKER"
