@@ -10,6 +10,7 @@
 #include "kv_capacity.h"
 #include "model.h"
 #include "results_table.h"
+#include "source_patch.h"
 #include "store.h"
 
 static void usage(FILE *out)
@@ -17,7 +18,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: ppbench propose PROPOSAL.yaml [options]\n\n"
             "Runs the proposal's baseline and candidate interleaved on one device (kernel_config,\n"
-            "chunked_prefill) or computes it (kv_capacity), and decides ACCEPT / REJECT /\n"
+            "chunked_prefill; source_patch: a vLLM tree and the tree with its change, each prepared\n"
+            "first) or computes it (kv_capacity), and decides ACCEPT / REJECT /\n"
             "INCONCLUSIVE with its reasons (docs/PROPOSALS.md, docs/STATISTICS.md).\n\n"
             "  --db PATH            results database (default $PPBENCH_DB, else ./" PPB_DEFAULT_DB ")\n"
             "  --backend NAME       auto (default), cuda or cpu\n"
@@ -103,7 +105,11 @@ int cmd_propose(int argc, char **argv)
                     (long long)rec.id, o.db_path);
     } else {
         ppb_verdict_report rep;
-        rc = ppb_propose_run(&p, &o, &rec, &rep, &err);
+        memset(&rep, 0, sizeof rep);
+        if (p.kind == PPB_PROPOSAL_SOURCE_PATCH)
+            rc = ppb_source_patch_sides(&p, stderr, &err);
+        if (!rc)
+            rc = ppb_propose_run(&p, &o, &rec, &rep, &err);
         ppb_verdict_report_free(&rep);
         /* The proposal is stored: what fails from here on is the database. */
         if (!rc && (ppb_store_open(&s, o.db_path, &err) || ppb_print_proposal(s, rec.id, human, &err)))

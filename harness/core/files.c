@@ -119,6 +119,26 @@ int ppb_same_file(const char *a, const char *b)
     return canonical(a, ca, sizeof ca) == 0 && canonical(b, cb, sizeof cb) == 0 && strcmp(ca, cb) == 0;
 }
 
+int ppb_make_dirs(const char *path, ppb_err *err)
+{
+    char buf[4200];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return ppb_fail(err, PPB_EIO, "cannot create %s: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return ppb_fail(err, PPB_EIO, "cannot create %s: %s", buf, strerror(errno));
+    struct stat st;
+    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+        return ppb_fail(err, PPB_EIO, "%s is not a directory", buf);
+    return PPB_OK;
+}
+
 int ppb_is_real_dir(const char *path)
 {
     struct stat st;

@@ -42,6 +42,10 @@ int ppb_file_is_sqlite(const char *path);
  * so a file that does not exist yet (a database a run will create) compares too. */
 int ppb_same_file(const char *a, const char *b);
 
+/* mkdir -p: `path` and every missing folder above it (0755 less the umask);
+ * PPB_EIO naming the one that could not be made, or a non-folder in the way. */
+int ppb_make_dirs(const char *path, ppb_err *err);
+
 /* 1 when `path` is a directory itself, not a link to one. */
 int ppb_is_real_dir(const char *path);
 

@@ -10,11 +10,12 @@
 #include "suite.h"
 #include "yaml_util.h"
 
-static const char *const kind_names[] = {"kernel_config", "chunked_prefill", "kv_capacity"};
+static const char *const kind_names[PPB_PROPOSAL_KINDS] = {"kernel_config", "chunked_prefill", "kv_capacity",
+                                                            "source_patch"};
 
 const char *ppb_proposal_kind_name(int kind)
 {
-    return kind >= 0 && kind < 3 ? kind_names[kind] : "unknown";
+    return kind >= 0 && kind < PPB_PROPOSAL_KINDS ? kind_names[kind] : "unknown";
 }
 
 void ppb_side_apply(const ppb_side *side, ppb_case *c)
@@ -234,7 +235,8 @@ static const struct {
     const char *key;
     unsigned kinds; /* bit set of 1 << PPB_PROPOSAL_* */
 } kind_keys[] = {
-    {"suite", 3u}, {"filter", 1u}, {"kernel", 3u}, {"rules", 3u}, {"sampling", 3u},
+    {"suite", 11u}, {"filter", 9u}, {"kernel", 3u}, {"rules", 11u}, {"sampling", 11u},
+    {"baseline", 7u}, {"candidate", 7u}, {"vllm", 8u}, {"candidate_vllm", 8u}, {"patch", 8u}, {"replace", 8u},
     {"prompt_len", 2u}, {"shape", 2u}, {"config", 2u}, {"model", 4u}, {"tensor_parallel", 4u},
     {"max_model_len", 4u}, {"reserve_bytes", 4u}, {"outside_bytes", 4u}, {"max_num_seqs", 4u},
     {"seed_claims", 4u},
@@ -249,7 +251,7 @@ static int check_kind_keys(ppb_yaml *y, yaml_node_t *root, int kind, ppb_err *er
             if (strcmp(key, kind_keys[k].key) != 0 || (kind_keys[k].kinds >> kind) & 1u)
                 continue;
             char kinds[64] = "";
-            for (int j = 0; j < 3; j++)
+            for (int j = 0; j < PPB_PROPOSAL_KINDS; j++)
                 if ((kind_keys[k].kinds >> j) & 1u)
                     snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s", kinds[0] ? " and " : "",
                              kind_names[j]);
@@ -259,13 +261,88 @@ static int check_kind_keys(ppb_yaml *y, yaml_node_t *root, int kind, ppb_err *er
     return PPB_OK;
 }
 
+/* vllm:, candidate_vllm: a release or a tree's path (against the proposal's
+ * folder). */
+static int parse_tree_spec(ppb_yaml *y, yaml_node_t *root, const char *key, const char *dir, char *out, size_t len,
+                           int required, ppb_err *err)
+{
+    char text[4096] = "";
+    int rc = load_string(y, root, key, text, sizeof text, required, err);
+    if (rc || !text[0])
+        return rc;
+    if (ppb_vllm_is_version(text) || text[0] == '/')
+        snprintf(out, len, "%s", text);
+    else
+        snprintf(out, len, "%s/%s", dir, text);
+    return PPB_OK;
+}
+
+/* replace: a list of {file, old, new}: the seed's PATCHES form, applied by content. */
+static int parse_replace(ppb_yaml *y, yaml_node_t *list, ppb_source_change *c, ppb_err *err)
+{
+    static const char *const keys[] = {"file", "old", "new", NULL};
+    int n = list->type == YAML_SEQUENCE_NODE ? ppb_yaml_seq_len(list) : -1;
+    if (n < 1 || n > PPB_REPLACE_MAX)
+        return ppb_yaml_fail(y, err, list, "replace", "expected a list of 1 to %d {file, old, new} entries",
+                             PPB_REPLACE_MAX);
+    for (int i = 0; i < n; i++) {
+        yaml_node_t *e = ppb_yaml_seq_item(y, list, i);
+        ppb_replace *r = &c->replace[i];
+        char field[64];
+        snprintf(field, sizeof field, "replace[%d]", i);
+        int rc = e && e->type == YAML_MAPPING_NODE ? ppb_yaml_check_keys(y, e, field, keys, err)
+                                                   : ppb_yaml_fail(y, err, e ? e : list, field, "expected a mapping");
+        const struct {
+            const char *key;
+            char *buf;
+            size_t len;
+        } parts[] = {{"file", r->file, sizeof r->file},
+                     {"old", r->old_text, sizeof r->old_text},
+                     {"new", r->new_text, sizeof r->new_text}};
+        for (int k = 0; k < 3 && !rc; k++) {
+            snprintf(field, sizeof field, "replace[%d].%s", i, parts[k].key);
+            yaml_node_t *v = ppb_yaml_get(y, e, parts[k].key);
+            rc = v ? ppb_yaml_string(y, v, field, parts[k].buf, parts[k].len, err)
+                   : ppb_yaml_fail(y, err, e, field, "required");
+        }
+        if (!rc && !r->old_text[0])
+            rc = ppb_yaml_fail(y, err, ppb_yaml_get(y, e, "old"), field, "empty: the text to replace");
+        if (rc)
+            return rc;
+        r->line = (int)e->start_mark.line + 1;
+    }
+    c->n_replace = n;
+    return PPB_OK;
+}
+
+static int parse_source_change(ppb_yaml *y, yaml_node_t *root, const char *dir, ppb_proposal *p, ppb_err *err)
+{
+    ppb_source_change *c = &p->change;
+    snprintf(c->proposal, sizeof c->proposal, "%s", p->path);
+    int rc = parse_tree_spec(y, root, "vllm", dir, c->vllm, sizeof c->vllm, 1, err);
+    if (!rc)
+        rc = parse_tree_spec(y, root, "candidate_vllm", dir, c->candidate_vllm, sizeof c->candidate_vllm, 0, err);
+    if (!rc)
+        rc = parse_tree_spec(y, root, "patch", dir, c->patch_path, sizeof c->patch_path, 0, err);
+    yaml_node_t *v = ppb_yaml_get(y, root, "replace");
+    if (!rc && v && c->patch_path[0])
+        rc = ppb_yaml_fail(y, err, v, "replace", "give patch or replace, not both");
+    if (!rc && v)
+        rc = parse_replace(y, v, c, err);
+    if (!rc && !c->patch_path[0] && !c->n_replace && !c->candidate_vllm[0])
+        rc = ppb_yaml_fail(y, err, root, "patch", "required: a patch, a replace list or a candidate_vllm (an "
+                           "upgrade); without one there is no change to judge");
+    return rc;
+}
+
 int ppb_proposal_load(const char *path, ppb_proposal *p, ppb_err *err)
 {
     static const char *const common[] = {"name", "description", "kind", "suite", "filter",
                                          "target", "baseline", "candidate", "rules", "sampling",
                                          "prompt_len", "shape", "config", "model",
                                          "tensor_parallel", "max_model_len", "reserve_bytes", "outside_bytes", "max_num_seqs",
-                                         "seed_claims", "kernel", NULL};
+                                         "seed_claims", "kernel", "vllm", "candidate_vllm", "patch", "replace",
+                                         NULL};
     memset(p, 0, sizeof *p);
     ppb_verdict_rules_default(&p->rules);
     ppb_sampling_default(&p->sampling);
@@ -287,12 +364,12 @@ int ppb_proposal_load(const char *path, ppb_proposal *p, ppb_err *err)
     p->kind = PPB_PROPOSAL_KERNEL_CONFIG;
     if (text[0]) {
         p->kind = -1;
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < PPB_PROPOSAL_KINDS; k++)
             if (strcmp(text, kind_names[k]) == 0)
                 p->kind = k;
         if (p->kind < 0) {
             rc = ppb_yaml_fail(&y, err, ppb_yaml_get(&y, root, "kind"), "kind",
-                               "'%s' is not kernel_config, chunked_prefill or kv_capacity", text);
+                               "'%s' is not kernel_config, chunked_prefill, kv_capacity or source_patch", text);
             goto end;
         }
     }
@@ -319,7 +396,7 @@ int ppb_proposal_load(const char *path, ppb_proposal *p, ppb_err *err)
         else
             snprintf(p->suite_path, sizeof p->suite_path, "%s/%s", dir, rel);
         /* The suite decides the kernel a kernel_config proposal tunes. */
-        if (p->kind == PPB_PROPOSAL_KERNEL_CONFIG) {
+        if (p->kind == PPB_PROPOSAL_KERNEL_CONFIG || p->kind == PPB_PROPOSAL_SOURCE_PATCH) {
             ppb_suite suite;
             if ((rc = ppb_suite_load(p->suite_path, &suite, err))) {
                 ppb_err_prefix(err, "%s: suite: ", path);
@@ -400,6 +477,15 @@ int ppb_proposal_load(const char *path, ppb_proposal *p, ppb_err *err)
         if ((v = ppb_yaml_get(&y, root, "seed_claims")) &&
             (rc = parse_seed_claims(&y, v, &p->seed, err)))
             goto end;
+    }
+    if (p->kind == PPB_PROPOSAL_SOURCE_PATCH) {
+        if (kernel != PPB_PREFIX_PREFILL)
+            rc = ppb_yaml_fail(&y, err, root, "suite", "a source_patch proposal judges prefix_prefill kernels (the "
+                               "vLLM families ppbench prepares), and this suite's kernel is %s",
+                               ppb_kernel_name(kernel));
+        else
+            rc = parse_source_change(&y, root, dir, p, err);
+        goto end;
     }
     if ((rc = parse_side(&y, ppb_yaml_get(&y, root, "baseline"), "baseline", p, &p->baseline,
                          err)) ||

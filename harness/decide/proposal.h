@@ -6,12 +6,15 @@
 
 #include "case.h"
 #include "ppb_error.h"
+#include "source_tree.h"
 #include "verdict.h"
 
 typedef enum {
     PPB_PROPOSAL_KERNEL_CONFIG = 0,   /* baseline vs candidate kernel knobs over a suite's shapes */
     PPB_PROPOSAL_CHUNKED_PREFILL = 1, /* max-num-batched-tokens: a whole prompt in chunks of C tokens */
     PPB_PROPOSAL_KV_CAPACITY = 2,     /* gpu-memory-utilization: KV-cache capacity arithmetic */
+    PPB_PROPOSAL_SOURCE_PATCH = 3,    /* a change to a vLLM tree (or an upgrade), its kernels judged as written */
+    PPB_PROPOSAL_KINDS
 } ppb_proposal_kind;
 
 const char *ppb_proposal_kind_name(int kind);
@@ -63,6 +66,9 @@ typedef struct ppb_proposal {
     double outside_bytes;    /* per GPU outside the budget (CUDA context, NCCL); < 0 = unknown */
     int max_num_seqs;        /* the deployment's max-num-seqs; 0 = not given */
     ppb_seed_claims seed;
+    /* source_patch: the trees and the change; the sides' impl are set once
+     * the trees are prepared (ppb_propose_source_patch) */
+    ppb_source_change change;
 } ppb_proposal;
 
 /* Parse and validate; errors name FILE:LINE:COLUMN and the field. */

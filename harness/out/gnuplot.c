@@ -1,6 +1,8 @@
 /* gnuplot: find it, run it on our scripts, and check what it wrote (gnuplot.h). */
 #include "gnuplot.h"
 
+#include "run_program.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -50,78 +52,6 @@ static int find_on_path(const char *name, char *out, size_t len)
 
 /* ---- running it ---------------------------------------------------------- */
 
-/* fork + execv with a fixed argv. The child reports a failed chdir/exec
- * through a close-on-exec pipe, so "could not start" is told apart from
- * "gnuplot failed". out_fd: where the child's stdout and stderr go. Returns
- * the exit status (>= 0), or a negative PPB_E* code with `err` filled. */
-static int spawn_and_wait(const char *path, char *const argv[], const char *dir, int out_fd,
-                          int timeout_s, ppb_err *err)
-{
-    int report[2];
-    if (pipe(report) != 0)
-        return ppb_fail(err, PPB_EFAIL, "pipe: %s", strerror(errno));
-    if (fcntl(report[1], F_SETFD, FD_CLOEXEC) != 0 || fcntl(report[0], F_SETFD, FD_CLOEXEC) != 0) {
-        close(report[0]);
-        close(report[1]);
-        return ppb_fail(err, PPB_EFAIL, "fcntl: %s", strerror(errno));
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(report[0]);
-        close(report[1]);
-        return ppb_fail(err, PPB_EFAIL, "fork: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        /* Child: only async-signal-safe calls from here on. */
-        int e = 0, null_fd = open("/dev/null", O_RDONLY);
-        if (null_fd >= 0)
-            dup2(null_fd, STDIN_FILENO);
-        if (out_fd >= 0) {
-            dup2(out_fd, STDOUT_FILENO);
-            dup2(out_fd, STDERR_FILENO);
-        }
-        if (dir && chdir(dir) != 0)
-            e = errno;
-        else {
-            execv(path, argv);
-            e = errno;
-        }
-        ssize_t ignored = write(report[1], &e, sizeof e);
-        (void)ignored;
-        _exit(127);
-    }
-    close(report[1]);
-    int child_errno = 0;
-    ssize_t got = read(report[0], &child_errno, sizeof child_errno);
-    close(report[0]);
-
-    int status = 0, rc;
-    struct timespec tick = {0, 5 * 1000 * 1000};
-    long waited_ms = 0;
-    for (;;) {
-        rc = (int)waitpid(pid, &status, WNOHANG);
-        if (rc == pid)
-            break;
-        if (rc < 0 && errno != EINTR)
-            return ppb_fail(err, PPB_EFAIL, "waitpid: %s", strerror(errno));
-        if (timeout_s > 0 && waited_ms >= timeout_s * 1000L) {
-            kill(pid, SIGKILL);
-            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-            }
-            return ppb_fail(err, PPB_EFAIL, "%s ran for more than %d s and was stopped", path,
-                            timeout_s);
-        }
-        nanosleep(&tick, NULL);
-        waited_ms += 5;
-    }
-    if (got == (ssize_t)sizeof child_errno)
-        return ppb_fail(err, PPB_EFAIL, "could not start %s%s%s: %s", path, dir ? " in " : "",
-                        dir ? dir : "", strerror(child_errno));
-    if (WIFSIGNALED(status))
-        return ppb_fail(err, PPB_EFAIL, "%s was killed by signal %d", path, WTERMSIG(status));
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
-}
-
 void ppb_gnuplot_detect(ppb_gnuplot *gp, const char *program)
 {
     memset(gp, 0, sizeof *gp);
@@ -159,7 +89,7 @@ void ppb_gnuplot_detect(ppb_gnuplot *gp, const char *program)
     unlink(tmpl);
     char *argv[] = {gp->path, "--version", NULL};
     ppb_err err = {{0}};
-    int rc = spawn_and_wait(gp->path, argv, NULL, fd, 20, &err);
+    int rc = ppb_run_program(gp->path, argv, NULL, fd, 20, &err);
     char line[128] = "";
     if (rc == 0 && lseek(fd, 0, SEEK_SET) == 0) {
         ssize_t n = read(fd, line, sizeof line - 1);
@@ -222,7 +152,7 @@ int ppb_gnuplot_run(const ppb_gnuplot *gp, const char *dir, const char *const *s
     for (int i = 0; i < n_scripts; i++)
         argv[2 + i] = (char *)scripts[i];
     argv[2 + n_scripts] = NULL;
-    int rc = spawn_and_wait(gp->path, argv, dir, fd, timeout_s, err);
+    int rc = ppb_run_program(gp->path, argv, dir, fd, timeout_s, err);
     free(argv);
     close(fd);
     if (rc < 0)

@@ -902,26 +902,6 @@ static void worst_trend(const rp_report *r, ppb_report_outcome *out)
 
 /* ---- writing ----------------------------------------------------------------- */
 
-static int make_dirs(const char *path, ppb_err *err)
-{
-    char buf[4200];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return ppb_fail(err, PPB_EIO, "cannot create %s: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return ppb_fail(err, PPB_EIO, "cannot create %s: %s", buf, strerror(errno));
-    struct stat st;
-    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
-        return ppb_fail(err, PPB_EIO, "%s is not a directory", buf);
-    return PPB_OK;
-}
-
 /* The folder a report goes to is ppbench's: new, empty, or marked by an
  * earlier report. A folder of someone else's files is refused (the report
  * replaces index.html and clears old charts). */
@@ -1001,10 +981,10 @@ int ppb_report_write(ppb_store *s, const ppb_report_request *req, ppb_report_out
     else
         decide_trend(r);
 
-    if ((rc = make_dirs(req->out_dir, err)) || (rc = claim_out_dir(req->out_dir, err)))
+    if ((rc = ppb_make_dirs(req->out_dir, err)) || (rc = claim_out_dir(req->out_dir, err)))
         goto end;
     snprintf(r->charts_dir, sizeof r->charts_dir, "%s/charts", req->out_dir);
-    if ((rc = make_dirs(r->charts_dir, err)))
+    if ((rc = ppb_make_dirs(r->charts_dir, err)))
         goto end;
     if (!ppb_is_real_dir(r->charts_dir)) {
         rc = ppb_fail(err, PPB_EIO, "%s is a symbolic link: refusing to write charts through it", r->charts_dir);

@@ -14,6 +14,8 @@
 #   backend    the runtime + backend test (test_cuda_backend), and a kernel fault in its own process
 #   suites     ppbench run of the GPU suites (tests/gpu/suites: both code paths, 100K contexts)
 #              with the float64 reference check
+#   paths      every subcommand that touches the device once, on small cases: run (twice), dump of a
+#              prefill and a decode case (checked in NumPy), trend over the two runs, propose, calibrate
 #   sanitizer  compute-sanitizer memcheck and racecheck on small matrices
 #   aot        the ahead-of-time build (no NVRTC; the BI-V100's mechanism) of the smoke suites' kernels,
 #              then ppbench run of both smoke suites with it
@@ -31,6 +33,8 @@
 #   vllm_bench ppbench run suites/prefill.yaml --impl vllm-triton, suites/decode.yaml --impl vllm-cuda
 #   fidelity   tests/gpu/timing_fidelity.py at the goal shapes: ppbench's medians against do_bench / an event loop
 #   vllm_proposals  ppbench propose suites/proposals/vllm-*.yaml
+#   source_patch  the seed's PATCHES as a source_patch proposal on vLLM 0.6.3, and suites/prefill.yaml on
+#              each release of PPB_VLLM_VERSIONS (trees in .deps/vllm-X) as its own wrapper launches it
 #   clang_aot  ci/build-bi-v100.sh with clang's CUDA front end (the CoreX compiler model) for this GPU
 #              (PPB_CLANG, default clang++-16 with the CUDA 11.8 tree of scripts/fetch-clang-cuda.sh
 #              when .deps has it, else clang++ with the machine's toolkit), then the nightly suites with that build
@@ -43,7 +47,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-${OUT:-$PWD/gpu-out}}
 [ $# -gt 0 ] && shift
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(env build kernels backend suites sanitizer aot bench)
+[ ${#steps[@]} -eq 0 ] && steps=(env build kernels backend suites paths sanitizer aot bench)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 build=${PPB_GPU_BUILD_DIR:-$root/build-gpu}
@@ -187,6 +191,35 @@ if want suites; then
   done
 fi
 
+# ---- every subcommand that touches the device, once, on small cases ---------------------
+# CI has no GPU: this is the check that run, dump, trend, propose and calibrate still work
+# on the cuda backend (dump once crashed on every cuda run and no CPU test could see it).
+if want paths; then
+  pdb=$out/paths.db
+  for i in 1 2; do
+    run "paths_run_prefill_$i" "$(limit paths 180)" "$ppbench" run "$root/suites/smoke.yaml" --backend cuda \
+      --db "$pdb" --label paths --no-progress --filter "batch=1,dtype=bf16"
+  done
+  run paths_run_decode "$(limit paths 180)" "$ppbench" run "$root/suites/smoke-decode.yaml" --backend cuda \
+    --db "$pdb" --label paths-decode --no-progress --filter "batch=3,dtype=bf16,host_partition_size=0"
+  # dump: the first timed case of each kernel, reproduced on the GPU and cross-checked in NumPy
+  for k in prefix_prefill paged_attention; do
+    run "paths_dump_$k" "$(limit paths 180)" bash -c '
+      key=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT c.key FROM results r JOIN cases c ON c.id = r.case_id WHERE r.status = '"'"'ok'"'"' AND c.key LIKE ? ORDER BY r.id LIMIT 1\", (sys.argv[2] + \" %\",)).fetchone()[0])" "$1" "$2") &&
+      run_id=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT r.run_id FROM results r JOIN cases c ON c.id = r.case_id WHERE c.key = ? ORDER BY r.id LIMIT 1\", (sys.argv[2],)).fetchone()[0])" "$1" "$key") &&
+      "$0" dump "$run_id" "$key" --db "$1" -o "$3" && python3 "$4/tests/e2e/check_dump.py" "$3"' \
+      "$ppbench" "$pdb" "$k" "$out/dump-$k" "$root"
+  done
+  run paths_trend "$(limit paths 120)" bash -c '"$@"; rc=$?; [ $rc -eq 0 ] || [ $rc -eq 12 ]' _ \
+    "$ppbench" trend "$root/suites/smoke.yaml" --db "$pdb"
+  run paths_propose "$(limit paths 240)" bash -c '"$@"; rc=$?; [ $rc -eq 0 ] || [ $rc -eq 10 ] || [ $rc -eq 11 ]' _ \
+    "$ppbench" propose "$root/tests/data/proposals/ab-smoke.yaml" --backend cuda --db "$pdb"
+  run paths_calibrate "$(limit paths 300)" bash -c '"$@"; rc=$?; [ $rc -eq 0 ] || [ $rc -eq 1 ]' _ \
+    "$ppbench" calibrate "$root/suites/smoke-decode.yaml" --backend cuda --db "$out/paths-calibrate.db" \
+    --filter "batch=3,seq_len=100,dtype=bf16,head_dim=64,host_partition_size=0" --pairs 20 --effect-pairs 10 \
+    --effects 0.05
+fi
+
 # ---- compute-sanitizer ------------------------------------------------------------------
 if want sanitizer; then
   if command -v compute-sanitizer >/dev/null; then
@@ -277,6 +310,12 @@ want proposals && propose_each ${PPB_PROPOSALS:-$root/suites/proposals/seed-*.ya
 
 # ---- the production implementations (vLLM's own kernels) ------------------------------------
 vllm_src=${PPB_VLLM_SOURCE:-$root/.deps/vllm-0.6.3}
+# source_patch proposals find releases in ppbench's tree cache: the carried ones, linked in.
+export PPBENCH_TREE_CACHE=$out/tree-cache
+mkdir -p "$PPBENCH_TREE_CACHE/vllm"
+for t in "$root"/.deps/vllm-*/; do
+  [ -f "$t/.ppb-archive.sha256" ] && ln -sfn "${t%/}" "$PPBENCH_TREE_CACHE/vllm/$(basename "$t")"
+done
 plugins=$build/plugins
 # The prefill probe's own case (tests/gpu/probe_prefill_plugin.c).
 probe_case='prefix_prefill b=2 q=100 ctx=300 ragged=false h=8 kvh=2 d=128 dtype=bf16 page=16 win=0 bm=128 bn=128 w=8 path=auto'
@@ -354,6 +393,25 @@ fi
 
 # shellcheck disable=SC2086
 want vllm_proposals && propose_each ${PPB_VLLM_PROPOSALS:-$root/suites/proposals/vllm-*.yaml}
+
+# ---- source_patch: the team's change on each release, and the releases side by side ------------
+# Trees: .deps/vllm-X (scripts/fetch-vllm.sh --version X; the GPU machine has no network, so they
+# are carried: the kernel files, PKG-INFO and the archive's checksum mark are all ppbench reads).
+if want source_patch; then
+  # shellcheck disable=SC2086
+  propose_each ${PPB_SOURCE_PATCH_PROPOSALS:-$root/suites/proposals/vllm-seed-patch.yaml}
+  # Each release's prefix prefill as its own wrapper launches it, on suites/prefill.yaml's shapes.
+  for v in ${PPB_VLLM_VERSIONS:-0.6.3 0.10.2 0.20.0 0.34.0}; do
+    tree=$PPBENCH_TREE_CACHE/vllm/vllm-$v
+    [ -d "$tree" ] || { echo "source_patch: no tree for vLLM $v in .deps" | tee -a "$summary"; failed=1; continue; }
+    run "release_prepare_$v" "$(limit source_patch 600)" python3 "$root/kernels/vllm/triton/prepare.py" \
+      --from-wrapper --name "vllm-triton@$v" --vllm "$tree" --ppbench "$ppbench" --out "$out/vllm-triton-cache" \
+      --lib "$plugins/libppbk_vllm-triton@$v.so" -j "$jobs" "$root/suites/prefill.yaml" &&
+    run "release_run_$v" "$(limit source_patch 600)" "$ppbench" run "$root/suites/prefill.yaml" --backend cuda \
+      --db "$out/releases.db" --label "release-$v" --impl "plugin:vllm-triton@$v" --no-progress \
+      --filter "block_m=128,block_n=128,num_warps=8${PPB_RELEASE_FILTER:+,$PPB_RELEASE_FILTER}"
+  done
+fi
 
 # ---- the BI-V100 build flow with clang, on this GPU -------------------------------------------
 if want clang_aot; then

@@ -42,23 +42,20 @@ import types
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import capture  # noqa: E402 (beside this file)
+
 REPO = HERE.parents[2]
 DEFAULT_VLLM = REPO / ".deps" / "vllm-0.6.3"
 CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 DEFAULT_OUT = CACHE_HOME / "ppbench" / "vllm-triton"
 DEFAULT_LIB = CACHE_HOME / "ppbench" / "plugins" / "libppbk_vllm_triton.so"
 
-# The 39 runtime arguments of _fwd_kernel in order (the 5 constexprs follow).
-# plugin.c's ARG_* enum has the same order; the generated table refers to them by index.
-ARGS = ("Q K V K_cache V_cache B_Loc sm_scale k_scale v_scale B_Start_Loc B_Seqlen B_Ctxlen block_size x Out "
-        "stride_b_loc_b stride_b_loc_s stride_qbs stride_qh stride_qd stride_kbs stride_kh stride_kd "
-        "stride_vbs stride_vh stride_vd stride_obs stride_oh stride_od stride_k_cache_bs stride_k_cache_h "
-        "stride_k_cache_d stride_k_cache_bl stride_k_cache_x stride_v_cache_bs stride_v_cache_h "
-        "stride_v_cache_d stride_v_cache_bl num_queries_per_kv").split()
-ARG_SCRATCH = len(ARGS)  # trailing parameters newer Triton adds (global/profile scratch): passed 0
-POINTERS = {"Q", "K", "V", "K_cache", "V_cache", "Out", "B_Loc", "B_Start_Loc", "B_Seqlen", "B_Ctxlen"}
-FLOATS = {"sm_scale", "k_scale", "v_scale"}
 DTYPES = {"fp16": ("torch.float16", 0), "bf16": ("torch.bfloat16", 1)}
+# The buffers a recorded pointer argument can be bound to (capture.prefill_tensors'
+# roles); plugin.c's ROLE_* enum has the same order.
+ROLES = ("q", "k", "v", "k_cache", "v_cache", "out", "block_table", "start_loc", "seq_lens", "context_lens",
+         "ones")
 
 
 def die(msg):
@@ -68,39 +65,12 @@ def die(msg):
 
 # ---------------------------------------------------------------- shapes -> variants
 
-def int_args(s):
-    """The integer arguments context_attention_fwd passes for shape s, in ARGS
-    order: v_cache.shape[3], k_cache.shape[4], then the tensors' strides as
-    torch reports them for ppbench's contiguous layouts (attention_args.h), then
-    num_queries_per_kv. plugin.c (int_args) computes the same list."""
-    h, kvh, d, page = s["h"], s["kvh"], s["d"], s["page"]
-    ctx_max = s["ctx"]  # sequence 0 has the longest context, ragged or not
-    mbps = max(1, -(-ctx_max // page))  # harness/run/kernel_case.c: max_blocks_per_seq
-    return {
-        "block_size": page, "x": 8,
-        "stride_b_loc_b": mbps, "stride_b_loc_s": 1,
-        "stride_qbs": h * d, "stride_qh": d, "stride_qd": 1,
-        "stride_kbs": kvh * d, "stride_kh": d, "stride_kd": 1,
-        "stride_vbs": kvh * d, "stride_vh": d, "stride_vd": 1,
-        "stride_obs": h * d, "stride_oh": d, "stride_od": 1,
-        # k_cache [blocks, kvh, d/8, page, 8]
-        "stride_k_cache_bs": kvh * d * page, "stride_k_cache_h": d * page, "stride_k_cache_d": page * 8,
-        "stride_k_cache_bl": 8, "stride_k_cache_x": 1,
-        # v_cache [blocks, kvh, d, page]
-        "stride_v_cache_bs": kvh * d * page, "stride_v_cache_h": d * page, "stride_v_cache_d": page,
-        "stride_v_cache_bl": 1,
-        "num_queries_per_kv": h // kvh,
-    }
-
-
-def int_classes(ints):
-    """What Triton 3.x's JIT can tell integers apart by: 1, divisible by 16, other
-    ('L': outside int32, which the plugin refuses). Same string in plugin.c."""
-    def cls(v):
-        if not -2**31 <= v < 2**31:
-            return "L"
-        return "1" if v == 1 else "D" if v % 16 == 0 else "."
-    return "".join(cls(v) for v in ints.values())
+def int_class(v):
+    """What Triton 3.x's JIT can tell integers apart by: 1, divisible by 16,
+    other; 'L' outside int32, which the plugin cannot pass."""
+    if not -2**31 <= v < 2**31:
+        return "L"
+    return "1" if v == 1 else "D" if v % 16 == 0 else "."
 
 
 def parse_key(key):
@@ -122,12 +92,20 @@ def parse_key(key):
     return s
 
 
-def variant_of(s):
-    ints = int_args(s)
-    v = {"dtype": s["dtype"], "head_dim": s["d"], "block": s["bm"], "num_warps": s["w"],
-         "sliding_window": max(0, s["win"]), "int_classes": int_classes(ints), "num_stages": 1}
-    v["id"] = hashlib.sha256(json.dumps(v, sort_keys=True).encode()).hexdigest()[:16]
-    return v, ints
+def variant_of(s, launch):
+    """A case's recorded launch -> (variant, compile key). The compile key is
+    what the compiled kernel depends on: kernel, constexprs, launch options, the
+    dtypes of its pointers and the class of each integer; cases that share it
+    share one cubin and differ only in argument values and grid."""
+    ints = "".join(int_class(a["value"]) for a in launch["args"] if a["kind"] == "i32")
+    ck = {"kernel": launch["kernel"], "constexprs": launch["constexprs"], "num_warps": launch["num_warps"],
+          "num_stages": launch["num_stages"], "options": launch["options"], "int_classes": ints,
+          "args": [(a["name"], a["kind"], a.get("dtype")) for a in launch["args"]]}
+    cid = hashlib.sha256(json.dumps(ck, sort_keys=True).encode()).hexdigest()[:16]
+    v = {"shape": {k: s[k] for k in ("b", "q", "h", "kvh", "d", "dtype", "page", "win")},
+         "max_blocks_per_seq": launch["max_blocks_per_seq"], "knobs": {k: s[k] for k in ("bm", "bn", "w")},
+         "launch": launch, "compile_id": cid}
+    return v, ck
 
 
 def suite_cases(suite, ppbench):
@@ -150,17 +128,19 @@ def find_ppbench(given):
 def find_source(path):
     """--vllm: the kernel file itself, a vLLM source tree, or an installed `vllm` package."""
     p = Path(path).expanduser()
-    for c in (p, p / "vllm/attention/ops/prefix_prefill.py", p / "attention/ops/prefix_prefill.py"):
-        if c.is_file():
-            return c.resolve()
-    die(f"no vllm/attention/ops/prefix_prefill.py under {p}: fetch vLLM 0.6.3's source "
-        f"(scripts/fetch-vllm.sh puts it in .deps/vllm-0.6.3) or pass --vllm PATH")
+    for c in (p, p.parent) if p.name == "vllm" else (p,):
+        try:
+            return capture.find_prefix_prefill(c)
+        except capture.CaptureError:
+            pass
+    die(f"no {' or '.join(capture.PREFIX_PREFILL_FILES)} under {p}: fetch vLLM's source "
+        f"(scripts/fetch-vllm.sh [--version X] puts it in .deps/vllm-X) or pass --vllm PATH")
 
 
 def vllm_version(src):
-    """From the tree around prefix_prefill.py: an sdist's PKG-INFO, an installed
+    """From the tree around the kernel file: an sdist's PKG-INFO, an installed
     package's dist-info, or a built tree's vllm/_version.py."""
-    pkg = src.parents[2]  # .../vllm
+    pkg = next((d for d in src.parents if d.name == "vllm"), src.parent)
     cands = [pkg.parent / "PKG-INFO"] + sorted(pkg.parent.glob("vllm-*.dist-info/METADATA"))
     for c in cands:
         if c.is_file():
@@ -229,20 +209,23 @@ class _TargetOnlyDriver:
 _W = {}
 
 
-def import_kernel_module(src, platform=None):
-    """Import prefix_prefill.py without vLLM, and without torch when it is not
-    installed: at load the module needs `vllm.platforms.current_platform` and
-    `torch.inference_mode`, both only for context_attention_fwd, never for the
-    kernel (tests/gpu/timing_fidelity.py calls context_attention_fwd's launch and
-    passes a `platform` that answers from torch). The stand-ins live in
-    sys.modules while the file executes only, so Triton never mistakes them for
-    the real packages."""
-    stubs = {"vllm": types.ModuleType("vllm"), "vllm.platforms": types.ModuleType("vllm.platforms")}
+def import_kernel_module(src, platform):
+    """Import the kernel file with the real Triton and without vLLM: the
+    module needs `vllm.platforms.current_platform` (and, from 0.8, the
+    `vllm.triton_utils` re-export of Triton) at load, and torch only for
+    dtypes and decorators, stood in for when it is not installed (capture.py).
+    tests/gpu/timing_fidelity.py passes a `platform` that answers from torch.
+    The stand-ins live in sys.modules while the file executes only, so Triton
+    never mistakes them for the real packages."""
+    import triton
+    import triton.language as tl
+    stubs = {"vllm": types.ModuleType("vllm"), "vllm.platforms": types.ModuleType("vllm.platforms"),
+             "vllm.triton_utils": types.ModuleType("vllm.triton_utils")}
     stubs["vllm.platforms"].current_platform = platform
-    stubs["vllm"].platforms = stubs["vllm.platforms"]
+    stubs["vllm.triton_utils"].triton, stubs["vllm.triton_utils"].tl = triton, tl
+    stubs["vllm"].platforms, stubs["vllm"].triton_utils = stubs["vllm.platforms"], stubs["vllm.triton_utils"]
     if importlib.util.find_spec("torch") is None:
-        stubs["torch"] = types.ModuleType("torch")
-        stubs["torch"].inference_mode = lambda *a, **k: (lambda f: f)
+        stubs["torch"] = capture._torch_stub()
     saved = {name: sys.modules.get(name) for name in stubs}
     sys.modules.update(stubs)
     try:
@@ -255,8 +238,6 @@ def import_kernel_module(src, platform=None):
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = m
-    if not hasattr(mod, "_fwd_kernel"):
-        raise RuntimeError(f"{src} defines no _fwd_kernel")
     return mod
 
 
@@ -267,7 +248,7 @@ def _worker_init(src, target_spec, cache_dir):
     backend, arch, warp = target_spec
     target = GPUTarget(backend, int(arch), int(warp))
     triton.runtime.driver.set_active(_TargetOnlyDriver(target))
-    _W.update(triton=triton, kernel=import_kernel_module(src)._fwd_kernel, target=target)
+    _W.update(triton=triton, module=import_kernel_module(src, capture.Platform(int(arch))), target=target)
 
 
 def _ptx_params(ptx, name):
@@ -304,6 +285,7 @@ def _kernel_record(ck, jitfn, kinds):
     if len(ptx) < len(kept):
         raise RuntimeError(f"PTX has {len(ptx)} parameters, expected at least {len(kept)}")
     ptx_types = {"ptr": ("u64",), "i32": ("u32", "s32", "b32"), "fp32": ("f32",)}
+    kinds = dict(kinds)
     params = []
     for i, t in enumerate(ptx):
         a = kept[i] if i < len(kept) else None  # past the arguments: scratch pointers
@@ -314,31 +296,26 @@ def _kernel_record(ck, jitfn, kinds):
             "params": params, "cubin": bytes(ck.asm["cubin"])}
 
 
-def compile_variant(v, ints):
-    triton = _W["triton"]
-    kernel = _W["kernel"]
-    dt = DTYPES[v["dtype"]][0]
-    ptr = {n: _Ptr("torch.int32" if n.startswith("B_") else dt) for n in POINTERS}
-    d = v["head_dim"]
-    # context_attention_fwd's call, argument for argument (vLLM 0.6.3).
-    args = [ptr["Q"], ptr["K"], ptr["V"], ptr["K_cache"], ptr["V_cache"], ptr["B_Loc"],
-            1.0 / math.sqrt(d), 1.0, 1.0, ptr["B_Start_Loc"], ptr["B_Seqlen"], ptr["B_Ctxlen"],
-            ints["block_size"], ints["x"], ptr["Out"]] + \
-        [ints[a] for a in ARGS[15:38]]
-    kwargs = dict(num_queries_per_kv=ints["num_queries_per_kv"], BLOCK_M=v["block"], BLOCK_DMODEL=d,
-                  BLOCK_DMODEL_PADDED=triton.next_power_of_2(d), BLOCK_N=v["block"],
-                  SLIDING_WINDOW=v["sliding_window"], num_warps=v["num_warps"], num_stages=1)
+def compile_variant(ck, launch):
+    """Compile one recorded launch (any case of its compile key) with the real
+    Triton: every argument by name, as the wrapper passed it, pointers as
+    stand-ins of their dtype."""
+    kernel = getattr(_W["module"], launch["kernel"])
+    args = {}
+    for a in launch["args"]:
+        args[a["name"]] = _Ptr(a["dtype"]) if a["kind"] == "ptr" else None if a["kind"] == "none" else a["value"]
     t0 = time.time()
-    ck = kernel.run(*args, grid=(1, 1, 1), warmup=True, **kwargs)
-    kinds = {a: "ptr" if a in POINTERS else "fp32" if a in FLOATS else "i32" for a in ARGS}
-    rec = _kernel_record(ck, kernel, kinds)
+    compiled = kernel.run(grid=(1, 1, 1), warmup=True, num_warps=launch["num_warps"],
+                          num_stages=launch["num_stages"], **launch["options"], **args, **launch["constexprs"])
+    kinds = {a["name"]: a["kind"] for a in launch["args"] if a["kind"] != "none"}
+    rec = _kernel_record(compiled, kernel, kinds)
     rec["compile_s"] = round(time.time() - t0, 2)
     return rec
 
 
-def _job(v, ints):
+def _job(ck, launch):
     try:
-        return ("ok", compile_variant(v, ints))
+        return ("ok", compile_variant(ck, launch))
     except Exception as e:  # reported per variant by the parent
         return ("error", f"{type(e).__name__}: {e}")
 
@@ -349,38 +326,56 @@ def c_string(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def gen_table(key_dir, variants, info):
-    """The variant table plugin.c links against (variants.h): cubins through
-    .incbin, so big binaries cost the C compiler nothing."""
-    arg_index = {a: i for i, a in enumerate(ARGS)}
+def gen_table(key_dir, variants, kernels, info):
+    """The table plugin.c links against (variants.h): the compiled kernels
+    (cubins through .incbin, so big binaries cost the C compiler nothing) and,
+    per case, the recorded launch: grid and each kernel parameter's value,
+    bound by name (a buffer's role, or the literal the wrapper passed)."""
     lines = ["/* Generated by kernels/vllm/triton/prepare.py; do not edit. */",
              '#include "variants.h"', ""]
-
-    def blob(sym, path):
-        p = str(path)
+    kindex, kinits = {}, []
+    for i, (cid, rec) in enumerate(sorted(kernels.items())):
+        sym = f"ppbk_vt_cubin_{i}"
+        p = str(key_dir / f"{cid}.cubin")
         if '"' in p or "\n" in p:
             die(f"cannot embed a file whose path has quotes or newlines: {p}")
         lines.append(f'__asm__(".section .rodata\\n.balign 16\\n{sym}:\\n.incbin \\"{p}\\"\\n'
                      f'{sym}_end:\\n.previous\\n");')
         lines.append(f"extern const unsigned char {sym}[], {sym}_end[];")
-
-    def kernel_init(sym, rec, index):
-        params = ", ".join(str(index[a]) if a is not None else "PPBK_VT_SCRATCH" for a in rec["params"])
-        lines.append(f"static const unsigned char {sym}_params[] = {{{params}}};")
-        return (f"{{{sym}, {sym}_end, {c_string(rec['name'])}, {rec['shared']}, {rec['num_warps']}, "
-                f"{len(rec['params'])}, {sym}_params}}")
-
-    inits = []
-    for i, (v, rec) in enumerate(variants):
-        sym = f"ppbk_vt_cubin_{i}"
-        blob(sym, key_dir / f"{v['id']}.cubin")
-        k = kernel_init(sym, rec, arg_index)
-        inits.append(f"    {{{DTYPES[v['dtype']][1]}, {v['head_dim']}, {v['block']}, {v['num_warps']}, "
-                     f"{v['sliding_window']}, {c_string(v['int_classes'])}, {k}}},")
-    lines += ["", "const ppbk_vt_variant ppbk_vt_variants[] = {"] + inits + ["};",
+        kindex[cid] = i
+        kinits.append(f"    {{{sym}, {sym}_end, {c_string(rec['name'])}, {rec['shared']}, {rec['num_warps']}}},")
+    vinits = []
+    for i, v in enumerate(variants):
+        rec, launch = kernels[v["compile_id"]], v["launch"]
+        by_name = {a["name"]: a for a in launch["args"]}
+        slots = []
+        for name in rec["params"]:
+            a = by_name.get(name)
+            if a is None:  # past the arguments: a scratch pointer newer Triton appends
+                slots.append("{PPBK_VT_NULL, 0, 0, 0.0f}")
+            elif a["kind"] == "ptr":
+                slots.append(f"{{PPBK_VT_PTR, {ROLES.index(a['role'])}, 0, 0.0f}}")
+            elif a["kind"] == "i32":
+                slots.append(f"{{PPBK_VT_I32, 0, {int(a['value'])}, 0.0f}}")
+            else:
+                slots.append(f"{{PPBK_VT_F32, 0, 0, {float(a['value'])!r}f}}")
+        lines.append(f"static const ppbk_vt_param ppbk_vt_params_{i}[] = {{{', '.join(slots) or '{0}'}}};")
+        sh, c, kn = v["shape"], launch["constexprs"], v["knobs"]
+        g = launch["grid"]
+        vinits.append(
+            f"    {{{DTYPES[sh['dtype']][1]}, {sh['d']}, {sh['h']}, {sh['kvh']}, {sh['page']}, {max(0, sh['win'])}, "
+            f"{sh['b']}, {sh['q']}, {v['max_blocks_per_seq']}, {kn['bm']}, {kn['bn']}, {kn['w']}, "
+            f"{int(c.get('BLOCK_M', 0) or 0)}, {int(c.get('BLOCK_N', 0) or 0)}, {launch['num_warps']}, "
+            f"{launch['num_stages']}, {{{g[0]}, {g[1]}, {g[2]}}}, {kindex[v['compile_id']]}, "
+            f"{len(rec['params'])}, ppbk_vt_params_{i}}},")
+    lines += ["", "const ppbk_vt_kernel ppbk_vt_kernels[] = {"] + kinits + ["};",
+              f"const int ppbk_vt_n_kernels = {len(kernels)};",
+              "const ppbk_vt_variant ppbk_vt_variants[] = {"] + vinits + ["};",
               f"const int ppbk_vt_n_variants = {len(variants)};",
+              f"const int ppbk_vt_from_wrapper = {int(info['from_wrapper'])};",
               f"const int ppbk_vt_target_arch = {info['arch']};",
               f"const int ppbk_vt_target_warp_size = {info['warp_size']};",
+              f"const char ppbk_vt_name[] = {c_string(info['name'])};",
               f"const char ppbk_vt_version[] = {c_string(info['version'])};",
               f"const char ppbk_vt_source[] = {c_string(info['source'])};",
               f"const char ppbk_vt_prepare_cmd[] = {c_string(info['prepare_cmd'])};", ""]
@@ -446,16 +441,28 @@ def main():
     ap.add_argument("-j", "--jobs", type=int, default=max(1, min(os.cpu_count() or 1, 16)),
                     help="parallel compiles (default: %(default)s)")
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"), help="C compiler (default: $CC or cc)")
+    ap.add_argument("--from-wrapper", action="store_true",
+                    help="launch each case exactly as the tree's own context_attention_fwd would (its BLOCK, "
+                         "warps, stages, grid), ignoring the case's block_m/block_n/num_warps; without it those "
+                         "knobs replace the wrapper's choice (a knob sweep)")
+    ap.add_argument("--name", default="vllm-triton",
+                    help="the implementation's name in ppbench (default: %(default)s; e.g. vllm-triton@0.10.2)")
+    ap.add_argument("--print-launches", action="store_true",
+                    help="print the recorded launch of each case as JSON and stop (needs no Triton with --target)")
     a = ap.parse_args()
     if not a.suites and not a.case:
         ap.error("give suite files and/or --case KEY")
 
-    try:
-        import triton
-    except ImportError:
-        die("Triton is not installed: pip install triton (3.x; Python and Triton are needed at prepare time only)")
-    if not triton.__version__.startswith("3."):
-        die(f"Triton {triton.__version__} is installed; this script needs Triton 3.x (pip install 'triton>=3,<4')")
+    if not re.fullmatch(r"[a-z0-9_.@-]{1,40}", a.name):
+        die(f"--name {a.name}: 1-40 characters of a-z, 0-9, '_', '.', '-', '@'")
+    triton = None
+    if not (a.print_launches and a.target):
+        try:
+            import triton
+        except ImportError:
+            die("Triton is not installed: pip install triton (3.x; Python and Triton are needed at prepare time only)")
+        if not triton.__version__.startswith("3."):
+            die(f"Triton {triton.__version__} is installed; this script needs Triton 3.x (pip install 'triton>=3,<4')")
     src = find_source(a.vllm)
     sha = hashlib.sha256(src.read_bytes()).hexdigest()
 
@@ -475,83 +482,108 @@ def main():
             f"(cuda:ARCH); other targets are not supported (README.md)")
     tname = f"{target_spec[0]}{target_spec[1]}w{target_spec[2]}"
 
-    # Which variants.
+    # Which cases, and the launch the tree's wrapper makes for each.
     keys = list(a.case)
     if a.suites:
         ppbench = find_ppbench(a.ppbench)
         for s in a.suites:
             keys += suite_cases(s, ppbench)
-    wanted, skipped = {}, 0
+    variants, todo, skipped = {}, {}, []
     for k in keys:
         s = parse_key(k)
-        if s is None or s.get("impl", "vllm-triton") != "vllm-triton":
+        if s is None or s.get("impl", a.name) != a.name:
             continue  # another kernel's case, or one a suite gives to another implementation
-        if s["bm"] != s["bn"]:
-            skipped += 1  # vLLM 0.6.3 has one BLOCK: the plugin refuses these
+        try:
+            launch = capture.capture_prefix_prefill(src, s, int(target_spec[1]))
+            if not a.from_wrapper:
+                launch = capture.override_knobs(launch, s)
+        except capture.CaptureError as e:
+            if not a.from_wrapper and "cannot override" in str(e):
+                skipped.append(f"{k}: {e}")
+                continue
+            die(f"{src}: {e}")
+        bad = [x for x in launch["args"] if x["kind"] == "i32" and int_class(x["value"]) == "L"]
+        if bad:
+            skipped.append(f"{k}: argument {bad[0]['name']} = {bad[0]['value']} does not fit int32")
             continue
-        v, ints = variant_of(s)
-        if "L" in v["int_classes"]:
-            skipped += 1
-            continue
-        wanted.setdefault(v["id"], (v, ints))
-    if not wanted:
-        die(f"no prefix_prefill case with block_m == block_n among {len(keys)} cases")
+        v, ck = variant_of(s, launch)
+        vkey = json.dumps([v["shape"], v["max_blocks_per_seq"], v["knobs"] if not a.from_wrapper else None],
+                          sort_keys=True)
+        variants.setdefault(vkey, v)
+        todo.setdefault(v["compile_id"], (ck, launch))
+    if a.print_launches:
+        json.dump([dict(v["launch"], shape=v["shape"], knobs=v["knobs"]) for v in variants.values()], sys.stdout,
+                  indent=1)
+        print()
+        return
+    if not variants:
+        die(f"no prefix_prefill case to prepare among {len(keys)} cases" +
+            (f" ({len(skipped)} skipped: {skipped[0]})" if skipped else ""))
 
+    mode = "wrapper" if a.from_wrapper else "knobs"
     key_dir = Path(a.out).expanduser() / f"{sha[:16]}-triton{triton.__version__}-{tname}"
     key_dir.mkdir(parents=True, exist_ok=True)
-    todo = [(vid, v, ints) for vid, (v, ints) in wanted.items() if not (key_dir / f"{vid}.json").is_file()]
-    print(f"prepare.py: {len(wanted)} variants wanted ({skipped} cases skipped: block_m != block_n), "
-          f"{len(todo)} to compile, Triton {triton.__version__}, target {':'.join(target_spec)}, "
-          f"{src} sha256 {sha[:16]}")
+    missing = {cid: x for cid, x in todo.items() if not (key_dir / f"{cid}.json").is_file()}
+    print(f"prepare.py: {len(variants)} cases ({mode}: {'the launch the tree wrapper makes' if a.from_wrapper else 'the case knobs in place of the wrapper choice'}), "
+          f"{len(todo)} kernels, {len(missing)} to compile, {len(skipped)} skipped, Triton {triton.__version__}, "
+          f"target {':'.join(target_spec)}, {src} sha256 {sha[:16]}")
+    for line in skipped[:5]:
+        print(f"  skipped {line}")
 
-    failures = run_compiles(a.jobs, src, target_spec, key_dir, todo)
+    failures = run_compiles(a.jobs, src, target_spec, key_dir, missing)
     if failures:
-        die(f"{failures} variant(s) failed to compile (above)")
+        die(f"{failures} kernel(s) failed to compile (above)")
+    kernels = {cid: json.loads((key_dir / f"{cid}.json").read_text()) for cid in todo}
 
-    # Every variant of this cache folder goes into the library.
-    variants = []
-    for j in sorted(key_dir.glob("*.json")):
-        if j.name == "manifest.json":
-            continue
-        rec = json.loads(j.read_text())
-        variants.append((rec["variant"], rec))
     # What a "not prepared" refusal tells the user to run (options that were not defaults kept).
     prepare_cmd = "kernels/vllm/triton/prepare.py"
     for opt, val, default in (("--vllm", a.vllm, DEFAULT_VLLM), ("--out", a.out, DEFAULT_OUT),
                               ("--lib", a.lib, DEFAULT_LIB)):
         if Path(val).expanduser().resolve() != Path(default).resolve():
             prepare_cmd += f" {opt} {shlex.quote(val)}"
-    info = {"arch": int(target_spec[1]), "warp_size": int(target_spec[2]),
+    if a.from_wrapper:
+        prepare_cmd += f" --from-wrapper --name {shlex.quote(a.name)}"
+    info = {"arch": int(target_spec[1]), "warp_size": int(target_spec[2]), "name": a.name,
+            "from_wrapper": a.from_wrapper,
             "version": f"vllm {vllm_version(src)} / triton {triton.__version__}",
             "source": f"{src} sha256:{sha}", "prepare_cmd": prepare_cmd}
-    gen_table(key_dir, variants, info)
-    manifest = dict(info, triton=triton.__version__, target=":".join(target_spec), sha256=sha,
-                    variants=[dict(v, shared=r["shared"], params=len(r["params"]), compile_s=r["compile_s"])
-                              for v, r in variants])
-    (key_dir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    ordered = sorted(variants.values(), key=lambda v: json.dumps([v["shape"], v["knobs"]], sort_keys=True))
+    gen_table(key_dir, ordered, kernels, info)
+    manifest = dict(info, triton=triton.__version__, target=":".join(target_spec), sha256=sha, mode=mode,
+                    cases=[{"shape": v["shape"], "knobs": v["knobs"], "kernel": v["launch"]["kernel"],
+                            "grid": v["launch"]["grid"], "num_warps": v["launch"]["num_warps"],
+                            "num_stages": v["launch"]["num_stages"],
+                            "BLOCK_M": v["launch"]["constexprs"].get("BLOCK_M"),
+                            "BLOCK_N": v["launch"]["constexprs"].get("BLOCK_N"),
+                            "compile_id": v["compile_id"]} for v in ordered])
+    (key_dir / f"manifest-{a.name}.json").write_text(json.dumps(manifest, indent=1) + "\n")
     lib = Path(a.lib).expanduser()
     secs = build_library(key_dir, lib, a.cc, os.path.dirname(triton.__file__))
-    print(f"prepare.py: {lib} ({len(variants)} variants, built in {secs:.1f} s); manifest {key_dir}/manifest.json")
+    print(f"prepare.py: {lib} ({len(ordered)} cases, {len(kernels)} kernels, built in {secs:.1f} s); "
+          f"manifest {key_dir}/manifest-{a.name}.json")
 
 
 def run_compiles(jobs, src, target_spec, key_dir, todo):
+    if not todo:
+        return 0
     init = (str(src), target_spec, str(key_dir / "triton-cache"))
     failures = 0
-    with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, jobs), initializer=_worker_init,
-                                                initargs=init) as pool:
-        futs = {pool.submit(_job, v, ints): (vid, v) for vid, v, ints in todo}
+    with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo))),
+                                                initializer=_worker_init, initargs=init) as pool:
+        futs = {pool.submit(_job, ck, launch): (cid, ck) for cid, (ck, launch) in todo.items()}
         for f in concurrent.futures.as_completed(futs):
-            vid, v = futs[f]
+            cid, ck = futs[f]
             status, rec = f.result()
-            label = (f"{v['dtype']} d={v['head_dim']} BLOCK={v['block']} w={v['num_warps']} "
-                     f"win={v['sliding_window']} ints={v['int_classes']}")
+            c = ck["constexprs"]
+            label = (f"{ck['kernel']} BLOCK_M={c.get('BLOCK_M')} BLOCK_N={c.get('BLOCK_N')} w={ck['num_warps']} "
+                     f"stages={ck['num_stages']} d={c.get('BLOCK_DMODEL')} ints={ck['int_classes']}")
             if status != "ok":
                 print(f"  FAILED {label}: {rec}", file=sys.stderr)
                 failures += 1
                 continue
-            (key_dir / f"{vid}.cubin").write_bytes(rec.pop("cubin"))
-            rec["variant"] = v
-            (key_dir / f"{vid}.json").write_text(json.dumps(rec, indent=1) + "\n")
+            (key_dir / f"{cid}.cubin").write_bytes(rec.pop("cubin"))
+            rec["compile_key"] = ck
+            (key_dir / f"{cid}.json").write_text(json.dumps(rec, indent=1) + "\n")
             print(f"  {label}: {rec['compile_s']} s, {rec['shared']} B shared, {len(rec['params'])} params")
     return failures
 

@@ -1,34 +1,65 @@
 /* The table prepare.py generates (variants_table.c) and plugin.c reads: the
- * compiled kernels with what the launch needs to know about them. */
+ * compiled kernels, and per prepared case the launch the vLLM tree's wrapper
+ * makes for it (capture.py), with every kernel parameter bound by name. */
 #ifndef PPBK_VT_VARIANTS_H
 #define PPBK_VT_VARIANTS_H
 
-/* _fwd_kernel has 39 runtime arguments (prepare.py ARGS, plugin.c A_*). */
-#define PPBK_VT_NARGS 39
-/* A trailing kernel parameter newer Triton adds (global / profile scratch):
- * prepare.py refuses kernels that need scratch memory, so it gets 0. */
-#define PPBK_VT_SCRATCH PPBK_VT_NARGS
+#include <stdint.h>
+
+/* The buffers a pointer parameter is bound to (prepare.py ROLES, same order). */
+enum {
+    PPBK_VT_ROLE_Q, PPBK_VT_ROLE_K, PPBK_VT_ROLE_V, PPBK_VT_ROLE_K_CACHE, PPBK_VT_ROLE_V_CACHE,
+    PPBK_VT_ROLE_OUT, PPBK_VT_ROLE_BLOCK_TABLE, PPBK_VT_ROLE_START_LOC, PPBK_VT_ROLE_SEQ_LENS,
+    PPBK_VT_ROLE_CONTEXT_LENS,
+    PPBK_VT_ROLE_ONES,            /* a one-element float 1.0 (fp8 scales passed as tensors) */
+    PPBK_VT_NROLES
+};
+
+/* What one kernel parameter gets. */
+enum {
+    PPBK_VT_PTR,                  /* the buffer of `role` */
+    PPBK_VT_I32,                  /* the integer the wrapper passed (a stride, a size) */
+    PPBK_VT_F32,                  /* the float the wrapper passed (sm_scale, a scale) */
+    PPBK_VT_NULL,                 /* a scratch pointer newer Triton appends: prepare.py refuses kernels
+                                   * that need scratch memory, so it gets NULL */
+};
+
+typedef struct ppbk_vt_param {
+    unsigned char kind, role;
+    int32_t i;
+    float f;
+} ppbk_vt_param;
 
 typedef struct ppbk_vt_kernel {
     const unsigned char *cubin, *cubin_end;
     const char *name;             /* the cubin's kernel symbol */
     int shared;                   /* dynamic shared memory per block, bytes (Triton's metadata.shared) */
     int num_warps;
-    int n_params;                 /* parameters of the compiled kernel */
-    const unsigned char *params;  /* each one's argument index, or PPBK_VT_SCRATCH; arguments the
-                                   * JIT turned into constants (integers equal to 1) are absent */
 } ppbk_vt_kernel;
 
 typedef struct ppbk_vt_variant {
+    /* the case it was recorded for: what ppb_prefill_args and the config carry */
     int dtype;                    /* PPB_KDTYPE_* */
-    int head_dim, block, num_warps, sliding_window;
-    const char *int_classes;      /* per integer argument: '1', 'D' (divisible by 16) or '.' */
-    ppbk_vt_kernel k;
+    int head_dim, num_heads, num_kv_heads, page_size, sliding_window;
+    int batch, max_query_len, max_blocks_per_seq;
+    int block_m, block_n, num_warps;  /* the case's knobs (matched unless ppbk_vt_from_wrapper) */
+    /* the launch */
+    int launch_block_m, launch_block_n, launch_warps, launch_stages;
+    unsigned grid[3];
+    int kernel;                   /* index into ppbk_vt_kernels */
+    int n_params;                 /* parameters of the compiled kernel (constants the JIT folded are absent) */
+    const ppbk_vt_param *params;
 } ppbk_vt_variant;
 
+extern const ppbk_vt_kernel ppbk_vt_kernels[];
+extern const int ppbk_vt_n_kernels;
 extern const ppbk_vt_variant ppbk_vt_variants[];
 extern const int ppbk_vt_n_variants;
+/* 1: each case launches as the tree's own wrapper would (its blocks and warps;
+ * the case's block_m/block_n/num_warps are not matched); 0: a knob sweep, the
+ * case's knobs in place of the wrapper's choice. */
+extern const int ppbk_vt_from_wrapper;
 extern const int ppbk_vt_target_arch, ppbk_vt_target_warp_size;
-extern const char ppbk_vt_version[], ppbk_vt_source[], ppbk_vt_prepare_cmd[];
+extern const char ppbk_vt_name[], ppbk_vt_version[], ppbk_vt_source[], ppbk_vt_prepare_cmd[];
 
 #endif

@@ -1,0 +1,428 @@
+"""What a vLLM tree's own Python wrapper launches, for one ppbench shape.
+
+ppbench judges the kernels a deployment ships at whatever vLLM version it runs,
+including a patch to a constant in the wrapper (the seed's BLOCK 128 -> 64 sits
+in `context_attention_fwd`, not in the kernel). Re-implementing each release's
+wrapper would go stale with every release, so instead this module *runs* the
+tree's wrapper, with stand-ins for torch, Triton and vLLM's platform object, and
+records the kernel launch it makes: which @triton.jit function, the grid,
+num_warps / num_stages, every argument bound *by name* to the kernel's
+signature, and every constexpr. Nothing is compiled or launched here and no GPU
+is needed; prepare.py compiles the recorded launch with the real Triton.
+
+Tensors are stand-ins with ppbench's layouts (kernels/attention_args.h), each
+tagged with its role (q, k_cache, block_table, ...), so the wrapper computes
+every stride and size itself, and a pointer argument is bound to the buffer it
+came from. Anything the wrapper does that has no stand-in (a torch function, a
+vLLM module, a platform query) fails with one line naming it: a tree ppbench
+cannot read is said, never guessed.
+
+Families (FAMILIES): prefix prefill (`context_attention_fwd`, vLLM 0.6.3 to
+0.34: vllm/attention/ops/ or, from 0.14, vllm/v1/attention/ops/)."""
+import collections
+import importlib.util
+import inspect
+import math
+import sys
+import types
+from pathlib import Path
+
+
+class CaptureError(Exception):
+    """A tree ppbench cannot read, with the one line that says why."""
+
+
+# ---------------------------------------------------------------- torch stand-in
+
+class DType:
+    def __init__(self, name, itemsize, is_floating):
+        self.name, self.itemsize, self.is_floating_point = name, itemsize, is_floating
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+    __str__ = __repr__
+
+
+DTYPES = {n: DType(n, s, f) for n, s, f in (
+    ("float16", 2, True), ("bfloat16", 2, True), ("float32", 4, True), ("float64", 8, True),
+    ("float8_e4m3fn", 1, True), ("float8_e5m2", 1, True), ("uint8", 1, False), ("int8", 1, False),
+    ("int32", 4, False), ("int64", 8, False), ("bool", 1, False))}
+PPB_DTYPES = {"fp16": DTYPES["float16"], "bf16": DTYPES["bfloat16"]}
+
+
+class FakeTensor:
+    """Shape, contiguous strides, dtype and a role: all a wrapper reads before
+    it launches. A tensor the wrapper derives (another dtype, a new buffer) has
+    no role and cannot be bound to one of ppbench's buffers."""
+
+    def __init__(self, shape, dtype, role=None):
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = dtype
+        self.role = role
+        st, acc = [], 1
+        for s in reversed(self.shape):
+            st.append(acc)
+            acc *= max(s, 1)
+        self._strides = tuple(reversed(st))
+
+    def stride(self, dim=None):
+        return self._strides if dim is None else self._strides[dim]
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def dim(self):
+        return len(self.shape)
+
+    ndim = property(dim)
+
+    def __len__(self):
+        return self.shape[0]
+
+    def numel(self):
+        return math.prod(self.shape)
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def data_ptr(self):
+        return 256  # cudaMalloc alignment: what Triton's divisibility hints see in vLLM
+
+    @property
+    def device(self):
+        return types.SimpleNamespace(type="cuda", index=0)
+
+    def is_contiguous(self):
+        return True
+
+    def to(self, dtype=None, *a, **k):
+        if isinstance(dtype, DType) and dtype is not self.dtype:
+            return FakeTensor(self.shape, dtype)
+        return self
+
+    def view(self, *args):
+        if len(args) == 1 and isinstance(args[0], DType):
+            return self if args[0] is self.dtype else FakeTensor(self.shape, args[0])
+        raise CaptureError(f"the wrapper reshapes the {self.role or 'derived'} tensor (view{args}), "
+                           f"which ppbench's stand-in tensors do not follow")
+
+    def __getattr__(self, name):
+        raise CaptureError(f"the wrapper reads tensor.{name}, which ppbench's stand-in tensors do not have")
+
+
+def _torch_stub():
+    t = types.ModuleType("torch")
+    for n, d in DTYPES.items():
+        setattr(t, n, d)
+    t.Tensor = FakeTensor
+    t.dtype = DType
+    t.inference_mode = lambda *a, **k: (lambda f: f)
+    t.no_grad = t.inference_mode
+    t.finfo = lambda d: types.SimpleNamespace(max=448.0 if "e4m3" in d.name else 57344.0, min=0.0, bits=8)
+    t.empty = lambda *shape, dtype=None, **k: FakeTensor(shape[0] if len(shape) == 1 and isinstance(
+        shape[0], (tuple, list)) else shape, dtype or DTYPES["float32"])
+
+    def missing(name):
+        raise CaptureError(f"the wrapper calls torch.{name}, which ppbench does not stand in for")
+    t.__getattr__ = missing
+    return t
+
+
+# ---------------------------------------------------------------- Triton stand-in: recording launches
+
+class Launch:
+    """One recorded kernel launch."""
+
+    def __init__(self, kernel, grid, bound, options):
+        self.kernel, self.grid, self.bound, self.options = kernel, grid, bound, options
+
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "kpack", "waves_per_eu", "matrix_instr_nonkdim",
+                  "enable_fp_fusion", "launch_cooperative_grid")
+
+
+class RecordingKernel:
+    """Stands for a @triton.jit function: kernel[grid](...) records the launch."""
+
+    def __init__(self, fn, launches):
+        self.fn, self.__name__, self._launches = fn, fn.__name__, launches
+        self.signature = inspect.signature(fn)
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            options = {k: kwargs.pop(k) for k in list(kwargs) if k in LAUNCH_OPTIONS}
+            try:
+                bound = self.signature.bind(*args, **kwargs)
+            except TypeError as e:
+                raise CaptureError(f"the wrapper's call of {self.__name__} does not fit its signature: {e}")
+            bound.apply_defaults()
+            self._launches.append(Launch(self.__name__, grid, dict(bound.arguments), options))
+        return launch
+
+    def __call__(self, *a, **k):  # a @triton.jit helper called from another kernel: never at capture time
+        raise CaptureError(f"{self.__name__} was called outside a kernel")
+
+
+def _constexpr_annotation(p, tl):
+    a = p.annotation
+    return a is tl.constexpr or (isinstance(a, str) and a.replace(" ", "") in ("tl.constexpr", "constexpr"))
+
+
+def _triton_stub(launches):
+    triton = types.ModuleType("triton")
+    tl = types.ModuleType("triton.language")
+
+    class constexpr:  # noqa: N801 (Triton's name)
+        pass
+    tl.constexpr = constexpr
+    for n in ("float16", "bfloat16", "float32", "int32", "int64", "float8e4nv", "float8e5"):
+        setattr(tl, n, n)
+
+    def jit(fn=None, **kw):
+        if fn is None:
+            return lambda f: RecordingKernel(f, launches)
+        return RecordingKernel(fn, launches)
+
+    def refuse(name):
+        def f(*a, **k):
+            raise CaptureError(f"the tree uses triton.{name}: ppbench cannot tell which config it would pick")
+        return f
+    triton.jit = jit
+    triton.autotune = refuse("autotune")
+    triton.heuristics = refuse("heuristics")
+    triton.Config = lambda *a, **k: None
+    triton.cdiv = lambda a, b: -(-a // b)
+    triton.next_power_of_2 = lambda n: 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+    triton.__version__ = "3.0.0"
+    triton.language = tl
+    return triton, tl
+
+
+# ---------------------------------------------------------------- vLLM's platform stand-in
+
+class DeviceCapability(collections.namedtuple("DeviceCapability", "major minor")):
+    """vLLM's (major, minor) tuple; compares equal to (7, 5)."""
+
+    def to_int(self):
+        return self.major * 10 + self.minor
+
+
+class Platform:
+    """vllm.platforms.current_platform for a CUDA target of compute capability `cc` (e.g. 90)."""
+
+    def __init__(self, cc):
+        self.cc = cc
+
+    def has_device_capability(self, cap, device_id=0):
+        if isinstance(cap, tuple):
+            cap = cap[0] * 10 + cap[1]
+        return self.cc >= cap
+
+    def get_device_capability(self, device_id=0):
+        return DeviceCapability(self.cc // 10, self.cc % 10)
+
+    def is_rocm(self):
+        return False
+
+    def is_cuda(self):
+        return True
+
+    def is_cuda_alike(self):
+        return True
+
+    def is_xpu(self):
+        return False
+
+    def is_cpu(self):
+        return False
+
+    def fp8_dtype(self):
+        return DTYPES["float8_e4m3fn"]
+
+    def __getattr__(self, name):
+        raise CaptureError(f"the tree asks current_platform.{name}, which ppbench does not stand in for")
+
+
+# ---------------------------------------------------------------- loading a tree's module
+
+def load_module(src, cc, launches):
+    """Execute the kernel file with the stand-ins in sys.modules (restored after)."""
+    triton, tl = _triton_stub(launches)
+    platforms = types.ModuleType("vllm.platforms")
+    platforms.current_platform = Platform(cc)
+    triton_utils = types.ModuleType("vllm.triton_utils")
+    triton_utils.triton, triton_utils.tl = triton, tl
+    vllm = types.ModuleType("vllm")
+    vllm.platforms, vllm.triton_utils = platforms, triton_utils
+    stubs = {"torch": _torch_stub(), "triton": triton, "triton.language": tl, "vllm": vllm,
+             "vllm.platforms": platforms, "vllm.triton_utils": triton_utils}
+    saved = {n: sys.modules.get(n) for n in stubs}
+    sys.modules.update(stubs)
+    try:
+        spec = importlib.util.spec_from_file_location("ppbk_capture_" + Path(src).stem, src)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    except CaptureError:
+        raise
+    except ImportError as e:
+        raise CaptureError(f"{src} imports {e.name or e}, which ppbench does not stand in for")
+    except Exception as e:
+        raise CaptureError(f"{src}: loading it failed: {type(e).__name__}: {e}")
+    finally:
+        for n, m in saved.items():
+            if m is None:
+                sys.modules.pop(n, None)
+            else:
+                sys.modules[n] = m
+    return mod, tl
+
+
+# ---------------------------------------------------------------- the prefix-prefill family
+
+PREFIX_PREFILL_FILES = ("vllm/attention/ops/prefix_prefill.py", "vllm/v1/attention/ops/prefix_prefill.py")
+
+
+def find_prefix_prefill(tree):
+    """The family's file in a tree (or the file itself)."""
+    p = Path(tree)
+    if p.is_file():
+        return p.resolve()
+    for rel in PREFIX_PREFILL_FILES:
+        if (p / rel).is_file():
+            return (p / rel).resolve()
+    raise CaptureError(f"no {' or '.join(PREFIX_PREFILL_FILES)} under {p}")
+
+
+def prefill_tensors(s):
+    """ppbench's prefill buffers for shape s (prepare.py parse_key's fields) in
+    the layouts of kernels/attention_args.h, as the wrapper's arguments."""
+    dt = PPB_DTYPES[s["dtype"]]
+    b, q, h, kvh, d, page = s["b"], s["q"], s["h"], s["kvh"], s["d"], s["page"]
+    mbps = max(1, -(-(s["ctx"] + 0) // page))  # harness/run/kernel_case.c: blocks of the longest context
+    tokens = b * q
+    blocks = b * mbps + 1
+    i32 = DTYPES["int32"]
+    return {
+        "q": FakeTensor((tokens, h, d), dt, "q"), "k": FakeTensor((tokens, kvh, d), dt, "k"),
+        "v": FakeTensor((tokens, kvh, d), dt, "v"), "o": FakeTensor((tokens, h, d), dt, "out"),
+        "k_cache": FakeTensor((blocks, kvh, d // 8, page, 8), dt, "k_cache"),
+        "v_cache": FakeTensor((blocks, kvh, d, page), dt, "v_cache"),
+        "b_loc": FakeTensor((b, mbps), i32, "block_table"),
+        "b_start_loc": FakeTensor((b + 1,), i32, "start_loc"),
+        "b_seq_len": FakeTensor((b,), i32, "seq_lens"),
+        "b_ctx_len": FakeTensor((b,), i32, "context_lens"),
+    }, mbps
+
+
+def _wrapper_kwargs(fn, s, tensors, max_seq_len):
+    """The wrapper's arguments by name. A parameter this table does not know is
+    left at its default; one without a default is refused, naming it."""
+    known = dict(tensors)
+    known.update(kv_cache_dtype="auto", max_input_len=s["q"], max_seq_len=max_seq_len,
+                 sliding_window=s["win"] if s["win"] > 0 else None)
+    ones = FakeTensor((1,), DTYPES["float32"], "ones")
+    out, defaulted = {}, []
+    for name, p in inspect.signature(fn).parameters.items():
+        if name in ("k_scale", "v_scale"):
+            # 0.6.x: `k_scale: float = 1.0`; later releases: a one-element tensor
+            out[name] = ones if p.annotation is FakeTensor or "Tensor" in str(p.annotation) else 1.0
+        elif name in known:
+            out[name] = known[name]
+        elif p.default is not inspect.Parameter.empty:
+            defaulted.append(name)
+        else:
+            raise CaptureError(f"{fn.__name__} has a required parameter '{name}' that ppbench does not know "
+                               f"how to fill")
+    return out, defaulted
+
+
+def capture_prefix_prefill(src, s, cc):
+    """The launch `context_attention_fwd` of the file `src` makes for shape s
+    on a device of compute capability cc: a dict (see _record)."""
+    def once(max_seq_len):
+        launches = []
+        mod, tl = load_module(src, cc, launches)
+        fn = getattr(mod, "context_attention_fwd", None)
+        if fn is None:
+            raise CaptureError(f"{src} defines no context_attention_fwd")
+        tensors, mbps = prefill_tensors(s)
+        kwargs, defaulted = _wrapper_kwargs(fn, s, tensors, max_seq_len)
+        try:
+            fn(**kwargs)
+        except CaptureError:
+            raise
+        except Exception as e:
+            raise CaptureError(f"{src}: context_attention_fwd failed under ppbench's stand-ins: "
+                               f"{type(e).__name__}: {e}")
+        if len(launches) != 1:
+            raise CaptureError(f"context_attention_fwd launched {len(launches)} kernels; ppbench expects one")
+        return _record(mod, tl, launches[0], s, mbps, defaulted)
+
+    # The kernel ABI carries max_blocks_per_seq, not the longest sequence: a
+    # launch that would differ between the two is refused rather than guessed.
+    page = s["page"]
+    r1 = once(s["ctx"] + s["q"])
+    mbps = max(1, -(-s["ctx"] // page))
+    r2 = once(mbps * page + s["q"] + 1)
+    if r1["grid"] != r2["grid"] or r1["args"] != r2["args"] or r1["constexprs"] != r2["constexprs"]:
+        raise CaptureError("the launch depends on the longest sequence's exact length, which ppbench's kernel "
+                           "ABI does not carry")
+    return r1
+
+
+def _record(mod, tl, launch, s, mbps, defaulted):
+    kernel = getattr(mod, launch.kernel)
+    params = kernel.signature.parameters
+    grid = launch.grid
+    constexprs = {n: v for n, v in launch.bound.items() if _constexpr_annotation(params[n], tl)}
+    if callable(grid):
+        grid = grid(dict(constexprs, **launch.options))
+    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    args = []
+    for name, v in launch.bound.items():
+        if name in constexprs:
+            continue
+        if isinstance(v, FakeTensor):
+            if v.role is None:
+                raise CaptureError(f"argument '{name}' of {launch.kernel} is a tensor the wrapper made "
+                                   f"({v.dtype}, shape {v.shape}), not one of ppbench's buffers")
+            args.append({"name": name, "kind": "ptr", "role": v.role, "dtype": str(v.dtype)})
+        elif v is None:
+            args.append({"name": name, "kind": "none"})
+        elif isinstance(v, bool):
+            args.append({"name": name, "kind": "i32", "value": int(v)})
+        elif isinstance(v, int):
+            args.append({"name": name, "kind": "i32", "value": v})
+        elif isinstance(v, float):
+            args.append({"name": name, "kind": "fp32", "value": v})
+        else:
+            raise CaptureError(f"argument '{name}' of {launch.kernel} is a {type(v).__name__}, which ppbench "
+                               f"cannot pass")
+    return {"kernel": launch.kernel, "grid": list(grid), "args": args,
+            "constexprs": {k: (v if isinstance(v, (int, float, str, bool)) or v is None else str(v))
+                           for k, v in constexprs.items()},
+            "num_warps": int(launch.options.get("num_warps", 4)),
+            "num_stages": int(launch.options.get("num_stages", 3)),
+            "options": {k: v for k, v in launch.options.items() if k not in ("num_warps", "num_stages")},
+            "wrapper_defaults": defaulted, "max_blocks_per_seq": mbps}
+
+
+def override_knobs(rec, s):
+    """A knob sweep on the tree (block_m, block_n, num_warps of the case key):
+    the recorded launch with those values in place of the wrapper's. The grid
+    is the family's (batch, heads, cdiv(max query length, BLOCK_M)); a tree
+    whose recorded grid is not that refuses the override."""
+    c = dict(rec["constexprs"])
+    if "BLOCK_M" not in c or "BLOCK_N" not in c:
+        raise CaptureError("the kernel has no BLOCK_M / BLOCK_N constexprs to override")
+    if c["BLOCK_M"] == c["BLOCK_N"] and s["bm"] != s["bn"]:
+        raise CaptureError(f"the wrapper passes one BLOCK ({c['BLOCK_M']}) as BLOCK_M and BLOCK_N, as vLLM 0.6.x "
+                           f"does: ppbench cannot override them apart (block_m {s['bm']} != block_n {s['bn']})")
+    expect = [s["b"], s["h"], -(-s["q"] // c["BLOCK_M"])]
+    if rec["grid"] != expect:
+        raise CaptureError(f"the wrapper's grid {rec['grid']} is not (batch, heads, cdiv(q, BLOCK_M)) = {expect}: "
+                           f"ppbench cannot override its blocks")
+    out = dict(rec, constexprs=dict(c, BLOCK_M=s["bm"], BLOCK_N=s["bn"]), num_warps=s["w"])
+    out["grid"] = [s["b"], s["h"], -(-s["q"] // s["bm"])]
+    return out
