@@ -51,23 +51,22 @@ const char *ppb_impl_library_name(int impl)
     return strncmp(name, "plugin:", 7) == 0 ? name + 7 : name;
 }
 
-/* A plugin name: what a library file and a case key can both carry. */
-static int valid_plugin_name(const char *name)
+int ppb_impl_name_valid(const char *name)
 {
-    size_t n = strlen(name);
+    size_t n = name ? strnlen(name, 64) : 0;
     if (n == 0 || n > 40)
         return 0;
     /* '@' joins a kernel family and the tree it was prepared from: vllm-triton@0.6.3 */
     for (size_t i = 0; i < n; i++)
         if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_.-@", name[i]))
             return 0;
-    return 1;
+    return strcmp(name, "builtin") != 0;
 }
 
 /* plugin:NAME -> its value, registering the name on first sight. */
 static int parse_plugin_impl(const char *text, int *value, ppb_err *err)
 {
-    if (!valid_plugin_name(text + 7))
+    if (!ppb_impl_name_valid(text + 7))
         return ppb_fail(err, PPB_EINPUT,
                         "impl: '%s': a plugin name is 1-40 characters of a-z, 0-9, '_', '.', '-', '@'", text);
     int i = 0;

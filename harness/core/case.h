@@ -104,6 +104,9 @@ void ppb_field_format_value(ppb_field f, int value, char *buf, size_t len);
 #define PPB_IMPL_VLLM_CUDA 2
 #define PPB_IMPL_MAX 32
 const char *ppb_impl_name(int impl);   /* NULL when no such value */
+/* A plugin's name, as its table and a case key carry it: 1-40 characters of
+ * a-z, 0-9, '_', '.', '-', '@', and not "builtin". */
+int ppb_impl_name_valid(const char *name);
 /* The library name an implementation's table carries: "vllm-triton" for
  * vllm-triton, "NAME" for plugin:NAME, NULL for builtin. */
 const char *ppb_impl_library_name(int impl);

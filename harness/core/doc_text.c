@@ -1,5 +1,7 @@
 #include "doc_text.h"
 
+#include <string.h>
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -40,12 +42,30 @@ void ppb_json_number(FILE *out, double v)
 void ppb_md_text(FILE *out, const char *s)
 {
     for (; *s; s++) {
-        if (*s == '|')
-            fputs("\\|", out);
-        else if (*s == '\n' || *s == '\r')
+        unsigned char c = (unsigned char)*s;
+        if (c == '<')
+            fputs("&lt;", out);
+        else if (c == '>')
+            fputs("&gt;", out);
+        else if (c == '&')
+            fputs("&amp;", out);
+        else if (strchr("\\`*_[]()#!|~", c))
+            fprintf(out, "\\%c", c);
+        else if (c == '\n' || c == '\r' || c == '\t')
             fputc(' ', out);
         else
-            fputc(*s, out);
+            fputc(c < 0x20 || c == 0x7f ? '?' : c, out);
+    }
+}
+
+void ppb_md_code(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '|')
+            fputs("\\|", out);
+        else
+            fputc(c == '`' ? '\'' : c < 0x20 || c == 0x7f ? ' ' : c, out);
     }
 }
 

@@ -13,8 +13,14 @@ void ppb_format_double_exact(double x, char *buf, size_t cap);
 void ppb_json_string(FILE *out, const char *s);
 /* Exact, or null for NaN and infinities (JSON has neither). */
 void ppb_json_number(FILE *out, double v);
-/* Inside a Markdown table cell or list item: '|' would end the cell, a line break the row. */
+/* Prose in a Markdown table cell or list item (a PR comment): HTML's < > &
+ * as entities and Markdown's punctuation backslash-escaped, so a proposal name
+ * or a reason cannot open a tag, a link or an image, hide text or end the cell
+ * ('|') or the row (a line break, written as a space). */
 void ppb_md_text(FILE *out, const char *s);
+/* Inside a `code span` (case keys): backslashes do not escape there, so '`'
+ * becomes ' and a line break a space; '|' is still escaped (a table cell). */
+void ppb_md_code(FILE *out, const char *s);
 /* For a terminal, in place: control characters (ESC, BEL, CR, ...) in text
  * that came from a file or the database become '?', so it cannot move the
  * cursor or recolour the screen; keep_newlines keeps '\n' (multi-line reasons). */

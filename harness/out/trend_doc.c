@@ -82,7 +82,7 @@ void ppb_trend_doc_markdown(const ppb_trend_doc *d, FILE *out)
             fputs("\n| status | change | first run of the step | case | why |\n| --- | --- | --- | --- | --- |\n", out);
         fprintf(out, "| %s | %+.1f%% | %s | `", ppb_trend_status_name(r->status),
                 isfinite(r->rel_change) ? r->rel_change * 100 : 0.0, r->step_run_id[0] ? r->step_run_id : "-");
-        ppb_md_text(out, d->rows[i].key);
+        ppb_md_code(out, d->rows[i].key);
         fputs("` | ", out);
         ppb_md_text(out, r->reason);
         fputs(" |\n", out);

@@ -19,7 +19,7 @@ static int md_case(void *ctx, const ppb_proposal_case *c)
     fprintf(out, "| %s | %s | ", c->state, c->cls[0] ? c->cls : "-");
     md_ratio(out, c->ratio, c->ratio_lo, c->ratio_hi);
     fputs(" | `", out);
-    ppb_md_text(out, c->candidate_key);
+    ppb_md_code(out, c->candidate_key);
     fputs("` |\n", out);
     return 0;
 }
@@ -79,7 +79,7 @@ static int md_result(void *ctx, const ppb_case *c, const ppb_result *r)
     if (!m->rows++)
         fputs("\n| status | case | reason |\n| --- | --- | --- |\n", m->out);
     fprintf(m->out, "| %s | `", ppb_status_name(r->status));
-    ppb_md_text(m->out, c->key);
+    ppb_md_code(m->out, c->key);
     fputs("` | ", m->out);
     ppb_md_text(m->out, r->reason);
     fputs(" |\n", m->out);
@@ -95,7 +95,9 @@ int ppb_run_markdown(ppb_store *s, int64_t run_id, int exit_code, FILE *out, ppb
         rc = ppb_store_each_result(s, run_id, md_result, &m, err);
     if (rc)
         return rc;
-    fprintf(out, "### ppbench run %lld: %s (exit %d)\n\n", (long long)run_id, run.suite_name, exit_code);
+    fprintf(out, "### ppbench run %lld: ", (long long)run_id);
+    ppb_md_text(out, run.suite_name);
+    fprintf(out, " (exit %d)\n\n", exit_code);
     fprintf(out, "%s backend on ", run.backend);
     ppb_md_text(out, run.device);
     fputs(": ", out);

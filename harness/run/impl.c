@@ -152,17 +152,6 @@ static void file_checksum(const char *path, char out[17])
     ppb_fnv1a64_hex(h, out);
 }
 
-static int valid_name(const char *name)
-{
-    size_t n = name ? strnlen(name, 64) : 0;
-    if (n == 0 || n > 40)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_.-", name[i]))
-            return 0;
-    return strcmp(name, "builtin") != 0;
-}
-
 static void load_library(loaded *l, const char *path)
 {
     memset(l, 0, sizeof *l);
@@ -202,9 +191,9 @@ static void load_library(loaded *l, const char *path)
                  PPBK_ABI_VERSION, sizeof(ppbk_impl));
         return;
     }
-    if (!valid_name(t->name)) {
+    if (!ppb_impl_name_valid(t->name)) {
         snprintf(info->error, sizeof info->error,
-                 "invalid implementation name (1-40 characters of a-z, 0-9, '_', '.', '-'; not 'builtin')");
+                 "invalid implementation name (1-40 characters of a-z, 0-9, '_', '.', '-', '@'; not 'builtin')");
         return;
     }
     snprintf(info->name, sizeof info->name, "%s", t->name);
@@ -342,6 +331,11 @@ static void leave_call(void) { in_call = 0; }
 
 /* ---- binding a case ------------------------------------------------------------------ */
 
+/* The length a plugin is told its message buffer has: one byte short of it.
+ * The buffer starts zeroed, so a plugin that fills all it was given without a
+ * NUL still leaves a terminated string (it is code ppbench runs, not trusted). */
+#define PLUGIN_MSG_LEN(buf) (sizeof(buf) - 1)
+
 /* A refusal or failure from a table, as a ppbench error. A plugin's messages
  * name it; the built-in kernels' read as they always have, without a prefix. */
 static int call_fail(const ppb_impl_call *call, const char *name, int rc, const char *why, const char *step,
@@ -361,7 +355,7 @@ static int call_open(loaded *l, const ppbk_device *dev, const char *impl, ppb_er
             char why[512] = "";
             ppb_impl_call probe = {.impl = l->table};
             enter_call(&probe, "open");
-            int rc = l->table->open(dev, why, sizeof why);
+            int rc = l->table->open(dev, why, PLUGIN_MSG_LEN(why));
             leave_call();
             if (rc != PPBK_OK) {
                 l->open_state = -1;
@@ -430,10 +424,10 @@ int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev
     char why[sizeof call->note] = "";
     enter_call(call, "refuse");
     if (c->kernel == PPB_PREFIX_PREFILL)
-        rc = call->impl->prefill->refuse(dev, &call->prefill_cfg, &call->prefill, why, sizeof why);
+        rc = call->impl->prefill->refuse(dev, &call->prefill_cfg, &call->prefill, why, PLUGIN_MSG_LEN(why));
     else
         rc = (k->version == 1 ? call->impl->decode_v1 : call->impl->decode_v2)
-                 ->refuse(dev, &call->decode_cfg, &call->decode, why, sizeof why);
+                 ->refuse(dev, &call->decode_cfg, &call->decode, why, PLUGIN_MSG_LEN(why));
     leave_call();
     if (rc == PPBK_OK) {
         memcpy(call->note, why, sizeof call->note);
@@ -454,8 +448,8 @@ int ppb_impl_launch(const ppb_impl_call *call, void *stream, ppb_err *err)
     enter_call(call, "launch");
     int rc = call->kernel == PPB_PREFIX_PREFILL
                  ? call->impl->prefill->launch(&call->dev, &call->prefill_cfg, &call->prefill, stream, why,
-                                               sizeof why)
-                 : decode_ops(call)->launch(&call->dev, &call->decode_cfg, &call->decode, stream, why, sizeof why);
+                                               PLUGIN_MSG_LEN(why))
+                 : decode_ops(call)->launch(&call->dev, &call->decode_cfg, &call->decode, stream, why, PLUGIN_MSG_LEN(why));
     leave_call();
     return rc == PPBK_OK ? PPB_OK : call_fail(call, call->impl->name, rc, why, "launch: ", "failed without a reason", err);
 }
@@ -468,10 +462,10 @@ int ppb_impl_prepare(const ppb_impl_call *call, ppb_resources *res, ppb_err *err
     int rc = PPBK_OK, known = 0;
     enter_call(call, "prepare");
     if (call->kernel == PPB_PREFIX_PREFILL && call->impl->prefill->prepare) {
-        rc = call->impl->prefill->prepare(&call->dev, &call->prefill_cfg, &call->prefill, &r, why, sizeof why);
+        rc = call->impl->prefill->prepare(&call->dev, &call->prefill_cfg, &call->prefill, &r, why, PLUGIN_MSG_LEN(why));
         known = 1;
     } else if (call->kernel == PPB_PAGED_ATTENTION && decode_ops(call)->prepare) {
-        rc = decode_ops(call)->prepare(&call->dev, &call->decode_cfg, &call->decode, &r, why, sizeof why);
+        rc = decode_ops(call)->prepare(&call->dev, &call->decode_cfg, &call->decode, &r, why, PLUGIN_MSG_LEN(why));
         known = 1;
     }
     leave_call();

@@ -6,14 +6,17 @@
  *   BAD_NULL     ppbk_entry returns NULL
  *   BAD_CRASH    a valid table whose prefill launch dies of SIGSEGV
  *   BAD_NAME     a valid table named "bad name!" (outside [a-z0-9_.-])
+ *   BAD_NONUL    "bad-nonul": refuse fills every byte of its message buffer, no NUL
  * Apart from its one fault each table is well formed, so nothing else trips. */
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ppb_kernel_abi.h"
 
-#if defined(BAD_NOSYM) + defined(BAD_VERSION) + defined(BAD_NULL) + defined(BAD_CRASH) + defined(BAD_NAME) != 1
-#error "define exactly one of BAD_NOSYM BAD_VERSION BAD_NULL BAD_CRASH BAD_NAME"
+#if defined(BAD_NOSYM) + defined(BAD_VERSION) + defined(BAD_NULL) + defined(BAD_CRASH) + defined(BAD_NAME) + \
+        defined(BAD_NONUL) != 1
+#error "define exactly one of BAD_NOSYM BAD_VERSION BAD_NULL BAD_CRASH BAD_NAME BAD_NONUL"
 #endif
 
 #if defined(__GNUC__)
@@ -29,6 +32,9 @@ static int bad_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
 #ifdef BAD_CRASH
     (void)why, (void)why_len;
     return PPBK_OK; /* accept everything, so the crashing launch is reached */
+#elif defined(BAD_NONUL)
+    memset(why, 'A', why_len); /* all it was given, and no terminating NUL */
+    return PPBK_REFUSED;
 #else
     if (why && why_len)
         snprintf(why, why_len, "a broken test plugin runs nothing");
@@ -62,6 +68,8 @@ static const ppbk_impl bad_impl = {
     .struct_size = sizeof(ppbk_impl),
 #ifdef BAD_NAME
     .name = "bad name!",
+#elif defined(BAD_NONUL)
+    .name = "bad-nonul",
 #else
     .name = "bad-plugin",
 #endif

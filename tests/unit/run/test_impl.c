@@ -233,6 +233,24 @@ static void test_each_broken_library_says_why(void **state)
     free(infos);
 }
 
+/* A plugin that fills its whole message buffer without a NUL is read no
+ * further than the buffer (ASan: a stack-buffer-overflow before). */
+static void test_unterminated_plugin_message_is_bounded(void **state)
+{
+    (void)state;
+    ppb_impl_add_search_path(env_dir("PPB_BAD_PLUGIN_DIR"));
+    ppb_err err;
+    int v;
+    ppb_case c = prefill_case();
+    assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, "plugin:bad-nonul", &v, &err), PPB_OK);
+    c.config.impl = v;
+    ppb_impl_call call;
+    ppbk_device cpu = {PPBK_BACKEND_CPU, 0, 0, 1, 2, 0};
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "impl plugin:bad-nonul: AAAA"));
+    assert_true(strlen(err.msg) < sizeof err.msg);
+}
+
 static void test_bind_refuses_with_the_reason(void **state)
 {
     (void)state;
@@ -283,6 +301,7 @@ int main(void)
         cmocka_unit_test_teardown(test_example_plugin_is_listed_with_its_table, teardown_loader),
         cmocka_unit_test_teardown(test_each_broken_library_says_why, teardown_loader),
         cmocka_unit_test_teardown(test_bind_refuses_with_the_reason, teardown_loader),
+        cmocka_unit_test_teardown(test_unterminated_plugin_message_is_bounded, teardown_loader),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

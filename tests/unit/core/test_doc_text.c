@@ -1,0 +1,55 @@
+/* Text in documents for people and machines (harness/core/doc_text.c): a
+ * proposal name or a reason in a Markdown PR comment cannot open HTML, a link
+ * or an image, hide text or break the table it sits in. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doc_text.h"
+
+/* What fn writes for s. */
+static char *written(void (*fn)(FILE *, const char *), const char *s)
+{
+    static char buf[1024];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    assert_non_null(f);
+    fn(f, s);
+    fclose(f);
+    return buf;
+}
+
+static void test_markdown_prose_is_inert(void **state)
+{
+    (void)state;
+    assert_string_equal(written(ppb_md_text, "<script>alert(1)</script>"), "&lt;script&gt;alert\\(1\\)&lt;/script&gt;");
+    assert_string_equal(written(ppb_md_text, "<img src=x onerror=alert(1)>"),
+                        "&lt;img src=x onerror=alert\\(1\\)&gt;");
+    assert_string_equal(written(ppb_md_text, "![x](http://h/i.png) [ok](javascript:x)"),
+                        "\\!\\[x\\]\\(http://h/i.png\\) \\[ok\\]\\(javascript:x\\)");
+    assert_string_equal(written(ppb_md_text, "a|b\nc\r`d` *e* _f_ ~g~ #h &i \\j"),
+                        "a\\|b c \\`d\\` \\*e\\* \\_f\\_ \\~g\\~ \\#h &amp;i \\\\j");
+    assert_string_equal(written(ppb_md_text, "esc\x1b[31mred\x07"), "esc?\\[31mred?");
+    assert_string_equal(written(ppb_md_text, "plain text, 2.7% faster: 1.02x"), "plain text, 2.7% faster: 1.02x");
+}
+
+static void test_markdown_code_spans_stay_closed(void **state)
+{
+    (void)state;
+    assert_string_equal(written(ppb_md_code, "prefix_prefill b=1 q=17"), "prefix_prefill b=1 q=17");
+    assert_string_equal(written(ppb_md_code, "a`b|c\nd"), "a'b\\|c d");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_markdown_prose_is_inert),
+        cmocka_unit_test(test_markdown_code_spans_stay_closed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
