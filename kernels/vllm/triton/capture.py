@@ -359,12 +359,20 @@ def capture_prefix_prefill(src, s, cc):
             raise CaptureError(f"context_attention_fwd launched {len(launches)} kernels; ppbench expects one")
         return _record(mod, tl, launches[0], s, mbps, defaulted)
 
+    def guarded(max_seq_len):  # anything unforeseen is still one line, never a traceback
+        try:
+            return once(max_seq_len)
+        except CaptureError:
+            raise
+        except Exception as e:
+            raise CaptureError(f"{src}: {type(e).__name__}: {e}")
+
     # The kernel ABI carries max_blocks_per_seq, not the longest sequence: a
     # launch that would differ between the two is refused rather than guessed.
     page = s["page"]
-    r1 = once(s["ctx"] + s["q"])
+    r1 = guarded(s["ctx"] + s["q"])
     mbps = max(1, -(-s["ctx"] // page))
-    r2 = once(mbps * page + s["q"] + 1)
+    r2 = guarded(mbps * page + s["q"] + 1)
     if r1["grid"] != r2["grid"] or r1["args"] != r2["args"] or r1["constexprs"] != r2["constexprs"]:
         raise CaptureError("the launch depends on the longest sequence's exact length, which ppbench's kernel "
                            "ABI does not carry")
@@ -378,7 +386,10 @@ def _record(mod, tl, launch, s, mbps, defaulted):
     constexprs = {n: v for n, v in launch.bound.items() if _constexpr_annotation(params[n], tl)}
     if callable(grid):
         grid = grid(dict(constexprs, **launch.options))
-    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3 or \
+            not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in grid):
+        raise CaptureError(f"the grid of {launch.kernel} is {grid!r}, not 1 to 3 positive integers")
+    grid = tuple(grid) + (1,) * (3 - len(grid))
     args = []
     for name, v in launch.bound.items():
         if name in constexprs:

@@ -1,0 +1,134 @@
+"""kernels/vllm/triton/capture.py on the CPU, without torch or Triton.
+
+1. A synthetic kernel file: the launch is recorded and bound by name (pointer
+   roles, integers the wrapper computed, constexprs, a grid function), a knob
+   override replaces the wrapper's blocks, and what the stand-ins cannot
+   follow is refused in one line naming it.
+2. The prefix_prefill.py of real releases (argv: tree folders, fetched by
+   scripts/fetch-vllm.sh --version): each release's own choices, as read from
+   its source distribution."""
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kernels" / "vllm" / "triton"))
+import capture  # noqa: E402
+
+GOAL = {"b": 1, "q": 8192, "ctx": 90112, "h": 32, "kvh": 4, "d": 128, "dtype": "bf16", "page": 16, "win": 0,
+        "bm": 128, "bn": 128, "w": 8}
+SMALL = dict(GOAL, b=2, q=100, ctx=300, h=8, kvh=2)
+
+SYNTHETIC = '''
+import torch
+from vllm.platforms import current_platform
+from vllm.triton_utils import tl, triton
+
+BLOCK = 128 if current_platform.has_device_capability(80) else 64
+
+@triton.jit
+def _fwd_kernel(Q, K_cache, B_Loc, sm_scale, k_scale, stride_qbs, stride_cache_x, num_queries_per_kv: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EXTRA: tl.constexpr = 7):
+    pass
+
+def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc, b_seq_len,
+                          max_input_len, k_scale: torch.Tensor, v_scale: torch.Tensor, alibi_slopes=None,
+                          sliding_window=None):
+    assert q.dtype is torch.bfloat16
+    grid = lambda META: (b_seq_len.shape[0], q.shape[1], triton.cdiv(max_input_len, META["BLOCK_M"]))
+    _fwd_kernel[grid](q, k_cache, b_loc, 1.0 / (q.shape[-1] ** 0.5), k_scale, q.stride(0), k_cache.stride(4),
+                      num_queries_per_kv=q.shape[1] // k.shape[1], BLOCK_M=BLOCK, BLOCK_N=BLOCK // 2,
+                      num_warps=4, num_stages=2)
+'''
+
+
+def write(tmp, name, text):
+    p = Path(tmp) / name
+    p.write_text(text)
+    return p
+
+
+def expect_error(src, shape, words):
+    try:
+        capture.capture_prefix_prefill(src, shape, 90)
+    except capture.CaptureError as e:
+        assert all(w in str(e) for w in words), f"'{e}' lacks {words}"
+        assert "\n" not in str(e), f"not one line: {e!r}"
+        return
+    raise AssertionError(f"{src}: no error, expected one naming {words}")
+
+
+def synthetic():
+    with tempfile.TemporaryDirectory() as tmp:
+        src = write(tmp, "pp.py", SYNTHETIC)
+        r = capture.capture_prefix_prefill(src, SMALL, 90)
+        args = {a["name"]: a for a in r["args"]}
+        assert r["kernel"] == "_fwd_kernel" and r["num_warps"] == 4 and r["num_stages"] == 2, r
+        assert r["grid"] == [2, 8, 1], r["grid"]  # cdiv(100, 128)
+        assert args["Q"] == {"name": "Q", "kind": "ptr", "role": "q", "dtype": "torch.bfloat16"}, args["Q"]
+        assert args["K_cache"]["role"] == "k_cache" and args["B_Loc"]["role"] == "block_table"
+        assert args["k_scale"]["role"] == "ones"  # annotated torch.Tensor: a one-element tensor
+        assert args["stride_qbs"] == {"name": "stride_qbs", "kind": "i32", "value": 8 * 128}
+        assert args["stride_cache_x"]["value"] == 1
+        assert abs(args["sm_scale"]["value"] - 128 ** -0.5) < 1e-12
+        assert r["constexprs"] == {"num_queries_per_kv": 4, "BLOCK_M": 128, "BLOCK_N": 64, "EXTRA": 7}, r
+        assert "alibi_slopes" in r["wrapper_defaults"]
+        # The platform decides as on the card: below cc 8.0 the module's BLOCK is 64.
+        assert capture.capture_prefix_prefill(src, SMALL, 70)["constexprs"]["BLOCK_M"] == 64
+        # A knob sweep puts the case's blocks and warps in place of the wrapper's, grid recomputed.
+        o = capture.override_knobs(r, dict(SMALL, bm=64, bn=32, w=2))
+        assert o["constexprs"]["BLOCK_M"] == 64 and o["constexprs"]["BLOCK_N"] == 32 and o["num_warps"] == 2
+        assert o["grid"] == [2, 8, 2]
+
+        # What the stand-ins cannot follow is refused, naming it.
+        expect_error(write(tmp, "a.py", SYNTHETIC.replace("assert q.dtype", "torch.cuda.synchronize()\n    assert q.dtype")),
+                     SMALL, ["torch.cuda"])
+        expect_error(write(tmp, "b.py", SYNTHETIC.replace("current_platform.has_device_capability(80)",
+                                                          "current_platform.is_navi()")), SMALL, ["current_platform.is_navi"])
+        expect_error(write(tmp, "c.py", SYNTHETIC.replace("_fwd_kernel[grid](q,", "_fwd_kernel[grid](torch.empty(4),")),
+                     SMALL, ["argument 'Q'", "a tensor the wrapper made"])
+        expect_error(write(tmp, "d.py", SYNTHETIC.replace("sliding_window=None):", "sliding_window=None, scales_table=None, mode=None, *, must):")),
+                     SMALL, ["required parameter 'must'"])
+        expect_error(write(tmp, "e.py", SYNTHETIC.replace("import torch", "import torch\nimport vllm.envs")),
+                     SMALL, ["imports", "vllm.envs"])
+        expect_error(write(tmp, "f.py", SYNTHETIC.replace("def context_attention_fwd", "def other")),
+                     SMALL, ["defines no context_attention_fwd"])
+        expect_error(write(tmp, "g.py", SYNTHETIC.replace("b_seq_len.shape[0], q.shape[1]", "max_seq_len_x, q.shape[1]")
+                           .replace("sliding_window=None):", "sliding_window=None, max_seq_len_x=None):")), SMALL,
+                     ["the grid of _fwd_kernel is (None, 8, 1)"])
+    print("synthetic: ok")
+
+
+# Per release: (BLOCK_M, BLOCK_N, num_warps, num_stages, runtime arguments, B_Ctxlen bound, k_scale kind)
+RELEASES = {
+    "0.6.3": (128, 128, 8, 1, 39, True, "fp32"),
+    "0.10.2": (128, 64, 4, 1, 36, False, "ptr"),
+    "0.20.0": (128, 64, 4, 1, 36, False, "ptr"),
+    "0.34.0": (128, 64, 4, 1, 36, False, "ptr"),
+}
+
+
+def release(tree):
+    version = Path(tree).name.removeprefix("vllm-")
+    src = capture.find_prefix_prefill(tree)
+    r = capture.capture_prefix_prefill(src, GOAL, 90)
+    bm, bn, w, st, nargs, ctxlen, kscale = RELEASES[version]
+    c = r["constexprs"]
+    got = (c.get("BLOCK_M"), c.get("BLOCK_N"), r["num_warps"], r["num_stages"], len(r["args"]))
+    assert got == (bm, bn, w, st, nargs), f"{version}: {got} != {(bm, bn, w, st, nargs)}"
+    args = {a["name"]: a for a in r["args"]}
+    assert args["Q"]["role"] == "q" and args["Out"]["role"] == "out" and args["B_Loc"]["role"] == "block_table"
+    assert args["B_Seqlen"]["role"] == "seq_lens" and args["B_Start_Loc"]["role"] == "start_loc"
+    assert ("B_Ctxlen" in args) == ctxlen, f"{version}: B_Ctxlen"
+    assert args["k_scale"]["kind"] == kscale, f"{version}: k_scale {args['k_scale']}"
+    assert args["stride_b_loc_b"]["value"] == 90112 // 16, args["stride_b_loc_b"]
+    assert r["grid"] == [1, 32, 8192 // bm], r["grid"]
+    # cc 7.0 (the BI-V100's): releases whose BLOCK follows the platform choose 64.
+    low = capture.capture_prefix_prefill(src, GOAL, 70)["constexprs"]["BLOCK_M"]
+    assert low == (64 if version == "0.6.3" else 128), f"{version}: BLOCK_M {low} at cc 7.0"
+    print(f"{version}: {src.relative_to(tree)}: BLOCK_M {bm}, BLOCK_N {bn}, {w} warps, {nargs} arguments: ok")
+
+
+if __name__ == "__main__":
+    synthetic()
+    for t in sys.argv[1:]:
+        release(t)
