@@ -64,9 +64,19 @@ assert len(doc["cases"]) == 10 and all(c["state"] for c in doc["cases"]), len(do
 assert doc["reasons"] and all(r.strip() for r in doc["reasons"])
 assert md.startswith("### ppbench: %s: ab-smoke" % doc["verdict"]), md[:80]
 assert md.count("\n| compared |") + md.count("\n| wrong |") == 10, md
-assert all("- " + r in md for r in doc["reasons"])
+# Markdown escapes prose (HTML's < > &, Markdown's punctuation); read back, it is the reason itself.
+import html, re
+plain = html.unescape(re.sub(r"\\([\\`*_\[\]()#!|~])", r"\1", md))
+assert all("- " + r in plain for r in doc["reasons"]), (doc["reasons"], md)
 PY
 grep -q "^verdict: " "$WORK/err" || fail "with --json -, the human output did not go to stderr"
+
+# A proposal name cannot inject HTML or Markdown into a PR comment.
+sed -e 's/^name: .*/name: "<img src=x onerror=alert(1)> [x](javascript:y)"/' -e "s#^suite: .*#suite: $SRC/suites/smoke.yaml#" \
+  "$P/ab-smoke.yaml" >"$WORK/inject.yaml"
+set +e; "$PPB" propose "$WORK/inject.yaml" --markdown "$WORK/inject.md" >/dev/null 2>&1; set -e
+grep -qF '&lt;img src=x onerror=alert\(1\)&gt; \[x\]\(javascript:y\)' "$WORK/inject.md" || fail "name not escaped: $(head -1 "$WORK/inject.md")"
+! grep -q "<img" "$WORK/inject.md" || fail "raw HTML in the Markdown verdict"
 
 # A bad proposal: one line with file:line:column and the field.
 printf 'name: x\nsuite: %s/suites/smoke.yaml\nbaseline: {block_m: 7}\ncandidate: {num_warps: 4}\n' "$SRC" > "$WORK/bad.yaml"
