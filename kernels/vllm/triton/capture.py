@@ -211,8 +211,9 @@ class DeviceCapability(collections.namedtuple("DeviceCapability", "major minor")
 class Platform:
     """vllm.platforms.current_platform for a CUDA target of compute capability `cc` (e.g. 90)."""
 
-    def __init__(self, cc):
+    def __init__(self, cc, fp8=None):
         self.cc = cc
+        self.fp8 = fp8 or DTYPES["float8_e4m3fn"]  # the real torch's dtype when the module imports real torch
 
     def has_device_capability(self, cap, device_id=0):
         if isinstance(cap, tuple):
@@ -238,7 +239,7 @@ class Platform:
         return False
 
     def fp8_dtype(self):
-        return DTYPES["float8_e4m3fn"]
+        return self.fp8
 
     def __getattr__(self, name):
         raise CaptureError(f"the tree asks current_platform.{name}, which ppbench does not stand in for")

@@ -248,7 +248,12 @@ def _worker_init(src, target_spec, cache_dir):
     backend, arch, warp = target_spec
     target = GPUTarget(backend, int(arch), int(warp))
     triton.runtime.driver.set_active(_TargetOnlyDriver(target))
-    _W.update(triton=triton, module=import_kernel_module(src, capture.Platform(int(arch))), target=target)
+    # Module-level code may ask torch about the platform's fp8 type (0.34: torch.finfo of it).
+    fp8 = None
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+        fp8 = getattr(torch, "float8_e4m3fn", None)
+    _W.update(triton=triton, module=import_kernel_module(src, capture.Platform(int(arch), fp8)), target=target)
 
 
 def _ptx_params(ptx, name):
