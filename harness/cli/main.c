@@ -1,8 +1,10 @@
 /* ppbench: benchmark LLM attention kernels and judge tuning proposals.
  * Subcommands are rows of one table (the git.c model); each handler lives in
  * harness/cli/cmd_<name>.c and returns the process exit code (docs/CLI.md). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "impl.h"
@@ -34,6 +36,24 @@ static const command commands[] = {
 /* --plugin PATH (or --plugin=PATH), anywhere on the command line and for every
  * command: a plugin library or folder searched first (harness/run/impl.h). Taken
  * out of argv before the command parses its own options. */
+/* A --plugin path is a library file or a folder that exists: a mistyped one
+ * would otherwise be skipped in silence, and a FIFO or device would block or
+ * feed the loader forever. */
+static int add_plugin_path(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "ppbench: --plugin %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "ppbench: --plugin %s: neither a library file nor a folder\n", path);
+        return -1;
+    }
+    ppb_impl_add_search_path(path);
+    return 0;
+}
+
 static int take_plugin_options(int *argc, char **argv)
 {
     int out = 0;
@@ -43,9 +63,11 @@ static int take_plugin_options(int *argc, char **argv)
                 fprintf(stderr, "ppbench: --plugin needs a path\n");
                 return -1;
             }
-            ppb_impl_add_search_path(argv[++i]);
+            if (add_plugin_path(argv[++i]))
+                return -1;
         } else if (strncmp(argv[i], "--plugin=", 9) == 0) {
-            ppb_impl_add_search_path(argv[i] + 9);
+            if (add_plugin_path(argv[i] + 9))
+                return -1;
         } else {
             argv[out++] = argv[i];
         }

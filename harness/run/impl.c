@@ -306,11 +306,26 @@ static void crash_handler(int sig)
     raise(sig);
 }
 
+/* A plugin that calls exit() inside a call would end ppbench with the
+ * plugin's status (exit(0): "success" to CI) and the run unfinished: the exit
+ * is turned into a failure that names it. */
+static char exit_note[256];
+
+static void exit_in_call(void)
+{
+    if (!in_call)
+        return;
+    ssize_t w = write(STDERR_FILENO, exit_note, strnlen(exit_note, sizeof exit_note));
+    (void)w;
+    _exit(4); /* PPB_EXIT_RUNTIME (cli/commands.h; run/ does not include cli/) */
+}
+
 static void enter_call(const ppb_impl_call *call, const char *what)
 {
     static int installed;
     if (!installed) {
         installed = 1;
+        atexit(exit_in_call);
         const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
         for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
             struct sigaction sa;
@@ -324,6 +339,9 @@ static void enter_call(const ppb_impl_call *call, const char *what)
     snprintf(crash_note, sizeof crash_note,
              "ppbench: kernel implementation '%s' crashed in %s; use --devices to run cases in worker processes\n",
              call->impl->name, what);
+    snprintf(exit_note, sizeof exit_note,
+             "ppbench: kernel implementation '%s' called exit() in %s: the run did not finish\n", call->impl->name,
+             what);
     in_call = 1;
 }
 

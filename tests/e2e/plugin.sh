@@ -55,6 +55,18 @@ pid=$(sqlite3 "$PPBENCH_DB" "SELECT max(id) FROM proposals")
 expect_rc 0 "$PPB" report --proposal "$pid" -o "$WORK/report"
 grep -q "example-cpu" "$WORK/report/index.html" || fail "the report does not name the implementation"
 
+# A --plugin path that is not there, or a FIFO / device: a usage error, not ignored, never a hang.
+expect_rc 2 "$PPB" impls --plugin "$WORK/no-such-plugin.so"
+grep -q "ppbench: --plugin $WORK/no-such-plugin.so: No such file or directory" "$WORK/err" || fail "missing --plugin: $(cat "$WORK/err")"
+mkfifo "$WORK/fifo.so"
+expect_rc 2 timeout 20 "$PPB" impls --plugin "$WORK/fifo.so"
+expect_rc 2 timeout 20 "$PPB" impls --plugin=/dev/zero
+grep -q "neither a library file nor a folder" "$WORK/err" || fail "--plugin /dev/zero: $(cat "$WORK/err")"
+
+# A plugin that calls exit(0) in a launch: a failure naming it, never exit 0.
+expect_rc 4 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/exit.db" --plugin "$BAD/libppbk_bad_exit.so" --impl plugin:bad-exit --backend cpu --no-progress
+grep -q "kernel implementation 'bad-exit' called exit() in launch: the run did not finish" "$WORK/err" || { cat "$WORK/err"; fail "exit not named"; }
+
 # A plugin that crashes: named before the process dies; contained by workers.
 set +e; "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/crash.db" --plugin "$BAD/libppbk_bad_crash.so" --impl plugin:bad-plugin --backend cpu --no-progress >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
 [ "$rc" -ge 128 ] || fail "the crash did not end the process (exit $rc)"

@@ -7,16 +7,18 @@
  *   BAD_CRASH    a valid table whose prefill launch dies of SIGSEGV
  *   BAD_NAME     a valid table named "bad name!" (outside [a-z0-9_.-])
  *   BAD_NONUL    "bad-nonul": refuse fills every byte of its message buffer, no NUL
+ *   BAD_EXIT     "bad-exit": a valid table whose prefill launch calls exit(0)
  * Apart from its one fault each table is well formed, so nothing else trips. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ppb_kernel_abi.h"
 
 #if defined(BAD_NOSYM) + defined(BAD_VERSION) + defined(BAD_NULL) + defined(BAD_CRASH) + defined(BAD_NAME) + \
-        defined(BAD_NONUL) != 1
-#error "define exactly one of BAD_NOSYM BAD_VERSION BAD_NULL BAD_CRASH BAD_NAME BAD_NONUL"
+        defined(BAD_NONUL) + defined(BAD_EXIT) != 1
+#error "define exactly one of BAD_NOSYM BAD_VERSION BAD_NULL BAD_CRASH BAD_NAME BAD_NONUL BAD_EXIT"
 #endif
 
 #if defined(__GNUC__)
@@ -29,9 +31,9 @@ static int bad_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
                       char *why, size_t why_len)
 {
     (void)dev, (void)cfg, (void)shape;
-#ifdef BAD_CRASH
+#if defined(BAD_CRASH) || defined(BAD_EXIT)
     (void)why, (void)why_len;
-    return PPBK_OK; /* accept everything, so the crashing launch is reached */
+    return PPBK_OK; /* accept everything, so the crashing (exiting) launch is reached */
 #elif defined(BAD_NONUL)
     memset(why, 'A', why_len); /* all it was given, and no terminating NUL */
     return PPBK_REFUSED;
@@ -50,6 +52,9 @@ static int bad_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
     (void)why, (void)why_len;
     raise(SIGSEGV); /* what a wild write in a kernel ends in, without the undefined behaviour */
     return PPBK_OK;
+#elif defined(BAD_EXIT)
+    (void)why, (void)why_len;
+    exit(0); /* "success", from inside a launch */
 #else
     if (why && why_len)
         snprintf(why, why_len, "a broken test plugin runs nothing");
@@ -70,6 +75,8 @@ static const ppbk_impl bad_impl = {
     .name = "bad name!",
 #elif defined(BAD_NONUL)
     .name = "bad-nonul",
+#elif defined(BAD_EXIT)
+    .name = "bad-exit",
 #else
     .name = "bad-plugin",
 #endif
