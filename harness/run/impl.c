@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "doc_text.h"
 #include "hash.h"
 #include "kernel_case.h"
 
@@ -199,6 +200,9 @@ static void load_library(loaded *l, const char *path)
     snprintf(info->name, sizeof info->name, "%s", t->name);
     snprintf(info->version, sizeof info->version, "%s", t->version ? t->version : "");
     snprintf(info->source, sizeof info->source, "%s", t->source ? t->source : "");
+    /* A plugin's strings reach terminals, reports and the store: no control characters. */
+    ppb_term_clean(info->version, 0);
+    ppb_term_clean(info->source, 0);
     info->backends = t->backends;
     const struct {
         const void *ops;
@@ -356,9 +360,10 @@ static void leave_call(void) { in_call = 0; }
 
 /* A refusal or failure from a table, as a ppbench error. A plugin's messages
  * name it; the built-in kernels' read as they always have, without a prefix. */
-static int call_fail(const ppb_impl_call *call, const char *name, int rc, const char *why, const char *step,
+static int call_fail(const ppb_impl_call *call, const char *name, int rc, char *why, const char *step,
                      const char *fallback, ppb_err *err)
 {
+    ppb_term_clean(why, 0);
     int code = rc == PPBK_REFUSED ? PPB_EREFUSED : PPB_EFAIL;
     if (call->impl == builtin.table)
         return ppb_fail(err, code, "%s", why[0] ? why : fallback);
@@ -377,6 +382,7 @@ static int call_open(loaded *l, const ppbk_device *dev, const char *impl, ppb_er
             leave_call();
             if (rc != PPBK_OK) {
                 l->open_state = -1;
+                ppb_term_clean(why, 0);
                 snprintf(l->open_error, sizeof l->open_error, "%s", why[0] ? why : "open failed");
             }
         }
@@ -489,6 +495,14 @@ int ppb_impl_prepare(const ppb_impl_call *call, ppb_resources *res, ppb_err *err
     leave_call();
     if (rc != PPBK_OK)
         return call_fail(call, call->impl->name, rc, why, "prepare: ", "failed without a reason", err);
+    /* Figures a kernel cannot have would be stored and judged against the target as if measured. */
+    if (r.registers < 0 || r.registers > 65536 || r.static_smem < 0 || r.dynamic_smem < 0 ||
+        r.static_smem > (1 << 30) || r.dynamic_smem > (1 << 30) || r.local_bytes < 0 || r.local_bytes > (1 << 30) ||
+        r.max_threads < 0 || r.max_threads > 65536)
+        return ppb_fail(err, PPB_EFAIL,
+                        "impl %s: prepare: reported resources no kernel has (registers %d, shared %d + %d B, local "
+                        "%d B, max threads %d)",
+                        call->impl->name, r.registers, r.static_smem, r.dynamic_smem, r.local_bytes, r.max_threads);
     res->known = known;
     res->registers = r.registers;
     res->static_smem = r.static_smem;

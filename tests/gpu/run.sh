@@ -400,6 +400,11 @@ want vllm_proposals && propose_each ${PPB_VLLM_PROPOSALS:-$root/suites/proposals
 if want source_patch; then
   # shellcheck disable=SC2086
   propose_each ${PPB_SOURCE_PATCH_PROPOSALS:-$root/suites/proposals/vllm-seed-patch.yaml}
+  # The null patch, several times: no ACCEPT or REJECT on speed is allowed (the summary counts them).
+  for i in $(seq 1 "${PPB_NULL_PATCH_REPEATS:-5}"); do
+    run "null_patch_$i" "$(limit source_patch 300)" bash -c '"$@"; rc=$?; echo "exit $rc"; [ $rc -eq 11 ]' _ \
+      "$ppbench" propose "$root/suites/proposals/vllm-comment-patch.yaml" --backend cuda --db "$out/null-patch.db"
+  done
   # Each release's prefix prefill as its own wrapper launches it, on suites/prefill.yaml's shapes.
   for v in ${PPB_VLLM_VERSIONS:-0.6.3 0.10.2 0.20.0 0.34.0}; do
     tree=$PPBENCH_TREE_CACHE/vllm/vllm-$v

@@ -8,7 +8,10 @@
  *   BAD_NAME     a valid table named "bad name!" (outside [a-z0-9_.-])
  *   BAD_NONUL    "bad-nonul": refuse fills every byte of its message buffer, no NUL
  *   BAD_EXIT     "bad-exit": a valid table whose prefill launch calls exit(0)
+ *   BAD_RESOURCES "bad-resources": prepare reports INT_MAX registers; its version string holds
+ *                terminal escapes (ESC ] ... BEL, CR)
  * Apart from its one fault each table is well formed, so nothing else trips. */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +20,8 @@
 #include "ppb_kernel_abi.h"
 
 #if defined(BAD_NOSYM) + defined(BAD_VERSION) + defined(BAD_NULL) + defined(BAD_CRASH) + defined(BAD_NAME) + \
-        defined(BAD_NONUL) + defined(BAD_EXIT) != 1
-#error "define exactly one of BAD_NOSYM BAD_VERSION BAD_NULL BAD_CRASH BAD_NAME BAD_NONUL BAD_EXIT"
+        defined(BAD_NONUL) + defined(BAD_EXIT) + defined(BAD_RESOURCES) != 1
+#error "define exactly one of BAD_NOSYM BAD_VERSION BAD_NULL BAD_CRASH BAD_NAME BAD_NONUL BAD_EXIT BAD_RESOURCES"
 #endif
 
 #if defined(__GNUC__)
@@ -31,9 +34,9 @@ static int bad_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
                       char *why, size_t why_len)
 {
     (void)dev, (void)cfg, (void)shape;
-#if defined(BAD_CRASH) || defined(BAD_EXIT)
+#if defined(BAD_CRASH) || defined(BAD_EXIT) || defined(BAD_RESOURCES)
     (void)why, (void)why_len;
-    return PPBK_OK; /* accept everything, so the crashing (exiting) launch is reached */
+    return PPBK_OK; /* accept everything, so the crashing (exiting, absurd) call is reached */
 #elif defined(BAD_NONUL)
     memset(why, 'A', why_len); /* all it was given, and no terminating NUL */
     return PPBK_REFUSED;
@@ -62,7 +65,19 @@ static int bad_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
 #endif
 }
 
+#ifdef BAD_RESOURCES
+static int bad_prepare(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
+                       ppbk_resources *out, char *why, size_t why_len)
+{
+    (void)dev, (void)cfg, (void)shape, (void)why, (void)why_len;
+    out->registers = INT_MAX;
+    out->static_smem = -1;
+    return PPBK_OK;
+}
+static const ppbk_prefill_ops bad_prefill = {bad_refuse, bad_launch, bad_prepare};
+#else
 static const ppbk_prefill_ops bad_prefill = {bad_refuse, bad_launch, NULL};
+#endif
 
 static const ppbk_impl bad_impl = {
 #ifdef BAD_VERSION
@@ -77,10 +92,16 @@ static const ppbk_impl bad_impl = {
     .name = "bad-nonul",
 #elif defined(BAD_EXIT)
     .name = "bad-exit",
+#elif defined(BAD_RESOURCES)
+    .name = "bad-resources",
 #else
     .name = "bad-plugin",
 #endif
+#ifdef BAD_RESOURCES
+    .version = "1\x1b]0;owned\x07\r2",
+#else
     .version = "0",
+#endif
     .source = "ppbench tests/plugin/bad_plugins.c",
     .backends = PPBK_BACKEND_CPU,
     .prefill = &bad_prefill,

@@ -251,6 +251,32 @@ static void test_unterminated_plugin_message_is_bounded(void **state)
     assert_true(strlen(err.msg) < sizeof err.msg);
 }
 
+/* A plugin's strings are cleaned of terminal control characters when read,
+ * and resource figures no kernel can have are an error, not stored. */
+static void test_plugin_strings_and_resources_are_checked(void **state)
+{
+    (void)state;
+    ppb_impl_add_search_path(env_dir("PPB_BAD_PLUGIN_DIR"));
+    ppb_impl_info *infos = NULL;
+    int n = 0;
+    ppb_err err;
+    assert_int_equal(ppb_impl_scan(&infos, &n, &err), PPB_OK);
+    const ppb_impl_info *f = find_info(infos, n, "/libppbk_bad_resources.so");
+    assert_true(f->usable);
+    assert_string_equal(f->version, "1?]0;owned??2");
+    free(infos);
+    int v;
+    ppb_case c = prefill_case();
+    assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, "plugin:bad-resources", &v, &err), PPB_OK);
+    c.config.impl = v;
+    ppb_impl_call call;
+    ppbk_device cpu = {PPBK_BACKEND_CPU, 0, 0, 1, 2, 0};
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_OK);
+    ppb_resources res;
+    assert_int_equal(ppb_impl_prepare(&call, &res, &err), PPB_EFAIL);
+    assert_non_null(strstr(err.msg, "impl bad-resources: prepare: reported resources no kernel has (registers 2147483647"));
+}
+
 static void test_bind_refuses_with_the_reason(void **state)
 {
     (void)state;
@@ -302,6 +328,7 @@ int main(void)
         cmocka_unit_test_teardown(test_each_broken_library_says_why, teardown_loader),
         cmocka_unit_test_teardown(test_bind_refuses_with_the_reason, teardown_loader),
         cmocka_unit_test_teardown(test_unterminated_plugin_message_is_bounded, teardown_loader),
+        cmocka_unit_test_teardown(test_plugin_strings_and_resources_are_checked, teardown_loader),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
