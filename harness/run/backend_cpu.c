@@ -16,6 +16,7 @@
 #include "backend.h"
 #include "cpu_attention.h"
 #include "decode_plan.h"
+#include "hash.h"
 #include "impl.h"
 #include "kernel_case.h"
 #include "provenance.h"
@@ -36,6 +37,13 @@ typedef struct host_guarded {
     size_t bytes, guard;
 } host_guarded;
 
+/* Canary bytes before and after the output, so a kernel writing outside it is
+ * caught (a plugin is code ppbench runs, not trusted), and the inputs' hashes
+ * around the checked launch, so one writing into what it was given is too. */
+#define OUT_GUARD 4096
+
+enum { N_INPUTS = 10 };
+
 struct ppb_backend {
     ppb_backend_options opt;
     ppb_device_info info;
@@ -45,7 +53,9 @@ struct ppb_backend {
     int use_plugin;             /* the case's impl is a plugin */
     ppb_impl_call plugin;
     host_guarded scratch[3];    /* plugin v2: tmp_out, exp_sums, max_logits */
-    uint16_t *out;              /* the "device" output the runs write */
+    unsigned char *out_block;   /* OUT_GUARD canaries, the output, OUT_GUARD canaries */
+    uint16_t *out;              /* the "device" output the runs write (inside out_block) */
+    uint64_t input_hash[N_INPUTS]; /* a plugin's inputs before its checked launch */
     unsigned char *flush;       /* cold-cache buffer, 2 x last-level cache, allocated on first use */
     size_t flush_bytes;
     unsigned flush_round;
@@ -191,7 +201,8 @@ static void cpu_release(ppb_backend *b)
         memset(&b->scratch[i], 0, sizeof b->scratch[i]);
     }
     b->use_plugin = 0;
-    free(b->out);
+    free(b->out_block);
+    b->out_block = NULL;
     b->out = NULL;
     b->w = NULL;
 }
@@ -381,6 +392,83 @@ static void plugin_overrun(const ppb_backend *b, ppb_overrun *ov)
     ov->detected = ov->guard_bytes_changed > 0;
 }
 
+/* The inputs a plugin gets, by name (the workload's tensors; NULL ones skipped). */
+static void plugin_inputs(const ppb_workload *w, const char *names[N_INPUTS], const void *ptrs[N_INPUTS],
+                          size_t bytes[N_INPUTS])
+{
+    size_t b = (size_t)w->batch, h = sizeof(uint16_t), i = sizeof(int32_t);
+    const struct {
+        const char *name;
+        const void *p;
+        size_t n;
+    } in[N_INPUTS] = {
+        {"q", w->q, w->q_elems * h},
+        {"k", w->k, w->kv_elems * h},
+        {"v", w->v, w->kv_elems * h},
+        {"k_cache", w->k_cache, w->cache_elems * h},
+        {"v_cache", w->v_cache, w->cache_elems * h},
+        {"block_table", w->block_table, b * (size_t)w->max_blocks_per_seq * i},
+        {"start_loc", w->start_loc, (b + 1) * i},
+        {"query_lens", w->query_lens, b * i},
+        {"context_lens", w->context_lens, b * i},
+        {"seq_lens", w->seq_lens, b * i},
+    };
+    for (int k = 0; k < N_INPUTS; k++) {
+        names[k] = in[k].name;
+        ptrs[k] = in[k].p;
+        bytes[k] = in[k].p ? in[k].n : 0;
+    }
+}
+
+static void hash_inputs(const ppb_workload *w, uint64_t out[N_INPUTS])
+{
+    const char *names[N_INPUTS];
+    const void *ptrs[N_INPUTS];
+    size_t bytes[N_INPUTS];
+    plugin_inputs(w, names, ptrs, bytes);
+    for (int k = 0; k < N_INPUTS; k++)
+        out[k] = ptrs[k] ? ppb_fnv1a64(ptrs[k], bytes[k]) : 0;
+}
+
+/* After a plugin's checked launch: bytes it wrote before or past its output
+ * (changed canaries) and inputs whose contents changed, said in res->reason
+ * and marked as an overrun (the case is then wrong, whatever its output). */
+static void plugin_outside_writes(const ppb_backend *b, ppb_result *res)
+{
+    size_t out_bytes = b->w->out_elems * sizeof(uint16_t);
+    long long before = 0, past = 0, changed = 0;
+    for (size_t j = 0; j < OUT_GUARD; j++) {
+        if (b->out_block[j] != GUARD_CANARY) {
+            changed++;
+            if (!before)
+                before = (long long)(OUT_GUARD - j);
+        }
+        if (b->out_block[OUT_GUARD + out_bytes + j] != GUARD_CANARY) {
+            changed++;
+            past = (long long)j + 1;
+        }
+    }
+    char inputs[200] = "";
+    uint64_t now[N_INPUTS];
+    hash_inputs(b->w, now);
+    const char *names[N_INPUTS];
+    const void *ptrs[N_INPUTS];
+    size_t bytes[N_INPUTS];
+    plugin_inputs(b->w, names, ptrs, bytes);
+    for (int k = 0; k < N_INPUTS; k++)
+        if (now[k] != b->input_hash[k])
+            snprintf(inputs + strlen(inputs), sizeof inputs - strlen(inputs), "%s%s", inputs[0] ? ", " : "",
+                     names[k]);
+    if (!changed && !inputs[0])
+        return;
+    res->overrun.detected = 1;
+    res->overrun.guard_bytes_changed += changed;
+    snprintf(res->reason, sizeof res->reason,
+             "impl %s wrote outside its output: %lld B before it, %lld B past it%s%s (guard zones and input "
+             "hashes caught it)",
+             b->plugin.impl->name, before, past, inputs[0] ? "; it changed its inputs " : "", inputs);
+}
+
 /* One launch of whatever the case runs. */
 static int cpu_launch(ppb_backend *b, ppb_err *err)
 {
@@ -402,7 +490,8 @@ static int cpu_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w,
         res->timing_is_cpu = 1;
         res->resources.known = 0; /* no compiled kernel to measure */
     }
-    b->out = malloc(sizeof(uint16_t) * (w->out_elems ? w->out_elems : 1));
+    b->out_block = malloc(2 * OUT_GUARD + sizeof(uint16_t) * (w->out_elems ? w->out_elems : 1));
+    b->out = b->out_block ? (uint16_t *)(void *)(b->out_block + OUT_GUARD) : NULL;
     if (!b->out) {
         rc = ppb_fail(err, PPB_ENOMEM, "cpu backend: out of host memory for the output");
         goto fail;
@@ -452,10 +541,14 @@ static int cpu_run_checked(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_e
     size_t n = b->w->out_elems;
     for (size_t i = 0; i < n; i++)
         b->out[i] = PPB_POISON_BITS;
-    if (b->use_plugin)
+    memset(b->out_block, GUARD_CANARY, OUT_GUARD);
+    memset(b->out_block + OUT_GUARD + n * sizeof(uint16_t), GUARD_CANARY, OUT_GUARD);
+    if (b->use_plugin) {
         plugin_reset_scratch(b);
-    else
+        hash_inputs(b->w, b->input_hash);
+    } else {
         cpu_attn_reset_scratch(b->attn);
+    }
     double t0 = ppb_monotonic_ms();
     int rc = cpu_launch(b, err);
     if (rc)
@@ -473,6 +566,7 @@ static int cpu_run_checked(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_e
                      b->c.config.host_partition_size, b->c.config.partition_size, res->overrun.tmp_out_bytes,
                      res->overrun.exp_sums_bytes, res->overrun.max_logits_bytes,
                      res->overrun.guard_bytes_changed);
+        plugin_outside_writes(b, res);
     } else if (res) {
         cpu_attn_overrun(b->attn, &res->overrun);
         if (ppb_case_partition_mismatch(&b->c))

@@ -63,6 +63,15 @@ expect_rc 2 timeout 20 "$PPB" impls --plugin "$WORK/fifo.so"
 expect_rc 2 timeout 20 "$PPB" impls --plugin=/dev/zero
 grep -q "neither a library file nor a folder" "$WORK/err" || fail "--plugin /dev/zero: $(cat "$WORK/err")"
 
+# A plugin that writes outside its output and into its input: every case wrong, saying where.
+expect_rc 1 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/scribble.db" --plugin "$BAD/libppbk_bad_scribble.so" \
+  --impl plugin:bad-scribble --backend cpu --no-progress --filter "batch=1,dtype=bf16,head_dim=64,page_size=16"
+[ "$(sqlite3 "$WORK/scribble.db" "SELECT count(*) FROM results WHERE status = 'wrong' AND reason LIKE \
+  '%impl bad-scribble wrote outside its output: 1 B before it, 1 B past it; it changed its inputs q (guard zones%'")" -gt 0 ] \
+  || { sqlite3 "$WORK/scribble.db" "SELECT status, reason FROM results LIMIT 3"; fail "outside writes not caught"; }
+[ "$(sqlite3 "$WORK/scribble.db" "SELECT count(*) FROM results WHERE status != 'wrong'")" = 0 ] \
+  || fail "a scribbling case was not wrong"
+
 # A plugin that calls exit(0) in a launch: a failure naming it, never exit 0.
 expect_rc 4 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/exit.db" --plugin "$BAD/libppbk_bad_exit.so" --impl plugin:bad-exit --backend cpu --no-progress
 grep -q "kernel implementation 'bad-exit' called exit() in launch: the run did not finish" "$WORK/err" || { cat "$WORK/err"; fail "exit not named"; }

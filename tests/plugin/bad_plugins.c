@@ -10,9 +10,12 @@
  *   BAD_EXIT     "bad-exit": a valid table whose prefill launch calls exit(0)
  *   BAD_RESOURCES "bad-resources": prepare reports INT_MAX registers; its version string holds
  *                terminal escapes (ESC ] ... BEL, CR)
+ *   BAD_SCRIBBLE "bad-scribble": a prefill launch that computes nothing right and writes one
+ *                byte before its output, one past it, and one into its input q
  * Apart from its one fault each table is well formed, so nothing else trips. */
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +23,8 @@
 #include "ppb_kernel_abi.h"
 
 #if defined(BAD_NOSYM) + defined(BAD_VERSION) + defined(BAD_NULL) + defined(BAD_CRASH) + defined(BAD_NAME) + \
-        defined(BAD_NONUL) + defined(BAD_EXIT) + defined(BAD_RESOURCES) != 1
-#error "define exactly one of BAD_NOSYM BAD_VERSION BAD_NULL BAD_CRASH BAD_NAME BAD_NONUL BAD_EXIT BAD_RESOURCES"
+        defined(BAD_NONUL) + defined(BAD_EXIT) + defined(BAD_RESOURCES) + defined(BAD_SCRIBBLE) != 1
+#error "define exactly one BAD_* (see the list above)"
 #endif
 
 #if defined(__GNUC__)
@@ -34,7 +37,7 @@ static int bad_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
                       char *why, size_t why_len)
 {
     (void)dev, (void)cfg, (void)shape;
-#if defined(BAD_CRASH) || defined(BAD_EXIT) || defined(BAD_RESOURCES)
+#if defined(BAD_CRASH) || defined(BAD_EXIT) || defined(BAD_RESOURCES) || defined(BAD_SCRIBBLE)
     (void)why, (void)why_len;
     return PPBK_OK; /* accept everything, so the crashing (exiting, absurd) call is reached */
 #elif defined(BAD_NONUL)
@@ -58,6 +61,15 @@ static int bad_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
 #elif defined(BAD_EXIT)
     (void)why, (void)why_len;
     exit(0); /* "success", from inside a launch */
+#elif defined(BAD_SCRIBBLE)
+    (void)why, (void)why_len;
+    /* the output: [tokens, heads, D] 16-bit values, tokens = start_loc[batch] (host pointers on the CPU) */
+    size_t bytes = (size_t)args->start_loc[args->batch] * (size_t)args->num_heads * (size_t)args->head_dim * 2;
+    unsigned char *out = args->out;
+    out[-1] = 0;
+    out[bytes] = 0;
+    ((unsigned char *)(uintptr_t)args->q)[0] ^= 1;
+    return PPBK_OK;
 #else
     if (why && why_len)
         snprintf(why, why_len, "a broken test plugin runs nothing");
@@ -94,6 +106,8 @@ static const ppbk_impl bad_impl = {
     .name = "bad-exit",
 #elif defined(BAD_RESOURCES)
     .name = "bad-resources",
+#elif defined(BAD_SCRIBBLE)
+    .name = "bad-scribble",
 #else
     .name = "bad-plugin",
 #endif
