@@ -12,6 +12,7 @@
 
 #include "calibrate.h"
 #include "cli_util.h"
+#include "impl.h"
 #include "commands.h"
 
 extern char **environ;
@@ -96,7 +97,7 @@ static int separate_run(const calibrate_cli *c, const ppb_propose_options *o, pp
     char device[16], gflop[32];
     snprintf(device, sizeof device, "%d", o->device_index);
     snprintf(gflop, sizeof gflop, "%g", o->cpu_max_gflop);
-    const char *argv[24];
+    const char *argv[24 + 2 * 16];
     int n = 0;
     argv[n++] = c->self, argv[n++] = "run", argv[n++] = c->co.suite_path, argv[n++] = "--db",
     argv[n++] = o->db_path, argv[n++] = "--backend", argv[n++] = o->backend ? o->backend : "auto",
@@ -106,6 +107,9 @@ static int separate_run(const calibrate_cli *c, const ppb_propose_options *o, pp
         argv[n++] = "--filter", argv[n++] = c->co.filter;
     if (o->cpu_max_gflop > 0)
         argv[n++] = "--cpu-max-gflop", argv[n++] = gflop;
+    /* the plugins this process was given, so the run finds the same implementations */
+    for (int i = 0; i < ppb_impl_search_path_count() && i < 16; i++)
+        argv[n++] = "--plugin", argv[n++] = ppb_impl_search_path(i);
     argv[n] = NULL;
     /* its per-case lines would bury calibrate's own; errors still reach stderr */
     posix_spawn_file_actions_t quiet;

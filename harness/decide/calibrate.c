@@ -163,6 +163,10 @@ int ppb_calibrate_repeatability(ppb_store *s, int64_t run_a, int64_t run_b, doub
     if (!rc)
         rc = ppb_store_each_result(s, run_a, repeat_case, &x, err);
     *n_cases = x.n;
+    if (!rc && x.n == 0)
+        rc = ppb_fail(err, PPB_EFAIL, "repeatability: runs %lld and %lld have no case timed in both, so there is "
+                      "nothing to compare (ppbench show %lld says why)", (long long)run_a, (long long)run_b,
+                      (long long)run_a);
     *median_diff = x.n ? ppb_median(x.diffs, x.n) : NAN;
     *p90 = x.n ? ppb_quantile(x.diffs, x.n, 0.9) : NAN;
     free(x.diffs);

@@ -30,6 +30,10 @@ void ppb_impl_add_search_path(const char *path)
         explicit_paths[n_explicit++] = copy;
 }
 
+int ppb_impl_search_path_count(void) { return n_explicit; }
+
+const char *ppb_impl_search_path(int i) { return i >= 0 && i < n_explicit ? explicit_paths[i] : NULL; }
+
 typedef struct path_list {
     char items[MAX_LIBRARIES][4096];
     int n;

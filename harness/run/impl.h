@@ -29,6 +29,10 @@ void ppb_impl_set_builtin(const ppbk_impl *table);
 
 /* --plugin PATH: searched before everything else (and inherited by worker processes). */
 void ppb_impl_add_search_path(const char *path);
+/* The --plugin paths given so far, in order (i < count), for a ppbench started
+ * as a new process (calibrate's separate run) to be given them too. */
+int ppb_impl_search_path_count(void);
+const char *ppb_impl_search_path(int i);
 
 /* One library found on the search path, as `ppbench impls` lists it. */
 typedef struct ppb_impl_info {

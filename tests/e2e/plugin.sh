@@ -72,6 +72,23 @@ expect_rc 1 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/scribble.db" --plugi
 [ "$(sqlite3 "$WORK/scribble.db" "SELECT count(*) FROM results WHERE status != 'wrong'")" = 0 ] \
   || fail "a scribbling case was not wrong"
 
+# calibrate on a plugin: its separate `ppbench run` process gets the same --plugin paths, so the
+# repeatability compares the plugin's cases (it once found no plugin there and said "nan% over 0 cases").
+cat >"$WORK/plugin-suite.yaml" <<YAML
+name: plugin-calibrate
+kernel: prefix_prefill
+shapes:
+  - {batch: 2, query_len: 17, context_len: 37, heads: 4/2, head_dim: 64, dtype: bf16}
+configs:
+  - {impl: "plugin:example-cpu", block_m: 16, block_n: 32, num_warps: 4}
+measure: {cold_l2: false, warmup_ms: 1, min_samples: 3, max_samples: 20, min_time_ms: 5, budget_ms: 100, target_noise: 1}
+YAML
+set +e; "$PPB" calibrate "$WORK/plugin-suite.yaml" --plugin "$PLUG" --db "$WORK/cal.db" --backend cpu --pairs 2 \
+  --effect-pairs 1 --effects 0.5 --min-case-ms 0.0001 >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
+[ $rc -le 1 ] || { cat "$WORK/out" "$WORK/err"; fail "calibrate on a plugin exited $rc"; }
+grep -Eq "^repeatability \(two separate processes\): median run-to-run difference [0-9.]+%, .* over 1 cases$" "$WORK/out" \
+  || { cat "$WORK/out" "$WORK/err"; fail "calibrate's separate run did not compare the plugin's case"; }
+
 # A plugin that calls exit(0) in a launch: a failure naming it, never exit 0.
 expect_rc 4 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/exit.db" --plugin "$BAD/libppbk_bad_exit.so" --impl plugin:bad-exit --backend cpu --no-progress
 grep -q "kernel implementation 'bad-exit' called exit() in launch: the run did not finish" "$WORK/err" || { cat "$WORK/err"; fail "exit not named"; }
