@@ -16,6 +16,11 @@ typedef struct ppb_stop_signals {
 /* Route SIGINT and SIGTERM to *flag (set to 0 first). */
 void ppb_stop_signals_catch(ppb_stop_signals *s, volatile sig_atomic_t *flag);
 
+/* The signal caught since the last catch began (0: none), readable from any
+ * thread: for a watchdog that must act when the work cannot poll (a plugin
+ * call that does not return). */
+int ppb_stop_signalled(void);
+
 /* Put the previous handlers back (nothing if not active). */
 void ppb_stop_signals_restore(ppb_stop_signals *s);
 

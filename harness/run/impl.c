@@ -4,16 +4,20 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "doc_text.h"
 #include "hash.h"
 #include "kernel_case.h"
+#include "stop_signals.h"
 
 #define MAX_SEARCH_PATHS 16
 #define MAX_LIBRARIES 64
@@ -301,7 +305,7 @@ static int missing(const char *impl, const char *name, ppb_err *err)
 
 /* A plugin that crashes takes the process with it (in a worker, only the worker:
  * --devices). Before it goes, say which plugin and which call it was. */
-static volatile sig_atomic_t in_call;
+static atomic_int in_call; /* read by the crash handler, the exit hook and the watchdog */
 static char crash_note[256];
 
 static void crash_handler(int sig)
@@ -328,12 +332,39 @@ static void exit_in_call(void)
     _exit(4); /* PPB_EXIT_RUNTIME (cli/commands.h; run/ does not include cli/) */
 }
 
+/* A plugin call that does not return cannot poll the stop flag, so Ctrl-C or
+ * SIGTERM would not stop ppbench. The watchdog (one thread, started with the
+ * first call) ends the process with 130, naming the plugin, when a stop has
+ * been asked for and the call is still running WATCHDOG_GRACE_MS later. */
+#define WATCHDOG_GRACE_MS 3000
+static char hang_note[256];
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    int waited_ms = 0;
+    for (;;) {
+        struct timespec tick = {0, 100 * 1000 * 1000};
+        nanosleep(&tick, NULL);
+        waited_ms = atomic_load(&in_call) && ppb_stop_signalled() ? waited_ms + 100 : 0;
+        if (waited_ms >= WATCHDOG_GRACE_MS) {
+            ssize_t w = write(STDERR_FILENO, hang_note, strnlen(hang_note, sizeof hang_note));
+            (void)w;
+            _exit(130); /* PPB_EXIT_INTERRUPTED (cli/commands.h) */
+        }
+    }
+    return NULL;
+}
+
 static void enter_call(const ppb_impl_call *call, const char *what)
 {
     static int installed;
     if (!installed) {
         installed = 1;
         atexit(exit_in_call);
+        pthread_t t;
+        if (pthread_create(&t, NULL, watchdog, NULL) == 0)
+            pthread_detach(t);
         const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
         for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
             struct sigaction sa;
@@ -347,6 +378,10 @@ static void enter_call(const ppb_impl_call *call, const char *what)
     snprintf(crash_note, sizeof crash_note,
              "ppbench: kernel implementation '%s' crashed in %s; use --devices to run cases in worker processes\n",
              call->impl->name, what);
+    snprintf(hang_note, sizeof hang_note,
+             "ppbench: stopped while kernel implementation '%s' was still in %s (it did not return within %d s of "
+             "the stop); the run did not finish\n",
+             call->impl->name, what, WATCHDOG_GRACE_MS / 1000);
     snprintf(exit_note, sizeof exit_note,
              "ppbench: kernel implementation '%s' called exit() in %s: the run did not finish\n", call->impl->name,
              what);

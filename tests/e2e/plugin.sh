@@ -89,6 +89,17 @@ set +e; "$PPB" calibrate "$WORK/plugin-suite.yaml" --plugin "$PLUG" --db "$WORK/
 grep -Eq "^repeatability \(two separate processes\): median run-to-run difference [0-9.]+%, .* over 1 cases$" "$WORK/out" \
   || { cat "$WORK/out" "$WORK/err"; fail "calibrate's separate run did not compare the plugin's case"; }
 
+# A plugin that never returns: Ctrl-C still ends the run (exit 130), naming it, without --devices.
+"$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/hang.db" --plugin "$BAD/libppbk_bad_hang.so" --impl plugin:bad-hang \
+  --backend cpu --no-progress --filter "batch=1,dtype=bf16,head_dim=64,page_size=16" >"$WORK/out" 2>"$WORK/err" &
+pid=$!
+for _ in $(seq 100); do [ -s "$WORK/hang.db" ] && break; sleep 0.1; done
+sleep 1
+kill -INT "$pid"
+set +e; timeout 30 tail --pid="$pid" -f /dev/null; wait "$pid"; rc=$?; set -e
+[ "$rc" = 130 ] || { cat "$WORK/err"; fail "a hanging plugin: exit $rc after SIGINT, expected 130"; }
+grep -q "stopped while kernel implementation 'bad-hang' was still in launch" "$WORK/err" || { cat "$WORK/err"; fail "hang not named"; }
+
 # A plugin that calls exit(0) in a launch: a failure naming it, never exit 0.
 expect_rc 4 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/exit.db" --plugin "$BAD/libppbk_bad_exit.so" --impl plugin:bad-exit --backend cpu --no-progress
 grep -q "kernel implementation 'bad-exit' called exit() in launch: the run did not finish" "$WORK/err" || { cat "$WORK/err"; fail "exit not named"; }

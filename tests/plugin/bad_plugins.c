@@ -12,6 +12,7 @@
  *                terminal escapes (ESC ] ... BEL, CR)
  *   BAD_SCRIBBLE "bad-scribble": a prefill launch that computes nothing right and writes one
  *                byte before its output, one past it, and one into its input q
+ *   BAD_HANG     "bad-hang": a prefill launch that never returns
  * Apart from its one fault each table is well formed, so nothing else trips. */
 #include <limits.h>
 #include <signal.h>
@@ -19,11 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ppb_kernel_abi.h"
 
 #if defined(BAD_NOSYM) + defined(BAD_VERSION) + defined(BAD_NULL) + defined(BAD_CRASH) + defined(BAD_NAME) + \
-        defined(BAD_NONUL) + defined(BAD_EXIT) + defined(BAD_RESOURCES) + defined(BAD_SCRIBBLE) != 1
+        defined(BAD_NONUL) + defined(BAD_EXIT) + defined(BAD_RESOURCES) + defined(BAD_SCRIBBLE) + \
+        defined(BAD_HANG) != 1
 #error "define exactly one BAD_* (see the list above)"
 #endif
 
@@ -37,7 +40,7 @@ static int bad_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
                       char *why, size_t why_len)
 {
     (void)dev, (void)cfg, (void)shape;
-#if defined(BAD_CRASH) || defined(BAD_EXIT) || defined(BAD_RESOURCES) || defined(BAD_SCRIBBLE)
+#if defined(BAD_CRASH) || defined(BAD_EXIT) || defined(BAD_RESOURCES) || defined(BAD_SCRIBBLE) || defined(BAD_HANG)
     (void)why, (void)why_len;
     return PPBK_OK; /* accept everything, so the crashing (exiting, absurd) call is reached */
 #elif defined(BAD_NONUL)
@@ -61,6 +64,11 @@ static int bad_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
 #elif defined(BAD_EXIT)
     (void)why, (void)why_len;
     exit(0); /* "success", from inside a launch */
+#elif defined(BAD_HANG)
+    (void)why, (void)why_len;
+    for (int forever = 1; forever;)
+        sleep(1); /* a signal ends the sleep, not the loop */
+    return PPBK_FAILED;
 #elif defined(BAD_SCRIBBLE)
     (void)why, (void)why_len;
     /* the output: [tokens, heads, D] 16-bit values, tokens = start_loc[batch] (host pointers on the CPU) */
@@ -108,6 +116,8 @@ static const ppbk_impl bad_impl = {
     .name = "bad-resources",
 #elif defined(BAD_SCRIBBLE)
     .name = "bad-scribble",
+#elif defined(BAD_HANG)
+    .name = "bad-hang",
 #else
     .name = "bad-plugin",
 #endif
