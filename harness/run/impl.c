@@ -92,16 +92,17 @@ static void add_entry(path_list *l, const char *entry)
     }
 }
 
-static void search_path(path_list *l)
+/* The search path's entries in order (files and folders, as given). */
+static void search_entries(path_list *l)
 {
     l->n = 0;
     for (int i = 0; i < n_explicit; i++)
-        add_entry(l, explicit_paths[i]);
+        add_path(l, explicit_paths[i]);
     const char *env = getenv("PPBENCH_PLUGIN_PATH");
     if (env) {
         char *copy = strdup(env), *save = NULL;
         for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok; tok = strtok_r(NULL, ":", &save))
-            add_entry(l, tok);
+            add_path(l, tok);
         free(copy);
     }
     char exe[4096];
@@ -111,7 +112,7 @@ static void search_path(path_list *l)
         char *slash = strrchr(exe, '/');
         if (slash) {
             snprintf(slash, sizeof exe - (size_t)(slash - exe), "/plugins");
-            add_entry(l, exe);
+            add_path(l, exe);
         }
     }
     char cache[4096];
@@ -120,7 +121,20 @@ static void search_path(path_list *l)
         snprintf(cache, sizeof cache, "%s/ppbench/plugins", xdg);
     else
         snprintf(cache, sizeof cache, "%s/.cache/ppbench/plugins", home ? home : "");
-    add_entry(l, cache);
+    add_path(l, cache);
+}
+
+/* Every library on the search path: files as given, folders' libppbk_*.so. */
+static void search_path(path_list *l)
+{
+    path_list *entries = malloc(sizeof *entries);
+    l->n = 0;
+    if (!entries)
+        return;
+    search_entries(entries);
+    for (int i = 0; i < entries->n; i++)
+        add_entry(l, entries->items[i]);
+    free(entries);
 }
 
 /* ---- loading one library ----------------------------------------------------------- */
@@ -161,12 +175,44 @@ static void file_checksum(const char *path, char out[17])
     ppb_fnv1a64_hex(h, out);
 }
 
+/* A library someone else could have replaced is not run (its constructors run
+ * at dlopen): the file and its folder must belong to this user or root and be
+ * writable by nobody else, as ssh asks of a key. PPBENCH_TRUST_PLUGINS=1 lifts it. */
+static int untrusted(const char *path, char *why, size_t len)
+{
+    const char *trust = getenv("PPBENCH_TRUST_PLUGINS");
+    if (trust && strcmp(trust, "1") == 0)
+        return 0;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    const char *checked[2] = {path, dir};
+    for (int i = 0; i < 2; i++) {
+        struct stat st;
+        if (stat(checked[i], &st) != 0)
+            return snprintf(why, len, "cannot check %s: %s", checked[i], strerror(errno)), 1;
+        if (st.st_uid != getuid() && st.st_uid != 0)
+            return snprintf(why, len, "not loaded: %s belongs to another user (uid %u); PPBENCH_TRUST_PLUGINS=1 "
+                            "loads it anyway", checked[i], (unsigned)st.st_uid), 1;
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+            return snprintf(why, len, "not loaded: %s is writable by %s (chmod go-w it); PPBENCH_TRUST_PLUGINS=1 "
+                            "loads it anyway", checked[i], st.st_mode & S_IWOTH ? "everyone" : "its group"), 1;
+    }
+    return 0;
+}
+
 static void load_library(loaded *l, const char *path)
 {
     memset(l, 0, sizeof *l);
     ppb_impl_info *info = &l->info;
     snprintf(info->path, sizeof info->path, "%s", path);
     file_checksum(path, info->checksum);
+    if (untrusted(path, info->error, sizeof info->error))
+        return;
     dlerror();
     l->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!l->handle) {
@@ -238,6 +284,14 @@ static void load_library(loaded *l, const char *path)
     info->usable = 1;
 }
 
+static loaded *loaded_path(const char *path)
+{
+    for (int i = 0; i < n_libraries; i++)
+        if (strcmp(libraries[i].info.path, path) == 0)
+            return &libraries[i];
+    return NULL;
+}
+
 /* Load everything on the search path once per process (dlopen is not undone:
  * a plugin's functions may still be referenced, and reloading gains nothing). */
 static void scan_once(void)
@@ -250,6 +304,8 @@ static void scan_once(void)
         return;
     search_path(paths);
     for (int i = 0; i < paths->n && n_libraries < MAX_LIBRARIES; i++) {
+        if (loaded_path(paths->items[i]))
+            continue; /* already loaded by name (find_library) */
         loaded *l = &libraries[n_libraries++];
         load_library(l, paths->items[i]);
         for (int j = 0; j < n_libraries - 1; j++)
@@ -271,13 +327,64 @@ int ppb_impl_scan(ppb_impl_info **out, int *n, ppb_err *err)
     return PPB_OK;
 }
 
-static loaded *find_library(const char *name)
+static loaded *loaded_named(const char *name)
 {
-    scan_once();
     for (int i = 0; i < n_libraries; i++)
         if (libraries[i].info.usable && !libraries[i].info.shadowed && strcmp(libraries[i].info.name, name) == 0)
             return &libraries[i];
     return NULL;
+}
+
+/* Load one file (once) and say whether its table has this name. */
+static loaded *try_file(const char *path, const char *name)
+{
+    loaded *l = loaded_path(path);
+    if (!l) {
+        if (n_libraries >= MAX_LIBRARIES)
+            return NULL;
+        l = &libraries[n_libraries++];
+        load_library(l, path);
+    }
+    return l->info.usable && strcmp(l->info.name, name) == 0 ? l : NULL;
+}
+
+/* The library of a name: a --plugin file as given, else in each folder of the
+ * search path only the file named for it (libppbk_NAME.so, or with '_' for
+ * '-'), so asking for one plugin never runs the code of the others there. */
+static loaded *find_library(const char *name)
+{
+    loaded *l = loaded_named(name);
+    if (l)
+        return l;
+    path_list *entries = malloc(sizeof *entries);
+    if (!entries)
+        return NULL;
+    search_entries(entries);
+    char underscored[64];
+    snprintf(underscored, sizeof underscored, "%s", name);
+    for (char *c = underscored; *c; c++)
+        if (*c == '-')
+            *c = '_';
+    for (int i = 0; i < entries->n && !l; i++) {
+        const char *e = entries->items[i];
+        struct stat st;
+        if (stat(e, &st) != 0)
+            continue;
+        if (!S_ISDIR(st.st_mode)) {
+            l = try_file(e, name);
+            continue;
+        }
+        const char *files[2] = {name, underscored};
+        for (int k = 0; k < 2 && !l; k++) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s/libppbk_%s.so", e, files[k]);
+            struct stat fst;
+            if (stat(path, &fst) == 0 && S_ISREG(fst.st_mode))
+                l = try_file(path, name);
+        }
+    }
+    free(entries);
+    return l;
 }
 
 /* Why no library of that name was found: say where we looked and what to do. */

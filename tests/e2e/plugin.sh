@@ -89,6 +89,26 @@ set +e; "$PPB" calibrate "$WORK/plugin-suite.yaml" --plugin "$PLUG" --db "$WORK/
 grep -Eq "^repeatability \(two separate processes\): median run-to-run difference [0-9.]+%, .* over 1 cases$" "$WORK/out" \
   || { cat "$WORK/out" "$WORK/err"; fail "calibrate's separate run did not compare the plugin's case"; }
 
+# Asking for one plugin runs no other library's code: in a folder only the file named for it is
+# loaded (here a neighbour whose constructor would leave a mark). A library or folder others may
+# write to is not loaded at all, unless PPBENCH_TRUST_PLUGINS=1.
+mkdir -p "$WORK/pdir"
+cp "$PLUG/libppbk_example_cpu.so" "$WORK/pdir/"
+printf '#include <stdio.h>\n__attribute__((constructor)) static void mark(void) { FILE *f = fopen("%s", "w"); if (f) fclose(f); }\n' \
+  "$WORK/constructor-ran" >"$WORK/evil.c"
+cc -shared -fPIC -o "$WORK/pdir/libppbk_evil.so" "$WORK/evil.c"
+one=(run "$SRC/suites/smoke.yaml" --db "$WORK/one.db" --impl plugin:example-cpu --backend cpu --no-progress --filter "batch=1,dtype=bf16,head_dim=64,page_size=16")
+expect_rc 0 "$PPB" "${one[@]}" --plugin "$WORK/pdir"
+[ ! -e "$WORK/constructor-ran" ] || fail "another library's constructor ran"
+chmod g+w "$WORK/pdir"
+expect_rc 1 "$PPB" "${one[@]}" --plugin "$WORK/pdir"
+grep -q "not loaded: $WORK/pdir is writable by its group (chmod go-w it)" "$WORK/out" || { cat "$WORK/out"; fail "group-writable folder loaded"; }
+PPBENCH_TRUST_PLUGINS=1 expect_rc 0 "$PPB" "${one[@]}" --plugin "$WORK/pdir"
+chmod g-w "$WORK/pdir"; chmod o+w "$WORK/pdir/libppbk_example_cpu.so"
+expect_rc 1 "$PPB" "${one[@]}" --plugin "$WORK/pdir"
+grep -q "libppbk_example_cpu.so is writable by everyone" "$WORK/out" || { cat "$WORK/out"; fail "world-writable library loaded"; }
+[ ! -e "$WORK/constructor-ran" ] || fail "another library's constructor ran"
+
 # A plugin that never returns: Ctrl-C still ends the run (exit 130), naming it, without --devices.
 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/hang.db" --plugin "$BAD/libppbk_bad_hang.so" --impl plugin:bad-hang \
   --backend cpu --no-progress --filter "batch=1,dtype=bf16,head_dim=64,page_size=16" >"$WORK/out" 2>"$WORK/err" &
