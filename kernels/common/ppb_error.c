@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Messages quote untrusted text (file contents, stored labels) and end on a
@@ -14,14 +15,52 @@ static void one_line(char *msg)
             *p = '?';
 }
 
+/* A message longer than the buffer keeps its start and its end, with " ... "
+ * between: the reason is usually last ("PATH: No space left on device"), so a
+ * very long path in the middle must not push it out. */
+#define KEEP_HEAD 300
+
+static void put_elided(ppb_err *err, const char *text, size_t n)
+{
+    size_t cap = sizeof err->msg - 1;
+    if (n <= cap) {
+        memcpy(err->msg, text, n + 1);
+    } else {
+        static const char gap[] = " ... ";
+        size_t tail = cap - KEEP_HEAD - (sizeof gap - 1);
+        memcpy(err->msg, text, KEEP_HEAD);
+        memcpy(err->msg + KEEP_HEAD, gap, sizeof gap - 1);
+        memcpy(err->msg + KEEP_HEAD + sizeof gap - 1, text + n - tail, tail + 1);
+    }
+    one_line(err->msg);
+}
+
+static void put_formatted(ppb_err *err, const char *fmt, va_list ap)
+{
+    char small[sizeof err->msg * 4];
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n >= 0 && (size_t)n < sizeof small) {
+        put_elided(err, small, (size_t)n);
+    } else {
+        char *big = n > 0 ? malloc((size_t)n + 1) : NULL;
+        if (big && vsnprintf(big, (size_t)n + 1, fmt, again) == n)
+            put_elided(err, big, (size_t)n);
+        else
+            put_elided(err, small, strlen(small)); /* no memory: the start, as before */
+        free(big);
+    }
+    va_end(again);
+}
+
 int ppb_fail(ppb_err *err, int code, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        put_formatted(err, fmt, ap);
         va_end(ap);
-        one_line(err->msg);
     }
     return code;
 }
@@ -36,6 +75,5 @@ void ppb_err_prefix(ppb_err *err, const char *fmt, ...)
     vsnprintf(head, sizeof head, fmt, ap);
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s%s", head, old);
-    one_line(err->msg);
+    ppb_fail(err, 0, "%s%s", head, old);
 }
