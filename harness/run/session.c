@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -392,7 +393,9 @@ int ppb_session_begin_run(ppb_session *s, ppb_store *store, const ppb_suite *sui
                           ppb_err *err)
 {
     memset(r, 0, sizeof *r);
-    snprintf(r->suite_path, sizeof r->suite_path, "%s", suite->path);
+    /* Absolute, so `run --resume` finds the suite from any folder. */
+    char absolute[PATH_MAX];
+    snprintf(r->suite_path, sizeof r->suite_path, "%s", realpath(suite->path, absolute) ? absolute : suite->path);
     snprintf(r->suite_name, sizeof r->suite_name, "%s", suite->name);
     snprintf(r->suite_hash, sizeof r->suite_hash, "%s", suite->hash);
     ppb_git_commit(r->git_commit, sizeof r->git_commit);

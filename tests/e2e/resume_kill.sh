@@ -8,7 +8,11 @@ total=$("$PPB" list "$suite" | wc -l)
 
 expect_rc 0 "$PPB" run "$suite" --db "$WORK/full.db" --no-progress
 
-"$PPB" run "$suite" --db "$WORK/killed.db" --no-progress >/dev/null 2>&1 &
+# Started with a relative suite path from one folder, resumed from another: the run stores the
+# suite's absolute path.
+mkdir -p "$WORK/from" "$WORK/elsewhere"
+cp "$suite" "$WORK/suite.yaml"
+(cd "$WORK/from" && exec "$PPB" run ../suite.yaml --db "$WORK/killed.db" --no-progress) >/dev/null 2>&1 &
 pid=$!
 # wait until some but not all cases are stored, then kill -9
 for _ in $(seq 1 600); do
@@ -23,8 +27,12 @@ stored=$("$PPB" list --db "$WORK/killed.db" | awk 'NR==2 {split($5, a, "/"); pri
 [ "$stored" -lt "$total" ] || fail "nothing left to resume ($stored of $total stored)"
 echo "killed with $stored of $total cases stored"
 
+[ "$(sqlite3 "$WORK/killed.db" "SELECT suite_path FROM runs WHERE id = 1")" = "$WORK/suite.yaml" ] \
+  || fail "the stored suite path is not absolute: $(sqlite3 "$WORK/killed.db" "SELECT suite_path FROM runs")"
+cd "$WORK/elsewhere"
 expect_rc 0 "$PPB" run --resume 1 --db "$WORK/killed.db" --no-progress
 expect_rc 3 "$PPB" run --resume 1 --db "$WORK/killed.db" --no-progress   # already complete
+cd "$WORK"
 
 keys() { "$PPB" export 1 --db "$1" --format csv | "$PY" -c '
 import csv, sys
