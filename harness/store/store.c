@@ -684,10 +684,14 @@ int ppb_store_open_at_version(ppb_store **out, const char *path, int target, ppb
     sqlite3_finalize(stmt);
     int in_memory = strcmp(path, ":memory:") == 0 && strcmp(mode, "memory") == 0;
     if (strcmp(mode, "wal") != 0 && !in_memory) {
-        rc = ppb_fail(err, PPB_EIO,
-                      "%s: cannot switch to WAL journal mode (got '%s': %s); use a local file "
-                      "system",
-                      path, mode, sqlite3_errmsg(s->db));
+        /* An empty answer is a failed write (no space, a file size limit): the
+         * advice about file systems is for a mode the file system refused. */
+        int write_failed = !mode[0];
+        rc = ppb_fail(err, PPB_EIO, "%s: cannot switch to WAL journal mode (got '%s': %s); %s", path, mode,
+                      sqlite3_errmsg(s->db),
+                      write_failed ? "writing beside the database failed: check the free space and any file size "
+                                     "limit (ulimit -f) where it lives"
+                                   : "the file system does not support it: use a local file system");
         goto fail;
     }
     if ((rc = exec_sql(s, "PRAGMA synchronous = NORMAL", "setting synchronous", err)) != PPB_OK)

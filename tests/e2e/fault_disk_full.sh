@@ -16,6 +16,15 @@ full_run() {
     "$PPB" run "$FAULT_SUITE" --db "$1" --no-progress
 }
 
+# No room at all: the database cannot even start its journal; the advice is about space, not about
+# the file system.
+# (through a pipe: the file size limit would stop the message too if stderr were a file)
+set +e; full_run "$WORK/full_0.db" 0 2>&1 | cat >"$WORK/err"; rc=${PIPESTATUS[0]}; set -e
+[ "$rc" = 4 ] || { cat "$WORK/err"; fail "no room: exit $rc, expected 4"; }
+grep -q "cannot switch to WAL journal mode .*; writing beside the database failed: check the free space" "$WORK/err" \
+  || { cat "$WORK/err"; fail "no room: misleading advice"; }
+! grep -q "use a local file system" "$WORK/err" || fail "no room: file system advice"
+
 mid=0
 for kib in 60 300 600 900; do
   db="$WORK/full_$kib.db"
