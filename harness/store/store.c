@@ -31,6 +31,7 @@
 
 #include "doc_text.h"
 #include "grow.h"
+#include "hash.h"
 
 /* UPSERT needs 3.24; checkpoint-on-close control 3.16; the JSON functions must
  * be compiled in (they are by default, and built in from 3.38). RETURNING
@@ -1094,19 +1095,60 @@ static int upsert_case(ppb_store *s, const ppb_case *c, int64_t *case_id, ppb_er
     return rc;
 }
 
+/* ---- the row check ------------------------------------------------------------
+ * FNV-1a over a result as stored: every value in a fixed 8-byte form (integers
+ * as int64, reals as their bits, NaN as one pattern since SQLite stores it as
+ * NULL), texts with their terminating NUL. Computed from the values written and
+ * again from the values read back, which must agree. */
+static uint64_t hash_i64(uint64_t h, long long v)
+{
+    int64_t x = v;
+    return ppb_fnv1a64_update(h, &x, sizeof x);
+}
+
+static uint64_t hash_real(uint64_t h, double v)
+{
+    uint64_t bits = 0x7ff8000000000000ULL; /* every NaN alike */
+    if (!isnan(v))
+        memcpy(&bits, &v, sizeof bits);
+    return ppb_fnv1a64_update(h, &bits, sizeof bits);
+}
+
+#define hash_INT hash_i64
+#define hash_LONG hash_i64
+#define hash_LLONG hash_i64
+#define hash_REAL hash_real
+
+static void row_check(const char *key, double weight, const char *status, const ppb_result *r, char out[17])
+{
+    uint64_t h = ppb_fnv1a64_update(PPB_FNV1A64_OFFSET, key, strlen(key) + 1);
+    h = hash_real(h, weight);
+    h = ppb_fnv1a64_update(h, status, strlen(status) + 1);
+    h = ppb_fnv1a64_update(h, r->reason, strlen(r->reason) + 1);
+#define HASH_RESULT_COLUMN(type, col, member) h = hash_##type(h, r->member);
+    RESULT_COLUMNS(HASH_RESULT_COLUMN)
+#undef HASH_RESULT_COLUMN
+    for (int k = 0; k < r->n_samples && r->samples_ms; k++)
+        h = hash_real(h, r->samples_ms[k]);
+    ppb_fnv1a64_hex(h, out);
+}
+
 static int insert_result(ppb_store *s, int64_t run_id, int64_t case_id, const ppb_case *c,
                          const ppb_result *r, int64_t *result_id, ppb_err *err)
 {
     static const char sql[] =
-        "INSERT INTO results(run_id, case_id, weight, status, reason"
+        "INSERT INTO results(run_id, case_id, weight, status, reason, row_check"
         RESULT_COLUMNS(RESULT_NAME_LIST) ")"
-        " VALUES(:run_id, :case_id, :weight, :status, :reason"
+        " VALUES(:run_id, :case_id, :weight, :status, :reason, :row_check"
         RESULT_COLUMNS(RESULT_PARAM_LIST) ")";
+    char check[17];
+    row_check(c->key, c->weight, ppb_status_name(r->status), r, check);
 #define RESULT_PARAM(type, col, member) , P_##type(":" #col, r->member)
     int rc = exec_stmt(s, sql,
                        PARAMS(P_INT(":run_id", run_id), P_INT(":case_id", case_id),
                               P_REAL(":weight", c->weight), P_TEXT(":status", ppb_status_name(r->status)),
-                              P_TEXTN(":reason", r->reason) RESULT_COLUMNS(RESULT_PARAM)),
+                              P_TEXTN(":reason", r->reason), P_TEXT(":row_check", check)
+                                  RESULT_COLUMNS(RESULT_PARAM)),
                        "storing a result", err);
 #undef RESULT_PARAM
     if (rc == PPB_OK)
@@ -1229,12 +1271,19 @@ static int result_row(sqlite3_stmt *stmt, void *arg)
         return ppb_fail(w->err, PPB_EFAIL, "%s: result %lld has unknown status '%s'", s->path,
                         (long long)result_id, status ? status : "");
     copy_column_text(stmt, 4, w->res.reason, sizeof w->res.reason);
-    int col = 5;
+    char stored_check[17] = "", check[17];
+    copy_column_text(stmt, 5, stored_check, sizeof stored_check);
+    int col = 6;
 #define READ_RESULT_COLUMN(type, column, member) read_##type(stmt, col++, &w->res.member);
     RESULT_COLUMNS(READ_RESULT_COLUMN)
 #undef READ_RESULT_COLUMN
     if ((rc = read_samples(s, w->samples, result_id, &w->res, w->err)) != PPB_OK)
         return rc;
+    row_check(key, c.weight, ppb_status_name(w->res.status), &w->res, check);
+    if (stored_check[0] && strcmp(stored_check, check) != 0)
+        return ppb_fail(w->err, PPB_EFAIL, "%s: result %lld (%s) was changed after ppbench wrote it (its row check "
+                        "no longer matches): the database was edited or damaged outside ppbench",
+                        s->path, (long long)result_id, key);
     rc = w->fn(w->ctx, &c, &w->res);
     ppb_result_free(&w->res);
     return rc;
@@ -1244,7 +1293,7 @@ int ppb_store_each_result(ppb_store *s, int64_t run_id, ppb_result_visitor fn, v
                           ppb_err *err)
 {
     static const char sql[] =
-        "SELECT r.id, c.key, r.weight, r.status, r.reason" RESULT_COLUMNS(RESULT_SELECT_LIST)
+        "SELECT r.id, c.key, r.weight, r.status, r.reason, r.row_check" RESULT_COLUMNS(RESULT_SELECT_LIST)
         " FROM results r JOIN cases c ON c.id = r.case_id"
         " WHERE r.run_id = :run_id ORDER BY r.id";
     int rc = run_exists(s, run_id, err);

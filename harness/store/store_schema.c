@@ -218,6 +218,12 @@ static const char schema_v9[] = "ALTER TABLE runs ADD COLUMN store_ms REAL NOT N
  * what the harness does per case. Earlier runs have 0. */
 static const char schema_v10[] = "ALTER TABLE runs ADD COLUMN open_ms REAL NOT NULL DEFAULT 0;";
 
+/* Version 11: a checksum of each result row as written (its case key, weight,
+ * status, reason, every result column and its samples), checked whenever the
+ * row is read, so a value changed in place outside ppbench is an error, not a
+ * different result. Earlier rows have NULL: they are read unchecked. */
+static const char schema_v11[] = "ALTER TABLE results ADD COLUMN row_check TEXT;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -229,6 +235,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {8, "the time of each case's phases", schema_v8},
     {9, "the time spent storing results", schema_v9},
     {10, "the time spent opening the device", schema_v10},
+    {11, "a checksum of each result row", schema_v11},
 };
 
 const int ppb_store_migration_count =

@@ -53,6 +53,21 @@ done
 try_all "$WORK/middle.db" middle
 grep -q "is damaged (SQLite quick_check" "$WORK/err" || fail "middle: the damage is not named: $(cat "$WORK/err")"
 
+# A cell overwritten in place with a valid value (an edited median, a changed sample): SQLite sees a
+# healthy file, the row check does not. Reading the run fails naming the result; a row marked as
+# rewritten on purpose (row_check = NULL, as tests that fabricate histories do) is read unchecked.
+for edit in "UPDATE results SET median_ms = median_ms * 0.5 WHERE id = 2" \
+            "UPDATE samples SET ms = ms * 0.5 WHERE result_id = 3 AND idx = 0" \
+            "UPDATE results SET reason = 'fine' WHERE id = 4"; do
+  cp "$WORK/good.db" "$WORK/edited.db"
+  sqlite3 "$WORK/edited.db" "$edit"
+  expect_rc 4 "$PPB" show 1 --db "$WORK/edited.db"
+  grep -q "was changed after ppbench wrote it (its row check no longer matches)" "$WORK/err" \
+    || { cat "$WORK/err"; fail "'$edit' not detected"; }
+done
+sqlite3 "$WORK/edited.db" "UPDATE results SET row_check = NULL WHERE id = 4"
+expect_rc 0 "$PPB" show 1 --db "$WORK/edited.db"
+
 # the intact copy works, so the refusals above come from the damage
 expect_rc 0 "$PPB" list --db "$WORK/good.db"
 echo "fault_corrupt: ok"

@@ -106,8 +106,8 @@ T="$WORK/trend.db"
 for i in $(seq 1 8); do
   "$PPB" run "$SRC/suites/smoke.yaml" --db "$T" --filter "dtype=bf16,head_dim=64,batch=1,page_size=16,sliding_window=0" --no-progress >/dev/null 2>&1
 done
-sqlite3 "$T" "UPDATE results SET median_ms = 1.0 + 0.001 * (run_id % 3) WHERE run_id <= 5;
-              UPDATE results SET median_ms = 1.3 + 0.001 * (run_id % 3) WHERE run_id > 5;"
+sqlite3 "$T" "UPDATE results SET row_check = NULL, median_ms = 1.0 + 0.001 * (run_id % 3) WHERE run_id <= 5;
+              UPDATE results SET row_check = NULL, median_ms = 1.3 + 0.001 * (run_id % 3) WHERE run_id > 5;"
 expect_rc 12 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$T"
 grep -q "^regression" "$WORK/out" || fail "step not reported as a regression"
 grep -qE "^regression +\+30\.[0-9]%.* 6 " "$WORK/out" || { cat "$WORK/out"; fail "first run of the step not named as run 6"; }
@@ -126,15 +126,15 @@ assert md.startswith("### ppbench trend: smoke: REGRESSION"), md[:60]
 assert md.count("\n| regression |") == len(reg)
 PY
 grep -q "^regression" "$WORK/err" || fail "with --json -, the table did not go to stderr"
-sqlite3 "$T" "UPDATE results SET median_ms = 1.0 + 0.001 * (run_id % 3) WHERE run_id < 8;
-              UPDATE results SET median_ms = 2.0 WHERE run_id = 8;"
+sqlite3 "$T" "UPDATE results SET row_check = NULL, median_ms = 1.0 + 0.001 * (run_id % 3) WHERE run_id < 8;
+              UPDATE results SET row_check = NULL, median_ms = 2.0 WHERE run_id = 8;"
 expect_rc 0 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$T"
 grep -q "^outlier" "$WORK/out" || { cat "$WORK/out"; fail "one slow night not reported as an outlier"; }
 # Baselines from another database (issue: baselines over HTTP; file:// here,
 # http in push_failures.sh's server tests): runs 1-5 live only in the baseline.
 sqlite3 "$T" "UPDATE runs SET started_at = printf('2026-11-%02dT00:00:00Z', id);
-              UPDATE results SET median_ms = 1.0 + 0.001 * (run_id % 3) WHERE run_id <= 5;
-              UPDATE results SET median_ms = 1.3 + 0.001 * (run_id % 3) WHERE run_id > 5;"
+              UPDATE results SET row_check = NULL, median_ms = 1.0 + 0.001 * (run_id % 3) WHERE run_id <= 5;
+              UPDATE results SET row_check = NULL, median_ms = 1.3 + 0.001 * (run_id % 3) WHERE run_id > 5;"
 cp "$T" "$WORK/recent.db"
 sqlite3 "$WORK/recent.db" "PRAGMA foreign_keys=ON; DELETE FROM runs WHERE id <= 5;"
 expect_rc 0 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$WORK/recent.db"   # 3 runs: too short a history

@@ -14,7 +14,7 @@ grep -q "expected run, proposal or calibrate" "$WORK/err" || fail "--kind nightl
 
 # compare before any history: INCONCLUSIVE (11), never REJECT, whatever the change
 run; run
-sqlite3 "$PPBENCH_DB" "UPDATE results SET median_ms = median_ms * 3 WHERE run_id = 2"
+sqlite3 "$PPBENCH_DB" "UPDATE results SET row_check = NULL, median_ms = median_ms * 3 WHERE run_id = 2"
 expect_rc 11 "$PPB" compare 1 2
 grep -q "INCONCLUSIVE: case .* has fewer than 5 plain runs of history" "$WORK/out" \
   || { cat "$WORK/out"; fail "no history reason"; }
@@ -28,8 +28,8 @@ grep -q "kind calibrate" "$WORK/out" || fail "show does not print the kind"
 expect_rc 0 "$PPB" list
 [ "$(grep -c ' calibrate ' "$WORK/out")" -eq 2 ] || { cat "$WORK/out"; fail "list does not print the kinds"; }
 sqlite3 "$PPBENCH_DB" "UPDATE runs SET started_at = printf('2026-11-%02dT00:00:00Z', id);
-  UPDATE results SET median_ms = 1.0 + 0.001 * (run_id % 3) WHERE run_id <= 8;
-  UPDATE results SET median_ms = 0.6 WHERE run_id > 8;"
+  UPDATE results SET row_check = NULL, median_ms = 1.0 + 0.001 * (run_id % 3) WHERE run_id <= 8;
+  UPDATE results SET row_check = NULL, median_ms = 0.6 WHERE run_id > 8;"
 expect_rc 0 "$PPB" trend "$SRC/suites/smoke.yaml"
 grep -q "latest run 8 against its history" "$WORK/out" || { cat "$WORK/out"; fail "trend judged a calibrate run"; }
 grep -qE "^(improvement|outlier)" "$WORK/out" && { cat "$WORK/out"; fail "a calibrate run entered the trend"; }
@@ -44,7 +44,7 @@ expect_rc 2 "$PPB" trend smoke --kinds run --all-kinds
 
 # the suite's trend: thresholds: a 3% step of a quiet case alerts at the 2%
 # default floor, not under a suite floor of 5%
-sqlite3 "$PPBENCH_DB" "UPDATE results SET median_ms = 1.03 + 0.0001 * (run_id % 3) WHERE run_id IN (7, 8)"
+sqlite3 "$PPBENCH_DB" "UPDATE results SET row_check = NULL, median_ms = 1.03 + 0.0001 * (run_id % 3) WHERE run_id IN (7, 8)"
 expect_rc 12 "$PPB" trend "$SRC/suites/smoke.yaml"
 grep -q "threshold 2.00% (floor" "$WORK/out" || { cat "$WORK/out"; fail "the threshold is not named"; }
 { cat "$SRC/suites/smoke.yaml"; echo "trend: {min_change_floor: 0.05}"; } > "$WORK/smoke-5.yaml"
@@ -61,9 +61,9 @@ grep -q "trend.groups\[0\]" "$WORK/err" || { cat "$WORK/err"; fail "bad trend gr
 
 # compare, history of 8 plain runs (calibrate runs left out: their wild medians
 # would hide the step below): run-to-run noise about 5%
-sqlite3 "$PPBENCH_DB" "UPDATE results SET median_ms = 1.0 * (CASE run_id % 4 WHEN 0 THEN 1.0 WHEN 1 THEN 1.09
+sqlite3 "$PPBENCH_DB" "UPDATE results SET row_check = NULL, median_ms = 1.0 * (CASE run_id % 4 WHEN 0 THEN 1.0 WHEN 1 THEN 1.09
     WHEN 2 THEN 0.96 ELSE 1.05 END) WHERE run_id <= 8;
-  UPDATE results SET median_ms = 5.0 WHERE run_id = 9; UPDATE results SET median_ms = 0.1 WHERE run_id = 10;"
+  UPDATE results SET row_check = NULL, median_ms = 5.0 WHERE run_id = 9; UPDATE results SET row_check = NULL, median_ms = 0.1 WHERE run_id = 10;"
 # A/A within the noise: run 12 is run 11, 8% slower, to the last sample, so a
 # within-run interval is tight around +8% and would REJECT
 run; run
@@ -72,15 +72,15 @@ sqlite3 "$PPBENCH_DB" "PRAGMA foreign_keys=ON;
   INSERT INTO samples(result_id, idx, ms) SELECT r12.id, s.idx, s.ms * 1.08 FROM results r11
     JOIN results r12 ON r12.case_id = r11.case_id AND r12.run_id = 12 JOIN samples s ON s.result_id = r11.id
     WHERE r11.run_id = 11;
-  UPDATE results SET n_samples = (SELECT r11.n_samples FROM results r11 WHERE r11.run_id = 11
+  UPDATE results SET row_check = NULL, n_samples = (SELECT r11.n_samples FROM results r11 WHERE r11.run_id = 11
     AND r11.case_id = results.case_id) WHERE run_id = 12;
-  UPDATE results SET median_ms = 1.0 WHERE run_id = 11; UPDATE results SET median_ms = 1.08 WHERE run_id = 12;"
+  UPDATE results SET row_check = NULL, median_ms = 1.0 WHERE run_id = 11; UPDATE results SET row_check = NULL, median_ms = 1.08 WHERE run_id = 12;"
 set +e; "$PPB" compare 11 12 >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
 [ "$rc" -eq 11 ] || { cat "$WORK/out" "$WORK/err"; fail "A/A within the run-to-run noise: exit $rc, expected 11"; }
 grep -q "note: separate runs" "$WORK/out" || fail "compare does not say how it judged"
 # a step beyond the noise: quiet history, 50% slower -> REJECT (10)
-sqlite3 "$PPBENCH_DB" "UPDATE results SET median_ms = 1.0 + 0.002 * (run_id % 3) WHERE run_id <= 8;
-  UPDATE results SET median_ms = 1.5 WHERE run_id = 12;"
+sqlite3 "$PPBENCH_DB" "UPDATE results SET row_check = NULL, median_ms = 1.0 + 0.002 * (run_id % 3) WHERE run_id <= 8;
+  UPDATE results SET row_check = NULL, median_ms = 1.5 WHERE run_id = 12;"
 expect_rc 10 "$PPB" compare 11 12
 grep -q "REJECT: case .*(run-to-run noise" "$WORK/out" || { cat "$WORK/out"; fail "step not rejected on its noise"; }
 # the same against a copy of the database as baseline: the same runs count once
