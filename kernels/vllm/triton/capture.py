@@ -247,8 +247,27 @@ class Platform:
 
 # ---------------------------------------------------------------- loading a tree's module
 
+def exec_file_with(src, modules, name):
+    """Execute the Python file `src` as a module named `name`, with `modules`
+    standing in sys.modules while it runs only (restored after), so nothing
+    else ever mistakes a stand-in for the real package."""
+    saved = {n: sys.modules.get(n) for n in modules}
+    sys.modules.update(modules)
+    try:
+        spec = importlib.util.spec_from_file_location(name, src)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        for n, m in saved.items():
+            if m is None:
+                sys.modules.pop(n, None)
+            else:
+                sys.modules[n] = m
+
+
 def load_module(src, cc, launches):
-    """Execute the kernel file with the stand-ins in sys.modules (restored after)."""
+    """Execute the kernel file with the stand-ins."""
     triton, tl = _triton_stub(launches)
     platforms = types.ModuleType("vllm.platforms")
     platforms.current_platform = Platform(cc)
@@ -258,24 +277,14 @@ def load_module(src, cc, launches):
     vllm.platforms, vllm.triton_utils = platforms, triton_utils
     stubs = {"torch": _torch_stub(), "triton": triton, "triton.language": tl, "vllm": vllm,
              "vllm.platforms": platforms, "vllm.triton_utils": triton_utils}
-    saved = {n: sys.modules.get(n) for n in stubs}
-    sys.modules.update(stubs)
     try:
-        spec = importlib.util.spec_from_file_location("ppbk_capture_" + Path(src).stem, src)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+        mod = exec_file_with(src, stubs, "ppbk_capture_" + Path(src).stem)
     except CaptureError:
         raise
     except ImportError as e:
         raise CaptureError(f"{src} imports {e.name or e}, which ppbench does not stand in for")
     except Exception as e:
         raise CaptureError(f"{src}: loading it failed: {type(e).__name__}: {e}")
-    finally:
-        for n, m in saved.items():
-            if m is None:
-                sys.modules.pop(n, None)
-            else:
-                sys.modules[n] = m
     return mod, tl
 
 

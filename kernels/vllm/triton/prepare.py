@@ -214,9 +214,7 @@ def import_kernel_module(src, platform):
     module needs `vllm.platforms.current_platform` (and, from 0.8, the
     `vllm.triton_utils` re-export of Triton) at load, and torch only for
     dtypes and decorators, stood in for when it is not installed (capture.py).
-    tests/gpu/timing_fidelity.py passes a `platform` that answers from torch.
-    The stand-ins live in sys.modules while the file executes only, so Triton
-    never mistakes them for the real packages."""
+    tests/gpu/timing_fidelity.py passes a `platform` that answers from torch."""
     import triton
     import triton.language as tl
     stubs = {"vllm": types.ModuleType("vllm"), "vllm.platforms": types.ModuleType("vllm.platforms"),
@@ -226,19 +224,7 @@ def import_kernel_module(src, platform):
     stubs["vllm"].platforms, stubs["vllm"].triton_utils = stubs["vllm.platforms"], stubs["vllm.triton_utils"]
     if importlib.util.find_spec("torch") is None:
         stubs["torch"] = capture._torch_stub()
-    saved = {name: sys.modules.get(name) for name in stubs}
-    sys.modules.update(stubs)
-    try:
-        spec = importlib.util.spec_from_file_location("ppbk_vllm_prefix_prefill", src)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        for name, m in saved.items():
-            if m is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = m
-    return mod
+    return capture.exec_file_with(src, stubs, "ppbk_vllm_prefix_prefill")
 
 
 def _worker_init(src, target_spec, cache_dir):

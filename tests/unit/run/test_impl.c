@@ -188,22 +188,29 @@ static const ppb_impl_info *find_info(const ppb_impl_info *infos, int n, const c
     return NULL;
 }
 
-static void test_example_plugin_is_listed_with_its_table(void **state)
+/* The listing of one library after adding the folder of $dir_env to the search path. */
+static ppb_impl_info scanned(const char *dir_env, const char *file)
 {
-    (void)state;
-    ppb_impl_add_search_path(env_dir("PPB_PLUGIN_DIR"));
+    ppb_impl_add_search_path(env_dir(dir_env));
     ppb_impl_info *infos = NULL;
     int n = 0;
     ppb_err err;
     assert_int_equal(ppb_impl_scan(&infos, &n, &err), PPB_OK);
-    const ppb_impl_info *f = find_info(infos, n, "/libppbk_example_cpu.so");
-    assert_true(f->usable);
-    assert_string_equal(f->name, "example-cpu");
-    assert_int_equal(f->abi_version, PPBK_ABI_VERSION);
-    assert_int_equal(f->backends, PPBK_BACKEND_CPU);
-    assert_true(f->has_prefill && f->has_decode_v1 && f->has_decode_v2);
-    assert_int_equal(strlen(f->checksum), 16);
+    ppb_impl_info f = *find_info(infos, n, file);
     free(infos);
+    return f;
+}
+
+static void test_example_plugin_is_listed_with_its_table(void **state)
+{
+    (void)state;
+    ppb_impl_info f = scanned("PPB_PLUGIN_DIR", "/libppbk_example_cpu.so");
+    assert_true(f.usable);
+    assert_string_equal(f.name, "example-cpu");
+    assert_int_equal(f.abi_version, PPBK_ABI_VERSION);
+    assert_int_equal(f.backends, PPBK_BACKEND_CPU);
+    assert_true(f.has_prefill && f.has_decode_v1 && f.has_decode_v2);
+    assert_int_equal(strlen(f.checksum), 16);
 }
 
 static void test_each_broken_library_says_why(void **state)
@@ -256,15 +263,10 @@ static void test_unterminated_plugin_message_is_bounded(void **state)
 static void test_plugin_strings_and_resources_are_checked(void **state)
 {
     (void)state;
-    ppb_impl_add_search_path(env_dir("PPB_BAD_PLUGIN_DIR"));
-    ppb_impl_info *infos = NULL;
-    int n = 0;
+    ppb_impl_info f = scanned("PPB_BAD_PLUGIN_DIR", "/libppbk_bad_resources.so");
+    assert_true(f.usable);
+    assert_string_equal(f.version, "1?]0;owned??2");
     ppb_err err;
-    assert_int_equal(ppb_impl_scan(&infos, &n, &err), PPB_OK);
-    const ppb_impl_info *f = find_info(infos, n, "/libppbk_bad_resources.so");
-    assert_true(f->usable);
-    assert_string_equal(f->version, "1?]0;owned??2");
-    free(infos);
     int v;
     ppb_case c = prefill_case();
     assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, "plugin:bad-resources", &v, &err), PPB_OK);
