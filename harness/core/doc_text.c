@@ -39,6 +39,27 @@ void ppb_json_number(FILE *out, double v)
     fputs(buf, out);
 }
 
+void ppb_format_fixed(char *buf, size_t len, double v, int decimals)
+{
+    if (isnan(v))
+        snprintf(buf, len, "nan");
+    else if (isinf(v))
+        snprintf(buf, len, v > 0 ? "inf" : "-inf");
+    else if (fabs(v) < 1e5)
+        snprintf(buf, len, "%.*f", decimals, v);
+    else
+        snprintf(buf, len, "%.3g", v);
+}
+
+void ppb_format_interval(char *buf, size_t len, double r, double lo, double hi)
+{
+    char a[32], b[32], c[32];
+    ppb_format_fixed(a, sizeof a, r, 4);
+    ppb_format_fixed(b, sizeof b, lo, 4);
+    ppb_format_fixed(c, sizeof c, hi, 4);
+    snprintf(buf, len, "%s [%s, %s]", a, b, c);
+}
+
 void ppb_md_text(FILE *out, const char *s)
 {
     for (; *s; s++) {

@@ -9,6 +9,13 @@
 
 /* Shortest decimal text that reads back as exactly x (at most 17 digits). */
 void ppb_format_double_exact(double x, char *buf, size_t cap);
+/* A number for people, in a bounded width: "%.*f" while |v| < 1e5, else
+ * three significant digits ("1.23e+200"), and "inf", "-inf" or "nan", so a
+ * degenerate interval cannot print hundreds of digits or push the rest of a
+ * line out of its buffer. */
+void ppb_format_fixed(char *buf, size_t len, double v, int decimals);
+/* A time ratio and its interval, "R [LO, HI]", each as ppb_format_fixed(.., 4). */
+void ppb_format_interval(char *buf, size_t len, double r, double lo, double hi);
 /* RFC 8259: quote, backslash and control characters escaped. */
 void ppb_json_string(FILE *out, const char *s);
 /* Exact, or null for NaN and infinities (JSON has neither). */

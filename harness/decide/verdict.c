@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doc_text.h"
 #include "sequential.h"
 
 /* Hint cap: more samples than this per side is "not within any budget". */
@@ -121,17 +122,17 @@ static double pct(double fraction)
  * direction of the estimate, its interval in the same terms. */
 static void describe_ratio(char *buf, size_t size, double r, double lo, double hi, int bounded)
 {
-    if (r >= 1) {
-        if (bounded)
-            snprintf(buf, size, "%.1f%% slower [%.1f%%, %.1f%%]", pct(r - 1), pct(lo - 1), pct(hi - 1));
-        else
-            snprintf(buf, size, "%.1f%% slower (no interval yet)", pct(r - 1));
-    } else {
-        if (bounded)
-            snprintf(buf, size, "%.1f%% faster [%.1f%%, %.1f%%]", pct(1 / r - 1), pct(1 / hi - 1), pct(1 / lo - 1));
-        else
-            snprintf(buf, size, "%.1f%% faster (no interval yet)", pct(1 / r - 1));
-    }
+    /* "x% slower [a%, b%]" or "x% faster [a%, b%]": the faster side as speedups */
+    int slower = r >= 1;
+    double mid = slower ? r - 1 : 1 / r - 1, a = slower ? lo - 1 : 1 / hi - 1, b = slower ? hi - 1 : 1 / lo - 1;
+    char m[32], pa[32], pb[32];
+    ppb_format_fixed(m, sizeof m, pct(mid), 1);
+    ppb_format_fixed(pa, sizeof pa, pct(a), 1);
+    ppb_format_fixed(pb, sizeof pb, pct(b), 1);
+    if (bounded)
+        snprintf(buf, size, "%s%% %s [%s%%, %s%%]", m, slower ? "slower" : "faster", pa, pb);
+    else
+        snprintf(buf, size, "%s%% %s (no interval yet)", m, slower ? "slower" : "faster");
 }
 
 static const char *plural(int n) { return n == 1 ? "" : "s"; }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "doc_text.h"
 #include "files.h"
 #include "grow.h"
 #include "provenance.h"
@@ -728,12 +729,13 @@ static void decide_proposal(rp_report *r)
         r->reasons[--n] = '\0';
     if (!r->reasons[0])
         add_line(r->reasons, sizeof r->reasons, "%s: (no reasons stored)", r->verdict);
-    if (isfinite(r->proposal.geomean_ratio))
-        add_line(r->reasons, sizeof r->reasons,
-                 "note: weighted geometric mean of candidate/baseline time %.4f [%.4f, %.4f] "
-                 "(%+.2f%%)",
-                 r->proposal.geomean_ratio, r->proposal.geomean_lo, r->proposal.geomean_hi,
-                 (r->proposal.geomean_ratio - 1) * 100);
+    if (isfinite(r->proposal.geomean_ratio)) {
+        char iv[120];
+        ppb_format_interval(iv, sizeof iv, r->proposal.geomean_ratio, r->proposal.geomean_lo,
+                            r->proposal.geomean_hi);
+        add_line(r->reasons, sizeof r->reasons, "note: weighted geometric mean of candidate/baseline time %s "
+                 "(%+.2f%%)", iv, (r->proposal.geomean_ratio - 1) * 100);
+    }
     if (r->have_run && strcmp(r->run.backend, "cpu") == 0)
         add_line(r->reasons, sizeof r->reasons,
                  "note: CPU backend: these are CPU timings and say nothing about a GPU");
@@ -876,10 +878,11 @@ static void worst_proposal(const rp_report *r, ppb_report_outcome *out)
             break;
         used[best] = 1;
         const ppb_proposal_case *c = &r->pcases[best];
+        char iv[120];
+        ppb_format_interval(iv, sizeof iv, c->ratio, c->ratio_lo, c->ratio_hi);
         if (strcmp(c->state, "compared") == 0)
-            snprintf(out->worst[out->n_worst++], sizeof out->worst[0],
-                     "#%d %-10s ratio %.4f [%.4f, %.4f]: %s", best + 1, c->cls[0] ? c->cls : "-",
-                     c->ratio, c->ratio_lo, c->ratio_hi, c->candidate_key);
+            snprintf(out->worst[out->n_worst++], sizeof out->worst[0], "#%d %-10s ratio %s: %s", best + 1,
+                     c->cls[0] ? c->cls : "-", iv, c->candidate_key);
         else
             snprintf(out->worst[out->n_worst++], sizeof out->worst[0], "#%d %-10s %s", best + 1,
                      c->state, c->candidate_key);

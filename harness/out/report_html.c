@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doc_text.h"
 #include "files.h"
 #include "html.h"
 #include "report_assets.h"
@@ -529,11 +530,12 @@ static void proposal_section(page *p)
     ppb_html_markup(h, "</dd>");
     ppb_html_element(h, "dt", "geometric mean");
     ppb_html_markup(h, "<dd>");
-    if (isfinite(pr->geomean_ratio))
-        ppb_html_textf(h, "candidate/baseline time %.4f [%.4f, %.4f]: %s by %.2f%%",
-                       pr->geomean_ratio, pr->geomean_lo, pr->geomean_hi,
-                       pr->geomean_ratio <= 1 ? "faster" : "slower",
-                       fabs(pr->geomean_ratio - 1) * 100);
+    if (isfinite(pr->geomean_ratio)) {
+        char iv[120];
+        ppb_format_interval(iv, sizeof iv, pr->geomean_ratio, pr->geomean_lo, pr->geomean_hi);
+        ppb_html_textf(h, "candidate/baseline time %s: %s by %.2f%%", iv,
+                       pr->geomean_ratio <= 1 ? "faster" : "slower", fabs(pr->geomean_ratio - 1) * 100);
+    }
     else
         ppb_html_text(h, "none (no compared case)");
     ppb_html_markup(h, "</dd>");
@@ -562,10 +564,15 @@ static void proposal_section(page *p)
         ppb_html_markup(h, "</td>");
         td_badge(h, c->state);
         td_badge(h, c->cls);
-        td_num(h, "%.4f", c->ratio);
+        char iv[120];
+        ppb_format_interval(iv, sizeof iv, c->ratio, c->ratio_lo, c->ratio_hi);
+        char *bounds = strchr(iv, ' '); /* "R [LO, HI]": the ratio, then its interval */
+        *bounds++ = '\0';
         ppb_html_markup(h, "<td class=\"num\">");
+        ppb_html_text(h, isfinite(c->ratio) ? iv : "-");
+        ppb_html_markup(h, "</td><td class=\"num\">");
         if (isfinite(c->ratio_lo) && isfinite(c->ratio_hi))
-            ppb_html_textf(h, "[%.4f, %.4f]", c->ratio_lo, c->ratio_hi);
+            ppb_html_text(h, bounds);
         else
             ppb_html_text(h, "-");
         ppb_html_markup(h, "</td>");

@@ -68,12 +68,16 @@ int ppb_print_results(ppb_store *s, int64_t run_id, FILE *out, ppb_status_counts
 
 static void print_interval(FILE *out, double r, double lo, double hi)
 {
+    char a[32], b[32], c[32];
+    ppb_format_fixed(a, sizeof a, r, 4);
+    ppb_format_fixed(b, sizeof b, lo, 4);
+    ppb_format_fixed(c, sizeof c, hi, 4);
     if (isnan(r))
         fprintf(out, "%-26s", "-");
     else if (isfinite(lo) && isfinite(hi))
-        fprintf(out, "%7.4f [%7.4f, %7.4f]", r, lo, hi);
+        fprintf(out, "%7s [%7s, %7s]", a, b, c);
     else
-        fprintf(out, "%7.4f [ unbounded       ]", r);
+        fprintf(out, "%7s [ unbounded       ]", a);
 }
 
 static int print_proposal_case(void *ctx, const ppb_proposal_case *c)

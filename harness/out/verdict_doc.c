@@ -9,8 +9,12 @@ static void md_ratio(FILE *out, double r, double lo, double hi)
 {
     if (isnan(r))
         fputs("- | -", out);
-    else
-        fprintf(out, "%.4f | [%.4f, %.4f]", r, lo, hi);
+    else {
+        char iv[120];
+        ppb_format_interval(iv, sizeof iv, r, lo, hi);
+        char *gap = strchr(iv, ' '); /* "R [LO, HI]" -> "R | [LO, HI]" */
+        fprintf(out, "%.*s | %s", (int)(gap - iv), iv, gap + 1);
+    }
 }
 
 static int md_case(void *ctx, const ppb_proposal_case *c)
@@ -39,9 +43,11 @@ int ppb_verdict_markdown(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *
     if (rec.target[0])
         fprintf(out, ", target %s", rec.target);
     fputs(".\n", out);
-    if (!isnan(rec.geomean_ratio))
-        fprintf(out, "Weighted geometric mean of candidate / baseline time: **%.4f** [%.4f, %.4f].\n",
-                rec.geomean_ratio, rec.geomean_lo, rec.geomean_hi);
+    if (!isnan(rec.geomean_ratio)) {
+        char iv[120];
+        ppb_format_interval(iv, sizeof iv, rec.geomean_ratio, rec.geomean_lo, rec.geomean_hi);
+        fprintf(out, "Weighted geometric mean of candidate / baseline time: %s.\n", iv);
+    }
     fputs("\n| state | class | time ratio | interval | candidate case |\n| --- | --- | --- | --- | --- |\n", out);
     if ((rc = ppb_store_each_proposal_case(s, proposal_id, md_case, out, err)))
         return rc;

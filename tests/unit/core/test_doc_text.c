@@ -45,11 +45,32 @@ static void test_markdown_code_spans_stay_closed(void **state)
     assert_string_equal(written(ppb_md_code, "a`b|c\nd"), "a'b\\|c d");
 }
 
+/* Numbers for people stay short whatever the value (a degenerate interval once
+ * printed 230 digits and cut the reason after it). */
+static void test_numbers_stay_short(void **state)
+{
+    (void)state;
+    char buf[64];
+    ppb_format_fixed(buf, sizeof buf, 1.02345, 4);
+    assert_string_equal(buf, "1.0234");
+    ppb_format_fixed(buf, sizeof buf, -12.5, 1);
+    assert_string_equal(buf, "-12.5");
+    ppb_format_fixed(buf, sizeof buf, 3.1e200, 4);
+    assert_string_equal(buf, "3.1e+200");
+    ppb_format_fixed(buf, sizeof buf, -1e15, 1);
+    assert_string_equal(buf, "-1e+15");
+    ppb_format_fixed(buf, sizeof buf, 1.0 / 0.0, 1);
+    assert_string_equal(buf, "inf");
+    ppb_format_interval(buf, sizeof buf, 0.97, 1e-200, 4.2e230);
+    assert_string_equal(buf, "0.9700 [0.0000, 4.2e+230]");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_markdown_prose_is_inert),
         cmocka_unit_test(test_markdown_code_spans_stay_closed),
+        cmocka_unit_test(test_numbers_stay_short),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -149,6 +149,36 @@ static void test_clear_loss_rejects(void **state)
     ppb_verdict_report_free(&r);
 }
 
+/* Intervals of astronomical width (a few samples of wildly noisy times) still
+ * read as short reasons that end where they should: the bounds once printed
+ * with %.1f ran to hundreds of digits and cut the reason before its "%]". */
+static void test_huge_intervals_keep_reasons_short(void **state)
+{
+    (void)state;
+    static proposal p;
+    proposal_init(&p, 5);
+    add_case(&p, 1.0, 150.0, 8, 1.0);
+    add_case(&p, 1.0, 150.0, 8, 1.0);
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    ppb_verdict_report r;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    int with_interval = 0;
+    for (int i = 0; i < r.n_reasons; i++) {
+        assert_true(strlen(r.reasons[i]) < 400);
+        const char *open = strstr(r.reasons[i], "% slower [");
+        if (!open)
+            open = strstr(r.reasons[i], "% faster [");
+        if (open) {
+            with_interval++;
+            assert_non_null(strstr(open, "%]"));
+        }
+    }
+    assert_true(with_interval > 0);
+    ppb_verdict_report_free(&r);
+}
+
 /* A/A: with min_gain 0 (calibration) the verdict must be neither ACCEPT nor
  * REJECT, over many seeded proposals. */
 static void test_aa_is_inconclusive(void **state)
@@ -498,6 +528,7 @@ int main(void)
         cmocka_unit_test(test_reasons_text_whole_or_refused),
         cmocka_unit_test(test_clear_win_accepts),
         cmocka_unit_test(test_clear_loss_rejects),
+        cmocka_unit_test(test_huge_intervals_keep_reasons_short),
         cmocka_unit_test(test_aa_is_inconclusive),
         cmocka_unit_test(test_mixed_rejects_on_the_regression),
         cmocka_unit_test(test_regression_within_tolerance_accepts),
