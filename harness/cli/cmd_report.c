@@ -26,7 +26,9 @@ static void usage(FILE *out)
             "  --window N      reference runs of the trend test (default 10)\n"
             "Charts need gnuplot (apt-get install gnuplot-nox); PPBENCH_GNUPLOT=PATH picks the\n"
             "program, PPBENCH_GNUPLOT= (empty) turns charts off. Without it the tables are\n"
-            "complete.\n");
+            "complete.\n\n"
+            "exit: 0 written; 1 written, of a run that timed no case (its verdict: NOT TIMED);\n"
+            "      2 usage, 3 bad input, 4 runtime\n");
 }
 
 /* YYYY-MM-DD, optionally followed by the rest of an ISO 8601 time. */
@@ -196,8 +198,11 @@ int cmd_report(int argc, char **argv)
 end:
     if (rc)
         fprintf(stderr, "ppbench report: %s\n", err.msg);
+    /* A report of a run that measured nothing is written, and says so in its exit
+     * code as `run` did (1), so a CI step cannot take it for a pass. */
+    int nothing_timed = !rc && strcmp(outcome->verdict, "NOT TIMED") == 0;
     ppb_store_close(s);
     free(req);
     free(outcome);
-    return ppb_cli_exit(rc);
+    return nothing_timed ? PPB_EXIT_FAILURES : ppb_cli_exit(rc);
 }

@@ -693,9 +693,14 @@ static void decide_run(rp_report *r)
                  "%lld completes it)",
                  (long long)r->run.id, r->run.status, r->n_items, r->run.n_cases,
                  (long long)r->run.id);
+    } else if (n[PPB_STATUS_OK] + n[PPB_STATUS_NOISY] == 0) {
+        /* Nothing wrong because nothing ran is not a pass (a GPU suite on a machine without one). */
+        set_verdict(r, "NOT TIMED", "bad");
+        add_line(rs, len, "NOT TIMED: none of the %d cases was timed (%d refused, %d skipped): this run measured "
+                          "nothing", r->n_items, n[PPB_STATUS_REFUSED], n[PPB_STATUS_SKIPPED]);
     } else {
         set_verdict(r, "PASS", "good");
-        add_line(rs, len, "PASS: no case wrong, errored or crashed; %d of %d timed", 
+        add_line(rs, len, "PASS: no case wrong, errored or crashed; %d of %d timed",
                  n[PPB_STATUS_OK] + n[PPB_STATUS_NOISY], r->n_items);
     }
     if (failed && !complete)

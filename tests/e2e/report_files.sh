@@ -42,4 +42,12 @@ set +e; "$PPB" dump 1 "$key" --db "$WORK/r.db" -o "$WORK/d" >"$WORK/out" 2>"$WOR
 [ "$rc" -ne 0 ] || fail "dump wrote through a link"
 grep -q "symbolic link" "$WORK/err" || fail "dump: $(cat "$WORK/err")"
 unchanged "dump q.npy"
+# A run that timed nothing (every case refused: too large for the CPU backend) is not a PASS: the
+# report says NOT TIMED and exits 1, as the run did.
+set +e; "$PPB" run "$SRC/suites/prefill.yaml" --backend cpu --no-progress --db "$WORK/none.db" \
+  --filter 'query_len=8192,context_len=90112' >/dev/null 2>&1; rc=$?; set -e
+[ "$rc" = 1 ] || fail "a run that timed nothing exited $rc"
+expect_rc 1 "$PPB" report latest --db "$WORK/none.db" -o "$WORK/none-report"
+grep -q '<span class="verdict" id="verdict">NOT TIMED</span>' "$WORK/none-report/index.html" || fail "report: no NOT TIMED banner"
+! grep -q '>PASS<' "$WORK/none-report/index.html" || fail "report: PASS for a run that timed nothing"
 echo "report_files: ok"
