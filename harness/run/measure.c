@@ -120,8 +120,10 @@ int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measu
             res->n_samples = ++n;
             if (n >= m->min_samples && measured >= m->min_time_ms)
                 decided = noise_met = robust_noise(res->samples_ms, n) <= m->target_noise;
-            if (!decided && n >= cap) /* out of samples: stop, and say so if noisy */
+            if (!decided && n >= cap) { /* out of samples: stop, noisy only if the spread says so */
+                noise_met = robust_noise(res->samples_ms, n) <= m->target_noise;
                 decided = 1;
+            }
         }
         if (!decided && ppb_monotonic_ms() - sampling_start >= m->budget_ms && n >= 3) {
             noise_met = robust_noise(res->samples_ms, n) <= m->target_noise; /* out of budget */

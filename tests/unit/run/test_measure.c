@@ -273,6 +273,32 @@ static void test_noisy_case_runs_to_max_and_is_marked(void **state)
     ppb_result_free(&r);
 }
 
+/* Out of samples before min_time_ms: a quiet case is ok, only a spread above
+ * the target is noisy (any case that ran out of samples was marked noisy, so
+ * 6%-spread cases read "noisy" beside 49%-spread ones that were "ok"). */
+static void test_out_of_samples_is_noisy_only_when_spread(void **state)
+{
+    (void)state;
+    ppb_measure_settings m = settings();
+    m.max_samples = 12;
+    m.min_time_ms = 1e6; /* never reached: every case runs out of samples */
+    m.target_noise = 0.05;
+    const struct {
+        double jitter;
+        int status;
+    } want[] = {{0.0, PPB_STATUS_OK}, {0.02, PPB_STATUS_OK}, {0.6, PPB_STATUS_NOISY}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        the_fake = (fake){.per_launch_ms = 1.0, .jitter = want[i].jitter};
+        ppb_result r;
+        ppb_result_init(&r);
+        ppb_err err;
+        assert_int_equal(ppb_measure_case(&fake_ops, NULL, &m, NULL, &r, &err), PPB_OK);
+        assert_int_equal(r.n_samples, 12);
+        assert_int_equal(r.status, want[i].status);
+        ppb_result_free(&r);
+    }
+}
+
 static void test_stop_flag_interrupts(void **state)
 {
     (void)state;
@@ -297,6 +323,7 @@ int main(void)
         cmocka_unit_test(test_phases_are_recorded),
         cmocka_unit_test(test_short_launches_are_batched),
         cmocka_unit_test(test_noisy_case_runs_to_max_and_is_marked),
+        cmocka_unit_test(test_out_of_samples_is_noisy_only_when_spread),
         cmocka_unit_test(test_stop_flag_interrupts),
         cmocka_unit_test(test_cold_samples_flush_unless_the_case_reads_enough),
     };
