@@ -43,6 +43,15 @@ int ppb_verdict_markdown(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *
     if (rec.target[0])
         fprintf(out, ", target %s", rec.target);
     fputs(".\n", out);
+    ppb_run_info run;
+    if (rec.candidate_run && ppb_store_get_run(s, rec.candidate_run, &run, err) == PPB_OK) {
+        int cpu = strcmp(run.backend, "cpu") == 0;
+        fprintf(out, "Measured on the %s backend, ", run.backend);
+        ppb_md_text(out, run.device);
+        fputs(", commit ", out);
+        ppb_md_text(out, run.git_commit[0] ? run.git_commit : "unknown");
+        fputs(cpu ? ": **CPU timings**, which say nothing about a GPU.\n" : ".\n", out);
+    }
     if (!isnan(rec.geomean_ratio)) {
         char iv[120];
         ppb_format_interval(iv, sizeof iv, rec.geomean_ratio, rec.geomean_lo, rec.geomean_hi);

@@ -1522,6 +1522,10 @@ static const char proposal_json_sql[] =
     " 'proposal', json_object('id', id, 'name', name, 'path', path, 'kind', kind, 'target', target,"
     "   'created_at', created_at),"
     " 'verdict', verdict, 'baseline_run', baseline_run, 'candidate_run', candidate_run,"
+    /* what was measured, so a verdict from a CPU job never reads like one from a GPU */
+    " 'measured', (SELECT json_object('backend', r.backend, 'device', r.device, 'cpu_timings',"
+    "   json(CASE WHEN r.backend = 'cpu' THEN 'true' ELSE 'false' END), 'host', r.host, 'git_commit',"
+    "   r.git_commit, 'suite', r.suite_name) FROM runs r WHERE r.id = proposals.candidate_run),"
     " 'geomean', json_object('ratio', " JNUM("geomean_ratio") ", 'lo', " JNUM("geomean_lo") ","
     "   'hi', " JNUM("geomean_hi") "),"
     " 'reasons', json((SELECT json_group_array(line) FROM lines WHERE line <> '')),"

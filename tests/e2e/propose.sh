@@ -62,6 +62,9 @@ assert {"ACCEPT": 0, "REJECT": 10, "INCONCLUSIVE": 11}[doc["verdict"]] == rc
 assert doc["baseline_run"] > 0 and doc["candidate_run"] > doc["baseline_run"]
 assert len(doc["cases"]) == 10 and all(c["state"] for c in doc["cases"]), len(doc["cases"])
 assert doc["reasons"] and all(r.strip() for r in doc["reasons"])
+m = doc["measured"]   # what was measured: a CPU job's verdict never reads like a GPU's
+assert m["backend"] == "cpu" and m["cpu_timings"] is True and m["device"] and len(m["git_commit"]) >= 7, m
+assert "Measured on the cpu backend" in md and "**CPU timings**" in md, md[:400]
 assert md.startswith("### ppbench: %s: ab-smoke" % doc["verdict"]), md[:80]
 assert md.count("\n| compared |") + md.count("\n| wrong |") == 10, md
 # Markdown escapes prose (HTML's < > &, Markdown's punctuation); read back, it is the reason itself.
