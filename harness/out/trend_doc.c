@@ -31,6 +31,8 @@ void ppb_trend_doc_json(const ppb_trend_doc *d, int exit_code, FILE *out)
 {
     fprintf(out, "{\"schema\":\"" PPB_TREND_SCHEMA "\",\"command\":\"trend\",\"exit_code\":%d,\"suite\":", exit_code);
     ppb_json_string(out, d->suite);
+    /* The one word a CI step reads, as the Markdown headline says it. */
+    fprintf(out, ",\"verdict\":\"%s\"", d->counts[PPB_TREND_REGRESSION] ? "REGRESSION" : "no regression");
     fprintf(out, ",\"latest_run\":%lld,\"window\":%d,\"counts\":{", (long long)d->latest_run, d->window);
     for (int s = 0; s < 5; s++)
         fprintf(out, "%s\"%s\":%d", s ? "," : "", ppb_trend_status_name(s), d->counts[s]);

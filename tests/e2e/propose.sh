@@ -121,6 +121,7 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 md = open(sys.argv[2]).read()
 assert doc["schema"] == "ppbench-trend/1" and doc["exit_code"] == 12 and doc["latest_run"] == 8, doc
+assert doc["verdict"] == "REGRESSION", doc["verdict"]
 reg = [c for c in doc["cases"] if c["status"] == "regression"]
 assert reg and doc["counts"]["regression"] == len(reg) and all(c["step_run"] == "6" for c in reg), reg
 assert all(abs(c["change"] - 0.30) < 0.01 for c in reg), [c["change"] for c in reg]
