@@ -90,13 +90,16 @@ for suite in "${suites[@]}"; do
   name=$(basename "$suite" .yaml)
   # shellcheck disable=SC2086 # PPB_RUN_ARGS is a list of options
   # The table for people; the outcome as JSON (schema ppbench-run/1) and Markdown for CI; a progress
-  # line per case in run-NAME.err.
+  # line per case both in run-NAME.err and in the job's log as it happens, so a stuck night shows
+  # as one, not as a slow one, long before the job's timeout.
   "$ppb" run "$suite" --db "$db" --backend "$backend" --label "$label" \
     --json "$report/run-$name.json" --markdown "$report/run-$name.md" \
-    ${PPB_RUN_ARGS:-} >"$report/run-$name.txt" 2>"$report/run-$name.err"
+    ${PPB_RUN_ARGS:-} >"$report/run-$name.txt" 2> >(tee "$report/run-$name.err" >&2)
   rc=$?
+  wait # for tee: run-NAME.err is whole before it is read
   [ -f "$report/run-$name.md" ] && { cat "$report/run-$name.md"; echo; } >>"$report/summary.md"
-  id=$(sed -n 's/^run \([0-9][0-9]*\) .*stored in.*/\1/p' "$report/run-$name.txt" | tail -1)
+  # The run id from the document (its schema is stable), not from the table's wording.
+  id=$(sed -n 's/^{"schema":"ppbench-run\/1",.*"run":{"id":\([0-9][0-9]*\),.*/\1/p' "$report/run-$name.json" 2>/dev/null)
   case "$rc" in
     0) say "run $name: run $id, every case correct" ;;
     1) say "run $name: run $id, SOME CASE WRONG OR NONE TIMED (see run-$name.txt)"; wrong=1 ;;
