@@ -722,6 +722,29 @@ static void decide_run(rp_report *r)
                  r->run.device);
 }
 
+/* The banner's headline is the first reason: make it the one that decides the
+ * proposal, the weighted geometric mean against the rules, when the verdict is
+ * that line's word (a per-case line first read as if one case had decided). */
+static void lead_with_the_decision(char *reasons)
+{
+    char *line = reasons;
+    while (line && *line && !(strstr(line, "the weighted geometric mean") &&
+                              strstr(line, "the weighted geometric mean") < line + strcspn(line, "\n")))
+        line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL;
+    if (!line || !*line || line == reasons)
+        return;
+    size_t len = strcspn(line, "\n"), before = (size_t)(line - reasons);
+    if (strncmp(line, reasons, strcspn(reasons, ":")) != 0)
+        return; /* another verdict word (a correctness REJECT leads): keep the order */
+    char moved[1024];
+    if (len >= sizeof moved)
+        return;
+    memcpy(moved, line, len);
+    memmove(reasons + len + 1, reasons, before - 1); /* the lines before it, after it */
+    memcpy(reasons, moved, len);
+    reasons[len] = '\n';
+}
+
 static void decide_proposal(rp_report *r)
 {
     const char *v = r->proposal.verdict;
@@ -734,6 +757,7 @@ static void decide_proposal(rp_report *r)
         r->reasons[--n] = '\0';
     if (!r->reasons[0])
         add_line(r->reasons, sizeof r->reasons, "%s: (no reasons stored)", r->verdict);
+    lead_with_the_decision(r->reasons);
     if (isfinite(r->proposal.geomean_ratio)) {
         char iv[120];
         ppb_format_interval(iv, sizeof iv, r->proposal.geomean_ratio, r->proposal.geomean_lo,

@@ -508,6 +508,32 @@ static void feasibility_section(page *p)
 
 /* ---- proposal ------------------------------------------------------------------------ */
 
+/* The change a proposal judges, from its first pair of case keys: each field
+ * whose value differs, "name: baseline -> candidate" (the shape is the same on
+ * both sides, so only the configuration shows). */
+static void describe_change(const char *base_key, const char *cand_key, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    char b[512], c[512];
+    snprintf(b, sizeof b, "%s", base_key);
+    snprintf(c, sizeof c, "%s", cand_key);
+    char *save_c = NULL;
+    for (char *tok = strtok_r(c, " ", &save_c); tok; tok = strtok_r(NULL, " ", &save_c)) {
+        size_t name_len = strcspn(tok, "=");
+        if (!tok[name_len])
+            continue;
+        const char *old = "(default)";
+        char copy[512], *save_b = NULL;
+        snprintf(copy, sizeof copy, "%s", b);
+        for (char *t = strtok_r(copy, " ", &save_b); t; t = strtok_r(NULL, " ", &save_b))
+            if (strncmp(t, tok, name_len + 1) == 0)
+                old = t + name_len + 1;
+        if (strcmp(old, tok + name_len + 1) != 0)
+            snprintf(buf + strlen(buf), len - strlen(buf), "%s%.*s: %s -> %s", buf[0] ? ", " : "", (int)name_len,
+                     tok, old, tok + name_len + 1);
+    }
+}
+
 static void proposal_section(page *p)
 {
     const rp_report *r = p->r;
@@ -519,6 +545,12 @@ static void proposal_section(page *p)
     ppb_html_markup(h, "<dd>");
     ppb_html_textf(h, "%lld: %s (%s)", (long long)pr->id, pr->name, pr->kind);
     ppb_html_markup(h, "</dd>");
+    if (r->n_pcases > 0) {
+        char change[600];
+        describe_change(r->pcases[0].baseline_key, r->pcases[0].candidate_key, change, sizeof change);
+        ppb_html_element(h, "dt", "change");
+        ppb_html_element(h, "dd", change[0] ? change : "none: both sides run the same configuration (an A/A)");
+    }
     ppb_html_element(h, "dt", "file");
     ppb_html_element(h, "dd", pr->path[0] ? pr->path : "-");
     ppb_html_element(h, "dt", "target");

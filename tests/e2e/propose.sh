@@ -48,6 +48,13 @@ grep -q "^ACCEPT: the weighted geometric mean over 10 cases is .* faster" "$WORK
 sqlite3 "$PPBENCH_DB" "SELECT label FROM runs WHERE label LIKE '%(times x0.3)%'" | grep -q candidate \
   || fail "the scaled side's label does not say so"
 expect_rc 2 "$PPB" propose "$P/aa-smoke.yaml" --scale-candidate 0
+# Its report headlines the decision (the weighted mean against the rules), not the first case's line.
+x3=$(sqlite3 "$PPBENCH_DB" "SELECT min(id) FROM proposals WHERE name = 'aa-smoke'")
+expect_rc 0 "$PPB" report --proposal "$x3" -o "$WORK/x3-report"
+grep -q 'id="headline"[^>]*>REJECT: the weighted geometric mean over 10 cases' "$WORK/x3-report/index.html" \
+  || fail "the x3 report's headline is not the decision"
+grep -q '<dt>change</dt><dd>none: both sides run the same configuration (an A/A)</dd>' "$WORK/x3-report/index.html" \
+  || fail "the A/A report does not say there is no change"
 
 # Verdict documents CI reads: JSON (schema ppbench-verdict/1) and Markdown, the same verdict and exit code.
 set +e; "$PPB" propose "$P/ab-smoke.yaml" --json - --markdown "$WORK/v.md" >"$WORK/v.json" 2>"$WORK/err"; rc=$?; set -e
@@ -73,6 +80,11 @@ plain = html.unescape(re.sub(r"\\([\\`*_\[\]()#!|~])", r"\1", md))
 assert all("- " + r in plain for r in doc["reasons"]), (doc["reasons"], md)
 PY
 grep -q "^verdict: " "$WORK/err" || fail "with --json -, the human output did not go to stderr"
+# The report states the change the proposal judges.
+ab=$(sqlite3 "$PPBENCH_DB" "SELECT max(id) FROM proposals WHERE name = 'ab-smoke'")
+expect_rc 0 "$PPB" report --proposal "$ab" -o "$WORK/ab-report"
+grep -q '<dt>change</dt><dd>bm: 16 -&gt; 32, bn: 32 -&gt; 16</dd>' "$WORK/ab-report/index.html" \
+  || fail "the report does not state the change"
 
 # A proposal name cannot inject HTML or Markdown into a PR comment.
 sed -e 's/^name: .*/name: "<img src=x onerror=alert(1)> [x](javascript:y)"/' -e "s#^suite: .*#suite: $SRC/suites/smoke.yaml#" \
