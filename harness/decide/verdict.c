@@ -120,7 +120,7 @@ static double pct(double fraction)
 
 /* "7.1% slower [5.2%, 9.0%]" or "3.0% faster [2.1%, 3.9%]": the effect in the
  * direction of the estimate, its interval in the same terms. */
-static void describe_ratio(char *buf, size_t size, double r, double lo, double hi, int bounded)
+void ppb_verdict_describe_ratio(char *buf, size_t size, double r, double lo, double hi, int bounded)
 {
     /* "x% slower [a%, b%]" or "x% faster [a%, b%]": the faster side as speedups */
     int slower = r >= 1;
@@ -357,7 +357,7 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
             cases_clear = 0;
         if (o->state != PPB_CASE_COMPARED)
             continue;
-        describe_ratio(what, sizeof what, iv->ratio, iv->ratio_lo, iv->ratio_hi, iv->bounded);
+        ppb_verdict_describe_ratio(what, sizeof what, iv->ratio, iv->ratio_lo, iv->ratio_hi, iv->bounded);
         if (!iv->bounded) {
             cases_clear = 0;
             long more = ppb_ab_samples_to_resolve(iv, cases[i].n_baseline, cases[i].n_candidate, t,
@@ -408,7 +408,7 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
                                                                          "geometric mean"
                                                                        : "no case could be compared");
     } else {
-        describe_ratio(what, sizeof what, g->ratio, g->ratio_lo, g->ratio_hi, g->bounded);
+        ppb_verdict_describe_ratio(what, sizeof what, g->ratio, g->ratio_lo, g->ratio_hi, g->bounded);
         double need = rules->min_gain > t ? rules->min_gain : t;
         if (!g->bounded) {
             rc = add_line(&unresolved, "INCONCLUSIVE: the weighted geometric mean is %s: a case has too few samples",

@@ -17,6 +17,11 @@ typedef enum {
 } ppb_verdict;
 
 const char *ppb_verdict_name(int verdict);   /* "ACCEPT", "REJECT", "INCONCLUSIVE" */
+/* A time ratio (candidate / baseline) in words, the one way every reason and
+ * page says an effect: "4.1% slower [1.2%, 7.0%]" (ratio - 1), or for a ratio
+ * below 1 the speedup "6.5% faster [4.2%, 8.9%]" (1 / ratio - 1); without an
+ * interval (bounded 0) "... (no interval yet)". */
+void ppb_verdict_describe_ratio(char *buf, size_t size, double r, double lo, double hi, int bounded);
 
 typedef enum {
     PPB_METHOD_HODGES_LEHMANN = 0,   /* HL on log-times, Moses interval (default) */

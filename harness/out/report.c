@@ -20,6 +20,7 @@
 #include "report_html.h"
 #include "report_model.h"
 #include "stats.h"
+#include "verdict.h"
 
 #ifndef PPB_SOURCE_DIR
 #define PPB_SOURCE_DIR "."
@@ -759,11 +760,13 @@ static void decide_proposal(rp_report *r)
         add_line(r->reasons, sizeof r->reasons, "%s: (no reasons stored)", r->verdict);
     lead_with_the_decision(r->reasons);
     if (isfinite(r->proposal.geomean_ratio)) {
-        char iv[120];
-        ppb_format_interval(iv, sizeof iv, r->proposal.geomean_ratio, r->proposal.geomean_lo,
-                            r->proposal.geomean_hi);
-        add_line(r->reasons, sizeof r->reasons, "note: weighted geometric mean of candidate/baseline time %s "
-                 "(%+.2f%%)", iv, (r->proposal.geomean_ratio - 1) * 100);
+        char iv[120], what[160];
+        const ppb_proposal_record *pr = &r->proposal;
+        ppb_format_interval(iv, sizeof iv, pr->geomean_ratio, pr->geomean_lo, pr->geomean_hi);
+        ppb_verdict_describe_ratio(what, sizeof what, pr->geomean_ratio, pr->geomean_lo, pr->geomean_hi,
+                                   isfinite(pr->geomean_lo) && isfinite(pr->geomean_hi));
+        add_line(r->reasons, sizeof r->reasons, "note: weighted geometric mean of candidate/baseline time %s: %s",
+                 iv, what);
     }
     if (r->have_run && strcmp(r->run.backend, "cpu") == 0)
         add_line(r->reasons, sizeof r->reasons,

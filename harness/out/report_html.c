@@ -14,6 +14,7 @@
 #include "report_assets.h"
 #include "report_html.h"
 #include "results_table.h"
+#include "verdict.h"
 
 typedef struct section {
     char id[64];
@@ -563,10 +564,11 @@ static void proposal_section(page *p)
     ppb_html_element(h, "dt", "geometric mean");
     ppb_html_markup(h, "<dd>");
     if (isfinite(pr->geomean_ratio)) {
-        char iv[120];
+        char iv[120], what[160];
         ppb_format_interval(iv, sizeof iv, pr->geomean_ratio, pr->geomean_lo, pr->geomean_hi);
-        ppb_html_textf(h, "candidate/baseline time %s: %s by %.2f%%", iv,
-                       pr->geomean_ratio <= 1 ? "faster" : "slower", fabs(pr->geomean_ratio - 1) * 100);
+        ppb_verdict_describe_ratio(what, sizeof what, pr->geomean_ratio, pr->geomean_lo, pr->geomean_hi,
+                                   isfinite(pr->geomean_lo) && isfinite(pr->geomean_hi));
+        ppb_html_textf(h, "candidate/baseline time %s: %s", iv, what);
     }
     else
         ppb_html_text(h, "none (no compared case)");

@@ -85,6 +85,8 @@ ab=$(sqlite3 "$PPBENCH_DB" "SELECT max(id) FROM proposals WHERE name = 'ab-smoke
 expect_rc 0 "$PPB" report --proposal "$ab" -o "$WORK/ab-report"
 grep -q '<dt>change</dt><dd>bm: 16 -&gt; 32, bn: 32 -&gt; 16</dd>' "$WORK/ab-report/index.html" \
   || fail "the report does not state the change"
+# One effect, one wording: the page says the mean as the verdict does ("x% faster [a%, b%]").
+! grep -q "faster by\|slower by" "$WORK/ab-report/index.html" || fail "the report words an effect a second way"
 
 # A proposal name cannot inject HTML or Markdown into a PR comment.
 sed -e 's/^name: .*/name: "<img src=x onerror=alert(1)> [x](javascript:y)"/' -e "s#^suite: .*#suite: $SRC/suites/smoke.yaml#" \
