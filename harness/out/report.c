@@ -188,6 +188,15 @@ static int collect_env(void *ctx, const char *key, const char *value)
     return 0;
 }
 
+/* The value of one stored environment key (NULL: not stored). */
+static const char *env_value(const rp_env *env, int n, const char *key)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(env[i].key, key) == 0)
+            return env[i].value;
+    return NULL;
+}
+
 static int load_run(ppb_store *s, int64_t id, ppb_run_info *run, rp_env **env, int *n_env,
                     ppb_err *err)
 {
@@ -844,6 +853,17 @@ static void decide_trend(rp_report *r)
                  PLURAL(n[5]));
     add_line(rs, len, "note: cases of the latest run %lld of suite '%s'%s%s", (long long)r->run.id,
              r->req->suite, r->req->since[0] ? ", history since " : "", r->req->since);
+    if (strcmp(r->run.backend, "cpu") == 0)
+        add_line(rs, len, "note: CPU backend on %s: these are CPU timings and say nothing about a GPU",
+                 r->run.device);
+    /* A loaded machine moves CPU timings more than most changes do: say so where it was. */
+    const char *load = env_value(r->env, r->n_env, "after.loadavg");
+    const char *cores = env_value(r->env, r->n_env, "after.cpu_cores");
+    double l1 = load ? atof(load) : 0, nc = cores ? atof(cores) : 0;
+    if (nc > 0 && l1 > nc)
+        add_line(rs, len, "note: the load average was %.2f on %.0f cores when run %lld ended: its timings were "
+                          "disturbed, so a step here may be the machine, not the code",
+                 l1, nc, (long long)r->run.id);
 }
 
 /* ---- the terminal summary's worst cases ---------------------------------------- */

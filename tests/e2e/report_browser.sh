@@ -55,6 +55,13 @@ done
 "$PPB" list "$SRC/suites/smoke.yaml" --filter "batch=1,dtype=bf16,query_len=17" > "$WORK/trend-keys.txt"
 expect_rc 0 "$PPB" report --trend "$SRC/suites/smoke.yaml" -o "$WORK/trend"
 grep -q "^  9 cases in the trend$" "$WORK/out" || fail "trend summary: $(cat "$WORK/out")"
+grep -q "note: CPU backend on .*: these are CPU timings" "$WORK/trend/index.html" || fail "trend: CPU timings not said"
+# A night on a machine loaded beyond its cores is said to be disturbed.
+sqlite3 "$PPBENCH_DB" "UPDATE env SET value = '6.85 4.10 3.00' WHERE key = 'after.loadavg' AND run_id = (SELECT max(id) FROM runs);
+  UPDATE env SET value = '2' WHERE key = 'after.cpu_cores' AND run_id = (SELECT max(id) FROM runs)"
+expect_rc 0 "$PPB" report --trend "$SRC/suites/smoke.yaml" -o "$WORK/trend-loaded"
+grep -q "note: the load average was 6.85 on 2 cores when run [0-9]* ended: its timings were disturbed" \
+  "$WORK/trend-loaded/index.html" || fail "trend: a loaded night not said"
 
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
