@@ -195,10 +195,20 @@ static int sample_unit(void *ctx, int side, int session, double *ms, double *cos
 
 /* Sample the pair by the sequential design (sequential.h) over `sessions`
  * prepared sessions per side; the pair keeps the samples and the spread. */
-static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, double family_alpha, ppb_err *err)
+ppb_seq_design ppb_ab_pair_design(const ppb_proposal *p, int n_pairs, int sessions, uint64_t seed)
+{
+    const ppb_sampling *sp = &p->sampling;
+    return (ppb_seq_design){.samples_per_round = sp->samples_per_round, .min_rounds = sp->min_rounds,
+                            .max_rounds = sp->max_rounds, .sessions = sessions, .budget_ms = sp->budget_ms,
+                            .alpha = ppb_bonferroni_alpha(p->rules.alpha, n_pairs + 1),
+                            .threshold = p->rules.threshold, .seed = seed};
+}
+
+int ppb_ab_case_looks(const ppb_seq_result *r) { return r->looks_planned; }
+
+static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
 {
     const ppb_measure_settings *m = &x->suite.measure;
-    const ppb_sampling *sp = &x->p->sampling;
     pair_sampler ps = {x, 1, m->cold_l2};
     /* Every unit counts the same launches per sample so batching cannot bias the ratio. */
     for (int side = 0; side < 2; side++)
@@ -210,10 +220,7 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, double family_alph
                 return rc;
             ps.launches = launches > ps.launches ? launches : ps.launches;
         }
-    ppb_seq_design d = {.samples_per_round = sp->samples_per_round, .min_rounds = sp->min_rounds,
-                        .max_rounds = sp->max_rounds, .sessions = sessions, .budget_ms = sp->budget_ms,
-                        .alpha = family_alpha, .threshold = x->p->rules.threshold,
-                        .seed = ppb_case_input_seed(m->seed, pr->shape_key)};
+    ppb_seq_design d = ppb_ab_pair_design(x->p, x->n_pairs, sessions, ppb_case_input_seed(m->seed, pr->shape_key));
     ppb_seq_result r;
     int rc = ppb_seq_run(&d, sample_unit, &ps, &r, err);
     if (!rc)
@@ -224,7 +231,7 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, double family_alph
             ppb_result_summarise(&pr->res[s], ppb_case_flops(&pr->side[s]), ppb_case_min_bytes(&pr->side[s]));
         }
     pr->sessions = sessions;
-    pr->looks = r.looks_planned;
+    pr->looks = ppb_ab_case_looks(&r);
     pr->between_sd = r.between_sd;
     ppb_seq_result_free(&r);
     return rc;
@@ -258,7 +265,7 @@ static int prepare_more_sessions(ab_ctx *x, ab_pair *pr, const ppb_workload *w[2
 }
 
 /* Check both sides of a pair and, when both can be timed, measure them. */
-static int run_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
+static int run_pair(ab_ctx *x, ab_pair *pr, ppb_err *err)
 {
     ppb_workload w[2];
     ppb_reference_rows ref[2] = {{0}};   /* of w[i]: both sides of a kernel_config pair check against one */
@@ -287,7 +294,7 @@ static int run_pair(ab_ctx *x, ab_pair *pr, double family_alpha, ppb_err *err)
     if (pr->res[0].status == PPB_STATUS_OK && pr->res[1].status == PPB_STATUS_OK) {
         const ppb_workload *ws[2] = {&w[0], &w[distinct ? 1 : 0]};
         int sessions = prepare_more_sessions(x, pr, ws, more);
-        rc = measure_pair(x, pr, sessions, family_alpha, err);
+        rc = measure_pair(x, pr, sessions, err);
     } else if (x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL)
         for (int s = 0; s < 2 && !rc; s++) /* a chunk only one side has is timed alone */
             if (pr->res[s].status == PPB_STATUS_OK)
@@ -477,11 +484,9 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
     fprintf(log, "ppbench propose %s: %d pairs, %s backend on %s%s\n", p->name, x.n_pairs,
             x.session[0].ops->name, x.session[0].device.name,
             x.session[0].device.is_gpu ? "" : " (CPU timings)");
-    /* The stopping rule uses the verdict's own simultaneous level. */
-    double family_alpha = ppb_bonferroni_alpha(p->rules.alpha, x.n_pairs + 1);
     for (int i = 0; i < x.n_pairs && !rc; i++) {
         ab_pair *pr = &x.pairs[i];
-        rc = run_pair(&x, pr, family_alpha, err);
+        rc = run_pair(&x, pr, err);
         for (int s = 0; s < 2 && !rc; s++)
             if (pr->present[s])
                 rc = ppb_store_put_result(x.store, x.run[s].id, &pr->side[s], &pr->res[s], err);

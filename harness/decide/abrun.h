@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "proposal.h"
+#include "sequential.h"
 #include "store.h"
 #include "verdict.h"
 
@@ -24,6 +25,17 @@ typedef struct ppb_propose_options {
     double candidate_slowdown;
     const char *run_kind;       /* the kind of both runs (ppb_store_run_kinds); NULL = "proposal" */
 } ppb_propose_options;
+
+/* The design a pair is sampled by (sequential.h): the proposal's sampling, and
+ * the stopping rule at the verdict's own simultaneous level, alpha shared over
+ * the pairs and the weighted mean (alpha / (pairs + 1)): a rule at a looser
+ * level than the verdict would stop pairs the verdict then cannot resolve. */
+ppb_seq_design ppb_ab_pair_design(const ppb_proposal *p, int n_pairs, int sessions, uint64_t seed);
+
+/* The looks a case's interval is widened for: those the design planned, not
+ * those it took, so an early stop cannot make an interval narrower than the
+ * design's error rate allows. */
+int ppb_ab_case_looks(const ppb_seq_result *r);
 
 /* Run it, decide, store; rec gets the stored proposal row (verdict, reasons,
  * runs), report the full verdict (free with ppb_verdict_report_free). */
