@@ -108,6 +108,18 @@ for form in replace diff; do
   grep -q "no plugin named 'vllm-triton@$base'" "$WORK/out" "$WORK/err" || fail "$form: refusal not named: $(cat "$WORK/out")"
   echo "$form $base $cand" >>"$WORK/labels"
 done
+# An upgrade: the candidate is another tree (its kernel under vllm/v1/), no change needed.
+T2="$WORK/tree-new"
+mkdir -p "$T2/vllm/v1/attention/ops"
+printf 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.34.0\n' >"$T2/PKG-INFO"
+echo "def context_attention_fwd(q): pass" >"$T2/vllm/v1/attention/ops/prefix_prefill.py"
+: >"$PREPARE_LOG"
+p=$(proposal upgrade "candidate_vllm: $T2")
+set +e; "$PPB" propose "$p" --backend cpu >"$WORK/out" 2>"$WORK/err"; set -e
+grep -q "^source_patch: baseline 0.6.3-[0-9a-f]\{8\} " "$WORK/err" || fail "upgrade: baseline: $(cat "$WORK/err")"
+grep -q "^source_patch: candidate 0.34.0-[0-9a-f]\{8\} " "$WORK/err" || fail "upgrade: candidate: $(cat "$WORK/err")"
+grep -q -- "--name vllm-triton@0.34.0-" "$PREPARE_LOG" || fail "upgrade: the new tree was not prepared"
+
 # The same content gives the same labels: replace and diff made the same candidate.
 [ "$(awk '{print $3}' "$WORK/labels" | sort -u | wc -l)" = 1 ] || fail "two spellings of one change: $(cat "$WORK/labels")"
 # The user's tree is never touched.
