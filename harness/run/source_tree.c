@@ -1,10 +1,11 @@
 /* vLLM trees: located, copied with a change applied, prepared (source_tree.h). */
-#define _GNU_SOURCE /* memmem */
+#define _GNU_SOURCE /* memmem, nftw */
 #include "source_tree.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,11 +108,17 @@ static int make_parent_dirs(const char *path, ppb_err *err)
     return ppb_make_dirs(buf, err);
 }
 
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)type, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* rm -rf of a folder of ppbench's own cache (links are removed, never followed). */
 static void remove_tree(const char *dir)
 {
-    char *argv[] = {"rm", "-rf", "--", (char *)dir, NULL};
-    ppb_err ignored;
-    ppb_run_program("rm", argv, NULL, -1, 60, &ignored);
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 int ppb_vllm_is_version(const char *text)

@@ -309,7 +309,7 @@ def compare_binary(ck, cache_dir):
     want = (int(md.num_warps), int(md.shared))
     ptx = ck.asm.get("ptx", "")
     entry = re.search(r"\.entry[^(]*\(([^)]*)\)", ptx)
-    aot = [json.loads(j.read_text()) for j in Path(cache_dir).rglob("*.json") if j.name != "manifest.json"]
+    aot = [json.loads(j.read_text()) for j in Path(cache_dir).rglob("*.json") if not j.name.startswith("manifest")]
     return {"same_binary": False,
             "jit": {"num_warps": want[0], "shared": want[1], "num_stages": int(getattr(md, "num_stages", 0)),
                     "ptx_params": [p.strip() for p in entry.group(1).split(",")] if entry else None},

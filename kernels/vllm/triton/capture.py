@@ -309,7 +309,7 @@ def prefill_tensors(s):
     the layouts of kernels/attention_args.h, as the wrapper's arguments."""
     dt = PPB_DTYPES[s["dtype"]]
     b, q, h, kvh, d, page = s["b"], s["q"], s["h"], s["kvh"], s["d"], s["page"]
-    mbps = max(1, -(-(s["ctx"] + 0) // page))  # harness/run/kernel_case.c: blocks of the longest context
+    mbps = max(1, -(-s["ctx"] // page))  # harness/run/kernel_case.c: blocks of the longest context
     tokens = b * q
     blocks = b * mbps + 1
     i32 = DTYPES["int32"]
@@ -379,10 +379,8 @@ def capture_prefix_prefill(src, s, cc):
 
     # The kernel ABI carries max_blocks_per_seq, not the longest sequence: a
     # launch that would differ between the two is refused rather than guessed.
-    page = s["page"]
     r1 = guarded(s["ctx"] + s["q"])
-    mbps = max(1, -(-s["ctx"] // page))
-    r2 = guarded(mbps * page + s["q"] + 1)
+    r2 = guarded(r1["max_blocks_per_seq"] * s["page"] + s["q"] + 1)
     if r1["grid"] != r2["grid"] or r1["args"] != r2["args"] or r1["constexprs"] != r2["constexprs"]:
         raise CaptureError("the launch depends on the longest sequence's exact length, which ppbench's kernel "
                            "ABI does not carry")

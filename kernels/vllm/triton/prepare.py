@@ -1,29 +1,29 @@
 #!/usr/bin/env python3
-"""Prepare the `vllm-triton` ppbench implementation: vLLM's Triton prefix-prefill
-kernel (`_fwd_kernel` in vllm/attention/ops/prefix_prefill.py), compiled ahead of
-time into cubins and linked with plugin.c into libppbk_vllm_triton.so.
+"""Prepare a `vllm-triton` ppbench implementation: a vLLM tree's Triton
+prefix-prefill kernel (`_fwd_kernel` of vllm/attention/ops/prefix_prefill.py, or
+vllm/v1/attention/ops/ from 0.14), compiled ahead of time into cubins and linked
+with plugin.c into a library (default libppbk_vllm_triton.so).
 
 Python and Triton are needed here only; the library launches the cubins through
 the CUDA driver API.
 
-Which variants: every prefix_prefill case of the suites given (expanded by
+Which cases: every prefix_prefill case of the suites given (expanded by
 `ppbench list SUITE`, so excludes, defaults and head pairs are ppbench's own), and
-every `--case KEY` (a ppbench case key). A variant is (dtype, head_dim, BLOCK,
-num_warps, sliding window, the divisibility class of each integer argument);
-cases with block_m != block_n are skipped (vLLM 0.6.3 has one BLOCK; the plugin
-refuses them).
+every `--case KEY` (a ppbench case key). For each, capture.py records the launch
+the tree's own context_attention_fwd makes for that shape (grid, warps, stages,
+every argument by name). With --from-wrapper that launch is used as it is; else
+the case's block_m / block_n / num_warps replace the wrapper's (a knob sweep).
 
-How each variant is compiled: through Triton's own JIT front end
-(`JITFunction.run(..., warmup=True)`) with the argument values vLLM's
-`context_attention_fwd` would pass for that shape, under a stand-in driver that
-only names the target. So the specialisation (integers equal to 1 become
-constants, integers and pointers divisible by 16 get divisibility hints, which
-arguments an annotation exempts) is decided by the installed Triton exactly as
-in vLLM, not re-implemented here; no GPU is needed with --target.
+How each launch is compiled: through Triton's own JIT front end
+(`JITFunction.run(..., warmup=True)`) with the recorded arguments, under a
+stand-in driver that only names the target. So the specialisation (integers
+equal to 1 become constants, integers and pointers divisible by 16 get
+divisibility hints, which arguments an annotation exempts) is decided by the
+installed Triton exactly as in vLLM, not re-implemented here; no GPU is needed
+with --target. Cases whose launches differ only in argument values share a cubin.
 
 Cache: OUT/<sha256 of prefix_prefill.py>-triton<version>-<target>/, one .cubin +
-.json per variant; a later run adds to it, and the library holds every variant
-of that folder.
+.json per compiled kernel; a later run adds to it.
 """
 import argparse
 import concurrent.futures
