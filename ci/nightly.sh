@@ -14,6 +14,13 @@
 #                    the CPU backend and are refused there; smoke-decode.yaml is left
 #                    out as it holds PARTITION_SIZE mismatches that are wrong on purpose)
 #   PPB_RUN_ARGS     more options for ppbench run (e.g. "--target none")
+#   PPB_VLLM_TREE    the deployment's vLLM tree (a path): each night its Triton prefix prefill is
+#                    prepared as its own wrapper launches it (kernels/vllm/triton/prepare.py
+#                    --from-wrapper) and the prefix_prefill suites run on it instead of the built-in
+#                    kernels, so the trend follows the kernels the deployment ships. The name stays
+#                    PPB_VLLM_IMPL (default vllm-triton@deployed) from night to night, so a change to
+#                    the tree shows as a step in the trend; the tree's checksum is in each run's
+#                    environment (ppbench show RUN).
 #   PPB_DB           the results database. Trend needs the earlier nights: keep it on
 #                    the runner (default ${PPB_STATE_DIR:-$HOME/.ppbench}/nightly-<mode>.db)
 #   PPBENCH_KERNEL_CACHE  compiled kernels and float64 reference rows, reused night to
@@ -81,6 +88,23 @@ fi
 [ -x "$ppb" ] || { say "no ppbench binary at $ppb"; exit 4; }
 has_command() { "$ppb" --help | grep -qE "^  $1 "; }
 
+# ---- the deployment's kernels -----------------------------------------------
+impl_args=()
+if [ -n "${PPB_VLLM_TREE:-}" ]; then
+  impl=${PPB_VLLM_IMPL:-vllm-triton@deployed}
+  plugins=${PPB_STATE_DIR:-$HOME/.ppbench}/plugins
+  mkdir -p "$plugins"
+  if python3 "$root/kernels/vllm/triton/prepare.py" --from-wrapper --name "$impl" --vllm "$PPB_VLLM_TREE" \
+       --ppbench "$ppb" --lib "$plugins/libppbk_$impl.so" "${suites[@]}" >"$report/prepare.log" 2>&1; then
+    say "prepare: $impl from $PPB_VLLM_TREE ($(tail -1 "$report/prepare.log"))"
+    impl_args=(--plugin "$plugins/libppbk_$impl.so" --impl "plugin:$impl")
+  else
+    say "prepare: FAILED for $PPB_VLLM_TREE: $(tail -1 "$report/prepare.log")"
+    step_failed=1
+    impl_args=(unprepared) # the prefix_prefill suites are skipped: the night is of the deployment's kernels
+  fi
+fi
+
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 label="nightly $(date -u +%Y-%m-%d) $commit"
 
@@ -88,12 +112,17 @@ label="nightly $(date -u +%Y-%m-%d) $commit"
 declare -A run_of
 for suite in "${suites[@]}"; do
   name=$(basename "$suite" .yaml)
-  # shellcheck disable=SC2086 # PPB_RUN_ARGS is a list of options
+  if [ "${impl_args[*]}" = unprepared ] && grep -q '^kernel: *prefix_prefill' "$suite"; then
+    say "run $name: skipped: the deployment's kernels could not be prepared (not run on the built-in ones)"
+    continue
+  fi
+  # shellcheck disable=SC2086,SC2046 # PPB_RUN_ARGS is a list of options; the deployment's impl for prefill suites
   # The table for people; the outcome as JSON (schema ppbench-run/1) and Markdown for CI; a progress
   # line per case both in run-NAME.err and in the job's log as it happens, so a stuck night shows
   # as one, not as a slow one, long before the job's timeout.
   "$ppb" run "$suite" --db "$db" --backend "$backend" --label "$label" \
     --json "$report/run-$name.json" --markdown "$report/run-$name.md" \
+    $(grep -q '^kernel: *prefix_prefill' "$suite" && echo "${impl_args[@]}") \
     ${PPB_RUN_ARGS:-} >"$report/run-$name.txt" 2> >(tee "$report/run-$name.err" >&2)
   rc=$?
   wait # for tee: run-NAME.err is whole before it is read

@@ -23,6 +23,20 @@ night() { # night N WANT_RC
   expect_rc "$2" bash "$SRC/ci/nightly.sh"
 }
 
+# A night on the deployment's own tree whose kernels cannot be prepared (no Triton as in CI, or
+# no GPU) fails the job (4) and runs nothing on the built-in kernels in their place.
+if ! command -v nvidia-smi >/dev/null; then
+  mkdir -p "$WORK/tree/vllm/attention/ops"
+  echo "def context_attention_fwd(q): pass" >"$WORK/tree/vllm/attention/ops/prefix_prefill.py"
+  PPB_VLLM_TREE="$WORK/tree" PPB_DB="$WORK/deployed.db" PPB_STATE_DIR="$WORK/state" night 0 4
+  grep -q "prepare: FAILED for $WORK/tree: prepare.py: " "$WORK/report-0/summary.txt" \
+    || fail "deployed tree: $(cat "$WORK/report-0/summary.txt")"
+  grep -q "run smoke: skipped: the deployment's kernels could not be prepared" "$WORK/report-0/summary.txt" \
+    || fail "deployed tree: the suite ran anyway"
+  [ ! -e "$WORK/deployed.db" ] || [ "$(sqlite3 "$WORK/deployed.db" "SELECT count(*) FROM runs")" = 0 ] \
+    || fail "deployed tree: a run was stored"
+fi
+
 night 1 0
 S="$WORK/report-1/summary.txt"
 grep -q "run smoke: run 1, every case correct" "$S" || fail "summary: $(cat "$S")"
