@@ -810,7 +810,7 @@ int ppb_weighted_geomean(const ppb_ab_interval *cases, const double *weights, in
     if (k < 1 || !cases || !weights)
         return ppb_fail(err, PPB_EINPUT, "no cases for a geometric mean");
     memset(out, 0, sizeof *out);
-    double sum_w = 0, sum_ws = 0, sum_w2v = 0;
+    double sum_w = 0, sum_ws = 0, sum_w2v = 0, sum_w2v_lo = 0, sum_w2v_hi = 0;
     int bounded = 1;
     for (int i = 0; i < k; i++) {
         double w = weights[i];
@@ -833,7 +833,12 @@ int ppb_weighted_geomean(const ppb_ab_interval *cases, const double *weights, in
             return ppb_fail(err, PPB_EINPUT, "case %d has interval level %g", i, level);
         double z = ppb_normal_quantile(0.5 + level / 2.0);
         double se = (c->shift_hi - c->shift_lo) / (2.0 * z);
+        /* Each side of the case's interval by itself: a widened or skewed
+         * interval must not lend its long side to the short one. */
+        double se_lo = (c->shift - c->shift_lo) / z, se_hi = (c->shift_hi - c->shift) / z;
         sum_w2v += w * w * se * se;
+        sum_w2v_lo += w * w * se_lo * se_lo;
+        sum_w2v_hi += w * w * se_hi * se_hi;
     }
     if (!(sum_w > 0))
         return ppb_fail(err, PPB_EINPUT, "every weight is 0");
@@ -844,9 +849,9 @@ int ppb_weighted_geomean(const ppb_ab_interval *cases, const double *weights, in
     out->bounded = bounded;
     if (bounded) {
         out->log_se = sqrt(sum_w2v) / sum_w;
-        double half = ppb_normal_quantile(1.0 - alpha / 2.0) * out->log_se;
-        out->ratio_lo = exp(out->log_ratio - half);
-        out->ratio_hi = exp(out->log_ratio + half);
+        double q = ppb_normal_quantile(1.0 - alpha / 2.0);
+        out->ratio_lo = exp(out->log_ratio - q * sqrt(sum_w2v_lo) / sum_w);
+        out->ratio_hi = exp(out->log_ratio + q * sqrt(sum_w2v_hi) / sum_w);
     } else {
         out->log_se = INFINITY;
         out->ratio_lo = 0.0;

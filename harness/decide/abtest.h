@@ -136,9 +136,14 @@ typedef struct ppb_geomean {
 
 /* Weighted geometric mean of the case ratios (weights >= 0, not all 0) with a
  * normal interval at level 1 - alpha: log G = sum w_i s_i / sum w_i with s_i
- * the case's shift, se_i = (shift_hi - shift_lo) / (2 z_i) where z_i belongs to
- * the case interval's achieved level, cases independent. An unbounded case
- * interval (with weight > 0) makes the mean's interval unbounded. */
+ * the case's shift, cases independent. Each side of the mean's interval comes
+ * from the same side of the case intervals: se_lo_i = (s_i - shift_lo_i) / z_i
+ * and se_hi_i = (shift_hi_i - s_i) / z_i, z_i of the case interval's achieved
+ * level, so a case's long (widened, skewed) side does not widen the other side
+ * of the mean (every case clearly slower once gave a mean reaching -10%).
+ * log_se is the symmetric figure, (shift_hi - shift_lo) / (2 z_i) per case.
+ * An unbounded case interval (with weight > 0) makes the mean's interval
+ * unbounded. */
 int ppb_weighted_geomean(const ppb_ab_interval *cases, const double *weights, int k, double alpha,
                          ppb_geomean *out, ppb_err *err);
 

@@ -462,6 +462,32 @@ static void test_weighted_geomean(void **state)
     assert_int_equal(ppb_weighted_geomean(c, zero, 3, 0.05, &g, &err), PPB_EINPUT);
 }
 
+/* Skewed case intervals, every one above 1 with a long upper side: each side
+ * of the mean's interval comes from the same side of the cases, so the mean
+ * stays above 1 (the symmetric figure put its lower bound below 1). */
+static void test_weighted_geomean_keeps_each_side(void **state)
+{
+    (void)state;
+    ppb_ab_interval c[3];
+    for (int i = 0; i < 3; i++) {
+        c[i] = made_interval(1.3, 0.1, 0.05);
+        c[i].shift_lo = log(1.02);
+        c[i].shift_hi = log(3.0);
+        c[i].ratio_lo = 1.02, c[i].ratio_hi = 3.0;
+    }
+    double w[3] = {1, 1, 1};
+    ppb_geomean g;
+    ppb_err err;
+    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, &g, &err), 0);
+    double z = 1.959963984540054, s = log(1.3);
+    assert_close(g.ratio, 1.3, 1e-14);
+    assert_close(g.ratio_lo, exp(s - z * sqrt(3 * pow((s - log(1.02)) / z, 2)) / 3), 1e-12);
+    assert_close(g.ratio_hi, exp(s + z * sqrt(3 * pow((log(3.0) - s) / z, 2)) / 3), 1e-12);
+    assert_true(g.ratio_lo > 1.0);
+    /* the symmetric figure would have crossed 1 */
+    assert_true(exp(s - z * g.log_se) < 1.0);
+}
+
 static void test_samples_to_resolve(void **state)
 {
     (void)state;
@@ -589,6 +615,7 @@ int main(void)
         cmocka_unit_test(test_classification_boundaries),
         cmocka_unit_test(test_p_adjust_matches_r),
         cmocka_unit_test(test_weighted_geomean),
+        cmocka_unit_test(test_weighted_geomean_keeps_each_side),
         cmocka_unit_test(test_samples_to_resolve),
         cmocka_unit_test(test_aa_simulation_false_alarms),
         cmocka_unit_test(test_known_effect_detected),
