@@ -20,7 +20,9 @@ int ppb_cli_run_id(ppb_store *s, const char *text, int64_t *id, ppb_err *err)
 {
     if (strcmp(text, "latest") == 0) {
         *id = ppb_store_latest_run(s);
-        return *id > 0 ? PPB_OK : ppb_fail(err, PPB_EINPUT, "the database holds no runs");
+        return *id > 0 ? PPB_OK
+                       : ppb_fail(err, PPB_EINPUT, "the database holds no plain run for 'latest' (proposal and "
+                                                   "calibration runs: by their id, `ppbench list` shows them)");
     }
     char *end = NULL;
     long long v = strtoll(text, &end, 10);

@@ -1027,7 +1027,7 @@ static int64_t latest_id(ppb_store *s, const char *sql)
 
 int64_t ppb_store_latest_run(ppb_store *s)
 {
-    return latest_id(s, "SELECT COALESCE(max(id), 0) FROM runs");
+    return latest_id(s, "SELECT COALESCE(max(id), 0) FROM runs WHERE kind = 'run'");
 }
 
 int ppb_store_has_result(ppb_store *s, int64_t run_id, const char *case_key)

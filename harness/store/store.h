@@ -87,7 +87,10 @@ int ppb_store_put_result(ppb_store *s, int64_t run_id, const ppb_case *c, const 
 int ppb_store_finish_run(ppb_store *s, int64_t run_id, const char *status, ppb_err *err);
 
 int ppb_store_get_run(ppb_store *s, int64_t run_id, ppb_run_info *run, ppb_err *err);
-/* Latest run id, or 0 when none (negative PPB_E* if the query fails). */
+/* The newest plain run (kind 'run', what `ppbench run` stores) for "latest",
+ * or 0 when none (negative PPB_E* if the query fails). A proposal's or a
+ * calibration's runs are not "latest": after `propose`, `report latest` still
+ * means the last `run` (proposals: `report --proposal latest`). */
 int64_t ppb_store_latest_run(ppb_store *s);
 /* Is there a stored result for this case key in this run? (resume)
  * 1 yes, 0 no, negative PPB_E* if the query fails. */

@@ -163,4 +163,14 @@ set +e; "$PPB" compare 6 7 --db "$WORK/recent.db" --baseline-db "file://$T" >"$W
 case $rc in 0|10|11) ;; *) cat "$WORK/err"; fail "compare --baseline-db exited $rc";; esac
 echo "not a database" > "$WORK/junk.db"
 expect_rc 3 "$PPB" compare 6 7 --db "$WORK/recent.db" --baseline-db "file://$WORK/junk.db"
+# "latest" is the newest plain run, not a proposal's candidate run: run, then propose, then report latest.
+L="$WORK/latest.db"
+expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --db "$L" --no-progress --filter "batch=1,dtype=bf16,head_dim=64,page_size=16"
+set +e; "$PPB" propose "$P/ab-smoke.yaml" --db "$L" >/dev/null 2>&1; set -e
+[ "$(sqlite3 "$L" "SELECT max(id) FROM runs")" -gt 1 ] || fail "the proposal stored no runs"
+expect_rc 0 "$PPB" show latest --db "$L"
+grep -q "^run 1: smoke" "$WORK/out" || { head -3 "$WORK/out"; fail "'latest' is not the plain run"; }
+set +e; "$PPB" propose "$P/ab-smoke.yaml" --db "$WORK/only-proposal.db" >/dev/null 2>&1; set -e
+expect_rc 3 "$PPB" show latest --db "$WORK/only-proposal.db"   # a proposal's runs only: no plain run
+grep -q "no plain run for 'latest'" "$WORK/err" || fail "latest without a plain run: $(cat "$WORK/err")"
 echo "propose: ok"
