@@ -672,6 +672,9 @@ static void overview_head(page *p)
         ppb_html_attr(h, "title", title);
         ppb_html_attrf(h, "data-run", "%lld", (long long)r->nights[n].run_id);
         ppb_html_markup(h, ">");
+        /* the run id first: nights of one day and one commit would read alike */
+        ppb_html_textf(h, "#%lld", (long long)r->nights[n].run_id);
+        ppb_html_markup(h, "<br>");
         ppb_html_text(h, day);
         ppb_html_markup(h, "<br><code>");
         ppb_html_text(h, commit);

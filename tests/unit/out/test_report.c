@@ -912,6 +912,8 @@ static void test_trend_overview_scales(void **state)
     assert_string_equal(out.verdict, "REGRESSION");
     assert_int_equal(count(html, "<th class=\"night\""), 30);
     assert_non_null(strstr(html, "<br><code>0000002</code>"));   /* the 3rd night: the first shown */
+    /* each night's header leads with its run id: nights of one day and commit read apart */
+    assert_non_null(strstr(html, "data-run=\"6\">#6<br>11-02<br><code>0000002</code>"));
     assert_null(strstr(html, "<br><code>0000001</code>"));
     char *history = chart_file(f, "trend-1.gp");
     char *xtics = line_of(history, "set xtics (");
