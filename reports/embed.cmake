@@ -1,5 +1,5 @@
 # Compile the report assets (style.css, style.gp) into ppb_core, so `ppbench
-# report` works from any folder without the source tree (harness/out/report_assets.h).
+# report` works from any folder without the source tree (harness/publish/report_assets.h).
 # Regenerated whenever an asset changes.
 set(PPB_REPORT_ASSET_FILES ${CMAKE_SOURCE_DIR}/reports/style.css ${CMAKE_SOURCE_DIR}/reports/style.gp)
 set(PPB_REPORT_ASSETS_C ${CMAKE_BINARY_DIR}/generated/report_assets.c)

@@ -3,7 +3,7 @@
 
 1. kernels/ includes nothing from harness/ (the kernel ABI is the seam).
 2. harness/<stage>/ includes only its own and earlier stages:
-   core < store < run < decide < out < cli (harness/tools/ may use any).
+   core < store < run < decide < publish < cli (harness/tools/ may use any).
 3. store_internal.h is included by harness/store/ alone (all SQL lives there).
 4. No include circle between modules (a module is a .c/.h pair; its own
    X_internal.h counts as part of it).
@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-STAGES = ["core", "store", "run", "decide", "out", "cli"]
+STAGES = ["core", "store", "run", "decide", "publish", "cli"]
 # Internal headers named after their module's family rather than the module.
 INTERNAL_OWNER = {"kernels_internal": "ppb_kernels"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -1,4 +1,4 @@
-/* harness/out/gnuplot.c: finding gnuplot (and not finding it), running it with a
+/* harness/publish/gnuplot.c: finding gnuplot (and not finding it), running it with a
  * fixed argv and no shell, safe gnuplot strings, and the SVG check/rewrite
  * before a chart is inlined into HTML. Tests that need gnuplot skip without it. */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* Unit tests for push (harness/out/push.c, http.c URL rules, push_queue.c): the
+/* Unit tests for push (harness/publish/push.c, http.c URL rules, push_queue.c): the
  * escaping of each format, the bodies and URLs built from a stored run, the
  * rules on URLs and tokens, and the queue table. Nothing here touches the
  * network; tests/e2e/push_pushgateway.sh and push_failures.sh send for real. */

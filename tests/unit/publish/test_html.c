@@ -1,4 +1,4 @@
-/* The HTML writer (harness/out/html.c): escaping of text and attributes, control
+/* The HTML writer (harness/publish/html.c): escaping of text and attributes, control
  * characters and invalid UTF-8, slugs, the style-sheet guard. */
 #include <setjmp.h>
 #include <stdarg.h>
