@@ -49,7 +49,15 @@ REPO = HERE.parents[2]
 DEFAULT_VLLM = REPO / ".deps" / "vllm-0.6.3"
 CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 DEFAULT_OUT = CACHE_HOME / "ppbench" / "vllm-triton"
-DEFAULT_LIB = CACHE_HOME / "ppbench" / "plugins" / "libppbk_vllm_triton.so"
+PLUGIN_DIR = CACHE_HOME / "ppbench" / "plugins"
+
+
+def default_lib(name):
+    """Where a library of this name goes by default: ppbench finds plugin:NAME
+    by its file name, libppbk_NAME.so with '_' for '-' (harness/run/impl.c)."""
+    return PLUGIN_DIR / f"libppbk_{name.replace('-', '_')}.so"
+
+
 
 DTYPES = {"fp16": ("torch.float16", 0), "bf16": ("torch.bfloat16", 1)}
 # The buffers a recorded pointer argument can be bound to (capture.prefill_tensors'
@@ -426,8 +434,8 @@ def main():
     ap.add_argument("--target", help="compile for this target instead of the GPU here: cuda:ARCH[:WARP], "
                                      "e.g. cuda:90 (then no GPU is needed)")
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="cache of compiled variants (default: %(default)s)")
-    ap.add_argument("--lib", default=str(DEFAULT_LIB), help="library to write (default: %(default)s, "
-                                                            "on ppbench's plugin search path)")
+    ap.add_argument("--lib", help=f"library to write (default: {PLUGIN_DIR}/libppbk_NAME.so with '_' for '-', "
+                                  "on ppbench's plugin search path, named as ppbench looks for it)")
     ap.add_argument("--ppbench", help="ppbench binary that expands suites (default: build/ppbench, then PATH)")
     ap.add_argument("-j", "--jobs", type=int, default=max(1, min(os.cpu_count() or 1, 16)),
                     help="parallel compiles (default: %(default)s)")
@@ -446,6 +454,8 @@ def main():
 
     if not re.fullmatch(r"[a-z0-9_.@-]{1,40}", a.name):
         die(f"--name {a.name}: 1-40 characters of a-z, 0-9, '_', '.', '-', '@'")
+    if not a.lib:
+        a.lib = str(default_lib(a.name))
     triton = None
     if not (a.print_launches and a.target):
         try:
@@ -529,7 +539,7 @@ def main():
     # What a "not prepared" refusal tells the user to run (options that were not defaults kept).
     prepare_cmd = "kernels/vllm/triton/prepare.py"
     for opt, val, default in (("--vllm", a.vllm, DEFAULT_VLLM), ("--out", a.out, DEFAULT_OUT),
-                              ("--lib", a.lib, DEFAULT_LIB)):
+                              ("--lib", a.lib, default_lib(a.name))):
         if Path(val).expanduser().resolve() != Path(default).resolve():
             prepare_cmd += f" {opt} {shlex.quote(val)}"
     if a.from_wrapper:
