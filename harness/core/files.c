@@ -139,6 +139,18 @@ int ppb_make_dirs(const char *path, ppb_err *err)
     return PPB_OK;
 }
 
+int ppb_user_cache_path(const char *sub, char *buf, size_t len)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && xdg[0])
+        snprintf(buf, len, "%s/ppbench/%s", xdg, sub);
+    else if (home && home[0])
+        snprintf(buf, len, "%s/.cache/ppbench/%s", home, sub);
+    else
+        return buf[0] = '\0', -1;
+    return 0;
+}
+
 int ppb_is_real_dir(const char *path)
 {
     struct stat st;

@@ -46,6 +46,10 @@ int ppb_same_file(const char *a, const char *b);
  * PPB_EIO naming the one that could not be made, or a non-folder in the way. */
 int ppb_make_dirs(const char *path, ppb_err *err);
 
+/* ppbench's folder SUB in the user's cache, ${XDG_CACHE_HOME:-$HOME/.cache}/ppbench/SUB
+ * (plugins, trees, ...): 0, or -1 when neither variable is set (buf then ""). */
+int ppb_user_cache_path(const char *sub, char *buf, size_t len);
+
 /* 1 when `path` is a directory itself, not a link to one. */
 int ppb_is_real_dir(const char *path);
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "doc_text.h"
+#include "files.h"
 #include "hash.h"
 #include "kernel_case.h"
 #include "stop_signals.h"
@@ -116,12 +117,8 @@ static void search_entries(path_list *l)
         }
     }
     char cache[4096];
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && xdg[0])
-        snprintf(cache, sizeof cache, "%s/ppbench/plugins", xdg);
-    else
-        snprintf(cache, sizeof cache, "%s/.cache/ppbench/plugins", home ? home : "");
-    add_path(l, cache);
+    if (ppb_user_cache_path("plugins", cache, sizeof cache) == 0)
+        add_path(l, cache);
 }
 
 /* Every library on the search path: files as given, folders' libppbk_*.so. */

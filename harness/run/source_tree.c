@@ -46,11 +46,8 @@ static void cache_path(const char *sub, char *buf, size_t len)
         snprintf(buf, len, "%s/%s", root, sub);
         return;
     }
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && xdg[0])
-        snprintf(buf, len, "%s/ppbench/%s", xdg, sub);
-    else
-        snprintf(buf, len, "%s/.cache/ppbench/%s", home && home[0] ? home : "/tmp", sub);
+    if (ppb_user_cache_path(sub, buf, len) != 0)
+        snprintf(buf, len, "/tmp/.cache/ppbench/%s", sub); /* no HOME: somewhere writable */
 }
 
 void ppb_vllm_plugin_dir(char *buf, size_t len) { cache_path("plugins", buf, len); }
@@ -461,11 +458,11 @@ int ppb_vllm_tree_make(const char *tree, const ppb_source_change *change, ppb_vl
     char trees[4096], tmp[4400];
     cache_path("trees", trees, sizeof trees);
     snprintf(tmp, sizeof tmp, "%s/.tmp-%ld", trees, (long)getpid());
-    remove_tree(tmp);
-    rc = write_files(tmp, &t, err);
-    /* A diff is applied to the copy and read back; replacements in memory. */
-    if (!rc && change && change->patch_path[0]) {
-        rc = apply_diff(change, tmp, &t, out, err);
+    /* A diff is applied to a copy on disk and read back; replacements in memory. */
+    if (change && change->patch_path[0]) {
+        remove_tree(tmp);
+        if (!(rc = write_files(tmp, &t, err)))
+            rc = apply_diff(change, tmp, &t, out, err);
         tree_files reread;
         if (!rc && out->changed[0] && !(rc = tree_files_read(tmp, &reread, err))) {
             tree_files_free(&t);
