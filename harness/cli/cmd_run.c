@@ -37,7 +37,7 @@ static void usage(FILE *out)
             "  --hot                do not flush caches between samples (default: cold)\n"
             "  --cpu-max-gflop X    CPU backend: skip cases above X GFLOP (default 2)\n"
             "  --devices LIST       one worker process per device: 'all' or '0,1,..'; a worker\n"
-            "                       that dies or hangs is replaced and its case stored as crashed\n"
+            "                       that dies or hangs is replaced and its case stored as crashed or hung\n"
             "  --case-timeout S     with --devices: kill a worker stuck on one case for S seconds\n"
             "  --json FILE|-        the run's outcome as JSON (schema " PPB_RUN_SCHEMA ", docs/CLI.md)\n"
             "  --markdown FILE|-    the same as Markdown (with '-', the results table goes to stderr)\n"
@@ -58,8 +58,9 @@ static int run_exit_code(const ppb_run_summary *sum, const ppb_status_counts *co
     }
     /* Noisy cases are correct, only not trusted for timing: reported, not failed. */
     const int *n = counts->n;
-    if (n[PPB_STATUS_WRONG] + n[PPB_STATUS_ERROR] + n[PPB_STATUS_CRASHED])
-        return PPB_EXIT_FAILURES;
+    for (int st = 0; st < PPB_STATUS_COUNT; st++)
+        if (n[st] && ppb_status_failed(st))
+            return PPB_EXIT_FAILURES;
     /* A run that measured nothing answers no question: never a pass. */
     if (n[PPB_STATUS_OK] + n[PPB_STATUS_NOISY] == 0) {
         fprintf(stderr, "ppbench run: no case was timed (%d refused, %d skipped of %d): nothing was measured\n",

@@ -6,7 +6,8 @@
 #include "stats.h"
 
 static const char *const status_names[] = {"ok", "wrong", "refused", "skipped", "error", "noisy",
-                                           "crashed"};
+                                           "crashed", "hung"};
+_Static_assert(sizeof status_names / sizeof *status_names == PPB_STATUS_COUNT, "a name for every status");
 
 const char *ppb_status_name(int status)
 {
@@ -21,6 +22,12 @@ int ppb_status_parse(const char *name)
         if (strcmp(status_names[i], name) == 0)
             return i;
     return -1;
+}
+
+int ppb_status_failed(int status)
+{
+    return status == PPB_STATUS_WRONG || status == PPB_STATUS_ERROR || status == PPB_STATUS_CRASHED ||
+           status == PPB_STATUS_HUNG;
 }
 
 void ppb_result_init(ppb_result *r)

@@ -12,11 +12,16 @@ typedef enum {
     PPB_STATUS_SKIPPED = 3,   /* not run: too large for memory / backend; reason says why */
     PPB_STATUS_ERROR = 4,     /* the backend failed while running it */
     PPB_STATUS_NOISY = 5,     /* correct, but the noise target was not met within the budget */
-    PPB_STATUS_CRASHED = 6,   /* the worker died on it */
+    PPB_STATUS_CRASHED = 6,   /* the worker died on it, or the implementation called exit() */
+    PPB_STATUS_HUNG = 7,      /* the implementation did not return: a worker past --case-timeout, or a
+                                 call still running when a stop (Ctrl-C, SIGTERM) came */
+    PPB_STATUS_COUNT = 8
 } ppb_status;
 
 const char *ppb_status_name(int status);   /* "ok", "wrong", ... */
 int ppb_status_parse(const char *name);    /* -1 if unknown */
+/* 1 for the statuses that fail a run: wrong, error, crashed, hung. */
+int ppb_status_failed(int status);
 
 typedef struct ppb_check_result {
     int checked;               /* 0: no check was made */

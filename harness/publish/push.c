@@ -274,7 +274,7 @@ static void write_prometheus(FILE *out, const ppb_run_info *run, const collectio
     prom_family(out, "ppbench_run_cases", "Cases the run planned");
     fprintf(out, "ppbench_run_cases %d\n", run->n_cases);
     prom_family(out, "ppbench_run_results", "Stored results of the run by status");
-    for (int st = PPB_STATUS_OK; st <= PPB_STATUS_CRASHED; st++) {
+    for (int st = PPB_STATUS_OK; st < PPB_STATUS_COUNT; st++) {
         int n = 0;
         for (int i = 0; i < col->n; i++)
             n += col->items[i].r.status == st;

@@ -661,12 +661,6 @@ static double err_over_atol(const rp_item *it)
     return it->r.check.max_abs_err / it->r.check.atol;
 }
 
-static int failed_status(int status)
-{
-    return status == PPB_STATUS_WRONG || status == PPB_STATUS_ERROR ||
-           status == PPB_STATUS_CRASHED;
-}
-
 static void set_verdict(rp_report *r, const char *verdict, const char *cls)
 {
     snprintf(r->verdict, sizeof r->verdict, "%s", verdict);
@@ -675,22 +669,23 @@ static void set_verdict(rp_report *r, const char *verdict, const char *cls)
 
 static void decide_run(rp_report *r)
 {
-    int n[8] = {0};
+    int n[PPB_STATUS_COUNT] = {0}, failed = 0;
     for (int i = 0; i < r->n_items; i++)
-        if (r->items[i].r.status >= 0 && r->items[i].r.status < 8)
+        if (r->items[i].r.status >= 0 && r->items[i].r.status < PPB_STATUS_COUNT) {
             n[r->items[i].r.status]++;
-    int failed = n[PPB_STATUS_WRONG] + n[PPB_STATUS_ERROR] + n[PPB_STATUS_CRASHED];
+            failed += ppb_status_failed(r->items[i].r.status);
+        }
     int complete = strcmp(r->run.status, "complete") == 0 && r->n_items >= r->run.n_cases;
     char *rs = r->reasons;
     size_t len = sizeof r->reasons;
     if (failed) {
         set_verdict(r, "FAIL", "bad");
-        add_line(rs, len, "FAIL: %d of %d cases failed (%d wrong, %d error, %d crashed)", failed,
-                 r->n_items, n[PPB_STATUS_WRONG], n[PPB_STATUS_ERROR], n[PPB_STATUS_CRASHED]);
+        add_line(rs, len, "FAIL: %d of %d cases failed (%d wrong, %d error, %d crashed, %d hung)", failed,
+                 r->n_items, n[PPB_STATUS_WRONG], n[PPB_STATUS_ERROR], n[PPB_STATUS_CRASHED], n[PPB_STATUS_HUNG]);
         int shown = 0;
         for (int i = 0; i < r->n_items && shown < 5; i++) {
             const rp_item *it = &r->items[i];
-            if (!failed_status(it->r.status))
+            if (!ppb_status_failed(it->r.status))
                 continue;
             add_line(rs, len, "%s #%d %s: %s", ppb_status_name(it->r.status), it->number,
                      it->c.key, it->r.reason[0] ? it->r.reason : "(no reason stored)");
@@ -710,7 +705,7 @@ static void decide_run(rp_report *r)
                           "nothing", r->n_items, n[PPB_STATUS_REFUSED], n[PPB_STATUS_SKIPPED]);
     } else {
         set_verdict(r, "PASS", "good");
-        add_line(rs, len, "PASS: no case wrong, errored or crashed; %d of %d timed",
+        add_line(rs, len, "PASS: no case wrong, errored, crashed or hung; %d of %d timed",
                  n[PPB_STATUS_OK] + n[PPB_STATUS_NOISY], r->n_items);
     }
     if (failed && !complete)
@@ -877,7 +872,7 @@ static void worst_run(const rp_report *r, ppb_report_outcome *out)
         return;
     for (int i = 0; i < r->n_items && out->n_worst < PPB_REPORT_MAX_WORST; i++) {
         const rp_item *it = &r->items[i];
-        if (!failed_status(it->r.status))
+        if (!ppb_status_failed(it->r.status))
             continue;
         used[i] = 1;
         snprintf(out->worst[out->n_worst++], sizeof out->worst[0], "%-7s #%d %s: %s",

@@ -20,7 +20,7 @@ static const char *short_key(const char *key)
 static int print_row(void *ctx, const ppb_case *c, const ppb_result *r)
 {
     table_ctx *t = ctx;
-    if (r->status >= 0 && r->status < 8)
+    if (r->status >= 0 && r->status < PPB_STATUS_COUNT)
         t->counts->n[r->status]++;
     t->counts->total++;
     char timing[64] = "-", rate[32] = "-", err[32] = "-";
@@ -59,7 +59,7 @@ int ppb_print_results(ppb_store *s, int64_t run_id, FILE *out, ppb_status_counts
     if (rc)
         return rc;
     fprintf(out, "%d results:", counts->total);
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < PPB_STATUS_COUNT; i++)
         if (counts->n[i])
             fprintf(out, " %d %s", counts->n[i], ppb_status_name(i));
     fputc('\n', out);

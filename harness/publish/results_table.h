@@ -6,10 +6,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "result.h"
 #include "store.h"
 
 typedef struct ppb_status_counts {
-    int n[8];      /* by ppb_status */
+    int n[PPB_STATUS_COUNT]; /* by ppb_status */
     int total;
 } ppb_status_counts;
 

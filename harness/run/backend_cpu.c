@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "buffer_guard.h"
 #include "cpu_attention.h"
 #include "decode_plan.h"
-#include "hash.h"
 #include "impl.h"
 #include "kernel_case.h"
 #include "provenance.h"
@@ -27,7 +27,6 @@
 #define DEFAULT_CPU_MAX_GFLOP 2.0
 #define DEFAULT_SMEM_PER_BLOCK 49152 /* the 48 KB a block gets without opt-in */
 #define DEFAULT_LLC_BYTES (32ll << 20)
-#define GUARD_CANARY 0xA5
 #define GUARD_SLACK (64 << 10)
 
 /* A plugin's v2 scratch buffer on the host, followed by a canary-filled guard
@@ -37,10 +36,16 @@ typedef struct host_guarded {
     size_t bytes, guard;
 } host_guarded;
 
-/* Canary bytes before and after the output, so a kernel writing outside it is
- * caught (a plugin is code ppbench runs, not trusted), and the inputs' hashes
- * around the checked launch, so one writing into what it was given is too. */
-#define OUT_GUARD 4096
+/* A plugin's copy of one input, between guard zones (buffer_guard.h): a plugin
+ * is code ppbench runs, not code it trusts, so it gets copies, and after its
+ * checked launch the zones and a comparison with the workload's own tensors
+ * say whether it wrote outside its buffers or into its inputs. */
+typedef struct host_input {
+    const char *name;
+    const void *original;       /* the workload's tensor (NULL: the case has none) */
+    size_t bytes;
+    unsigned char *block;       /* zone, copy, zone */
+} host_input;
 
 enum { N_INPUTS = 10 };
 
@@ -53,9 +58,9 @@ struct ppb_backend {
     int use_plugin;             /* the case's impl is a plugin */
     ppb_impl_call plugin;
     host_guarded scratch[3];    /* plugin v2: tmp_out, exp_sums, max_logits */
-    unsigned char *out_block;   /* OUT_GUARD canaries, the output, OUT_GUARD canaries */
+    host_input inputs[N_INPUTS]; /* plugin: guarded copies of the workload's tensors */
+    unsigned char *out_block;   /* guard zone, the output, guard zone */
     uint16_t *out;              /* the "device" output the runs write (inside out_block) */
-    uint64_t input_hash[N_INPUTS]; /* a plugin's inputs before its checked launch */
     unsigned char *flush;       /* cold-cache buffer, 2 x last-level cache, allocated on first use */
     size_t flush_bytes;
     unsigned flush_round;
@@ -200,6 +205,9 @@ static void cpu_release(ppb_backend *b)
         free(b->scratch[i].ptr);
         memset(&b->scratch[i], 0, sizeof b->scratch[i]);
     }
+    for (int k = 0; k < N_INPUTS; k++)
+        free(b->inputs[k].block);
+    memset(b->inputs, 0, sizeof b->inputs);
     b->use_plugin = 0;
     free(b->out_block);
     b->out_block = NULL;
@@ -320,6 +328,76 @@ static int cpu_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w, 
     return c->kernel == PPB_PAGED_ATTENTION ? refuse_decode_smem(b, c, err) : PPB_OK;
 }
 
+/* The workload's tensors a plugin reads, by name, in ppb_tensor_ptrs order. */
+static void plugin_inputs(const ppb_workload *w, host_input in[N_INPUTS])
+{
+    size_t b = (size_t)w->batch, h = sizeof(uint16_t), i = sizeof(int32_t);
+    const host_input all[N_INPUTS] = {
+        {"q", w->q, w->q_elems * h, NULL},
+        {"k", w->k, w->kv_elems * h, NULL},
+        {"v", w->v, w->kv_elems * h, NULL},
+        {"k_cache", w->k_cache, w->cache_elems * h, NULL},
+        {"v_cache", w->v_cache, w->cache_elems * h, NULL},
+        {"block_table", w->block_table, b * (size_t)w->max_blocks_per_seq * i, NULL},
+        {"start_loc", w->start_loc, (b + 1) * i, NULL},
+        {"query_lens", w->query_lens, b * i, NULL},
+        {"context_lens", w->context_lens, b * i, NULL},
+        {"seq_lens", w->seq_lens, b * i, NULL},
+    };
+    memcpy(in, all, sizeof all);
+}
+
+/* The copies equal to the workload's tensors, canaries in every zone (again before each checked launch). */
+static void plugin_reset_inputs(ppb_backend *b)
+{
+    for (int k = 0; k < N_INPUTS; k++) {
+        host_input *in = &b->inputs[k];
+        if (!in->block)
+            continue;
+        memset(in->block, PPB_GUARD_CANARY, PPB_GUARD_BYTES);
+        memcpy(in->block + PPB_GUARD_BYTES, in->original, in->bytes);
+        memset(in->block + PPB_GUARD_BYTES + in->bytes, PPB_GUARD_CANARY, PPB_GUARD_BYTES);
+    }
+}
+
+/* Each input copied between its guard zones. */
+static int plugin_copy_inputs(ppb_backend *b, ppb_err *err)
+{
+    plugin_inputs(b->w, b->inputs);
+    for (int k = 0; k < N_INPUTS; k++) {
+        host_input *in = &b->inputs[k];
+        if (!in->original)
+            continue;
+        if (!(in->block = malloc(in->bytes + 2 * PPB_GUARD_BYTES)))
+            return ppb_fail(err, PPB_ENOMEM, "cpu backend: out of host memory for the plugin's copy of %s",
+                            in->name);
+    }
+    plugin_reset_inputs(b); /* a launch may be timed before any checked one (A/B rounds) */
+    return PPB_OK;
+}
+
+/* After a plugin's checked launch: bytes it wrote around its output or its
+ * inputs, and inputs whose contents changed (the case is then wrong). */
+static void plugin_outside_writes(const ppb_backend *b, ppb_result *res)
+{
+    ppb_guard_report r;
+    ppb_guard_report_init(&r);
+    size_t out_bytes = b->w->out_elems * sizeof(uint16_t);
+    ppb_guard_hits h = ppb_guard_read(b->out_block, PPB_GUARD_BYTES, b->out_block + PPB_GUARD_BYTES + out_bytes,
+                                      PPB_GUARD_BYTES);
+    ppb_guard_report_add(&r, "out", &h);
+    for (int k = 0; k < N_INPUTS; k++) {
+        const host_input *in = &b->inputs[k];
+        if (!in->block)
+            continue;
+        h = ppb_guard_read(in->block, PPB_GUARD_BYTES, in->block + PPB_GUARD_BYTES + in->bytes, PPB_GUARD_BYTES);
+        ppb_guard_report_add(&r, in->name, &h);
+        if (memcmp(in->block + PPB_GUARD_BYTES, in->original, in->bytes) != 0)
+            ppb_guard_report_input_changed(&r, in->name);
+    }
+    ppb_guard_report_finish(&r, b->plugin.impl->name, res);
+}
+
 /* Plugin v2 scratch: sized with the host's partition count, indexed by the
  * kernel with its own (the PARTITION_SIZE mismatch), each buffer in its own
  * allocation with a guard zone that can take the whole difference. */
@@ -357,10 +435,14 @@ static int plugin_prepare(ppb_backend *b, const ppb_workload *w, ppb_result *res
         if (b->plugin.note[0])
             snprintf(res->reason, sizeof res->reason, "%s", b->plugin.note);
     }
-    const ppb_tensor_ptrs t = {.q = w->q, .k = w->k, .v = w->v, .k_cache = w->k_cache, .v_cache = w->v_cache,
-                               .out = b->out, .block_table = w->block_table, .start_loc = w->start_loc,
-                               .query_lens = w->query_lens, .context_lens = w->context_lens,
-                               .seq_lens = w->seq_lens};
+    if ((rc = plugin_copy_inputs(b, err)))
+        return rc;
+    void *in[N_INPUTS];
+    for (int k = 0; k < N_INPUTS; k++)
+        in[k] = b->inputs[k].block ? b->inputs[k].block + PPB_GUARD_BYTES : NULL;
+    const ppb_tensor_ptrs t = {.q = in[0], .k = in[1], .v = in[2], .k_cache = in[3], .v_cache = in[4],
+                               .out = b->out, .block_table = in[5], .start_loc = in[6], .query_lens = in[7],
+                               .context_lens = in[8], .seq_lens = in[9]};
     ppb_kernel_args_point(&b->plugin.prefill, &b->plugin.decode, b->c.kernel, &t);
     return b->c.kernel == PPB_PAGED_ATTENTION && b->c.config.version == 2 ? plugin_scratch(b, err) : PPB_OK;
 }
@@ -372,7 +454,7 @@ static void plugin_reset_scratch(ppb_backend *b)
     for (int i = 0; i < 3; i++)
         if (b->scratch[i].ptr) {
             memset(b->scratch[i].ptr, 0xFF, b->scratch[i].bytes);
-            memset(b->scratch[i].ptr + b->scratch[i].bytes, GUARD_CANARY, b->scratch[i].guard);
+            memset(b->scratch[i].ptr + b->scratch[i].bytes, PPB_GUARD_CANARY, b->scratch[i].guard);
         }
 }
 
@@ -383,90 +465,13 @@ static void plugin_overrun(const ppb_backend *b, ppb_overrun *ov)
     long long *past[3] = {&ov->tmp_out_bytes, &ov->exp_sums_bytes, &ov->max_logits_bytes};
     for (int i = 0; i < 3; i++) {
         const host_guarded *g = &b->scratch[i];
-        for (size_t j = 0; g->ptr && j < g->guard; j++)
-            if (g->ptr[g->bytes + j] != GUARD_CANARY) {
-                ov->guard_bytes_changed++;
-                *past[i] = (long long)j + 1;
-            }
+        if (!g->ptr)
+            continue;
+        ppb_guard_hits h = ppb_guard_read(NULL, 0, g->ptr + g->bytes, g->guard);
+        ov->guard_bytes_changed += h.changed;
+        *past[i] = h.past;
     }
     ov->detected = ov->guard_bytes_changed > 0;
-}
-
-/* The inputs a plugin gets, by name (the workload's tensors; NULL ones skipped). */
-static void plugin_inputs(const ppb_workload *w, const char *names[N_INPUTS], const void *ptrs[N_INPUTS],
-                          size_t bytes[N_INPUTS])
-{
-    size_t b = (size_t)w->batch, h = sizeof(uint16_t), i = sizeof(int32_t);
-    const struct {
-        const char *name;
-        const void *p;
-        size_t n;
-    } in[N_INPUTS] = {
-        {"q", w->q, w->q_elems * h},
-        {"k", w->k, w->kv_elems * h},
-        {"v", w->v, w->kv_elems * h},
-        {"k_cache", w->k_cache, w->cache_elems * h},
-        {"v_cache", w->v_cache, w->cache_elems * h},
-        {"block_table", w->block_table, b * (size_t)w->max_blocks_per_seq * i},
-        {"start_loc", w->start_loc, (b + 1) * i},
-        {"query_lens", w->query_lens, b * i},
-        {"context_lens", w->context_lens, b * i},
-        {"seq_lens", w->seq_lens, b * i},
-    };
-    for (int k = 0; k < N_INPUTS; k++) {
-        names[k] = in[k].name;
-        ptrs[k] = in[k].p;
-        bytes[k] = in[k].p ? in[k].n : 0;
-    }
-}
-
-static void hash_inputs(const ppb_workload *w, uint64_t out[N_INPUTS])
-{
-    const char *names[N_INPUTS];
-    const void *ptrs[N_INPUTS];
-    size_t bytes[N_INPUTS];
-    plugin_inputs(w, names, ptrs, bytes);
-    for (int k = 0; k < N_INPUTS; k++)
-        out[k] = ptrs[k] ? ppb_fnv1a64(ptrs[k], bytes[k]) : 0;
-}
-
-/* After a plugin's checked launch: bytes it wrote before or past its output
- * (changed canaries) and inputs whose contents changed, said in res->reason
- * and marked as an overrun (the case is then wrong, whatever its output). */
-static void plugin_outside_writes(const ppb_backend *b, ppb_result *res)
-{
-    size_t out_bytes = b->w->out_elems * sizeof(uint16_t);
-    long long before = 0, past = 0, changed = 0;
-    for (size_t j = 0; j < OUT_GUARD; j++) {
-        if (b->out_block[j] != GUARD_CANARY) {
-            changed++;
-            if (!before)
-                before = (long long)(OUT_GUARD - j);
-        }
-        if (b->out_block[OUT_GUARD + out_bytes + j] != GUARD_CANARY) {
-            changed++;
-            past = (long long)j + 1;
-        }
-    }
-    char inputs[200] = "";
-    uint64_t now[N_INPUTS];
-    hash_inputs(b->w, now);
-    const char *names[N_INPUTS];
-    const void *ptrs[N_INPUTS];
-    size_t bytes[N_INPUTS];
-    plugin_inputs(b->w, names, ptrs, bytes);
-    for (int k = 0; k < N_INPUTS; k++)
-        if (now[k] != b->input_hash[k])
-            snprintf(inputs + strlen(inputs), sizeof inputs - strlen(inputs), "%s%s", inputs[0] ? ", " : "",
-                     names[k]);
-    if (!changed && !inputs[0])
-        return;
-    res->overrun.detected = 1;
-    res->overrun.guard_bytes_changed += changed;
-    snprintf(res->reason, sizeof res->reason,
-             "impl %s wrote outside its output: %lld B before it, %lld B past it%s%s (guard zones and input "
-             "hashes caught it)",
-             b->plugin.impl->name, before, past, inputs[0] ? "; it changed its inputs " : "", inputs);
 }
 
 /* One launch of whatever the case runs. */
@@ -490,8 +495,8 @@ static int cpu_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w,
         res->timing_is_cpu = 1;
         res->resources.known = 0; /* no compiled kernel to measure */
     }
-    b->out_block = malloc(2 * OUT_GUARD + sizeof(uint16_t) * (w->out_elems ? w->out_elems : 1));
-    b->out = b->out_block ? (uint16_t *)(void *)(b->out_block + OUT_GUARD) : NULL;
+    b->out_block = malloc(2 * PPB_GUARD_BYTES + sizeof(uint16_t) * (w->out_elems ? w->out_elems : 1));
+    b->out = b->out_block ? (uint16_t *)(void *)(b->out_block + PPB_GUARD_BYTES) : NULL;
     if (!b->out) {
         rc = ppb_fail(err, PPB_ENOMEM, "cpu backend: out of host memory for the output");
         goto fail;
@@ -541,11 +546,11 @@ static int cpu_run_checked(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_e
     size_t n = b->w->out_elems;
     for (size_t i = 0; i < n; i++)
         b->out[i] = PPB_POISON_BITS;
-    memset(b->out_block, GUARD_CANARY, OUT_GUARD);
-    memset(b->out_block + OUT_GUARD + n * sizeof(uint16_t), GUARD_CANARY, OUT_GUARD);
+    memset(b->out_block, PPB_GUARD_CANARY, PPB_GUARD_BYTES);
+    memset(b->out_block + PPB_GUARD_BYTES + n * sizeof(uint16_t), PPB_GUARD_CANARY, PPB_GUARD_BYTES);
     if (b->use_plugin) {
         plugin_reset_scratch(b);
-        hash_inputs(b->w, b->input_hash);
+        plugin_reset_inputs(b);
     } else {
         cpu_attn_reset_scratch(b->attn);
     }

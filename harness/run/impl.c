@@ -427,13 +427,38 @@ static void crash_handler(int sig)
  * is turned into a failure that names it. */
 static char exit_note[256];
 
+static ppb_impl_abandon_hook abandon_hook;
+static void *abandon_ctx;
+static atomic_int abandoning; /* the process is on its way out: the call's thread stays where it is */
+
+void ppb_impl_set_abandon_hook(ppb_impl_abandon_hook hook, void *ctx)
+{
+    abandon_ctx = ctx;
+    abandon_hook = hook;
+}
+
+/* Say why on stderr, let the hook store the case, end the process. Only the
+ * first caller does it (the exit hook and the watchdog could both come). */
+static void abandon(int status, const char *note, int exit_code)
+{
+    if (atomic_exchange(&abandoning, 1))
+        for (;;)
+            pause();
+    ssize_t w = write(STDERR_FILENO, note, strnlen(note, 256));
+    (void)w;
+    if (abandon_hook) {
+        char reason[256];
+        snprintf(reason, sizeof reason, "%s", note + strlen("ppbench: "));
+        reason[strcspn(reason, "\n")] = '\0';
+        abandon_hook(abandon_ctx, status, reason);
+    }
+    _exit(exit_code);
+}
+
 static void exit_in_call(void)
 {
-    if (!in_call)
-        return;
-    ssize_t w = write(STDERR_FILENO, exit_note, strnlen(exit_note, sizeof exit_note));
-    (void)w;
-    _exit(4); /* PPB_EXIT_RUNTIME (cli/commands.h; run/ does not include cli/) */
+    if (in_call)
+        abandon(PPB_STATUS_CRASHED, exit_note, 4); /* PPB_EXIT_RUNTIME (cli/commands.h; run/ does not include cli/) */
 }
 
 /* A plugin call that does not return cannot poll the stop flag, so Ctrl-C or
@@ -451,11 +476,8 @@ static void *watchdog(void *arg)
         struct timespec tick = {0, 100 * 1000 * 1000};
         nanosleep(&tick, NULL);
         waited_ms = atomic_load(&in_call) && ppb_stop_signalled() ? waited_ms + 100 : 0;
-        if (waited_ms >= WATCHDOG_GRACE_MS) {
-            ssize_t w = write(STDERR_FILENO, hang_note, strnlen(hang_note, sizeof hang_note));
-            (void)w;
-            _exit(130); /* PPB_EXIT_INTERRUPTED (cli/commands.h) */
-        }
+        if (waited_ms >= WATCHDOG_GRACE_MS)
+            abandon(PPB_STATUS_HUNG, hang_note, 130); /* PPB_EXIT_INTERRUPTED (cli/commands.h) */
     }
     return NULL;
 }
@@ -492,7 +514,13 @@ static void enter_call(const ppb_impl_call *call, const char *what)
     in_call = 1;
 }
 
-static void leave_call(void) { in_call = 0; }
+static void leave_call(void)
+{
+    in_call = 0;
+    /* A call that returns while the watchdog is storing it as hung: stay, the process is ending. */
+    while (atomic_load(&abandoning))
+        pause();
+}
 
 /* ---- binding a case ------------------------------------------------------------------ */
 

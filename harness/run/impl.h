@@ -89,6 +89,16 @@ int ppb_impl_prepare(const ppb_impl_call *call, ppb_resources *res, ppb_err *err
 typedef void (*ppb_impl_env_sink)(void *ctx, const char *key, const char *value);
 void ppb_impl_environment(ppb_impl_env_sink sink, void *ctx);
 
+/* A plugin call that never ends the process cleanly -- it calls exit(), or it
+ * is still running when a stop was asked for (the watchdog then ends the
+ * process) -- leaves the run's last case unrecorded. The hook, set by whoever
+ * runs the cases, is called once on the way out, on the calling or the
+ * watchdog's thread, with PPB_STATUS_CRASHED or PPB_STATUS_HUNG and the
+ * reason, to store that case and mark the run interrupted. The thread that
+ * was in the call never leaves it. NULL: none. */
+typedef void (*ppb_impl_abandon_hook)(void *ctx, int status, const char *reason);
+void ppb_impl_set_abandon_hook(ppb_impl_abandon_hook hook, void *ctx);
+
 /* Close every opened implementation and unload the libraries (end of process, tests). */
 void ppb_impl_unload_all(void);
 

@@ -9,6 +9,7 @@
 
 #include "ahead.h"
 #include "eta.h"
+#include "impl.h"
 #include "matrix.h"
 #include "measure.h"
 #include "provenance.h"
@@ -345,7 +346,7 @@ static void log_not_run(const run_ctx *x, const ppb_case *c, const ppb_result *r
 {
     const ppb_run_options *o = x->opt;
     if (res->status == PPB_STATUS_REFUSED || res->status == PPB_STATUS_SKIPPED ||
-        res->status == PPB_STATUS_ERROR || res->status == PPB_STATUS_CRASHED)
+        res->status == PPB_STATUS_ERROR || res->status == PPB_STATUS_CRASHED || res->status == PPB_STATUS_HUNG)
         fprintf(o->log, "%s%s: %s: %s\n", o->progress == PPB_PROGRESS_TERMINAL ? "\r\033[K" : "", c->key,
                 ppb_status_name(res->status), res->reason);
 }
@@ -443,15 +444,43 @@ static int store_open_finish(store_opening *o, ppb_store **out, ppb_err *err)
     return o->rc;
 }
 
+/* The case a plugin call never came back from (impl.h's abandon hook): stored
+ * with its status and reason after everything finished before it, and the run
+ * marked interrupted, so the database says what happened and --resume goes on. */
+typedef struct abandoned_case {
+    run_ctx *x;
+    ppb_result_writer *writer;
+    const ppb_case *current;
+} abandoned_case;
+
+static void store_abandoned(void *ctx, int status, const char *reason)
+{
+    abandoned_case *a = ctx;
+    ppb_err ignored;
+    if (a->writer && a->current) {
+        ppb_result res;
+        ppb_result_init(&res);
+        res.status = status;
+        snprintf(res.reason, sizeof res.reason, "%s", reason);
+        ppb_result_writer_put(a->writer, a->current, &res, &ignored);
+        double waited_ms;
+        ppb_result_writer_finish(a->writer, &waited_ms, &ignored); /* the store is free after this */
+    }
+    ppb_store_finish_run(a->x->store, a->x->run.id, "interrupted", &ignored);
+}
+
 /* The cases in this process, one after another; each result stored on the
  * writer's thread while the next case runs. */
 static int run_in_process(run_ctx *x, const char *todo_flags, ppb_err *err)
 {
     progress prog;
     ppb_result_writer *writer = NULL;
+    abandoned_case abandoned = {x, NULL, NULL};
     int rc = progress_start(&prog, &x->cases, todo_flags, err);
     if (!rc)
         rc = ppb_result_writer_start(&writer, x->store, x->run.id, err);
+    abandoned.writer = writer;
+    ppb_impl_set_abandon_hook(store_abandoned, &abandoned);
     ppb_session_prefetch(&x->session, x->cases.items, todo_flags, x->cases.n);
     if (!x->ahead && x->session.ops->makes_inputs)
         start_ahead(x, todo_flags);
@@ -462,7 +491,9 @@ static int run_in_process(run_ctx *x, const char *todo_flags, ppb_err *err)
         if (x->opt->progress == PPB_PROGRESS_TERMINAL)
             progress_line(x->opt, &prog, c->key);
         ppb_result res;
+        abandoned.current = c;
         int crc = run_case(x, c, &res);
+        abandoned.current = NULL;
         if (crc == PPB_EINTR || stop_requested) {
             ppb_result_free(&res);
             break;
@@ -473,6 +504,7 @@ static int run_in_process(run_ctx *x, const char *todo_flags, ppb_err *err)
         if (x->opt->progress == PPB_PROGRESS_LOG)
             progress_line(x->opt, &prog, c->key);
     }
+    ppb_impl_set_abandon_hook(NULL, NULL);
     ppb_ahead_stop(x->ahead);
     x->ahead = NULL;
     if (writer) {

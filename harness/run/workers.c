@@ -180,7 +180,7 @@ static int assign(worker *w, int index, double timeout)
 }
 
 /* Record the case a dead or hung worker held, then replace the worker. */
-static int recover(worker *w, const char *what, const ppb_case *cases,
+static int recover(worker *w, int status, const char *what, const ppb_case *cases,
                    const ppb_pool_callbacks *cb, ppb_err *err)
 {
     char why[128] = "";
@@ -188,7 +188,7 @@ static int recover(worker *w, const char *what, const ppb_case *cases,
     reap(w, why, sizeof why);
     ppb_result res;
     ppb_result_init(&res);
-    res.status = PPB_STATUS_CRASHED;
+    res.status = status;
     snprintf(res.reason, sizeof res.reason, "worker on device %d %s%s%s", device, what,
              why[0] ? ": " : "", why);
     int rc = index >= 0 ? cb->on_result(cb->ctx, index, &cases[index], &res, err) : PPB_OK;
@@ -222,7 +222,7 @@ int ppb_pool_run(const ppb_pool_options *opt, const ppb_case *cases, const char 
             if (next >= n)
                 break;
             if (assign(&workers[k], next, opt->case_timeout_s) != 0)
-                rc = recover(&workers[k], "died before taking a case", cases, cb, err);
+                rc = recover(&workers[k], PPB_STATUS_CRASHED, "died before taking a case", cases, cb, err);
             else
                 outstanding++;
             next++;
@@ -247,7 +247,7 @@ int ppb_pool_run(const ppb_pool_options *opt, const ppb_case *cases, const char 
                 if (read_all(w->from_child, &index, sizeof index) ||
                     read_all(w->from_child, &res, sizeof res)) {
                     outstanding--;
-                    rc = recover(w, "died", cases, cb, err);
+                    rc = recover(w, PPB_STATUS_CRASHED, "died", cases, cb, err);
                     continue;
                 }
                 res.samples_ms = NULL;
@@ -257,7 +257,7 @@ int ppb_pool_run(const ppb_pool_options *opt, const ppb_case *cases, const char 
                               sizeof(double) * (size_t)res.n_samples))) {
                     ppb_result_free(&res);
                     outstanding--;
-                    rc = recover(w, "died while reporting", cases, cb, err);
+                    rc = recover(w, PPB_STATUS_CRASHED, "died while reporting", cases, cb, err);
                     continue;
                 }
                 w->busy_case = -1;
@@ -269,7 +269,7 @@ int ppb_pool_run(const ppb_pool_options *opt, const ppb_case *cases, const char 
                 snprintf(what, sizeof what, "hung past the %.0f s watchdog and was killed",
                          opt->case_timeout_s);
                 outstanding--;
-                rc = recover(w, what, cases, cb, err);
+                rc = recover(w, PPB_STATUS_HUNG, what, cases, cb, err);
             }
         }
         if (stop && *stop && outstanding == 0)

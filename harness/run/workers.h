@@ -1,7 +1,8 @@
 /* Worker processes for `run --devices`: one process per GPU, cases handed out
  * one at a time, results sent back over a pipe, and one writer (the parent) to
  * SQLite. A worker that dies or hangs past the watchdog is replaced; the case
- * it held is recorded as CRASHED with what happened, and the run goes on.
+ * it held is recorded as crashed (died) or hung (past the watchdog) with what
+ * happened, and the run goes on.
  *
  * Workers are forked before the parent touches the GPU (a CUDA context does not
  * survive fork), so the parent learns the device from the first worker. */

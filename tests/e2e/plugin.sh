@@ -67,7 +67,7 @@ grep -q "neither a library file nor a folder" "$WORK/err" || fail "--plugin /dev
 expect_rc 1 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/scribble.db" --plugin "$BAD/libppbk_bad_scribble.so" \
   --impl plugin:bad-scribble --backend cpu --no-progress --filter "batch=1,dtype=bf16,head_dim=64,page_size=16"
 [ "$(sqlite3 "$WORK/scribble.db" "SELECT count(*) FROM results WHERE status = 'wrong' AND reason LIKE \
-  '%impl bad-scribble wrote outside its output: 1 B before it, 1 B past it; it changed its inputs q (guard zones%'")" -gt 0 ] \
+  '%impl bad-scribble wrote outside its buffers: 1 B before out, 1 B past out, 2 B before block_table; it changed its inputs q (guard zones and input checks caught it)%'")" -gt 0 ] \
   || { sqlite3 "$WORK/scribble.db" "SELECT status, reason FROM results LIMIT 3"; fail "outside writes not caught"; }
 [ "$(sqlite3 "$WORK/scribble.db" "SELECT count(*) FROM results WHERE status != 'wrong'")" = 0 ] \
   || fail "a scribbling case was not wrong"
@@ -119,10 +119,19 @@ kill -INT "$pid"
 set +e; timeout 30 tail --pid="$pid" -f /dev/null; wait "$pid"; rc=$?; set -e
 [ "$rc" = 130 ] || { cat "$WORK/err"; fail "a hanging plugin: exit $rc after SIGINT, expected 130"; }
 grep -q "stopped while kernel implementation 'bad-hang' was still in launch" "$WORK/err" || { cat "$WORK/err"; fail "hang not named"; }
+# ... and the database says so: the case stored as hung with the reason, the run interrupted (resumable).
+[ "$(sqlite3 "$WORK/hang.db" "SELECT status || ': ' || reason FROM results ORDER BY id DESC LIMIT 1")" = \
+  "hung: stopped while kernel implementation 'bad-hang' was still in launch (it did not return within 3 s of the stop); the run did not finish" ] \
+  || { sqlite3 "$WORK/hang.db" "SELECT status, reason FROM results"; fail "the hung case was not stored as hung"; }
+[ "$(sqlite3 "$WORK/hang.db" "SELECT status FROM runs")" = interrupted ] || fail "the run with a hung case is not interrupted"
 
 # A plugin that calls exit(0) in a launch: a failure naming it, never exit 0.
 expect_rc 4 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/exit.db" --plugin "$BAD/libppbk_bad_exit.so" --impl plugin:bad-exit --backend cpu --no-progress
 grep -q "kernel implementation 'bad-exit' called exit() in launch: the run did not finish" "$WORK/err" || { cat "$WORK/err"; fail "exit not named"; }
+[ "$(sqlite3 "$WORK/exit.db" "SELECT status || ': ' || reason FROM results ORDER BY id DESC LIMIT 1")" = \
+  "crashed: kernel implementation 'bad-exit' called exit() in launch: the run did not finish" ] \
+  || { sqlite3 "$WORK/exit.db" "SELECT status, reason FROM results"; fail "the exit() case was not stored as crashed"; }
+[ "$(sqlite3 "$WORK/exit.db" "SELECT status FROM runs")" = interrupted ] || fail "the run a plugin exit()ed is not interrupted"
 
 # A plugin that crashes: named before the process dies; contained by workers.
 set +e; "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/crash.db" --plugin "$BAD/libppbk_bad_crash.so" --impl plugin:bad-plugin --backend cpu --no-progress >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e

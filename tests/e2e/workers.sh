@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run --devices: worker processes (CPU backend here), one writer; a worker that
-# crashes or hangs is replaced, its case stored as crashed, the run goes on.
+# crashes or hangs is replaced, its case stored as crashed or hung, the run goes on.
 source "$(dirname "$0")/lib.bash"
 suite="$SRC/suites/smoke.yaml"
 total=$("$PPB" list "$suite" | wc -l)
@@ -20,7 +20,8 @@ grep -q "died: signal 6" "$WORK/out" || fail "crash reason not recorded"
 export PPBENCH_FAULT_INJECT="hang:b=2 q=17 ctx=0 ragged=false h=4 kvh=2 d=64 dtype=fp16"
 expect_rc 1 timeout 120 "$PPB" run "$suite" --db "$WORK/c.db" --devices 0,1 --backend cpu --case-timeout 2 --no-progress
 grep -q "^$total results:" "$WORK/out" || fail "the run did not go on after a hang"
-grep -q "hung past the 2 s watchdog" "$WORK/out" || fail "hang not recorded"
+grep -q "^hung " "$WORK/out" || { cat "$WORK/out"; fail "hang not stored as hung"; }
+grep -q "hung past the 2 s watchdog" "$WORK/out" "$WORK/err" || fail "hang reason not recorded"
 unset PPBENCH_FAULT_INJECT
 
 expect_rc 2 "$PPB" run "$suite" --db "$WORK/d.db" --devices 0,x

@@ -11,7 +11,8 @@
  *   BAD_RESOURCES "bad-resources": prepare reports INT_MAX registers; its version string holds
  *                terminal escapes (ESC ] ... BEL, CR)
  *   BAD_SCRIBBLE "bad-scribble": a prefill launch that computes nothing right and writes one
- *                byte before its output, one past it, and one into its input q
+ *                byte before its output, one past it, one into its input q and one 2 bytes
+ *                before its input block_table
  *   BAD_HANG     "bad-hang": a prefill launch that never returns
  * Apart from its one fault each table is well formed, so nothing else trips. */
 #include <limits.h>
@@ -77,6 +78,7 @@ static int bad_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
     out[-1] = 0;
     out[bytes] = 0;
     ((unsigned char *)(uintptr_t)args->q)[0] ^= 1;
+    ((unsigned char *)(uintptr_t)args->block_table)[-2] = 0;
     return PPBK_OK;
 #else
     if (why && why_len)
