@@ -27,6 +27,7 @@
 
 #include "attention_args.h"
 #include "backend.h"
+#include "buffer_guard.h"
 #include "decode_plan.h"
 #include "impl.h"
 #include "kernel_case.h"
@@ -49,7 +50,6 @@
 #define PPB_POOLED_ALLOC 0
 #endif
 
-#define GUARD_CANARY 0xA5
 #define GUARD_SLACK (64 << 10)          /* guard bytes beyond the computed overrun */
 #define MEMORY_MARGIN (256ll << 20)     /* left free for the context, the kernels, the driver */
 
@@ -184,19 +184,34 @@ static void throttle_names(unsigned long long bits, char *buf, size_t len)
  * other share one upload: prepare keeps them, release keeps them, and a
  * prepare for other inputs, release_inputs or close frees them. Kernels only
  * read them (their outputs and scratch are the config's own buffers). */
+/* A device buffer between guard zones of PPB_GUARD_CANARY (buffer_guard.h):
+ * `front` bytes before it, `back` after it (the v2 scratch's back zone is as
+ * large as the kernel's partition count can overrun). */
+typedef struct guarded {
+    unsigned char *base;         /* the allocation: front zone, buffer, back zone */
+    unsigned char *ptr;          /* the buffer a kernel gets */
+    size_t bytes, front, back;
+} guarded;
+
+static const int32_t *ints(const guarded *g) { return (const int32_t *)(const void *)g->ptr; }
+
+/* The inputs, in ppb_tensor_ptrs order; each in its own guarded allocation. */
+enum { IN_Q, IN_K, IN_V, IN_K_CACHE, IN_V_CACHE, IN_BLOCK_TABLE, IN_START_LOC, IN_QUERY_LENS, IN_CONTEXT_LENS,
+       IN_SEQ_LENS, N_INPUTS };
+static const char *const input_names[N_INPUTS] = {"q", "k", "v", "k_cache", "v_cache", "block_table",
+                                                  "start_loc", "query_lens", "context_lens", "seq_lens"};
+
 typedef struct device_inputs {
     int loaded;
     uint64_t seed;
     char shape[PPB_CASE_KEY_MAX];
-    void *q, *k, *v, *k_cache, *v_cache;
-    int32_t *block_table, *start_loc, *query_lens, *context_lens, *seq_lens;
+    guarded t[N_INPUTS];
+    /* A plugin's inputs are checked after its checked launch: their checksums
+     * while unchanged (taken once, before the first plugin case on them), and
+     * `tainted` once a kernel changed them, so the next case makes new ones. */
+    int summed, tainted;
+    uint64_t sum[N_INPUTS];
 } device_inputs;
-
-/* A device buffer followed by a guard zone filled with GUARD_CANARY. */
-typedef struct guarded {
-    unsigned char *ptr;
-    size_t bytes, guard;
-} guarded;
 
 struct ppb_backend {
     ppb_backend_options opt;
@@ -226,10 +241,11 @@ struct ppb_backend {
     ppb_case c;
     const ppb_workload *w;
     ppb_impl_call call;          /* the case bound to its implementation; launches on our buffers */
-    void *d_out;
+    guarded out;
     guarded tmp_out, exp_sums, max_logits;
     size_t kernel_tmp_bytes, kernel_es_bytes, kernel_ml_bytes;  /* what the kernel's count spans */
     int host_parts, kernel_parts;
+    unsigned char *sum_buf;      /* host staging for input checksums (SUM_CHUNK), allocated on first use */
 };
 
 static int is_sticky(cudaError_t e)
@@ -464,6 +480,7 @@ static void cuda_close(ppb_backend *b)
     destroy_events(b);
     cudaStreamDestroy(b->stream);
     nvml_close(&b->nvml);
+    free(b->sum_buf);
     free(b);
 }
 
@@ -600,24 +617,21 @@ static void device_free(ppb_backend *b, void **p)
 
 static void free_guarded(ppb_backend *b, guarded *g)
 {
-    device_free(b, (void **)&g->ptr);
+    device_free(b, (void **)&g->base);
     memset(g, 0, sizeof *g);
 }
 
 static void cuda_release_inputs(ppb_backend *b)
 {
     device_inputs *in = &b->in;
-    void **bufs[] = {&in->q, &in->k, &in->v, &in->k_cache, &in->v_cache, (void **)&in->block_table,
-                     (void **)&in->start_loc, (void **)&in->query_lens, (void **)&in->context_lens,
-                     (void **)&in->seq_lens};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
-        device_free(b, bufs[i]);
+    for (int k = 0; k < N_INPUTS; k++)
+        free_guarded(b, &in->t[k]);
     memset(in, 0, sizeof *in);
 }
 
 static void cuda_release(ppb_backend *b)
 {
-    device_free(b, &b->d_out);
+    free_guarded(b, &b->out);
     free_guarded(b, &b->tmp_out);
     free_guarded(b, &b->exp_sums);
     free_guarded(b, &b->max_logits);
@@ -649,15 +663,33 @@ static int alloc_upload(ppb_backend *b, void **dst, const void *src, size_t byte
     return PPB_OK;
 }
 
-static int alloc_guarded(ppb_backend *b, guarded *g, size_t bytes, size_t guard, ppb_err *err, const char *what)
+/* Canaries in both zones of g. */
+static cudaError_t fill_zones(const guarded *g, cudaStream_t stream)
+{
+    cudaError_t e = cudaSuccess;
+    if (g->base && g->front)
+        e = cudaMemsetAsync(g->base, PPB_GUARD_CANARY, g->front, stream);
+    if (e == cudaSuccess && g->base && g->back)
+        e = cudaMemsetAsync(g->ptr + g->bytes, PPB_GUARD_CANARY, g->back, stream);
+    return e;
+}
+
+/* A buffer of `bytes` between a PPB_GUARD_BYTES front zone and a `back` one,
+ * with src (if any) copied in. */
+static int alloc_guarded(ppb_backend *b, guarded *g, const void *src, size_t bytes, size_t back, ppb_err *err,
+                         const char *what)
 {
     g->bytes = bytes;
-    g->guard = guard;
-    int rc = alloc_upload(b, (void **)&g->ptr, NULL, bytes + guard, err, what);
+    g->front = PPB_GUARD_BYTES;
+    g->back = back;
+    int rc = alloc_upload(b, (void **)&g->base, NULL, g->front + bytes + back, err, what);
     if (rc)
         return rc;
-    cudaError_t e = cudaMemsetAsync(g->ptr + bytes, GUARD_CANARY, guard, b->stream);
-    return e == cudaSuccess ? PPB_OK : setup_fail(err, e, "filling a guard zone");
+    g->ptr = g->base + g->front;
+    cudaError_t e = fill_zones(g, b->stream);
+    if (e == cudaSuccess && src && bytes)
+        e = cudaMemcpyAsync(g->ptr, src, bytes, cudaMemcpyHostToDevice, b->stream);
+    return e == cudaSuccess ? PPB_OK : setup_fail(err, e, "filling a guarded buffer");
 }
 
 static int max_of(const int32_t *v, int n)
@@ -716,7 +748,8 @@ static void v2_scratch_bytes(const ppb_decode_args *a, int partition_size, size_
 static size_t input_bytes(const ppb_workload *w)
 {
     return (w->q_elems + 2 * w->kv_elems + 2 * w->cache_elems) * sizeof(uint16_t) +
-           sizeof(int32_t) * ((size_t)w->batch * (size_t)w->max_blocks_per_seq + 4 * (size_t)w->batch + 1);
+           sizeof(int32_t) * ((size_t)w->batch * (size_t)w->max_blocks_per_seq + 4 * (size_t)w->batch + 1) +
+           2 * PPB_GUARD_BYTES * N_INPUTS;
 }
 
 /* 1 when the loaded inputs are those of (w, c): same seed, same shape. */
@@ -733,7 +766,7 @@ static int inputs_loaded_for(const ppb_backend *b, const ppb_case *c, const ppb_
  * with guards, the flush buffer if it does not exist yet). */
 static size_t device_bytes(ppb_backend *b, const ppb_case *c, const ppb_workload *w)
 {
-    size_t e = sizeof(uint16_t), n = w->out_elems * e;
+    size_t e = sizeof(uint16_t), n = w->out_elems * e + 2 * PPB_GUARD_BYTES;
     if (!inputs_loaded_for(b, c, w))
         n += input_bytes(w);
     if (c->kernel == PPB_PAGED_ATTENTION && c->config.version == 2) {
@@ -745,7 +778,7 @@ static size_t device_bytes(ppb_backend *b, const ppb_case *c, const ppb_workload
         b->kernel_es_bytes = kern[1];
         b->kernel_ml_bytes = kern[2];
         n += host[0] + guard_for(host[0], b->kernel_tmp_bytes) + host[1] + guard_for(host[1], b->kernel_es_bytes) +
-             host[2] + guard_for(host[2], b->kernel_ml_bytes);
+             host[2] + guard_for(host[2], b->kernel_ml_bytes) + 3 * PPB_GUARD_BYTES;
     }
     if (!b->flush)
         n += (size_t)(2 * b->info.l2_bytes) + (1u << 20);
@@ -805,10 +838,10 @@ static void cuda_prefetch(ppb_backend *b, const ppb_case *c)
 
 /* One tensor generated on the device (kernels/input_fill.cuh), bit for bit
  * what ppb_workload_fill makes on the host. */
-static int fill_tensor(ppb_backend *b, void **dst, size_t n, uint32_t tensor, const int32_t *valid,
+static int fill_tensor(ppb_backend *b, guarded *dst, size_t n, uint32_t tensor, const int32_t *valid,
                        int slot_shift, const ppb_workload *w, ppb_err *err)
 {
-    int rc = alloc_upload(b, dst, NULL, n * sizeof(uint16_t), err, "inputs");
+    int rc = alloc_guarded(b, dst, NULL, n * sizeof(uint16_t), PPB_GUARD_BYTES, err, "inputs");
     if (rc || n == 0)
         return rc;
     ppb_kernel_spec spec = fill_spec(w->c);
@@ -819,7 +852,7 @@ static int fill_tensor(ppb_backend *b, void **dst, size_t n, uint32_t tensor, co
         return rc;
     }
     const ppb_shape *s = &w->c->shape;
-    ppb_fill_args a = {.data = *dst, .n = n, .key = ppb_rng_key(w->seed, tensor), .valid_tokens = valid,
+    ppb_fill_args a = {.data = dst->ptr, .n = n, .key = ppb_rng_key(w->seed, tensor), .valid_tokens = valid,
                        .page_elems = (unsigned long long)s->num_kv_heads * (unsigned long long)s->head_dim *
                                      (unsigned long long)s->page_size,
                        .page_size = s->page_size, .slot_shift = slot_shift};
@@ -837,22 +870,25 @@ static int make_inputs(ppb_backend *b, const ppb_case *c, const ppb_workload *w,
     size_t n = (size_t)w->batch;
     int32_t *valid = NULL; /* the pages' valid tokens, for the cache tensors' garbage slots */
     int rc;
-    if ((rc = alloc_upload(b, (void **)&in->block_table, w->block_table,
-                           sizeof(int32_t) * n * (size_t)w->max_blocks_per_seq, err, "block_table")) ||
-        (rc = alloc_upload(b, (void **)&in->context_lens, w->context_lens, sizeof(int32_t) * n, err,
-                           "context_lens")) ||
+    const size_t g = PPB_GUARD_BYTES;
+    if ((rc = alloc_guarded(b, &in->t[IN_BLOCK_TABLE], w->block_table,
+                            sizeof(int32_t) * n * (size_t)w->max_blocks_per_seq, g, err, "block_table")) ||
+        (rc = alloc_guarded(b, &in->t[IN_CONTEXT_LENS], w->context_lens, sizeof(int32_t) * n, g, err,
+                            "context_lens")) ||
         (rc = alloc_upload(b, (void **)&valid, w->valid_tokens, sizeof(int32_t) * (size_t)w->num_blocks, err,
                            "valid_tokens")) ||
-        (rc = fill_tensor(b, &in->q, w->q_elems, PPB_T_Q, NULL, 0, w, err)) ||
-        (rc = fill_tensor(b, &in->k_cache, w->cache_elems, PPB_T_K_CACHE, valid, 3, w, err)) ||
-        (rc = fill_tensor(b, &in->v_cache, w->cache_elems, PPB_T_V_CACHE, valid, 0, w, err)))
+        (rc = fill_tensor(b, &in->t[IN_Q], w->q_elems, PPB_T_Q, NULL, 0, w, err)) ||
+        (rc = fill_tensor(b, &in->t[IN_K_CACHE], w->cache_elems, PPB_T_K_CACHE, valid, 3, w, err)) ||
+        (rc = fill_tensor(b, &in->t[IN_V_CACHE], w->cache_elems, PPB_T_V_CACHE, valid, 0, w, err)))
         goto end;
     if (c->kernel == PPB_PREFIX_PREFILL &&
-        ((rc = fill_tensor(b, &in->k, w->kv_elems, PPB_T_K, NULL, 0, w, err)) ||
-         (rc = fill_tensor(b, &in->v, w->kv_elems, PPB_T_V, NULL, 0, w, err)) ||
-         (rc = alloc_upload(b, (void **)&in->start_loc, w->start_loc, sizeof(int32_t) * (n + 1), err, "start_loc")) ||
-         (rc = alloc_upload(b, (void **)&in->query_lens, w->query_lens, sizeof(int32_t) * n, err, "query_lens")) ||
-         (rc = alloc_upload(b, (void **)&in->seq_lens, w->seq_lens, sizeof(int32_t) * n, err, "seq_lens"))))
+        ((rc = fill_tensor(b, &in->t[IN_K], w->kv_elems, PPB_T_K, NULL, 0, w, err)) ||
+         (rc = fill_tensor(b, &in->t[IN_V], w->kv_elems, PPB_T_V, NULL, 0, w, err)) ||
+         (rc = alloc_guarded(b, &in->t[IN_START_LOC], w->start_loc, sizeof(int32_t) * (n + 1), g, err,
+                             "start_loc")) ||
+         (rc = alloc_guarded(b, &in->t[IN_QUERY_LENS], w->query_lens, sizeof(int32_t) * n, g, err,
+                             "query_lens")) ||
+         (rc = alloc_guarded(b, &in->t[IN_SEQ_LENS], w->seq_lens, sizeof(int32_t) * n, g, err, "seq_lens"))))
         goto end;
     cudaError_t e = cudaStreamSynchronize(b->stream);
     if (e != cudaSuccess)
@@ -867,6 +903,45 @@ end:
     in->seed = w->seed;
     ppb_case_shape_key(c, in->shape, sizeof in->shape);
     return PPB_OK;
+}
+
+static int is_plugin(const ppb_backend *b) { return b->call.impl != b->builtin; }
+
+/* A change-detecting checksum of 64-bit words (FNV-1a's step on words: fast
+ * enough for gigabytes of KV cache; not a defence against a plugin built to
+ * collide, only against one that writes where it should not). */
+static uint64_t sum_words(uint64_t h, const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, sizeof w);
+        h = (h ^ w) * 0x100000001b3ull;
+    }
+    for (; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+#define SUM_CHUNK ((size_t)64 << 20) /* read back in pieces: bounded host memory */
+
+/* Every loaded input's checksum into sum[] (0 for an input the case has none of). */
+static int sum_inputs(ppb_backend *b, uint64_t sum[N_INPUTS], ppb_err *err)
+{
+    if (!b->sum_buf && !(b->sum_buf = malloc(SUM_CHUNK)))
+        return ppb_fail(err, PPB_ENOMEM, "out of host memory for the input checksums");
+    cudaError_t e = cudaStreamSynchronize(b->stream);
+    for (int k = 0; k < N_INPUTS && e == cudaSuccess; k++) {
+        const guarded *g = &b->in.t[k];
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (size_t off = 0; g->ptr && off < g->bytes && e == cudaSuccess; off += SUM_CHUNK) {
+            size_t n = g->bytes - off < SUM_CHUNK ? g->bytes - off : SUM_CHUNK;
+            if ((e = cudaMemcpy(b->sum_buf, g->ptr + off, n, cudaMemcpyDeviceToHost)) == cudaSuccess)
+                h = sum_words(h, b->sum_buf, n);
+        }
+        sum[k] = g->ptr ? h : 0;
+    }
+    return e == cudaSuccess ? PPB_OK : run_fail(b, err, e, "reading the inputs back");
 }
 
 static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_result *res,
@@ -887,8 +962,8 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
     if (res && b->call.note[0])
         snprintf(res->reason, sizeof res->reason, "%s", b->call.note);
 
-    /* Other inputs loaded: freed first, so the memory check sees their room. */
-    if (b->in.loaded && !inputs_loaded_for(b, c, w))
+    /* Other inputs loaded, or these changed by a kernel: freed first, so the memory check sees their room. */
+    if (b->in.loaded && (b->in.tainted || !inputs_loaded_for(b, c, w)))
         cuda_release_inputs(b);
     /* Memory first: a case that cannot fit is refused before anything is allocated. */
     if ((rc = check_memory(b, c, w, err)))
@@ -905,13 +980,16 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
 
     if (!b->in.loaded && (rc = make_inputs(b, c, w, err)))
         goto fail;
-    const device_inputs *in = &b->in;
-    if ((rc = alloc_upload(b, &b->d_out, NULL, w->out_elems * sizeof(uint16_t), err, "out")))
+    if (is_plugin(b) && !b->in.summed && (rc = sum_inputs(b, b->in.sum, err)))
         goto fail;
-    const ppb_tensor_ptrs t = {.q = in->q, .k = in->k, .v = in->v, .k_cache = in->k_cache,
-                               .v_cache = in->v_cache, .out = b->d_out, .block_table = in->block_table,
-                               .start_loc = in->start_loc, .query_lens = in->query_lens,
-                               .context_lens = in->context_lens, .seq_lens = in->seq_lens};
+    b->in.summed |= is_plugin(b);
+    if ((rc = alloc_guarded(b, &b->out, NULL, w->out_elems * sizeof(uint16_t), PPB_GUARD_BYTES, err, "out")))
+        goto fail;
+    const guarded *in = b->in.t;
+    const ppb_tensor_ptrs t = {.q = in[IN_Q].ptr, .k = in[IN_K].ptr, .v = in[IN_V].ptr, .k_cache = in[IN_K_CACHE].ptr,
+                               .v_cache = in[IN_V_CACHE].ptr, .out = b->out.ptr, .block_table = ints(&in[IN_BLOCK_TABLE]),
+                               .start_loc = ints(&in[IN_START_LOC]), .query_lens = ints(&in[IN_QUERY_LENS]),
+                               .context_lens = ints(&in[IN_CONTEXT_LENS]), .seq_lens = ints(&in[IN_SEQ_LENS])};
     ppb_kernel_args_point(&b->call.prefill, &b->call.decode, c->kernel, &t);
     if (c->kernel == PPB_PAGED_ATTENTION) {
         ppb_decode_args *a = &b->call.decode;
@@ -919,9 +997,9 @@ static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w
             size_t host[3];
             v2_scratch_bytes(a, ppb_case_host_partition_size(c), sizeof(uint16_t), host);
             const size_t ht = host[0], he = host[1], hm = host[2];
-            if ((rc = alloc_guarded(b, &b->tmp_out, ht, guard_for(ht, b->kernel_tmp_bytes), err, "tmp_out")) ||
-                (rc = alloc_guarded(b, &b->exp_sums, he, guard_for(he, b->kernel_es_bytes), err, "exp_sums")) ||
-                (rc = alloc_guarded(b, &b->max_logits, hm, guard_for(hm, b->kernel_ml_bytes), err,
+            if ((rc = alloc_guarded(b, &b->tmp_out, NULL, ht, guard_for(ht, b->kernel_tmp_bytes), err, "tmp_out")) ||
+                (rc = alloc_guarded(b, &b->exp_sums, NULL, he, guard_for(he, b->kernel_es_bytes), err, "exp_sums")) ||
+                (rc = alloc_guarded(b, &b->max_logits, NULL, hm, guard_for(hm, b->kernel_ml_bytes), err,
                                     "max_logits")))
                 goto fail;
             a->tmp_out = b->tmp_out.ptr;
@@ -960,27 +1038,25 @@ static int launch_failed(ppb_backend *b, int rc, ppb_err *err)
     return rc;
 }
 
-/* Changed guard bytes: how many, and how far past the buffer the last one lies. */
-static int scan_guard(ppb_backend *b, const guarded *g, long long *past_end, long long *changed, ppb_err *err)
+/* What g's zones say (the front one, the back one, or both), read back. */
+static int read_zones(ppb_backend *b, const guarded *g, int front, int back, ppb_guard_hits *h, ppb_err *err)
 {
-    *past_end = *changed = 0;
-    if (!g->ptr || !g->guard)
+    *h = (ppb_guard_hits){0, 0, 0};
+    size_t nf = front && g->base ? g->front : 0, nb = back && g->base ? g->back : 0;
+    if (!nf && !nb)
         return PPB_OK;
-    unsigned char *host = malloc(g->guard);
+    unsigned char *host = malloc(nf + nb);
     if (!host)
         return ppb_fail(err, PPB_ENOMEM, "out of host memory reading a guard zone");
-    cudaError_t e = cudaMemcpy(host, g->ptr + g->bytes, g->guard, cudaMemcpyDeviceToHost);
-    if (e != cudaSuccess) {
-        free(host);
-        return run_fail(b, err, e, "reading a guard zone");
-    }
-    for (size_t i = 0; i < g->guard; i++)
-        if (host[i] != GUARD_CANARY) {
-            (*changed)++;
-            *past_end = (long long)i + 1;
-        }
+    cudaError_t e = cudaSuccess;
+    if (nf)
+        e = cudaMemcpy(host, g->base, nf, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess && nb)
+        e = cudaMemcpy(host + nf, g->ptr + g->bytes, nb, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+        *h = ppb_guard_read(nf ? host : NULL, nf, nb ? host + nf : NULL, nb);
     free(host);
-    return PPB_OK;
+    return e == cudaSuccess ? PPB_OK : run_fail(b, err, e, "reading a guard zone");
 }
 
 /* Before the checked launch: canaries back in the guard zones, and the
@@ -991,9 +1067,44 @@ static cudaError_t reset_scratch(const guarded *g, cudaStream_t stream)
     if (!g->ptr)
         return cudaSuccess;
     cudaError_t e = cudaMemsetAsync(g->ptr, 0xFF, g->bytes, stream);
-    if (e == cudaSuccess && g->guard)
-        e = cudaMemsetAsync(g->ptr + g->bytes, GUARD_CANARY, g->guard, stream);
-    return e;
+    return e == cudaSuccess ? fill_zones(g, stream) : e;
+}
+
+/* After the checked launch: every buffer's zones (the v2 scratch's back zones
+ * are the mismatch check's), and a plugin's inputs against their checksums.
+ * Inputs a kernel changed or wrote around are made anew for the next case. */
+static int check_outside_writes(ppb_backend *b, ppb_result *res, ppb_err *err)
+{
+    ppb_guard_report r;
+    ppb_guard_report_init(&r);
+    ppb_guard_hits h;
+    int rc = read_zones(b, &b->out, 1, 1, &h, err);
+    if (rc)
+        return rc;
+    ppb_guard_report_add(&r, "out", &h);
+    const guarded *scratch[3] = {&b->tmp_out, &b->exp_sums, &b->max_logits};
+    const char *scratch_names[3] = {"tmp_out", "exp_sums", "max_logits"};
+    for (int i = 0; i < 3; i++) {
+        if ((rc = read_zones(b, scratch[i], 1, 0, &h, err)))
+            return rc;
+        ppb_guard_report_add(&r, scratch_names[i], &h);
+    }
+    for (int k = 0; k < N_INPUTS; k++) {
+        if ((rc = read_zones(b, &b->in.t[k], 1, 1, &h, err)))
+            return rc;
+        ppb_guard_report_add(&r, input_names[k], &h);
+    }
+    if (is_plugin(b)) {
+        uint64_t now[N_INPUTS];
+        if ((rc = sum_inputs(b, now, err)))
+            return rc;
+        for (int k = 0; k < N_INPUTS; k++)
+            if (now[k] != b->in.sum[k])
+                ppb_guard_report_input_changed(&r, input_names[k]);
+    }
+    if (ppb_guard_report_finish(&r, b->call.impl->name, res))
+        b->in.tainted = 1;
+    return PPB_OK;
 }
 
 static int cuda_run_checked(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_err *err)
@@ -1005,7 +1116,11 @@ static int cuda_run_checked(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_
     const ppb_workload *w = b->w;
     size_t out_bytes = w->out_elems * sizeof(uint16_t);
     /* Poison the output: PPB_POISON_BITS is 0x7E7E, one byte pattern. */
-    cudaError_t e = cudaMemsetAsync(b->d_out, (int)(PPB_POISON_BITS & 0xFF), out_bytes, b->stream);
+    cudaError_t e = cudaMemsetAsync(b->out.ptr, (int)(PPB_POISON_BITS & 0xFF), out_bytes, b->stream);
+    if (e == cudaSuccess)
+        e = fill_zones(&b->out, b->stream);
+    for (int k = 0; k < N_INPUTS && e == cudaSuccess; k++)
+        e = fill_zones(&b->in.t[k], b->stream);
     if (e == cudaSuccess && (e = reset_scratch(&b->tmp_out, b->stream)) == cudaSuccess &&
         (e = reset_scratch(&b->exp_sums, b->stream)) == cudaSuccess)
         e = reset_scratch(&b->max_logits, b->stream);
@@ -1023,7 +1138,7 @@ static int cuda_run_checked(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_
     float launch_ms = 0;
     if (res && cudaEventElapsedTime(&launch_ms, b->sample_start[0], b->sample_stop[0]) == cudaSuccess)
         res->checked_launch_ms = launch_ms;
-    if ((e = cudaMemcpy(out, b->d_out, out_bytes, cudaMemcpyDeviceToHost)) != cudaSuccess)
+    if ((e = cudaMemcpy(out, b->out.ptr, out_bytes, cudaMemcpyDeviceToHost)) != cudaSuccess)
         return run_fail(b, err, e, "copying the output back");
 
     const ppb_config *k = &b->c.config;
@@ -1031,12 +1146,14 @@ static int cuda_run_checked(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_
     if (res && b->tmp_out.ptr) {
         ppb_overrun *ov = &res->overrun;
         memset(ov, 0, sizeof *ov);
-        long long c1, c2, c3;
-        if ((rc = scan_guard(b, &b->tmp_out, &ov->tmp_out_bytes, &c1, err)) ||
-            (rc = scan_guard(b, &b->exp_sums, &ov->exp_sums_bytes, &c2, err)) ||
-            (rc = scan_guard(b, &b->max_logits, &ov->max_logits_bytes, &c3, err)))
+        ppb_guard_hits h1, h2, h3;
+        if ((rc = read_zones(b, &b->tmp_out, 0, 1, &h1, err)) || (rc = read_zones(b, &b->exp_sums, 0, 1, &h2, err)) ||
+            (rc = read_zones(b, &b->max_logits, 0, 1, &h3, err)))
             return rc;
-        ov->guard_bytes_changed = c1 + c2 + c3;
+        ov->tmp_out_bytes = h1.past;
+        ov->exp_sums_bytes = h2.past;
+        ov->max_logits_bytes = h3.past;
+        ov->guard_bytes_changed = h1.changed + h2.changed + h3.changed;
         ov->detected = ov->guard_bytes_changed > 0;
         char head[128];
         if (mismatch)
@@ -1061,7 +1178,7 @@ static int cuda_run_checked(ppb_backend *b, uint16_t *out, ppb_result *res, ppb_
                      b->host_parts ? 100.0 * used / b->host_parts : 0.0);
         }
     }
-    return PPB_OK;
+    return res ? check_outside_writes(b, res, err) : PPB_OK;
 }
 
 /* ---- timing -------------------------------------------------------------------------- */

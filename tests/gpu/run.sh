@@ -15,7 +15,8 @@
 #   suites     ppbench run of the GPU suites (tests/gpu/suites: both code paths, 100K contexts)
 #              with the float64 reference check
 #   paths      every subcommand that touches the device once, on small cases: run (twice), dump of a
-#              prefill and a decode case (checked in NumPy), trend over the two runs, propose, calibrate
+#              prefill and a decode case (checked in NumPy), trend over the two runs, propose, calibrate;
+#              and a plugin that writes around its device buffers and into an input, caught by the guard zones
 #   sanitizer  compute-sanitizer memcheck and racecheck on small matrices
 #   aot        the ahead-of-time build (no NVRTC; the BI-V100's mechanism) of the smoke suites' kernels,
 #              then ppbench run of both smoke suites with it
@@ -26,7 +27,8 @@
 #   noise      scripts/noise-study.sh on them: A/A and +3% by separate proposals, compare, trend on quiet nights
 # The production implementations (docs/KERNEL-ABI.md; need .deps/vllm-0.6.3 from scripts/fetch-vllm.sh,
 # which also makes the build step build the vllm-cuda plugin, and python3 with Triton):
-#   vllm       prepare vllm-triton (Triton AOT) for the suites below, ppbench impls, the two plugin probes
+#   vllm       prepare vllm-triton (Triton AOT) for the smoke suite (and suites/prefill.yaml when vllm_bench,
+#              fidelity or vllm_proposals run), ppbench impls, the two plugin probes
 #   crosscheck smoke suites and the GPU suites on builtin and on vllm-triton / vllm-cuda, each case checked
 #              against float64, then the implementations against each other (tests/gpu/crosscheck.py),
 #              and compute-sanitizer memcheck of both plugins on small cases
@@ -38,8 +40,10 @@
 #   clang_aot  ci/build-bi-v100.sh with clang's CUDA front end (the CoreX compiler model) for this GPU
 #              (PPB_CLANG, default clang++-16 with the CUDA 11.8 tree of scripts/fetch-clang-cuda.sh
 #              when .deps has it, else clang++ with the machine's toolkit), then the nightly suites with that build
-# Every step runs under `timeout`; all default steps took about 6 minutes on an H200 host of 16 cores
-# from a cold kernel cache (PPBENCH_KERNEL_CACHE, default OUT_DIR/kernel-cache; the aot step came after).
+# Default: env build kernels backend suites paths sanitizer aot bench vllm crosscheck -- every GPU path
+# at least once (the vLLM plugins and their cross-check included: without .deps/vllm-0.6.3 those fail,
+# naming what is missing). Every step runs under `timeout`; one call may be split in two on the same
+# machine (the build folder and PPBENCH_KERNEL_CACHE, default OUT_DIR/kernel-cache, carry over).
 # Limits: PPB_GPU_TIMEOUT_<STEP>=seconds. Exit: 0 when every step passed.
 set -uo pipefail
 
@@ -47,7 +51,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-${OUT:-$PWD/gpu-out}}
 [ $# -gt 0 ] && shift
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(env build kernels backend suites paths sanitizer aot bench)
+[ ${#steps[@]} -eq 0 ] && steps=(env build kernels backend suites paths sanitizer aot bench vllm crosscheck)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 build=${PPB_GPU_BUILD_DIR:-$root/build-gpu}
@@ -218,6 +222,18 @@ if want paths; then
     "$ppbench" calibrate "$root/suites/smoke-decode.yaml" --backend cuda --db "$out/paths-calibrate.db" \
     --filter "batch=3,seq_len=100,dtype=bf16,head_dim=64,host_partition_size=0" --pairs 20 --effect-pairs 10 \
     --effects 0.05
+  # A plugin that writes one byte before and one past its device output, into its input q and before
+  # its block_table (tests/plugin/bad_plugins.c): the case is wrong, the reason names each buffer.
+  run paths_guard_zones "$(limit paths 180)" bash -c '
+    mkdir -p "$1/bad-cuda" && chmod go-w "$1/bad-cuda" &&
+    nvcc -shared -Xcompiler -fPIC -DBAD_SCRIBBLE -DBAD_CUDA -I"$2/kernels" "$2/tests/plugin/bad_plugins.c" \
+      -o "$1/bad-cuda/libppbk_bad_scribble_cuda.so" -lcudart || exit 2
+    "$0" run "$2/suites/smoke.yaml" --backend cuda --db "$1/guard.db" --no-progress --plugin "$1/bad-cuda" \
+      --impl plugin:bad-scribble-cuda --filter "batch=1,query_len=17,context_len=37,dtype=bf16,head_dim=64"
+    rc=$?; echo "exit $rc"; [ $rc -eq 1 ] || exit 1
+    want="impl bad-scribble-cuda wrote outside its buffers: 1 B before out, 1 B past out, 2 B before block_table; it changed its inputs q (guard zones and input checks caught it)"
+    python3 -c "import sqlite3,sys; rows=sqlite3.connect(sys.argv[1]).execute(\"SELECT status, reason FROM results\").fetchall(); print(rows); sys.exit(0 if rows and all(s == \"wrong\" and r.startswith(sys.argv[2]) for s, r in rows) else 1)" "$1/guard.db" "$want"' \
+    "$ppbench" "$out" "$root"
 fi
 
 # ---- compute-sanitizer ------------------------------------------------------------------
@@ -320,9 +336,16 @@ plugins=$build/plugins
 # The prefill probe's own case (tests/gpu/probe_prefill_plugin.c).
 probe_case='prefix_prefill b=2 q=100 ctx=300 ragged=false h=8 kvh=2 d=128 dtype=bf16 page=16 win=0 bm=128 bn=128 w=8 path=auto'
 if want vllm; then
+  if [ ! -f "$vllm_src/csrc/attention/attention_kernels.cu" ]; then
+    echo "vllm: no vLLM 0.6.3 tree at $vllm_src (scripts/fetch-vllm.sh, then carry .deps)" | tee -a "$summary"
+    failed=1
+  fi
+  # The smoke suite (crosscheck) always; the benchmark suites only for the steps that time them.
+  prep=("$root/suites/smoke.yaml")
+  { want vllm_bench || want fidelity || want vllm_proposals; } &&
+    prep+=("$root/suites/prefill.yaml" "$root/tests/gpu/suites/gpu-prefill.yaml")
   run vllm_triton_prepare "$(limit vllm 600)" python3 "$root/kernels/vllm/triton/prepare.py" \
-    "$root/suites/prefill.yaml" "$root/suites/smoke.yaml" "$root/tests/gpu/suites/gpu-prefill.yaml" \
-    --case "$probe_case" \
+    "${prep[@]}" --case "$probe_case" \
     --vllm "$vllm_src" --ppbench "$ppbench" --out "$out/vllm-triton-cache" \
     --lib "$plugins/libppbk_vllm_triton.so" -j "$jobs"
   run impls 60 "$ppbench" impls

@@ -12,7 +12,8 @@
  *                terminal escapes (ESC ] ... BEL, CR)
  *   BAD_SCRIBBLE "bad-scribble": a prefill launch that computes nothing right and writes one
  *                byte before its output, one past it, one into its input q and one 2 bytes
- *                before its input block_table
+ *                before its input block_table; with BAD_CUDA too, "bad-scribble-cuda" does
+ *                the same to device buffers (tests/gpu/run.sh builds it with nvcc)
  *   BAD_HANG     "bad-hang": a prefill launch that never returns
  * Apart from its one fault each table is well formed, so nothing else trips. */
 #include <limits.h>
@@ -24,6 +25,9 @@
 #include <unistd.h>
 
 #include "ppb_kernel_abi.h"
+#ifdef BAD_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #if defined(BAD_NOSYM) + defined(BAD_VERSION) + defined(BAD_NULL) + defined(BAD_CRASH) + defined(BAD_NAME) + \
         defined(BAD_NONUL) + defined(BAD_EXIT) + defined(BAD_RESOURCES) + defined(BAD_SCRIBBLE) + \
@@ -70,6 +74,19 @@ static int bad_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
     for (int forever = 1; forever;)
         sleep(1); /* a signal ends the sleep, not the loop */
     return PPBK_FAILED;
+#elif defined(BAD_SCRIBBLE) && defined(BAD_CUDA)
+    (void)why, (void)why_len;
+    /* The same four bytes as below, through the runtime: every pointer is the device's. */
+    int32_t tokens = 0;
+    if (cudaMemcpy(&tokens, args->start_loc + args->batch, sizeof tokens, cudaMemcpyDeviceToHost) != cudaSuccess)
+        return PPBK_FAILED;
+    size_t bytes = (size_t)tokens * (size_t)args->num_heads * (size_t)args->head_dim * 2;
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned char *out = args->out;
+    int bad = cudaMemsetAsync(out - 1, 0, 1, s) || cudaMemsetAsync(out + bytes, 0, 1, s) ||
+              cudaMemsetAsync((void *)(uintptr_t)args->q, 0x5A, 16, s) ||
+              cudaMemsetAsync((unsigned char *)(uintptr_t)args->block_table - 2, 0, 1, s);
+    return bad ? PPBK_FAILED : PPBK_OK;
 #elif defined(BAD_SCRIBBLE)
     (void)why, (void)why_len;
     /* the output: [tokens, heads, D] 16-bit values, tokens = start_loc[batch] (host pointers on the CPU) */
@@ -116,6 +133,8 @@ static const ppbk_impl bad_impl = {
     .name = "bad-exit",
 #elif defined(BAD_RESOURCES)
     .name = "bad-resources",
+#elif defined(BAD_SCRIBBLE) && defined(BAD_CUDA)
+    .name = "bad-scribble-cuda",
 #elif defined(BAD_SCRIBBLE)
     .name = "bad-scribble",
 #elif defined(BAD_HANG)
@@ -129,7 +148,11 @@ static const ppbk_impl bad_impl = {
     .version = "0",
 #endif
     .source = "ppbench tests/plugin/bad_plugins.c",
+#ifdef BAD_CUDA
+    .backends = PPBK_BACKEND_CUDA,
+#else
     .backends = PPBK_BACKEND_CPU,
+#endif
     .prefill = &bad_prefill,
 };
 
