@@ -319,6 +319,57 @@ done:
     return rc;
 }
 
+double ppb_detectable_change(double ratio, double lo, double hi, double level, double power)
+{
+    if (!(ratio > 0 && lo > 0 && hi > lo && isfinite(hi) && level > 0 && level < 1 && power > 0 && power < 1))
+        return 0;
+    double z = ppb_normal_quantile(0.5 + level / 2);
+    /* The wider side: a change toward it is the one the run sees least well. */
+    double side = fmax(log(ratio) - log(lo), log(hi) - log(ratio));
+    return exp(side / z * (z + ppb_normal_quantile(power))) - 1;
+}
+
+#define SETTLE_CAP 100.0
+
+/* The mean against the gain boundary b (ratio 1 / (1 + need)): the side of
+ * its interval facing b must shrink to the distance between the estimate and
+ * b; widths go as 1/sqrt(samples), so samples as the square of the ratio. */
+static double settle_factor(const ppb_geomean *g, double need)
+{
+    double d = log(g->ratio), b = -log1p(need), lo = log(g->ratio_lo), hi = log(g->ratio_hi);
+    if (!g->bounded || !(lo < b && b < hi))
+        return 0;
+    double side = d < b ? hi - d : d - lo, gap = fabs(d - b);
+    double f = gap > 0 ? (side / gap) * (side / gap) : INFINITY;
+    return f > SETTLE_CAP ? INFINITY : f;
+}
+
+/* The "could see" note every verdict ends with, and for an INCONCLUSIVE mean
+ * what would likely settle it. */
+static int detectable_notes(ppb_verdict_report *out, double need, line_list *notes)
+{
+    const ppb_geomean *g = &out->geomean;
+    if (!out->have_geomean || !g->bounded)
+        return 0;
+    out->detectable = ppb_detectable_change(g->ratio, g->ratio_lo, g->ratio_hi, g->level, PPB_DETECT_POWER);
+    int rc = add_line(notes,
+                      "note: this run could see a change of the weighted mean of %.1f%% or more (%.0f%% power at "
+                      "the mean's %.4g%% level); smaller true effects would most likely read as no difference",
+                      pct(out->detectable), 100 * PPB_DETECT_POWER, 100 * g->level);
+    if (rc || out->verdict != PPB_VERDICT_INCONCLUSIVE)
+        return rc;
+    out->settle_factor = settle_factor(g, need);
+    if (isinf(out->settle_factor))
+        return add_line(notes, "note: the weighted mean sits on the %g%% gain boundary: more than %.0fx the samples "
+                               "would be needed to settle it",
+                        100 * need, SETTLE_CAP);
+    if (out->settle_factor > 0)
+        return add_line(notes, "note: about %.1fx this run's samples would likely settle the weighted mean against the "
+                               "%g%% gain boundary, if the effect is as measured",
+                        out->settle_factor, 100 * need);
+    return 0;
+}
+
 int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_rules *rules,
                        ppb_verdict_report *out, ppb_err *err)
 {
@@ -462,6 +513,8 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
         out->verdict = PPB_VERDICT_INCONCLUSIVE;
         rc = move_lines(&final, &unresolved);
     }
+    if (!rc)
+        rc = detectable_notes(out, rules->min_gain > t ? rules->min_gain : t, &notes);
     if (!rc)
         rc = move_lines(&final, &notes);
     if (rc) {

@@ -85,6 +85,15 @@ typedef struct ppb_verdict_outcome {
     long more_samples;          /* per side to resolve the class (UNRESOLVED only) */
 } ppb_verdict_outcome;
 
+/* The power "could see" figures are stated at. */
+#define PPB_DETECT_POWER 0.8
+
+/* The smallest true change of a mean with interval [lo, hi] around ratio at
+ * two-sided level `level` that is resolved from no change with `power`: the
+ * wider side's standard error times (z_level + z_power), as a fraction. 0 when
+ * the interval is unbounded or degenerate. */
+double ppb_detectable_change(double ratio, double lo, double hi, double level, double power);
+
 typedef struct ppb_verdict_report {
     int verdict;                     /* ppb_verdict */
     int n_cases;
@@ -95,6 +104,15 @@ typedef struct ppb_verdict_report {
     double regression_tolerance;     /* max(max_regression, threshold) */
     int have_geomean;
     ppb_geomean geomean;             /* over compared cases, at the same level */
+    /* What the run could have seen (docs/STATISTICS.md "Detectable effect"): the
+     * smallest change of the weighted mean, as a fraction (0.031: 3.1%), that
+     * this run's precision resolves from no change with PPB_DETECT_POWER power
+     * at the mean's level; 0 without a bounded mean. */
+    double detectable;
+    /* An INCONCLUSIVE whose mean straddles the gain boundary: about how many
+     * times this run's samples would settle it if the effect is as measured
+     * (the width shrinking as 1/sqrt(n)); 0 otherwise, INFINITY past 100x. */
+    double settle_factor;
     int n_reasons;
     char **reasons;                  /* one line each, "ACCEPT: ...", "REJECT: ...", "INCONCLUSIVE: ...", "note: ..." */
 } ppb_verdict_report;

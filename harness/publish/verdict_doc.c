@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "doc_text.h"
+#include "verdict.h"
 
 static void md_ratio(FILE *out, double r, double lo, double hi)
 {
@@ -57,6 +58,9 @@ int ppb_verdict_markdown(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *
         ppb_format_interval(iv, sizeof iv, rec.geomean_ratio, rec.geomean_lo, rec.geomean_hi);
         fprintf(out, "Weighted geometric mean of candidate / baseline time: %s.\n", iv);
     }
+    if (isfinite(rec.detectable))
+        fprintf(out, "This run could see a change of the mean of %.1f%% or more (%.0f%% power); smaller effects "
+                     "read as no difference.\n", 100 * rec.detectable, 100 * PPB_DETECT_POWER);
     fputs("\n| state | class | time ratio | interval | candidate case |\n| --- | --- | --- | --- | --- |\n", out);
     if ((rc = ppb_store_each_proposal_case(s, proposal_id, md_case, out, err)))
         return rc;

@@ -224,6 +224,10 @@ static const char schema_v10[] = "ALTER TABLE runs ADD COLUMN open_ms REAL NOT N
  * different result. Earlier rows have NULL: they are read unchecked. */
 static const char schema_v11[] = "ALTER TABLE results ADD COLUMN row_check TEXT;";
 
+/* Version 12: what a proposal's run could have seen, the smallest change of
+ * the weighted mean it resolves with 80% power (verdict.h). Earlier rows NULL. */
+static const char schema_v12[] = "ALTER TABLE proposals ADD COLUMN detectable REAL;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -236,6 +240,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {9, "the time spent storing results", schema_v9},
     {10, "the time spent opening the device", schema_v10},
     {11, "a checksum of each result row", schema_v11},
+    {12, "the detectable effect of each proposal", schema_v12},
 };
 
 const int ppb_store_migration_count =

@@ -72,6 +72,11 @@ assert doc["reasons"] and all(r.strip() for r in doc["reasons"])
 m = doc["measured"]   # what was measured: a CPU job's verdict never reads like a GPU's
 assert m["backend"] == "cpu" and m["cpu_timings"] is True and m["device"] and len(m["git_commit"]) >= 7, m
 assert "Measured on the cpu backend" in md and "**CPU timings**" in md, md[:400]
+# What the run could have seen: a figure in the JSON, the same in the Markdown and the reasons.
+d = doc["detectable_effect"]
+assert isinstance(d, float) and 0 < d < 10, d
+assert "This run could see a change of the mean of %.1f%% or more (80%% power)" % (100 * d) in md, md
+assert any(r.startswith("note: this run could see a change of the weighted mean of %.1f%%" % (100 * d)) for r in doc["reasons"]), doc["reasons"]
 assert md.startswith("### ppbench: %s: ab-smoke" % doc["verdict"]), md[:80]
 assert md.count("\n| compared |") + md.count("\n| wrong |") == 10, md
 # Markdown escapes prose (HTML's < > &, Markdown's punctuation); read back, it is the reason itself.

@@ -240,7 +240,8 @@ static void test_mixed_rejects_on_the_regression(void **state)
     assert_int_equal(r.cases[slow].cls, PPB_AB_SLOWER);
     /* The geometric mean is a clear gain; the regression alone rejects. */
     assert_true(r.geomean.ratio_hi < 1 / 1.02);
-    assert_int_equal(r.n_reasons, 1);
+    assert_int_equal(r.n_reasons, 2); /* the regression, then what the run could see */
+    assert_true(has_reason(&r, "note: this run could see a change of the weighted mean of ", "% or more (80% power"));
     char want[96];
     snprintf(want, sizeof want, "REJECT: case '%s' is ", p.keys[slow]);
     assert_true(has_reason(&r, want, "% slower ["));
@@ -521,6 +522,63 @@ static void test_looks_and_sessions_shape_the_case_interval(void **state)
     ppb_verdict_report_free(&widened);
 }
 
+/* The detectable change: (z_level + z_power) standard errors of the wider
+ * side. Symmetric case by hand: level 95% (z 1.959964), power 80% (z
+ * 0.841621), se 0.01 -> exp(0.0280159) - 1. */
+static void test_detectable_change_formula(void **state)
+{
+    (void)state;
+    double se = 0.01, z = 1.959963985;
+    double lo = exp(-z * se), hi = exp(z * se);
+    double want = exp((z + 0.841621234) * se) - 1;
+    assert_true(fabs(ppb_detectable_change(1.0, lo, hi, 0.95, 0.8) - want) < 1e-9);
+    /* The wider side decides, whichever it is. */
+    double wide = exp(3 * z * se);
+    double want_wide = exp((z + 0.841621234) * 3 * se) - 1;
+    assert_true(fabs(ppb_detectable_change(1.0, lo, wide, 0.95, 0.8) - want_wide) < 1e-9);
+    assert_true(fabs(ppb_detectable_change(1.0, 1 / wide, hi, 0.95, 0.8) - want_wide) < 1e-9);
+    /* More power, a stricter level: a larger change is needed. */
+    assert_true(ppb_detectable_change(1.0, lo, hi, 0.95, 0.9) > want);
+    assert_true(ppb_detectable_change(1.0, lo, hi, 0.99, 0.8) < want); /* same interval at a higher level: smaller se */
+    /* No interval, no figure. */
+    assert_true(ppb_detectable_change(1.0, 0.0, INFINITY, 0.95, 0.8) == 0);
+    assert_true(ppb_detectable_change(1.0, 1.0, 1.0, 0.95, 0.8) == 0);
+}
+
+/* Every verdict says what it could see; an INCONCLUSIVE mean straddling the
+ * gain boundary says about how many times the samples would settle it, and
+ * that factor shrinks as the estimate moves away from the boundary. */
+static void test_detectable_and_settle_notes(void **state)
+{
+    (void)state;
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules); /* min_gain 2% */
+    double factor[2];
+    const double ratios[2] = {0.975, 0.97}; /* the same noise, the second further from the 2% boundary */
+    for (int k = 0; k < 2; k++) {
+        static proposal p;
+        proposal_init(&p, 2);
+        add_case(&p, ratios[k], 0.05, 8, 1.0);
+        ppb_verdict_report r;
+        assert_int_equal(decide(&p, &rules, &r), 0);
+        print_reasons(&r);
+        assert_int_equal(r.verdict, PPB_VERDICT_INCONCLUSIVE);
+        assert_true(r.detectable > 0);
+        double want = ppb_detectable_change(r.geomean.ratio, r.geomean.ratio_lo, r.geomean.ratio_hi, r.geomean.level,
+                                            PPB_DETECT_POWER);
+        assert_true(fabs(r.detectable - want) < 1e-12);
+        assert_true(has_reason(&r, "note: this run could see a change of the weighted mean of ", "% or more"));
+        assert_true(r.settle_factor > 1 && isfinite(r.settle_factor));
+        assert_true(has_reason(&r, "note: about ", "x this run's samples would likely settle the weighted mean"));
+        /* By hand: the side facing the boundary over the distance to it, squared. */
+        double d = log(r.geomean.ratio), b = -log(1.02), side = log(r.geomean.ratio_hi) - d;
+        assert_true(fabs(r.settle_factor - (side / (b - d)) * (side / (b - d))) < 1e-9);
+        factor[k] = r.settle_factor;
+        ppb_verdict_report_free(&r);
+    }
+    assert_true(factor[1] < factor[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -531,6 +589,8 @@ int main(void)
         cmocka_unit_test(test_huge_intervals_keep_reasons_short),
         cmocka_unit_test(test_aa_is_inconclusive),
         cmocka_unit_test(test_mixed_rejects_on_the_regression),
+        cmocka_unit_test(test_detectable_change_formula),
+        cmocka_unit_test(test_detectable_and_settle_notes),
         cmocka_unit_test(test_regression_within_tolerance_accepts),
         cmocka_unit_test(test_weights_decide_the_mean),
         cmocka_unit_test(test_correctness_failures_reject),
