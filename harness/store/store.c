@@ -1595,6 +1595,9 @@ static const char proposal_json_sql[] =
     "   r.git_commit, 'suite', r.suite_name) FROM runs r WHERE r.id = proposals.candidate_run),"
     " 'geomean', json_object('ratio', " JNUM("geomean_ratio") ", 'lo', " JNUM("geomean_lo") ","
     "   'hi', " JNUM("geomean_hi") "),"
+    /* what it was judged against; null when not stored (before schema 12, kv_capacity) */
+    " 'rules', json_object('min_gain', " JNUM("min_gain") ", 'max_regression', " JNUM("max_regression") ","
+    "   'threshold', " JNUM("threshold") "),"
     " 'reasons', json((SELECT json_group_array(line) FROM lines WHERE line <> '')),"
     " 'cases', json((SELECT json_group_array(json(item)) FROM (SELECT json_object("
     "   'baseline_key', baseline_key, 'candidate_key', candidate_key, 'weight', " JNUM("weight") ","
@@ -1634,8 +1637,8 @@ int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_pro
 {
     static const char sql[] =
         "INSERT INTO proposals(name, path, kind, target, baseline_run, candidate_run, verdict,"
-        " geomean_ratio, geomean_lo, geomean_hi, reasons) VALUES(:name, :path, :kind, :target,"
-        " :brun, :crun, :verdict, :g, :glo, :ghi, :reasons)";
+        " geomean_ratio, geomean_lo, geomean_hi, reasons, min_gain, max_regression, threshold)"
+        " VALUES(:name, :path, :kind, :target, :brun, :crun, :verdict, :g, :glo, :ghi, :reasons, :mg, :mr, :t)";
     int rc = exec_sql(s, "BEGIN IMMEDIATE", "starting to store a proposal", err);
     if (rc)
         return rc;
@@ -1645,7 +1648,8 @@ int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_pro
                                P_RUN(":brun", rec->baseline_run), P_RUN(":crun", rec->candidate_run),
                                P_TEXTN(":verdict", rec->verdict), P_REAL(":g", rec->geomean_ratio),
                                P_REAL(":glo", rec->geomean_lo), P_REAL(":ghi", rec->geomean_hi),
-                               P_TEXTN(":reasons", rec->reasons)),
+                               P_TEXTN(":reasons", rec->reasons), P_REAL(":mg", rec->min_gain),
+                               P_REAL(":mr", rec->max_regression), P_REAL(":t", rec->threshold)),
                         "storing a proposal", err)))
         goto fail;
     rec->id = sqlite3_last_insert_rowid(s->db);
@@ -1689,6 +1693,9 @@ static int proposal_row(sqlite3_stmt *stmt, void *arg)
                         sizeof rec->reasons);
     copy_column_text(stmt, 11, rec->reasons, sizeof rec->reasons);
     copy_column_text(stmt, 12, rec->created_at, sizeof rec->created_at);
+    read_REAL(stmt, 13, &rec->min_gain);
+    read_REAL(stmt, 14, &rec->max_regression);
+    read_REAL(stmt, 15, &rec->threshold);
     return PPB_OK;
 }
 
@@ -1697,7 +1704,7 @@ int ppb_store_get_proposal(ppb_store *s, int64_t id, ppb_proposal_record *rec, p
     static const char sql[] =
         "SELECT id, name, path, kind, target, COALESCE(baseline_run, 0),"
         " COALESCE(candidate_run, 0), verdict, geomean_ratio, geomean_lo, geomean_hi, reasons,"
-        " created_at FROM proposals WHERE id = :id";
+        " created_at, min_gain, max_regression, threshold FROM proposals WHERE id = :id";
     proposal_read p = {s, id, rec, err};
     int rc = one_row(s, sql, PARAMS(P_INT(":id", id)), proposal_row, &p, "reading a proposal", err);
     if (rc == NO_ROW)

@@ -17,7 +17,7 @@
 typedef struct ppb_store ppb_store;
 
 /* user_version of a database this binary writes; store_schema.c has the steps. */
-#define PPB_STORE_SCHEMA_VERSION 11
+#define PPB_STORE_SCHEMA_VERSION 12
 
 /* Path used when neither --db nor PPBENCH_DB is given. */
 #define PPB_DEFAULT_DB "ppbench.db"
@@ -127,6 +127,10 @@ typedef struct ppb_proposal_record {
     int64_t baseline_run, candidate_run;   /* 0 when the proposal ran nothing (kv_capacity) */
     char verdict[16];              /* "ACCEPT", "REJECT", "INCONCLUSIVE" */
     double geomean_ratio, geomean_lo, geomean_hi;   /* candidate/baseline time; NaN if none */
+    /* The rules it was decided under (verdict.h), for whoever draws them (the
+     * report's chart); NaN when not known: stored before schema 12, or no A/B
+     * verdict (kv_capacity). */
+    double min_gain, max_regression, threshold;
     char reasons[PPB_PROPOSAL_REASONS_MAX];   /* one reason per line, never cut: what does not fit is refused */
     char created_at[32];
 } ppb_proposal_record;

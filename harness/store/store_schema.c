@@ -224,6 +224,13 @@ static const char schema_v10[] = "ALTER TABLE runs ADD COLUMN open_ms REAL NOT N
  * different result. Earlier rows have NULL: they are read unchecked. */
 static const char schema_v11[] = "ALTER TABLE results ADD COLUMN row_check TEXT;";
 
+/* Version 12: the rules a proposal's verdict was decided under (verdict.h's
+ * min_gain, max_regression, threshold), so its report draws the limits it was
+ * judged against. Earlier proposals have NULL: their charts draw none. */
+static const char schema_v12[] = "ALTER TABLE proposals ADD COLUMN min_gain REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN max_regression REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN threshold REAL;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -236,6 +243,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {9, "the time spent storing results", schema_v9},
     {10, "the time spent opening the device", schema_v10},
     {11, "a checksum of each result row", schema_v11},
+    {12, "the rules of each proposal's verdict", schema_v12},
 };
 
 const int ppb_store_migration_count =
