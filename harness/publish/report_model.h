@@ -150,6 +150,15 @@ typedef struct rp_report {
     char generated_at[32];
 } rp_report;
 
+/* Case labels that tell cases apart: only the fields that take more than one
+ * value among them (the rest is said once, or is in the full key). */
+/* varies[f] = 1 for each field with more than one value among the n cases. */
+void rp_fields_varying(const ppb_case *const *cases, int n, int varies[PPB_F_COUNT]);
+/* Append "name=value" of field f to buf (space-separated), as the key writes it. */
+void rp_append_field(char *buf, size_t len, int f, int value);
+/* The fields of c's kernel that vary, in key order ("q=17 ctx=37"); "" when none. */
+void rp_case_label(const ppb_case *c, const int varies[PPB_F_COUNT], char *buf, size_t len);
+
 /* Items that carry a usable time. */
 int rp_item_timed(const rp_item *it);
 /* The kernels present in the items, as a bit set of 1 << ppb_kernel_kind. */
