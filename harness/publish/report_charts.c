@@ -56,8 +56,18 @@ static int open_chart(const rp_report *r, const rp_chart *c, chart_files *f, ppb
     }
     if (rc)
         return rc;
-    char title[300];
-    ppb_gnuplot_string(c->title, title, sizeof title);
+    /* A title of several lines: each quoted, joined by style.gp's nl. */
+    char title[1200] = "";
+    for (const char *line = c->title; *line;) {
+        size_t n = strcspn(line, "\n"), used = strlen(title);
+        char part[400], q[420];
+        snprintf(part, sizeof part, "%.*s", (int)n, line);
+        ppb_gnuplot_string(part, q, sizeof q);
+        snprintf(title + used, sizeof title - used, "%s%s", used ? ".nl." : "", q);
+        line += n + (line[n] == '\n');
+    }
+    if (!title[0])
+        ppb_gnuplot_string("", title, sizeof title);
     fprintf(f->dat, "# ppbench chart data: %s.gp plots it\n", c->name);
     fprintf(f->gp,
             "# ppbench chart %s\n"
@@ -80,6 +90,21 @@ static int start_chart(rp_report *r, const char *name, const char *title, rp_cha
     return *c ? open_chart(r, *c, f, err) : PPB_ENOMEM;
 }
 
+/* The PNG title's font size (style.gp's 12 at most): small enough that its
+ * longest line fits the chart, about 0.72 em a character at gnuplot's sans
+ * with room for the margins, since a case key is read whole or not at all. */
+static int title_font_size(const char *title, int w)
+{
+    size_t longest = 0;
+    for (const char *line = title; *line;) {
+        size_t n = strcspn(line, "\n");
+        longest = n > longest ? n : longest;
+        line += n + (line[n] == '\n');
+    }
+    int size = longest ? (int)((w - 100) / (0.72 * (double)longest)) : 12;
+    return size > 12 ? 12 : size < 7 ? 7 : size;
+}
+
 /* The output lines every script ends with; `plot` is the plot command. */
 static int close_chart(chart_files *f, const rp_chart *c, int w, int h, const char *plot,
                        ppb_err *err)
@@ -91,10 +116,10 @@ static int close_chart(chart_files *f, const rp_chart *c, int w, int h, const ch
             "%s\n"
             "eval png_term(%d, %d)\n"
             "set output '%s.png'\n"
-            "set title chart_title\n"
+            "set title chart_title font 'sans,%d'\n"
             "replot\n"
             "unset output\n",
-            w, h, c->name, plot, w, h, c->name);
+            w, h, c->name, plot, w, h, c->name, title_font_size(c->title, w));
     int bad = ferror(f->dat) | ferror(f->gp);
     bad |= fclose(f->dat) != 0;
     bad |= fclose(f->gp) != 0;
@@ -895,13 +920,23 @@ static int proposal_chart(rp_report *r, ppb_err *err)
 
 /* ---- trend: the overview, change per case per night ----------------------------------- */
 
-/* A night's tic label: 'MM-DD'.nl.'commit' (nl is a line break, style.gp),
- * each part through ppb_gnuplot_string: a stored commit may be anything. */
+/* A night's tic label: 'run ID'.nl.'commit' (nl is a line break, style.gp),
+ * the commit through ppb_gnuplot_string: a stored commit may be anything. The
+ * run id, not the date: a day's several runs (CI, a re-run) read alike by date
+ * and commit, never by id (the page's tables give the date). */
 static void night_tic(const rp_night *n, char *buf, size_t len)
 {
-    char day[16], commit[16], qd[40], qc[40];
+    char day[16], commit[16], qc[40];
     rp_night_labels(n, day, sizeof day, commit, sizeof commit);
-    snprintf(buf, len, "%s.nl.%s", gq_tic(day, qd, sizeof qd), gq_tic(commit, qc, sizeof qc));
+    snprintf(buf, len, "'run %lld'.nl.%s", (long long)n->run_id, gq_tic(commit, qc, sizeof qc));
+}
+
+/* A run's x on the trend charts: its night's position among all the suite's
+ * nights (one position per night, as asv draws commits), -1 if not one of them. */
+static int night_x(const rp_report *r, int64_t run_id)
+{
+    const rp_night *n = rp_night_of(r, run_id);
+    return n ? (int)(n - r->nights) : -1;
 }
 
 /* The cells of the overview's first `rows` cases: one block of every timed
@@ -991,7 +1026,7 @@ static int overview_chart(rp_report *r, ppb_err *err)
              "lc rgb colour_alert",
              c->name);
     snprintf(c->note, sizeof c->note,
-             "one row per case (#N as in the tables, alerts first), one column per night (date, "
+             "one row per case (#N as in the tables, alerts first), one column per night (run id, "
              "commit); the cell is the change in %%; outlined: the runs of an alert; blank: no "
              "time that night%s",
              rows < r->n_trend ? " (the first cases only; the table below has all)" : "");
@@ -1016,30 +1051,27 @@ static int tic_wanted(int j, int n, int step)
     return (n - 1 - j) % every == 0;
 }
 
-/* Tics at the runs' start times, labelled with their night and commit. */
+/* A tic at every run of the case (one position per night), labelled for the
+ * runs tic_wanted picks ('run ID' and its commit), the others minor and
+ * unlabelled: every night is marked, no two labels overlap. */
 static void history_tics(const rp_report *r, const rp_trend_case *t, int step, FILE *gp)
 {
     char tic[96];
-    int first = 1;
     fprintf(gp, "set xtics (");
     for (int j = 0; j < t->n_points; j++) {
-        if (!tic_wanted(j, t->n_points, step))
-            continue;
-        const rp_night *n = rp_night_of(r, t->points[j].run_id);
-        rp_night unknown = {t->points[j].run_id, "", ""};   /* not expected: no commit known */
-        if (!n) {
-            snprintf(unknown.started_at, sizeof unknown.started_at, "%s", t->points[j].started_at);
-            n = &unknown;
+        int x = night_x(r, t->points[j].run_id);   /* one of the nights: trend_chart checked */
+        if (tic_wanted(j, t->n_points, step)) {
+            night_tic(&r->nights[x], tic, sizeof tic);
+            fprintf(gp, "%s%s %d", j ? ", " : "", tic, x);
+        } else {
+            fprintf(gp, "%s'' %d 1", j ? ", " : "", x);
         }
-        night_tic(n, tic, sizeof tic);
-        fprintf(gp, "%s%s '%s'", first ? "" : ", ", tic, t->points[j].started_at);
-        first = 0;
     }
-    fprintf(gp, ") noenhanced\n");
+    fprintf(gp, ") noenhanced font 'sans,9'\n");
 }
 
 /* A run's start as ppbench stores it, YYYY-MM-DDTHH:MM:SSZ, and nothing else:
- * the text goes into the gnuplot script (a database may be hostile). */
+ * the text goes into the chart's data (a database may be hostile). */
 static int stamp_ok(const char *s)
 {
     static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
@@ -1049,17 +1081,37 @@ static int stamp_ok(const char *s)
     return s[sizeof shape - 1] == '\0';
 }
 
+/* The points of a case's history: x its night, then the alert's runs. */
+static void history_data(const rp_report *r, const rp_trend_case *t, int first_alert, FILE *dat)
+{
+    fprintf(dat, "# every run: night median_ms run_id started_at\n");
+    for (int j = 0; j < t->n_points; j++)
+        fprintf(dat, "%d %.9g %lld %s\n", night_x(r, t->points[j].run_id), t->points[j].median_ms,
+                (long long)t->points[j].run_id, t->points[j].started_at);
+    fprintf(dat, "\n\n# alert: night median_ms run_id started_at (the step from its first run, or the outlier)\n");
+    if (first_alert < 0)
+        fprintf(dat, "NaN NaN 0 -\n");
+    for (int j = first_alert < 0 ? t->n_points : first_alert; j < t->n_points; j++)
+        fprintf(dat, "%d %.9g %lld %s\n", night_x(r, t->points[j].run_id), t->points[j].median_ms,
+                (long long)t->points[j].run_id, t->points[j].started_at);
+}
+
 static int trend_chart(rp_report *r, int index, ppb_err *err)
 {
     rp_trend_case *t = &r->trend[index];
-    char name[64], title[256];
+    char name[64], title[400];
     snprintf(name, sizeof name, "trend-%d", index + 1);
-    snprintf(title, sizeof title, "#%d %s", index + 1,
-             t->analysed ? ppb_trend_status_name(t->trend.status) : "not analysed");
-    for (int j = 0; j < t->n_points; j++)
+    /* The PNG travels alone (an issue, a slide): its title names the case in full. */
+    snprintf(title, sizeof title, "#%d %s\n%s", index + 1,
+             t->analysed ? ppb_trend_status_name(t->trend.status) : "not analysed", t->key);
+    for (int j = 0; j < t->n_points; j++) {
         if (!stamp_ok(t->points[j].started_at))
             return ppb_fail(err, PPB_EINPUT, "run %lld: start time '%.40s' is not YYYY-MM-DDTHH:MM:SSZ",
                             (long long)t->points[j].run_id, t->points[j].started_at);
+        if (night_x(r, t->points[j].run_id) < 0)   /* the history reads the nights' runs only */
+            return ppb_fail(err, PPB_EINPUT, "run %lld of case '%s' is not one of the suite's runs",
+                            (long long)t->points[j].run_id, t->key);
+    }
     rp_chart *c;
     chart_files f;
     int rc = start_chart(r, name, title, &c, &f, err);
@@ -1067,45 +1119,37 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
         t->chart = r->n_charts - 1;
     if (rc)
         return rc;
-    /* x is when the run started (nights read by date, not by database id); the
-     * run id stays in the data for whoever opens it. */
-    fprintf(f.dat, "# every run: started_at median_ms run_id\n");
-    for (int j = 0; j < t->n_points; j++)
-        fprintf(f.dat, "%s %.9g %lld\n", t->points[j].started_at, t->points[j].median_ms,
-                (long long)t->points[j].run_id);
-    fprintf(f.dat, "\n\n# alert: started_at median_ms run_id (the step from its first run, or the outlier)\n");
     int first_alert = rp_trend_alert_from(t);
-    if (first_alert >= 0)
-        for (int j = first_alert; j < t->n_points; j++)
-            fprintf(f.dat, "%s %.9g %lld\n", t->points[j].started_at, t->points[j].median_ms,
-                    (long long)t->points[j].run_id);
-    else
-        fprintf(f.dat, "%s NaN 0\n", t->n_points ? t->points[0].started_at : "2000-01-01T00:00:00Z");
+    history_data(r, t, first_alert, f.dat);
 
-    /* A time never goes below zero: the y axis starts there. The tics name
-     * each night by date and commit: what a reader bisects with. */
-    fprintf(f.gp, "set xdata time\nset timefmt '%%Y-%%m-%%dT%%H:%%M:%%SZ'\n"
-                  "set xlabel 'run started (UTC date) and its commit'\n"
+    /* x: one position per night, in the order the trend reads them (start time,
+     * then id), so runs of one second or one day never stack; a night without
+     * a time for this case is a gap. A time never goes below zero. The legend
+     * beside the plot, never on the points; the axis title below two-line tics. */
+    int x0 = t->n_points ? night_x(r, t->points[0].run_id) : 0;
+    int x1 = t->n_points ? night_x(r, t->points[t->n_points - 1].run_id) : 0;
+    fprintf(f.gp, "set xrange [%g:%g]\n"
+                  "set xlabel 'run (id and commit), one position per night' offset 0, -0.3\n"
+                  "set bmargin 5\n"
                   "set ylabel 'median time (ms)'\nset yrange [0:*]\n"
-                  "set offsets graph 0.03, graph 0.03, graph 0.1, 0\n"
-                  "set key inside left bottom horizontal\n");
-    history_tics(r, t, first_alert >= 0 && t->trend.status != PPB_TREND_OUTLIER ? first_alert : -1,
-                 f.gp);
+                  "set offsets 0, 0, graph 0.1, 0\n"
+                  "set key outside right top vertical\n",
+            x0 - 0.5, x1 + 0.5);
+    history_tics(r, t, first_alert >= 0 && t->trend.status != PPB_TREND_OUTLIER ? first_alert : -1, f.gp);
     /* the case's own threshold (the floor when it has none yet) */
     double thr = t->analysed && t->trend.threshold_from ? t->trend.threshold : r->trend_opt.min_change;
     if (t->analysed && isfinite(t->trend.reference) && t->trend.reference > 0 && t->n_points > 0) {
         double ref = t->trend.reference;
-        const char *x0 = t->points[0].started_at, *x1 = t->points[t->n_points - 1].started_at;
         fprintf(f.gp,
-                "set arrow 1 from '%s', %.9g to '%s', %.9g nohead dt 2 lc rgb colour_limit\n"
-                "set arrow 2 from '%s', %.9g to '%s', %.9g nohead dt 3 lc rgb colour_limit\n"
-                "set arrow 3 from '%s', %.9g to '%s', %.9g nohead dt 3 lc rgb colour_limit\n",
-                x0, ref, x1, ref, x0, ref * (1 + thr), x1, ref * (1 + thr), x0, ref * (1 - thr), x1,
-                ref * (1 - thr));
+                "set arrow 1 from graph 0, first %.9g to graph 1, first %.9g nohead dt 2 lc rgb colour_limit\n"
+                "set arrow 2 from graph 0, first %.9g to graph 1, first %.9g nohead dt 3 lc rgb colour_limit\n"
+                "set arrow 3 from graph 0, first %.9g to graph 1, first %.9g nohead dt 3 lc rgb colour_limit\n",
+                ref, ref, ref * (1 + thr), ref * (1 + thr), ref * (1 - thr), ref * (1 - thr));
     }
-    if (first_alert >= 0 && t->trend.status != PPB_TREND_OUTLIER)
-        fprintf(f.gp, "set arrow 4 from '%s', graph 0 to '%s', graph 1 nohead lc rgb colour_alert\n",
-                t->points[first_alert].started_at, t->points[first_alert].started_at);
+    if (first_alert >= 0 && t->trend.status != PPB_TREND_OUTLIER) {
+        int xa = night_x(r, t->points[first_alert].run_id);
+        fprintf(f.gp, "set arrow 4 from %d, graph 0 to %d, graph 1 nohead lc rgb colour_alert\n", xa, xa);
+    }
     char plot[600];
     snprintf(plot, sizeof plot,
              "plot '%s.dat' index 0 using 1:2 with linespoints lt 1 title 'median', \\\n"
@@ -1118,7 +1162,7 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
              : t->trend.status == PPB_TREND_OUTLIER
                  ? "the latest run, an outlier"
                  : "the step, from its first run");
-    return close_chart(&f, c, 640, 240, plot, err);
+    return close_chart(&f, c, 760, 280, plot, err);
 }
 
 /* ---- running gnuplot ------------------------------------------------------------- */

@@ -94,7 +94,7 @@ typedef struct rp_feasibility {
 
 typedef struct rp_chart {
     char name[96];              /* file stem: [a-z0-9-] */
-    char title[256];
+    char title[320];            /* lines apart by '\n' (the PNG's title; the page shows it as one line) */
     char note[600];             /* shown under the chart */
     char error[600];            /* why it is missing */
     char *svg;                  /* checked inline SVG, NULL when not rendered */

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The charts that decide, read in the gnuplot scripts the report writes (what
 # is drawn, not how it looks; report_browser.sh looks):
-# the proposal's forest plot (propose and compare share it): round ratio tics
-# on its log axis, the rules' limits where the verdict puts them (read back
-# from the database), the geometric mean on a row of its own, rows named by
-# the fields that vary; a proposal stored without its rules draws none.
+# - the proposal's forest plot (propose and compare share it): round ratio tics
+#   on its log axis, the rules' limits where the verdict puts them (read back
+#   from the database), the geometric mean on a row of its own, rows named by
+#   the fields that vary; a proposal stored without its rules draws none;
+# - the trend's history charts over ten nights, several of them in one second:
+#   one x position per night labelled with its run id, thinned, the axis title
+#   below the tics, the legend outside the plot, the case in the PNG's title.
 source "$(dirname "$0")/lib.bash"
 export PPBENCH_DB="$WORK/p.db"
 command -v gnuplot >/dev/null || echo "note: no gnuplot: the scripts are checked, not rendered"
@@ -82,4 +85,55 @@ expect_rc 0 "$PPB" report --proposal "$prop" -o "$WORK/prop-old"
 grep -q "were not stored (a database from before schema 12): no limits drawn" "$WORK/prop-old/index.html" \
   || fail "the page does not say why no limits are drawn"
 
+# ---- the trend's charts ----------------------------------------------------
+# Ten nights of three cases; several start in the same second, as CI's do.
+FILTER="batch=1,dtype=bf16,query_len=17,block_m=16"
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --backend cpu --quiet --filter "$FILTER"
+done
+"$PPB" list "$SRC/suites/smoke.yaml" --filter "$FILTER" >"$WORK/keys.txt"
+expect_rc 0 "$PPB" list --json "$WORK/runs.json"
+expect_rc 0 "$PPB" report --trend smoke -o "$WORK/trend"
+"$PY" - "$WORK/trend/charts" "$WORK/runs.json" "$WORK/keys.txt" <<'PY' || fail "the trend's charts"
+import glob, json, os, re, sys
+charts, runs, keys = sys.argv[1], json.load(open(sys.argv[2]))["runs"], [k.strip() for k in open(sys.argv[3]) if k.strip()]
+nights = sorted((r for r in runs if r["kind"] == "run" and r["suite_name"] == "smoke"),
+                key=lambda r: (r["started_at"], r["id"]))
+assert len(nights) == 10 and len({r["started_at"] for r in nights}) < 10, "no two nights in one second"
+TICS = 8   # RP_TREND_TICS
+scripts = sorted(glob.glob(charts + "/trend-[0-9]*.gp"))
+assert len(scripts) == len(keys), (scripts, keys)
+titled = set()
+for path in scripts:
+    gp = open(path).read()
+    assert "xdata time" not in gp, path                                  # no dates to collide
+    tics = re.findall(r"('run (\d+)'\.nl\.'[^']*'|'') (\d+)( 1)?", re.search(r"^set xtics \((.*)\) noenhanced", gp, re.M).group(1))
+    xs = [int(x) for _, _, x, _ in tics]
+    assert xs == sorted(set(xs)) and xs == list(range(len(nights))), xs   # one position per night, each marked
+    labelled = [(int(run), int(x)) for label, run, x, minor in tics if run]
+    assert 3 <= len(labelled) <= TICS, labelled                         # thinned
+    assert all(nights[x]["id"] == run for run, x in labelled), labelled  # each the run of its night
+    assert all(minor == " 1" for label, run, x, minor in tics if not run), "an unlabelled tic is not minor"
+    assert labelled[-1][1] == len(nights) - 1, "the latest night is not named"
+    x0, x1 = map(float, re.search(r"^set xrange \[([^:]+):([^\]]+)\]$", gp, re.M).groups())
+    assert x0 < 0 < len(nights) - 1 < x1, (x0, x1)
+    # the axis title apart from the two-line tics; the legend outside the plot
+    assert re.search(r"^set xlabel '[^']+' offset 0, -", gp, re.M) and re.search(r"^set bmargin [5-9]$", gp, re.M), path
+    assert re.search(r"^set key outside ", gp, re.M) and not re.search(r"^set key inside", gp, re.M), path
+    # the PNG's title names the case, whole
+    title = re.search(r"^chart_title = (.*)$", gp, re.M).group(1)
+    named = [k for k in keys if "'%s'" % k in title]
+    assert len(named) == 1, title
+    titled.add(named[0])
+    assert re.search(r"^set title chart_title font 'sans,\d+'$", gp, re.M), "the title's font does not fit it"
+    dat = open(path[:-3] + ".dat").read().split("\n\n\n")[0]
+    rows = [l.split() for l in dat.splitlines() if l and not l.startswith("#")]
+    assert all(nights[int(x)]["id"] == int(run) for x, _, run, _ in rows), rows   # the points at their nights
+assert titled == set(keys), titled
+ov = open(charts + "/trend-overview.gp").read()
+assert all("'run %d'" % r["id"] in ov for r in nights), "the overview does not name every night by run id"
+PY
+if command -v gnuplot >/dev/null; then
+  [ "$(ls "$WORK/trend/charts/"trend-*.png | wc -l)" -eq 4 ] || fail "gnuplot drew $(ls "$WORK/trend/charts/"*.png | wc -l) trend PNGs"
+fi
 echo "report_charts: ok"
