@@ -42,7 +42,8 @@ for r in runs:
     assert all(isinstance(v, int) and v >= 0 for v in r["counts"].values()), r["counts"]
 mine = runs[0]
 assert mine["id"] == plain and mine["label"] == label, (mine["label"], label)   # escaped, read back whole
-assert mine["n_cases"] == len(keys) and mine["counts"]["ok"] == len(keys), mine["counts"]
+# every case correct and timed; on a loaded machine one may miss its noise target (noisy)
+assert mine["n_cases"] == len(keys) and mine["counts"]["ok"] + mine["counts"]["noisy"] == len(keys), mine["counts"]
 
 assert run_doc["schema"] == "ppbench-run/1" and run_doc["command"] == "show" and run_doc["exit_code"] == 0
 assert latest == run_doc, "show latest is not the newest plain run"
@@ -57,7 +58,7 @@ assert run_doc["env"]["timings"] == "cpu", run_doc["env"].get("timings")
 cases = run_doc["cases"]
 assert sorted(c["key"] for c in cases) == sorted(keys), ([c["key"] for c in cases], keys)   # in the order run, grouped by shape
 for c in cases:
-    assert c["status"] == "ok" and c["impl"] == "builtin" and c["timing_is_cpu"] == 1, c
+    assert c["status"] in ("ok", "noisy") and c["impl"] == "builtin" and c["timing_is_cpu"] == 1, c
     assert c["n_samples"] >= 3 and 0 < c["q1_ms"] <= c["median_ms"] <= c["q3_ms"], c
     chk = c["check"]
     assert chk["checked"] == 1 and chk["pass"] == 1, chk
