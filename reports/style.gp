@@ -51,5 +51,5 @@ set palette defined (1 '#1a9850', 1.1 '#a6d96a', 1.3 '#fee08b', 1.6 '#fc8d59', 2
 # The chart sets cbrange [-2.5:2.5]; each class is one flat colour, as in the table.
 palette_change = "set palette defined (-2.5 '#2166ac', -1.5 '#2166ac', -1.5 '#92c5de', -0.5 '#92c5de', -0.5 '#f2f2f2', 0.5 '#f2f2f2', 0.5 '#f4a582', 1.5 '#f4a582', 1.5 '#b2182b', 2.5 '#b2182b')"
 
-# A line break inside a label: the trend charts' tics read 'MM-DD'.nl.'commit'.
+# A line break inside a label: the trend charts' tics read 'run ID'.nl.'commit', a title its lines joined so.
 nl = "\n"

@@ -256,7 +256,7 @@ typedef struct stored_doc {
 static int stored_json(void *ctx, FILE *out, ppb_err *err)
 {
     stored_doc *d = ctx;
-    return d->is_run ? ppb_store_run_json(d->s, d->id, d->exit_code, out, err)
+    return d->is_run ? ppb_store_run_json(d->s, d->id, d->cmd, d->exit_code, out, err)
                      : ppb_store_proposal_json(d->s, d->id, d->cmd, d->exit_code, out, err);
 }
 

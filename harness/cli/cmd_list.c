@@ -7,13 +7,15 @@
 #include "commands.h"
 #include "doc_text.h"
 #include "matrix.h"
+#include "store.h"
 #include "suite.h"
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: ppbench list [--db PATH]                 stored runs, newest first\n"
+    fprintf(out, "usage: ppbench list [--db PATH] [--json FILE|-]   stored runs, newest first\n"
                  "       ppbench list SUITE.yaml [--filter EXPR] [--shard K/N]\n"
-                 "                                                  case keys of a suite\n");
+                 "                                                  case keys of a suite\n"
+                 "  --json FILE|-   the runs as JSON (schema " PPB_RUNS_SCHEMA ", docs/CLI.md) instead of the table\n");
 }
 
 static int print_run(void *ctx, const ppb_run_info *stored)
@@ -51,40 +53,42 @@ static int list_suite(const char *path, const char *filter, int k, int n)
     return rc ? PPB_EXIT_INPUT : PPB_EXIT_OK;
 }
 
-int cmd_list(int argc, char **argv)
+typedef struct list_opts {
+    const char *filter;
+    int k, n;
+} list_opts;
+
+static int list_opt(void *ctx, int opt, char *arg)
 {
-    static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
-                                             {"filter", required_argument, NULL, 'f'},
-                                             {"shard", required_argument, NULL, 's'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    const char *db = NULL, *filter = NULL;
-    int k = 0, n = 0, c;
+    list_opts *o = ctx;
     ppb_err err = {{0}};
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'd': db = optarg; break;
-        case 'f': filter = optarg; break;
-        case 's':
-            if (ppb_matrix_parse_shard(optarg, &k, &n, &err)) {
-                fprintf(stderr, "ppbench list: --shard: %s\n", err.msg);
-                return PPB_EXIT_USAGE;
-            }
-            break;
-        case 'h': usage(stdout); return PPB_EXIT_OK;
-        default: usage(stderr); return PPB_EXIT_USAGE;
-        }
+    switch (opt) {
+    case 'f': o->filter = arg; return 0;
+    case 's':
+        if (!ppb_matrix_parse_shard(arg, &o->k, &o->n, &err))
+            return 0;
+        fprintf(stderr, "ppbench list: --shard: %s\n", err.msg);
+        return -1;
+    default: return 1;
     }
-    if (optind == argc - 1)
-        return list_suite(argv[optind], filter, k, n);
-    if (optind != argc) {
-        usage(stderr);
-        return PPB_EXIT_USAGE;
-    }
-    ppb_store *s = ppb_cli_open_readonly_store("list", db);
+}
+
+static int runs_json(void *ctx, FILE *out, ppb_err *err)
+{
+    return ppb_store_runs_json(ctx, out, err);
+}
+
+static int list_runs(const ppb_cli_opts *co)
+{
+    ppb_store *s = ppb_cli_open_readonly_store("list", co->db);
     if (!s)
         return PPB_EXIT_RUNTIME;
+    if (co->json) {
+        int rc = ppb_cli_write_doc("list", co->json, runs_json, s);
+        ppb_store_close(s);
+        return rc;
+    }
+    ppb_err err = {{0}};
     printf("%5s  %-20s  %-11s  %-4s  %7s  %-16s  %-10s  %-9s  %s\n", "run", "started (UTC)", "status",
            "bknd", "done", "suite", "target", "kind", "label");
     int rc = ppb_store_each_run(s, print_run, NULL, &err);
@@ -92,4 +96,27 @@ int cmd_list(int argc, char **argv)
         fprintf(stderr, "ppbench list: %s\n", err.msg);
     ppb_store_close(s);
     return rc ? PPB_EXIT_RUNTIME : PPB_EXIT_OK;
+}
+
+int cmd_list(int argc, char **argv)
+{
+    static const struct option longopts[] = {PPB_CLI_OPT_DB,
+                                             {"json", required_argument, NULL, 'j'},
+                                             {"filter", required_argument, NULL, 'f'},
+                                             {"shard", required_argument, NULL, 's'},
+                                             PPB_CLI_OPT_HELP_END};
+    ppb_cli_opts co;
+    list_opts lo = {NULL, 0, 0};
+    int rc = ppb_cli_parse("list", argc, argv, "h", longopts, usage, &co, list_opt, &lo, -1);
+    if (rc >= 0)
+        return rc;
+    if (argc - optind > 1 || (argc - optind == 1 && co.json)) {
+        if (co.json)
+            fprintf(stderr, "ppbench list: --json lists stored runs, not a suite's case keys\n");
+        usage(stderr);
+        return PPB_EXIT_USAGE;
+    }
+    if (argc - optind == 1)
+        return list_suite(argv[optind], lo.filter, lo.k, lo.n);
+    return list_runs(&co);
 }

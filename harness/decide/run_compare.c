@@ -288,7 +288,7 @@ int ppb_run_compare_store(ppb_store *s, const ppb_run_compare_case *cases, int n
         vc[i].weight = cases[i].weight;
     }
     if (!rc)
-        rc = ppb_verdict_record(&rep->v, vc, n, rec, pcs, err);
+        rc = ppb_verdict_record(&rep->v, vc, n, &rules->verdict, rec, pcs, err);
     for (int i = 0; !rc && i < n; i++)
         if (rep->short_history[i])
             snprintf(pcs[i].state, sizeof pcs[i].state, "no-history");

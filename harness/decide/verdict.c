@@ -50,6 +50,16 @@ void ppb_verdict_rules_default(ppb_verdict_rules *rules)
     rules->seed = 1;
 }
 
+double ppb_verdict_tolerance(const ppb_verdict_rules *rules)
+{
+    return rules->max_regression > rules->threshold ? rules->max_regression : rules->threshold;
+}
+
+double ppb_verdict_gain_needed(const ppb_verdict_rules *rules)
+{
+    return rules->min_gain > rules->threshold ? rules->min_gain : rules->threshold;
+}
+
 /* ---- reason lines -------------------------------------------------------- */
 
 typedef struct line_list {
@@ -386,7 +396,7 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
         return ppb_fail(err, PPB_ENOMEM, "out of memory for %d case outcomes", n);
     out->n_cases = n;
     const double t = rules->threshold;
-    const double tol = rules->max_regression > t ? rules->max_regression : t;
+    const double tol = ppb_verdict_tolerance(rules);
     out->regression_tolerance = tol;
 
     if ((rc = classify_states(cases, n, rules, out, &reject, &unresolved, &notes, err)))
@@ -460,7 +470,7 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
                                                                        : "no case could be compared");
     } else {
         ppb_verdict_describe_ratio(what, sizeof what, g->ratio, g->ratio_lo, g->ratio_hi, g->bounded);
-        double need = rules->min_gain > t ? rules->min_gain : t;
+        double need = ppb_verdict_gain_needed(rules);
         if (!g->bounded) {
             rc = add_line(&unresolved, "INCONCLUSIVE: the weighted geometric mean is %s: a case has too few samples",
                           what);

@@ -66,6 +66,14 @@ typedef struct ppb_verdict_rules {
  * alpha 0.05, Hodges-Lehmann, 2000 replicates, seed 1. */
 void ppb_verdict_rules_default(ppb_verdict_rules *rules);
 
+/* The two limits the verdict judges against, each never below the practical
+ * threshold (a smaller difference counts as none). As time ratios (candidate /
+ * baseline), where the report's chart draws them: a compared case whose whole
+ * interval lies above 1 + tolerance REJECTs; ACCEPT needs the weighted mean's
+ * whole interval below 1 / (1 + gain needed). */
+double ppb_verdict_tolerance(const ppb_verdict_rules *rules);     /* max(max_regression, threshold) */
+double ppb_verdict_gain_needed(const ppb_verdict_rules *rules);   /* max(min_gain, threshold) */
+
 typedef enum {
     PPB_CASE_COMPARED = 0,      /* timed on both sides and compared */
     PPB_CASE_INFEASIBLE = 1,    /* the candidate cannot run on the target */

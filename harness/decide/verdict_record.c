@@ -4,9 +4,13 @@
 #include <stdio.h>
 
 int ppb_verdict_record(const ppb_verdict_report *rep, const ppb_verdict_case *cases, int n,
-                       ppb_proposal_record *rec, ppb_proposal_case *pcs, ppb_err *err)
+                       const ppb_verdict_rules *rules, ppb_proposal_record *rec, ppb_proposal_case *pcs,
+                       ppb_err *err)
 {
     snprintf(rec->verdict, sizeof rec->verdict, "%s", ppb_verdict_name(rep->verdict));
+    rec->min_gain = rules->min_gain;
+    rec->max_regression = rules->max_regression;
+    rec->threshold = rules->threshold;
     rec->geomean_ratio = rep->have_geomean ? rep->geomean.ratio : NAN;
     rec->geomean_lo = rep->have_geomean ? rep->geomean.ratio_lo : NAN;
     rec->geomean_hi = rep->have_geomean ? rep->geomean.ratio_hi : NAN;
@@ -34,7 +38,7 @@ int ppb_verdict_store(ppb_store *s, const ppb_verdict_case *cases, int n, const 
 {
     int rc = ppb_verdict_decide(cases, n, rules, rep, err);
     if (!rc)
-        rc = ppb_verdict_record(rep, cases, n, rec, pcs, err);
+        rc = ppb_verdict_record(rep, cases, n, rules, rec, pcs, err);
     if (!rc)
         rc = ppb_store_put_proposal(s, rec, pcs, n, err);
     return rc;

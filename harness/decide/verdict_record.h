@@ -7,12 +7,14 @@
 #include "store.h"
 #include "verdict.h"
 
-/* Fill rec's verdict, geomean_* and reasons, and for each of the n cases
- * pcs[i]'s weight (cases[i]'s), state, cls, ratio, ratio_lo, ratio_hi and
- * p_holm from a decided report. Leaves the rest (rec's name, path, kind,
- * target and runs; the cases' keys) as the caller set it. No I/O. */
+/* Fill rec's verdict, geomean_* and reasons, the rules it was decided under,
+ * and for each of the n cases pcs[i]'s weight (cases[i]'s), state, cls, ratio,
+ * ratio_lo, ratio_hi and p_holm from a decided report. Leaves the rest (rec's
+ * name, path, kind, target and runs; the cases' keys) as the caller set it.
+ * No I/O. */
 int ppb_verdict_record(const ppb_verdict_report *rep, const ppb_verdict_case *cases, int n,
-                       ppb_proposal_record *rec, ppb_proposal_case *pcs, ppb_err *err);
+                       const ppb_verdict_rules *rules, ppb_proposal_record *rec, ppb_proposal_case *pcs,
+                       ppb_err *err);
 
 /* Decide the n cases under `rules`, fill the record (ppb_verdict_record) and
  * store the proposal row and its cases in one transaction (rec->id). `rep` gets

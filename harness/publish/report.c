@@ -435,45 +435,31 @@ static int length_field(int kernel)
     return kernel == PPB_PREFIX_PREFILL ? PPB_F_CONTEXT_LEN : PPB_F_SEQ_LEN;
 }
 
-static void append_field(char *buf, size_t len, int f, int value)
-{
-    char v[PPB_FIELD_TEXT_MAX];
-    ppb_field_format_value((ppb_field)f, value, v, sizeof v);
-    size_t used = strlen(buf);
-    snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "",
-             ppb_field_get((ppb_field)f)->key_name, v);
-}
-
 /* Which fields take more than one value among the items of each kernel: a
  * label names those only (the rest go into one "same for every case" line). */
-static void label_items(rp_report *r)
+static int label_items(rp_report *r)
 {
     int varies[2][PPB_F_COUNT];
-    memset(varies, 0, sizeof varies);
+    const ppb_case **of_kernel = malloc(((size_t)r->n_items + 1) * sizeof *of_kernel);
+    if (!of_kernel)
+        return PPB_ENOMEM;
     for (int k = 0; k < 2; k++) {
-        const rp_item *first = NULL;
-        for (int i = 0; i < r->n_items; i++) {
-            const rp_item *it = &r->items[i];
-            if ((int)it->c.kernel != k)
-                continue;
-            if (!first) {
-                first = it;
-                continue;
-            }
-            for (int f = 0; f < PPB_F_COUNT; f++)
-                if (ppb_case_get(&it->c, (ppb_field)f) != ppb_case_get(&first->c, (ppb_field)f))
-                    varies[k][f] = 1;
-        }
-        if (!first)
+        int n = 0;
+        for (int i = 0; i < r->n_items; i++)
+            if ((int)r->items[i].c.kernel == k)
+                of_kernel[n++] = &r->items[i].c;
+        rp_fields_varying(of_kernel, n, varies[k]);
+        if (!n)
             continue;
         char fixed[256] = "";
         for (int f = 0; f < PPB_F_COUNT; f++)
             if ((ppb_field_get((ppb_field)f)->kernels & (1u << k)) && !varies[k][f])
-                append_field(fixed, sizeof fixed, f, ppb_case_get(&first->c, (ppb_field)f));
+                rp_append_field(fixed, sizeof fixed, f, ppb_case_get(of_kernel[0], (ppb_field)f));
         size_t used = strlen(r->fixed);
         snprintf(r->fixed + used, sizeof r->fixed - used, "%s%s: %s", used ? "; " : "",
                  ppb_kernel_name((ppb_kernel_kind)k), fixed[0] ? fixed : "nothing");
     }
+    free(of_kernel);
     int any_config_varies[2] = {0, 0};
     for (int k = 0; k < 2; k++)
         for (int f = 0; f < PPB_F_COUNT; f++)
@@ -498,11 +484,11 @@ static void label_items(rp_report *r)
                 /* No config knob varies: name the whole config, so a legend
                  * still says which config the lines are. */
                 if (varies[k][f] || (!any_config_varies[k] && r->kind != PPB_REPORT_PROPOSAL))
-                    append_field(it->series, sizeof it->series, f, v);
+                    rp_append_field(it->series, sizeof it->series, f, v);
             } else if (varies[k][f]) {
-                append_field(it->shape, sizeof it->shape, f, v);
+                rp_append_field(it->shape, sizeof it->shape, f, v);
                 if (f != lf)
-                    append_field(it->family, sizeof it->family, f, v);
+                    rp_append_field(it->family, sizeof it->family, f, v);
             }
         }
         if (!it->shape[0])
@@ -513,6 +499,7 @@ static void label_items(rp_report *r)
                          ? (double)it->c.shape.context_len + it->c.shape.query_len
                          : (double)it->c.shape.seq_len;
     }
+    return PPB_OK;
 }
 
 /* ---- target, ceilings ------------------------------------------------------ */
@@ -1021,7 +1008,10 @@ int ppb_report_write(ppb_store *s, const ppb_report_request *req, ppb_report_out
     int rc = gather(s, r, err);
     if (rc)
         goto end;
-    label_items(r);
+    if (label_items(r)) {
+        rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+        goto end;
+    }
     judge_feasibility(r);
     find_ceilings(r);
     if (r->kind == PPB_REPORT_RUN)

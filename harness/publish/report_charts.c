@@ -16,6 +16,7 @@
 #include "files.h"
 #include "report_assets.h"
 #include "report_charts.h"
+#include "verdict.h"
 
 /* ---- chart files ------------------------------------------------------------ */
 
@@ -55,8 +56,18 @@ static int open_chart(const rp_report *r, const rp_chart *c, chart_files *f, ppb
     }
     if (rc)
         return rc;
-    char title[300];
-    ppb_gnuplot_string(c->title, title, sizeof title);
+    /* A title of several lines: each quoted, joined by style.gp's nl. */
+    char title[1200] = "";
+    for (const char *line = c->title; *line;) {
+        size_t n = strcspn(line, "\n"), used = strlen(title);
+        char part[400], q[420];
+        snprintf(part, sizeof part, "%.*s", (int)n, line);
+        ppb_gnuplot_string(part, q, sizeof q);
+        snprintf(title + used, sizeof title - used, "%s%s", used ? ".nl." : "", q);
+        line += n + (line[n] == '\n');
+    }
+    if (!title[0])
+        ppb_gnuplot_string("", title, sizeof title);
     fprintf(f->dat, "# ppbench chart data: %s.gp plots it\n", c->name);
     fprintf(f->gp,
             "# ppbench chart %s\n"
@@ -79,6 +90,21 @@ static int start_chart(rp_report *r, const char *name, const char *title, rp_cha
     return *c ? open_chart(r, *c, f, err) : PPB_ENOMEM;
 }
 
+/* The PNG title's font size (style.gp's 12 at most): small enough that its
+ * longest line fits the chart, about 0.72 em a character at gnuplot's sans
+ * with room for the margins, since a case key is read whole or not at all. */
+static int title_font_size(const char *title, int w)
+{
+    size_t longest = 0;
+    for (const char *line = title; *line;) {
+        size_t n = strcspn(line, "\n");
+        longest = n > longest ? n : longest;
+        line += n + (line[n] == '\n');
+    }
+    int size = longest ? (int)((w - 100) / (0.72 * (double)longest)) : 12;
+    return size > 12 ? 12 : size < 7 ? 7 : size;
+}
+
 /* The output lines every script ends with; `plot` is the plot command. */
 static int close_chart(chart_files *f, const rp_chart *c, int w, int h, const char *plot,
                        ppb_err *err)
@@ -90,10 +116,10 @@ static int close_chart(chart_files *f, const rp_chart *c, int w, int h, const ch
             "%s\n"
             "eval png_term(%d, %d)\n"
             "set output '%s.png'\n"
-            "set title chart_title\n"
+            "set title chart_title font 'sans,%d'\n"
             "replot\n"
             "unset output\n",
-            w, h, c->name, plot, w, h, c->name);
+            w, h, c->name, plot, w, h, c->name, title_font_size(c->title, w));
     int bad = ferror(f->dat) | ferror(f->gp);
     bad |= fclose(f->dat) != 0;
     bad |= fclose(f->gp) != 0;
@@ -626,107 +652,291 @@ static int correctness_chart(rp_report *r, ppb_err *err)
     return close_chart(&f, c, 760, 320, p.s, err);
 }
 
-/* ---- proposal: ratios with intervals ------------------------------------------------ */
+/* ---- proposal: the forest plot that decides ------------------------------------------- */
 
-static int proposal_chart(rp_report *r, ppb_err *err)
+/* About this many ratio tics at most: each keeps 1/RP_RATIO_TICS of the axis to itself. */
+#define RP_RATIO_TICS 7
+/* Row labels longer than this are cut (the table has every key whole). */
+#define RP_ROW_LABEL_MAX 60
+
+static int tic_far_enough(const double *tics, int n, double t, double gap)
+{
+    for (int i = 0; i < n; i++)
+        if (fabs(log(t / tics[i])) < gap * 0.999)
+            return 0;
+    return 1;
+}
+
+/* Tics for the log axis of time ratios: round numbers a reader can place a
+ * point against, 1 first, then the roundest (1-2-5 per decade, then even
+ * steps of 50%, 25%, 10%, 5%, 2%, 1% around 1, none finer than a twentieth of
+ * the range), each taken only while it is a
+ * fair share of the axis away from those already taken: even steps bunch up
+ * at the top of a log axis, and their labels would run into each other. Any
+ * range holding [0.98, 1.02] gets at least three. Sorted; returns how many. */
+static int ratio_tics(double lo, double hi, double *tics, int cap)
+{
+    static const double decade[] = {1, 5, 2}, steps[] = {0.5, 0.25, 0.1, 0.05, 0.02, 0.01};
+    double gap = log(hi / lo) / RP_RATIO_TICS;
+    int n = 0;
+    for (int j = 0; j < 3; j++)
+        for (int e = (int)floor(log10(lo)); e <= (int)ceil(log10(hi)); e++) {
+            double t = decade[j] * pow(10, e);
+            if (t >= lo && t <= hi && n < cap && tic_far_enough(tics, n, t, gap))
+                tics[n++] = t;
+        }
+    /* A step much finer than the range would only fill gaps with odd values (1.38). */
+    for (size_t s = 0; s < sizeof steps / sizeof *steps && steps[s] >= (hi - lo) / 20; s++)
+        for (double k = ceil((lo - 1) / steps[s] - 1e-9); 1 + k * steps[s] <= hi * (1 + 1e-12); k++) {
+            double t = 1 + k * steps[s];   /* (0.9 - 1) / 0.1 is -0.99..98: the slack keeps 0.9 */
+            if (t >= lo * (1 - 1e-12) && n < cap && tic_far_enough(tics, n, t, gap))
+                tics[n++] = t;
+        }
+    qsort(tics, (size_t)n, sizeof *tics, compare_double);
+    return n;
+}
+
+/* Each case's row label: "#N" (its number in the table) and the fields of its
+ * candidate key that vary among the proposal's cases; the whole key would
+ * squeeze the plot. labels[i] holds RP_ROW_LABEL_MAX + 1 bytes. */
+static int proposal_row_labels(const rp_report *r, char (*labels)[RP_ROW_LABEL_MAX + 1])
+{
+    ppb_case *cases = calloc((size_t)r->n_pcases + 1, sizeof *cases);
+    const ppb_case **parsed = calloc((size_t)r->n_pcases + 1, sizeof *parsed);
+    int *ok = calloc((size_t)r->n_pcases + 1, sizeof *ok), n = 0;
+    if (!cases || !parsed || !ok) {
+        free(cases);
+        free(parsed);
+        free(ok);
+        return PPB_ENOMEM;
+    }
+    for (int i = 0; i < r->n_pcases; i++) {
+        ppb_err ignored;
+        ok[i] = ppb_case_from_key(r->pcases[i].candidate_key, &cases[i], &ignored) == PPB_OK;
+        if (ok[i])
+            parsed[n++] = &cases[i];
+    }
+    int varies[PPB_F_COUNT];
+    rp_fields_varying(parsed, n, varies);
+    for (int i = 0; i < r->n_pcases; i++) {
+        char fields[PPB_CASE_KEY_MAX] = "";
+        if (ok[i])
+            rp_case_label(&cases[i], varies, fields, sizeof fields);
+        snprintf(labels[i], RP_ROW_LABEL_MAX + 1, "#%d%s%.*s", i + 1, fields[0] ? " " : "", RP_ROW_LABEL_MAX,
+                 fields);
+    }
+    free(cases);
+    free(parsed);
+    free(ok);
+    return PPB_OK;
+}
+
+/* A proposal case's ratio and interval (an unbounded side drawn at the ratio). */
+static void case_interval(double ratio, double lo, double hi, double out[3])
+{
+    out[0] = ratio;
+    out[1] = lo > 0 && isfinite(lo) ? lo : ratio;
+    out[2] = hi > 0 && isfinite(hi) ? hi : ratio;
+}
+
+/* The rules' two limits as ratios (verdict.h), each a shaded region with its
+ * line, named above the plot in the verdict's words: a case wholly in the red
+ * REJECTs; the mean must lie wholly in the green to ACCEPT. The names grow
+ * away from 1 (left of the green line, right of the red) so they never cross.
+ * 0 when the rules were not stored (before schema 12): nothing drawn. */
+static int draw_limits(const rp_report *r, FILE *gp, double *lo, double *hi)
+{
+    const ppb_proposal_record *pr = &r->proposal;
+    if (!isfinite(pr->min_gain) || !isfinite(pr->max_regression) || !isfinite(pr->threshold))
+        return 0;
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    rules.min_gain = pr->min_gain;
+    rules.max_regression = pr->max_regression;
+    rules.threshold = pr->threshold;
+    double tol = ppb_verdict_tolerance(&rules), need = ppb_verdict_gain_needed(&rules);
+    double reject = 1 + tol, accept = 1 / (1 + need);
+    fprintf(gp,
+            "# The rules' limits: REJECT where a case's whole interval is above 1 + max(max_regression, "
+            "threshold);\n# ACCEPT needs the weighted mean's whole interval below 1 / (1 + max(min_gain, "
+            "threshold)).\n"
+            "reject_at = %.9g\naccept_below = %.9g\n"
+            "set object 2 rect from reject_at, graph 0 to graph 1, graph 1 fc rgb colour_slower "
+            "fs transparent solid 0.10 noborder behind\n"
+            "set object 3 rect from graph 0, graph 0 to accept_below, graph 1 fc rgb colour_faster "
+            "fs transparent solid 0.10 noborder behind\n"
+            "set arrow 3 from reject_at, graph 0 to reject_at, graph 1 nohead dt 2 lc rgb colour_slower\n"
+            "set arrow 4 from accept_below, graph 0 to accept_below, graph 1 nohead dt 2 lc rgb colour_faster\n"
+            "set label 3 'REJECT: a case %.3g%% slower' at reject_at, graph 1 left offset 0.3, 0.8 "
+            "font 'sans,9' textcolor rgb colour_slower\n"
+            "set label 4 'ACCEPT: the mean %.3g%% faster' at accept_below, graph 1 right offset -0.3, 0.8 "
+            "font 'sans,9' textcolor rgb colour_faster\n"
+            "set tmargin 3.5\n",   /* the names, and the PNG's title above them */
+            reject, accept, 100 * tol, 100 * need);
+    /* The limits stay in view: they are what the points are read against. */
+    *lo = accept < *lo ? accept : *lo;
+    *hi = reject > *hi ? reject : *hi;
+    return 1;
+}
+
+static void widen(double *lo, double *hi, const double iv[3])
+{
+    *lo = iv[1] < *lo ? iv[1] : *lo;
+    *hi = iv[2] > *hi ? iv[2] : *hi;
+}
+
+/* One data block per class (the colours; an empty one holds a NaN row, as
+ * gnuplot stops on "no data"), each case at y = its number; the x range they
+ * need goes into lo, hi. */
+static void proposal_case_blocks(const rp_report *r, const char *name, FILE *dat, plot_cmd *p, double *lo,
+                                 double *hi)
 {
     static const char *const classes[] = {"faster", "slower", "same", "unresolved", NULL};
     static const char *const colours[] = {"colour_faster", "colour_slower", "colour_same",
                                           "colour_unresolved"};
-    int n = 0;
-    double lo = INFINITY, hi = 0;
-    for (int i = 0; i < r->n_pcases; i++) {
-        const ppb_proposal_case *pc = &r->pcases[i];
-        if (!(pc->ratio > 0) || !isfinite(pc->ratio))
-            continue;
-        n++;
-        double a = pc->ratio_lo > 0 && isfinite(pc->ratio_lo) ? pc->ratio_lo : pc->ratio;
-        double b = pc->ratio_hi > 0 && isfinite(pc->ratio_hi) ? pc->ratio_hi : pc->ratio;
-        lo = a < lo ? a : lo;
-        hi = b > hi ? b : hi;
-    }
-    if (n == 0)
-        return PPB_OK;
-    rp_chart *c;
-    chart_files f;
-    int rc = start_chart(r, "proposal-ratios", "candidate / baseline time per case, with its interval",
-                         &c, &f, err);
-    if (rc)
-        return rc;
-    plot_cmd p = {{0}, 0};
-    plot_add(&p, "plot ");
     for (int k = 0; k <= 4; k++) {
-        fprintf(f.dat, "%s# %s: ratio lo hi case_number\n", k ? "\n\n" : "",
-                classes[k] ? classes[k] : "other");
+        fprintf(dat, "%s# %s: ratio lo hi case_number\n", k ? "\n\n" : "", classes[k] ? classes[k] : "other");
         int any = 0;
         for (int i = 0; i < r->n_pcases; i++) {
             const ppb_proposal_case *pc = &r->pcases[i];
-            if (!(pc->ratio > 0) || !isfinite(pc->ratio))
-                continue;
             int cls = 4;
             for (int j = 0; classes[j]; j++)
                 if (strcmp(pc->cls, classes[j]) == 0)
                     cls = j;
-            if (cls != k)
+            if (cls != k || !(pc->ratio > 0) || !isfinite(pc->ratio))
                 continue;
-            double a = pc->ratio_lo > 0 && isfinite(pc->ratio_lo) ? pc->ratio_lo : pc->ratio;
-            double b = pc->ratio_hi > 0 && isfinite(pc->ratio_hi) ? pc->ratio_hi : pc->ratio;
-            fprintf(f.dat, "%.9g %.9g %.9g %d\n", pc->ratio, a, b, i + 1);
+            double iv[3];
+            case_interval(pc->ratio, pc->ratio_lo, pc->ratio_hi, iv);
+            widen(lo, hi, iv);
+            fprintf(dat, "%.9g %.9g %.9g %d\n", iv[0], iv[1], iv[2], i + 1);
             any = 1;
         }
-        if (!any) {
-            fprintf(f.dat, "NaN NaN NaN NaN\n");
-            continue;
-        }
-        plot_add(&p, "%s'%s.dat' index %d using 1:4:2:3 with xerrorbars pt 7 lc rgb %s title '%s'",
-                 p.n > 5 ? ", \\\n     " : "", c->name, k, k < 4 ? colours[k] : "colour_same",
-                 classes[k] ? classes[k] : "other");
+        if (!any)
+            fprintf(dat, "NaN NaN NaN NaN\n");
+        else
+            plot_add(p, "%s'%s.dat' index %d using 1:4:2:3 with xerrorbars pt 7 lc rgb %s title '%s'",
+                     p->n > 5 ? ", \\\n     " : "", name, k, k < 4 ? colours[k] : "colour_same",
+                     classes[k] ? classes[k] : "other");
     }
-    if (isfinite(r->proposal.geomean_ratio) && r->proposal.geomean_ratio > 0) {
-        double glo = r->proposal.geomean_lo, ghi = r->proposal.geomean_hi;
-        if (glo > 0 && ghi > 0 && isfinite(glo) && isfinite(ghi)) {
-            fprintf(f.gp, "set object 1 rect from %.9g, graph 0 to %.9g, graph 1 fc rgb '#0072B2' "
-                          "fs transparent solid 0.12 noborder behind\n",
-                    glo, ghi);
-            lo = glo < lo ? glo : lo;
-            hi = ghi > hi ? ghi : hi;
-        }
-        fprintf(f.gp, "set arrow 2 from %.9g, graph 0 to %.9g, graph 1 nohead lc rgb '#0072B2' "
-                      "dt 2\n"
-                      "set label 2 'geometric mean' at %.9g, graph 1 offset 0.3, -0.8 textcolor "
-                      "rgb '#0072B2'\n",
-                r->proposal.geomean_ratio, r->proposal.geomean_ratio, r->proposal.geomean_ratio);
+}
+
+/* The weighted geometric mean, block 5, at y = row; 1 if there is one. */
+static int proposal_mean_row(const rp_report *r, const char *name, int row, FILE *dat, plot_cmd *p, double *lo,
+                             double *hi)
+{
+    double g = r->proposal.geomean_ratio, iv[3];
+    fprintf(dat, "\n\n# weighted geometric mean: ratio lo hi row\n");
+    if (!(isfinite(g) && g > 0)) {
+        fprintf(dat, "NaN NaN NaN NaN\n");
+        return 0;
     }
-    if (lo > 0.99)
-        lo = 0.99;
-    if (hi < 1.01)
-        hi = 1.01;
-    fprintf(f.gp,
-            "set logscale x\n"
-            "set xrange [%.9g:%.9g]\n"
-            "set yrange [%d.5:0.5] reverse\n"
-            "set xlabel 'candidate / baseline time (below 1: the candidate is faster)'\n"
-            "set ylabel 'case number'\n"
-            "set arrow 1 from 1, graph 0 to 1, graph 1 nohead lw 1.5 lc rgb colour_limit\n",
-            lo / 1.02, hi * 1.02, r->n_pcases);
-    if (r->n_pcases <= 40)
-        fprintf(f.gp, "set ytics 1\n");
-    int h = 140 + 16 * r->n_pcases;
-    snprintf(c->note, sizeof c->note,
-             "each case's interval is at the verdict's family level; the band is the weighted "
-             "geometric mean's interval");
-    return close_chart(&f, c, 760, h > 2400 ? 2400 : h, p.s, err);
+    case_interval(g, r->proposal.geomean_lo, r->proposal.geomean_hi, iv);
+    widen(lo, hi, iv);
+    fprintf(dat, "%.9g %.9g %.9g %d\n", iv[0], iv[1], iv[2], row);
+    plot_add(p, ", \\\n     '%s.dat' index 5 using 1:4:2:3 with xerrorbars pt 13 ps 1.6 lw 2 "
+                "lc rgb '#0072B2' title 'weighted geometric mean'",
+             name);
+    return 1;
+}
+
+/* The log ratio axis: 1 always in view, a margin each side, round tics. */
+static void ratio_axis(FILE *gp, double lo, double hi)
+{
+    lo = (lo > 0.99 ? 0.99 : lo) / 1.02;
+    hi = (hi < 1.01 ? 1.01 : hi) * 1.02;
+    double tics[4 * RP_RATIO_TICS];
+    int n = ratio_tics(lo, hi, tics, 4 * RP_RATIO_TICS);
+    fprintf(gp, "set logscale x\nset xrange [%.9g:%.9g]\nset xtics (", lo, hi);
+    for (int i = 0; i < n; i++)
+        fprintf(gp, "%s%.6g", i ? ", " : "", tics[i]);
+    fprintf(gp, ")\nunset mxtics\n"
+                "set xlabel 'candidate / baseline time (below 1: the candidate is faster)'\n"
+                "set arrow 1 from 1, graph 0 to 1, graph 1 nohead lw 1.5 lc rgb colour_limit\n");
+}
+
+/* A named row per case, top down, and the mean's below a rule; returns the
+ * longest label's length. */
+static size_t proposal_rows(FILE *gp, char (*labels)[RP_ROW_LABEL_MAX + 1], int ncases, int mean_y, int have_mean)
+{
+    char q[RP_ROW_LABEL_MAX * 2 + 8];
+    size_t longest = 0;
+    fprintf(gp, "set yrange [%d.5:0.5]\nset ytics (", mean_y);
+    for (int i = 0; i < ncases; i++) {
+        fprintf(gp, "%s%s %d", i ? ", " : "", gq_tic(labels[i], q, sizeof q), i + 1);
+        longest = strlen(labels[i]) > longest ? strlen(labels[i]) : longest;
+    }
+    if (have_mean)
+        fprintf(gp, ", 'geometric mean' %d", mean_y);
+    fprintf(gp, ") noenhanced font 'sans,9'\nunset mytics\nunset ylabel\n"
+                "set arrow 2 from graph 0, first %d.5 to graph 1, first %d.5 nohead lc rgb colour_limit\n",
+            ncases, ncases);
+    return longest;
+}
+
+/* The forest plot: case i at y = i (top down); the weighted geometric mean on
+ * its own row at y = n + 2, below a rule, labelled there (not on case 1's
+ * row); the rules' limits shaded behind. */
+static int proposal_chart(rp_report *r, ppb_err *err)
+{
+    int ncases = r->n_pcases, any = 0;
+    for (int i = 0; i < ncases; i++)
+        any |= r->pcases[i].ratio > 0 && isfinite(r->pcases[i].ratio);
+    if (!any)
+        return PPB_OK;
+    char(*labels)[RP_ROW_LABEL_MAX + 1] = calloc((size_t)ncases + 1, sizeof *labels);
+    if (!labels || proposal_row_labels(r, labels)) {
+        free(labels);
+        return ppb_fail(err, PPB_ENOMEM, "out of memory");
+    }
+    rp_chart *c;
+    chart_files f;
+    int rc = start_chart(r, "proposal-ratios", "candidate / baseline time per case, with its interval",
+                         &c, &f, err);
+    if (rc) {
+        free(labels);
+        return rc;
+    }
+    plot_cmd p = {{0}, 0};
+    plot_add(&p, "plot ");
+    double lo = INFINITY, hi = 0;
+    int mean_y = ncases + 2;
+    proposal_case_blocks(r, c->name, f.dat, &p, &lo, &hi);
+    int have_mean = proposal_mean_row(r, c->name, mean_y, f.dat, &p, &lo, &hi);
+    int limits = draw_limits(r, f.gp, &lo, &hi);
+    ratio_axis(f.gp, lo, hi);
+    size_t longest = proposal_rows(f.gp, labels, ncases, mean_y, have_mean);
+    free(labels);
+    snprintf(c->note, sizeof c->note, "%s",
+             limits ? "each case's interval is at the verdict's family level; red: a case whose whole interval "
+                      "lies there is REJECTed (max_regression, at least the threshold); green: ACCEPT needs the "
+                      "weighted geometric mean's whole interval there (min_gain, at least the threshold)"
+                    : "each case's interval is at the verdict's family level; the rules this proposal was decided "
+                      "under were not stored (a database from before schema 12): no limits drawn");
+    /* Room for the row labels (about 6 px a character at their font) beside a
+     * plot of about 480 px and the legend. */
+    int h = 170 + 16 * mean_y, w = 820 + 6 * (int)longest;
+    return close_chart(&f, c, w > 1400 ? 1400 : w, h > 2400 ? 2400 : h, p.s, err);
 }
 
 /* ---- trend: the overview, change per case per night ----------------------------------- */
 
-/* A night's tic label: 'MM-DD'.nl.'commit' (nl is a line break, style.gp),
- * each part through ppb_gnuplot_string: a stored commit may be anything. */
+/* A night's tic label: 'run ID'.nl.'commit' (nl is a line break, style.gp),
+ * the commit through ppb_gnuplot_string: a stored commit may be anything. The
+ * run id, not the date: a day's several runs (CI, a re-run) read alike by date
+ * and commit, never by id (the page's tables give the date). */
 static void night_tic(const rp_night *n, char *buf, size_t len)
 {
-    char day[16], commit[16], qd[40], qc[40];
+    char day[16], commit[16], qc[40];
     rp_night_labels(n, day, sizeof day, commit, sizeof commit);
-    snprintf(buf, len, "%s.nl.%s", gq_tic(day, qd, sizeof qd), gq_tic(commit, qc, sizeof qc));
+    snprintf(buf, len, "'run %lld'.nl.%s", (long long)n->run_id, gq_tic(commit, qc, sizeof qc));
+}
+
+/* A run's x on the trend charts: its night's position among all the suite's
+ * nights (one position per night, as asv draws commits), -1 if not one of them. */
+static int night_x(const rp_report *r, int64_t run_id)
+{
+    const rp_night *n = rp_night_of(r, run_id);
+    return n ? (int)(n - r->nights) : -1;
 }
 
 /* The cells of the overview's first `rows` cases: one block of every timed
@@ -816,7 +1026,7 @@ static int overview_chart(rp_report *r, ppb_err *err)
              "lc rgb colour_alert",
              c->name);
     snprintf(c->note, sizeof c->note,
-             "one row per case (#N as in the tables, alerts first), one column per night (date, "
+             "one row per case (#N as in the tables, alerts first), one column per night (run id, "
              "commit); the cell is the change in %%; outlined: the runs of an alert; blank: no "
              "time that night%s",
              rows < r->n_trend ? " (the first cases only; the table below has all)" : "");
@@ -841,30 +1051,27 @@ static int tic_wanted(int j, int n, int step)
     return (n - 1 - j) % every == 0;
 }
 
-/* Tics at the runs' start times, labelled with their night and commit. */
+/* A tic at every run of the case (one position per night), labelled for the
+ * runs tic_wanted picks ('run ID' and its commit), the others minor and
+ * unlabelled: every night is marked, no two labels overlap. */
 static void history_tics(const rp_report *r, const rp_trend_case *t, int step, FILE *gp)
 {
     char tic[96];
-    int first = 1;
     fprintf(gp, "set xtics (");
     for (int j = 0; j < t->n_points; j++) {
-        if (!tic_wanted(j, t->n_points, step))
-            continue;
-        const rp_night *n = rp_night_of(r, t->points[j].run_id);
-        rp_night unknown = {t->points[j].run_id, "", ""};   /* not expected: no commit known */
-        if (!n) {
-            snprintf(unknown.started_at, sizeof unknown.started_at, "%s", t->points[j].started_at);
-            n = &unknown;
+        int x = night_x(r, t->points[j].run_id);   /* one of the nights: trend_chart checked */
+        if (tic_wanted(j, t->n_points, step)) {
+            night_tic(&r->nights[x], tic, sizeof tic);
+            fprintf(gp, "%s%s %d", j ? ", " : "", tic, x);
+        } else {
+            fprintf(gp, "%s'' %d 1", j ? ", " : "", x);
         }
-        night_tic(n, tic, sizeof tic);
-        fprintf(gp, "%s%s '%s'", first ? "" : ", ", tic, t->points[j].started_at);
-        first = 0;
     }
-    fprintf(gp, ") noenhanced\n");
+    fprintf(gp, ") noenhanced font 'sans,9'\n");
 }
 
 /* A run's start as ppbench stores it, YYYY-MM-DDTHH:MM:SSZ, and nothing else:
- * the text goes into the gnuplot script (a database may be hostile). */
+ * the text goes into the chart's data (a database may be hostile). */
 static int stamp_ok(const char *s)
 {
     static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
@@ -874,17 +1081,37 @@ static int stamp_ok(const char *s)
     return s[sizeof shape - 1] == '\0';
 }
 
+/* The points of a case's history: x its night, then the alert's runs. */
+static void history_data(const rp_report *r, const rp_trend_case *t, int first_alert, FILE *dat)
+{
+    fprintf(dat, "# every run: night median_ms run_id started_at\n");
+    for (int j = 0; j < t->n_points; j++)
+        fprintf(dat, "%d %.9g %lld %s\n", night_x(r, t->points[j].run_id), t->points[j].median_ms,
+                (long long)t->points[j].run_id, t->points[j].started_at);
+    fprintf(dat, "\n\n# alert: night median_ms run_id started_at (the step from its first run, or the outlier)\n");
+    if (first_alert < 0)
+        fprintf(dat, "NaN NaN 0 -\n");
+    for (int j = first_alert < 0 ? t->n_points : first_alert; j < t->n_points; j++)
+        fprintf(dat, "%d %.9g %lld %s\n", night_x(r, t->points[j].run_id), t->points[j].median_ms,
+                (long long)t->points[j].run_id, t->points[j].started_at);
+}
+
 static int trend_chart(rp_report *r, int index, ppb_err *err)
 {
     rp_trend_case *t = &r->trend[index];
-    char name[64], title[256];
+    char name[64], title[400];
     snprintf(name, sizeof name, "trend-%d", index + 1);
-    snprintf(title, sizeof title, "#%d %s", index + 1,
-             t->analysed ? ppb_trend_status_name(t->trend.status) : "not analysed");
-    for (int j = 0; j < t->n_points; j++)
+    /* The PNG travels alone (an issue, a slide): its title names the case in full. */
+    snprintf(title, sizeof title, "#%d %s\n%s", index + 1,
+             t->analysed ? ppb_trend_status_name(t->trend.status) : "not analysed", t->key);
+    for (int j = 0; j < t->n_points; j++) {
         if (!stamp_ok(t->points[j].started_at))
             return ppb_fail(err, PPB_EINPUT, "run %lld: start time '%.40s' is not YYYY-MM-DDTHH:MM:SSZ",
                             (long long)t->points[j].run_id, t->points[j].started_at);
+        if (night_x(r, t->points[j].run_id) < 0)   /* the history reads the nights' runs only */
+            return ppb_fail(err, PPB_EINPUT, "run %lld of case '%s' is not one of the suite's runs",
+                            (long long)t->points[j].run_id, t->key);
+    }
     rp_chart *c;
     chart_files f;
     int rc = start_chart(r, name, title, &c, &f, err);
@@ -892,45 +1119,37 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
         t->chart = r->n_charts - 1;
     if (rc)
         return rc;
-    /* x is when the run started (nights read by date, not by database id); the
-     * run id stays in the data for whoever opens it. */
-    fprintf(f.dat, "# every run: started_at median_ms run_id\n");
-    for (int j = 0; j < t->n_points; j++)
-        fprintf(f.dat, "%s %.9g %lld\n", t->points[j].started_at, t->points[j].median_ms,
-                (long long)t->points[j].run_id);
-    fprintf(f.dat, "\n\n# alert: started_at median_ms run_id (the step from its first run, or the outlier)\n");
     int first_alert = rp_trend_alert_from(t);
-    if (first_alert >= 0)
-        for (int j = first_alert; j < t->n_points; j++)
-            fprintf(f.dat, "%s %.9g %lld\n", t->points[j].started_at, t->points[j].median_ms,
-                    (long long)t->points[j].run_id);
-    else
-        fprintf(f.dat, "%s NaN 0\n", t->n_points ? t->points[0].started_at : "2000-01-01T00:00:00Z");
+    history_data(r, t, first_alert, f.dat);
 
-    /* A time never goes below zero: the y axis starts there. The tics name
-     * each night by date and commit: what a reader bisects with. */
-    fprintf(f.gp, "set xdata time\nset timefmt '%%Y-%%m-%%dT%%H:%%M:%%SZ'\n"
-                  "set xlabel 'run started (UTC date) and its commit'\n"
+    /* x: one position per night, in the order the trend reads them (start time,
+     * then id), so runs of one second or one day never stack; a night without
+     * a time for this case is a gap. A time never goes below zero. The legend
+     * beside the plot, never on the points; the axis title below two-line tics. */
+    int x0 = t->n_points ? night_x(r, t->points[0].run_id) : 0;
+    int x1 = t->n_points ? night_x(r, t->points[t->n_points - 1].run_id) : 0;
+    fprintf(f.gp, "set xrange [%g:%g]\n"
+                  "set xlabel 'run (id and commit), one position per night' offset 0, -0.3\n"
+                  "set bmargin 5\n"
                   "set ylabel 'median time (ms)'\nset yrange [0:*]\n"
-                  "set offsets graph 0.03, graph 0.03, graph 0.1, 0\n"
-                  "set key inside left bottom horizontal\n");
-    history_tics(r, t, first_alert >= 0 && t->trend.status != PPB_TREND_OUTLIER ? first_alert : -1,
-                 f.gp);
+                  "set offsets 0, 0, graph 0.1, 0\n"
+                  "set key outside right top vertical\n",
+            x0 - 0.5, x1 + 0.5);
+    history_tics(r, t, first_alert >= 0 && t->trend.status != PPB_TREND_OUTLIER ? first_alert : -1, f.gp);
     /* the case's own threshold (the floor when it has none yet) */
     double thr = t->analysed && t->trend.threshold_from ? t->trend.threshold : r->trend_opt.min_change;
     if (t->analysed && isfinite(t->trend.reference) && t->trend.reference > 0 && t->n_points > 0) {
         double ref = t->trend.reference;
-        const char *x0 = t->points[0].started_at, *x1 = t->points[t->n_points - 1].started_at;
         fprintf(f.gp,
-                "set arrow 1 from '%s', %.9g to '%s', %.9g nohead dt 2 lc rgb colour_limit\n"
-                "set arrow 2 from '%s', %.9g to '%s', %.9g nohead dt 3 lc rgb colour_limit\n"
-                "set arrow 3 from '%s', %.9g to '%s', %.9g nohead dt 3 lc rgb colour_limit\n",
-                x0, ref, x1, ref, x0, ref * (1 + thr), x1, ref * (1 + thr), x0, ref * (1 - thr), x1,
-                ref * (1 - thr));
+                "set arrow 1 from graph 0, first %.9g to graph 1, first %.9g nohead dt 2 lc rgb colour_limit\n"
+                "set arrow 2 from graph 0, first %.9g to graph 1, first %.9g nohead dt 3 lc rgb colour_limit\n"
+                "set arrow 3 from graph 0, first %.9g to graph 1, first %.9g nohead dt 3 lc rgb colour_limit\n",
+                ref, ref, ref * (1 + thr), ref * (1 + thr), ref * (1 - thr), ref * (1 - thr));
     }
-    if (first_alert >= 0 && t->trend.status != PPB_TREND_OUTLIER)
-        fprintf(f.gp, "set arrow 4 from '%s', graph 0 to '%s', graph 1 nohead lc rgb colour_alert\n",
-                t->points[first_alert].started_at, t->points[first_alert].started_at);
+    if (first_alert >= 0 && t->trend.status != PPB_TREND_OUTLIER) {
+        int xa = night_x(r, t->points[first_alert].run_id);
+        fprintf(f.gp, "set arrow 4 from %d, graph 0 to %d, graph 1 nohead lc rgb colour_alert\n", xa, xa);
+    }
     char plot[600];
     snprintf(plot, sizeof plot,
              "plot '%s.dat' index 0 using 1:2 with linespoints lt 1 title 'median', \\\n"
@@ -943,7 +1162,7 @@ static int trend_chart(rp_report *r, int index, ppb_err *err)
              : t->trend.status == PPB_TREND_OUTLIER
                  ? "the latest run, an outlier"
                  : "the step, from its first run");
-    return close_chart(&f, c, 640, 240, plot, err);
+    return close_chart(&f, c, 760, 280, plot, err);
 }
 
 /* ---- running gnuplot ------------------------------------------------------------- */

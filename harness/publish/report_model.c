@@ -9,6 +9,32 @@
 #include <stdio.h>
 #include <string.h>
 
+void rp_fields_varying(const ppb_case *const *cases, int n, int varies[PPB_F_COUNT])
+{
+    memset(varies, 0, PPB_F_COUNT * sizeof *varies);
+    for (int i = 1; i < n; i++)
+        for (int f = 0; f < PPB_F_COUNT; f++)
+            if (ppb_case_get(cases[i], (ppb_field)f) != ppb_case_get(cases[0], (ppb_field)f))
+                varies[f] = 1;
+}
+
+void rp_append_field(char *buf, size_t len, int f, int value)
+{
+    char v[PPB_FIELD_TEXT_MAX];
+    ppb_field_format_value((ppb_field)f, value, v, sizeof v);
+    size_t used = strlen(buf);
+    if (used < len)
+        snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", ppb_field_get((ppb_field)f)->key_name, v);
+}
+
+void rp_case_label(const ppb_case *c, const int varies[PPB_F_COUNT], char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int f = 0; f < PPB_F_COUNT; f++)
+        if (varies[f] && (ppb_field_get((ppb_field)f)->kernels & (1u << c->kernel)))
+            rp_append_field(buf, len, f, ppb_case_get(c, (ppb_field)f));
+}
+
 int rp_item_timed(const rp_item *it)
 {
     return (it->r.status == PPB_STATUS_OK || it->r.status == PPB_STATUS_NOISY) &&

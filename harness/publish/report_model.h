@@ -94,7 +94,7 @@ typedef struct rp_feasibility {
 
 typedef struct rp_chart {
     char name[96];              /* file stem: [a-z0-9-] */
-    char title[256];
+    char title[320];            /* lines apart by '\n' (the PNG's title; the page shows it as one line) */
     char note[600];             /* shown under the chart */
     char error[600];            /* why it is missing */
     char *svg;                  /* checked inline SVG, NULL when not rendered */
@@ -149,6 +149,15 @@ typedef struct rp_report {
     char command[8192];
     char generated_at[32];
 } rp_report;
+
+/* Case labels that tell cases apart: only the fields that take more than one
+ * value among them (the rest is said once, or is in the full key). */
+/* varies[f] = 1 for each field with more than one value among the n cases. */
+void rp_fields_varying(const ppb_case *const *cases, int n, int varies[PPB_F_COUNT]);
+/* Append "name=value" of field f to buf (space-separated), as the key writes it. */
+void rp_append_field(char *buf, size_t len, int f, int value);
+/* The fields of c's kernel that vary, in key order ("q=17 ctx=37"); "" when none. */
+void rp_case_label(const ppb_case *c, const int varies[PPB_F_COUNT], char *buf, size_t len);
 
 /* Items that carry a usable time. */
 int rp_item_timed(const rp_item *it);

@@ -225,6 +225,22 @@ static void sql_json_number(sqlite3_context *ctx, int argc, sqlite3_value **argv
     sqlite3_result_text(ctx, buf, -1, SQLITE_TRANSIENT);
 }
 
+/* SQL function ppb_status_names(): the result statuses (ppb_status_name's
+ * table, in its order) as a JSON array, so a document's per-status counts name
+ * every status, 0 included, without a second list of them in SQL. */
+static void sql_status_names(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    (void)argv;
+    char buf[256];
+    size_t n = 0;
+    buf[n++] = '[';
+    for (int i = 0; strcmp(ppb_status_name(i), "unknown") != 0 && n < sizeof buf - 32; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\"%s\"", i ? "," : "", ppb_status_name(i));
+    snprintf(buf + n, sizeof buf - n, "]");
+    sqlite3_result_text(ctx, buf, -1, SQLITE_TRANSIENT);
+}
+
 static int exec_sql(ppb_store *s, const char *sql, const char *what, ppb_err *err)
 {
     char *msg = NULL;
@@ -610,12 +626,15 @@ static int check_not_damaged(ppb_store *s, ppb_err *err)
     return PPB_OK;
 }
 
-/* The SQL functions ppbench's own statements use (export's JSON numbers). */
+/* The SQL functions ppbench's own statements use (JSON numbers, status names). */
 static int register_functions(ppb_store *s, ppb_err *err)
 {
     if (sqlite3_create_function_v2(s->db, "ppb_json_number", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
                                    NULL, sql_json_number, NULL, NULL, NULL) != SQLITE_OK)
         return sqlite_fail(s, err, "registering ppb_json_number");
+    if (sqlite3_create_function_v2(s->db, "ppb_status_names", 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+                                   NULL, sql_status_names, NULL, NULL, NULL) != SQLITE_OK)
+        return sqlite_fail(s, err, "registering ppb_status_names");
     return PPB_OK;
 }
 
@@ -1427,20 +1446,60 @@ static const char export_json_sql[] =
     "   WHERE r.run_id = runs.id ORDER BY r.id)))"
     ") FROM runs WHERE id = :run_id";
 
+/* The fields that name a run, in every document that holds runs (ppbench-run/1's
+ * "run", each of ppbench-runs/1's "runs"), over a row of `runs`. `id` stays
+ * first: ci/nightly.sh reads it from the run's document without a JSON parser. */
+#define RUN_JSON_FIELDS                                                                                            \
+    "'id', id, 'kind', kind, 'label', label, 'suite_name', suite_name, 'suite_path', suite_path,"                 \
+    " 'suite_hash', suite_hash, 'git_commit', git_commit, 'host', host, 'backend', backend, 'device', device,"     \
+    " 'target', target, 'started_at', started_at, 'finished_at', finished_at, 'status', status,"                 \
+    " 'n_cases', n_cases, 'n_done', (SELECT count(*) FROM results WHERE run_id = runs.id),"                       \
+    " 'impls', json((SELECT json_group_array(impl) FROM (SELECT DISTINCT c.impl FROM results r"                   \
+    "   JOIN cases c ON c.id = r.case_id WHERE r.run_id = runs.id ORDER BY c.impl)))"
+
+/* Results per status, every status named (0 when none): CI reads counts.wrong as is. */
+#define RUN_JSON_COUNTS                                                                                            \
+    "json((SELECT json_group_object(n.value, (SELECT count(*) FROM results WHERE run_id = runs.id"                 \
+    "   AND status = n.value)) FROM json_each(ppb_status_names()) n))"
+
+/* An environment entry of the run (NULL when it was not recorded), as text or as an integer. */
+#define RUN_ENV(key) "(SELECT value FROM env WHERE run_id = runs.id AND key = '" key "')"
+#define RUN_ENV_INT(key) "CAST(" RUN_ENV(key) " AS INTEGER)"
+
 static const char run_json_sql[] =
     "SELECT json_object("
-    " 'schema', '" PPB_RUN_SCHEMA "', 'command', 'run', 'exit_code', :exit_code,"
-    " 'run', json_object('id', id, 'suite_name', suite_name, 'suite_path', suite_path, 'git_commit', git_commit,"
-    "   'backend', backend, 'device', device, 'target', target, 'label', label, 'started_at', started_at,"
-    "   'finished_at', finished_at, 'status', status, 'n_cases', n_cases, 'kind', kind),"
-    " 'counts', json((SELECT json_group_object(status, n) FROM"
-    "   (SELECT status, count(*) AS n FROM results WHERE run_id = runs.id GROUP BY status))),"
+    " 'schema', '" PPB_RUN_SCHEMA "', 'command', :command, 'exit_code', :exit_code,"
+    " 'run', json_object(" RUN_JSON_FIELDS "),"
+    /* What timed it, as the session recorded it when the run began (the clocks: NVML's, then and at most). */
+    " 'device', json_object('name', device, 'backend', backend,"
+    "   'cpu_timings', json(CASE WHEN backend = 'cpu' THEN 'true' ELSE 'false' END),"
+    "   'compute_capability', " RUN_ENV("device.compute_capability") ","
+    "   'sm_count', " RUN_ENV_INT("device.sm_count") ", 'mem_total_bytes', " RUN_ENV_INT("device.mem_total") ","
+    "   'driver', " RUN_ENV("device.driver") ", 'runtime', " RUN_ENV("device.runtime") ","
+    "   'sm_clock_mhz', " RUN_ENV_INT("before.nvml.sm_clock_mhz") ","
+    "   'sm_clock_max_mhz', " RUN_ENV_INT("before.sm_clock_max_mhz") ","
+    "   'mem_clock_mhz', " RUN_ENV_INT("before.nvml.mem_clock_mhz") ","
+    "   'mem_clock_max_mhz', " RUN_ENV_INT("before.mem_clock_max_mhz") ","
+    "   'cpu_mhz', " RUN_ENV_INT("before.cpu_mhz") "),"
+    " 'counts', " RUN_JSON_COUNTS ","
+    " 'env', json((SELECT json_group_object(key, value) FROM"
+    "   (SELECT key, value FROM env WHERE run_id = runs.id ORDER BY rowid))),"
     " 'cases', json((SELECT json_group_array(json(item)) FROM (SELECT json_object("
     "   'key', c.key, 'kernel', c.kernel, 'impl', c.impl, 'status', r.status, 'reason', r.reason,"
-    "   'timing_is_cpu', r.timing_is_cpu, 'median_ms', " JNUM("r.median_ms") ","
-    "   'tflops', " JNUM("r.tflops") ", 'gbps', " JNUM("r.gbps") ") AS item"
+    "   'timing_is_cpu', r.timing_is_cpu, 'n_samples', r.n_samples, 'median_ms', " JNUM("r.median_ms") ","
+    "   'q1_ms', " JNUM("r.q1_ms") ", 'q3_ms', " JNUM("r.q3_ms") ", 'rel_noise', " JNUM("r.rel_noise") ","
+    "   'tflops', " JNUM("r.tflops") ", 'gbps', " JNUM("r.gbps") ","
+    "   'check', json_object('checked', r.check_checked, 'pass', r.check_pass,"
+    "     'max_abs_err', " JNUM("r.check_max_abs_err") ", 'rel_l2_err', " JNUM("r.check_rel_l2_err") ")) AS item"
     "   FROM results r JOIN cases c ON c.id = r.case_id WHERE r.run_id = runs.id ORDER BY r.id)))"
     ") FROM runs WHERE id = :run_id";
+
+/* Newest first, as `list` prints them. */
+static const char runs_json_sql[] =
+    "SELECT json_object("
+    " 'schema', '" PPB_RUNS_SCHEMA "', 'command', 'list', 'exit_code', 0,"
+    " 'runs', json((SELECT json_group_array(json(item)) FROM (SELECT json_object(" RUN_JSON_FIELDS ","
+    "   'counts', " RUN_JSON_COUNTS ") AS item FROM runs ORDER BY id DESC))))";
 
 /* A document SQLite builds in one row and one column, written to out with a
  * newline (the caller checks the stream). NO_ROW when the query finds none. */
@@ -1468,13 +1527,21 @@ static int write_doc(ppb_store *s, const char *sql, const sql_param *params, FIL
     return one_row(s, sql, params, doc_row, &d, what, err);
 }
 
-int ppb_store_run_json(ppb_store *s, int64_t run_id, int exit_code, FILE *out, ppb_err *err)
+int ppb_store_run_json(ppb_store *s, int64_t run_id, const char *command, int exit_code, FILE *out, ppb_err *err)
 {
     static const char what[] = "writing a run as JSON";
     int rc = run_exists(s, run_id, err);
     if (!rc)
-        rc = write_doc(s, run_json_sql, PARAMS(P_INT(":run_id", run_id), P_INT(":exit_code", exit_code)),
+        rc = write_doc(s, run_json_sql,
+                       PARAMS(P_INT(":run_id", run_id), P_TEXT(":command", command), P_INT(":exit_code", exit_code)),
                        out, what, err);
+    return rc == NO_ROW ? sqlite_fail(s, err, what) : rc;
+}
+
+int ppb_store_runs_json(ppb_store *s, FILE *out, ppb_err *err)
+{
+    static const char what[] = "writing the runs as JSON";
+    int rc = write_doc(s, runs_json_sql, NO_PARAMS, out, what, err);
     return rc == NO_ROW ? sqlite_fail(s, err, what) : rc;
 }
 
@@ -1528,6 +1595,9 @@ static const char proposal_json_sql[] =
     "   r.git_commit, 'suite', r.suite_name) FROM runs r WHERE r.id = proposals.candidate_run),"
     " 'geomean', json_object('ratio', " JNUM("geomean_ratio") ", 'lo', " JNUM("geomean_lo") ","
     "   'hi', " JNUM("geomean_hi") "),"
+    /* what it was judged against; null when not stored (before schema 12, kv_capacity) */
+    " 'rules', json_object('min_gain', " JNUM("min_gain") ", 'max_regression', " JNUM("max_regression") ","
+    "   'threshold', " JNUM("threshold") "),"
     /* the smallest change of the mean this run could see (80% power), a fraction */
     " 'detectable_effect', " JNUM("detectable") ","
     " 'reasons', json((SELECT json_group_array(line) FROM lines WHERE line <> '')),"
@@ -1569,8 +1639,8 @@ int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_pro
 {
     static const char sql[] =
         "INSERT INTO proposals(name, path, kind, target, baseline_run, candidate_run, verdict,"
-        " geomean_ratio, geomean_lo, geomean_hi, detectable, reasons) VALUES(:name, :path, :kind, :target,"
-        " :brun, :crun, :verdict, :g, :glo, :ghi, :det, :reasons)";
+        " geomean_ratio, geomean_lo, geomean_hi, reasons, min_gain, max_regression, threshold, detectable)"
+        " VALUES(:name, :path, :kind, :target, :brun, :crun, :verdict, :g, :glo, :ghi, :reasons, :mg, :mr, :t, :det)";
     int rc = exec_sql(s, "BEGIN IMMEDIATE", "starting to store a proposal", err);
     if (rc)
         return rc;
@@ -1580,7 +1650,9 @@ int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_pro
                                P_RUN(":brun", rec->baseline_run), P_RUN(":crun", rec->candidate_run),
                                P_TEXTN(":verdict", rec->verdict), P_REAL(":g", rec->geomean_ratio),
                                P_REAL(":glo", rec->geomean_lo), P_REAL(":ghi", rec->geomean_hi),
-                               P_REAL(":det", rec->detectable), P_TEXTN(":reasons", rec->reasons)),
+                               P_TEXTN(":reasons", rec->reasons), P_REAL(":mg", rec->min_gain),
+                               P_REAL(":mr", rec->max_regression), P_REAL(":t", rec->threshold),
+                               P_REAL(":det", rec->detectable)),
                         "storing a proposal", err)))
         goto fail;
     rec->id = sqlite3_last_insert_rowid(s->db);
@@ -1624,7 +1696,10 @@ static int proposal_row(sqlite3_stmt *stmt, void *arg)
                         sizeof rec->reasons);
     copy_column_text(stmt, 11, rec->reasons, sizeof rec->reasons);
     copy_column_text(stmt, 12, rec->created_at, sizeof rec->created_at);
-    read_REAL(stmt, 13, &rec->detectable);
+    read_REAL(stmt, 13, &rec->min_gain);
+    read_REAL(stmt, 14, &rec->max_regression);
+    read_REAL(stmt, 15, &rec->threshold);
+    read_REAL(stmt, 16, &rec->detectable);
     return PPB_OK;
 }
 
@@ -1633,7 +1708,7 @@ int ppb_store_get_proposal(ppb_store *s, int64_t id, ppb_proposal_record *rec, p
     static const char sql[] =
         "SELECT id, name, path, kind, target, COALESCE(baseline_run, 0),"
         " COALESCE(candidate_run, 0), verdict, geomean_ratio, geomean_lo, geomean_hi, reasons,"
-        " created_at, detectable FROM proposals WHERE id = :id";
+        " created_at, min_gain, max_regression, threshold, detectable FROM proposals WHERE id = :id";
     proposal_read p = {s, id, rec, err};
     int rc = one_row(s, sql, PARAMS(P_INT(":id", id)), proposal_row, &p, "reading a proposal", err);
     if (rc == NO_ROW)

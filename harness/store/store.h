@@ -127,6 +127,10 @@ typedef struct ppb_proposal_record {
     int64_t baseline_run, candidate_run;   /* 0 when the proposal ran nothing (kv_capacity) */
     char verdict[16];              /* "ACCEPT", "REJECT", "INCONCLUSIVE" */
     double geomean_ratio, geomean_lo, geomean_hi;   /* candidate/baseline time; NaN if none */
+    /* The rules it was decided under (verdict.h), for whoever draws them (the
+     * report's chart); NaN when not known: stored before schema 12, or no A/B
+     * verdict (kv_capacity). */
+    double min_gain, max_regression, threshold;
     double detectable;             /* smallest change of the mean the run could see (0.031: 3.1%); NaN if none */
     char reasons[PPB_PROPOSAL_REASONS_MAX];   /* one reason per line, never cut: what does not fit is refused */
     char created_at[32];
@@ -150,11 +154,19 @@ int64_t ppb_store_latest_proposal(ppb_store *s);
  * interval, every reason (one array element per stored line) and every case
  * with state, class, ratio and interval. One JSON object and a newline. */
 #define PPB_VERDICT_SCHEMA "ppbench-verdict/1"
-/* A run's outcome for CI (schema "ppbench-run/1", docs/CLI.md): the run, its
- * `exit_code`, counts by status and per case the key, implementation, status,
- * reason, median and rates (the full data is `ppbench export`). */
+/* A run for CI (schema "ppbench-run/1", docs/CLI.md; `run --json`, `show
+ * --json`): the run, the `command` that wrote it and its `exit_code`, the
+ * device (details from the environment the session recorded), counts by status
+ * (every status, 0 included), the environment, and per case the key,
+ * implementation, status, reason, samples, median and quartiles, rates and the
+ * check's errors (the full data, samples included, is `ppbench export`). */
 #define PPB_RUN_SCHEMA "ppbench-run/1"
-int ppb_store_run_json(ppb_store *s, int64_t run_id, int exit_code, FILE *out, ppb_err *err);
+int ppb_store_run_json(ppb_store *s, int64_t run_id, const char *command, int exit_code, FILE *out,
+                       ppb_err *err);
+/* Every stored run, newest first (schema "ppbench-runs/1", `list --json`): the
+ * run fields of ppbench-run/1's "run" and each run's counts by status. */
+#define PPB_RUNS_SCHEMA "ppbench-runs/1"
+int ppb_store_runs_json(ppb_store *s, FILE *out, ppb_err *err);
 int ppb_store_proposal_json(ppb_store *s, int64_t id, const char *command, int exit_code, FILE *out,
                             ppb_err *err);
 typedef int (*ppb_proposal_case_visitor)(void *ctx, const ppb_proposal_case *c);

@@ -224,9 +224,15 @@ static const char schema_v10[] = "ALTER TABLE runs ADD COLUMN open_ms REAL NOT N
  * different result. Earlier rows have NULL: they are read unchecked. */
 static const char schema_v11[] = "ALTER TABLE results ADD COLUMN row_check TEXT;";
 
-/* Version 12: what a proposal's run could have seen, the smallest change of
- * the weighted mean it resolves with 80% power (verdict.h). Earlier rows NULL. */
-static const char schema_v12[] = "ALTER TABLE proposals ADD COLUMN detectable REAL;";
+/* Version 12: how a proposal's verdict was decided and what it could see:
+ * the rules (verdict.h's min_gain, max_regression, threshold), so its report
+ * draws the limits it was judged against, and the smallest change of the
+ * weighted mean its run resolves with 80% power. Earlier proposals have NULL:
+ * their charts draw no limits and they state no detectable effect. */
+static const char schema_v12[] = "ALTER TABLE proposals ADD COLUMN min_gain REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN max_regression REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN threshold REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN detectable REAL;";
 
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
@@ -240,7 +246,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {9, "the time spent storing results", schema_v9},
     {10, "the time spent opening the device", schema_v10},
     {11, "a checksum of each result row", schema_v11},
-    {12, "the detectable effect of each proposal", schema_v12},
+    {12, "the rules and the detectable effect of each proposal's verdict", schema_v12},
 };
 
 const int ppb_store_migration_count =

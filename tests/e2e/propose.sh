@@ -67,6 +67,7 @@ assert doc["schema"] == "ppbench-verdict/1", doc["schema"]
 assert doc["command"] == "propose" and doc["exit_code"] == rc, (doc["command"], doc["exit_code"], rc)
 assert {"ACCEPT": 0, "REJECT": 10, "INCONCLUSIVE": 11}[doc["verdict"]] == rc
 assert doc["baseline_run"] > 0 and doc["candidate_run"] > doc["baseline_run"]
+assert doc["rules"] == {"min_gain": 0, "max_regression": 0.5, "threshold": 0.01}, doc["rules"]   # ab-smoke.yaml's
 assert len(doc["cases"]) == 10 and all(c["state"] for c in doc["cases"]), len(doc["cases"])
 assert doc["reasons"] and all(r.strip() for r in doc["reasons"])
 m = doc["measured"]   # what was measured: a CPU job's verdict never reads like a GPU's

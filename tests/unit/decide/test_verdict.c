@@ -88,6 +88,19 @@ static void test_names(void **state)
     assert_int_equal(r.require_correct, 1);
 }
 
+/* The limits judged against (and drawn by the report) never go below the
+ * practical threshold: a 0 min_gain still needs a gain beyond it. */
+static void test_limits_floor_at_threshold(void **state)
+{
+    (void)state;
+    ppb_verdict_rules r;
+    ppb_verdict_rules_default(&r);
+    assert_true(ppb_verdict_tolerance(&r) == 0.05 && ppb_verdict_gain_needed(&r) == 0.02);
+    r.min_gain = 0;
+    r.max_regression = 0.005;
+    assert_true(ppb_verdict_tolerance(&r) == 0.01 && ppb_verdict_gain_needed(&r) == 0.01);
+}
+
 static void test_clear_win_accepts(void **state)
 {
     (void)state;
@@ -583,6 +596,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_limits_floor_at_threshold),
         cmocka_unit_test(test_reasons_text_whole_or_refused),
         cmocka_unit_test(test_clear_win_accepts),
         cmocka_unit_test(test_clear_loss_rejects),

@@ -91,7 +91,7 @@ static void record_fills_row_and_cases(void **state)
     ppb_verdict_rules_default(&rules);
     rules.min_gain = 0;
     assert_int_equal(ppb_verdict_decide(f->cases, N_CASES, &rules, &f->rep, &err), PPB_OK);
-    assert_int_equal(ppb_verdict_record(&f->rep, f->cases, N_CASES, &f->rec, f->pcs, &err), PPB_OK);
+    assert_int_equal(ppb_verdict_record(&f->rep, f->cases, N_CASES, &rules, &f->rec, f->pcs, &err), PPB_OK);
 
     assert_string_equal(f->rec.verdict, ppb_verdict_name(f->rep.verdict));
     assert_true(f->rep.have_geomean);
@@ -100,6 +100,9 @@ static void record_fills_row_and_cases(void **state)
     /* every reason, one per line, the verdict's own first */
     assert_non_null(strstr(f->rec.reasons, f->rep.reasons[0]));
     assert_int_equal(strncmp(f->rec.reasons, f->rep.reasons[0], strlen(f->rep.reasons[0])), 0);
+    /* the rules it was decided under, for the report to draw */
+    assert_true(f->rec.min_gain == 0 && f->rec.max_regression == rules.max_regression &&
+                f->rec.threshold == rules.threshold);
     /* what the caller set stays */
     assert_string_equal(f->rec.name, "unit");
     assert_string_equal(f->rec.kind, "compare");
@@ -149,6 +152,9 @@ static void store_round_trip(void **state)
     ppb_store *s = NULL;
     ppb_verdict_rules rules;
     ppb_verdict_rules_default(&rules);
+    rules.max_regression = 0.125;
+    rules.min_gain = 0.03;
+    rules.threshold = 0.015;
     assert_int_equal(ppb_store_open(&s, f->db, &err), PPB_OK);
     assert_int_equal(ppb_verdict_store(s, f->cases, N_CASES, &rules, &f->rec, f->pcs, &f->rep, &err), PPB_OK);
     assert_true(f->rec.id > 0);
@@ -159,6 +165,7 @@ static void store_round_trip(void **state)
     assert_string_equal(back->verdict, f->rec.verdict);
     assert_string_equal(back->reasons, f->rec.reasons);
     assert_string_equal(back->name, "unit");
+    assert_true(back->min_gain == 0.03 && back->max_regression == 0.125 && back->threshold == 0.015);
     seen_cases seen = {0};
     assert_int_equal(ppb_store_each_proposal_case(s, f->rec.id, see_case, &seen, &err), PPB_OK);
     assert_int_equal(seen.n, N_CASES);
