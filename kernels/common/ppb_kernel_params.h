@@ -4,9 +4,11 @@
  * A parameter used to be spelled out by hand in four structs (the case's
  * config, the kernel ABI's config, the plans' configs) and copied between them
  * through positional initializers, which shift silently when a member is
- * inserted. Every copy between the structs is now expanded from these lists
- * (X-macros, like the store's column list), member by member (designated
- * initializers), never by position.
+ * inserted. Everything that names the parameters is now expanded from these
+ * lists (X-macros, like the store's column list): the case config's members,
+ * the case fields (suite and --filter names, the case key, ranges, defaults),
+ * the store's case columns, and every copy between the structs, always member
+ * by member (designated initializers), never by position.
  *
  * The kernel ABI's structs (ppb_kernel_abi.h) and the plans' (prefill_plan.h,
  * decode_plan.h) stay hand-written: the first is what plugins compile against,
