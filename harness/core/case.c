@@ -12,9 +12,17 @@ static const char *const bool_names[] = {"false", "true", NULL};
 static const char *impl_names[PPB_IMPL_MAX + 1] = {"builtin", "vllm-triton", "vllm-cuda", NULL};
 static char plugin_names[PPB_IMPL_MAX][PPB_FIELD_TEXT_MAX];
 
+/* The kernels' parameters as fields: names, ranges and defaults from their lists
+ * (ppb_kernel_params.h). Macro parameters end in '_' so they cannot replace the
+ * designators. */
+#define PARAM_FIELD(kernels_, member_, TAG_, key_, min_, max_, def_, omit_)                                   \
+    [PPB_F_##TAG_] = {.name = #member_, .key_name = key_, .kernels = kernels_, .is_config = 1, .min = min_,    \
+                      .max = max_, .def = def_, .names = NULL, .key_omits_default = omit_},
+
 /* Ranges are what ppbench accepts at all; ppb_case_validate adds the rules
- * that involve several fields. Order = key order: never reorder, only append
- * (the key of a stored case must not change). */
+ * that involve several fields. Order = key order (ppb_field): a stored case's
+ * key must not change, so a field added later is left out of the key at its
+ * default (key_omits_default) wherever it goes; never reorder the others. */
 static const ppb_field_info fields[PPB_F_COUNT] = {
     [PPB_F_BATCH] = {"batch", "b", PPB_FOR_BOTH, 0, 1, 4096, 1, NULL},
     [PPB_F_QUERY_LEN] = {"query_len", "q", PPB_FOR_PREFILL, 0, 1, 262144, -1, NULL},
@@ -27,16 +35,13 @@ static const ppb_field_info fields[PPB_F_COUNT] = {
     [PPB_F_DTYPE] = {"dtype", "dtype", PPB_FOR_BOTH, 0, 0, 1, PPB_BF16, dtype_names},
     [PPB_F_PAGE_SIZE] = {"page_size", "page", PPB_FOR_BOTH, 0, 8, 32, 16, NULL},
     [PPB_F_SLIDING_WINDOW] = {"sliding_window", "win", PPB_FOR_BOTH, 0, 0, 1048576, 0, NULL},
-    [PPB_F_BLOCK_M] = {"block_m", "bm", PPB_FOR_PREFILL, 1, 16, 128, 128, NULL},
-    [PPB_F_BLOCK_N] = {"block_n", "bn", PPB_FOR_PREFILL, 1, 16, 128, 128, NULL},
-    [PPB_F_NUM_WARPS] = {"num_warps", "w", PPB_FOR_PREFILL, 1, 1, 8, 8, NULL},
-    [PPB_F_VERSION] = {"version", "v", PPB_FOR_DECODE, 1, 1, 2, 2, NULL},
-    [PPB_F_NUM_THREADS] = {"num_threads", "t", PPB_FOR_DECODE, 1, 32, 1024, 128, NULL},
-    [PPB_F_PARTITION_SIZE] = {"partition_size", "p", PPB_FOR_DECODE, 1, 0, 65536, 512, NULL},
+    PPBK_PREFILL_PARAMS(PARAM_FIELD, PPB_FOR_PREFILL)
+    PPBK_DECODE_PARAMS(PARAM_FIELD, PPB_FOR_DECODE)
     [PPB_F_HOST_PARTITION_SIZE] = {"host_partition_size", "hp", PPB_FOR_DECODE, 1, 0, 65536, 0, NULL},
     [PPB_F_PATH] = {"path", "path", PPB_FOR_BOTH, 1, 0, 3, PPB_PATH_AUTO, path_names},
     [PPB_F_IMPL] = {"impl", "impl", PPB_FOR_BOTH, 1, 0, PPB_IMPL_MAX - 1, PPB_IMPL_BUILTIN, impl_names, 1},
 };
+#undef PARAM_FIELD
 
 const char *ppb_impl_name(int impl)
 {
@@ -110,12 +115,10 @@ static int *field_slot(ppb_case *c, ppb_field f)
     case PPB_F_DTYPE: return &c->shape.dtype;
     case PPB_F_PAGE_SIZE: return &c->shape.page_size;
     case PPB_F_SLIDING_WINDOW: return &c->shape.sliding_window;
-    case PPB_F_BLOCK_M: return &c->config.block_m;
-    case PPB_F_BLOCK_N: return &c->config.block_n;
-    case PPB_F_NUM_WARPS: return &c->config.num_warps;
-    case PPB_F_VERSION: return &c->config.version;
-    case PPB_F_NUM_THREADS: return &c->config.num_threads;
-    case PPB_F_PARTITION_SIZE: return &c->config.partition_size;
+#define PARAM_SLOT(ctx, member, TAG, ...) case PPB_F_##TAG: return &c->config.member;
+    PPBK_PREFILL_PARAMS(PARAM_SLOT, )
+    PPBK_DECODE_PARAMS(PARAM_SLOT, )
+#undef PARAM_SLOT
     case PPB_F_HOST_PARTITION_SIZE: return &c->config.host_partition_size;
     case PPB_F_PATH: return &c->config.path;
     case PPB_F_IMPL: return &c->config.impl;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "ppb_error.h"
+#include "ppb_kernel_params.h"
 
 typedef enum { PPB_PREFIX_PREFILL = 0, PPB_PAGED_ATTENTION = 1 } ppb_kernel_kind;
 typedef enum { PPB_FP16 = 0, PPB_BF16 = 1 } ppb_dtype;
@@ -32,12 +33,12 @@ typedef struct ppb_shape {
 } ppb_shape;
 
 typedef struct ppb_config {
-    /* prefix prefill */
-    int block_m, block_n, num_warps;
-    /* paged attention decode */
-    int version;             /* 1 or 2 */
-    int num_threads;
-    int partition_size;      /* the kernel's partition size (v2) */
+    /* The kernels' parameters, one member each, from their lists (ppb_kernel_params.h):
+     * prefix prefill block_m, block_n, num_warps; paged attention decode version (1 or 2),
+     * num_threads, partition_size (the kernel's, v2). */
+    PPBK_PREFILL_PARAMS(PPBK_INT_MEMBER, )
+    PPBK_DECODE_PARAMS(PPBK_INT_MEMBER, )
+    /* paged attention decode: the host's side of the PARTITION_SIZE mismatch, not a kernel's */
     int host_partition_size; /* partition size the host sizes buffers with; 0 = same (no mismatch) */
     /* both */
     int path;                /* ppb_code_path */
@@ -54,16 +55,21 @@ typedef struct ppb_case {
     char key[PPB_CASE_KEY_MAX];    /* canonical text, filled by ppb_case_make_key */
 } ppb_case;
 
+/* The fields in key order (and the store's column order). The kernels' parameters are
+ * PPB_F_<NAME> from their lists (PPB_F_BLOCK_M ... PPB_F_PARTITION_SIZE). */
+#define PPB_FIELD_ENUM_(ctx, name, NAME, ...) PPB_F_##NAME,
 typedef enum {
     PPB_F_BATCH, PPB_F_QUERY_LEN, PPB_F_CONTEXT_LEN, PPB_F_SEQ_LEN, PPB_F_RAGGED,
     PPB_F_NUM_HEADS, PPB_F_NUM_KV_HEADS, PPB_F_HEAD_DIM, PPB_F_DTYPE, PPB_F_PAGE_SIZE,
     PPB_F_SLIDING_WINDOW,
-    PPB_F_BLOCK_M, PPB_F_BLOCK_N, PPB_F_NUM_WARPS,
-    PPB_F_VERSION, PPB_F_NUM_THREADS, PPB_F_PARTITION_SIZE, PPB_F_HOST_PARTITION_SIZE,
+    PPBK_PREFILL_PARAMS(PPB_FIELD_ENUM_, )
+    PPBK_DECODE_PARAMS(PPB_FIELD_ENUM_, )
+    PPB_F_HOST_PARTITION_SIZE,
     PPB_F_PATH,
     PPB_F_IMPL,
     PPB_F_COUNT
 } ppb_field;
+#undef PPB_FIELD_ENUM_
 
 /* Which kernels a field applies to (bit set of 1 << ppb_kernel_kind). */
 #define PPB_FOR_PREFILL (1u << PPB_PREFIX_PREFILL)

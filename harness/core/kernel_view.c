@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "decode_plan.h"
+#include "ppb_kernel_params.h"
 
 /* The ABI's code-path and dtype codes are the case's (one number, two headers). */
 _Static_assert(PPBK_PATH_AUTO == PPB_PATH_AUTO && PPBK_PATH_SIMT == PPB_PATH_SIMT && PPBK_PATH_MMA == PPB_PATH_MMA &&
@@ -30,10 +31,12 @@ void ppb_kernel_view_of_case(const ppb_case *c, ppb_kernel_view *v)
     const ppb_shape *s = &c->shape;
     const ppb_config *k = &c->config;
     memset(v, 0, sizeof *v);
-    v->prefill_cfg = (ppbk_prefill_config){s->dtype, s->head_dim, s->page_size, s->sliding_window,
-                                           k->block_m, k->block_n, k->num_warps, k->path};
-    v->decode_cfg = (ppbk_decode_config){s->dtype, s->head_dim, s->page_size, s->sliding_window,
-                                         k->version, k->num_threads, k->partition_size, k->path};
+    /* Member by member from the lists (ppb_kernel_params.h): the shape facts from the shape,
+     * the parameters from the config. */
+    v->prefill_cfg = (ppbk_prefill_config){PPBK_CONFIG_SHAPE_FACTS(PPBK_INIT_FROM, s)
+                                               PPBK_PREFILL_PARAMS(PPBK_INIT_FROM, k) .path = k->path};
+    v->decode_cfg = (ppbk_decode_config){PPBK_CONFIG_SHAPE_FACTS(PPBK_INIT_FROM, s)
+                                             PPBK_DECODE_PARAMS(PPBK_INIT_FROM, k) .path = k->path};
     ppb_prefill_args *pa = &v->prefill;
     ppb_decode_args *da = &v->decode;
     float sm_scale = 1.0f / sqrtf((float)s->head_dim);

@@ -404,9 +404,12 @@ void ppb_target_kernel_smem(const ppb_case *c, const ppb_target *t, unsigned fal
         use_mma = c->kernel == PPB_PREFIX_PREFILL ? PPB_KSPEC_MMA_WGMMA : 1;
     else
         use_mma = k->path == PPB_PATH_MMA;
+    /* The plans' configs come from the case as the kernels see it (kernel_view.h), by name. */
+    ppb_kernel_view view;
+    ppb_kernel_view_of_case(c, &view);
     const char *path_name;
     if (c->kernel == PPB_PREFIX_PREFILL) {
-        ppb_prefill_config cfg = {k->block_m, k->block_n, k->num_warps, use_mma, out->warp_size};
+        ppb_prefill_config cfg = ppb_builtin_prefill_plan_config(&view.prefill_cfg, use_mma, out->warp_size);
         out->use_mma = cfg.use_mma;
         out->bytes = (long)ppb_prefill_smem_bytes(&cfg, s->head_dim);
         out->known = out->bytes > 0;
@@ -423,7 +426,7 @@ void ppb_target_kernel_smem(const ppb_case *c, const ppb_target *t, unsigned fal
                      k->block_m, k->block_n, k->num_warps, s->head_dim);
         return;
     }
-    ppb_decode_config cfg = {k->version, k->num_threads, k->partition_size, use_mma, out->warp_size};
+    ppb_decode_config cfg = ppb_builtin_decode_plan_config(&view.decode_cfg, use_mma, out->warp_size);
     ppb_decode_smem need;
     out->use_mma = cfg.use_mma;
     path_name = cfg.use_mma ? "tensor-core" : "portable";

@@ -32,6 +32,7 @@
 #include "doc_text.h"
 #include "grow.h"
 #include "hash.h"
+#include "ppb_kernel_params.h"
 
 /* UPSERT needs 3.24; checkpoint-on-close control 3.16; the JSON functions must
  * be compiled in (they are by default, and built in from 3.38). RETURNING
@@ -51,14 +52,18 @@ struct ppb_store {
 };
 
 /* ---- the case field columns -------------------------------------------------
- * One column per case field, named as in case.c's field table; values are bound
- * by name (":" + field name), so a field without a column is an error at the
- * first put, not a silent drop. A new field in case.h needs a migration step
- * that adds its column, and then this list and the count below. */
+ * One column per case field, named as in case.c's field table, in its order;
+ * the kernels' parameters come from their lists (ppb_kernel_params.h). Values
+ * are bound by name (":" + field name), so a field without a column is an error
+ * at the first put, not a silent drop. A new field needs a migration step that
+ * adds its column (store_schema.c); a new shape or harness field, this list and
+ * the count below too. */
+#define PARAM_COLUMN(X, name, ...) X(name)
 #define CASE_FIELD_COLUMNS(X)                                                                    \
     X(batch) X(query_len) X(context_len) X(seq_len) X(ragged) X(num_heads) X(num_kv_heads)      \
-    X(head_dim) X(dtype) X(page_size) X(sliding_window) X(block_m) X(block_n) X(num_warps)     \
-    X(version) X(num_threads) X(partition_size) X(host_partition_size) X(path) X(impl)
+    X(head_dim) X(dtype) X(page_size) X(sliding_window)                                         \
+    PPBK_PREFILL_PARAMS(PARAM_COLUMN, X) PPBK_DECODE_PARAMS(PARAM_COLUMN, X)                    \
+    X(host_partition_size) X(path) X(impl)
 
 #define COUNT_ONE(name) +1
 _Static_assert(0 CASE_FIELD_COLUMNS(COUNT_ONE) == PPB_F_COUNT,

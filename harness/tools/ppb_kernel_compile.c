@@ -91,7 +91,7 @@ static void compile_one(void *ctx, long index, int worker)
 static void mark_subset(item *items, int n)
 {
     typedef struct seen { int arch, kind, field, value; } seen;
-    seen *s = calloc((size_t)n * 10 + 1, sizeof *s);
+    seen *s = calloc((size_t)n * PPB_KERNEL_SPEC_FIELDS_MAX + 1, sizeof *s);
     int ns = 0;
     if (!s) { /* no memory for the bookkeeping: everything is the subset */
         for (int i = 0; i < n; i++)
@@ -99,16 +99,18 @@ static void mark_subset(item *items, int n)
         return;
     }
     for (int i = 0; i < n; i++) {
+        /* Every template argument of the kind, from kernel_spec's own table: no list here to
+         * keep in step with it. */
         const ppb_kernel_spec *k = &items[i].spec;
-        int vals[10] = {k->dtype, k->head_dim, k->use_mma, k->block_m, k->block_n,
-                        k->num_warps, k->page_size, k->num_threads, k->partition_size, 0};
-        for (int f = 0; f < 9; f++) {
+        int nf = ppb_kernel_spec_field_count(k->kind);
+        for (int f = 0; f < nf; f++) {
+            int value = ppb_kernel_spec_field_value(k, f);
             int found = 0;
             for (int t = 0; t < ns && !found; t++)
                 found = s[t].arch == items[i].arch_index && s[t].kind == k->kind && s[t].field == f &&
-                        s[t].value == vals[f];
+                        s[t].value == value;
             if (!found) {
-                s[ns++] = (seen){items[i].arch_index, k->kind, f, vals[f]};
+                s[ns++] = (seen){.arch = items[i].arch_index, .kind = k->kind, .field = f, .value = value};
                 items[i].in_subset = 1;
             }
         }

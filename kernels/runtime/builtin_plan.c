@@ -4,11 +4,47 @@
 #include <string.h>
 
 #include "decode_plan.h"
+#include "ppb_kernel_params.h"
 #include "prefill_plan.h"
 
 /* A spec's tensor-core level is the prefill kernel's PATH argument (one number, two headers). */
 _Static_assert(PPB_KSPEC_MMA_SYNC == PPB_PREFILL_PATH_MMA && PPB_KSPEC_MMA_WGMMA == PPB_PREFILL_PATH_WGMMA,
                "tensor-core levels differ between kernel_spec.h and prefill_plan.h");
+
+/* The hand-written config structs against the parameter lists (ppb_kernel_params.h): every
+ * listed member is an int of the struct (a missing one does not compile), and the struct holds
+ * nothing but the listed members and the ones named below (a member added to a struct alone
+ * fails its size). The conversions here and in harness/core/kernel_view.c copy by name. */
+#define ASSERT_INT_MEMBER(type, name, ...)                                                                  \
+    _Static_assert(sizeof(((type *)0)->name) == sizeof(int), #type "." #name ": the parameter lists "    \
+                                                                   "(ppb_kernel_params.h) name it, as an int");
+PPBK_CONFIG_SHAPE_FACTS(ASSERT_INT_MEMBER, ppbk_prefill_config)
+PPBK_PREFILL_PARAMS(ASSERT_INT_MEMBER, ppbk_prefill_config)
+PPBK_CONFIG_SHAPE_FACTS(ASSERT_INT_MEMBER, ppbk_decode_config)
+PPBK_DECODE_PARAMS(ASSERT_INT_MEMBER, ppbk_decode_config)
+PPBK_PREFILL_PARAMS(ASSERT_INT_MEMBER, ppb_prefill_config)
+PPBK_DECODE_PARAMS(ASSERT_INT_MEMBER, ppb_decode_config)
+#undef ASSERT_INT_MEMBER
+_Static_assert(sizeof(ppbk_prefill_config) ==
+                   sizeof(int) * (PPBK_CONFIG_SHAPE_FACT_COUNT + PPBK_PREFILL_PARAM_COUNT + 1 /* path */),
+               "ppbk_prefill_config and the parameter list (ppb_kernel_params.h) differ");
+_Static_assert(sizeof(ppbk_decode_config) ==
+                   sizeof(int) * (PPBK_CONFIG_SHAPE_FACT_COUNT + PPBK_DECODE_PARAM_COUNT + 1 /* path */),
+               "ppbk_decode_config and the parameter list (ppb_kernel_params.h) differ");
+_Static_assert(sizeof(ppb_prefill_config) == sizeof(int) * (PPBK_PREFILL_PARAM_COUNT + 2 /* use_mma, warp_size */),
+               "ppb_prefill_config and the parameter list (ppb_kernel_params.h) differ");
+_Static_assert(sizeof(ppb_decode_config) == sizeof(int) * (PPBK_DECODE_PARAM_COUNT + 2 /* use_mma, warp_size */),
+               "ppb_decode_config and the parameter list (ppb_kernel_params.h) differ");
+
+ppb_prefill_config ppb_builtin_prefill_plan_config(const ppbk_prefill_config *cfg, int use_mma, int warp_size)
+{
+    return (ppb_prefill_config){PPBK_PREFILL_PARAMS(PPBK_INIT_FROM, cfg) .use_mma = use_mma, .warp_size = warp_size};
+}
+
+ppb_decode_config ppb_builtin_decode_plan_config(const ppbk_decode_config *cfg, int use_mma, int warp_size)
+{
+    return (ppb_decode_config){PPBK_DECODE_PARAMS(PPBK_INIT_FROM, cfg) .use_mma = use_mma, .warp_size = warp_size};
+}
 
 int ppb_builtin_use_mma(int path, int cc, int *use_mma, ppb_err *err)
 {
@@ -42,7 +78,7 @@ static int auto_prefers_wgmma(const ppbk_prefill_config *cfg, const ppbk_device 
 {
     if (dev->cc != PPB_WGMMA_CC)
         return 0;
-    ppb_prefill_config pc = {cfg->block_m, cfg->block_n, cfg->num_warps, PPB_PREFILL_PATH_WGMMA, dev->warp_size};
+    ppb_prefill_config pc = ppb_builtin_prefill_plan_config(cfg, PPB_PREFILL_PATH_WGMMA, dev->warp_size);
     return ppb_prefill_config_check(&pc, cfg->head_dim, cfg->dtype, (unsigned)dev->smem_optin, NULL, 0) == 0;
 }
 
@@ -69,7 +105,7 @@ static int plan_prefill_path(const void *cfgp, const void *shapep, const ppbk_de
                              ppb_builtin_launch *out, char *reason, unsigned reason_len)
 {
     const ppbk_prefill_config *cfg = cfgp;
-    ppb_prefill_config pc = {cfg->block_m, cfg->block_n, cfg->num_warps, use_mma, dev->warp_size};
+    ppb_prefill_config pc = ppb_builtin_prefill_plan_config(cfg, use_mma, dev->warp_size);
     memset(out->plan, 0, sizeof out->plan);
     if (ppb_prefill_plan(&pc, shapep, cfg->head_dim, cfg->dtype, (unsigned)dev->smem_optin, &out->plan[0], reason,
                          reason_len) != 0)
@@ -90,7 +126,7 @@ static int plan_decode_path(const void *cfgp, const void *shapep, const ppbk_dev
         snprintf(reason, reason_len, "path=wgmma: the decode kernels have no wgmma path (prefill only)");
         return -1;
     }
-    ppb_decode_config dc = {cfg->version, cfg->num_threads, cfg->partition_size, use_mma, dev->warp_size};
+    ppb_decode_config dc = ppb_builtin_decode_plan_config(cfg, use_mma, dev->warp_size);
     memset(out->plan, 0, sizeof out->plan);
     if (ppb_decode_plan(&dc, shapep, cfg->head_dim, cfg->page_size, cfg->dtype, (unsigned)dev->smem_optin,
                         &out->plan[0], &out->plan[1], reason, reason_len) != 0)

@@ -9,10 +9,12 @@
 #ifndef PPB_BUILTIN_PLAN_H
 #define PPB_BUILTIN_PLAN_H
 
+#include "decode_plan.h"
 #include "kernel_spec.h"
 #include "launch_plan.h"
 #include "ppb_error.h"
 #include "ppb_kernel_abi.h"
+#include "prefill_plan.h"
 
 typedef struct ppb_builtin_launch {
     int use_mma;                 /* 0 portable, 1 mma.sync, 2 wgmma (kernel_spec.h PPB_KSPEC_MMA_*) */
@@ -41,6 +43,14 @@ int ppb_builtin_plan_prefill(const ppbk_device *dev, int aot, const ppbk_prefill
                              const ppb_prefill_args *shape, ppb_builtin_launch *out, ppb_err *err);
 int ppb_builtin_plan_decode(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
                             ppb_builtin_launch *out, ppb_err *err);
+
+/* The plans' config of an ABI config: the parameters copied member by member
+ * (ppb_kernel_params.h), with the code path the plan is for (use_mma:
+ * PPB_PREFILL_PATH_* / decode 0 or 1) and the warp size the kernel is compiled
+ * with. The one conversion: the plans here and the harness's target check
+ * (`ppbench check`) both go through it. */
+ppb_prefill_config ppb_builtin_prefill_plan_config(const ppbk_prefill_config *cfg, int use_mma, int warp_size);
+ppb_decode_config ppb_builtin_decode_plan_config(const ppbk_decode_config *cfg, int use_mma, int warp_size);
 
 /* Per-block shared memory a device of compute capability cc can opt in to:
  * the stand-in for a device that is not here (list-kernels, the compile check). */

@@ -42,10 +42,39 @@ static const spec_field *fields_of(int kind, int *n)
     }
 }
 
+#define FIELD_COUNT(a) (sizeof a / sizeof *a)
+_Static_assert(FIELD_COUNT(prefill_fields) <= PPB_KERNEL_SPEC_FIELDS_MAX &&
+                   FIELD_COUNT(decode_fields) <= PPB_KERNEL_SPEC_FIELDS_MAX &&
+                   FIELD_COUNT(reduce_fields) <= PPB_KERNEL_SPEC_FIELDS_MAX &&
+                   FIELD_COUNT(fill_fields) <= PPB_KERNEL_SPEC_FIELDS_MAX,
+               "a kind has more fields than PPB_KERNEL_SPEC_FIELDS_MAX (kernel_spec.h)");
+#undef FIELD_COUNT
+
 static int *field_ptr(ppb_kernel_spec *s, const spec_field *f) { return (int *)((char *)s + f->offset); }
 static int field_val(const ppb_kernel_spec *s, const spec_field *f)
 {
     return *(const int *)((const char *)s + f->offset);
+}
+
+int ppb_kernel_spec_field_count(int kind)
+{
+    int n;
+    fields_of(kind, &n);
+    return n;
+}
+
+const char *ppb_kernel_spec_field_name(int kind, int i)
+{
+    int n;
+    const spec_field *f = fields_of(kind, &n);
+    return i >= 0 && i < n ? f[i].name : NULL;
+}
+
+int ppb_kernel_spec_field_value(const ppb_kernel_spec *s, int i)
+{
+    int n;
+    const spec_field *f = fields_of(s->kind, &n);
+    return i >= 0 && i < n ? field_val(s, &f[i]) : 0;
 }
 
 void ppb_kernel_spec_format(const ppb_kernel_spec *s, char *buf, size_t len)

@@ -53,6 +53,14 @@ typedef struct ppb_kernel_spec {
 #define PPB_KSPEC_MMA_SYNC 1    /* use_mma values: mma.sync */
 #define PPB_KSPEC_MMA_WGMMA 2   /* warpgroup MMA (prefill) */
 
+/* The fields of a kind's line, in line order: the one table behind format, parse and
+ * compare, for callers that go over every template argument (ppb-kernel-compile's
+ * representative subset). Count 0 for an unknown kind; name NULL and value 0 past it. */
+#define PPB_KERNEL_SPEC_FIELDS_MAX 8
+int ppb_kernel_spec_field_count(int kind);
+const char *ppb_kernel_spec_field_name(int kind, int i);
+int ppb_kernel_spec_field_value(const ppb_kernel_spec *s, int i);
+
 const char *ppb_kspec_kind_name(int kind);   /* "prefill", "decode", "decode_reduce", "input_fill" */
 void ppb_kernel_spec_format(const ppb_kernel_spec *s, char *buf, size_t len);
 /* Parse one line (leading/trailing blanks ignored). Every field of the kind

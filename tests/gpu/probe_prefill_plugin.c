@@ -190,7 +190,8 @@ int main(int argc, char **argv)
     a.batch = BATCH, a.max_query_len = QLEN, a.num_heads = H, a.num_kv_heads = KVH, a.head_dim = D;
     a.page_size = PAGE, a.max_blocks_per_seq = MBPS, a.sliding_window = window;
     a.sm_scale = (float)(1.0 / sqrt((double)D));
-    ppbk_prefill_config cfg = {fp16 ? PPB_KDTYPE_FP16 : PPB_KDTYPE_BF16, D, PAGE, window, block, block, warps};
+    ppbk_prefill_config cfg = {.dtype = fp16 ? PPB_KDTYPE_FP16 : PPB_KDTYPE_BF16, .head_dim = D, .page_size = PAGE,
+                               .sliding_window = window, .block_m = block, .block_n = block, .num_warps = warps};
     printf("case: %s, batch %d, query %d, context %d, heads %d/%d, D %d, page %d, window %d; "
            "block %d, warps %d\n", fp16 ? "fp16" : "bf16", BATCH, QLEN, CTX, H, KVH, D, PAGE, window, block, warps);
 

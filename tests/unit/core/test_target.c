@@ -578,7 +578,8 @@ static ppb_target *limited(int warp, double cc, double limit)
 
 static int prefill_plan_accepts(const ppb_case *c, int use_mma, int warp, unsigned limit)
 {
-    ppb_prefill_config cfg = {c->config.block_m, c->config.block_n, c->config.num_warps, use_mma, warp};
+    ppb_prefill_config cfg = {.block_m = c->config.block_m, .block_n = c->config.block_n,
+                              .num_warps = c->config.num_warps, .use_mma = use_mma, .warp_size = warp};
     ppb_prefill_args a;
     memset(&a, 0, sizeof a);
     a.batch = c->shape.batch;
@@ -609,7 +610,8 @@ static void test_prefill_check_and_plan_agree_at_the_limit(void **state)
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
         ppb_case c = prefill(cfgs[i].bm, cfgs[i].bn, cfgs[i].w, cfgs[i].d);
-        const ppb_prefill_config cfg = {cfgs[i].bm, cfgs[i].bn, cfgs[i].w, cfgs[i].mma, cfgs[i].warp};
+        const ppb_prefill_config cfg = {.block_m = cfgs[i].bm, .block_n = cfgs[i].bn, .num_warps = cfgs[i].w,
+                                        .use_mma = cfgs[i].mma, .warp_size = cfgs[i].warp};
         const unsigned need = ppb_prefill_smem_bytes(&cfg, cfgs[i].d);
         assert_true(need > 0);
         for (int miss = 0; miss <= 1; miss++) {
@@ -634,7 +636,8 @@ static void test_prefill_check_and_plan_agree_at_the_limit(void **state)
                  * the built-in kernels) sizes the next layout down instead */
                 assert_false(prefill_plan_accepts(&c, cfgs[i].mma, cfgs[i].warp, need - 1));
                 assert_int_equal(ks.use_mma, cfgs[i].fallback);
-                const ppb_prefill_config lower = {cfgs[i].bm, cfgs[i].bn, cfgs[i].w, cfgs[i].fallback, cfgs[i].warp};
+                ppb_prefill_config lower = cfg;
+                lower.use_mma = cfgs[i].fallback;
                 assert_int_equal(n.smem_bytes, (long)ppb_prefill_smem_bytes(&lower, cfgs[i].d));
                 /* an explicit path stays on its layout: infeasible, as the plan refuses */
                 c.config.path = cfgs[i].mma == 2 ? PPB_PATH_WGMMA : PPB_PATH_MMA;
@@ -654,7 +657,8 @@ static void test_prefill_check_and_plan_agree_at_the_limit(void **state)
 static int decode_plan_smem(const ppb_case *c, int use_mma, int warp, unsigned limit, unsigned *main_smem,
                             unsigned *reduce_smem)
 {
-    ppb_decode_config cfg = {c->config.version, c->config.num_threads, c->config.partition_size, use_mma, warp};
+    ppb_decode_config cfg = {.version = c->config.version, .num_threads = c->config.num_threads,
+                             .partition_size = c->config.partition_size, .use_mma = use_mma, .warp_size = warp};
     ppb_decode_args a;
     memset(&a, 0, sizeof a);
     a.num_seqs = c->shape.batch;

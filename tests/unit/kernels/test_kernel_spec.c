@@ -54,6 +54,41 @@ static void test_format_parse_round_trip(void **state)
     assert_true(ppb_kernel_spec_equal(&a, &b));
 }
 
+/* The field table callers walk (ppb-kernel-compile's subset): the fields of a line, in its
+ * order, with the values the line prints. */
+static void test_field_table_matches_the_line(void **state)
+{
+    (void)state;
+    const char *lines[] = {
+        "prefill dtype=bf16 head_dim=128 block_m=128 block_n=64 num_warps=8 mma=2",
+        "decode dtype=fp16 head_dim=256 page_size=32 num_threads=256 partition_size=512 mma=1",
+        "decode_reduce dtype=bf16 head_dim=64 num_threads=128 partition_size=512",
+        "input_fill dtype=fp16",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+        ppb_kernel_spec s;
+        ppb_err err = {{0}};
+        assert_int_equal(ppb_kernel_spec_parse(lines[i], &s, &err), PPB_OK);
+        int n = ppb_kernel_spec_field_count(s.kind);
+        assert_in_range(n, 1, PPB_KERNEL_SPEC_FIELDS_MAX);
+        char rebuilt[PPB_KERNEL_SPEC_TEXT_MAX];
+        size_t len = (size_t)snprintf(rebuilt, sizeof rebuilt, "%s", ppb_kspec_kind_name(s.kind));
+        for (int f = 0; f < n; f++) {
+            const char *name = ppb_kernel_spec_field_name(s.kind, f);
+            int v = ppb_kernel_spec_field_value(&s, f);
+            if (strcmp(name, "dtype") == 0)
+                len += (size_t)snprintf(rebuilt + len, sizeof rebuilt - len, " dtype=%s",
+                                        v == PPB_KDTYPE_FP16 ? "fp16" : "bf16");
+            else
+                len += (size_t)snprintf(rebuilt + len, sizeof rebuilt - len, " %s=%d", name, v);
+        }
+        assert_string_equal(rebuilt, lines[i]);
+        assert_null(ppb_kernel_spec_field_name(s.kind, n));
+        assert_int_equal(ppb_kernel_spec_field_value(&s, n), 0);
+    }
+    assert_int_equal(ppb_kernel_spec_field_count(99), 0);
+}
+
 static void test_parse_errors_name_the_problem(void **state)
 {
     (void)state;
@@ -406,6 +441,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format_parse_round_trip),
         cmocka_unit_test(test_parse_errors_name_the_problem),
+        cmocka_unit_test(test_field_table_matches_the_line),
         cmocka_unit_test(test_specs_for_case),
         cmocka_unit_test(test_list_sorted_without_duplicates),
         cmocka_unit_test(test_list_from_suite),

@@ -24,7 +24,7 @@ static unsigned mma_bytes(int bm, int bn, int d, int stages)
 
 static unsigned smem(int bm, int bn, int w, int mma, int d)
 {
-    const ppb_prefill_config cfg = {bm, bn, w, mma, 32};
+    const ppb_prefill_config cfg = {.block_m = bm, .block_n = bn, .num_warps = w, .use_mma = mma, .warp_size = 32};
     return ppb_prefill_smem_bytes(&cfg, d);
 }
 
@@ -82,7 +82,8 @@ static ppb_prefill_args shape(int num_heads, int num_kv_heads, int head_dim, int
 static int plan(int bm, int bn, int w, int mma, int warp_size, const ppb_prefill_args *a, unsigned smem_limit,
                 ppb_launch_plan *p, char *why, unsigned why_len)
 {
-    const ppb_prefill_config cfg = {bm, bn, w, mma, warp_size};
+    const ppb_prefill_config cfg = {.block_m = bm, .block_n = bn, .num_warps = w, .use_mma = mma,
+                                    .warp_size = warp_size};
     return ppb_prefill_plan(&cfg, a, a->head_dim, PPB_KDTYPE_BF16, smem_limit, p, why, why_len);
 }
 
@@ -142,7 +143,7 @@ static void test_refusals_say_why(void **state)
     assert_non_null(strstr(why, "HEAD_DIM=256"));
 
     bad = shape(32, 4, 64, 16);   /* a D 128 kernel given D 64 arguments */
-    const ppb_prefill_config cfg = {64, 64, 4, 1, 32};
+    const ppb_prefill_config cfg = {.block_m = 64, .block_n = 64, .num_warps = 4, .use_mma = 1, .warp_size = 32};
     assert_int_equal(ppb_prefill_plan(&cfg, &bad, 128, PPB_KDTYPE_BF16, h200, &p, why, sizeof why), -1);
     assert_non_null(strstr(why, "arguments have head_dim 64, kernel HEAD_DIM=128"));
 }

@@ -300,7 +300,8 @@ static void test_smem_refusal_agrees_with_the_target_check(void **state)
             assert_true(ks.known);
             assert_int_equal(ks.warp_size, warps[wi]);
             /* the plan's own figure, with this warp size */
-            ppb_decode_config cfg = {version, c.config.num_threads, 256, 0, warps[wi]};
+            ppb_decode_config cfg = {.version = version, .num_threads = c.config.num_threads, .partition_size = 256,
+                                     .use_mma = 0, .warp_size = warps[wi]};
             assert_int_equal(ks.main_bytes,
                              (long)ppb_decode_main_smem_bytes(&cfg, 64, 16, ks.heads_per_cta, 3000));
             for (int miss = 0; miss <= 1; miss++) {

@@ -1,0 +1,119 @@
+/* The case fields: the kernels' parameters come from their lists
+ * (ppb_kernel_params.h), and the names everything stored depends on (suite and
+ * filter names = store columns, key names, key order) stay what they were. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "case.h"
+#include "ppb_kernel_params.h"
+
+/* Each parameter of a list is a config field of that kernel with the list's name, key
+ * name, range and default, found by its name, and a member of the case config. */
+#define EXPECT_PARAM_FIELD(kernels_, name_, NAME_, key_, min_, max_, def_, omit_)            \
+    do {                                                                                      \
+        const ppb_field_info *fi = ppb_field_get(PPB_F_##NAME_);                             \
+        assert_string_equal(fi->name, #name_);                                                \
+        assert_string_equal(fi->key_name, key_);                                              \
+        assert_int_equal(fi->kernels, kernels_);                                              \
+        assert_int_equal(fi->is_config, 1);                                                   \
+        assert_int_equal(fi->min, min_);                                                      \
+        assert_int_equal(fi->max, max_);                                                      \
+        assert_int_equal(fi->def, def_);                                                      \
+        assert_null(fi->names);                                                               \
+        assert_int_equal(fi->key_omits_default, omit_);                                       \
+        assert_int_equal(ppb_field_lookup(#name_), PPB_F_##NAME_);                            \
+        ppb_case c;                                                                           \
+        memset(&c, 0, sizeof c);                                                              \
+        ppb_case_set(&c, PPB_F_##NAME_, 4321);                                                \
+        assert_int_equal(c.config.name_, 4321);                                               \
+        assert_int_equal(ppb_case_get(&c, PPB_F_##NAME_), 4321);                              \
+    } while (0);
+
+static void test_parameter_fields_come_from_the_lists(void **state)
+{
+    (void)state;
+    PPBK_PREFILL_PARAMS(EXPECT_PARAM_FIELD, PPB_FOR_PREFILL)
+    PPBK_DECODE_PARAMS(EXPECT_PARAM_FIELD, PPB_FOR_DECODE)
+}
+
+/* Suite / filter names (the store's columns) and key names, in key order: stored
+ * databases and suites name fields by them. A new field may come anywhere (a new
+ * parameter lands after its kernel's others); these keep their names and order. */
+static void test_field_names_and_order_are_stable(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *key;
+    } fields[] = {
+        {"batch", "b"},          {"query_len", "q"},     {"context_len", "ctx"},          {"seq_len", "seq"},
+        {"ragged", "ragged"},    {"num_heads", "h"},     {"num_kv_heads", "kvh"},         {"head_dim", "d"},
+        {"dtype", "dtype"},      {"page_size", "page"},  {"sliding_window", "win"},       {"block_m", "bm"},
+        {"block_n", "bn"},       {"num_warps", "w"},     {"version", "v"},                {"num_threads", "t"},
+        {"partition_size", "p"}, {"host_partition_size", "hp"}, {"path", "path"},        {"impl", "impl"},
+    };
+    int previous = -1;
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        int f = ppb_field_lookup(fields[i].name);
+        if (f < 0)
+            fail_msg("no field '%s'", fields[i].name);
+        assert_string_equal(ppb_field_get(f)->key_name, fields[i].key);
+        if (f <= previous)
+            fail_msg("field '%s' moved before '%s'", fields[i].name, fields[i - 1].name);
+        previous = f;
+    }
+}
+
+/* The key text of a case, byte for byte as runs stored it. */
+static void test_keys_are_unchanged(void **state)
+{
+    (void)state;
+    ppb_case c;
+    ppb_case_init(&c, PPB_PREFIX_PREFILL);
+    ppb_case_set(&c, PPB_F_QUERY_LEN, 17);
+    ppb_case_set(&c, PPB_F_NUM_HEADS, 4);
+    ppb_case_set(&c, PPB_F_NUM_KV_HEADS, 2);
+    ppb_case_set(&c, PPB_F_BLOCK_M, 64);
+    ppb_case_set(&c, PPB_F_BLOCK_N, 32);
+    ppb_case_set(&c, PPB_F_NUM_WARPS, 4);
+    ppb_case_make_key(&c);
+    assert_string_equal(c.key, "prefix_prefill b=1 q=17 ctx=0 ragged=false h=4 kvh=2 d=128 dtype=bf16 page=16 "
+                               "win=0 bm=64 bn=32 w=4 path=auto");
+
+    ppb_case_init(&c, PPB_PAGED_ATTENTION);
+    ppb_case_set(&c, PPB_F_SEQ_LEN, 257);
+    ppb_case_set(&c, PPB_F_NUM_HEADS, 4);
+    ppb_case_set(&c, PPB_F_NUM_KV_HEADS, 1);
+    ppb_case_set(&c, PPB_F_NUM_THREADS, 256);
+    ppb_case_set(&c, PPB_F_PARTITION_SIZE, 64);
+    ppb_case_set(&c, PPB_F_HOST_PARTITION_SIZE, 512);
+    ppb_case_make_key(&c);
+    const char *decode_key = "paged_attention b=1 seq=257 ragged=false h=4 kvh=1 d=128 dtype=bf16 page=16 win=0 "
+                             "v=2 t=256 p=64 hp=512 path=auto";
+    assert_string_equal(c.key, decode_key);
+
+    /* and back: every parameter read from its key name */
+    ppb_case back;
+    ppb_err err = {{0}};
+    assert_int_equal(ppb_case_from_key(decode_key, &back, &err), PPB_OK);
+    assert_string_equal(back.key, decode_key);
+    assert_int_equal(back.config.version, 2);
+    assert_int_equal(back.config.num_threads, 256);
+    assert_int_equal(back.config.partition_size, 64);
+    assert_int_equal(back.config.host_partition_size, 512);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parameter_fields_come_from_the_lists),
+        cmocka_unit_test(test_field_names_and_order_are_stable),
+        cmocka_unit_test(test_keys_are_unchanged),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
