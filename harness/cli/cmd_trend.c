@@ -7,6 +7,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "doc_text.h"
 #include "suite.h"
 #include "trend.h"
 #include "trend_doc.h"
@@ -128,12 +129,15 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
     if (!rc)
         rc = ppb_trend_doc_add(&t->doc, c->key, &res) ? ppb_fail(t->err, PPB_ENOMEM, "out of memory") : PPB_OK;
     if (!rc) {
-        char thr[24] = "-";
-        if (res.threshold_from)
+        char thr[24] = "-", sees[16] = "-";
+        if (res.threshold_from) {
             snprintf(thr, sizeof thr, "%.1f%% %s", 100 * res.threshold, res.threshold_from);
-        fprintf(t->human, "%-12s %+7.1f%% %8.1f  %-11s  %-8s %s\n", ppb_trend_status_name(res.status),
+            ppb_format_fixed(sees, sizeof sees, 100 * res.detectable, 1);
+            strncat(sees, "%", sizeof sees - strlen(sees) - 1);
+        }
+        fprintf(t->human, "%-12s %+7.1f%% %8.1f  %-11s  %7s  %-8s %s\n", ppb_trend_status_name(res.status),
                isfinite(res.rel_change) ? res.rel_change * 100 : 0.0,
-               isfinite(res.score) ? res.score : 0.0, thr, res.step_run_id[0] ? res.step_run_id : "-",
+               isfinite(res.score) ? res.score : 0.0, thr, sees, res.step_run_id[0] ? res.step_run_id : "-",
                strchr(c->key, ' ') ? strchr(c->key, ' ') + 1 : c->key);
         if (res.status == PPB_TREND_REGRESSION || res.status == PPB_TREND_IMPROVEMENT ||
             res.status == PPB_TREND_OUTLIER)
@@ -264,8 +268,8 @@ int cmd_trend(int argc, char **argv)
         t.doc.latest_run = latest;
         fprintf(t.human, "suite %s: latest run %lld against its history (window %d, runs of kind %s)\n", name,
                 (long long)latest, t.opt.window, t.kinds ? t.kinds : "run");
-        fprintf(t.human, "%-12s %8s %8s  %-11s  %-8s %s\n", "status", "change", "score", "threshold", "step@",
-                "case");
+        fprintf(t.human, "%-12s %8s %8s  %-11s  %7s  %-8s %s\n", "status", "change", "score", "threshold", "sees>=",
+                "step@", "case");
         rc = ppb_store_each_result(t.s, latest, judge_case, &t, &err);
     }
     if (rc)

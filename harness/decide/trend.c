@@ -139,7 +139,14 @@ static int beyond(double x, const reference *r, const ppb_trend_options *o)
     return 0;
 }
 
-static void set_reference(ppb_trend_result *out, const reference *r)
+/* The smallest step both tests pass against r: the relative threshold, and
+ * min_score robust scales (what the nights could see). */
+static double smallest_step(const reference *r, const ppb_trend_options *o)
+{
+    return fmax(r->threshold, r->median > 0 ? o->min_score * r->scale / r->median : INFINITY);
+}
+
+static void set_reference(ppb_trend_result *out, const reference *r, const ppb_trend_options *o)
 {
     out->reference = r->median;
     out->scale = r->scale;
@@ -147,6 +154,7 @@ static void set_reference(ppb_trend_result *out, const reference *r)
     out->noise = r->noise;
     out->threshold = r->threshold;
     out->threshold_from = r->from;
+    out->detectable = smallest_step(r, o);
 }
 
 /* "threshold 2.0% (floor)" / "threshold 6.0% (5 x noise 1.2%)" */
@@ -158,6 +166,9 @@ static void describe_threshold(char *buf, size_t size, const reference *r, const
     else
         snprintf(buf, size, "threshold %.2f%% (floor; night-to-night noise %.2f%%)", 100 * r->threshold,
                  100 * r->noise);
+    size_t n = strlen(buf);
+    if (n < size)
+        snprintf(buf + n, size - n, "; it sees sustained steps of %.2f%% or more", 100 * smallest_step(r, o));
 }
 
 /* Sum of |v - median| over v[from, to). */
@@ -228,7 +239,7 @@ int ppb_trend_analyse(const ppb_trend_point *history, int n, const ppb_trend_opt
     const int region = n - 2 * opt->window > 0 ? n - 2 * opt->window : 0;
     if ((rc = make_reference(v, win_from, last, night_noise(v, region, last, -1, d), opt, &win)))
         goto oom;
-    set_reference(out, &win);
+    set_reference(out, &win, opt);
     out->rel_change = v[last] / win.median - 1;
     out->score = (v[last] - win.median) / win.scale;
     const int latest_dir = beyond(v[last], &win, opt);
@@ -268,7 +279,7 @@ int ppb_trend_analyse(const ppb_trend_point *history, int n, const ppb_trend_opt
                 dir = 0;
         if (dir) {
             out->status = dir > 0 ? PPB_TREND_REGRESSION : PPB_TREND_IMPROVEMENT;
-            set_reference(out, &ref);
+            set_reference(out, &ref, opt);
             out->rel_change = after / ref.median - 1;
             out->score = (after - ref.median) / ref.scale;
             out->step_index = best;

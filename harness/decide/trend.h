@@ -48,6 +48,10 @@ typedef struct ppb_trend_result {
     double noise;            /* the reference's night-to-night noise (ppb_trend_night_noise) */
     double threshold;        /* the relative threshold used: max(min_change, k x noise) */
     const char *threshold_from;   /* "floor" or "noise": which term set it (static string) */
+    /* The smallest sustained step this case's history lets trend flag (both
+     * tests: the threshold and min_score x scale / reference), as a fraction:
+     * what the nights could see; a smaller real change stays OK. */
+    double detectable;
     int n_reference;         /* runs in the reference */
     int step_index;          /* first run of the step (REGRESSION/IMPROVEMENT), else -1 */
     int step_runs;           /* runs since the step began, the latest included */

@@ -56,6 +56,8 @@ void ppb_trend_doc_json(const ppb_trend_doc *d, int exit_code, FILE *out)
             fputs("null", out);
         fputs(",\"noise\":", out);
         ppb_json_number(out, r->threshold_from ? r->noise : NAN);
+        fputs(",\"detectable_effect\":", out); /* the smallest sustained step it could flag */
+        ppb_json_number(out, r->threshold_from ? r->detectable : NAN);
         fputs(",\"step_run\":", out);
         if (r->step_run_id[0])
             ppb_json_string(out, r->step_run_id);

@@ -424,6 +424,43 @@ static void test_zero_mad_history(void **state)
     assert_int_equal(r.step_index, 10);
 }
 
+/* What the nights could see: the larger of the relative threshold and
+ * min_score robust scales over the reference, said in the reason; and it
+ * holds in practice: a step just above it alerts, one well below does not. */
+static void test_detectable_step(void **state)
+{
+    (void)state;
+    history h;
+    ppb_trend_options o;
+    ppb_trend_options_default(&o);
+    make_history(&h, 12, 1.0, 0.02, 41);
+    ppb_trend_result r = analyse_with(&h, &o);
+    assert_int_equal(r.status, PPB_TREND_OK);
+    double by_score = o.min_score * r.scale / r.reference;
+    assert_true(fabs(r.detectable - fmax(r.threshold, by_score)) < 1e-12);
+    assert_true(r.detectable >= r.threshold);
+    char want[64];
+    snprintf(want, sizeof want, "it sees sustained steps of %.2f%% or more", 100 * r.detectable);
+    assert_non_null(strstr(r.reason, want));
+    /* The score term decides when the floor is low and the nights spread. */
+    o.min_change = 0;
+    o.noise_multiplier = 0;
+    r = analyse_with(&h, &o);
+    assert_true(r.detectable > r.threshold);
+    assert_true(fabs(r.detectable - o.min_score * r.scale / r.reference) < 1e-12);
+    /* A quiet case: 3x what it sees alerts, a third of it stays OK. */
+    ppb_trend_options_default(&o);
+    make_history(&h, 16, 1.0, 0.001, 42);
+    double sees = analyse_with(&h, &o).detectable;
+    for (int k = 0; k < 2; k++) {
+        history stepped = h;
+        for (int i = 13; i < 16; i++)
+            stepped.p[i].value *= 1 + (k ? 3.0 : 1.0 / 3) * sees;
+        r = analyse_with(&stepped, &o);
+        assert_int_equal(r.status, k ? PPB_TREND_REGRESSION : PPB_TREND_OK);
+    }
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -457,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_threshold_from_noise),
         cmocka_unit_test(test_short_history),
         cmocka_unit_test(test_zero_mad_history),
+        cmocka_unit_test(test_detectable_step),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
