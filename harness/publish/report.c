@@ -654,6 +654,24 @@ static void set_verdict(rp_report *r, const char *verdict, const char *cls)
     snprintf(r->verdict_class, sizeof r->verdict_class, "%s", cls);
 }
 
+/* What every page says about how its run was measured: CPU timings are not a
+ * GPU's, and a machine loaded past its cores moves timings more than most
+ * changes do (run, proposal and trend pages alike). */
+static void add_measurement_notes(rp_report *r)
+{
+    if (strcmp(r->run.backend, "cpu") == 0)
+        add_line(r->reasons, sizeof r->reasons,
+                 "note: CPU backend on %s: these are CPU timings and say nothing about a GPU", r->run.device);
+    const char *load = env_value(r->env, r->n_env, "after.loadavg");
+    const char *cores = env_value(r->env, r->n_env, "after.cpu_cores");
+    double l1 = load ? atof(load) : 0, nc = cores ? atof(cores) : 0;
+    if (nc > 0 && l1 > nc)
+        add_line(r->reasons, sizeof r->reasons,
+                 "note: the load average was %.2f on %.0f cores when run %lld ended: its timings were disturbed, "
+                 "so a difference here may be the machine, not the code",
+                 l1, nc, (long long)r->run.id);
+}
+
 static void decide_run(rp_report *r)
 {
     int n[PPB_STATUS_COUNT] = {0}, failed = 0;
@@ -708,10 +726,7 @@ static void decide_run(rp_report *r)
     if (n[PPB_STATUS_NOISY])
         add_line(rs, len, "note: %d case%s noisy (the noise target was not met in the budget)",
                  n[PPB_STATUS_NOISY], PLURAL(n[PPB_STATUS_NOISY]));
-    if (strcmp(r->run.backend, "cpu") == 0)
-        add_line(rs, len, "note: CPU backend on %s: these are CPU timings and say nothing about "
-                          "a GPU",
-                 r->run.device);
+    add_measurement_notes(r);
 }
 
 /* The banner's headline is the first reason: make it the one that decides the
@@ -759,9 +774,8 @@ static void decide_proposal(rp_report *r)
         add_line(r->reasons, sizeof r->reasons, "note: weighted geometric mean of candidate/baseline time %s: %s",
                  iv, what);
     }
-    if (r->have_run && strcmp(r->run.backend, "cpu") == 0)
-        add_line(r->reasons, sizeof r->reasons,
-                 "note: CPU backend: these are CPU timings and say nothing about a GPU");
+    if (r->have_run)
+        add_measurement_notes(r);
 }
 
 static int trend_rank(const rp_trend_case *t)
@@ -835,17 +849,7 @@ static void decide_trend(rp_report *r)
                  PLURAL(n[5]));
     add_line(rs, len, "note: cases of the latest run %lld of suite '%s'%s%s", (long long)r->run.id,
              r->req->suite, r->req->since[0] ? ", history since " : "", r->req->since);
-    if (strcmp(r->run.backend, "cpu") == 0)
-        add_line(rs, len, "note: CPU backend on %s: these are CPU timings and say nothing about a GPU",
-                 r->run.device);
-    /* A loaded machine moves CPU timings more than most changes do: say so where it was. */
-    const char *load = env_value(r->env, r->n_env, "after.loadavg");
-    const char *cores = env_value(r->env, r->n_env, "after.cpu_cores");
-    double l1 = load ? atof(load) : 0, nc = cores ? atof(cores) : 0;
-    if (nc > 0 && l1 > nc)
-        add_line(rs, len, "note: the load average was %.2f on %.0f cores when run %lld ended: its timings were "
-                          "disturbed, so a step here may be the machine, not the code",
-                 l1, nc, (long long)r->run.id);
+    add_measurement_notes(r);
 }
 
 /* ---- the terminal summary's worst cases ---------------------------------------- */

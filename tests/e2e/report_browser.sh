@@ -62,6 +62,10 @@ sqlite3 "$PPBENCH_DB" "UPDATE env SET value = '6.85 4.10 3.00' WHERE key = 'afte
 expect_rc 0 "$PPB" report --trend "$SRC/suites/smoke.yaml" -o "$WORK/trend-loaded"
 grep -q "note: the load average was 6.85 on 2 cores when run [0-9]* ended: its timings were disturbed" \
   "$WORK/trend-loaded/index.html" || fail "trend: a loaded night not said"
+# ... and on that run's own page: one rule for every page (report.c's measurement notes).
+expect_rc 0 "$PPB" report latest -o "$WORK/run-loaded"
+grep -q "note: the load average was 6.85 on 2 cores when run [0-9]* ended: its timings were disturbed" \
+  "$WORK/run-loaded/index.html" || fail "run page: a loaded run not said"
 
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
