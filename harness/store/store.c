@@ -1597,7 +1597,12 @@ static const char proposal_json_sql[] =
     /* what was measured, so a verdict from a CPU job never reads like one from a GPU */
     " 'measured', (SELECT json_object('backend', r.backend, 'device', r.device, 'cpu_timings',"
     "   json(CASE WHEN r.backend = 'cpu' THEN 'true' ELSE 'false' END), 'host', r.host, 'git_commit',"
-    "   r.git_commit, 'suite', r.suite_name) FROM runs r WHERE r.id = proposals.candidate_run),"
+    "   r.git_commit, 'suite', r.suite_name,"
+    /* the machine's load as the candidate run ended: above its cores, timings were disturbed */
+    "   'load_average', (SELECT CAST(substr(value, 1, instr(value || ' ', ' ') - 1) AS REAL) FROM env"
+    "     WHERE run_id = r.id AND key = 'after.loadavg'),"
+    "   'cpu_cores', (SELECT CAST(value AS INTEGER) FROM env WHERE run_id = r.id AND key = 'after.cpu_cores'))"
+    "   FROM runs r WHERE r.id = proposals.candidate_run),"
     " 'geomean', json_object('ratio', " JNUM("geomean_ratio") ", 'lo', " JNUM("geomean_lo") ","
     "   'hi', " JNUM("geomean_hi") "),"
     /* what it was judged against; null when not stored (before schema 12, kv_capacity) */

@@ -72,6 +72,7 @@ assert len(doc["cases"]) == 10 and all(c["state"] for c in doc["cases"]), len(do
 assert doc["reasons"] and all(r.strip() for r in doc["reasons"])
 m = doc["measured"]   # what was measured: a CPU job's verdict never reads like a GPU's
 assert m["backend"] == "cpu" and m["cpu_timings"] is True and m["device"] and len(m["git_commit"]) >= 7, m
+assert isinstance(m["load_average"], float) and m["load_average"] >= 0 and m["cpu_cores"] >= 1, m
 assert "Measured on the cpu backend" in md and "**CPU timings**" in md, md[:400]
 # What the run could have seen: a figure in the JSON, the same in the Markdown and the reasons.
 d = doc["detectable_effect"]
