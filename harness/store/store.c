@@ -1584,6 +1584,14 @@ int ppb_store_export(ppb_store *s, int64_t run_id, const char *format, FILE *out
 /* ---- proposal verdicts ----------------------------------------------------- */
 
 /* Built by SQLite, reasons split into lines by a recursive CTE. */
+/* {"impl.NAME.version": ..., ...}: the stored facts (env "after.impl.NAME.*") of the
+ * implementations RUN's cases ran (a case's impl is NAME or "plugin:NAME"). */
+#define IMPL_FACTS(RUN)                                                                              \
+    "SELECT json_group_object(substr(e.key, 7), e.value) FROM env e WHERE e.run_id = " RUN            \
+    " AND e.key LIKE 'after.impl.%' AND EXISTS (SELECT 1 FROM (SELECT CASE WHEN c.impl LIKE 'plugin:%'" \
+    " THEN substr(c.impl, 8) ELSE c.impl END AS name FROM results r JOIN cases c ON c.id = r.case_id" \
+    " WHERE r.run_id = " RUN ") WHERE substr(e.key, 12, length(name) + 1) = name || '.')"
+
 static const char proposal_json_sql[] =
     "WITH RECURSIVE lines(line, rest) AS ("
     "  SELECT NULL, reasons || char(10) FROM proposals WHERE id = :id"
@@ -1603,6 +1611,11 @@ static const char proposal_json_sql[] =
     "     WHERE run_id = r.id AND key = 'after.loadavg'),"
     "   'cpu_cores', (SELECT CAST(value AS INTEGER) FROM env WHERE run_id = r.id AND key = 'after.cpu_cores'))"
     "   FROM runs r WHERE r.id = proposals.candidate_run),"
+    /* the plugins each side's cases ran, as its run stored them (version, source, path,
+     * checksum): one process runs both sides, so its list names the other side's too */
+    " 'implementations', json_object("
+    "   'baseline', (" IMPL_FACTS("proposals.baseline_run") "),"
+    "   'candidate', (" IMPL_FACTS("proposals.candidate_run") ")),"
     " 'geomean', json_object('ratio', " JNUM("geomean_ratio") ", 'lo', " JNUM("geomean_lo") ","
     "   'hi', " JNUM("geomean_hi") "),"
     /* what it was judged against; null when not stored (before schema 12, kv_capacity) */

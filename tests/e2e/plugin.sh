@@ -48,8 +48,12 @@ grep -q "no plugin named 'example-cpu'" "$WORK/out" || { cat "$WORK/out"; fail "
 grep -q " ok " "$WORK/out" && fail "a case ran without its plugin"
 
 # propose builtin vs the plugin, then its report.
-set +e; "$PPB" propose "$SRC/tests/data/proposals/plugin-vs-builtin.yaml" --plugin "$PLUG" --backend cpu >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
+set +e; "$PPB" propose "$SRC/tests/data/proposals/plugin-vs-builtin.yaml" --plugin "$PLUG" --backend cpu --json "$WORK/pv.json" >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
 case $rc in 0|10|11) ;; *) cat "$WORK/err" "$WORK/out"; fail "propose exited $rc";; esac
+# The verdict names what each side ran: the builtin side no plugin, the candidate the example's facts.
+python3 -c "import json,sys; i=json.load(open(sys.argv[1]))['implementations']; \
+assert i['baseline'] == {} and i['candidate']['impl.example-cpu.version'] and len(i['candidate']['impl.example-cpu.checksum_fnv1a64']) == 16, i" \
+  "$WORK/pv.json" || fail "the verdict JSON does not name the implementations"
 grep -q "^verdict: " "$WORK/out" || fail "no verdict"
 pid=$(sqlite3 "$PPBENCH_DB" "SELECT max(id) FROM proposals")
 expect_rc 0 "$PPB" report --proposal "$pid" -o "$WORK/report"
