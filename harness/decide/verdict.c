@@ -14,6 +14,7 @@
 
 /* Hint cap: more samples than this per side is "not within any budget". */
 #define MORE_SAMPLES_CAP 1000000L
+#define CASE_LINES_MAX 3 /* open cases listed one by one; beyond, one line per kind */
 
 const char *ppb_verdict_name(int verdict)
 {
@@ -408,8 +409,13 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
     if ((rc = compare_cases(cases, n, rules, out, err)) || (rc = weighted_mean(cases, n, out, err)))
         goto done;
 
-    /* Per-case regressions beyond the tolerance, and cases that might be. */
-    int cases_clear = out->n_compared > 0;
+    /* Per-case regressions beyond the tolerance, and cases that might be.
+     * Open cases are listed up to CASE_LINES_MAX; beyond, one line per kind
+     * says how many more (a wall of alike lines hides the decision; the
+     * cases table has each). Rejecting cases are each a cause: all listed. */
+    int cases_clear = out->n_compared > 0, open_lines = 0, more_open[3] = {0, 0, 0}, one_session = 0;
+    for (int i = 0; i < n; i++)
+        one_session += out->cases[i].state == PPB_CASE_COMPARED && cases[i].sessions == 1;
     char what[160];
     for (int i = 0; i < n && !rc; i++) {
         const ppb_verdict_outcome *o = &out->cases[i];
@@ -419,7 +425,15 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
         if (o->state != PPB_CASE_COMPARED)
             continue;
         ppb_verdict_describe_ratio(what, sizeof what, iv->ratio, iv->ratio_lo, iv->ratio_hi, iv->bounded);
-        if (!iv->bounded) {
+        /* Open: too few samples (0), maybe beyond on run-to-run noise (1), or until more samples (2). */
+        int open_kind = !iv->bounded                                    ? 0
+                        : iv->ratio_lo <= 1 + tol && iv->ratio_hi > 1 + tol ? (cases[i].interval ? 1 : 2)
+                                                                        : -1;
+        int listed = open_kind < 0 || open_lines++ < CASE_LINES_MAX;
+        if (!listed) {
+            cases_clear = 0;
+            more_open[open_kind]++;
+        } else if (!iv->bounded) {
             cases_clear = 0;
             long more = ppb_ab_samples_to_resolve(iv, cases[i].n_baseline, cases[i].n_candidate, t,
                                                   case_alpha(out, &cases[i]), MORE_SAMPLES_CAP);
@@ -450,12 +464,28 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
                           near ? " (the estimate is close to the tolerance)" : "",
                           cases[i].between_sd > 0 ? " if the sessions' spread shrank with them (it need not)" : "");
         }
-        if (!rc && cases[i].sessions == 1)
+        if (!rc && cases[i].sessions == 1 && one_session <= CASE_LINES_MAX)
             rc = add_line(&notes,
                           "note: case '%s' was measured in one session per side: its interval has no "
                           "between-session component",
                           cases[i].key);
     }
+    if (!rc && more_open[0])
+        rc = add_line(&unresolved, "INCONCLUSIVE: %d more case%s %s too few samples for an interval (the cases table "
+                                   "lists each)",
+                      more_open[0], plural(more_open[0]), more_open[0] == 1 ? "has" : "have");
+    if (!rc && more_open[1])
+        rc = add_line(&unresolved, "INCONCLUSIVE: %d more case%s may be beyond the %g%% tolerated regression on "
+                                   "their run-to-run noise (the cases table lists each)",
+                      more_open[1], plural(more_open[1]), 100 * tol);
+    if (!rc && more_open[2])
+        rc = add_line(&unresolved, "INCONCLUSIVE: %d more case%s may be beyond the %g%% tolerated regression; more "
+                                   "samples would settle them (the cases table lists each)",
+                      more_open[2], plural(more_open[2]), 100 * tol);
+    if (!rc && one_session > CASE_LINES_MAX)
+        rc = add_line(&notes, "note: %d cases were measured in one session per side: their intervals have no "
+                              "between-session component",
+                      one_session);
     if (rc) {
         rc = ppb_fail(err, rc, "out of memory for verdict reasons");
         goto done;

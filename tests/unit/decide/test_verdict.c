@@ -592,6 +592,44 @@ static void test_detectable_and_settle_notes(void **state)
     assert_true(factor[1] < factor[0]);
 }
 
+/* Many open cases alike: three listed, then one line saying how many more,
+ * so the decision is not buried (the compare page once showed 56 bullets). */
+static void test_many_open_cases_collapse(void **state)
+{
+    (void)state;
+    static proposal p;
+    proposal_init(&p, 7);
+    for (int i = 0; i < 10; i++) {
+        add_case(&p, 1.0, 0.15, 6, 1.0);
+        p.cases[i].sessions = 1;
+    }
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    rules.min_gain = 0; /* the cases' lines are the subject, not the mean's gain */
+    ppb_verdict_report r;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    assert_int_equal(r.verdict, PPB_VERDICT_INCONCLUSIVE);
+    int listed = 0, summaries = 0, session_notes = 0;
+    for (int i = 0; i < r.n_reasons; i++) {
+        listed += strncmp(r.reasons[i], "INCONCLUSIVE: case '", 20) == 0;
+        summaries += strstr(r.reasons[i], "more cases may be beyond the 5% tolerated regression; more samples") != NULL;
+        session_notes += strstr(r.reasons[i], "one session per side") != NULL;
+    }
+    int open = 0;
+    for (int i = 0; i < 10; i++)
+        open += r.cases[i].interval.ratio_hi > 1.05 && r.cases[i].interval.ratio_lo <= 1.05;
+    assert_true(open > 3);
+    assert_int_equal(listed, 3);
+    assert_int_equal(summaries, 1);
+    char want[64];
+    snprintf(want, sizeof want, "INCONCLUSIVE: %d more cases may be beyond", open - 3);
+    assert_true(has_reason(&r, want, NULL));
+    assert_int_equal(session_notes, 1);
+    assert_true(has_reason(&r, "note: 10 cases were measured in one session per side", NULL));
+    ppb_verdict_report_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -604,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_aa_is_inconclusive),
         cmocka_unit_test(test_mixed_rejects_on_the_regression),
         cmocka_unit_test(test_detectable_change_formula),
+        cmocka_unit_test(test_many_open_cases_collapse),
         cmocka_unit_test(test_detectable_and_settle_notes),
         cmocka_unit_test(test_regression_within_tolerance_accepts),
         cmocka_unit_test(test_weights_decide_the_mean),
