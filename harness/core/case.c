@@ -35,6 +35,7 @@ static const ppb_field_info fields[PPB_F_COUNT] = {
     [PPB_F_DTYPE] = {"dtype", "dtype", PPB_FOR_BOTH, 0, 0, 1, PPB_BF16, dtype_names},
     [PPB_F_PAGE_SIZE] = {"page_size", "page", PPB_FOR_BOTH, 0, 8, 32, 16, NULL},
     [PPB_F_SLIDING_WINDOW] = {"sliding_window", "win", PPB_FOR_BOTH, 0, 0, 1048576, 0, NULL},
+    [PPB_F_DECODE_SEQS] = {"decode_seqs", "dec", PPB_FOR_PREFILL, 0, 0, 4096, 0, NULL, 1},
     PPBK_PREFILL_PARAMS(PARAM_FIELD, PPB_FOR_PREFILL)
     PPBK_DECODE_PARAMS(PARAM_FIELD, PPB_FOR_DECODE)
     [PPB_F_HOST_PARTITION_SIZE] = {"host_partition_size", "hp", PPB_FOR_DECODE, 1, 0, 65536, 0, NULL},
@@ -115,6 +116,7 @@ static int *field_slot(ppb_case *c, ppb_field f)
     case PPB_F_DTYPE: return &c->shape.dtype;
     case PPB_F_PAGE_SIZE: return &c->shape.page_size;
     case PPB_F_SLIDING_WINDOW: return &c->shape.sliding_window;
+    case PPB_F_DECODE_SEQS: return &c->shape.decode_seqs;
 #define PARAM_SLOT(ctx, member, TAG, ...) case PPB_F_##TAG: return &c->config.member;
     PPBK_PREFILL_PARAMS(PARAM_SLOT, )
     PPBK_DECODE_PARAMS(PARAM_SLOT, )
@@ -311,6 +313,9 @@ int ppb_case_validate(const ppb_case *c, ppb_err *err)
         return ppb_fail(err, PPB_EINPUT, "page_size=%d: only 8, 16 and 32 are supported",
                         s->page_size);
     if (c->kernel == PPB_PREFIX_PREFILL) {
+        if (s->decode_seqs > s->batch)
+            return ppb_fail(err, PPB_EINPUT, "decode_seqs=%d is more than batch=%d sequences", s->decode_seqs,
+                            s->batch);
         if (!is_pow2(k->block_m) || !is_pow2(k->block_n) || !is_pow2(k->num_warps))
             return ppb_fail(err, PPB_EINPUT,
                             "block_m=%d, block_n=%d, num_warps=%d: each must be a power of two",
@@ -360,6 +365,8 @@ int ppb_case_query_len_of(const ppb_case *c, int seq)
 {
     if (c->kernel == PPB_PAGED_ATTENTION)
         return 1;
+    if (seq < c->shape.decode_seqs)
+        return 1; /* a decode step in a mixed batch */
     int q = ragged_len(c, c->shape.query_len, seq);
     return q < 1 ? 1 : q;
 }

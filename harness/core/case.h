@@ -30,6 +30,10 @@ typedef struct ppb_shape {
     int dtype;          /* ppb_dtype */
     int page_size;      /* tokens per KV-cache page ("block_size" in vLLM) */
     int sliding_window; /* 0 = off; else a query sees at most this many most recent keys */
+    /* prefill: the first decode_seqs sequences are decode steps (one new token
+     * each, their whole context cached), the rest prefill chunks: the mixed
+     * batch vLLM's V1 engine hands one attention launch. 0: a plain prefill. */
+    int decode_seqs;
 } ppb_shape;
 
 typedef struct ppb_config {
@@ -61,7 +65,7 @@ typedef struct ppb_case {
 typedef enum {
     PPB_F_BATCH, PPB_F_QUERY_LEN, PPB_F_CONTEXT_LEN, PPB_F_SEQ_LEN, PPB_F_RAGGED,
     PPB_F_NUM_HEADS, PPB_F_NUM_KV_HEADS, PPB_F_HEAD_DIM, PPB_F_DTYPE, PPB_F_PAGE_SIZE,
-    PPB_F_SLIDING_WINDOW,
+    PPB_F_SLIDING_WINDOW, PPB_F_DECODE_SEQS,
     PPBK_PREFILL_PARAMS(PPB_FIELD_ENUM_, )
     PPBK_DECODE_PARAMS(PPB_FIELD_ENUM_, )
     PPB_F_HOST_PARTITION_SIZE,

@@ -61,7 +61,7 @@ struct ppb_store {
 #define PARAM_COLUMN(X, name, ...) X(name)
 #define CASE_FIELD_COLUMNS(X)                                                                    \
     X(batch) X(query_len) X(context_len) X(seq_len) X(ragged) X(num_heads) X(num_kv_heads)      \
-    X(head_dim) X(dtype) X(page_size) X(sliding_window)                                         \
+    X(head_dim) X(dtype) X(page_size) X(sliding_window) X(decode_seqs)                          \
     PPBK_PREFILL_PARAMS(PARAM_COLUMN, X) PPBK_DECODE_PARAMS(PARAM_COLUMN, X)                    \
     X(host_partition_size) X(path) X(impl)
 

@@ -234,6 +234,11 @@ static const char schema_v12[] = "ALTER TABLE proposals ADD COLUMN min_gain REAL
                                  "ALTER TABLE proposals ADD COLUMN threshold REAL;"
                                  "ALTER TABLE proposals ADD COLUMN detectable REAL;";
 
+/* Version 13: the mixed batches of vLLM's V1 engine, decode steps beside
+ * prefill chunks in one prefill launch (case.h's decode_seqs). Older cases are
+ * plain prefills or decodes: NULL, read as 0 from their keys. */
+static const char schema_v13[] = "ALTER TABLE cases ADD COLUMN decode_seqs INTEGER;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -247,6 +252,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {10, "the time spent opening the device", schema_v10},
     {11, "a checksum of each result row", schema_v11},
     {12, "the rules and the detectable effect of each proposal's verdict", schema_v12},
+    {13, "the decode steps of a mixed batch", schema_v13},
 };
 
 const int ppb_store_migration_count =

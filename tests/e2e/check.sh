@@ -40,7 +40,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["schema"] == "ppbench-check/1" and d["exit_code"] == 1 and d["target"] == "bi-v100", d
 c = d["counts"]
-assert c["infeasible_configs"] > 0 and c["cases"] == 122 and len(d["rows"]) == c["rows"], c
+assert c["infeasible_configs"] > 0 and c["cases"] == 130 and len(d["rows"]) == c["rows"], c
 bad = [r for r in d["rows"] if not r["feasible"]]
 assert len(bad) == c["infeasible_rows"] and all(r["reason"] and r["smem_bytes"] > 0 for r in bad)
 assert any("49152" in r["reason"] for r in bad)

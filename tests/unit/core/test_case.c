@@ -53,7 +53,8 @@ static void test_field_names_and_order_are_stable(void **state)
     } fields[] = {
         {"batch", "b"},          {"query_len", "q"},     {"context_len", "ctx"},          {"seq_len", "seq"},
         {"ragged", "ragged"},    {"num_heads", "h"},     {"num_kv_heads", "kvh"},         {"head_dim", "d"},
-        {"dtype", "dtype"},      {"page_size", "page"},  {"sliding_window", "win"},       {"block_m", "bm"},
+        {"dtype", "dtype"},      {"page_size", "page"},  {"sliding_window", "win"},       {"decode_seqs", "dec"},
+        {"block_m", "bm"},
         {"block_n", "bn"},       {"num_warps", "w"},     {"version", "v"},                {"num_threads", "t"},
         {"partition_size", "p"}, {"host_partition_size", "hp"}, {"path", "path"},        {"impl", "impl"},
     };
@@ -108,9 +109,52 @@ static void test_keys_are_unchanged(void **state)
     assert_int_equal(back.config.host_partition_size, 512);
 }
 
+/* A mixed batch (decode_seqs): the first sequences are decode steps of one
+ * token over their whole context, the rest prefill chunks; the key names it
+ * only when set; more decode steps than sequences is refused. */
+static void test_mixed_batch(void **state)
+{
+    (void)state;
+    ppb_case c;
+    ppb_err err = {{0}};
+    ppb_case_init(&c, PPB_PREFIX_PREFILL);
+    ppb_case_set(&c, PPB_F_BATCH, 4);
+    ppb_case_set(&c, PPB_F_QUERY_LEN, 40);
+    ppb_case_set(&c, PPB_F_CONTEXT_LEN, 37);
+    ppb_case_set(&c, PPB_F_NUM_HEADS, 4);
+    ppb_case_set(&c, PPB_F_NUM_KV_HEADS, 2);
+    ppb_case_set(&c, PPB_F_BLOCK_M, 64);
+    ppb_case_set(&c, PPB_F_BLOCK_N, 64);
+    ppb_case_set(&c, PPB_F_NUM_WARPS, 4);
+    double plain = ppb_case_flops(&c);
+    ppb_case_set(&c, PPB_F_DECODE_SEQS, 3);
+    ppb_case_make_key(&c);
+    assert_string_equal(c.key, "prefix_prefill b=4 q=40 ctx=37 ragged=false h=4 kvh=2 d=128 dtype=bf16 page=16 "
+                               "win=0 dec=3 bm=64 bn=64 w=4 path=auto");
+    assert_int_equal(ppb_case_validate(&c, &err), PPB_OK);
+    for (int b = 0; b < 3; b++) {
+        assert_int_equal(ppb_case_query_len_of(&c, b), 1);
+        assert_int_equal(ppb_case_context_len_of(&c, b), 37);
+    }
+    assert_int_equal(ppb_case_query_len_of(&c, 3), 40);
+    assert_int_equal(ppb_case_context_len_of(&c, 3), 37);
+    /* three sequences of 40 new tokens became one each: less work */
+    double d = 4.0 * 4 * 128, want = plain - 3 * d * (40 * 37 + 40 * 40 / 2.0) + 3 * d * (37 + 0.5);
+    assert_true(ppb_case_flops(&c) > 0 && ppb_case_flops(&c) == want);
+    ppb_case back;
+    assert_int_equal(ppb_case_from_key(c.key, &back, &err), PPB_OK);
+    assert_int_equal(back.shape.decode_seqs, 3);
+    ppb_case_set(&c, PPB_F_DECODE_SEQS, 5);
+    assert_int_equal(ppb_case_validate(&c, &err), PPB_EINPUT);
+    assert_non_null(strstr(err.msg, "decode_seqs=5 is more than batch=4"));
+    /* not a decode kernel's field */
+    assert_int_equal(ppb_field_get(PPB_F_DECODE_SEQS)->kernels, PPB_FOR_PREFILL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mixed_batch),
         cmocka_unit_test(test_parameter_fields_come_from_the_lists),
         cmocka_unit_test(test_field_names_and_order_are_stable),
         cmocka_unit_test(test_keys_are_unchanged),
