@@ -219,7 +219,7 @@ void ppb_case_init(ppb_case *c, ppb_kernel_kind kernel)
             ppb_case_set(c, f, fields[f].def < 0 ? 0 : fields[f].def);
 }
 
-static int omitted_from_key(const ppb_case *c, int f)
+int ppb_case_key_omits(const ppb_case *c, ppb_field f)
 {
     return fields[f].key_omits_default && ppb_case_get(c, f) == fields[f].def;
 }
@@ -228,7 +228,7 @@ void ppb_case_make_key(ppb_case *c)
 {
     size_t n = (size_t)snprintf(c->key, sizeof c->key, "%s", ppb_kernel_name(c->kernel));
     for (int f = 0; f < PPB_F_COUNT && n < sizeof c->key; f++) {
-        if (!field_applies(c->kernel, f) || omitted_from_key(c, f))
+        if (!field_applies(c->kernel, f) || ppb_case_key_omits(c, f))
             continue;
         char val[PPB_FIELD_TEXT_MAX];
         ppb_field_format_value(f, ppb_case_get(c, f), val, sizeof val);
@@ -240,7 +240,7 @@ void ppb_case_shape_key(const ppb_case *c, char *buf, size_t len)
 {
     size_t n = (size_t)snprintf(buf, len, "%s", ppb_kernel_name(c->kernel));
     for (int f = 0; f < PPB_F_COUNT && n < len; f++) {
-        if (!field_applies(c->kernel, f) || fields[f].is_config)
+        if (!field_applies(c->kernel, f) || fields[f].is_config || ppb_case_key_omits(c, f))
             continue;
         char val[PPB_FIELD_TEXT_MAX];
         ppb_field_format_value(f, ppb_case_get(c, f), val, sizeof val);

@@ -92,6 +92,8 @@ typedef struct ppb_field_info {
 } ppb_field_info;
 
 const ppb_field_info *ppb_field_get(ppb_field f);
+/* 1 when c's key leaves field f out: a field added after keys were stored, at its default. */
+int ppb_case_key_omits(const ppb_case *c, ppb_field f);
 /* Returns the field with that name, or -1. */
 int ppb_field_lookup(const char *name);
 int ppb_case_get(const ppb_case *c, ppb_field f);

@@ -235,7 +235,7 @@ static void each_case_field(const ppb_case *c, void (*fn)(FILE *out, const char 
         const ppb_field_info *fi = ppb_field_get(f);
         if (!((fi->kernels >> c->kernel) & 1u))
             continue;
-        if (!fi->is_config && fi->key_omits_default && ppb_case_get(c, f) == fi->def)
+        if (!fi->is_config && ppb_case_key_omits(c, f))
             continue;
         char value[PPB_FIELD_TEXT_MAX];
         ppb_field_format_value(f, ppb_case_get(c, f), value, sizeof value);

@@ -1471,21 +1471,26 @@ static const char export_json_sql[] =
 #define RUN_ENV(key) "(SELECT value FROM env WHERE run_id = runs.id AND key = '" key "')"
 #define RUN_ENV_INT(key) "CAST(" RUN_ENV(key) " AS INTEGER)"
 
+/* What timed a run, as the session recorded it when the run began (the clocks:
+ * NVML's, then and at most), over a row of `runs`. */
+#define RUN_DEVICE_JSON                                                                                            \
+    "json_object('name', device, 'backend', backend,"                                                             \
+    "   'cpu_timings', json(CASE WHEN backend = 'cpu' THEN 'true' ELSE 'false' END),"                               \
+    "   'compute_capability', " RUN_ENV("device.compute_capability") ","                                          \
+    "   'sm_count', " RUN_ENV_INT("device.sm_count") ", 'mem_total_bytes', " RUN_ENV_INT("device.mem_total") ","    \
+    "   'driver', " RUN_ENV("device.driver") ", 'runtime', " RUN_ENV("device.runtime") ","                          \
+    "   'sm_clock_mhz', " RUN_ENV_INT("before.nvml.sm_clock_mhz") ","                                              \
+    "   'sm_clock_max_mhz', " RUN_ENV_INT("before.sm_clock_max_mhz") ","                                           \
+    "   'mem_clock_mhz', " RUN_ENV_INT("before.nvml.mem_clock_mhz") ","                                            \
+    "   'mem_clock_max_mhz', " RUN_ENV_INT("before.mem_clock_max_mhz") ","                                         \
+    "   'cpu_mhz', " RUN_ENV_INT("before.cpu_mhz") ")"
+
 static const char run_json_sql[] =
     "SELECT json_object("
     " 'schema', '" PPB_RUN_SCHEMA "', 'command', :command, 'exit_code', :exit_code,"
     " 'run', json_object(" RUN_JSON_FIELDS "),"
     /* What timed it, as the session recorded it when the run began (the clocks: NVML's, then and at most). */
-    " 'device', json_object('name', device, 'backend', backend,"
-    "   'cpu_timings', json(CASE WHEN backend = 'cpu' THEN 'true' ELSE 'false' END),"
-    "   'compute_capability', " RUN_ENV("device.compute_capability") ","
-    "   'sm_count', " RUN_ENV_INT("device.sm_count") ", 'mem_total_bytes', " RUN_ENV_INT("device.mem_total") ","
-    "   'driver', " RUN_ENV("device.driver") ", 'runtime', " RUN_ENV("device.runtime") ","
-    "   'sm_clock_mhz', " RUN_ENV_INT("before.nvml.sm_clock_mhz") ","
-    "   'sm_clock_max_mhz', " RUN_ENV_INT("before.sm_clock_max_mhz") ","
-    "   'mem_clock_mhz', " RUN_ENV_INT("before.nvml.mem_clock_mhz") ","
-    "   'mem_clock_max_mhz', " RUN_ENV_INT("before.mem_clock_max_mhz") ","
-    "   'cpu_mhz', " RUN_ENV_INT("before.cpu_mhz") "),"
+    " 'device', " RUN_DEVICE_JSON ","
     " 'counts', " RUN_JSON_COUNTS ","
     " 'env', json((SELECT json_group_object(key, value) FROM"
     "   (SELECT key, value FROM env WHERE run_id = runs.id ORDER BY rowid))),"
@@ -1603,14 +1608,13 @@ static const char proposal_json_sql[] =
     "   'created_at', created_at),"
     " 'verdict', verdict, 'baseline_run', baseline_run, 'candidate_run', candidate_run,"
     /* what was measured, so a verdict from a CPU job never reads like one from a GPU */
-    " 'measured', (SELECT json_object('backend', r.backend, 'device', r.device, 'cpu_timings',"
-    "   json(CASE WHEN r.backend = 'cpu' THEN 'true' ELSE 'false' END), 'host', r.host, 'git_commit',"
-    "   r.git_commit, 'suite', r.suite_name,"
+    " 'measured', (SELECT json_object('backend', backend, 'device', device, 'cpu_timings',"
+    "   json(CASE WHEN backend = 'cpu' THEN 'true' ELSE 'false' END), 'host', host, 'git_commit',"
+    "   git_commit, 'suite', suite_name, 'device_details', " RUN_DEVICE_JSON ","
     /* the machine's load as the candidate run ended: above its cores, timings were disturbed */
-    "   'load_average', (SELECT CAST(substr(value, 1, instr(value || ' ', ' ') - 1) AS REAL) FROM env"
-    "     WHERE run_id = r.id AND key = 'after.loadavg'),"
-    "   'cpu_cores', (SELECT CAST(value AS INTEGER) FROM env WHERE run_id = r.id AND key = 'after.cpu_cores'))"
-    "   FROM runs r WHERE r.id = proposals.candidate_run),"
+    "   'load_average', CAST(substr(" RUN_ENV("after.loadavg") ", 1, instr(" RUN_ENV("after.loadavg") " || ' ', ' ')"
+    "     - 1) AS REAL), 'cpu_cores', " RUN_ENV_INT("after.cpu_cores") ")"
+    "   FROM runs WHERE runs.id = proposals.candidate_run),"
     /* the plugins each side's cases ran, as its run stored them (version, source, path,
      * checksum): one process runs both sides, so its list names the other side's too */
     " 'implementations', json_object("

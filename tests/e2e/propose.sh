@@ -40,9 +40,9 @@ done
 # Known effects decide the verdict: an A/A proposal with the candidate's times x3 is REJECTed
 # (slower overall), x0.3 ACCEPTed (a 50% case tolerance: wide intervals on a loaded machine stay inside it); the scaled runs are stored as kind calibrate (no trend sees them).
 expect_rc 10 "$PPB" propose "$P/aa-smoke.yaml" --scale-candidate 3
-grep -q "^REJECT: the weighted geometric mean over 10 cases is .* slower .*: slower overall" "$WORK/out" || fail "x3 not rejected"
+grep -q "^REJECT: the weighted geometric mean over 11 cases is .* slower .*: slower overall" "$WORK/out" || fail "x3 not rejected"
 expect_rc 0 "$PPB" propose "$P/aa-smoke.yaml" --scale-candidate 0.3
-grep -q "^ACCEPT: the weighted geometric mean over 10 cases is .* faster" "$WORK/out" || fail "x0.3 not accepted"
+grep -q "^ACCEPT: the weighted geometric mean over 11 cases is .* faster" "$WORK/out" || fail "x0.3 not accepted"
 [ "$(sqlite3 "$PPBENCH_DB" "SELECT count(*) FROM runs WHERE kind='calibrate' AND label LIKE 'proposal aa-smoke:%'")" = 4 ] \
   || fail "scaled proposal runs not stored as kind calibrate"
 sqlite3 "$PPBENCH_DB" "SELECT label FROM runs WHERE label LIKE '%(times x0.3)%'" | grep -q candidate \
@@ -51,7 +51,7 @@ expect_rc 2 "$PPB" propose "$P/aa-smoke.yaml" --scale-candidate 0
 # Its report headlines the decision (the weighted mean against the rules), not the first case's line.
 x3=$(sqlite3 "$PPBENCH_DB" "SELECT min(id) FROM proposals WHERE name = 'aa-smoke'")
 expect_rc 0 "$PPB" report --proposal "$x3" -o "$WORK/x3-report"
-grep -q 'id="headline"[^>]*>REJECT: the weighted geometric mean over 10 cases' "$WORK/x3-report/index.html" \
+grep -q 'id="headline"[^>]*>REJECT: the weighted geometric mean over 11 cases' "$WORK/x3-report/index.html" \
   || fail "the x3 report's headline is not the decision"
 grep -q '<dt>change</dt><dd>none: both sides run the same configuration (an A/A)</dd>' "$WORK/x3-report/index.html" \
   || fail "the A/A report does not say there is no change"
@@ -68,11 +68,12 @@ assert doc["command"] == "propose" and doc["exit_code"] == rc, (doc["command"], 
 assert {"ACCEPT": 0, "REJECT": 10, "INCONCLUSIVE": 11}[doc["verdict"]] == rc
 assert doc["baseline_run"] > 0 and doc["candidate_run"] > doc["baseline_run"]
 assert doc["rules"] == {"min_gain": 0, "max_regression": 0.5, "threshold": 0.01}, doc["rules"]   # ab-smoke.yaml's
-assert len(doc["cases"]) == 10 and all(c["state"] for c in doc["cases"]), len(doc["cases"])
+assert len(doc["cases"]) == 11 and all(c["state"] for c in doc["cases"]), len(doc["cases"])
 assert doc["reasons"] and all(r.strip() for r in doc["reasons"])
 m = doc["measured"]   # what was measured: a CPU job's verdict never reads like a GPU's
 assert m["backend"] == "cpu" and m["cpu_timings"] is True and m["device"] and len(m["git_commit"]) >= 7, m
 assert isinstance(m["load_average"], float) and m["load_average"] >= 0 and m["cpu_cores"] >= 1, m
+assert m["device_details"]["cpu_timings"] is True and m["device_details"]["name"] == m["device"], m
 assert "Measured on the cpu backend" in md and "**CPU timings**" in md, md[:400]
 # What the run could have seen: a figure in the JSON, the same in the Markdown and the reasons.
 d = doc["detectable_effect"]
@@ -80,7 +81,7 @@ assert isinstance(d, float) and 0 < d < 10, d
 assert "This run could see a change of the mean of %.1f%% or more (80%% power)" % (100 * d) in md, md
 assert any(r.startswith("note: this run could see a change of the weighted mean of %.1f%%" % (100 * d)) for r in doc["reasons"]), doc["reasons"]
 assert md.startswith("### ppbench: %s: ab-smoke" % doc["verdict"]), md[:80]
-assert md.count("\n| compared |") + md.count("\n| wrong |") == 10, md
+assert md.count("\n| compared |") + md.count("\n| wrong |") == 11, md
 # Markdown escapes prose (HTML's < > &, Markdown's punctuation); read back, it is the reason itself.
 import html, re
 plain = html.unescape(re.sub(r"\\([\\`*_\[\]()#!|~])", r"\1", md))

@@ -127,7 +127,13 @@ static void test_mixed_batch(void **state)
     ppb_case_set(&c, PPB_F_BLOCK_N, 64);
     ppb_case_set(&c, PPB_F_NUM_WARPS, 4);
     double plain = ppb_case_flops(&c);
+    char shape[PPB_CASE_KEY_MAX];
+    ppb_case_shape_key(&c, shape, sizeof shape); /* proposals pair cases by it: unchanged at 0 */
+    assert_string_equal(shape, "prefix_prefill b=4 q=40 ctx=37 ragged=false h=4 kvh=2 d=128 dtype=bf16 page=16 win=0");
     ppb_case_set(&c, PPB_F_DECODE_SEQS, 3);
+    ppb_case_shape_key(&c, shape, sizeof shape);
+    assert_string_equal(shape, "prefix_prefill b=4 q=40 ctx=37 ragged=false h=4 kvh=2 d=128 dtype=bf16 page=16 win=0 "
+                               "dec=3");
     ppb_case_make_key(&c);
     assert_string_equal(c.key, "prefix_prefill b=4 q=40 ctx=37 ragged=false h=4 kvh=2 d=128 dtype=bf16 page=16 "
                                "win=0 dec=3 bm=64 bn=64 w=4 path=auto");
