@@ -143,20 +143,13 @@ typedef struct loaded {
     void *handle;
     const ppbk_impl *table;
     int open_state;          /* 0 not opened, 1 opened, -1 open failed */
+    void *ctx;               /* what open stored (opened) */
     char open_error[512];
 } loaded;
 
 static loaded libraries[MAX_LIBRARIES];
 static int n_libraries;
 static int scanned;
-/* The built-in kernels' table, when a backend has them (ppb_impl_set_builtin). */
-static loaded builtin;
-
-void ppb_impl_set_builtin(const ppbk_impl *table)
-{
-    memset(&builtin, 0, sizeof builtin);
-    builtin.table = table;
-}
 
 static void file_checksum(const char *path, char out[17])
 {
@@ -536,7 +529,7 @@ static int call_fail(const ppb_impl_call *call, const char *name, int rc, char *
 {
     ppb_term_clean(why, 0);
     int code = rc == PPBK_REFUSED ? PPB_EREFUSED : PPB_EFAIL;
-    if (call->impl == builtin.table)
+    if (call->builtin)
         return ppb_fail(err, code, "%s", why[0] ? why : fallback);
     return ppb_fail(err, code, "impl %s: %s%s", name, step, why[0] ? why : fallback);
 }
@@ -547,12 +540,15 @@ static int call_open(loaded *l, const ppbk_device *dev, const char *impl, ppb_er
         l->open_state = 1;
         if (l->table->open) {
             char why[512] = "";
+            void *ctx = NULL;
             ppb_impl_call probe = {.impl = l->table};
             enter_call(&probe, "open");
-            int rc = l->table->open(dev, why, PLUGIN_MSG_LEN(why));
+            int rc = l->table->open(dev, &ctx, why, PLUGIN_MSG_LEN(why));
             leave_call();
-            if (rc != PPBK_OK) {
-                l->open_state = -1;
+            if (rc == PPBK_OK) {
+                l->ctx = ctx; /* passed to every later call and to close */
+            } else {
+                l->open_state = -1; /* close is not called: a failed open cleans up after itself */
                 ppb_term_clean(why, 0);
                 snprintf(l->open_error, sizeof l->open_error, "%s", why[0] ? why : "open failed");
             }
@@ -563,16 +559,10 @@ static int call_open(loaded *l, const ppbk_device *dev, const char *impl, ppb_er
     return PPB_OK;
 }
 
-/* The library (or the built-in table) that runs a case's implementation. */
+/* The library that runs a case's implementation (not builtin). */
 static int find_implementation(const ppb_case *c, loaded **out, ppb_err *err)
 {
     const char *impl = ppb_impl_name(c->config.impl);
-    if (c->config.impl == PPB_IMPL_BUILTIN) {
-        if (!builtin.table)
-            return ppb_fail(err, PPB_EINPUT, "impl builtin: this backend runs its built-in kernels itself");
-        *out = &builtin;
-        return PPB_OK;
-    }
     const char *name = ppb_impl_library_name(c->config.impl);
     if (!name)
         return ppb_fail(err, PPB_EINPUT, "impl %s is not a plugin", impl ? impl : "?");
@@ -583,33 +573,46 @@ static int find_implementation(const ppb_case *c, loaded **out, ppb_err *err)
     return *out ? PPB_OK : missing(impl, name, err);
 }
 
-int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev, ppb_err *err)
+int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev, const ppb_impl_ref *builtin,
+                  ppb_err *err)
 {
     memset(call, 0, sizeof *call);
     const char *impl = ppb_impl_name(c->config.impl);
     loaded *l = NULL;
-    int rc = find_implementation(c, &l, err);
-    if (rc)
-        return rc;
-    call->impl = l->table;
+    int rc = PPB_OK;
+    if (c->config.impl == PPB_IMPL_BUILTIN) {
+        if (!builtin || !builtin->table)
+            return ppb_fail(err, PPB_EINPUT, "impl builtin: this backend runs its built-in kernels itself");
+        call->impl = builtin->table;
+        call->ctx = builtin->ctx; /* opened by the backend */
+        call->builtin = 1;
+    } else {
+        if ((rc = find_implementation(c, &l, err)))
+            return rc;
+        call->impl = l->table;
+    }
+    const ppbk_impl *t = call->impl;
     call->dev = *dev;
     call->kernel = c->kernel;
-    if (!(l->table->backends & dev->backend))
+    if (!(t->backends & dev->backend))
         return ppb_fail(err, PPB_EREFUSED, "impl %s has no %s backend (it runs on %s)", impl,
                         dev->backend == PPBK_BACKEND_CPU ? "cpu" : "cuda",
-                        l->table->backends & PPBK_BACKEND_CUDA ? "cuda" : "cpu");
+                        t->backends & PPBK_BACKEND_CUDA ? "cuda" : "cpu");
     const ppb_config *k = &c->config;
     const char *missing_kernel = NULL;
-    if (c->kernel == PPB_PREFIX_PREFILL && !l->table->prefill)
+    if (c->kernel == PPB_PREFIX_PREFILL && !t->prefill)
         missing_kernel = "prefix_prefill";
-    else if (c->kernel == PPB_PAGED_ATTENTION && k->version == 1 && !l->table->decode_v1)
+    else if (c->kernel == PPB_PAGED_ATTENTION && k->version == 1 && !t->decode_v1)
         missing_kernel = "paged_attention v1";
-    else if (c->kernel == PPB_PAGED_ATTENTION && k->version == 2 && !l->table->decode_v2)
+    else if (c->kernel == PPB_PAGED_ATTENTION && k->version == 2 && !t->decode_v2)
         missing_kernel = "paged_attention v2";
     if (missing_kernel)
         return ppb_fail(err, PPB_EREFUSED, "impl %s provides no %s kernel", impl, missing_kernel);
-    if ((rc = call_open(l, dev, impl, err)))
-        return rc;
+    if (l) {
+        if ((rc = call_open(l, dev, impl, err)))
+            return rc;
+        call->ctx = l->ctx;
+    }
     ppb_kernel_view v;
     ppb_kernel_view_of_case(c, &v);
     call->prefill_cfg = v.prefill_cfg;
@@ -619,10 +622,10 @@ int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev
     char why[sizeof call->note] = "";
     enter_call(call, "refuse");
     if (c->kernel == PPB_PREFIX_PREFILL)
-        rc = call->impl->prefill->refuse(dev, &call->prefill_cfg, &call->prefill, why, PLUGIN_MSG_LEN(why));
+        rc = t->prefill->refuse(call->ctx, dev, &call->prefill_cfg, &call->prefill, why, PLUGIN_MSG_LEN(why));
     else
-        rc = (k->version == 1 ? call->impl->decode_v1 : call->impl->decode_v2)
-                 ->refuse(dev, &call->decode_cfg, &call->decode, why, PLUGIN_MSG_LEN(why));
+        rc = (k->version == 1 ? t->decode_v1 : t->decode_v2)
+                 ->refuse(call->ctx, dev, &call->decode_cfg, &call->decode, why, PLUGIN_MSG_LEN(why));
     leave_call();
     if (rc == PPBK_OK) {
         memcpy(call->note, why, sizeof call->note);
@@ -642,9 +645,10 @@ int ppb_impl_launch(const ppb_impl_call *call, void *stream, ppb_err *err)
     char why[512] = "";
     enter_call(call, "launch");
     int rc = call->kernel == PPB_PREFIX_PREFILL
-                 ? call->impl->prefill->launch(&call->dev, &call->prefill_cfg, &call->prefill, stream, why,
+                 ? call->impl->prefill->launch(call->ctx, &call->dev, &call->prefill_cfg, &call->prefill, stream, why,
                                                PLUGIN_MSG_LEN(why))
-                 : decode_ops(call)->launch(&call->dev, &call->decode_cfg, &call->decode, stream, why, PLUGIN_MSG_LEN(why));
+                 : decode_ops(call)->launch(call->ctx, &call->dev, &call->decode_cfg, &call->decode, stream, why,
+                                            PLUGIN_MSG_LEN(why));
     leave_call();
     return rc == PPBK_OK ? PPB_OK : call_fail(call, call->impl->name, rc, why, "launch: ", "failed without a reason", err);
 }
@@ -657,10 +661,12 @@ int ppb_impl_prepare(const ppb_impl_call *call, ppb_resources *res, ppb_err *err
     int rc = PPBK_OK, known = 0;
     enter_call(call, "prepare");
     if (call->kernel == PPB_PREFIX_PREFILL && call->impl->prefill->prepare) {
-        rc = call->impl->prefill->prepare(&call->dev, &call->prefill_cfg, &call->prefill, &r, why, PLUGIN_MSG_LEN(why));
+        rc = call->impl->prefill->prepare(call->ctx, &call->dev, &call->prefill_cfg, &call->prefill, &r, why,
+                                          PLUGIN_MSG_LEN(why));
         known = 1;
     } else if (call->kernel == PPB_PAGED_ATTENTION && decode_ops(call)->prepare) {
-        rc = decode_ops(call)->prepare(&call->dev, &call->decode_cfg, &call->decode, &r, why, PLUGIN_MSG_LEN(why));
+        rc = decode_ops(call)->prepare(call->ctx, &call->dev, &call->decode_cfg, &call->decode, &r, why,
+                                       PLUGIN_MSG_LEN(why));
         known = 1;
     }
     leave_call();
@@ -728,7 +734,7 @@ void ppb_impl_unload_all(void)
     for (int i = 0; i < n_libraries; i++) {
         loaded *l = &libraries[i];
         if (l->open_state > 0 && l->table && l->table->close)
-            l->table->close();
+            l->table->close(l->ctx);
         if (l->handle)
             dlclose(l->handle);
     }

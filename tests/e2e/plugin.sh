@@ -11,14 +11,13 @@ export PPBENCH_DB="$WORK/p.db"
 # impls: builtin and the example with its table; broken libraries with their reasons, exit 1.
 expect_rc 0 "$PPB" impls --plugin "$PLUG"
 grep -q "^builtin " "$WORK/out" || fail "builtin not listed"
-grep -q "^plugin:example-cpu .*prefix_prefill,paged_attention_v1,paged_attention_v2 *cpu *2 " "$WORK/out" \
+grep -q "^plugin:example-cpu .*prefix_prefill,paged_attention_v1,paged_attention_v2 *cpu *3 " "$WORK/out" \
   || { cat "$WORK/out"; fail "example plugin not listed with kernels, backend and ABI"; }
 grep -q "checksum fnv1a64:[0-9a-f]\{16\}" "$WORK/out" || fail "no checksum"
 expect_rc 1 "$PPB" impls --plugin "$BAD"
 for why in "no symbol ppbk_entry" "kernel ABI version 999" "returned no table" "invalid implementation name"; do
   grep -q "$why" "$WORK/out" || { cat "$WORK/out"; fail "impls did not say '$why'"; }
 done
-
 # run: every smoke case on the plugin, checked against the float64 reference.
 total=$("$PPB" list "$SRC/suites/smoke.yaml" | wc -l)
 expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --plugin "$PLUG" --impl plugin:example-cpu --backend cpu --no-progress

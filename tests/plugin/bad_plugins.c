@@ -41,10 +41,11 @@
 #define EXPORT
 #endif
 
-static int bad_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
-                      char *why, size_t why_len)
+
+static int bad_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                      const ppb_prefill_args *shape, char *why, size_t why_len)
 {
-    (void)dev, (void)cfg, (void)shape;
+    (void)ctx, (void)dev, (void)cfg, (void)shape;
 #if defined(BAD_CRASH) || defined(BAD_EXIT) || defined(BAD_RESOURCES) || defined(BAD_SCRIBBLE) || defined(BAD_HANG)
     (void)why, (void)why_len;
     return PPBK_OK; /* accept everything, so the crashing (exiting, absurd) call is reached */
@@ -58,10 +59,10 @@ static int bad_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
 #endif
 }
 
-static int bad_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *args,
-                      void *stream, char *why, size_t why_len)
+static int bad_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                      const ppb_prefill_args *args, void *stream, char *why, size_t why_len)
 {
-    (void)dev, (void)cfg, (void)args, (void)stream;
+    (void)ctx, (void)dev, (void)cfg, (void)args, (void)stream;
 #ifdef BAD_CRASH
     (void)why, (void)why_len;
     raise(SIGSEGV); /* what a wild write in a kernel ends in, without the undefined behaviour */
@@ -105,10 +106,10 @@ static int bad_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
 }
 
 #ifdef BAD_RESOURCES
-static int bad_prepare(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
-                       ppbk_resources *out, char *why, size_t why_len)
+static int bad_prepare(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                       const ppb_prefill_args *shape, ppbk_resources *out, char *why, size_t why_len)
 {
-    (void)dev, (void)cfg, (void)shape, (void)why, (void)why_len;
+    (void)ctx, (void)dev, (void)cfg, (void)shape, (void)why, (void)why_len;
     out->registers = INT_MAX;
     out->static_smem = -1;
     return PPBK_OK;
@@ -171,3 +172,4 @@ EXPORT const ppbk_impl *ppbk_entry(void)
     return &bad_impl;
 #endif
 }
+

@@ -253,7 +253,7 @@ static void test_unterminated_plugin_message_is_bounded(void **state)
     c.config.impl = v;
     ppb_impl_call call;
     ppbk_device cpu = {PPBK_BACKEND_CPU, 0, 0, 1, 2, 0};
-    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "impl plugin:bad-nonul: AAAA"));
     assert_true(strlen(err.msg) < sizeof err.msg);
 }
@@ -273,7 +273,7 @@ static void test_plugin_strings_and_resources_are_checked(void **state)
     c.config.impl = v;
     ppb_impl_call call;
     ppbk_device cpu = {PPBK_BACKEND_CPU, 0, 0, 1, 2, 0};
-    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_OK);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_OK);
     ppb_resources res;
     assert_int_equal(ppb_impl_prepare(&call, &res, &err), PPB_EFAIL);
     assert_non_null(strstr(err.msg, "impl bad-resources: prepare: reported resources no kernel has (registers 2147483647"));
@@ -290,30 +290,101 @@ static void test_bind_refuses_with_the_reason(void **state)
     c.config.impl = v;
     ppb_impl_call call;
     ppbk_device cpu = {PPBK_BACKEND_CPU, 0, 0, 1, 2, 0}, gpu = {PPBK_BACKEND_CUDA, 0, 90, 32, 132, 232448};
-    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_OK);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_OK);
     assert_int_equal(call.prefill.num_heads, 4);
     assert_int_equal(call.prefill_cfg.block_m, c.config.block_m);
     /* No CUDA backend in the example. */
-    assert_int_equal(ppb_impl_bind(&call, &c, &gpu, &err), PPB_EREFUSED);
+    assert_int_equal(ppb_impl_bind(&call, &c, &gpu, NULL, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "no cuda backend"));
     /* The plugin's own refusal comes back with its name. */
     c.config.block_m = 256;
-    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "impl plugin:example-cpu: "));
     /* path= belongs to the built-in kernels. */
     c = prefill_case();
     c.config.impl = v;
     c.config.path = PPB_PATH_SIMT;
-    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     /* A name nobody provides. */
     assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, "plugin:nobody", &v, &err), PPB_OK);
     c.config.impl = v;
     c.config.path = PPB_PATH_AUTO;
-    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "no plugin named 'nobody'"));
     c.config.impl = PPB_IMPL_VLLM_CUDA;
-    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "PPB_VLLM_SOURCE"));
+}
+
+/* The built-in table and its context are the backend's, passed to every bind:
+ * each call receives that context, a backend without one runs builtin cases
+ * itself, and two backends' contexts never mix. */
+typedef struct fake_ctx {
+    int refused, prepared, launched;
+} fake_ctx;
+
+static int fake_refuse(void *ctx, const ppbk_device *d, const ppbk_prefill_config *c, const ppb_prefill_args *s,
+                       char *why, size_t n)
+{
+    (void)d, (void)c, (void)s;
+    ((fake_ctx *)ctx)->refused++;
+    snprintf(why, n, "note of context %p", ctx);
+    return PPBK_OK;
+}
+
+static int fake_prepare(void *ctx, const ppbk_device *d, const ppbk_prefill_config *c, const ppb_prefill_args *s,
+                        ppbk_resources *r, char *why, size_t n)
+{
+    (void)d, (void)c, (void)s, (void)why, (void)n;
+    ((fake_ctx *)ctx)->prepared++;
+    r->registers = 7;
+    return PPBK_OK;
+}
+
+static int fake_launch(void *ctx, const ppbk_device *d, const ppbk_prefill_config *c, const ppb_prefill_args *a,
+                       void *stream, char *why, size_t n)
+{
+    (void)d, (void)c, (void)a, (void)stream;
+    ((fake_ctx *)ctx)->launched++;
+    snprintf(why, n, "launched on context %p", ctx);
+    return PPBK_FAILED;
+}
+
+static void test_builtin_calls_get_the_backends_context(void **state)
+{
+    (void)state;
+    static const ppbk_prefill_ops ops = {fake_refuse, fake_launch, fake_prepare};
+    static const ppbk_impl table = {.abi_version = PPBK_ABI_VERSION, .struct_size = sizeof(ppbk_impl),
+                                    .name = "builtin", .backends = PPBK_BACKEND_CUDA, .prefill = &ops};
+    fake_ctx one = {0}, two = {0};
+    ppb_impl_ref first = {&table, &one}, second = {&table, &two};
+    ppbk_device gpu = {PPBK_BACKEND_CUDA, 0, 90, 32, 132, 232448};
+    ppb_case c = prefill_case();
+    ppb_impl_call a, b;
+    ppb_err err;
+    assert_int_equal(ppb_impl_bind(&a, &c, &gpu, NULL, &err), PPB_EINPUT);
+    assert_non_null(strstr(err.msg, "runs its built-in kernels itself"));
+    assert_int_equal(ppb_impl_bind(&a, &c, &gpu, &first, &err), PPB_OK);
+    assert_int_equal(ppb_impl_bind(&b, &c, &gpu, &second, &err), PPB_OK);
+    assert_true(a.builtin && b.builtin);
+    assert_ptr_equal(a.ctx, &one);
+    assert_ptr_equal(b.ctx, &two);
+    char want[64];
+    snprintf(want, sizeof want, "note of context %p", (void *)&one);
+    assert_string_equal(a.note, want);
+    ppb_resources res;
+    assert_int_equal(ppb_impl_prepare(&a, &res, &err), PPB_OK);
+    assert_int_equal(res.registers, 7);
+    assert_int_equal(ppb_impl_launch(&b, NULL, &err), PPB_EFAIL);
+    /* The built-in kernels' messages carry no "impl NAME: " prefix. */
+    snprintf(want, sizeof want, "launched on context %p", (void *)&two);
+    assert_string_equal(err.msg, want);
+    assert_int_equal(one.refused, 1);
+    assert_int_equal(one.prepared, 1);
+    assert_int_equal(one.launched, 0);
+    assert_int_equal(two.refused, 1);
+    assert_int_equal(two.prepared, 0);
+    assert_int_equal(two.launched, 1);
 }
 
 int main(void)
@@ -331,6 +402,7 @@ int main(void)
         cmocka_unit_test_teardown(test_bind_refuses_with_the_reason, teardown_loader),
         cmocka_unit_test_teardown(test_unterminated_plugin_message_is_bounded, teardown_loader),
         cmocka_unit_test_teardown(test_plugin_strings_and_resources_are_checked, teardown_loader),
+        cmocka_unit_test(test_builtin_calls_get_the_backends_context),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
