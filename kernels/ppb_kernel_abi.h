@@ -33,7 +33,9 @@
  *  - Every message goes into the caller's buffer (`why`, `why_len`), one line.
  *
  * Versioning: any change to a struct or a function type below is a new
- * PPBK_ABI_VERSION; tables of another version are refused by name. */
+ * PPBK_ABI_VERSION. ppbench loads this version and version 2 (the same table
+ * without the context: an adapter calls it, ppb_kernel_abi_v2.h); any other
+ * version is refused by name. */
 #ifndef PPB_KERNEL_ABI_H
 #define PPB_KERNEL_ABI_H
 

@@ -7,7 +7,9 @@
  * CPU backend computes builtin cases itself and hands none); every other one
  * is a shared library found on the search path, loaded with dlopen, checked
  * (entry symbol, ABI version, table size, name), opened once per process and
- * called through its table with the context its open returned. The backends
+ * called through its table with the context its open returned. A table of
+ * ABI version 2 (no context) is wrapped on loading so that it looks like
+ * version 3 to everything else (kernels/ppb_kernel_abi_v2.h). The backends
  * ask this module for a bound call (ppb_impl_call) and launch it on their own
  * buffers, so guard zones, poisoning, the reference check and the timing loop
  * are the same code for every implementation.
@@ -48,6 +50,7 @@ typedef struct ppb_impl_info {
     unsigned abi_version, backends;
     int has_prefill, has_decode_v1, has_decode_v2;
     char checksum[17];       /* FNV-1a 64 of the library file */
+    int adapted;             /* 1: an ABI version-2 table, called through the adapter */
     int usable;              /* 0: `error` says why not */
     int shadowed;            /* 1: an earlier library has the same name */
     char error[512];
