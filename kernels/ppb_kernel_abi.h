@@ -3,14 +3,19 @@
  *
  * A plugin exports one C symbol, PPBK_ENTRY_SYMBOL, a function returning a
  * pointer to a static ppbk_impl table. ppbench dlopen()s the library, calls the
- * entry, refuses a table whose abi_version is not PPBK_ABI_VERSION (or whose
- * struct_size is smaller than the version's table), and from then on treats
- * each kernel exactly like a built-in one: the target check first, the
- * plugin's `refuse`, poisoned output, guard zones after the v2 scratch, one
- * checked launch against the float64 reference, then timing of `launch`.
+ * entry, refuses a table whose abi_version it does not load (or whose
+ * struct_size is smaller than the version's table), calls `open` once, and
+ * from then on treats each kernel exactly like a built-in one: the target
+ * check first, the plugin's `refuse`, poisoned output, guard zones after the
+ * v2 scratch, one checked launch against the float64 reference, then timing
+ * of `launch`.
  *
  * Rules a plugin follows (docs/KERNEL-ABI.md says why):
  *  - Plain C, no globals shared with ppbench: everything arrives as arguments.
+ *    What the implementation keeps between calls (loaded modules, a runtime,
+ *    the last prepared kernel) lives in the context `open` returns, which
+ *    every later call receives first (`ctx`) and `close` frees: no mutable
+ *    file-scope state is needed, so two opens never share any.
  *  - Tensors are laid out as vLLM lays them out (attention_args.h); ppbench
  *    owns and allocates every buffer. On PPBK_BACKEND_CUDA pointers are device
  *    pointers and `stream` is a cudaStream_t / CUstream (the same object);
@@ -28,7 +33,9 @@
  *  - Every message goes into the caller's buffer (`why`, `why_len`), one line.
  *
  * Versioning: any change to a struct or a function type below is a new
- * PPBK_ABI_VERSION; tables of another version are refused by name. */
+ * PPBK_ABI_VERSION. ppbench loads this version and version 2 (the same table
+ * without the context: an adapter calls it, ppb_kernel_abi_v2.h); any other
+ * version is refused by name. */
 #ifndef PPB_KERNEL_ABI_H
 #define PPB_KERNEL_ABI_H
 
@@ -40,7 +47,7 @@
 extern "C" {
 #endif
 
-#define PPBK_ABI_VERSION 2
+#define PPBK_ABI_VERSION 3
 #define PPBK_ENTRY_SYMBOL "ppbk_entry"
 
 /* Which pointers a launch receives (bit set in ppbk_impl.backends). */
@@ -96,13 +103,15 @@ typedef struct ppbk_resources {
     int max_threads;       /* most threads per block the compiled kernel can launch with */
 } ppbk_resources;
 
+/* `ctx`, first in every call: what the implementation's `open` stored (NULL
+ * when it has no `open`). */
 typedef struct ppbk_prefill_ops {
-    int (*refuse)(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
+    int (*refuse)(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
                   char *why, size_t why_len);
-    int (*launch)(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *args,
+    int (*launch)(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *args,
                   void *stream, char *why, size_t why_len);
     /* Optional (NULL): get the kernel `launch` will run ready and fill *out (zeroed by ppbench). */
-    int (*prepare)(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
+    int (*prepare)(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
                    ppbk_resources *out, char *why, size_t why_len);
 } ppbk_prefill_ops;
 
@@ -111,11 +120,11 @@ typedef struct ppbk_prefill_ops {
  * (ceil(max_seq_len / cfg->partition_size)); the scratch buffers were sized
  * by the host, possibly with another partition size (the mismatch cases). */
 typedef struct ppbk_decode_ops {
-    int (*refuse)(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
+    int (*refuse)(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
                   char *why, size_t why_len);
-    int (*launch)(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *args,
+    int (*launch)(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *args,
                   void *stream, char *why, size_t why_len);
-    int (*prepare)(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
+    int (*prepare)(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
                    ppbk_resources *out, char *why, size_t why_len);
 } ppbk_decode_ops;
 
@@ -126,11 +135,16 @@ typedef struct ppbk_impl {
     const char *version;   /* of the kernels, e.g. "vllm 0.6.3" */
     const char *source;    /* where the kernels came from: archive, path, checksum */
     unsigned backends;     /* PPBK_BACKEND_* bits */
-    /* Optional: get ready for `dev` (load prepared binaries, check files). Called
-     * once before any refuse/launch; PPBK_FAILED + why makes every case of this
-     * implementation refused with that reason. */
-    int (*open)(const ppbk_device *dev, char *why, size_t why_len);
-    void (*close)(void);   /* optional */
+    /* Optional: get ready for `dev` (load prepared binaries, check files) and
+     * store in *ctx (NULL on entry) what the later calls need; each of them,
+     * and `close`, gets that pointer as `ctx`. Called once before any
+     * refuse/launch; PPBK_FAILED + why makes every case of this implementation
+     * refused with that reason, and `close` is not called then (free what a
+     * failing open made before returning). */
+    int (*open)(const ppbk_device *dev, void **ctx, char *why, size_t why_len);
+    /* Optional: free the context. Called at most once, after the last call,
+     * and only when open succeeded; a process may exit without it. */
+    void (*close)(void *ctx);
     /* NULL: the implementation does not provide that kernel. */
     const ppbk_prefill_ops *prefill;
     const ppbk_decode_ops *decode_v1;

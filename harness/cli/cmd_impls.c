@@ -82,8 +82,9 @@ int cmd_impls(int argc, char **argv)
         ppb_impl_backends_text(f->backends, backends, sizeof backends);
         snprintf(abi, sizeof abi, "%u", f->abi_version);
         print_row(name, kernels, backends, abi, f->version);
-        printf("%22s   source %s\n%22s   path %s  checksum fnv1a64:%s%s\n", "", f->source[0] ? f->source : "-",
-               "", f->path, f->checksum, f->shadowed ? "  (shadowed: an earlier library has this name)" : "");
+        printf("%22s   source %s\n%22s   path %s  checksum fnv1a64:%s%s%s\n", "", f->source[0] ? f->source : "-",
+               "", f->path, f->checksum, f->shadowed ? "  (shadowed: an earlier library has this name)" : "",
+               f->adapted ? "  (kernel ABI 2: loaded through the version-2 adapter)" : "");
     }
     free(infos);
     return broken ? PPB_EXIT_FAILURES : PPB_EXIT_OK;

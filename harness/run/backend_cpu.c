@@ -323,7 +323,7 @@ static int cpu_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w, 
     if (c->config.impl != PPB_IMPL_BUILTIN) {
         /* The plugin's own refusals; the shared-memory rule below is the built-in kernels'. */
         ppbk_device dev = {PPBK_BACKEND_CPU, 0, 0, 1, b->info.sm_count, 0};
-        return ppb_impl_bind(&b->plugin, c, &dev, err);
+        return ppb_impl_bind(&b->plugin, c, &dev, NULL, err); /* NULL: no built-in table (cpu_attention) */
     }
     return c->kernel == PPB_PAGED_ATTENTION ? refuse_decode_smem(b, c, err) : PPB_OK;
 }

@@ -226,7 +226,8 @@ struct ppb_backend {
     /* each sample between its own pair (time_samples; the checked launch uses the first) */
     cudaEvent_t sample_start[PPB_SAMPLES_PER_SYNC_MAX], sample_stop[PPB_SAMPLES_PER_SYNC_MAX];
     ppb_kernels *kernels;
-    const ppbk_impl *builtin;    /* the built-in kernels' table over `kernels` */
+    ppb_builtin *builtin_ctx;    /* the built-in kernels' context over `kernels` */
+    ppb_impl_ref builtin;        /* their table and that context, for ppb_impl_bind */
     nvml_api nvml;
     int lost;                    /* the context died of a kernel fault */
     char lost_reason[600];
@@ -441,8 +442,12 @@ static int cuda_open(ppb_backend **out, const ppb_backend_options *opt, ppb_err 
         ppb_err_prefix(err, "kernel runtime: ");
         goto fail;
     }
-    b->builtin = ppb_builtin_impl(b->kernels);
-    ppb_impl_set_builtin(b->builtin);
+    rc = ppb_builtin_open(b->kernels, &b->builtin_ctx, err);
+    if (rc) {
+        ppb_kernels_close(b->kernels);
+        goto fail;
+    }
+    b->builtin = (ppb_impl_ref){.table = ppb_builtin_impl(), .ctx = b->builtin_ctx};
     open_pool(b);
     if (nvml_threaded)
         pthread_join(nvml_thread, NULL);
@@ -468,8 +473,7 @@ static void cuda_close(ppb_backend *b)
         return;
     cuda_release(b);
     cuda_release_inputs(b);
-    ppb_impl_set_builtin(NULL);
-    ppb_builtin_impl(NULL);
+    ppb_builtin_close(b->builtin_ctx);
     ppb_kernels_close(b->kernels);
     if (b->flush)
         cudaFree(b->flush);
@@ -715,7 +719,7 @@ static ppbk_device abi_device(const ppb_backend *b)
 static int bind_case(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_err *err)
 {
     ppbk_device dev = abi_device(b);
-    int rc = ppb_impl_bind(&b->call, c, &dev, err);
+    int rc = ppb_impl_bind(&b->call, c, &dev, &b->builtin, err);
     if (rc)
         return rc;
     b->host_parts = b->kernel_parts = 0;
@@ -824,16 +828,16 @@ static void cuda_prefetch(ppb_backend *b, const ppb_case *c)
     ppb_err ignored;
     ppb_impl_call call;
     ppbk_device dev = abi_device(b);
-    if (b->lost || ppb_case_validate(c, &ignored) || ppb_impl_bind(&call, c, &dev, &ignored))
+    if (b->lost || ppb_case_validate(c, &ignored) || ppb_impl_bind(&call, c, &dev, &b->builtin, &ignored))
         return;
     const ppb_kernel_spec fill = fill_spec(c);
     ppb_kernels_prefetch(b->kernels, &fill, 1);
-    if (call.impl != b->builtin)
+    if (!call.builtin)
         return;
     if (c->kernel == PPB_PREFIX_PREFILL)
-        ppb_builtin_prefetch(PPB_KSPEC_PREFILL, &call.dev, &call.prefill_cfg, &call.prefill);
+        ppb_builtin_prefetch(b->builtin_ctx, PPB_KSPEC_PREFILL, &call.dev, &call.prefill_cfg, &call.prefill);
     else
-        ppb_builtin_prefetch(PPB_KSPEC_DECODE, &call.dev, &call.decode_cfg, &call.decode);
+        ppb_builtin_prefetch(b->builtin_ctx, PPB_KSPEC_DECODE, &call.dev, &call.decode_cfg, &call.decode);
 }
 
 /* One tensor generated on the device (kernels/input_fill.cuh), bit for bit
@@ -905,7 +909,7 @@ end:
     return PPB_OK;
 }
 
-static int is_plugin(const ppb_backend *b) { return b->call.impl != b->builtin; }
+static int is_plugin(const ppb_backend *b) { return !b->call.builtin; }
 
 /* A change-detecting checksum of 64-bit words (FNV-1a's step on words: fast
  * enough for gigabytes of KV cache; not a defence against a plugin built to

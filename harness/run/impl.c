@@ -18,6 +18,7 @@
 #include "files.h"
 #include "hash.h"
 #include "kernel_case.h"
+#include "ppb_kernel_abi_v2.h"
 #include "stop_signals.h"
 
 #define MAX_SEARCH_PATHS 16
@@ -134,6 +135,122 @@ static void search_path(path_list *l)
     free(entries);
 }
 
+/* ---- version-2 tables ---------------------------------------------------------------- */
+
+/* A table of kernel ABI version 2 (ppb_kernel_abi_v2.h: the same table without
+ * the context) as version 3: ops whose context is the adapter itself and whose
+ * functions call the version-2 ones without it. Where the version-2 table has
+ * NULL (no kernel, no prepare, a missing refuse or launch), so does the face,
+ * so the loader's checks and the optional prepare read the same. */
+typedef struct abi2_adapter {
+    const ppbk_v2_impl *v2;
+    ppbk_impl table;         /* what everything after loading calls */
+    ppbk_prefill_ops prefill;
+    ppbk_decode_ops decode_v1, decode_v2;
+} abi2_adapter;
+
+/* The adapter hands version-2 functions version 3's device, configs,
+ * resources and argument structs as they are: right only while those are
+ * version 2's (version 3 changed function types only). A version that changes
+ * one must convert it here, or stop loading version 2. Sizes on LP64. */
+#if defined(__LP64__)
+_Static_assert(sizeof(ppbk_device) == 32 && sizeof(ppbk_prefill_config) == 32 && sizeof(ppbk_decode_config) == 32 &&
+                   sizeof(ppbk_resources) == 20 && sizeof(ppb_prefill_args) == 128 && sizeof(ppb_decode_args) == 112 &&
+                   sizeof(ppbk_v2_impl) == 80 && sizeof(ppbk_v2_prefill_ops) == 24 && sizeof(ppbk_v2_decode_ops) == 24,
+               "a struct version-2 plugins are handed changed: convert it in the adapter (or stop loading version 2)");
+#endif
+
+static const ppbk_v2_impl *abi2_of(void *ctx) { return ((const abi2_adapter *)ctx)->v2; }
+
+static int abi2_prefill_refuse(void *ctx, const ppbk_device *d, const ppbk_prefill_config *c,
+                               const ppb_prefill_args *s, char *w, size_t n)
+{
+    return abi2_of(ctx)->prefill->refuse(d, c, s, w, n);
+}
+static int abi2_prefill_launch(void *ctx, const ppbk_device *d, const ppbk_prefill_config *c,
+                               const ppb_prefill_args *a, void *st, char *w, size_t n)
+{
+    return abi2_of(ctx)->prefill->launch(d, c, a, st, w, n);
+}
+static int abi2_prefill_prepare(void *ctx, const ppbk_device *d, const ppbk_prefill_config *c,
+                                const ppb_prefill_args *s, ppbk_resources *r, char *w, size_t n)
+{
+    return abi2_of(ctx)->prefill->prepare(d, c, s, r, w, n);
+}
+
+/* decode_v1 and decode_v2 each forward to their own version-2 ops. */
+#define ABI2_DECODE(which)                                                                                   \
+    static int abi2_##which##_refuse(void *ctx, const ppbk_device *d, const ppbk_decode_config *c,          \
+                                     const ppb_decode_args *s, char *w, size_t n)                           \
+    {                                                                                                        \
+        return abi2_of(ctx)->which->refuse(d, c, s, w, n);                                                   \
+    }                                                                                                        \
+    static int abi2_##which##_launch(void *ctx, const ppbk_device *d, const ppbk_decode_config *c,          \
+                                     const ppb_decode_args *a, void *st, char *w, size_t n)                 \
+    {                                                                                                        \
+        return abi2_of(ctx)->which->launch(d, c, a, st, w, n);                                               \
+    }                                                                                                        \
+    static int abi2_##which##_prepare(void *ctx, const ppbk_device *d, const ppbk_decode_config *c,         \
+                                      const ppb_decode_args *s, ppbk_resources *r, char *w, size_t n)       \
+    {                                                                                                        \
+        return abi2_of(ctx)->which->prepare(d, c, s, r, w, n);                                               \
+    }
+ABI2_DECODE(decode_v1)
+ABI2_DECODE(decode_v2)
+#undef ABI2_DECODE
+
+static void abi2_wrap(abi2_adapter *a, const ppbk_v2_impl *v2)
+{
+    memset(a, 0, sizeof *a);
+    a->v2 = v2;
+    a->table.abi_version = PPBK_ABI_VERSION;
+    a->table.struct_size = sizeof a->table;
+    a->table.name = v2->name;
+    a->table.version = v2->version;
+    a->table.source = v2->source;
+    a->table.backends = v2->backends;
+    /* open and close: abi2_open / abi2_close (the face's stay NULL: they take no adapter). */
+    if (v2->prefill) {
+        a->prefill.refuse = v2->prefill->refuse ? abi2_prefill_refuse : NULL;
+        a->prefill.launch = v2->prefill->launch ? abi2_prefill_launch : NULL;
+        a->prefill.prepare = v2->prefill->prepare ? abi2_prefill_prepare : NULL;
+        a->table.prefill = &a->prefill;
+    }
+    const struct {
+        const ppbk_v2_decode_ops *from;
+        ppbk_decode_ops *to, with;
+        const ppbk_decode_ops **slot;
+    } decode[] = {
+        {v2->decode_v1, &a->decode_v1, {abi2_decode_v1_refuse, abi2_decode_v1_launch, abi2_decode_v1_prepare},
+         &a->table.decode_v1},
+        {v2->decode_v2, &a->decode_v2, {abi2_decode_v2_refuse, abi2_decode_v2_launch, abi2_decode_v2_prepare},
+         &a->table.decode_v2},
+    };
+    for (size_t i = 0; i < sizeof decode / sizeof *decode; i++) {
+        if (!decode[i].from)
+            continue;
+        decode[i].to->refuse = decode[i].from->refuse ? decode[i].with.refuse : NULL;
+        decode[i].to->launch = decode[i].from->launch ? decode[i].with.launch : NULL;
+        decode[i].to->prepare = decode[i].from->prepare ? decode[i].with.prepare : NULL;
+        *decode[i].slot = decode[i].to;
+    }
+}
+
+/* The version-2 open, and the adapter as the context of every later call. */
+static int abi2_open(abi2_adapter *a, const ppbk_device *dev, void **ctx, char *why, size_t why_len)
+{
+    int rc = a->v2->open ? a->v2->open(dev, why, why_len) : PPBK_OK;
+    if (rc == PPBK_OK)
+        *ctx = a;
+    return rc;
+}
+
+static void abi2_close(abi2_adapter *a)
+{
+    if (a->v2->close)
+        a->v2->close();
+}
+
 /* ---- loading one library ----------------------------------------------------------- */
 
 /* A loaded library. Kept open for the life of the process: its table and
@@ -141,22 +258,17 @@ static void search_path(path_list *l)
 typedef struct loaded {
     ppb_impl_info info;
     void *handle;
-    const ppbk_impl *table;
+    const ppbk_impl *table;  /* the library's own, or &abi2.table for a version-2 one */
+    int is_abi2;
+    abi2_adapter abi2;
     int open_state;          /* 0 not opened, 1 opened, -1 open failed */
+    void *ctx;               /* what open stored (opened) */
     char open_error[512];
 } loaded;
 
 static loaded libraries[MAX_LIBRARIES];
 static int n_libraries;
 static int scanned;
-/* The built-in kernels' table, when a backend has them (ppb_impl_set_builtin). */
-static loaded builtin;
-
-void ppb_impl_set_builtin(const ppbk_impl *table)
-{
-    memset(&builtin, 0, sizeof builtin);
-    builtin.table = table;
-}
 
 static void file_checksum(const char *path, char out[17])
 {
@@ -230,18 +342,27 @@ static void load_library(loaded *l, const char *path)
         snprintf(info->error, sizeof info->error, "%s returned no table", PPBK_ENTRY_SYMBOL);
         return;
     }
+    /* abi_version and struct_size lead the table in every version. */
     info->abi_version = t->abi_version;
-    if (t->abi_version != PPBK_ABI_VERSION) {
+    if (t->abi_version != PPBK_ABI_VERSION && t->abi_version != PPBK_ABI_VERSION_2) {
         snprintf(info->error, sizeof info->error,
-                 "kernel ABI version %u; this ppbench speaks version %d: rebuild the plugin against "
+                 "kernel ABI version %u; this ppbench loads versions %d and %d: rebuild the plugin against "
                  "kernels/ppb_kernel_abi.h",
-                 t->abi_version, PPBK_ABI_VERSION);
+                 t->abi_version, PPBK_ABI_VERSION_2, PPBK_ABI_VERSION);
         return;
     }
-    if (t->struct_size < sizeof(ppbk_impl)) {
-        snprintf(info->error, sizeof info->error, "table of %u bytes, version %d needs %zu", t->struct_size,
-                 PPBK_ABI_VERSION, sizeof(ppbk_impl));
+    size_t need = t->abi_version == PPBK_ABI_VERSION ? sizeof(ppbk_impl) : sizeof(ppbk_v2_impl);
+    if (t->struct_size < need) {
+        snprintf(info->error, sizeof info->error, "table of %u bytes, version %u needs %zu", t->struct_size,
+                 t->abi_version, need);
         return;
+    }
+    if (t->abi_version == PPBK_ABI_VERSION_2) {
+        /* From here on the library is called as version 3, through the adapter. */
+        abi2_wrap(&l->abi2, (const ppbk_v2_impl *)(const void *)t);
+        l->is_abi2 = 1;
+        info->adapted = 1;
+        t = &l->abi2.table;
     }
     if (!ppb_impl_name_valid(t->name)) {
         snprintf(info->error, sizeof info->error,
@@ -536,7 +657,7 @@ static int call_fail(const ppb_impl_call *call, const char *name, int rc, char *
 {
     ppb_term_clean(why, 0);
     int code = rc == PPBK_REFUSED ? PPB_EREFUSED : PPB_EFAIL;
-    if (call->impl == builtin.table)
+    if (call->builtin)
         return ppb_fail(err, code, "%s", why[0] ? why : fallback);
     return ppb_fail(err, code, "impl %s: %s%s", name, step, why[0] ? why : fallback);
 }
@@ -545,14 +666,18 @@ static int call_open(loaded *l, const ppbk_device *dev, const char *impl, ppb_er
 {
     if (l->open_state == 0) {
         l->open_state = 1;
-        if (l->table->open) {
+        if (l->is_abi2 || l->table->open) {
             char why[512] = "";
+            void *ctx = NULL;
             ppb_impl_call probe = {.impl = l->table};
             enter_call(&probe, "open");
-            int rc = l->table->open(dev, why, PLUGIN_MSG_LEN(why));
+            int rc = l->is_abi2 ? abi2_open(&l->abi2, dev, &ctx, why, PLUGIN_MSG_LEN(why))
+                                : l->table->open(dev, &ctx, why, PLUGIN_MSG_LEN(why));
             leave_call();
-            if (rc != PPBK_OK) {
-                l->open_state = -1;
+            if (rc == PPBK_OK) {
+                l->ctx = ctx; /* passed to every later call and to close */
+            } else {
+                l->open_state = -1; /* close is not called: a failed open cleans up after itself */
                 ppb_term_clean(why, 0);
                 snprintf(l->open_error, sizeof l->open_error, "%s", why[0] ? why : "open failed");
             }
@@ -563,16 +688,10 @@ static int call_open(loaded *l, const ppbk_device *dev, const char *impl, ppb_er
     return PPB_OK;
 }
 
-/* The library (or the built-in table) that runs a case's implementation. */
+/* The library that runs a case's implementation (not builtin). */
 static int find_implementation(const ppb_case *c, loaded **out, ppb_err *err)
 {
     const char *impl = ppb_impl_name(c->config.impl);
-    if (c->config.impl == PPB_IMPL_BUILTIN) {
-        if (!builtin.table)
-            return ppb_fail(err, PPB_EINPUT, "impl builtin: this backend runs its built-in kernels itself");
-        *out = &builtin;
-        return PPB_OK;
-    }
     const char *name = ppb_impl_library_name(c->config.impl);
     if (!name)
         return ppb_fail(err, PPB_EINPUT, "impl %s is not a plugin", impl ? impl : "?");
@@ -583,33 +702,46 @@ static int find_implementation(const ppb_case *c, loaded **out, ppb_err *err)
     return *out ? PPB_OK : missing(impl, name, err);
 }
 
-int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev, ppb_err *err)
+int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev, const ppb_impl_ref *builtin,
+                  ppb_err *err)
 {
     memset(call, 0, sizeof *call);
     const char *impl = ppb_impl_name(c->config.impl);
     loaded *l = NULL;
-    int rc = find_implementation(c, &l, err);
-    if (rc)
-        return rc;
-    call->impl = l->table;
+    int rc = PPB_OK;
+    if (c->config.impl == PPB_IMPL_BUILTIN) {
+        if (!builtin || !builtin->table)
+            return ppb_fail(err, PPB_EINPUT, "impl builtin: this backend runs its built-in kernels itself");
+        call->impl = builtin->table;
+        call->ctx = builtin->ctx; /* opened by the backend */
+        call->builtin = 1;
+    } else {
+        if ((rc = find_implementation(c, &l, err)))
+            return rc;
+        call->impl = l->table;
+    }
+    const ppbk_impl *t = call->impl;
     call->dev = *dev;
     call->kernel = c->kernel;
-    if (!(l->table->backends & dev->backend))
+    if (!(t->backends & dev->backend))
         return ppb_fail(err, PPB_EREFUSED, "impl %s has no %s backend (it runs on %s)", impl,
                         dev->backend == PPBK_BACKEND_CPU ? "cpu" : "cuda",
-                        l->table->backends & PPBK_BACKEND_CUDA ? "cuda" : "cpu");
+                        t->backends & PPBK_BACKEND_CUDA ? "cuda" : "cpu");
     const ppb_config *k = &c->config;
     const char *missing_kernel = NULL;
-    if (c->kernel == PPB_PREFIX_PREFILL && !l->table->prefill)
+    if (c->kernel == PPB_PREFIX_PREFILL && !t->prefill)
         missing_kernel = "prefix_prefill";
-    else if (c->kernel == PPB_PAGED_ATTENTION && k->version == 1 && !l->table->decode_v1)
+    else if (c->kernel == PPB_PAGED_ATTENTION && k->version == 1 && !t->decode_v1)
         missing_kernel = "paged_attention v1";
-    else if (c->kernel == PPB_PAGED_ATTENTION && k->version == 2 && !l->table->decode_v2)
+    else if (c->kernel == PPB_PAGED_ATTENTION && k->version == 2 && !t->decode_v2)
         missing_kernel = "paged_attention v2";
     if (missing_kernel)
         return ppb_fail(err, PPB_EREFUSED, "impl %s provides no %s kernel", impl, missing_kernel);
-    if ((rc = call_open(l, dev, impl, err)))
-        return rc;
+    if (l) {
+        if ((rc = call_open(l, dev, impl, err)))
+            return rc;
+        call->ctx = l->ctx;
+    }
     ppb_kernel_view v;
     ppb_kernel_view_of_case(c, &v);
     call->prefill_cfg = v.prefill_cfg;
@@ -619,10 +751,10 @@ int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev
     char why[sizeof call->note] = "";
     enter_call(call, "refuse");
     if (c->kernel == PPB_PREFIX_PREFILL)
-        rc = call->impl->prefill->refuse(dev, &call->prefill_cfg, &call->prefill, why, PLUGIN_MSG_LEN(why));
+        rc = t->prefill->refuse(call->ctx, dev, &call->prefill_cfg, &call->prefill, why, PLUGIN_MSG_LEN(why));
     else
-        rc = (k->version == 1 ? call->impl->decode_v1 : call->impl->decode_v2)
-                 ->refuse(dev, &call->decode_cfg, &call->decode, why, PLUGIN_MSG_LEN(why));
+        rc = (k->version == 1 ? t->decode_v1 : t->decode_v2)
+                 ->refuse(call->ctx, dev, &call->decode_cfg, &call->decode, why, PLUGIN_MSG_LEN(why));
     leave_call();
     if (rc == PPBK_OK) {
         memcpy(call->note, why, sizeof call->note);
@@ -642,9 +774,10 @@ int ppb_impl_launch(const ppb_impl_call *call, void *stream, ppb_err *err)
     char why[512] = "";
     enter_call(call, "launch");
     int rc = call->kernel == PPB_PREFIX_PREFILL
-                 ? call->impl->prefill->launch(&call->dev, &call->prefill_cfg, &call->prefill, stream, why,
+                 ? call->impl->prefill->launch(call->ctx, &call->dev, &call->prefill_cfg, &call->prefill, stream, why,
                                                PLUGIN_MSG_LEN(why))
-                 : decode_ops(call)->launch(&call->dev, &call->decode_cfg, &call->decode, stream, why, PLUGIN_MSG_LEN(why));
+                 : decode_ops(call)->launch(call->ctx, &call->dev, &call->decode_cfg, &call->decode, stream, why,
+                                            PLUGIN_MSG_LEN(why));
     leave_call();
     return rc == PPBK_OK ? PPB_OK : call_fail(call, call->impl->name, rc, why, "launch: ", "failed without a reason", err);
 }
@@ -657,10 +790,12 @@ int ppb_impl_prepare(const ppb_impl_call *call, ppb_resources *res, ppb_err *err
     int rc = PPBK_OK, known = 0;
     enter_call(call, "prepare");
     if (call->kernel == PPB_PREFIX_PREFILL && call->impl->prefill->prepare) {
-        rc = call->impl->prefill->prepare(&call->dev, &call->prefill_cfg, &call->prefill, &r, why, PLUGIN_MSG_LEN(why));
+        rc = call->impl->prefill->prepare(call->ctx, &call->dev, &call->prefill_cfg, &call->prefill, &r, why,
+                                          PLUGIN_MSG_LEN(why));
         known = 1;
     } else if (call->kernel == PPB_PAGED_ATTENTION && decode_ops(call)->prepare) {
-        rc = decode_ops(call)->prepare(&call->dev, &call->decode_cfg, &call->decode, &r, why, PLUGIN_MSG_LEN(why));
+        rc = decode_ops(call)->prepare(call->ctx, &call->dev, &call->decode_cfg, &call->decode, &r, why,
+                                       PLUGIN_MSG_LEN(why));
         known = 1;
     }
     leave_call();
@@ -727,8 +862,10 @@ void ppb_impl_unload_all(void)
 {
     for (int i = 0; i < n_libraries; i++) {
         loaded *l = &libraries[i];
-        if (l->open_state > 0 && l->table && l->table->close)
-            l->table->close();
+        if (l->open_state > 0 && l->is_abi2)
+            abi2_close(&l->abi2);
+        else if (l->open_state > 0 && l->table && l->table->close)
+            l->table->close(l->ctx);
         if (l->handle)
             dlclose(l->handle);
     }

@@ -2,14 +2,17 @@
  * docs/KERNEL-ABI.md): the built-in CUDA kernels and plugin libraries.
  *
  * A case's `impl` field names the implementation (case.h). Implementation 0,
- * builtin, is the table a backend registers (ppb_impl_set_builtin: the CUDA
- * backend's kernels/runtime/ppb_builtin.h; the CPU backend computes builtin
- * cases itself); every other one is a shared library found on the search
- * path, loaded with dlopen, checked (entry symbol, ABI version, table size,
- * name) and called through its table. The backends ask this module for a
- * bound call (ppb_impl_call) and launch it on their own buffers, so guard
- * zones, poisoning, the reference check and the timing loop are the same
- * code for every implementation.
+ * builtin, is the table and context a backend hands to ppb_impl_bind (the
+ * CUDA backend's kernels/runtime/ppb_builtin.h over its kernel runtime; the
+ * CPU backend computes builtin cases itself and hands none); every other one
+ * is a shared library found on the search path, loaded with dlopen, checked
+ * (entry symbol, ABI version, table size, name), opened once per process and
+ * called through its table with the context its open returned. A table of
+ * ABI version 2 (no context) is wrapped on loading so that it looks like
+ * version 3 to everything else (kernels/ppb_kernel_abi_v2.h). The backends
+ * ask this module for a bound call (ppb_impl_call) and launch it on their own
+ * buffers, so guard zones, poisoning, the reference check and the timing loop
+ * are the same code for every implementation.
  *
  * Search path, in order: each --plugin PATH (a library or a folder), the
  * entries of $PPBENCH_PLUGIN_PATH (colon-separated, files or folders),
@@ -24,8 +27,13 @@
 #include "ppb_kernel_abi.h"
 #include "result.h"
 
-/* The built-in kernels' table for `impl: builtin` (NULL: none here). */
-void ppb_impl_set_builtin(const ppbk_impl *table);
+/* An implementation ready to be called: its table and the context its open
+ * stored (NULL when it has none). The built-in kernels' belongs to the
+ * backend that opened it (ppb_builtin_open); a plugin's to this module. */
+typedef struct ppb_impl_ref {
+    const ppbk_impl *table;
+    void *ctx;
+} ppb_impl_ref;
 
 /* --plugin PATH: searched before everything else (and inherited by worker processes). */
 void ppb_impl_add_search_path(const char *path);
@@ -42,6 +50,7 @@ typedef struct ppb_impl_info {
     unsigned abi_version, backends;
     int has_prefill, has_decode_v1, has_decode_v2;
     char checksum[17];       /* FNV-1a 64 of the library file */
+    int adapted;             /* 1: an ABI version-2 table, called through the adapter */
     int usable;              /* 0: `error` says why not */
     int shadowed;            /* 1: an earlier library has the same name */
     char error[512];
@@ -61,6 +70,8 @@ void ppb_impl_kernels_text(int prefill, int v1, int v2, char *buf, size_t len);
  * `prefill` / `decode` and then launches. */
 typedef struct ppb_impl_call {
     const ppbk_impl *impl;
+    void *ctx;               /* what the implementation's open stored: every call gets it */
+    int builtin;             /* the backend's built-in kernels (their messages carry no "impl NAME: ") */
     ppbk_device dev;
     ppb_kernel_kind kernel;
     ppbk_prefill_config prefill_cfg;
@@ -72,9 +83,12 @@ typedef struct ppb_impl_call {
 
 /* Load the case's implementation (once per process), open it for `dev` (once),
  * check that it provides the case's kernel on this backend, fill the call and
- * ask the plugin's refuse. PPB_EREFUSED with a reason naming the
- * implementation when it cannot run the case; PPB_EFAIL for a broken library. */
-int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev, ppb_err *err);
+ * ask the plugin's refuse. `builtin`: the backend's built-in kernels, opened
+ * by it, for `impl: builtin` (NULL: this backend runs them itself).
+ * PPB_EREFUSED with a reason naming the implementation when it cannot run the
+ * case; PPB_EFAIL for a broken library. */
+int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev, const ppb_impl_ref *builtin,
+                  ppb_err *err);
 
 /* Launch (asynchronously on `stream` for CUDA). */
 int ppb_impl_launch(const ppb_impl_call *call, void *stream, ppb_err *err);

@@ -11,13 +11,17 @@ export PPBENCH_DB="$WORK/p.db"
 # impls: builtin and the example with its table; broken libraries with their reasons, exit 1.
 expect_rc 0 "$PPB" impls --plugin "$PLUG"
 grep -q "^builtin " "$WORK/out" || fail "builtin not listed"
-grep -q "^plugin:example-cpu .*prefix_prefill,paged_attention_v1,paged_attention_v2 *cpu *2 " "$WORK/out" \
+grep -q "^plugin:example-cpu .*prefix_prefill,paged_attention_v1,paged_attention_v2 *cpu *3 " "$WORK/out" \
   || { cat "$WORK/out"; fail "example plugin not listed with kernels, backend and ABI"; }
 grep -q "checksum fnv1a64:[0-9a-f]\{16\}" "$WORK/out" || fail "no checksum"
 expect_rc 1 "$PPB" impls --plugin "$BAD"
 for why in "no symbol ppbk_entry" "kernel ABI version 999" "returned no table" "invalid implementation name"; do
   grep -q "$why" "$WORK/out" || { cat "$WORK/out"; fail "impls did not say '$why'"; }
 done
+# A plugin built against kernel ABI version 2 still loads (through the adapter), and says so.
+grep -q "^plugin:abi2-plugin .*prefix_prefill,paged_attention_v1 *cpu *2 " "$WORK/out" \
+  && grep -q "(kernel ABI 2: loaded through the version-2 adapter)" "$WORK/out" \
+  || { cat "$WORK/out"; fail "the version-2 plugin is not listed as usable through the adapter"; }
 
 # run: every smoke case on the plugin, checked against the float64 reference.
 total=$("$PPB" list "$SRC/suites/smoke.yaml" | wc -l)
@@ -40,6 +44,19 @@ set +e; "$PPB" run "$SRC/suites/smoke-decode.yaml" --plugin "$PLUG" --impl plugi
 grep -q "kernel wrote [0-9]* B past tmp_out" "$WORK/out" || { cat "$WORK/out"; fail "the plugin's overrun was not measured"; }
 if grep -E "^(wrong|error)" "$WORK/out" | grep -v "hp=\(64\|512\)" | grep -q .; then
   cat "$WORK/out"; fail "a decode case without an overrun failed on the plugin"
+fi
+
+# The same kernels behind a kernel ABI version-2 table (tests/plugin/example_cpu_plugin_abi2.c): loaded
+# through the adapter, every prefill case correct, and decode v1/v2 as above (the v2 scratch included).
+abi2=(--plugin "$PLUG/libppbk_example_cpu_abi2.so" --impl plugin:example-cpu-abi2 --backend cpu --no-progress)
+expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/abi2.db" "${abi2[@]}"
+grep -q "^$total results:" "$WORK/out" && ! grep "^$total results:" "$WORK/out" | grep -Eq "wrong|error|refused|skipped|crashed" \
+  || { cat "$WORK/out"; fail "not every case correct and timed on the version-2 plugin"; }
+set +e; "$PPB" run "$SRC/suites/smoke-decode.yaml" --db "$WORK/abi2.db" "${abi2[@]}" >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
+[ "$rc" -le 1 ] || { cat "$WORK/err"; fail "decode on the version-2 plugin exited $rc"; }
+grep -q "kernel wrote [0-9]* B past tmp_out" "$WORK/out" || { cat "$WORK/out"; fail "version-2 plugin: overrun not measured"; }
+if grep -E "^(wrong|error)" "$WORK/out" | grep -v "hp=\(64\|512\)" | grep -q .; then
+  cat "$WORK/out"; fail "a decode case without an overrun failed on the version-2 plugin"
 fi
 
 # Without the library: refused with the reason, never run on something else.

@@ -182,7 +182,7 @@ static void reference(inputs *in, float sm_scale)
 
 /* One launch of `ops` (version 1 or 2), checked against the reference.
  * Returns 0 when within tolerance. */
-static int run_case(const ppbk_decode_ops *ops, const ppbk_device *dev, inputs *in,
+static int run_case(const ppbk_decode_ops *ops, void *pctx, const ppbk_device *dev, inputs *in,
                     const ppb_decode_args *base, int version, int partition_size, cudaStream_t stream)
 {
     char why[512] = "";
@@ -200,14 +200,14 @@ static int run_case(const ppbk_decode_ops *ops, const ppbk_device *dev, inputs *
     shape.block_table = shape.seq_lens = NULL;
     shape.exp_sums = shape.max_logits = NULL;
 
-    int rc = ops->refuse(dev, &cfg, &shape, why, sizeof why);
+    int rc = ops->refuse(pctx, dev, &cfg, &shape, why, sizeof why);
     if (rc != PPBK_OK) {
         printf("%-16s %s: %s\n", label, rc == PPBK_REFUSED ? "REFUSED" : "FAILED", why);
         return 1;
     }
     if (ops->prepare) {
         ppbk_resources r = {0};
-        if (ops->prepare(dev, &cfg, &shape, &r, why, sizeof why) == PPBK_OK)
+        if (ops->prepare(pctx, dev, &cfg, &shape, &r, why, sizeof why) == PPBK_OK)
             printf("%-16s %d registers, %d B static + %d B dynamic shared memory, %d B local, %d max threads\n",
                    label, r.registers, r.static_smem, r.dynamic_smem, r.local_bytes, r.max_threads);
         else
@@ -227,7 +227,7 @@ static int run_case(const ppbk_decode_ops *ops, const ppbk_device *dev, inputs *
     args.max_logits = max_logits;
     CUDA_OK(cudaMemset(args.out, 0xff, out_bytes)); /* bf16 NaN: an unwritten output shows */
 
-    rc = ops->launch(dev, &cfg, &args, (void *)stream, why, sizeof why);
+    rc = ops->launch(pctx, dev, &cfg, &args, (void *)stream, why, sizeof why);
     if (rc != PPBK_OK) {
         printf("%-16s launch %s: %s\n", label, rc == PPBK_REFUSED ? "refused" : "failed", why);
         return 1;
@@ -308,7 +308,8 @@ int main(int argc, char **argv)
            prop.major, prop.minor, dev.sm_count, dev.warp_size, dev.smem_optin);
 
     char why[512] = "";
-    if (impl->open && impl->open(&dev, why, sizeof why) != PPBK_OK) {
+    void *pctx = NULL; /* the plugin's context: from its open, to every call and its close */
+    if (impl->open && impl->open(&dev, &pctx, why, sizeof why) != PPBK_OK) {
         printf("open failed: %s\n", why);
         return 1;
     }
@@ -344,13 +345,13 @@ int main(int argc, char **argv)
     CUDA_OK(cudaStreamCreate(&stream));
 
     int failed = 0;
-    failed += run_case(impl->decode_v1, &dev, &in, &base, 1, 0, stream);
-    failed += run_case(impl->decode_v2, &dev, &in, &base, 2, 512, stream);
-    failed += run_case(impl->decode_v2, &dev, &in, &base, 2, 256, stream);
+    failed += run_case(impl->decode_v1, pctx, &dev, &in, &base, 1, 0, stream);
+    failed += run_case(impl->decode_v2, pctx, &dev, &in, &base, 2, 512, stream);
+    failed += run_case(impl->decode_v2, pctx, &dev, &in, &base, 2, 256, stream);
 
     CUDA_OK(cudaStreamDestroy(stream));
     if (impl->close)
-        impl->close();
+        impl->close(pctx);
     printf("%s\n", failed ? "FAILED" : "PASSED");
     return failed ? 1 : 0;
 }

@@ -145,7 +145,8 @@ int main(int argc, char **argv)
     printf("device cc %d, warp %d, %d SMs, %d B shared memory opt-in\n", dev.cc, warp, sms, optin);
 
     char why[512] = "";
-    if (impl->open && impl->open(&dev, why, sizeof why) != PPBK_OK)
+    void *pctx = NULL; /* the plugin's context: from its open, to every call and its close */
+    if (impl->open && impl->open(&dev, &pctx, why, sizeof why) != PPBK_OK)
         die(3, "open", why);
 
     /* Lengths, start_loc and a shuffled block table over NBLOCKS pages (one spare). */
@@ -195,14 +196,14 @@ int main(int argc, char **argv)
     printf("case: %s, batch %d, query %d, context %d, heads %d/%d, D %d, page %d, window %d; "
            "block %d, warps %d\n", fp16 ? "fp16" : "bf16", BATCH, QLEN, CTX, H, KVH, D, PAGE, window, block, warps);
 
-    int rc = impl->prefill->refuse(&dev, &cfg, &a, why, sizeof why);
+    int rc = impl->prefill->refuse(pctx, &dev, &cfg, &a, why, sizeof why);
     if (rc != PPBK_OK) {
         printf("refused: %s\n", why);
         return rc == PPBK_REFUSED ? 2 : 3;
     }
     if (impl->prefill->prepare) {
         ppbk_resources res = {0};
-        if (impl->prefill->prepare(&dev, &cfg, &a, &res, why, sizeof why) == PPBK_OK)
+        if (impl->prefill->prepare(pctx, &dev, &cfg, &a, &res, why, sizeof why) == PPBK_OK)
             printf("resources: %d registers, %d B static + %d B dynamic shared, %d B local, %d max threads\n",
                    res.registers, res.static_smem, res.dynamic_smem, res.local_bytes, res.max_threads);
     }
@@ -220,7 +221,7 @@ int main(int argc, char **argv)
     check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     /* Twice, as ppbench's check-then-time does: the second launch must give the same answer. */
     for (int rep = 0; rep < 2; rep++)
-        if (impl->prefill->launch(&dev, &cfg, &a, (void *)stream, why, sizeof why) != PPBK_OK)
+        if (impl->prefill->launch(pctx, &dev, &cfg, &a, (void *)stream, why, sizeof why) != PPBK_OK)
             die(3, "launch", why);
     check(cuStreamSynchronize(stream), "kernel");
     check(cuMemcpyDtoH(out, dout, nq * 2), "cuMemcpyDtoH");
@@ -262,7 +263,7 @@ int main(int argc, char **argv)
             }
     printf("max abs err %.3e (tolerance %.0e), %d NaN outputs\n", max_err, TOLERANCE, bad);
     if (impl->close)
-        impl->close();
+        impl->close(pctx);
     free(q), free(k), free(v), free(out), free(kc), free(vc), free(kctx), free(vctx), free(s);
     return max_err <= TOLERANCE && !bad ? 0 : 1;
 }

@@ -78,9 +78,10 @@ class DecodeArgs(ctypes.Structure):  # ppb_decode_args
 
 
 _P = ctypes.POINTER
-DECODE_FN = ctypes.CFUNCTYPE(c_int, _P(Device), _P(DecodeConfig), _P(DecodeArgs), c_char_p, c_size_t)
-LAUNCH_FN = ctypes.CFUNCTYPE(c_int, _P(Device), _P(DecodeConfig), _P(DecodeArgs), c_vp, c_char_p, c_size_t)
-OPEN_FN = ctypes.CFUNCTYPE(c_int, _P(Device), c_char_p, c_size_t)
+# Kernel ABI version 3: every call takes the context open stored first.
+DECODE_FN = ctypes.CFUNCTYPE(c_int, c_vp, _P(Device), _P(DecodeConfig), _P(DecodeArgs), c_char_p, c_size_t)
+LAUNCH_FN = ctypes.CFUNCTYPE(c_int, c_vp, _P(Device), _P(DecodeConfig), _P(DecodeArgs), c_vp, c_char_p, c_size_t)
+OPEN_FN = ctypes.CFUNCTYPE(c_int, _P(Device), _P(c_vp), c_char_p, c_size_t)
 
 
 class DecodeOps(ctypes.Structure):  # ppbk_decode_ops
@@ -93,7 +94,7 @@ class Impl(ctypes.Structure):  # ppbk_impl
                 ("prefill", c_vp), ("decode_v1", _P(DecodeOps)), ("decode_v2", _P(DecodeOps))]
 
 
-PPBK_ABI_VERSION, PPBK_BACKEND_CUDA, PPBK_OK = 2, 2, 0
+PPBK_ABI_VERSION, PPBK_BACKEND_CUDA, PPBK_OK = 3, 2, 0
 LAYOUT = {"ppbk_device": (Device, 32), "ppbk_decode_config": (DecodeConfig, 32),
           "ppbk_decode_ops": (DecodeOps, 24), "ppbk_impl": (Impl, 80), "ppb_decode_args": (DecodeArgs, 112)}
 # Sizes measured with gcc on x86-64 Linux from the headers (LP64).
@@ -364,14 +365,15 @@ def cuda_plugin(path):
                  getattr(props, "warp_size", 32), props.multi_processor_count,
                  getattr(props, "shared_memory_per_block_optin", 0))
     why = ctypes.create_string_buffer(1024)
-    if tab.open and tab.open(ctypes.byref(dev), why, len(why)) != PPBK_OK:
+    ctx = c_vp()  # the plugin's context (vllm-cuda keeps none: NULL), passed to every call
+    if tab.open and tab.open(ctypes.byref(dev), ctypes.byref(ctx), why, len(why)) != PPBK_OK:
         raise CaseError(f"{path}: open failed: {why.value.decode(errors='replace')}")
-    _plugins[path] = (lib, tab, dev)
+    _plugins[path] = (lib, tab, dev, ctx)
     return _plugins[path]
 
 
 def cuda_case(path, res, arrays):
-    lib, tab, dev = cuda_plugin(path)
+    lib, tab, dev, ctx = cuda_plugin(path)
     version = res["version"]
     ops = tab.decode_v1 if version == 1 else tab.decode_v2
     if not ops:
@@ -399,7 +401,8 @@ def cuda_case(path, res, arrays):
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 
     def launch():
-        if ops.launch(ctypes.byref(dev), ctypes.byref(cfg), ctypes.byref(args), stream, why, len(why)) != PPBK_OK:
+        if ops.launch(ctx, ctypes.byref(dev), ctypes.byref(cfg), ctypes.byref(args), stream, why,
+                      len(why)) != PPBK_OK:
             raise CaseError(f"launch: {why.value.decode(errors='replace')}")
 
     launch.buffers = (t, tmp, es, ml)  # args holds raw pointers: keep the tensors alive with the launch

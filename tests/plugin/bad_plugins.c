@@ -15,6 +15,11 @@
  *                before its input block_table; with BAD_CUDA too, "bad-scribble-cuda" does
  *                the same to device buffers (tests/gpu/run.sh builds it with nvcc)
  *   BAD_HANG     "bad-hang": a prefill launch that never returns
+ *   BAD_ABI2     "abi2-plugin": not broken but old, a table of kernel ABI version 2 (no
+ *                context; ppb_kernel_abi_v2.h) that ppbench loads through its adapter:
+ *                open, prefill refuse (a note saying how often open ran), prepare (42
+ *                registers), launch (fails, saying it was reached) and decode_v1 refuse
+ *                (refuses, saying so); no decode_v2
  * Apart from its one fault each table is well formed, so nothing else trips. */
 #include <limits.h>
 #include <signal.h>
@@ -25,13 +30,14 @@
 #include <unistd.h>
 
 #include "ppb_kernel_abi.h"
+#include "ppb_kernel_abi_v2.h"
 #ifdef BAD_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
 #if defined(BAD_NOSYM) + defined(BAD_VERSION) + defined(BAD_NULL) + defined(BAD_CRASH) + defined(BAD_NAME) + \
         defined(BAD_NONUL) + defined(BAD_EXIT) + defined(BAD_RESOURCES) + defined(BAD_SCRIBBLE) + \
-        defined(BAD_HANG) != 1
+        defined(BAD_HANG) + defined(BAD_ABI2) != 1
 #error "define exactly one BAD_* (see the list above)"
 #endif
 
@@ -41,10 +47,97 @@
 #define EXPORT
 #endif
 
-static int bad_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
-                      char *why, size_t why_len)
+#ifdef BAD_ABI2
+/* A plugin built against version 2 keeps what it needs at file scope: how
+ * often open ran (its refuse reports it, so a test sees the adapter opened it). */
+static int times_opened;
+
+static int abi2_open(const ppbk_device *dev, char *why, size_t why_len)
+{
+    if (dev->backend != PPBK_BACKEND_CPU) {
+        snprintf(why, why_len, "abi2-plugin runs on the CPU backend only");
+        return PPBK_FAILED;
+    }
+    times_opened++;
+    return PPBK_OK;
+}
+
+static void abi2_close(void)
+{
+    times_opened = 0;
+}
+
+static int abi2_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
+                       char *why, size_t why_len)
 {
     (void)dev, (void)cfg, (void)shape;
+    snprintf(why, why_len, "version-2 table, opened %d time(s)", times_opened);
+    return PPBK_OK;
+}
+
+static int abi2_prepare(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
+                        ppbk_resources *out, char *why, size_t why_len)
+{
+    (void)dev, (void)cfg, (void)shape, (void)why, (void)why_len;
+    out->registers = 42;
+    out->max_threads = 128;
+    return PPBK_OK;
+}
+
+static int abi2_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *args,
+                       void *stream, char *why, size_t why_len)
+{
+    (void)dev, (void)cfg, (void)args, (void)stream;
+    snprintf(why, why_len, "the version-2 launch was reached (it computes nothing)");
+    return PPBK_FAILED;
+}
+
+static int abi2_decode_refuse(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
+                              char *why, size_t why_len)
+{
+    (void)dev, (void)shape;
+    snprintf(why, why_len, "the version-2 decode_v1 refuse was reached (version %d)", cfg->version);
+    return PPBK_REFUSED;
+}
+
+static int abi2_decode_launch(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *args,
+                              void *stream, char *why, size_t why_len)
+{
+    (void)dev, (void)cfg, (void)args, (void)stream;
+    snprintf(why, why_len, "never accepted");
+    return PPBK_FAILED;
+}
+
+static const ppbk_v2_prefill_ops abi2_prefill = {abi2_refuse, abi2_launch, abi2_prepare};
+static const ppbk_v2_decode_ops abi2_decode = {abi2_decode_refuse, abi2_decode_launch, NULL};
+
+static const ppbk_v2_impl abi2_impl = {
+    .abi_version = PPBK_ABI_VERSION_2,
+    .struct_size = sizeof(ppbk_v2_impl),
+    .name = "abi2-plugin",
+    .version = "2",
+    .source = "ppbench tests/plugin/bad_plugins.c",
+    .backends = PPBK_BACKEND_CPU,
+    .open = abi2_open,
+    .close = abi2_close,
+    .prefill = &abi2_prefill,
+    .decode_v1 = &abi2_decode,
+    .decode_v2 = NULL,
+};
+
+/* A version-2 plugin's entry returned a pointer to its (version-2) table. */
+EXPORT const ppbk_v2_impl *ppbk_entry(void);
+EXPORT const ppbk_v2_impl *ppbk_entry(void)
+{
+    return &abi2_impl;
+}
+
+#else /* every other BAD_*: a version-3 table */
+
+static int bad_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                      const ppb_prefill_args *shape, char *why, size_t why_len)
+{
+    (void)ctx, (void)dev, (void)cfg, (void)shape;
 #if defined(BAD_CRASH) || defined(BAD_EXIT) || defined(BAD_RESOURCES) || defined(BAD_SCRIBBLE) || defined(BAD_HANG)
     (void)why, (void)why_len;
     return PPBK_OK; /* accept everything, so the crashing (exiting, absurd) call is reached */
@@ -58,10 +151,10 @@ static int bad_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
 #endif
 }
 
-static int bad_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *args,
-                      void *stream, char *why, size_t why_len)
+static int bad_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                      const ppb_prefill_args *args, void *stream, char *why, size_t why_len)
 {
-    (void)dev, (void)cfg, (void)args, (void)stream;
+    (void)ctx, (void)dev, (void)cfg, (void)args, (void)stream;
 #ifdef BAD_CRASH
     (void)why, (void)why_len;
     raise(SIGSEGV); /* what a wild write in a kernel ends in, without the undefined behaviour */
@@ -105,10 +198,10 @@ static int bad_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, co
 }
 
 #ifdef BAD_RESOURCES
-static int bad_prepare(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
-                       ppbk_resources *out, char *why, size_t why_len)
+static int bad_prepare(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                       const ppb_prefill_args *shape, ppbk_resources *out, char *why, size_t why_len)
 {
-    (void)dev, (void)cfg, (void)shape, (void)why, (void)why_len;
+    (void)ctx, (void)dev, (void)cfg, (void)shape, (void)why, (void)why_len;
     out->registers = INT_MAX;
     out->static_smem = -1;
     return PPBK_OK;
@@ -171,3 +264,5 @@ EXPORT const ppbk_impl *ppbk_entry(void)
     return &bad_impl;
 #endif
 }
+
+#endif /* BAD_ABI2 */

@@ -5,13 +5,15 @@
  * maths with an online softmax, fp16 / bf16 storage as uint16_t bits. The
  * tensor layouts are vLLM's, as kernels/attention_args.h describes them.
  *
- * Everything arrives as arguments; the only file-scope objects are the
- * constant tables at the end. `launch` neither allocates nor prints. */
+ * Everything arrives as arguments, the context `open` made included; the
+ * only file-scope objects are the constant tables at the end. `launch`
+ * neither allocates nor prints. */
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ppb_kernel_abi.h"
@@ -173,6 +175,33 @@ static int first_visible(int pos, int window)
     return window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
 }
 
+/* ---- the context ------------------------------------------------------------- */
+
+/* What `open` hands back and every later call receives as `ctx`. This plugin
+ * needs little: the device it was opened for. A GPU plugin keeps its loaded
+ * modules and the like here, so that nothing lives at file scope and two
+ * opens share nothing. */
+typedef struct example_ctx {
+    ppbk_device dev;
+} example_ctx;
+
+static int example_open(const ppbk_device *dev, void **ctx, char *why, size_t why_len)
+{
+    if (!dev || dev->backend != PPBK_BACKEND_CPU)
+        return say(why, why_len, PPBK_FAILED, "example-cpu runs on the CPU backend only");
+    example_ctx *x = malloc(sizeof *x);
+    if (!x)
+        return say(why, why_len, PPBK_FAILED, "example-cpu: out of memory");
+    x->dev = *dev;
+    *ctx = x;
+    return PPBK_OK;
+}
+
+static void example_close(void *ctx)
+{
+    free(ctx);
+}
+
 /* ---- refusals (from the shape and config alone) -------------------------------- */
 
 static int pow2_upto_128(int x)
@@ -180,13 +209,18 @@ static int pow2_upto_128(int x)
     return x > 0 && x <= 128 && (x & (x - 1)) == 0;
 }
 
-/* What both kernels need: this backend, a dtype, a head_dim, heads that group. */
-static int refuse_common(const ppbk_device *dev, int dtype, int head_dim, int page_size, int window,
-                         int shape_head_dim, int shape_page_size, int shape_window, int num_heads,
+/* What both kernels need: the context, this backend, a dtype, a head_dim, heads that group. */
+static int refuse_common(const example_ctx *x, const ppbk_device *dev, int dtype, int head_dim, int page_size,
+                         int window, int shape_head_dim, int shape_page_size, int shape_window, int num_heads,
                          int num_kv_heads, char *why, size_t why_len)
 {
+    if (!x)
+        return say(why, why_len, PPBK_REFUSED, "example-cpu was called without the context its open returned");
     if (!dev || dev->backend != PPBK_BACKEND_CPU)
         return say(why, why_len, PPBK_REFUSED, "example-cpu runs on the CPU backend only");
+    if (dev->device_index != x->dev.device_index)
+        return say(why, why_len, PPBK_REFUSED, "example-cpu was opened for device %d, not %d", x->dev.device_index,
+                   dev->device_index);
     if (dtype != PPB_KDTYPE_FP16 && dtype != PPB_KDTYPE_BF16)
         return say(why, why_len, PPBK_REFUSED, "dtype %d is neither fp16 nor bf16", dtype);
     if (head_dim != 64 && head_dim != 128 && head_dim != 256)
@@ -204,10 +238,10 @@ static int refuse_common(const ppbk_device *dev, int dtype, int head_dim, int pa
     return PPBK_OK;
 }
 
-static int prefill_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
-                          char *why, size_t why_len)
+static int prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                          const ppb_prefill_args *shape, char *why, size_t why_len)
 {
-    int rc = refuse_common(dev, cfg->dtype, cfg->head_dim, cfg->page_size, cfg->sliding_window, shape->head_dim,
+    int rc = refuse_common(ctx, dev, cfg->dtype, cfg->head_dim, cfg->page_size, cfg->sliding_window, shape->head_dim,
                            shape->page_size, shape->sliding_window, shape->num_heads, shape->num_kv_heads, why,
                            why_len);
     if (rc)
@@ -220,10 +254,10 @@ static int prefill_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg
     return PPBK_OK;
 }
 
-static int decode_refuse(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
-                         int version, char *why, size_t why_len)
+static int decode_refuse(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg,
+                         const ppb_decode_args *shape, int version, char *why, size_t why_len)
 {
-    int rc = refuse_common(dev, cfg->dtype, cfg->head_dim, cfg->page_size, cfg->sliding_window, shape->head_dim,
+    int rc = refuse_common(ctx, dev, cfg->dtype, cfg->head_dim, cfg->page_size, cfg->sliding_window, shape->head_dim,
                            shape->page_size, shape->sliding_window, shape->num_heads, shape->num_kv_heads, why,
                            why_len);
     if (rc)
@@ -245,25 +279,25 @@ static int decode_refuse(const ppbk_device *dev, const ppbk_decode_config *cfg, 
     return PPBK_OK;
 }
 
-static int decode_v1_refuse(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
-                            char *why, size_t why_len)
+static int decode_v1_refuse(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg,
+                            const ppb_decode_args *shape, char *why, size_t why_len)
 {
-    return decode_refuse(dev, cfg, shape, 1, why, why_len);
+    return decode_refuse(ctx, dev, cfg, shape, 1, why, why_len);
 }
 
-static int decode_v2_refuse(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
-                            char *why, size_t why_len)
+static int decode_v2_refuse(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg,
+                            const ppb_decode_args *shape, char *why, size_t why_len)
 {
-    return decode_refuse(dev, cfg, shape, 2, why, why_len);
+    return decode_refuse(ctx, dev, cfg, shape, 2, why, why_len);
 }
 
 /* ---- prefix prefill ------------------------------------------------------------ */
 
-static int prefill_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *a,
-                          void *stream, char *why, size_t why_len)
+static int prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                          const ppb_prefill_args *a, void *stream, char *why, size_t why_len)
 {
     (void)stream; /* NULL on the CPU: the launch is done when it returns */
-    int rc = prefill_refuse(dev, cfg, a, why, why_len);
+    int rc = prefill_refuse(ctx, dev, cfg, a, why, why_len);
     if (rc)
         return rc;
     int dim = a->head_dim, group = a->num_heads / a->num_kv_heads, dtype = cfg->dtype;
@@ -276,22 +310,22 @@ static int prefill_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg
     float q[MAX_HEAD_DIM], k[MAX_HEAD_DIM], v[MAX_HEAD_DIM];
     softmax_row row;
     for (int b = 0; b < a->batch; b++) {
-        int ctx = a->context_lens[b], start = a->start_loc[b];
+        int ctx_len = a->context_lens[b], start = a->start_loc[b];
         const int32_t *block_row = a->block_table + (size_t)b * (size_t)a->max_blocks_per_seq;
         for (int i = 0; i < a->query_lens[b]; i++) {
             size_t token = (size_t)start + (size_t)i;
-            int pos = ctx + i; /* absolute position: the causal mask is bottom-right aligned */
+            int pos = ctx_len + i; /* absolute position: the causal mask is bottom-right aligned */
             for (int h = 0; h < a->num_heads; h++) {
                 int kv_head = h / group;
                 for (int d = 0; d < dim; d++)
                     q[d] = load(a->q, (token * (size_t)a->num_heads + (size_t)h) * (size_t)dim + (size_t)d, dtype);
                 row_start(&row, dim);
                 for (int j = first_visible(pos, a->sliding_window); j <= pos; j++) {
-                    if (j < ctx) { /* a cached token, through the block table */
+                    if (j < ctx_len) { /* a cached token, through the block table */
                         load_cached(a->k_cache, a->v_cache, block_row, j, kv_head, a->num_kv_heads, dim,
                                     a->page_size, dtype, k, v);
                     } else { /* a new token: k, v [tokens, kv_heads, dim] */
-                        size_t at = (((size_t)start + (size_t)(j - ctx)) * (size_t)a->num_kv_heads +
+                        size_t at = (((size_t)start + (size_t)(j - ctx_len)) * (size_t)a->num_kv_heads +
                                      (size_t)kv_head) * (size_t)dim;
                         for (int d = 0; d < dim; d++) {
                             k[d] = load(a->k, at + (size_t)d, dtype);
@@ -345,11 +379,11 @@ static int decode_check_lengths(const ppb_decode_args *a, int part_size, char *w
     return PPBK_OK;
 }
 
-static int decode_v1_launch(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *a,
-                            void *stream, char *why, size_t why_len)
+static int decode_v1_launch(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg,
+                            const ppb_decode_args *a, void *stream, char *why, size_t why_len)
 {
     (void)stream;
-    int rc = decode_v1_refuse(dev, cfg, a, why, why_len);
+    int rc = decode_v1_refuse(ctx, dev, cfg, a, why, why_len);
     if (!rc)
         rc = decode_check_lengths(a, 0, why, why_len);
     if (rc)
@@ -372,11 +406,11 @@ static int decode_v1_launch(const ppbk_device *dev, const ppbk_decode_config *cf
  * max_num_partitions + partition, as vLLM's kernel does; partitions past a
  * sequence's end are not touched. Then the reduce weighs partition p by
  * exp_sums[p] * exp(max_logits[p] - global max). */
-static int decode_v2_launch(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *a,
-                            void *stream, char *why, size_t why_len)
+static int decode_v2_launch(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg,
+                            const ppb_decode_args *a, void *stream, char *why, size_t why_len)
 {
     (void)stream;
-    int rc = decode_v2_refuse(dev, cfg, a, why, why_len);
+    int rc = decode_v2_refuse(ctx, dev, cfg, a, why, why_len);
     if (!rc)
         rc = decode_check_lengths(a, cfg->partition_size, why, why_len);
     if (rc)
@@ -431,8 +465,8 @@ static const ppbk_impl example_cpu = {
     .version = "1",
     .source = "ppbench tests/plugin/example_cpu_plugin.c",
     .backends = PPBK_BACKEND_CPU,
-    .open = NULL,
-    .close = NULL,
+    .open = example_open,
+    .close = example_close,
     .prefill = &prefill_ops,
     .decode_v1 = &decode_v1_ops,
     .decode_v2 = &decode_v2_ops,

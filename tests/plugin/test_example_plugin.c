@@ -28,6 +28,7 @@
 static char plugin_path[4096];
 static void *plugin_lib;
 static const ppbk_impl *impl;
+static void *plugin_ctx; /* what the plugin's open returned (load_plugin) */
 static const ppbk_device cpu = {.backend = PPBK_BACKEND_CPU, .warp_size = 1, .sm_count = 1};
 
 /* ---- random numbers, 16-bit values ------------------------------------------- */
@@ -254,8 +255,8 @@ static void run_prefill(const pcase *c, uint64_t seed)
                                .sliding_window = c->window, .block_m = c->block_m ? c->block_m : 16,
                                .block_n = c->block_n ? c->block_n : 64, .num_warps = c->num_warps ? c->num_warps : 4};
     char why[256] = "";
-    assert_int_equal(impl->prefill->refuse(&cpu, &cfg, &a, why, sizeof why), PPBK_OK);
-    int rc = impl->prefill->launch(&cpu, &cfg, &a, NULL, why, sizeof why);
+    assert_int_equal(impl->prefill->refuse(plugin_ctx, &cpu, &cfg, &a, why, sizeof why), PPBK_OK);
+    int rc = impl->prefill->launch(plugin_ctx, &cpu, &cfg, &a, NULL, why, sizeof why);
     if (rc != PPBK_OK)
         fail_msg("prefill launch: %d %s", rc, why);
 
@@ -393,8 +394,8 @@ static void run_decode(const dcase *c, uint64_t seed)
                               .version = c->version, .num_threads = 128, .partition_size = v2 ? c->part : 0};
     const ppbk_decode_ops *ops = v2 ? impl->decode_v2 : impl->decode_v1;
     char why[256] = "";
-    assert_int_equal(ops->refuse(&cpu, &cfg, &a, why, sizeof why), PPBK_OK);
-    int rc = ops->launch(&cpu, &cfg, &a, NULL, why, sizeof why);
+    assert_int_equal(ops->refuse(plugin_ctx, &cpu, &cfg, &a, why, sizeof why), PPBK_OK);
+    int rc = ops->launch(plugin_ctx, &cpu, &cfg, &a, NULL, why, sizeof why);
     if (rc != PPBK_OK)
         fail_msg("decode v%d launch: %d %s", c->version, rc, why);
 
@@ -554,7 +555,7 @@ static void test_storage_rounding(void **state)
                              .page_size = page, .max_blocks_per_seq = 1, .max_seq_len = 4, .sm_scale = 0.125f};
         ppbk_decode_config cfg = {.dtype = dtype, .head_dim = D, .page_size = page, .version = 1, .num_threads = 32};
         char why[256] = "";
-        int rc = impl->decode_v1->launch(&cpu, &cfg, &a, NULL, why, sizeof why);
+        int rc = impl->decode_v1->launch(plugin_ctx, &cpu, &cfg, &a, NULL, why, sizeof why);
         if (rc != PPBK_OK)
             fail_msg("launch: %s", why);
         int bad = 0;
@@ -596,6 +597,39 @@ static void test_table(void **state)
     assert_null(impl->prefill->prepare);
     assert_null(impl->decode_v1->prepare);
     assert_null(impl->decode_v2->prepare);
+    assert_non_null(impl->open);
+    assert_non_null(impl->close);
+    assert_non_null(plugin_ctx);
+}
+
+/* The context is the plugin's: open makes one per call (nothing shared), refuses
+ * a device it cannot run on, and a call without a context is refused, not run. */
+static void test_context(void **state)
+{
+    (void)state;
+    char why[256] = "";
+    void *other = NULL;
+    assert_int_equal(impl->open(&cpu, &other, why, sizeof why), PPBK_OK);
+    assert_non_null(other);
+    assert_ptr_not_equal(other, plugin_ctx);
+    impl->close(other);
+    ppbk_device cuda = cpu;
+    cuda.backend = PPBK_BACKEND_CUDA;
+    other = NULL;
+    assert_int_equal(impl->open(&cuda, &other, why, sizeof why), PPBK_FAILED);
+    assert_null(other);
+    assert_non_null(strstr(why, "CPU backend only"));
+    ppb_prefill_args ps = {.batch = 1, .max_query_len = 16, .num_heads = 8, .num_kv_heads = 2, .head_dim = 128,
+                           .page_size = 16, .max_blocks_per_seq = 4, .sm_scale = 0.1f};
+    ppbk_prefill_config pc = {.dtype = FP16, .head_dim = 128, .page_size = 16, .block_m = 64, .block_n = 32,
+                              .num_warps = 4};
+    assert_int_equal(impl->prefill->refuse(NULL, &cpu, &pc, &ps, why, sizeof why), PPBK_REFUSED);
+    assert_non_null(strstr(why, "without the context"));
+    assert_int_equal(impl->prefill->launch(NULL, &cpu, &pc, &ps, NULL, why, sizeof why), PPBK_REFUSED);
+    ppbk_device second = cpu;
+    second.device_index = 1;
+    assert_int_equal(impl->prefill->refuse(plugin_ctx, &second, &pc, &ps, why, sizeof why), PPBK_REFUSED);
+    assert_non_null(strstr(why, "opened for device 0, not 1"));
 }
 
 /* A refusal: PPBK_REFUSED with one non-empty line; launch refuses the same
@@ -612,18 +646,18 @@ static void prefill_refused(const ppbk_device *dev, const ppbk_prefill_config *c
                             const char *what)
 {
     char why[256] = "";
-    expect_refused(impl->prefill->refuse(dev, cfg, shape, why, sizeof why), why, what);
+    expect_refused(impl->prefill->refuse(plugin_ctx, dev, cfg, shape, why, sizeof why), why, what);
     why[0] = 0;
-    expect_refused(impl->prefill->launch(dev, cfg, shape, NULL, why, sizeof why), why, what);
+    expect_refused(impl->prefill->launch(plugin_ctx, dev, cfg, shape, NULL, why, sizeof why), why, what);
 }
 
 static void decode_refused(const ppbk_decode_ops *ops, const ppbk_device *dev, const ppbk_decode_config *cfg,
                            const ppb_decode_args *shape, const char *what)
 {
     char why[256] = "";
-    expect_refused(ops->refuse(dev, cfg, shape, why, sizeof why), why, what);
+    expect_refused(ops->refuse(plugin_ctx, dev, cfg, shape, why, sizeof why), why, what);
     why[0] = 0;
-    expect_refused(ops->launch(dev, cfg, shape, NULL, why, sizeof why), why, what);
+    expect_refused(ops->launch(plugin_ctx, dev, cfg, shape, NULL, why, sizeof why), why, what);
 }
 
 static void test_refusals(void **state)
@@ -636,7 +670,7 @@ static void test_refusals(void **state)
                            .page_size = 16, .max_blocks_per_seq = 4, .sm_scale = 0.1f};
     ppbk_prefill_config pc = {.dtype = FP16, .head_dim = 128, .page_size = 16, .block_m = 64, .block_n = 32,
                               .num_warps = 4};
-    assert_int_equal(impl->prefill->refuse(&cpu, &pc, &ps, why, sizeof why), PPBK_OK);
+    assert_int_equal(impl->prefill->refuse(plugin_ctx, &cpu, &pc, &ps, why, sizeof why), PPBK_OK);
     prefill_refused(&cuda, &pc, &ps, "prefill on CUDA");
     prefill_refused(NULL, &pc, &ps, "prefill without a device");
     ppbk_prefill_config p = pc;
@@ -665,8 +699,8 @@ static void test_refusals(void **state)
     ppbk_decode_config d1 = {.dtype = BF16, .head_dim = 64, .page_size = 16, .version = 1, .num_threads = 128};
     ppbk_decode_config d2 = d1;
     d2.version = 2, d2.partition_size = 32;
-    assert_int_equal(impl->decode_v1->refuse(&cpu, &d1, &ds, why, sizeof why), PPBK_OK);
-    assert_int_equal(impl->decode_v2->refuse(&cpu, &d2, &ds, why, sizeof why), PPBK_OK);
+    assert_int_equal(impl->decode_v1->refuse(plugin_ctx, &cpu, &d1, &ds, why, sizeof why), PPBK_OK);
+    assert_int_equal(impl->decode_v2->refuse(plugin_ctx, &cpu, &d2, &ds, why, sizeof why), PPBK_OK);
     decode_refused(impl->decode_v1, &cuda, &d1, &ds, "v1 on CUDA");
     decode_refused(impl->decode_v2, &cuda, &d2, &ds, "v2 on CUDA");
     ppbk_decode_config d = d1;
@@ -687,9 +721,9 @@ static void test_refusals(void **state)
     /* Short or absent reason buffers: truncated, never overrun. */
     char tiny[8];
     memset(tiny, 'x', sizeof tiny);
-    assert_int_equal(impl->decode_v1->refuse(&cuda, &d1, &ds, tiny, sizeof tiny), PPBK_REFUSED);
+    assert_int_equal(impl->decode_v1->refuse(plugin_ctx, &cuda, &d1, &ds, tiny, sizeof tiny), PPBK_REFUSED);
     assert_int_equal(tiny[7], 0);
-    assert_int_equal(impl->decode_v1->refuse(&cuda, &d1, &ds, NULL, 0), PPBK_REFUSED);
+    assert_int_equal(impl->decode_v1->refuse(plugin_ctx, &cuda, &d1, &ds, NULL, 0), PPBK_REFUSED);
 }
 
 /* A launch whose data contradict the shape (a context longer than the block
@@ -706,7 +740,7 @@ static void test_launch_checks_lengths(void **state)
                          .page_size = 16, .max_blocks_per_seq = 1, .max_seq_len = 17, .sm_scale = 0.1f};
     ppbk_decode_config cfg = {.dtype = FP16, .head_dim = 64, .page_size = 16, .version = 1, .num_threads = 64};
     char why[256] = "";
-    assert_int_equal(impl->decode_v1->launch(&cpu, &cfg, &a, NULL, why, sizeof why), PPBK_FAILED);
+    assert_int_equal(impl->decode_v1->launch(plugin_ctx, &cpu, &cfg, &a, NULL, why, sizeof why), PPBK_FAILED);
     assert_non_null(strstr(why, "seq_len 17"));
     for (int d = 0; d < 64; d++)
         assert_int_equal(out[d], POISON);
@@ -730,14 +764,24 @@ static int load_plugin(void **state)
     }
     memcpy(&entry, &sym, sizeof entry); /* object to function pointer, without the ISO C warning */
     impl = entry();
-    if (!impl)
+    if (!impl) {
         fprintf(stderr, "%s: %s returned no table\n", plugin_path, PPBK_ENTRY_SYMBOL);
-    return impl ? 0 : -1;
+        return -1;
+    }
+    /* As ppbench does: open once, pass the context to every call, close at the end. */
+    char why[256] = "";
+    if (impl->open && impl->open(&cpu, &plugin_ctx, why, sizeof why) != PPBK_OK) {
+        fprintf(stderr, "%s: open: %s\n", plugin_path, why);
+        return -1;
+    }
+    return 0;
 }
 
 static int unload_plugin(void **state)
 {
     (void)state;
+    if (impl && impl->close && plugin_ctx)
+        impl->close(plugin_ctx);
     if (plugin_lib)
         dlclose(plugin_lib);
     return 0;
@@ -756,6 +800,7 @@ int main(int argc, char **argv)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
+        cmocka_unit_test(test_context),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_launch_checks_lengths),
         cmocka_unit_test(test_storage_rounding),

@@ -376,9 +376,12 @@ static int vllm_prepare(const ppbk_device *dev, const ppbk_decode_config *cfg, c
 }
 
 /* Checks that the kernels load on this device: a build for other
- * architectures fails here once, with the reason, instead of at every launch. */
-static int vllm_open(const ppbk_device *dev, char *why, size_t why_len)
+ * architectures fails here once, with the reason, instead of at every launch.
+ * No context: the kernels are this library's own functions and everything a
+ * launch needs comes from its arguments (ctx stays NULL). */
+static int vllm_open(const ppbk_device *dev, void **ctx, char *why, size_t why_len)
 {
+    (void)ctx;
     if (dev->backend != PPBK_BACKEND_CUDA)
         return say(why, why_len, PPBK_FAILED, "vllm-cuda runs on CUDA devices only");
     struct cudaFuncAttributes attr;
@@ -391,32 +394,41 @@ static int vllm_open(const ppbk_device *dev, char *why, size_t why_len)
     return PPBK_OK;
 }
 
-static int refuse_v1(const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s, char *w, size_t n)
+/* The ABI's entries (ctx unused: see vllm_open). */
+static int refuse_v1(void *ctx, const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s, char *w,
+                     size_t n)
 {
+    (void)ctx;
     return vllm_refuse(d, c, s, 1, w, n);
 }
-static int refuse_v2(const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s, char *w, size_t n)
+static int refuse_v2(void *ctx, const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s, char *w,
+                     size_t n)
 {
+    (void)ctx;
     return vllm_refuse(d, c, s, 2, w, n);
 }
-static int launch_v1(const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *a, void *st, char *w,
-                     size_t n)
+static int launch_v1(void *ctx, const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *a,
+                     void *st, char *w, size_t n)
 {
+    (void)ctx;
     return vllm_launch(d, c, a, 1, st, w, n);
 }
-static int launch_v2(const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *a, void *st, char *w,
-                     size_t n)
+static int launch_v2(void *ctx, const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *a,
+                     void *st, char *w, size_t n)
 {
+    (void)ctx;
     return vllm_launch(d, c, a, 2, st, w, n);
 }
-static int prepare_v1(const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s,
-                        ppbk_resources *r, char *w, size_t n)
+static int prepare_v1(void *ctx, const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s,
+                      ppbk_resources *r, char *w, size_t n)
 {
+    (void)ctx;
     return vllm_prepare(d, c, s, 1, r, w, n);
 }
-static int prepare_v2(const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s,
-                        ppbk_resources *r, char *w, size_t n)
+static int prepare_v2(void *ctx, const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s,
+                      ppbk_resources *r, char *w, size_t n)
 {
+    (void)ctx;
     return vllm_prepare(d, c, s, 2, r, w, n);
 }
 
@@ -431,7 +443,7 @@ static const ppbk_impl vllm_cuda_impl = {
     .source = PPB_VLLM_SOURCE_DESC,
     .backends = PPBK_BACKEND_CUDA,
     .open = vllm_open,
-    .close = NULL,
+    .close = NULL, /* nothing to free: open made no context */
     .prefill = NULL, /* vLLM's prefix prefill is a Triton kernel, not in this library */
     .decode_v1 = &decode_v1_ops,
     .decode_v2 = &decode_v2_ops,

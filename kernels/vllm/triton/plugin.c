@@ -6,7 +6,9 @@
  * name), compiled the kernels and generated variants_table.c; this file loads
  * those cubins in `open` and replays the recorded launches through the CUDA
  * driver API, pointers bound to ppbench's buffers by role. Nothing here calls
- * Python, and nothing here knows a release's argument list. */
+ * Python, and nothing here knows a release's argument list. What `open`
+ * loads lives in the context it returns (kernel ABI version 3), freed by
+ * `close`: nothing at file scope is written. */
 #include <cuda.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -24,13 +26,14 @@ typedef struct loaded {
     char error[200];                /* why this kernel cannot run here; "" when it can */
 } loaded;
 
-static struct {
-    int open;
+/* The context `open` returns: the loaded kernels of one device. */
+typedef struct vt_ctx {
     CUdevice device;
     CUcontext ctx;                  /* the device's primary context, the one ppbench's runtime API uses */
+    int retained;                   /* ctx is retained: release it on close */
     loaded *fwd;                    /* one per ppbk_vt_kernels entry */
     CUdeviceptr ones;               /* PPBK_VT_ROLE_ONES: float 1.0 */
-} g;
+} vt_ctx;
 
 static int say(char *why, size_t len, int rc, const char *fmt, ...)
 {
@@ -69,7 +72,7 @@ static int find_variant(const ppbk_prefill_config *cfg, const ppb_prefill_args *
 
 /* ------------------------------------------------------------ open / close */
 
-static int load(const ppbk_vt_kernel *k, loaded *l)
+static int load(const vt_ctx *vt, const ppbk_vt_kernel *k, loaded *l)
 {
     CUresult r = cuModuleLoadData(&l->mod, k->cubin);
     if (r == CUDA_SUCCESS)
@@ -87,7 +90,7 @@ static int load(const ppbk_vt_kernel *k, loaded *l)
      * no cache preference, left more L1 and ran BLOCK 128 variants 2-10% faster
      * on an H200 than vLLM's own launches (measured with tests/gpu/timing_fidelity.py). */
     int optin = 0;
-    cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, g.device);
+    cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, vt->device);
     if (k->shared > 49152 && optin > 49152) {
         if ((r = cuFuncSetCacheConfig(l->fn, CU_FUNC_CACHE_PREFER_SHARED)) != CUDA_SUCCESS ||
             (r = cuFuncSetAttribute(l->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - l->static_smem)) !=
@@ -98,69 +101,79 @@ static int load(const ppbk_vt_kernel *k, loaded *l)
     return 0;
 }
 
-static void vt_close(void)
+/* Undo what open did (any part of it) and free the context. */
+static void vt_close(void *ctx)
 {
-    if (!g.open)
+    vt_ctx *vt = ctx;
+    if (!vt)
         return;
-    cuCtxPushCurrent(g.ctx);
-    for (int i = 0; g.fwd && i < ppbk_vt_n_kernels; i++)
-        if (g.fwd[i].mod)
-            cuModuleUnload(g.fwd[i].mod);
-    if (g.ones)
-        cuMemFree(g.ones);
-    CUcontext dummy;
-    cuCtxPopCurrent(&dummy);
-    cuDevicePrimaryCtxRelease(g.device);
-    free(g.fwd);
-    memset(&g, 0, sizeof g);
+    if (vt->retained) {
+        cuCtxPushCurrent(vt->ctx);
+        for (int i = 0; vt->fwd && i < ppbk_vt_n_kernels; i++)
+            if (vt->fwd[i].mod)
+                cuModuleUnload(vt->fwd[i].mod);
+        if (vt->ones)
+            cuMemFree(vt->ones);
+        CUcontext dummy;
+        cuCtxPopCurrent(&dummy);
+        cuDevicePrimaryCtxRelease(vt->device);
+    }
+    free(vt->fwd);
+    free(vt);
 }
 
-static int vt_open(const ppbk_device *dev, char *why, size_t len)
+static int vt_open(const ppbk_device *dev, void **ctx, char *why, size_t len)
 {
-    if (g.open)
-        return PPBK_OK;
     if (dev->backend != PPBK_BACKEND_CUDA)
         return say(why, len, PPBK_FAILED, "%s runs on CUDA devices only", ppbk_vt_name);
     if (dev->cc != ppbk_vt_target_arch || dev->warp_size != ppbk_vt_target_warp_size)
         return say(why, len, PPBK_FAILED,
                    "prepared for cc %d (warp %d), this device is cc %d (warp %d): run %s on this machine",
                    ppbk_vt_target_arch, ppbk_vt_target_warp_size, dev->cc, dev->warp_size, ppbk_vt_prepare_cmd);
+    vt_ctx *vt = calloc(1, sizeof *vt);
+    if (!vt)
+        return say(why, len, PPBK_FAILED, "%s: out of memory", ppbk_vt_name);
     CUresult r = cuInit(0);
     if (r == CUDA_SUCCESS)
-        r = cuDeviceGet(&g.device, dev->device_index);
+        r = cuDeviceGet(&vt->device, dev->device_index);
     if (r == CUDA_SUCCESS)
-        r = cuDevicePrimaryCtxRetain(&g.ctx, g.device);
-    if (r != CUDA_SUCCESS)
+        r = cuDevicePrimaryCtxRetain(&vt->ctx, vt->device);
+    if (r != CUDA_SUCCESS) {
+        vt_close(vt);
         return say(why, len, PPBK_FAILED, "%s: no CUDA context for device %d: %s", ppbk_vt_name, dev->device_index,
                    cu_text(r));
-    g.open = 1; /* from here on vt_close undoes what was done */
-    g.fwd = calloc((size_t)ppbk_vt_n_kernels + 1, sizeof *g.fwd);
-    if (!g.fwd) {
-        vt_close();
+    }
+    vt->retained = 1; /* from here on vt_close undoes what was done */
+    vt->fwd = calloc((size_t)ppbk_vt_n_kernels + 1, sizeof *vt->fwd);
+    if (!vt->fwd) {
+        vt_close(vt);
         return say(why, len, PPBK_FAILED, "%s: out of memory", ppbk_vt_name);
     }
     /* A kernel that does not load is refused by itself, with the reason. */
-    cuCtxPushCurrent(g.ctx);
+    cuCtxPushCurrent(vt->ctx);
     for (int i = 0; i < ppbk_vt_n_kernels; i++)
-        load(&ppbk_vt_kernels[i], &g.fwd[i]);
+        load(vt, &ppbk_vt_kernels[i], &vt->fwd[i]);
     const float one = 1.0f;
-    r = cuMemAlloc(&g.ones, sizeof one);
+    r = cuMemAlloc(&vt->ones, sizeof one);
     if (r == CUDA_SUCCESS)
-        r = cuMemcpyHtoD(g.ones, &one, sizeof one);
+        r = cuMemcpyHtoD(vt->ones, &one, sizeof one);
     CUcontext dummy;
     cuCtxPopCurrent(&dummy);
     if (r != CUDA_SUCCESS) {
-        vt_close();
+        vt_close(vt);
         return say(why, len, PPBK_FAILED, "%s: cannot allocate the scale tensor: %s", ppbk_vt_name, cu_text(r));
     }
+    *ctx = vt;
     return PPBK_OK;
 }
 
 /* ------------------------------------------------------------ prefill ops */
 
-static int prefill_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *s,
-                          char *why, size_t len)
+/* ctx may be NULL (a caller that never opened): what needs the loaded kernels is then left out. */
+static int prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                          const ppb_prefill_args *s, char *why, size_t len)
 {
+    const vt_ctx *vt = ctx;
     if (dev->backend != PPBK_BACKEND_CUDA)
         return say(why, len, PPBK_REFUSED, "%s runs on CUDA devices only", ppbk_vt_name);
     if (cfg->head_dim != s->head_dim || cfg->page_size != s->page_size ||
@@ -173,7 +186,7 @@ static int prefill_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg
                    s->num_kv_heads);
     int i = find_variant(cfg, s);
     if (i < 0) {
-        int ctx = s->max_blocks_per_seq > 1 ? s->max_blocks_per_seq * s->page_size : 0;
+        int context = s->max_blocks_per_seq > 1 ? s->max_blocks_per_seq * s->page_size : 0;
         return say(why, len, PPBK_REFUSED,
                    "not prepared%s: run %s --case 'prefix_prefill b=%d q=%d ctx=%d h=%d kvh=%d d=%d dtype=%s page=%d "
                    "win=%d bm=%d bn=%d w=%d' (or give it the suite file)",
@@ -181,7 +194,7 @@ static int prefill_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg
                        ? " (prepare.py skips block_m != block_n where the tree's wrapper sets both from one BLOCK, "
                          "as vLLM 0.6.x does)"
                        : "",
-                   ppbk_vt_prepare_cmd, s->batch, s->max_query_len, ctx, s->num_heads, s->num_kv_heads,
+                   ppbk_vt_prepare_cmd, s->batch, s->max_query_len, context, s->num_heads, s->num_kv_heads,
                    s->head_dim, cfg->dtype == PPB_KDTYPE_FP16 ? "fp16" : "bf16", s->page_size, cfg->sliding_window,
                    cfg->block_m, cfg->block_n, cfg->num_warps);
     }
@@ -197,7 +210,7 @@ static int prefill_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg
         return say(why, len, PPBK_REFUSED,
                    "int32 offsets overflow in vLLM's kernel: %lld query elements, %lld cache elements (max %d)",
                    q_elems, cache_elems, INT32_MAX);
-    const loaded *l = g.open ? &g.fwd[x->kernel] : NULL;
+    const loaded *l = vt ? &vt->fwd[x->kernel] : NULL;
     if (l && l->error[0])
         return say(why, len, PPBK_REFUSED, "%s", l->error);
     long smem = (long)ppbk_vt_kernels[x->kernel].shared + (l ? l->static_smem : 0);
@@ -212,9 +225,10 @@ static int prefill_refuse(const ppbk_device *dev, const ppbk_prefill_config *cfg
     return PPBK_OK;
 }
 
-static int prefill_prepare(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *s,
-                             ppbk_resources *out, char *why, size_t len)
+static int prefill_prepare(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                           const ppb_prefill_args *s, ppbk_resources *out, char *why, size_t len)
 {
+    const vt_ctx *vt = ctx;
     (void)dev;
     int i = find_variant(cfg, s);
     if (i < 0)
@@ -222,8 +236,8 @@ static int prefill_prepare(const ppbk_device *dev, const ppbk_prefill_config *cf
     const ppbk_vt_variant *x = &ppbk_vt_variants[i];
     memset(out, 0, sizeof *out);
     out->dynamic_smem = ppbk_vt_kernels[x->kernel].shared;
-    if (g.open) {
-        const loaded *l = &g.fwd[x->kernel];
+    if (vt) {
+        const loaded *l = &vt->fwd[x->kernel];
         out->registers = l->registers;
         out->static_smem = l->static_smem;
         out->local_bytes = l->local_bytes;
@@ -238,13 +252,14 @@ typedef union argval {
     float f;
 } argval;
 
-static int prefill_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *a,
-                          void *stream, char *why, size_t len)
+static int prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                          const ppb_prefill_args *a, void *stream, char *why, size_t len)
 {
+    const vt_ctx *vt = ctx;
     (void)dev;
     int i = find_variant(cfg, a);
     const ppbk_vt_variant *x = i >= 0 ? &ppbk_vt_variants[i] : NULL;
-    if (!g.open || !x || g.fwd[x->kernel].error[0])
+    if (!vt || !x || vt->fwd[x->kernel].error[0])
         return say(why, len, PPBK_REFUSED, "%s: launch of a config refuse() did not accept", ppbk_vt_name);
     const ppbk_vt_kernel *k = &ppbk_vt_kernels[x->kernel];
 
@@ -255,7 +270,7 @@ static int prefill_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg
         [PPBK_VT_ROLE_K_CACHE] = a->k_cache, [PPBK_VT_ROLE_V_CACHE] = a->v_cache, [PPBK_VT_ROLE_OUT] = a->out,
         [PPBK_VT_ROLE_BLOCK_TABLE] = a->block_table, [PPBK_VT_ROLE_START_LOC] = a->start_loc,
         [PPBK_VT_ROLE_SEQ_LENS] = a->seq_lens, [PPBK_VT_ROLE_CONTEXT_LENS] = a->context_lens,
-        [PPBK_VT_ROLE_ONES] = (const void *)(uintptr_t)g.ones,
+        [PPBK_VT_ROLE_ONES] = (const void *)(uintptr_t)vt->ones,
     };
     enum { MAX_PARAMS = 96 };
     argval vals[MAX_PARAMS];
@@ -278,7 +293,7 @@ static int prefill_launch(const ppbk_device *dev, const ppbk_prefill_config *cfg
         } /* PPBK_VT_NULL: 0 */
         params[p] = &vals[p];
     }
-    CUresult r = cuLaunchKernel(g.fwd[x->kernel].fn, x->grid[0], x->grid[1], x->grid[2],
+    CUresult r = cuLaunchKernel(vt->fwd[x->kernel].fn, x->grid[0], x->grid[1], x->grid[2],
                                 (unsigned)(k->num_warps * ppbk_vt_target_warp_size), 1, 1, (unsigned)k->shared,
                                 (CUstream)stream, params, NULL);
     if (r != CUDA_SUCCESS)

@@ -228,6 +228,7 @@ static void test_each_broken_library_says_why(void **state)
         {"/libppbk_bad_version.so", "kernel ABI version 999"},
         {"/libppbk_bad_null.so", "returned no table"},
         {"/libppbk_bad_name.so", "invalid implementation name"},
+        {"/libppbk_bad_version.so", "this ppbench loads versions 2 and 3"},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         const ppb_impl_info *f = find_info(infos, n, want[i].file);
@@ -253,7 +254,7 @@ static void test_unterminated_plugin_message_is_bounded(void **state)
     c.config.impl = v;
     ppb_impl_call call;
     ppbk_device cpu = {PPBK_BACKEND_CPU, 0, 0, 1, 2, 0};
-    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "impl plugin:bad-nonul: AAAA"));
     assert_true(strlen(err.msg) < sizeof err.msg);
 }
@@ -273,7 +274,7 @@ static void test_plugin_strings_and_resources_are_checked(void **state)
     c.config.impl = v;
     ppb_impl_call call;
     ppbk_device cpu = {PPBK_BACKEND_CPU, 0, 0, 1, 2, 0};
-    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_OK);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_OK);
     ppb_resources res;
     assert_int_equal(ppb_impl_prepare(&call, &res, &err), PPB_EFAIL);
     assert_non_null(strstr(err.msg, "impl bad-resources: prepare: reported resources no kernel has (registers 2147483647"));
@@ -290,30 +291,165 @@ static void test_bind_refuses_with_the_reason(void **state)
     c.config.impl = v;
     ppb_impl_call call;
     ppbk_device cpu = {PPBK_BACKEND_CPU, 0, 0, 1, 2, 0}, gpu = {PPBK_BACKEND_CUDA, 0, 90, 32, 132, 232448};
-    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_OK);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_OK);
     assert_int_equal(call.prefill.num_heads, 4);
     assert_int_equal(call.prefill_cfg.block_m, c.config.block_m);
     /* No CUDA backend in the example. */
-    assert_int_equal(ppb_impl_bind(&call, &c, &gpu, &err), PPB_EREFUSED);
+    assert_int_equal(ppb_impl_bind(&call, &c, &gpu, NULL, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "no cuda backend"));
     /* The plugin's own refusal comes back with its name. */
     c.config.block_m = 256;
-    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "impl plugin:example-cpu: "));
     /* path= belongs to the built-in kernels. */
     c = prefill_case();
     c.config.impl = v;
     c.config.path = PPB_PATH_SIMT;
-    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     /* A name nobody provides. */
     assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, "plugin:nobody", &v, &err), PPB_OK);
     c.config.impl = v;
     c.config.path = PPB_PATH_AUTO;
-    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "no plugin named 'nobody'"));
     c.config.impl = PPB_IMPL_VLLM_CUDA;
-    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, &err), PPB_EREFUSED);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "PPB_VLLM_SOURCE"));
+}
+
+static ppb_case decode_case(int version)
+{
+    ppb_case c;
+    ppb_case_init(&c, PPB_PAGED_ATTENTION);
+    c.shape.seq_len = 100;
+    c.shape.num_heads = 4;
+    c.shape.num_kv_heads = 2;
+    c.shape.head_dim = 64;
+    c.config.version = version;
+    ppb_case_make_key(&c);
+    return c;
+}
+
+static int plugin_impl(const char *name)
+{
+    ppb_err err;
+    int v = -1;
+    assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, name, &v, &err), PPB_OK);
+    return v;
+}
+
+/* A table of kernel ABI version 2 (no context) still loads, through the
+ * adapter: listed with its version, opened once, and every call (refuse with
+ * its note, prepare's figures, launch's failure, decode_v1's refusal) reaches
+ * the version-2 function; a kernel it lacks is refused as for any plugin. */
+static void test_version2_table_loads_through_the_adapter(void **state)
+{
+    (void)state;
+    ppb_impl_info f = scanned("PPB_BAD_PLUGIN_DIR", "/libppbk_bad_abi2.so");
+    if (!f.usable)
+        fail_msg("the version-2 plugin is unusable: %s", f.error);
+    assert_string_equal(f.name, "abi2-plugin");
+    assert_int_equal(f.abi_version, 2);
+    assert_true(f.adapted);
+    assert_true(f.has_prefill && f.has_decode_v1 && !f.has_decode_v2);
+    ppb_err err;
+    ppb_case c = prefill_case();
+    c.config.impl = plugin_impl("plugin:abi2-plugin");
+    ppbk_device cpu = {PPBK_BACKEND_CPU, 0, 0, 1, 2, 0}, gpu = {PPBK_BACKEND_CUDA, 0, 90, 32, 132, 232448};
+    ppb_impl_call call;
+    assert_int_equal(ppb_impl_bind(&call, &c, &gpu, NULL, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "no cuda backend"));
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_OK);
+    assert_string_equal(call.note, "version-2 table, opened 1 time(s)");
+    assert_false(call.builtin);
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_OK);
+    assert_string_equal(call.note, "version-2 table, opened 1 time(s)"); /* opened once per process */
+    ppb_resources res;
+    assert_int_equal(ppb_impl_prepare(&call, &res, &err), PPB_OK);
+    assert_true(res.known);
+    assert_int_equal(res.registers, 42);
+    assert_int_equal(res.max_threads, 128);
+    assert_int_equal(ppb_impl_launch(&call, NULL, &err), PPB_EFAIL);
+    assert_string_equal(err.msg, "impl abi2-plugin: launch: the version-2 launch was reached (it computes nothing)");
+    ppb_case d = decode_case(1);
+    d.config.impl = c.config.impl;
+    assert_int_equal(ppb_impl_bind(&call, &d, &cpu, NULL, &err), PPB_EREFUSED);
+    assert_string_equal(err.msg, "impl plugin:abi2-plugin: the version-2 decode_v1 refuse was reached (version 1)");
+    d = decode_case(2);
+    d.config.impl = c.config.impl;
+    assert_int_equal(ppb_impl_bind(&call, &d, &cpu, NULL, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "provides no paged_attention v2 kernel"));
+}
+
+/* The built-in table and its context are the backend's, passed to every bind:
+ * each call receives that context, a backend without one runs builtin cases
+ * itself, and two backends' contexts never mix. */
+typedef struct fake_ctx {
+    int refused, prepared, launched;
+} fake_ctx;
+
+static int fake_refuse(void *ctx, const ppbk_device *d, const ppbk_prefill_config *c, const ppb_prefill_args *s,
+                       char *why, size_t n)
+{
+    (void)d, (void)c, (void)s;
+    ((fake_ctx *)ctx)->refused++;
+    snprintf(why, n, "note of context %p", ctx);
+    return PPBK_OK;
+}
+
+static int fake_prepare(void *ctx, const ppbk_device *d, const ppbk_prefill_config *c, const ppb_prefill_args *s,
+                        ppbk_resources *r, char *why, size_t n)
+{
+    (void)d, (void)c, (void)s, (void)why, (void)n;
+    ((fake_ctx *)ctx)->prepared++;
+    r->registers = 7;
+    return PPBK_OK;
+}
+
+static int fake_launch(void *ctx, const ppbk_device *d, const ppbk_prefill_config *c, const ppb_prefill_args *a,
+                       void *stream, char *why, size_t n)
+{
+    (void)d, (void)c, (void)a, (void)stream;
+    ((fake_ctx *)ctx)->launched++;
+    snprintf(why, n, "launched on context %p", ctx);
+    return PPBK_FAILED;
+}
+
+static void test_builtin_calls_get_the_backends_context(void **state)
+{
+    (void)state;
+    static const ppbk_prefill_ops ops = {fake_refuse, fake_launch, fake_prepare};
+    static const ppbk_impl table = {.abi_version = PPBK_ABI_VERSION, .struct_size = sizeof(ppbk_impl),
+                                    .name = "builtin", .backends = PPBK_BACKEND_CUDA, .prefill = &ops};
+    fake_ctx one = {0}, two = {0};
+    ppb_impl_ref first = {&table, &one}, second = {&table, &two};
+    ppbk_device gpu = {PPBK_BACKEND_CUDA, 0, 90, 32, 132, 232448};
+    ppb_case c = prefill_case();
+    ppb_impl_call a, b;
+    ppb_err err;
+    assert_int_equal(ppb_impl_bind(&a, &c, &gpu, NULL, &err), PPB_EINPUT);
+    assert_non_null(strstr(err.msg, "runs its built-in kernels itself"));
+    assert_int_equal(ppb_impl_bind(&a, &c, &gpu, &first, &err), PPB_OK);
+    assert_int_equal(ppb_impl_bind(&b, &c, &gpu, &second, &err), PPB_OK);
+    assert_true(a.builtin && b.builtin);
+    assert_ptr_equal(a.ctx, &one);
+    assert_ptr_equal(b.ctx, &two);
+    char want[64];
+    snprintf(want, sizeof want, "note of context %p", (void *)&one);
+    assert_string_equal(a.note, want);
+    ppb_resources res;
+    assert_int_equal(ppb_impl_prepare(&a, &res, &err), PPB_OK);
+    assert_int_equal(res.registers, 7);
+    assert_int_equal(ppb_impl_launch(&b, NULL, &err), PPB_EFAIL);
+    /* The built-in kernels' messages carry no "impl NAME: " prefix. */
+    snprintf(want, sizeof want, "launched on context %p", (void *)&two);
+    assert_string_equal(err.msg, want);
+    assert_int_equal(one.refused, 1);
+    assert_int_equal(one.prepared, 1);
+    assert_int_equal(one.launched, 0);
+    assert_int_equal(two.refused, 1);
+    assert_int_equal(two.prepared, 0);
+    assert_int_equal(two.launched, 1);
 }
 
 int main(void)
@@ -331,6 +467,8 @@ int main(void)
         cmocka_unit_test_teardown(test_bind_refuses_with_the_reason, teardown_loader),
         cmocka_unit_test_teardown(test_unterminated_plugin_message_is_bounded, teardown_loader),
         cmocka_unit_test_teardown(test_plugin_strings_and_resources_are_checked, teardown_loader),
+        cmocka_unit_test_teardown(test_version2_table_loads_through_the_adapter, teardown_loader),
+        cmocka_unit_test(test_builtin_calls_get_the_backends_context),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
