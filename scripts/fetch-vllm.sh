@@ -8,6 +8,14 @@
 #   scripts/fetch-vllm.sh [DIR]                    the pinned 0.6.3 (size and sha256 pinned here)
 #   scripts/fetch-vllm.sh --version X [DIR]        any release: X is 0.10.2, 0.10.1.1, 0.6.4.post1, ...
 #   scripts/fetch-vllm.sh --archive PATH --sha256 HEX [DIR]   an archive you already have
+#   ... --cuda-only [DIR]                          only what the vllm-cuda build reads: DIR/vllm-VERSION-cuda
+#
+# --cuda-only keeps PKG-INFO, the archive's checksum mark and the csrc files
+# the vllm-cuda plugin's build reads (kernels/vllm/cuda/vllm_tree.cmake): the
+# paged-attention kernel file and its launchers, csrc/cuda_compat.h, and every
+# file they #include "..." in turn (tens of kB; a list of them in
+# .ppb-subset), for carrying releases to a machine without network. A release
+# without CUDA paged attention (0.23.0 on) is refused.
 #
 # The plugin is written against 0.6.3's kernels. With --version the expected
 # sha256 is the one the index lists on the archive's link (#sha256=); a link
@@ -22,6 +30,7 @@ PINNED_VERSION=0.6.3
 PINNED_SIZE=2726781
 PINNED_SHA256=03e69029ad9caceaab68d5c3833ae6fe57c04be678ec37f29e9df6eaf178a9c5
 MARKER=.ppb-archive.sha256   # written into the extracted tree; CMake reads it for the plugin's source string
+SUBSET=.ppb-subset           # in a --cuda-only tree: "cuda", then the files kept
 
 die() { echo "fetch-vllm: $*" >&2; exit 1; }
 usage_error() { echo "fetch-vllm: $*" >&2; exit 2; }
@@ -29,13 +38,14 @@ usage_error() { echo "fetch-vllm: $*" >&2; exit 2; }
 usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit "${1:-0}"; }
 printable() { printf '%s' "$1" | tr -c '[:print:]' '?'; }
 
-archive="" want_sha="" dir="" version="" version_given=""
+archive="" want_sha="" dir="" version="" version_given="" subset=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --archive) [ $# -ge 2 ] || die "--archive needs a path"; archive=$2; shift 2 ;;
     --sha256) [ $# -ge 2 ] || die "--sha256 needs a checksum"; want_sha=$(printf '%s' "$2" | tr 'A-F' 'a-f'); shift 2 ;;
     --version) [ $# -ge 2 ] || usage_error "--version needs a release (e.g. 0.10.2)"; version=$2 version_given=1; shift 2 ;;
     --version=*) version=${1#--version=} version_given=1; shift ;;
+    --cuda-only) subset=cuda; shift ;;
     -h|--help) usage 0 ;;
     -*) echo "fetch-vllm: unknown option $1" >&2; usage 2 ;;
     *) [ -z "$dir" ] || die "one DIR only"; dir=$1; shift ;;
@@ -67,14 +77,47 @@ size_of() { wc -c <"$1" | tr -d ' '; }
 # URLs may carry credentials (user:token@host): never print those.
 redact() { printf '%s' "$1" | sed -E 's#(://)[^/@]*@#\1***@#'; }
 
-# The tree extracted from an archive with this checksum, if one is already in DIR.
+# The tree extracted from an archive with this checksum, if one is already in
+# DIR: a whole one, or with --cuda-only one of that subset.
 extracted_tree() {
-  local m
+  local m t kind
   for m in "$dir"/*/"$MARKER"; do
     [ -f "$m" ] || continue
-    if [ "$(cut -d' ' -f1 "$m")" = "$1" ]; then dirname "$m"; return 0; fi
+    t=$(dirname "$m") kind=""
+    [ ! -f "$t/$SUBSET" ] || kind=$(head -n 1 "$t/$SUBSET" | cut -d' ' -f1)
+    if [ "$(cut -d' ' -f1 "$m")" = "$1" ] && [ "$kind" = "$subset" ]; then echo "$t"; return 0; fi
   done
   return 1
+}
+# The name a tree of this archive gets in DIR.
+suffix=${subset:+-$subset}
+
+# --cuda-only: the files of the tree $1 that the vllm-cuda build reads, one a
+# line, relative to it: the kernel files and launchers of every form
+# vllm_tree.cmake knows, csrc/cuda_compat.h, and what they #include "...",
+# recursively (resolved beside the including file, then under csrc/, the
+# build's include path; inside the tree only).
+cuda_files() {
+  local t=$1 f inc cand
+  local -a queue=()
+  local -A seen=()
+  for f in csrc/cuda_compat.h csrc/attention/attention_kernels.cu csrc/attention/attention_kernels.cuh \
+           csrc/attention/paged_attention_v1.cu csrc/attention/paged_attention_v2.cu; do
+    [ ! -f "$t/$f" ] || queue+=("$f")
+  done
+  while [ ${#queue[@]} -gt 0 ]; do
+    f=${queue[0]} queue=("${queue[@]:1}")
+    [ -z "${seen[$f]:-}" ] || continue
+    seen[$f]=1
+    printf '%s\n' "$f"
+    while IFS= read -r inc; do
+      for cand in "$(dirname "$f")/$inc" "csrc/$inc"; do
+        cand=$(realpath -ms --relative-to="$t" "$t/$cand")
+        case $cand in ../*|/*|..) continue ;; esac
+        if [ -f "$t/$cand" ]; then queue+=("$cand"); break; fi
+      done
+    done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$t/$f")
+  done
 }
 
 # Reads the index's simple page for vllm (PEP 503) and sets url (the link whose
@@ -141,8 +184,8 @@ if [ -z "$archive" ]; then
     want_sha=$listed_sha want_size=""
   fi
   if tree=$(extracted_tree "$want_sha"); then echo "fetch-vllm: $tree is already there (sha256 $want_sha)"; exit 0; fi
-  [ ! -e "$dir/${NAME%.tar.gz}" ] ||
-    die "$dir/${NAME%.tar.gz} exists but was not extracted from $NAME by this script; move it away first"
+  [ ! -e "$dir/${NAME%.tar.gz}$suffix" ] ||
+    die "$dir/${NAME%.tar.gz}$suffix exists but was not extracted from $NAME by this script; move it away first"
   archive=$dir/$NAME
   # A kept archive is reused only if it verifies; anything else is fetched again.
   if [ -f "$archive" ] && { { [ -n "$want_size" ] && [ "$(size_of "$archive")" != "$want_size" ]; } ||
@@ -187,8 +230,21 @@ tops=("$tmp"/*)
 if [ ${#tops[@]} -ne 1 ] || [ ! -d "${tops[0]}" ]; then die "$archive: expected one top-level folder"; fi
 top=$(basename "${tops[0]}")
 [ -z "$want_top" ] || [ "$top" = "$want_top" ] || die "$archive: its top-level folder is $top, expected $want_top"
-dest=$dir/$top
+dest=$dir/$top$suffix
 [ ! -e "$dest" ] || die "$dest exists but was not extracted from this archive by this script; move it away first"
-printf '%s  %s\n' "$want_sha" "$(basename "$archive")" >"${tops[0]}/$MARKER"
-mv "${tops[0]}" "$dest"
+src=${tops[0]}
+if [ "$subset" = cuda ]; then
+  files=$(cuda_files "$src")
+  grep -q '^csrc/attention/attention_kernels\.cuh\?$' <<<"$files" ||
+    die "$archive: no csrc/attention/attention_kernels.cu or attention_kernels.cuh: this release has no CUDA paged attention for vllm-cuda (0.23.0 dropped it)"
+  [ -f "$src/PKG-INFO" ] && files=$(printf 'PKG-INFO\n%s' "$files")
+  mkdir "$tmp/$top$suffix"
+  (cd "$src" && printf '%s\n' "$files" | tar -cf - -T -) | tar -xf - -C "$tmp/$top$suffix" --no-same-owner ||
+    die "$archive: could not copy the vllm-cuda files out of it"
+  { echo "cuda  scripts/fetch-vllm.sh --cuda-only: PKG-INFO, the mark and the files the vllm-cuda build reads"
+    grep -v '^PKG-INFO$' <<<"$files"; } >"$tmp/$top$suffix/$SUBSET"
+  src=$tmp/$top$suffix
+fi
+printf '%s  %s\n' "$want_sha" "$(basename "$archive")" >"$src/$MARKER"
+mv "$src" "$dest"
 echo "fetch-vllm: $dest (sha256 $want_sha)"

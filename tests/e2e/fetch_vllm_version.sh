@@ -4,7 +4,7 @@
 # is the one the index lists (#sha256=), checked before anything is extracted;
 # a second run downloads nothing; a wrong or missing checksum, a release not
 # listed and a malformed version are refused in one line; credentials in the
-# index URL are never printed.
+# index URL are never printed. --cuda-only keeps only what the vllm-cuda build reads.
 source "$(dirname "$0")/lib.bash"
 source "$SRC/tests/e2e/net.bash"
 FETCH=$SRC/scripts/fetch-vllm.sh
@@ -180,4 +180,41 @@ expect_rc 0 "$FETCH" --archive "$WORK/www/files/vllm-9.9.9.tar.gz" --sha256 "$GO
 [ "$(tail -n 1 "$WORK/out")" = "fetch-vllm: $WORK/deps-archive/vllm-9.9.9 (sha256 $GOOD)" ] || { cat "$WORK/out"; fail "--archive: last line"; }
 expect_rc 0 "$FETCH" --archive "$WORK/www/files/vllm-9.9.9.tar.gz" --sha256 "$GOOD" "$WORK/deps-archive"
 grep -q "is already there" "$WORK/out" || { cat "$WORK/out"; fail "--archive: second run"; }
+# (h) --cuda-only: PKG-INFO, the mark and the files the vllm-cuda build reads (the kernel file, its
+# launchers, what they #include in turn, found beside them or under csrc/), nothing else; idempotent,
+# and told apart from a whole tree of the same archive. A fixture tree (tests/data/vllm-cuda), no vLLM code.
+T=$WORK/src-cuda/vllm-9.9.5
+mkdir -p "$WORK/src-cuda"
+cp -r "$SRC/tests/data/vllm-cuda/split-by-pointer" "$T"
+sed -i 's/^Version: .*/Version: 9.9.5/' "$T/PKG-INFO"
+mkdir -p "$T/vllm/attention/ops" "$T/csrc/moe"
+echo '# not vLLM' >"$T/vllm/attention/ops/prefix_prefill.py"
+echo '// not included' >"$T/csrc/moe/topk.cu"
+echo '// not included' >"$T/csrc/attention/merge_attn_states.cu"
+tar -czf "$WORK/vllm-9.9.5.tar.gz" -C "$WORK/src-cuda" vllm-9.9.5
+CUDA_SHA=$(sha256 "$WORK/vllm-9.9.5.tar.gz")
+D=$WORK/deps-cuda
+expect_rc 0 "$FETCH" --archive "$WORK/vllm-9.9.5.tar.gz" --sha256 "$CUDA_SHA" --cuda-only "$D"
+[ "$(tail -n 1 "$WORK/out")" = "fetch-vllm: $D/vllm-9.9.5-cuda (sha256 $CUDA_SHA)" ] || { cat "$WORK/out"; fail "--cuda-only: last line"; }
+got=$(cd "$D/vllm-9.9.5-cuda" && find . -type f | sort | tr '\n' ' ')
+want="./.ppb-archive.sha256 ./.ppb-subset ./PKG-INFO ./csrc/attention/attention_dtypes.h ./csrc/attention/attention_kernels.cuh \
+./csrc/attention/paged_attention_v1.cu ./csrc/attention/paged_attention_v2.cu ./csrc/cuda_compat.h \
+./csrc/quantization/fp8/nvidia/quant_utils.cuh ./csrc/torch_utils.h "
+[ "$got" = "$want" ] || fail "--cuda-only kept: $got"
+[ "$(cat "$D/vllm-9.9.5-cuda/.ppb-archive.sha256")" = "$CUDA_SHA  vllm-9.9.5.tar.gz" ] || fail "--cuda-only: marker"
+[ "$(head -n 1 "$D/vllm-9.9.5-cuda/.ppb-subset" | cut -d' ' -f1)" = cuda ] || fail "--cuda-only: .ppb-subset"
+expect_rc 0 "$FETCH" --archive "$WORK/vllm-9.9.5.tar.gz" --sha256 "$CUDA_SHA" --cuda-only "$D"
+[ "$(tail -n 1 "$WORK/out")" = "fetch-vllm: $D/vllm-9.9.5-cuda is already there (sha256 $CUDA_SHA)" ] || { cat "$WORK/out"; fail "--cuda-only: second run"; }
+# The whole tree of the same archive is not the subset, nor the subset the whole tree.
+expect_rc 0 "$FETCH" --archive "$WORK/vllm-9.9.5.tar.gz" --sha256 "$CUDA_SHA" "$D"
+[ "$(tail -n 1 "$WORK/out")" = "fetch-vllm: $D/vllm-9.9.5 (sha256 $CUDA_SHA)" ] || { cat "$WORK/out"; fail "whole tree beside --cuda-only"; }
+[ -f "$D/vllm-9.9.5/csrc/moe/topk.cu" ] || fail "whole tree: not whole"
+expect_rc 0 "$FETCH" --archive "$WORK/vllm-9.9.5.tar.gz" --sha256 "$CUDA_SHA" --cuda-only "$D"
+grep -q "vllm-9.9.5-cuda is already there" "$WORK/out" || { cat "$WORK/out"; fail "--cuda-only beside the whole tree"; }
+# A release without CUDA paged attention: refused in one line, nothing extracted.
+expect_rc 1 "$FETCH" --archive "$WORK/www/files/vllm-9.9.9.tar.gz" --sha256 "$GOOD" --cuda-only "$WORK/deps-nocuda"
+one_line "--cuda-only without kernels"
+grep -q "no csrc/attention/attention_kernels.cu or attention_kernels.cuh: this release has no CUDA paged attention" "$WORK/err" ||
+  { cat "$WORK/err"; fail "--cuda-only without kernels: message"; }
+[ -z "$(ls -A "$WORK/deps-nocuda")" ] || { ls -la "$WORK/deps-nocuda"; fail "--cuda-only without kernels: something left"; }
 echo "fetch_vllm_version: ok"

@@ -37,6 +37,10 @@
 #   vllm_proposals  ppbench propose suites/proposals/vllm-*.yaml
 #   source_patch  the seed's PATCHES as a source_patch proposal on vLLM 0.6.3, and suites/prefill.yaml on
 #              each release of PPB_VLLM_VERSIONS (trees in .deps/vllm-X) as its own wrapper launches it
+#   vllm_cuda_releases  vllm-cuda@VERSION for each tree of PPB_VLLM_CUDA_TREES (paths, space-separated;
+#              default .deps/vllm-*-cuda from scripts/fetch-vllm.sh --version X --cuda-only), built by the
+#              plugin project alone into build-vllm-cuda/, then suites/smoke-decode.yaml (host_partition_size=0)
+#              and suites/decode.yaml (PPB_VLLM_CUDA_RELEASE_FILTER) on each, float64-checked, into releases.db
 #   clang_aot  ci/build-bi-v100.sh with clang's CUDA front end (the CoreX compiler model) for this GPU
 #              (PPB_CLANG, default clang++-16 with the CUDA 11.8 tree of scripts/fetch-clang-cuda.sh
 #              when .deps has it, else clang++ with the machine's toolkit), then the nightly suites with that build
@@ -439,6 +443,44 @@ if want source_patch; then
       --db "$out/releases.db" --label "release-$v" --impl "plugin:vllm-triton@$v" --no-progress \
       --filter "block_m=128,block_n=128,num_warps=8${PPB_RELEASE_FILTER:+,$PPB_RELEASE_FILTER}"
   done
+fi
+
+# ---- vllm-cuda@VERSION: each release's CUDA paged attention, from its own tree ---------------------
+# The plugin project alone (kernels/vllm/cuda, no harness libraries) reads each tree's form from its files
+# and builds libppbk_vllm-cuda@VERSION.so (VERSION: the tree's PKG-INFO) into build-vllm-cuda/plugins.
+if want vllm_cuda_releases; then
+  vc_trees=()
+  if [ -n "${PPB_VLLM_CUDA_TREES:-}" ]; then
+    read -ra vc_trees <<<"$PPB_VLLM_CUDA_TREES"
+  else
+    for t in "$root"/.deps/vllm-*-cuda/; do [ -f "$t/PKG-INFO" ] && vc_trees+=("${t%/}"); done
+  fi
+  if [ ${#vc_trees[@]} -eq 0 ]; then
+    echo "vllm_cuda_releases: no trees (.deps/vllm-X-cuda: scripts/fetch-vllm.sh --version X --cuda-only, then carry .deps)" |
+      tee -a "$summary"
+    failed=1
+  else
+    cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+    vc_build=${PPB_GPU_VLLM_CUDA_BUILD_DIR:-$root/build-vllm-cuda}
+    vc_gen=(); command -v ninja >/dev/null && [ ! -f "$vc_build/Makefile" ] && vc_gen=(-G Ninja)
+    vc_list=$(IFS=';'; echo "${vc_trees[*]}")
+    run vllm_cuda_releases_build "$(limit vllm_cuda_releases 600)" bash -c '
+      set -e
+      cmake -S "$0/kernels/vllm/cuda" -B "$1" "${@:5}" -DPPB_VLLM_CUDA_TREES="$2" -DCMAKE_CUDA_ARCHITECTURES="$3"
+      cmake --build "$1" -j "$4" --target ppbk_vllm_cuda_releases' \
+      "$root" "$vc_build" "$vc_list" "${cc:-90}" "$jobs" "${vc_gen[@]}" &&
+    run vllm_cuda_releases_impls 60 "$ppbench" impls --plugin "$vc_build/plugins" && {
+      for t in "${vc_trees[@]}"; do
+        v=$(sed -n 's/^Version: *//p' "$t/PKG-INFO" | head -n 1)
+        run "vllm_cuda_${v}_smoke_decode" "$(limit vllm_cuda_releases 600)" "$ppbench" run "$root/suites/smoke-decode.yaml" \
+          --backend cuda --db "$out/releases.db" --label "release-cuda-$v" --impl "plugin:vllm-cuda@$v" \
+          --plugin "$vc_build/plugins" --no-progress --filter host_partition_size=0
+        run "vllm_cuda_${v}_decode" "$(limit vllm_cuda_releases 600)" "$ppbench" run "$root/suites/decode.yaml" \
+          --backend cuda --db "$out/releases.db" --label "release-cuda-$v" --impl "plugin:vllm-cuda@$v" \
+          --plugin "$vc_build/plugins" --no-progress ${PPB_VLLM_CUDA_RELEASE_FILTER:+--filter "$PPB_VLLM_CUDA_RELEASE_FILTER"}
+      done
+    }
+  fi
 fi
 
 # ---- the BI-V100 build flow with clang, on this GPU -------------------------------------------

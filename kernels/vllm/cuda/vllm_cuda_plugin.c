@@ -1,6 +1,7 @@
-/* The "vllm-cuda" implementation (kernels/ppb_kernel_abi.h): vLLM 0.6.3's own
- * CUDA paged attention, v1, v2 and the v2 reduce, built from vLLM's source
- * distribution without PyTorch.
+/* The "vllm-cuda" implementation (kernels/ppb_kernel_abi.h): vLLM's own CUDA
+ * paged attention, v1, v2 and the v2 reduce, built from vLLM's source
+ * distribution without PyTorch: 0.6.3 as "vllm-cuda", any release from 0.6.3
+ * to 0.22.1 as "vllm-cuda@VERSION" (CMakeLists.txt, PPB_VLLM_CUDA_TREES).
  *
  * The choice (shim headers AND our own launches of vLLM's kernel templates):
  * vllm_instances.cu #includes vLLM's csrc/attention/attention_kernels.cu
@@ -11,7 +12,8 @@
  * exceptions, PyTorch's current stream) and instantiate every head size;
  * vllm_instances.cu has the details. Every launch below repeats the
  * arithmetic of vLLM's paged_attention_v1_launcher / _v2_launcher
- * (attention_kernels.cu in 0.6.3), quoted next to each line.
+ * (attention_kernels.cu in 0.6.3, paged_attention_v1.cu / _v2.cu from 0.6.4
+ * to 0.22.1, the same lines), quoted next to each line.
  *
  * Plain C and the CUDA runtime API at the CUDA 10.2 level (cudaLaunchKernel,
  * cudaFuncGetAttributes, cudaFuncSetAttribute, cudaDeviceGetAttribute), like
@@ -26,8 +28,17 @@
 #include "ppb_kernel_abi.h"
 #include "vllm_kernels.h"
 
+/* The implementation's name and the release it was built from (CMakeLists.txt
+ * passes both; the defaults are the plain "vllm-cuda" of 0.6.3). */
+#ifndef PPB_VLLM_IMPL_NAME
+#define PPB_VLLM_IMPL_NAME "vllm-cuda"
+#endif
+#ifndef PPB_VLLM_VERSION
+#define PPB_VLLM_VERSION "0.6.3"
+#endif
+#define PPB_VLLM_RELEASE "vLLM " PPB_VLLM_VERSION
 #ifndef PPB_VLLM_SOURCE_DESC
-#define PPB_VLLM_SOURCE_DESC "vLLM 0.6.3 source distribution (path and sha256 not recorded by the build)"
+#define PPB_VLLM_SOURCE_DESC PPB_VLLM_RELEASE " source distribution (path and sha256 not recorded by the build)"
 #endif
 #ifndef PPB_VLLM_CUDA_ARCHS
 #define PPB_VLLM_CUDA_ARCHS "unknown"
@@ -35,7 +46,7 @@
 
 #define PPB_VLLM_EXPORT __attribute__((visibility("default")))
 
-/* dtype_bfloat16.cuh in vLLM 0.6.3 asserts (or, with NDEBUG, computes
+/* dtype_bfloat16.cuh in vLLM 0.6.3 (to 0.22.1) asserts (or, with NDEBUG, computes
  * nothing) below __CUDA_ARCH__ 800: bf16 needs compute capability 8.0. */
 #define PPB_VLLM_BF16_MIN_CC 80
 
@@ -119,12 +130,12 @@ static int plan_decode(const ppbk_device *dev, const ppbk_decode_config *cfg, co
                    cfg->dtype);
     if (cfg->dtype == PPB_KDTYPE_BF16 && dev->cc < PPB_VLLM_BF16_MIN_CC)
         return say(why, why_len, PPBK_REFUSED,
-                   "bf16 on compute capability %d.%d: vLLM 0.6.3's bf16 kernels need 8.0 or newer "
+                   "bf16 on compute capability %d.%d: " PPB_VLLM_RELEASE "'s bf16 kernels need 8.0 or newer "
                    "(dtype_bfloat16.cuh asserts below sm_80)",
                    dev->cc / 10, dev->cc % 10);
     if (cfg->sliding_window > 0 || a->sliding_window > 0)
         return say(why, why_len, PPBK_REFUSED,
-                   "sliding_window %d: vLLM 0.6.3's CUDA paged attention has no sliding window",
+                   "sliding_window %d: " PPB_VLLM_RELEASE "'s CUDA paged attention has no sliding window",
                    cfg->sliding_window > 0 ? cfg->sliding_window : a->sliding_window);
     if (cfg->head_dim != a->head_dim || cfg->page_size != a->page_size)
         return say(why, why_len, PPBK_REFUSED, "config (head_dim %d, page_size %d) does not match the shape (%d, %d)",
@@ -141,15 +152,18 @@ static int plan_decode(const ppbk_device *dev, const ppbk_decode_config *cfg, co
                        cfg->head_dim, built);
         built_list(0, built, sizeof built);
         return say(why, why_len, PPBK_REFUSED,
-                   "page_size %d: vLLM 0.6.3 compiles block sizes %s only (block sizes 1, 2, 4 and 64+ were omitted)",
+                   "page_size %d: " PPB_VLLM_RELEASE
+                   " compiles block sizes %s only (block sizes 1, 2, 4 and 64+ were omitted)",
                    cfg->page_size, built);
     }
     if (cfg->num_threads != k->num_threads)
-        return say(why, why_len, PPBK_REFUSED, "num_threads %d: vLLM 0.6.3 launches paged attention with %d threads",
-                   cfg->num_threads, k->num_threads);
+        return say(why, why_len, PPBK_REFUSED,
+                   "num_threads %d: " PPB_VLLM_RELEASE " launches paged attention with %d threads", cfg->num_threads,
+                   k->num_threads);
     if (dev->warp_size != k->warp_size)
         return say(why, why_len, PPBK_REFUSED,
-                   "warp size %d: vLLM 0.6.3's CUDA kernels are compiled for WARP_SIZE %d (csrc/cuda_compat.h)",
+                   "warp size %d: " PPB_VLLM_RELEASE
+                   "'s CUDA kernels are compiled for WARP_SIZE %d (csrc/cuda_compat.h)",
                    dev->warp_size, k->warp_size);
     if (a->num_kv_heads <= 0 || a->num_heads % a->num_kv_heads != 0)
         return say(why, why_len, PPBK_REFUSED,
@@ -311,6 +325,13 @@ static int vllm_launch(const ppbk_device *dev, const ppbk_decode_config *cfg, co
     int kv_head_stride = a->head_dim * a->page_size;
     int kv_block_stride = a->num_kv_heads * kv_head_stride;
     float k_scale = 1.0f, v_scale = 1.0f; /* kv cache "auto": unused */
+    /* From 0.7.0 the kernels take the scales as pointers (the launchers pass
+     * their k_scale / v_scale tensors' data) and read them only for an fp8
+     * cache: `if constexpr (KV_DTYPE == kAuto)` leaves the reads out of these
+     * "auto" instances, so no scale buffer is passed. */
+    const float *k_scale_ptr = NULL, *v_scale_ptr = NULL;
+    void *k_scale_arg = p.k->scales_by_pointer ? (void *)&k_scale_ptr : (void *)&k_scale;
+    void *v_scale_arg = p.k->scales_by_pointer ? (void *)&v_scale_ptr : (void *)&v_scale;
     /* vllm/_custom_ops.py defaults: tp_rank 0, blocksparse_local_blocks 0,
      * blocksparse_vert_stride 0, blocksparse_block_size 64,
      * blocksparse_head_sliding_step 0 (IS_BLOCK_SPARSE is false). */
@@ -323,7 +344,7 @@ static int vllm_launch(const ppbk_device *dev, const ppbk_decode_config *cfg, co
     if (version == 1) {
         void *params[] = {&out, &q, &k_cache, &v_cache, &num_kv_heads, &scale, &block_tables, &seq_lens,
                           &max_num_blocks_per_seq, &alibi_slopes, &q_stride, &kv_block_stride, &kv_head_stride,
-                          &k_scale, &v_scale, &tp_rank, &bs_local_blocks, &bs_vert_stride, &bs_block_size,
+                          k_scale_arg, v_scale_arg, &tp_rank, &bs_local_blocks, &bs_vert_stride, &bs_block_size,
                           &bs_head_sliding_step};
         /* LAUNCH_PAGED_ATTENTION_V1 sets the attribute before every launch; so do we
          * (its cost is part of what vLLM's v1 costs on the host). */
@@ -341,7 +362,7 @@ static int vllm_launch(const ppbk_device *dev, const ppbk_decode_config *cfg, co
     void *exp_sums = a->exp_sums, *max_logits = a->max_logits, *tmp_out = a->tmp_out;
     void *params[] = {&exp_sums, &max_logits, &tmp_out, &q, &k_cache, &v_cache, &num_kv_heads, &scale,
                       &block_tables, &seq_lens, &max_num_blocks_per_seq, &alibi_slopes, &q_stride,
-                      &kv_block_stride, &kv_head_stride, &k_scale, &v_scale, &tp_rank, &bs_local_blocks,
+                      &kv_block_stride, &kv_head_stride, k_scale_arg, v_scale_arg, &tp_rank, &bs_local_blocks,
                       &bs_vert_stride, &bs_block_size, &bs_head_sliding_step};
     /* dim3 grid(num_heads, num_seqs, max_num_partitions) */
     dim3 grid = {(unsigned)a->num_heads, (unsigned)a->num_seqs, (unsigned)p.partitions};
@@ -438,8 +459,8 @@ static const ppbk_decode_ops decode_v2_ops = {refuse_v2, launch_v2, prepare_v2};
 static const ppbk_impl vllm_cuda_impl = {
     .abi_version = PPBK_ABI_VERSION,
     .struct_size = sizeof(ppbk_impl),
-    .name = "vllm-cuda",
-    .version = "vllm 0.6.3",
+    .name = PPB_VLLM_IMPL_NAME,
+    .version = "vllm " PPB_VLLM_VERSION,
     .source = PPB_VLLM_SOURCE_DESC,
     .backends = PPBK_BACKEND_CUDA,
     .open = vllm_open,

@@ -18,6 +18,7 @@ typedef struct ppb_vllm_kernels {
     int head_size, block_size;
     int num_threads;        /* the NUM_THREADS the instances were compiled with */
     int warp_size;          /* vLLM's WARP_SIZE (csrc/cuda_compat.h) at compile time */
+    int scales_by_pointer;  /* k_scale / v_scale are const float * (0.7.0 on), else float */
     int partition_size[PPB_VLLM_NUM_PARTITIONS];
     /* Host stubs of __global__ functions: what cudaLaunchKernel,
      * cudaFuncGetAttributes and cudaFuncSetAttribute take. */

@@ -17,6 +17,15 @@ class optional {
     explicit operator bool() const;
     const T &value() const;
 };
+/* Named by the fp8 helpers of later releases (quant_utils.cuh, 0.22 for one):
+ * a full specialization vec_conversion<c10::Float8_e4m3fn, float>, an inline
+ * device function for an fp8 cache that no "auto" kernel calls. */
+struct Float8_e4m3fn {
+    struct from_bits_t {};
+    __host__ __device__ static from_bits_t from_bits();
+    __host__ __device__ Float8_e4m3fn(uint8_t bits, from_bits_t);
+    __host__ __device__ explicit Float8_e4m3fn(float value);
+};
 }  // namespace c10
 
 namespace torch {
@@ -33,5 +42,14 @@ c10::optional<c10::Device> device_of(const Tensor &t);
 }  // namespace torch
 
 /* Only reached from the launchers and vLLM's op entry points, which the
- * plugin compiles out (vllm_instances.cu): a no-op that still parses. */
-#define TORCH_CHECK(cond, ...) ((void)(cond))
+ * plugin compiles out (vllm_instances.cu), and from host helpers no kernel
+ * calls (get_fp8_kv_cache_data_type in later releases): a failed check calls a
+ * function that is declared, never defined, and does not return, so such a
+ * helper still parses without a missing-return warning, and a call that
+ * slipped in would fail at link time. */
+[[noreturn]] void ppb_vllm_shim_torch_check_failed();
+#define TORCH_CHECK(cond, ...)                     \
+    do {                                           \
+        if (!(cond))                               \
+            ppb_vllm_shim_torch_check_failed();    \
+    } while (0)

@@ -1,0 +1,2 @@
+// ppbench test fixture. Not vLLM code.
+#include "../../../attention/attention_dtypes.h"

@@ -1,0 +1,1 @@
+// ppbench test fixture. Not vLLM code.
