@@ -70,12 +70,21 @@ sqlite3 "$WORK/d.db" "UPDATE samples SET ms = ms * 1.5 WHERE result_id = $r0;
                       UPDATE results SET row_check = NULL WHERE id = $r0"
 expect_rc 13 "$PPB" verdict --recompute "$ab" --db "$WORK/d.db"
 grep -q "^DIFFERENT from what was stored: case 0 (.*): " "$WORK/out" || { cat "$WORK/out"; fail "difference not named"; }
-# A session tag edited (unchecked): the spread, and so the case, differ.
+# Tags edited (unchecked): a sample said to be of a fourth session, or of a round past the design's
+# last look. (A session swapped between two of the three can leave the spread as it was: the
+# between-session variance is floored at 0.)
 cp "$PPBENCH_DB" "$WORK/s.db"
-sqlite3 "$WORK/s.db" "UPDATE samples SET session = (session + 1) % 3 WHERE result_id = $r0 AND idx % 2 = 0;
+sqlite3 "$WORK/s.db" "UPDATE samples SET session = 3 WHERE result_id = $r0 AND idx = 1;
                       UPDATE results SET row_check = NULL WHERE id = $r0"
 expect_rc 13 "$PPB" verdict --recompute "$ab" --db "$WORK/s.db"
-grep -q "^DIFFERENT from what was stored: case 0 (" "$WORK/out" || { cat "$WORK/out"; fail "edited session not found"; }
+grep -q "^DIFFERENT from what was stored: case 0 (.*): sessions: stored 3, recomputed 4" "$WORK/out" \
+  || { cat "$WORK/out"; fail "edited session not found"; }
+cp "$PPBENCH_DB" "$WORK/s.db"
+sqlite3 "$WORK/s.db" "UPDATE samples SET round = 9 WHERE result_id = $r0 AND idx = 1;
+                      UPDATE results SET row_check = NULL WHERE id = $r0"
+expect_rc 13 "$PPB" verdict --recompute "$ab" --db "$WORK/s.db"
+grep -q "^DIFFERENT from what was stored: case 0 (.*): looks taken: stored [12], recomputed 3" "$WORK/out" \
+  || { cat "$WORK/out"; fail "edited round not found"; }
 # A stored interval edited: named.
 cp "$PPBENCH_DB" "$WORK/i.db"
 sqlite3 "$WORK/i.db" "UPDATE proposal_cases SET ratio_hi = ratio_hi * 1.001 WHERE proposal_id = $ab AND idx = 3"
