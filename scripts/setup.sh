@@ -33,7 +33,8 @@ case "$mode" in
       $(ctest --test-dir build-tsan -N -L threads | sed -n 's/^ *Test *#[0-9]*: //p')
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     export TSAN_OPTIONS=halt_on_error=1
-    ctest --test-dir build --output-on-failure -j "$jobs"
+    # everything but the mutation test (minutes; tests/mutation/decide.sh, run on purpose)
+    ctest --test-dir build --output-on-failure -j "$jobs" -LE mutation
     ctest --test-dir build-asan --output-on-failure -j "$jobs" -L unit
     ctest --test-dir build-tsan --output-on-failure -j "$jobs" -L threads
     ;;

@@ -162,13 +162,6 @@ static int compare_opt(void *ctx, int opt, char *arg)
     }
 }
 
-/* A timed result's median; 0 when the case has no time. */
-static double timed_median(const ppb_result *r)
-{
-    int timed = r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY;
-    return timed && r->median_ms > 0 ? r->median_ms : 0;
-}
-
 /* The cases with a key in both runs, A as baseline, B as candidate, with each
  * case's history of plain runs from `src`; each stored case row gets the key
  * on both sides. */
@@ -180,18 +173,8 @@ static int join_cases(const run_results rr[2], const ppb_run_compare_source *src
         for (int j = 0; j < rr[1].n; j++) {
             if (strcmp(rr[0].cases[i].key, rr[1].cases[j].key) != 0)
                 continue;
-            const ppb_result *ra = &rr[0].results[i], *rb = &rr[1].results[j];
             ppb_run_compare_case *c = &rcs[n];
-            c->key = rr[0].cases[i].key;
-            c->weight = rr[0].cases[i].weight;
-            c->baseline_ms = timed_median(ra);
-            c->candidate_ms = timed_median(rb);
-            c->baseline_correct = ra->status != PPB_STATUS_WRONG;
-            c->candidate_correct = rb->status != PPB_STATUS_WRONG;
-            c->baseline_feasible = ra->status != PPB_STATUS_REFUSED;
-            c->candidate_feasible = rb->status != PPB_STATUS_REFUSED;
-            c->baseline_reason = ra->reason;
-            c->candidate_reason = rb->reason;
+            ppb_run_compare_case_of(&rr[0].cases[i], &rr[0].results[i], &rr[1].results[j], c);
             double *h = NULL;
             rc = ppb_run_compare_history(src, n_src, c->key, max_history, &h, &c->n_history, err);
             c->history = h;

@@ -14,6 +14,7 @@ enum {
     PPB_EXIT_REJECT = 10,
     PPB_EXIT_INCONCLUSIVE = 11,
     PPB_EXIT_REGRESSION = 12,  /* trend: some case regressed */
+    PPB_EXIT_MISMATCH = 13,    /* verdict --recompute: the verdict decided again differs from the stored one */
 };
 
 int cmd_run(int argc, char **argv);
@@ -31,5 +32,6 @@ int cmd_merge(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_impls(int argc, char **argv);
 int cmd_list_kernels(int argc, char **argv);
+int cmd_verdict(int argc, char **argv);
 
 #endif

@@ -25,6 +25,7 @@ static const command commands[] = {
     {"report", cmd_report, "write an HTML report (charts by gnuplot) of a run, a proposal or a trend"},
     {"propose", cmd_propose, "judge a tuning proposal: baseline vs candidate, ACCEPT/REJECT/INCONCLUSIVE"},
     {"compare", cmd_compare, "compare two stored runs case by case"},
+    {"verdict", cmd_verdict, "re-derive a stored verdict from the database (--recompute ID) and check it"},
     {"trend", cmd_trend, "each case's latest result against its own nightly history"},
     {"push", cmd_push, "upload a run to a Pushgateway, InfluxDB or a JSON webhook (queued on failure)"},
     {"merge", cmd_merge, "merge results databases (hosts, shards) into one"},
@@ -84,7 +85,7 @@ static void usage(FILE *out)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nexit codes: 0 ok, 1 some case failed or infeasible, 2 usage, 3 bad input, "
                  "4 runtime failure, 130 interrupted;\n            propose/compare: 0 ACCEPT, 10 REJECT, 11 INCONCLUSIVE; "
-                 "trend: 12 regression\n");
+                 "trend: 12 regression;\n            verdict --recompute: 13 differs from the stored verdict\n");
 }
 
 /* Levenshtein distance, for "did you mean". Command names are short. */

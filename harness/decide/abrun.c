@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ab_cases.h"
 #include "abtest.h"
 #include "matrix.h"
 #include "measure.h"
@@ -18,8 +19,12 @@ typedef struct ab_pair {
     ppb_case side[2];          /* 0 = baseline, 1 = candidate */
     int present[2];            /* chunked_prefill: the side with fewer chunks lacks the last ones */
     ppb_result res[2];
+    unsigned char *session[2]; /* each sample's session and round, as the design took it */
+    int *round[2];
     int sessions, looks;       /* as measured by the design (sequential.h); 0: not measured as a pair */
+    int looks_taken, looks_planned;
     double between_sd;         /* the sessions' spread at the last look */
+    double stop_alpha;         /* the design's alpha (its stopping rule's, before looks) */
     char shape_key[PPB_CASE_KEY_MAX];
 } ab_pair;
 
@@ -226,13 +231,16 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
     if (!rc)
         for (int s = 0; s < 2; s++) {
             pr->res[s].samples_ms = r.samples[s], pr->res[s].n_samples = r.n[s];
-            r.samples[s] = NULL;
+            pr->session[s] = r.session[s], pr->round[s] = r.round[s];
+            r.samples[s] = NULL, r.session[s] = NULL, r.round[s] = NULL;
             pr->res[s].batch_launches = ps.launches;
             ppb_result_summarise(&pr->res[s], ppb_case_flops(&pr->side[s]), ppb_case_min_bytes(&pr->side[s]));
         }
     pr->sessions = sessions;
     pr->looks = ppb_ab_case_looks(&r);
+    pr->looks_taken = r.looks_taken, pr->looks_planned = r.looks_planned;
     pr->between_sd = r.between_sd;
+    pr->stop_alpha = d.alpha;
     ppb_seq_result_free(&r);
     return rc;
 }
@@ -311,121 +319,44 @@ end:
     return rc;
 }
 
-/* Totals over chunks: sample j of a side's prompt = sum of sample j of each of
- * its chunks (the chunks were measured interleaved with the other side's). */
-static int chunk_totals(const ab_ctx *x, int s, double **out, int *n_out)
+/* The pair as the verdict takes it (ab_cases.h). */
+static ppb_ab_pair_view pair_view(const ab_pair *pr)
 {
-    int n = -1;
-    for (int i = 0; i < x->n_pairs; i++) {
-        const ppb_result *r = &x->pairs[i].res[s];
-        if (!x->pairs[i].present[s])
-            continue;
-        if (r->n_samples == 0) {
-            *n_out = 0;
-            *out = NULL;
-            return PPB_OK;
-        }
-        n = n < 0 || r->n_samples < n ? r->n_samples : n;
-    }
-    *n_out = n < 0 ? 0 : n;
-    *out = calloc((size_t)(*n_out ? *n_out : 1), sizeof **out);
-    if (!*out)
-        return PPB_ENOMEM;
-    for (int i = 0; i < x->n_pairs; i++)
-        for (int j = 0; j < *n_out && x->pairs[i].present[s]; j++)
-            (*out)[j] += x->pairs[i].res[s].samples_ms[j];
-    return PPB_OK;
-}
-
-static int side_state(const ab_ctx *x, int s, int *correct, int *feasible, const char **why)
-{
-    *correct = 1, *feasible = 1, *why = NULL;
-    for (int i = 0; i < x->n_pairs; i++) {
-        const ppb_result *r = &x->pairs[i].res[s];
-        if (!x->pairs[i].present[s])
-            continue;
-        if (r->status == PPB_STATUS_WRONG && *correct)
-            *correct = 0, *why = r->reason;
-        if (r->status == PPB_STATUS_REFUSED && *feasible)
-            *feasible = 0, *why = r->reason;
-    }
-    return PPB_OK;
-}
-
-/* How the pair was sampled, as the verdict needs it. */
-static void fill_sampling(ppb_verdict_case *vc, const ab_pair *pr)
-{
-    vc->looks = pr->looks;
-    vc->sessions = pr->sessions;
-    vc->between_sd = pr->between_sd;
-}
-
-static void fill_case(ppb_verdict_case *vc, const ab_pair *pr)
-{
-    memset(vc, 0, sizeof *vc);
-    vc->key = pr->shape_key;
-    vc->weight = pr->side[0].weight;
-    if (pr->sessions > 0)
-        fill_sampling(vc, pr);
-    for (int s = 0; s < 2; s++) {
-        const ppb_result *r = &pr->res[s];
-        int feasible = r->status != PPB_STATUS_REFUSED, correct = r->status != PPB_STATUS_WRONG;
-        const double *samples = r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY
-                                    ? r->samples_ms : NULL;
-        if (s == 0) {
-            vc->baseline = samples, vc->n_baseline = samples ? r->n_samples : 0;
-            vc->baseline_feasible = feasible, vc->baseline_correct = correct;
-            vc->baseline_reason = r->reason[0] ? r->reason : NULL;
-        } else {
-            vc->candidate = samples, vc->n_candidate = samples ? r->n_samples : 0;
-            vc->candidate_feasible = feasible, vc->candidate_correct = correct;
-            vc->candidate_reason = r->reason[0] ? r->reason : NULL;
-        }
-    }
+    return (ppb_ab_pair_view){.key = pr->shape_key, .weight = pr->side[0].weight,
+                              .present = {pr->present[0], pr->present[1]}, .res = {&pr->res[0], &pr->res[1]},
+                              .sessions = pr->sessions, .looks = pr->looks, .between_sd = pr->between_sd,
+                              .looks_taken = pr->looks_taken, .looks_planned = pr->looks_planned,
+                              .stop_alpha = pr->stop_alpha};
 }
 
 static int decide_and_store(ab_ctx *x, ppb_proposal_record *rec, ppb_verdict_report *rep,
                             ppb_err *err)
 {
     const int chunked = x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL;
-    int n_cases = chunked ? 1 : x->n_pairs, rc;
+    int n_cases = chunked ? 1 : x->n_pairs, rc = PPB_OK;
     ppb_verdict_case *vcs = calloc((size_t)n_cases, sizeof *vcs);
     ppb_proposal_case *pcs = calloc((size_t)n_cases, sizeof *pcs);
+    ppb_ab_pair_view *views = calloc((size_t)x->n_pairs, sizeof *views);
     double *totals[2] = {NULL, NULL};
-    if (!vcs || !pcs) {
+    if (!vcs || !pcs || !views) {
         rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
         goto end;
     }
+    for (int i = 0; i < x->n_pairs; i++)
+        views[i] = pair_view(&x->pairs[i]);
+    for (int i = 0; i < n_cases; i++)
+        pcs[i].noise = NAN;
     if (chunked) {
-        ppb_verdict_case *vc = &vcs[0];
-        vc->key = x->p->name;
-        vc->weight = 1.0;
-        int n[2];
-        for (int s = 0; s < 2; s++)
-            if (chunk_totals(x, s, &totals[s], &n[s])) {
-                rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
-                goto end;
-            }
-        vc->baseline = totals[0], vc->n_baseline = n[0];
-        vc->candidate = totals[1], vc->n_candidate = n[1];
-        side_state(x, 0, &vc->baseline_correct, &vc->baseline_feasible, &vc->baseline_reason);
-        side_state(x, 1, &vc->candidate_correct, &vc->candidate_feasible, &vc->candidate_reason);
-        /* The prompt's total as sampled: the chunks' looks, their fewest sessions, and
-         * their largest session spread (a bound on the total's relative spread). */
-        for (int i = 0; i < x->n_pairs; i++) {
-            const ab_pair *pr = &x->pairs[i];
-            if (pr->sessions == 0)
-                continue;
-            ppb_verdict_case one;
-            fill_sampling(&one, pr);
-            vc->looks = one.looks > vc->looks ? one.looks : vc->looks;
-            vc->sessions = vc->sessions == 0 || one.sessions < vc->sessions ? one.sessions : vc->sessions;
-            vc->between_sd = one.between_sd > vc->between_sd || isnan(one.between_sd) ? one.between_sd
-                                                                                     : vc->between_sd;
+        if (ppb_ab_chunked_case(views, x->n_pairs, x->p->name, totals, &vcs[0])) {
+            rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+            goto end;
         }
+        ppb_ab_case_design(views, x->n_pairs, &pcs[0]);
     } else {
-        for (int i = 0; i < n_cases; i++)
-            fill_case(&vcs[i], &x->pairs[i]);
+        for (int i = 0; i < n_cases; i++) {
+            ppb_ab_pair_case(&views[i], &vcs[i]);
+            ppb_ab_case_design(&views[i], 1, &pcs[i]);
+        }
     }
     snprintf(rec->name, sizeof rec->name, "%s", x->p->name);
     snprintf(rec->path, sizeof rec->path, "%s", x->p->path);
@@ -433,6 +364,9 @@ static int decide_and_store(ab_ctx *x, ppb_proposal_record *rec, ppb_verdict_rep
     snprintf(rec->target, sizeof rec->target, "%s", x->have_target ? x->target.name : "");
     rec->baseline_run = x->run[0].id;
     rec->candidate_run = x->run[1].id;
+    const ppb_sampling *sp = &x->p->sampling;
+    rec->samples_per_round = sp->samples_per_round, rec->min_rounds = sp->min_rounds;
+    rec->max_rounds = sp->max_rounds, rec->sessions = sp->sessions, rec->budget_ms = sp->budget_ms;
     for (int i = 0; i < n_cases; i++) {
         ppb_proposal_case *pc = &pcs[i];
         snprintf(pc->baseline_key, sizeof pc->baseline_key, "%s",
@@ -444,6 +378,7 @@ static int decide_and_store(ab_ctx *x, ppb_proposal_record *rec, ppb_verdict_rep
 end:
     free(vcs);
     free(pcs);
+    free(views);
     free(totals[0]);
     free(totals[1]);
     return rc;
@@ -488,8 +423,11 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
         ab_pair *pr = &x.pairs[i];
         rc = run_pair(&x, pr, err);
         for (int s = 0; s < 2 && !rc; s++)
-            if (pr->present[s])
-                rc = ppb_store_put_result(x.store, x.run[s].id, &pr->side[s], &pr->res[s], err);
+            if (pr->present[s]) {
+                ppb_sample_tags tags = {pr->session[s], pr->round[s]};
+                rc = ppb_store_put_tagged_result(x.store, x.run[s].id, &pr->side[s], &pr->res[s],
+                                                 pr->session[s] ? &tags : NULL, err);
+            }
         fprintf(log, "  [%d/%d] %s: baseline %s, candidate %s\n", i + 1, x.n_pairs,
                 pr->shape_key[0] ? pr->shape_key : pr->side[0].key,
                 ppb_status_name(pr->res[0].status), ppb_status_name(pr->res[1].status));
@@ -504,8 +442,11 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
         }
 end:
     for (int i = 0; i < x.n_pairs; i++)
-        for (int s = 0; s < 2; s++)
+        for (int s = 0; s < 2; s++) {
             ppb_result_free(&x.pairs[i].res[s]);
+            free(x.pairs[i].session[s]);
+            free(x.pairs[i].round[s]);
+        }
     free(x.pairs);
     for (int s = 0; s < 2; s++) {
         ppb_session_close(&x.session[s]);

@@ -54,7 +54,10 @@ static int check_input(const ppb_run_compare_case *cases, int n, const ppb_run_c
             return ppb_fail(err, PPB_EINPUT, "case %d has no key", i);
         if (!(cases[i].weight >= 0) || !isfinite(cases[i].weight))
             return ppb_fail(err, PPB_EINPUT, "case '%s' has weight %g", cases[i].key, cases[i].weight);
-        for (int k = 0; k < cases[i].n_history; k++)
+        if (cases[i].noise_given && (!(cases[i].noise >= 0) || !isfinite(cases[i].noise) || cases[i].history))
+            return ppb_fail(err, PPB_EINPUT, "case '%s': a given noise of %g (with%s a history)", cases[i].key,
+                            cases[i].noise, cases[i].history ? "" : "out");
+        for (int k = 0; k < cases[i].n_history && !cases[i].noise_given; k++)
             if (!(cases[i].history[k] > 0) || !isfinite(cases[i].history[k]))
                 return ppb_fail(err, PPB_EINPUT, "case '%s': history point %d is %g", cases[i].key, k,
                                 cases[i].history[k]);
@@ -68,7 +71,7 @@ static int check_input(const ppb_run_compare_case *cases, int n, const ppb_run_c
 static int judge_case(const ppb_run_compare_case *c, int h, double alpha, ppb_ab_interval *x, double *sigma,
                       double *crit, ppb_err *err)
 {
-    *sigma = ppb_trend_night_noise(c->history + (c->n_history - h), h);
+    *sigma = c->noise_given ? c->noise : ppb_trend_night_noise(c->history + (c->n_history - h), h);
     if (isnan(*sigma))
         return ppb_fail(err, PPB_ENOMEM, "out of memory for a case's noise");
     int df = (int)floor(MAD_EFFICIENCY * (h - 1));
@@ -84,6 +87,29 @@ static int judge_case(const ppb_run_compare_case *c, int h, double alpha, ppb_ab
     x->level = x->level_achieved = 1 - alpha;
     x->bounded = 1;
     return PPB_OK;
+}
+
+/* A timed result's median; 0 when the case has no time. */
+static double timed_median(const ppb_result *r)
+{
+    int timed = r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY;
+    return timed && r->median_ms > 0 ? r->median_ms : 0;
+}
+
+void ppb_run_compare_case_of(const ppb_case *ca, const ppb_result *ra, const ppb_result *rb,
+                             ppb_run_compare_case *c)
+{
+    memset(c, 0, sizeof *c);
+    c->key = ca->key;
+    c->weight = ca->weight;
+    c->baseline_ms = timed_median(ra);
+    c->candidate_ms = timed_median(rb);
+    c->baseline_correct = ra->status != PPB_STATUS_WRONG;
+    c->candidate_correct = rb->status != PPB_STATUS_WRONG;
+    c->baseline_feasible = ra->status != PPB_STATUS_REFUSED;
+    c->candidate_feasible = rb->status != PPB_STATUS_REFUSED;
+    c->baseline_reason = ra->reason;
+    c->candidate_reason = rb->reason;
 }
 
 static int timed(const ppb_run_compare_case *c)
@@ -275,25 +301,40 @@ int ppb_run_compare_history(const ppb_run_compare_source *src, int n_src, const 
     return rc;
 }
 
+int ppb_run_compare_record(const ppb_run_compare_report *rep, const ppb_run_compare_case *cases, int n,
+                           const ppb_run_compare_rules *rules, ppb_proposal_record *rec, ppb_proposal_case *pcs,
+                           ppb_err *err)
+{
+    ppb_verdict_case *vc = calloc((size_t)n, sizeof *vc);
+    if (!vc)
+        return ppb_fail(err, PPB_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        vc[i].key = cases[i].key;
+        vc[i].weight = cases[i].weight;
+    }
+    int rc = ppb_verdict_record(&rep->v, vc, n, &rules->verdict, rec, pcs, err);
+    free(vc);
+    rec->min_history = rules->min_history;
+    rec->max_history = rules->max_history;
+    for (int i = 0; !rc && i < n; i++) {
+        if (rep->short_history[i])
+            snprintf(pcs[i].state, sizeof pcs[i].state, "no-history");
+        pcs[i].noise = rep->noise[i];
+        pcs[i].history = rep->n_history[i];
+        pcs[i].looks_taken = pcs[i].looks_planned = 0;
+        pcs[i].stop_alpha = NAN;
+    }
+    return rc;
+}
+
 int ppb_run_compare_store(ppb_store *s, const ppb_run_compare_case *cases, int n,
                           const ppb_run_compare_rules *rules, ppb_proposal_record *rec, ppb_proposal_case *pcs,
                           ppb_run_compare_report *rep, ppb_err *err)
 {
     int rc = ppb_run_compare_decide(cases, n, rules, rep, err);
-    ppb_verdict_case *vc = rc ? NULL : calloc((size_t)n, sizeof *vc);
-    if (!rc && !vc)
-        rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
-    for (int i = 0; !rc && i < n; i++) {
-        vc[i].key = cases[i].key;
-        vc[i].weight = cases[i].weight;
-    }
     if (!rc)
-        rc = ppb_verdict_record(&rep->v, vc, n, &rules->verdict, rec, pcs, err);
-    for (int i = 0; !rc && i < n; i++)
-        if (rep->short_history[i])
-            snprintf(pcs[i].state, sizeof pcs[i].state, "no-history");
+        rc = ppb_run_compare_record(rep, cases, n, rules, rec, pcs, err);
     if (!rc)
         rc = ppb_store_put_proposal(s, rec, pcs, n, err);
-    free(vc);
     return rc;
 }

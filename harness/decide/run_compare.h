@@ -24,7 +24,18 @@ typedef struct ppb_run_compare_case {
     const char *baseline_reason, *candidate_reason;
     const double *history;              /* the case's medians in earlier plain runs, oldest first, the two */
     int n_history;                      /* compared runs left out (ppb_run_compare_history) */
+    /* A stored comparison recomputed (verdict_recompute.h): its noise as
+     * stored, from n_history runs, in place of a history (NULL). */
+    int noise_given;
+    double noise;
 } ppb_run_compare_case;
+
+/* A case of the two runs from their results (the baseline case's key and
+ * weight; each side timed when ok or noisy with a median, correct unless
+ * wrong, feasible unless refused). c borrows from ca, ra and rb; history is
+ * left empty. */
+void ppb_run_compare_case_of(const ppb_case *ca, const ppb_result *ra, const ppb_result *rb,
+                             ppb_run_compare_case *c);
 
 typedef struct ppb_run_compare_rules {
     ppb_verdict_rules verdict;   /* threshold, max_regression, min_gain, alpha, require_correct */
@@ -66,9 +77,15 @@ typedef struct ppb_run_compare_source {
 int ppb_run_compare_history(const ppb_run_compare_source *src, int n_src, const char *key, int max_n,
                             double **out, int *n, ppb_err *err);
 
-/* Decide and store as ppb_verdict_store does (rec's name, kind and runs set by
- * the caller; pcs' keys too): the cases with too little history are stored
- * with state "no-history". */
+/* Fill the record of a decided comparison as ppb_verdict_record does, and
+ * what a comparison adds: the cases with too little history get state
+ * "no-history", each case its noise and history, rec the history rules. */
+int ppb_run_compare_record(const ppb_run_compare_report *rep, const ppb_run_compare_case *cases, int n,
+                           const ppb_run_compare_rules *rules, ppb_proposal_record *rec, ppb_proposal_case *pcs,
+                           ppb_err *err);
+
+/* Decide, record (ppb_run_compare_record) and store (rec's name, kind and
+ * runs set by the caller; pcs' keys too). */
 int ppb_run_compare_store(ppb_store *s, const ppb_run_compare_case *cases, int n,
                           const ppb_run_compare_rules *rules, ppb_proposal_record *rec, ppb_proposal_case *pcs,
                           ppb_run_compare_report *rep, ppb_err *err);

@@ -120,6 +120,7 @@ void ppb_seq_result_free(ppb_seq_result *r)
     for (int s = 0; s < 2; s++) {
         free(r->samples[s]);
         free(r->session[s]);
+        free(r->round[s]);
     }
     memset(r, 0, sizeof *r);
 }
@@ -135,14 +136,16 @@ static int check_design(const ppb_seq_design *d, ppb_err *err)
     return PPB_OK;
 }
 
-/* Append a sample and its session tag (the two arrays share one capacity). */
-static int push(ppb_seq_result *r, int side, int *cap, double ms, int session)
+/* Append a sample and its session and round tags (the arrays share one capacity). */
+static int push(ppb_seq_result *r, int side, int *cap, double ms, int session, int round)
 {
-    int tag_cap = cap[side];
+    int tag_cap = cap[side], round_cap = cap[side];
     if (ppb_grow((void **)&r->samples[side], &cap[side], r->n[side], sizeof(double), 64) != PPB_OK ||
-        ppb_grow((void **)&r->session[side], &tag_cap, r->n[side], 1, 64) != PPB_OK)
+        ppb_grow((void **)&r->session[side], &tag_cap, r->n[side], 1, 64) != PPB_OK ||
+        ppb_grow((void **)&r->round[side], &round_cap, r->n[side], sizeof(int), 64) != PPB_OK)
         return PPB_ENOMEM;
     r->samples[side][r->n[side]] = ms;
+    r->round[side][r->n[side]] = round;
     r->session[side][r->n[side]++] = (unsigned char)session;
     return PPB_OK;
 }
@@ -194,7 +197,7 @@ int ppb_seq_run(const ppb_seq_design *d, ppb_seq_sample_fn sample, void *ctx, pp
                 double ms = 0, cost = 0;
                 if ((rc = sample(ctx, side, session, &ms, &cost, err)))
                     return rc;
-                if (push(out, side, cap, ms, session))
+                if (push(out, side, cap, ms, session, round))
                     return ppb_fail(err, PPB_ENOMEM, "out of memory for samples");
                 spent += cost;
             }

@@ -72,6 +72,7 @@ typedef enum {
 typedef struct ppb_seq_result {
     double *samples[2];              /* per side, in the order taken */
     unsigned char *session[2];       /* each sample's session */
+    int *round[2];                   /* each sample's round (1 ..) */
     int n[2];
     int rounds, looks_taken, looks_planned, stop;
     double between_sd;               /* at the last look */

@@ -38,6 +38,23 @@ const char *ppb_case_state_name(int state)
     }
 }
 
+const char *ppb_interval_method_name(int method)
+{
+    switch (method) {
+    case PPB_METHOD_HODGES_LEHMANN: return "hodges_lehmann";
+    case PPB_METHOD_BOOTSTRAP: return "bootstrap";
+    default: return "?";
+    }
+}
+
+int ppb_interval_method_parse(const char *name)
+{
+    for (int m = PPB_METHOD_HODGES_LEHMANN; m <= PPB_METHOD_BOOTSTRAP; m++)
+        if (strcmp(name, ppb_interval_method_name(m)) == 0)
+            return m;
+    return -1;
+}
+
 void ppb_verdict_rules_default(ppb_verdict_rules *rules)
 {
     memset(rules, 0, sizeof *rules);
@@ -249,11 +266,13 @@ static int compare_cases(const ppb_verdict_case *cases, int n, const ppb_verdict
             continue;
         if (c->interval) { /* measured elsewhere: no samples, no test */
             o->interval = *c->interval;
+            o->alpha = 1 - o->interval.level;
             o->test.p = o->p_holm = o->p_bh = NAN;
             o->cls = ppb_ab_classify(o->interval.ratio_lo, o->interval.ratio_hi, rules->threshold);
             continue;
         }
         const double ia = case_alpha(out, c);
+        o->alpha = ia;
         if (rules->method == PPB_METHOD_BOOTSTRAP) {
             int reps = ppb_bootstrap_min_reps(ia);
             if (reps < 0) {

@@ -10,6 +10,14 @@
 #include "abtest.h"
 #include "ppb_error.h"
 
+/* The version of the decision rules: ppb_verdict_decide and all it relies on
+ * (the intervals and their widening, the Bonferroni family, the weighted mean,
+ * the classes, the reasons' text). Stored with every verdict (schema 13).
+ * Bump it whenever a change makes the same inputs decide or read differently:
+ * `ppbench verdict --recompute` then tells a verdict decided under other rules
+ * from one whose data changed. */
+#define PPB_VERDICT_RULE_VERSION 1
+
 typedef enum {
     PPB_VERDICT_ACCEPT = 0,
     PPB_VERDICT_REJECT = 1,
@@ -27,6 +35,11 @@ typedef enum {
     PPB_METHOD_HODGES_LEHMANN = 0,   /* HL on log-times, Moses interval (default) */
     PPB_METHOD_BOOTSTRAP = 1,        /* percentile bootstrap of the median ratio */
 } ppb_interval_method;
+
+/* "hodges_lehmann", "bootstrap" (as proposals spell them); "?" otherwise. */
+const char *ppb_interval_method_name(int method);
+/* The method so named, or -1. */
+int ppb_interval_method_parse(const char *name);
 
 /* One case as measured for a proposal. Pointers are borrowed. */
 typedef struct ppb_verdict_case {
@@ -88,6 +101,7 @@ typedef struct ppb_verdict_outcome {
     int state;                  /* ppb_case_state */
     int cls;                    /* ppb_ab_class (COMPARED only) */
     ppb_ab_interval interval;   /* ratio candidate/baseline at the family level */
+    double alpha;               /* the alpha the interval spent: its level is 1 - alpha (COMPARED only) */
     ppb_mwu test;               /* Mann-Whitney, for the report */
     double p_holm, p_bh;        /* adjusted across the compared cases */
     long more_samples;          /* per side to resolve the class (UNRESOLVED only) */

@@ -11,6 +11,12 @@ int ppb_verdict_record(const ppb_verdict_report *rep, const ppb_verdict_case *ca
     rec->min_gain = rules->min_gain;
     rec->max_regression = rules->max_regression;
     rec->threshold = rules->threshold;
+    rec->rule_version = PPB_VERDICT_RULE_VERSION;
+    rec->alpha = rules->alpha;
+    rec->require_correct = rules->require_correct;
+    snprintf(rec->method, sizeof rec->method, "%s", ppb_interval_method_name(rules->method));
+    rec->bootstrap_reps = rules->bootstrap_reps;
+    rec->seed = rules->seed;
     rec->geomean_ratio = rep->have_geomean ? rep->geomean.ratio : NAN;
     rec->geomean_lo = rep->have_geomean ? rep->geomean.ratio_lo : NAN;
     rec->geomean_hi = rep->have_geomean ? rep->geomean.ratio_hi : NAN;
@@ -29,6 +35,9 @@ int ppb_verdict_record(const ppb_verdict_report *rep, const ppb_verdict_case *ca
         pc->ratio_lo = compared ? oc->interval.ratio_lo : NAN;
         pc->ratio_hi = compared ? oc->interval.ratio_hi : NAN;
         pc->p_holm = compared ? oc->p_holm : NAN;
+        pc->sessions = cases[i].sessions;
+        pc->between_sd = cases[i].between_sd;
+        pc->alpha = compared ? oc->alpha : NAN;
     }
     return PPB_OK;
 }

@@ -7,11 +7,13 @@
 #include "store.h"
 #include "verdict.h"
 
-/* Fill rec's verdict, geomean_* and reasons, the rules it was decided under,
- * and for each of the n cases pcs[i]'s weight (cases[i]'s), state, cls, ratio,
- * ratio_lo, ratio_hi and p_holm from a decided report. Leaves the rest (rec's
- * name, path, kind, target and runs; the cases' keys) as the caller set it.
- * No I/O. */
+/* Fill rec's verdict, geomean_* and reasons, the rules it was decided under
+ * (all of them, and PPB_VERDICT_RULE_VERSION), and for each of the n cases
+ * pcs[i]'s weight, sessions and between_sd (cases[i]'s), state, cls, ratio,
+ * ratio_lo, ratio_hi, p_holm and alpha from a decided report. Leaves the rest
+ * as the caller set it: rec's name, path, kind, target, runs and sampling
+ * design or history rules; the cases' keys, looks, stop_alpha, noise and
+ * history. No I/O. */
 int ppb_verdict_record(const ppb_verdict_report *rep, const ppb_verdict_case *cases, int n,
                        const ppb_verdict_rules *rules, ppb_proposal_record *rec, ppb_proposal_case *pcs,
                        ppb_err *err);

@@ -380,8 +380,8 @@ static int merge_results(sqlite3 *db, ppb_merge_stats *st, ppb_err *err)
         return rc;
     st->results_present = (int)(in_src - new_ones);
     return exec(db,
-                "INSERT INTO main.samples(result_id, idx, ms)"
-                " SELECT r.id, s.idx, s.ms FROM temp.merge_map m"
+                "INSERT INTO main.samples(result_id, idx, ms, session, round)"
+                " SELECT r.id, s.idx, s.ms, s.session, s.round FROM temp.merge_map m"
                 " JOIN main.results r ON r.run_id = m.run_id AND r.case_id = m.case_id"
                 " JOIN src.samples s ON s.result_id = m.src_id;"
                 "DROP TABLE temp.merge_map",

@@ -275,7 +275,8 @@ static int visitor_stop(int visitor_rc) { return visitor_rc > 0 ? PPB_OK : visit
 
 /* A parameter: 'i' integer, 'r' real (NaN as NULL), 't' text of at most cap
  * bytes (fixed-size buffers may lack their terminator), 'R' a run reference
- * (0 as NULL: a proposal that ran nothing has no run to point at). */
+ * (0 as NULL: a proposal that ran nothing has no run to point at) or another
+ * integer whose 0 means "not recorded" (P_INT0). */
 typedef struct sql_param {
     const char *name;
     char type;
@@ -290,6 +291,7 @@ typedef struct sql_param {
 #define P_TEXT(n, v) {.name = (n), .type = 't', .t = (v), .cap = SIZE_MAX}
 #define P_TEXTN(n, v) {.name = (n), .type = 't', .t = (v), .cap = sizeof(v)}
 #define P_RUN(n, v) {.name = (n), .type = 'R', .i = (v)}
+#define P_INT0 P_RUN
 #define P_LONG P_INT
 #define P_LLONG P_INT
 /* A list ends at a NULL name. */
@@ -1143,7 +1145,10 @@ static uint64_t hash_real(uint64_t h, double v)
 #define hash_LLONG hash_i64
 #define hash_REAL hash_real
 
-static void row_check(const char *key, double weight, const char *status, const ppb_result *r, char out[17])
+/* The samples' tags (schema 13) follow the samples when there are any, so a
+ * row without them hashes as before. */
+static void row_check(const char *key, double weight, const char *status, const ppb_result *r,
+                      const ppb_sample_tags *tags, char out[17])
 {
     uint64_t h = ppb_fnv1a64_update(PPB_FNV1A64_OFFSET, key, strlen(key) + 1);
     h = hash_real(h, weight);
@@ -1154,11 +1159,15 @@ static void row_check(const char *key, double weight, const char *status, const 
 #undef HASH_RESULT_COLUMN
     for (int k = 0; k < r->n_samples && r->samples_ms; k++)
         h = hash_real(h, r->samples_ms[k]);
+    for (int k = 0; tags && k < r->n_samples; k++) {
+        h = hash_i64(h, tags->session[k]);
+        h = hash_i64(h, tags->round[k]);
+    }
     ppb_fnv1a64_hex(h, out);
 }
 
 static int insert_result(ppb_store *s, int64_t run_id, int64_t case_id, const ppb_case *c,
-                         const ppb_result *r, int64_t *result_id, ppb_err *err)
+                         const ppb_result *r, const ppb_sample_tags *tags, int64_t *result_id, ppb_err *err)
 {
     static const char sql[] =
         "INSERT INTO results(run_id, case_id, weight, status, reason, row_check"
@@ -1166,7 +1175,7 @@ static int insert_result(ppb_store *s, int64_t run_id, int64_t case_id, const pp
         " VALUES(:run_id, :case_id, :weight, :status, :reason, :row_check"
         RESULT_COLUMNS(RESULT_PARAM_LIST) ")";
     char check[17];
-    row_check(c->key, c->weight, ppb_status_name(r->status), r, check);
+    row_check(c->key, c->weight, ppb_status_name(r->status), r, tags, check);
 #define RESULT_PARAM(type, col, member) , P_##type(":" #col, r->member)
     int rc = exec_stmt(s, sql,
                        PARAMS(P_INT(":run_id", run_id), P_INT(":case_id", case_id),
@@ -1180,17 +1189,26 @@ static int insert_result(ppb_store *s, int64_t run_id, int64_t case_id, const pp
     return rc;
 }
 
-static int insert_samples(ppb_store *s, int64_t result_id, const ppb_result *r, ppb_err *err)
+static int insert_samples(ppb_store *s, int64_t result_id, const ppb_result *r, const ppb_sample_tags *tags,
+                          ppb_err *err)
 {
     sqlite3_stmt *stmt = NULL;
-    int rc = prepare(s, "INSERT INTO samples(result_id, idx, ms) VALUES(:result_id, :idx, :ms)",
+    int rc = prepare(s,
+                     tags ? "INSERT INTO samples(result_id, idx, ms, session, round)"
+                            " VALUES(:result_id, :idx, :ms, :session, :round)"
+                          : "INSERT INTO samples(result_id, idx, ms) VALUES(:result_id, :idx, :ms)",
                      &stmt, err);
     for (int k = 0; rc == PPB_OK && k < r->n_samples; k++) {
         sqlite3_reset(stmt);
-        rc = bind_params(stmt,
-                         PARAMS(P_INT(":result_id", result_id), P_INT(":idx", k),
-                                P_REAL(":ms", r->samples_ms[k])),
-                         err);
+        rc = tags ? bind_params(stmt,
+                                PARAMS(P_INT(":result_id", result_id), P_INT(":idx", k),
+                                       P_REAL(":ms", r->samples_ms[k]), P_INT(":session", tags->session[k]),
+                                       P_INT(":round", tags->round[k])),
+                                err)
+                  : bind_params(stmt,
+                                PARAMS(P_INT(":result_id", result_id), P_INT(":idx", k),
+                                       P_REAL(":ms", r->samples_ms[k])),
+                                err);
         if (rc == PPB_OK)
             rc = step_done(s, stmt, "storing samples", err);
     }
@@ -1201,9 +1219,19 @@ static int insert_samples(ppb_store *s, int64_t result_id, const ppb_result *r, 
 int ppb_store_put_result(ppb_store *s, int64_t run_id, const ppb_case *c, const ppb_result *r,
                          ppb_err *err)
 {
+    return ppb_store_put_tagged_result(s, run_id, c, r, NULL, err);
+}
+
+int ppb_store_put_tagged_result(ppb_store *s, int64_t run_id, const ppb_case *c, const ppb_result *r,
+                                const ppb_sample_tags *tags, ppb_err *err)
+{
     if (r->n_samples < 0 || (r->n_samples > 0 && !r->samples_ms))
         return ppb_fail(err, PPB_EINPUT, "result has %d samples but no sample array",
                         r->n_samples);
+    if (tags && r->n_samples > 0 && (!tags->session || !tags->round))
+        return ppb_fail(err, PPB_EINPUT, "result has tags without a session or a round per sample");
+    if (tags && r->n_samples == 0)
+        tags = NULL; /* nothing to tag */
     if (strcmp(ppb_status_name(r->status), "unknown") == 0)
         return ppb_fail(err, PPB_EINPUT, "result has unknown status %d", r->status);
     /* The key is the join key of every later comparison: derive it from the
@@ -1225,8 +1253,8 @@ int ppb_store_put_result(ppb_store *s, int64_t run_id, const ppb_case *c, const 
     if ((rc = exec_stmt(s, "DELETE FROM results WHERE run_id = :run_id AND case_id = :case_id",
                         PARAMS(P_INT(":run_id", run_id), P_INT(":case_id", case_id)),
                         "replacing a result", err)) ||
-        (rc = insert_result(s, run_id, case_id, &keyed, r, &result_id, err)) ||
-        (rc = insert_samples(s, result_id, r, err)))
+        (rc = insert_result(s, run_id, case_id, &keyed, r, tags, &result_id, err)) ||
+        (rc = insert_samples(s, result_id, r, tags, err)))
         goto fail;
     if (s->commit_hook)
         s->commit_hook(s->commit_hook_ctx, s->db);
@@ -1239,23 +1267,36 @@ fail:
     return rc;
 }
 
+/* One result's samples and, when they have them, their tags (all or none:
+ * a partly tagged result is damaged); *tagged says which. */
 static int read_samples(ppb_store *s, sqlite3_stmt *stmt, int64_t result_id, ppb_result *r,
-                        ppb_err *err)
+                        unsigned char **session, int **round, int *tagged, ppb_err *err)
 {
     sqlite3_reset(stmt);
+    *tagged = 0;
     int rc = bind_i64(stmt, ":result_id", result_id, err);
     if (rc)
         return rc;
     if (r->n_samples > 0) {
         r->samples_ms = malloc((size_t)r->n_samples * sizeof *r->samples_ms);
-        if (!r->samples_ms)
+        *session = malloc((size_t)r->n_samples);
+        *round = malloc((size_t)r->n_samples * sizeof **round);
+        if (!r->samples_ms || !*session || !*round)
             return ppb_fail(err, PPB_ENOMEM, "out of memory reading %d samples", r->n_samples);
     }
-    int k = 0, step;
+    int k = 0, step, untagged = 0;
     while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
         if (k >= r->n_samples || sqlite3_column_int(stmt, 0) != k)
             return ppb_fail(err, PPB_EFAIL, "%s: result %lld: samples do not match n_samples=%d",
                             s->path, (long long)result_id, r->n_samples);
+        int has = sqlite3_column_type(stmt, 2) != SQLITE_NULL && sqlite3_column_type(stmt, 3) != SQLITE_NULL;
+        *tagged += has, untagged += !has;
+        int session_k = sqlite3_column_int(stmt, 2);
+        if (has && (session_k < 0 || session_k > 255))
+            return ppb_fail(err, PPB_EFAIL, "%s: result %lld: sample %d has session %d", s->path,
+                            (long long)result_id, k, session_k);
+        (*session)[k] = (unsigned char)(has ? session_k : 0);
+        (*round)[k] = has ? sqlite3_column_int(stmt, 3) : 0;
         read_REAL(stmt, 1, &r->samples_ms[k++]);
     }
     if (step != SQLITE_DONE)
@@ -1263,6 +1304,10 @@ static int read_samples(ppb_store *s, sqlite3_stmt *stmt, int64_t result_id, ppb
     if (k != r->n_samples)
         return ppb_fail(err, PPB_EFAIL, "%s: result %lld has %d samples, n_samples says %d",
                         s->path, (long long)result_id, k, r->n_samples);
+    if (*tagged && untagged)
+        return ppb_fail(err, PPB_EFAIL, "%s: result %lld: %d of its samples have a session and a round, %d do not",
+                        s->path, (long long)result_id, *tagged, untagged);
+    *tagged = *tagged > 0;
     return PPB_OK;
 }
 
@@ -1270,10 +1315,21 @@ typedef struct result_walk {
     ppb_store *s;
     sqlite3_stmt *samples;   /* SELECT of one result's samples, reset per row */
     ppb_result res;
-    ppb_result_visitor fn;
+    unsigned char *session;  /* the samples' tags, read with them */
+    int *round;
+    ppb_result_visitor fn;   /* one of the two */
+    ppb_tagged_result_visitor tagged_fn;
     void *ctx;
     ppb_err *err;
 } result_walk;
+
+static void free_tags(result_walk *w)
+{
+    free(w->session);
+    free(w->round);
+    w->session = NULL;
+    w->round = NULL;
+}
 
 static int result_row(sqlite3_stmt *stmt, void *arg)
 {
@@ -1301,20 +1357,24 @@ static int result_row(sqlite3_stmt *stmt, void *arg)
 #define READ_RESULT_COLUMN(type, column, member) read_##type(stmt, col++, &w->res.member);
     RESULT_COLUMNS(READ_RESULT_COLUMN)
 #undef READ_RESULT_COLUMN
-    if ((rc = read_samples(s, w->samples, result_id, &w->res, w->err)) != PPB_OK)
+    int tagged = 0;
+    free_tags(w);
+    if ((rc = read_samples(s, w->samples, result_id, &w->res, &w->session, &w->round, &tagged, w->err)) != PPB_OK)
         return rc;
-    row_check(key, c.weight, ppb_status_name(w->res.status), &w->res, check);
+    ppb_sample_tags tags = {w->session, w->round};
+    row_check(key, c.weight, ppb_status_name(w->res.status), &w->res, tagged ? &tags : NULL, check);
     if (stored_check[0] && strcmp(stored_check, check) != 0)
         return ppb_fail(w->err, PPB_EFAIL, "%s: result %lld (%s) was changed after ppbench wrote it (its row check "
                         "no longer matches): the database was edited or damaged outside ppbench",
                         s->path, (long long)result_id, key);
-    rc = w->fn(w->ctx, &c, &w->res);
+    rc = w->tagged_fn ? w->tagged_fn(w->ctx, &c, &w->res, tagged ? &tags : NULL) : w->fn(w->ctx, &c, &w->res);
     ppb_result_free(&w->res);
+    free_tags(w);
     return rc;
 }
 
-int ppb_store_each_result(ppb_store *s, int64_t run_id, ppb_result_visitor fn, void *ctx,
-                          ppb_err *err)
+static int each_result(ppb_store *s, int64_t run_id, ppb_result_visitor fn, ppb_tagged_result_visitor tagged_fn,
+                       void *ctx, ppb_err *err)
 {
     static const char sql[] =
         "SELECT r.id, c.key, r.weight, r.status, r.reason, r.row_check" RESULT_COLUMNS(RESULT_SELECT_LIST)
@@ -1323,17 +1383,29 @@ int ppb_store_each_result(ppb_store *s, int64_t run_id, ppb_result_visitor fn, v
     int rc = run_exists(s, run_id, err);
     if (rc)
         return rc;
-    result_walk w = {.s = s, .fn = fn, .ctx = ctx, .err = err};
+    result_walk w = {.s = s, .fn = fn, .tagged_fn = tagged_fn, .ctx = ctx, .err = err};
     ppb_result_init(&w.res);
     /* The outer statement stays active for the whole walk, so the connection
      * holds one read transaction: results and samples come from one snapshot
      * even while another process appends to the run. */
-    if ((rc = prepare(s, "SELECT idx, ms FROM samples WHERE result_id = :result_id ORDER BY idx",
+    if ((rc = prepare(s, "SELECT idx, ms, session, round FROM samples WHERE result_id = :result_id ORDER BY idx",
                       &w.samples, err)) == PPB_OK)
         rc = each_row(s, sql, PARAMS(P_INT(":run_id", run_id)), result_row, &w, "reading results", err);
     ppb_result_free(&w.res);
+    free_tags(&w);
     sqlite3_finalize(w.samples);
     return rc;
+}
+
+int ppb_store_each_result(ppb_store *s, int64_t run_id, ppb_result_visitor fn, void *ctx, ppb_err *err)
+{
+    return each_result(s, run_id, fn, NULL, ctx, err);
+}
+
+int ppb_store_each_tagged_result(ppb_store *s, int64_t run_id, ppb_tagged_result_visitor fn, void *ctx,
+                                 ppb_err *err)
+{
+    return each_result(s, run_id, NULL, fn, ctx, err);
 }
 
 /* ---- export ------------------------------------------------------------------ */
@@ -1649,13 +1721,18 @@ static int insert_proposal_case(ppb_store *s, int64_t proposal_id, int idx,
 {
     static const char sql[] =
         "INSERT INTO proposal_cases(proposal_id, idx, baseline_key, candidate_key, weight, state,"
-        " class, ratio, ratio_lo, ratio_hi, p_holm) VALUES(:pid, :idx, :bk, :ck, :w, :state, :cls,"
-        " :ratio, :lo, :hi, :p)";
+        " class, ratio, ratio_lo, ratio_hi, p_holm, looks_taken, looks_planned, sessions, between_sd, alpha,"
+        " stop_alpha, noise, history) VALUES(:pid, :idx, :bk, :ck, :w, :state, :cls,"
+        " :ratio, :lo, :hi, :p, :lt, :lp, :ss, :bsd, :alpha, :salpha, :noise, :hist)";
     return exec_stmt(s, sql,
                      PARAMS(P_INT(":pid", proposal_id), P_INT(":idx", idx), P_TEXTN(":bk", c->baseline_key),
                             P_TEXTN(":ck", c->candidate_key), P_REAL(":w", c->weight),
                             P_TEXTN(":state", c->state), P_TEXTN(":cls", c->cls), P_REAL(":ratio", c->ratio),
-                            P_REAL(":lo", c->ratio_lo), P_REAL(":hi", c->ratio_hi), P_REAL(":p", c->p_holm)),
+                            P_REAL(":lo", c->ratio_lo), P_REAL(":hi", c->ratio_hi), P_REAL(":p", c->p_holm),
+                            P_INT(":lt", c->looks_taken), P_INT(":lp", c->looks_planned),
+                            P_INT(":ss", c->sessions), P_REAL(":bsd", c->between_sd), P_REAL(":alpha", c->alpha),
+                            P_REAL(":salpha", c->stop_alpha), P_REAL(":noise", c->noise),
+                            P_INT(":hist", c->history)),
                      "storing a proposal case", err);
 }
 
@@ -1666,8 +1743,14 @@ int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_pro
 {
     static const char sql[] =
         "INSERT INTO proposals(name, path, kind, target, baseline_run, candidate_run, verdict,"
-        " geomean_ratio, geomean_lo, geomean_hi, reasons, min_gain, max_regression, threshold, detectable)"
-        " VALUES(:name, :path, :kind, :target, :brun, :crun, :verdict, :g, :glo, :ghi, :reasons, :mg, :mr, :t, :det)";
+        " geomean_ratio, geomean_lo, geomean_hi, reasons, min_gain, max_regression, threshold, detectable,"
+        " rule_version, alpha, require_correct, method, bootstrap_reps, seed, samples_per_round, min_rounds,"
+        " max_rounds, sessions, budget_ms, min_history, max_history)"
+        " VALUES(:name, :path, :kind, :target, :brun, :crun, :verdict, :g, :glo, :ghi, :reasons, :mg, :mr, :t, :det,"
+        " :rv, CASE WHEN :rv IS NULL THEN NULL ELSE :alpha END, CASE WHEN :rv IS NULL THEN NULL ELSE :rc END,"
+        " CASE WHEN :rv IS NULL THEN NULL ELSE :method END,"
+        " CASE WHEN :rv IS NULL THEN NULL ELSE :reps END, CASE WHEN :rv IS NULL THEN NULL ELSE :seed END,"
+        " :spr, :minr, :maxr, :ss, CASE WHEN :spr IS NULL THEN NULL ELSE :budget END, :minh, :maxh)";
     int rc = exec_sql(s, "BEGIN IMMEDIATE", "starting to store a proposal", err);
     if (rc)
         return rc;
@@ -1679,7 +1762,13 @@ int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_pro
                                P_REAL(":glo", rec->geomean_lo), P_REAL(":ghi", rec->geomean_hi),
                                P_TEXTN(":reasons", rec->reasons), P_REAL(":mg", rec->min_gain),
                                P_REAL(":mr", rec->max_regression), P_REAL(":t", rec->threshold),
-                               P_REAL(":det", rec->detectable)),
+                               P_REAL(":det", rec->detectable), P_INT0(":rv", rec->rule_version),
+                               P_REAL(":alpha", rec->alpha), P_INT(":rc", rec->require_correct),
+                               P_TEXTN(":method", rec->method), P_INT(":reps", rec->bootstrap_reps),
+                               P_INT(":seed", (long long)rec->seed), P_INT0(":spr", rec->samples_per_round),
+                               P_INT0(":minr", rec->min_rounds), P_INT0(":maxr", rec->max_rounds),
+                               P_INT0(":ss", rec->sessions), P_REAL(":budget", rec->budget_ms),
+                               P_INT0(":minh", rec->min_history), P_INT0(":maxh", rec->max_history)),
                         "storing a proposal", err)))
         goto fail;
     rec->id = sqlite3_last_insert_rowid(s->db);
@@ -1727,6 +1816,19 @@ static int proposal_row(sqlite3_stmt *stmt, void *arg)
     read_REAL(stmt, 14, &rec->max_regression);
     read_REAL(stmt, 15, &rec->threshold);
     read_REAL(stmt, 16, &rec->detectable);
+    read_INT(stmt, 17, &rec->rule_version);
+    read_REAL(stmt, 18, &rec->alpha);
+    read_INT(stmt, 19, &rec->require_correct);
+    copy_column_text(stmt, 20, rec->method, sizeof rec->method);
+    read_INT(stmt, 21, &rec->bootstrap_reps);
+    rec->seed = (uint64_t)sqlite3_column_int64(stmt, 22);
+    read_INT(stmt, 23, &rec->samples_per_round);
+    read_INT(stmt, 24, &rec->min_rounds);
+    read_INT(stmt, 25, &rec->max_rounds);
+    read_INT(stmt, 26, &rec->sessions);
+    read_REAL(stmt, 27, &rec->budget_ms);
+    read_INT(stmt, 28, &rec->min_history);
+    read_INT(stmt, 29, &rec->max_history);
     return PPB_OK;
 }
 
@@ -1735,7 +1837,9 @@ int ppb_store_get_proposal(ppb_store *s, int64_t id, ppb_proposal_record *rec, p
     static const char sql[] =
         "SELECT id, name, path, kind, target, COALESCE(baseline_run, 0),"
         " COALESCE(candidate_run, 0), verdict, geomean_ratio, geomean_lo, geomean_hi, reasons,"
-        " created_at, min_gain, max_regression, threshold, detectable FROM proposals WHERE id = :id";
+        " created_at, min_gain, max_regression, threshold, detectable, rule_version, alpha, require_correct,"
+        " method, bootstrap_reps, seed, samples_per_round, min_rounds, max_rounds, sessions, budget_ms,"
+        " min_history, max_history FROM proposals WHERE id = :id";
     proposal_read p = {s, id, rec, err};
     int rc = one_row(s, sql, PARAMS(P_INT(":id", id)), proposal_row, &p, "reading a proposal", err);
     if (rc == NO_ROW)
@@ -1767,6 +1871,14 @@ static int proposal_case_row(sqlite3_stmt *stmt, void *arg)
     read_REAL(stmt, 6, &c.ratio_lo);
     read_REAL(stmt, 7, &c.ratio_hi);
     read_REAL(stmt, 8, &c.p_holm);
+    read_INT(stmt, 9, &c.looks_taken);
+    read_INT(stmt, 10, &c.looks_planned);
+    read_INT(stmt, 11, &c.sessions);
+    read_REAL(stmt, 12, &c.between_sd);
+    read_REAL(stmt, 13, &c.alpha);
+    read_REAL(stmt, 14, &c.stop_alpha);
+    read_REAL(stmt, 15, &c.noise);
+    read_INT(stmt, 16, &c.history);
     return w->fn(w->ctx, &c);
 }
 
@@ -1775,7 +1887,8 @@ int ppb_store_each_proposal_case(ppb_store *s, int64_t id, ppb_proposal_case_vis
 {
     static const char sql[] =
         "SELECT baseline_key, candidate_key, weight, state, class, ratio, ratio_lo, ratio_hi,"
-        " p_holm FROM proposal_cases WHERE proposal_id = :id ORDER BY idx";
+        " p_holm, looks_taken, looks_planned, sessions, between_sd, alpha, stop_alpha, noise, history"
+        " FROM proposal_cases WHERE proposal_id = :id ORDER BY idx";
     proposal_case_walk w = {fn, ctx};
     return each_row(s, sql, PARAMS(P_INT(":id", id)), proposal_case_row, &w, "reading proposal cases", err);
 }

@@ -17,7 +17,7 @@
 typedef struct ppb_store ppb_store;
 
 /* user_version of a database this binary writes; store_schema.c has the steps. */
-#define PPB_STORE_SCHEMA_VERSION 13
+#define PPB_STORE_SCHEMA_VERSION 14
 
 /* Path used when neither --db nor PPBENCH_DB is given. */
 #define PPB_DEFAULT_DB "ppbench.db"
@@ -82,6 +82,18 @@ int ppb_store_put_env(ppb_store *s, int64_t run_id, const char *key, const char 
  * replaces the first (a case re-run after a crash). */
 int ppb_store_put_result(ppb_store *s, int64_t run_id, const ppb_case *c, const ppb_result *r,
                          ppb_err *err);
+
+/* Where each sample of an A/B pair was taken (harness/decide/sequential.h):
+ * sample k's session (0 .. sessions - 1) and round (1 ..), one entry per
+ * sample. Stored beside the samples (schema 13) and covered by the row check,
+ * so a verdict's between-session spread can be recomputed from the store. */
+typedef struct ppb_sample_tags {
+    const unsigned char *session;
+    const int *round;
+} ppb_sample_tags;
+/* ppb_store_put_result with the samples' tags (NULL: untagged, as put_result). */
+int ppb_store_put_tagged_result(ppb_store *s, int64_t run_id, const ppb_case *c, const ppb_result *r,
+                                const ppb_sample_tags *tags, ppb_err *err);
 /* status: "complete", "interrupted" or "failed" stamps finished_at; "running"
  * clears it (a run reopened by --resume). */
 int ppb_store_finish_run(ppb_store *s, int64_t run_id, const char *status, ppb_err *err);
@@ -106,6 +118,12 @@ int ppb_store_has_result(ppb_store *s, int64_t run_id, const char *case_key);
 typedef int (*ppb_result_visitor)(void *ctx, const ppb_case *c, const ppb_result *r);
 int ppb_store_each_result(ppb_store *s, int64_t run_id, ppb_result_visitor fn, void *ctx,
                           ppb_err *err);
+/* The same walk with each result's sample tags: NULL for a result stored
+ * without them (not an A/B pair's, or stored before schema 13). */
+typedef int (*ppb_tagged_result_visitor)(void *ctx, const ppb_case *c, const ppb_result *r,
+                                         const ppb_sample_tags *tags);
+int ppb_store_each_tagged_result(ppb_store *s, int64_t run_id, ppb_tagged_result_visitor fn, void *ctx,
+                                 ppb_err *err);
 /* Runs newest first. */
 typedef int (*ppb_run_visitor)(void *ctx, const ppb_run_info *run);
 int ppb_store_each_run(ppb_store *s, ppb_run_visitor fn, void *ctx, ppb_err *err);
@@ -134,6 +152,21 @@ typedef struct ppb_proposal_record {
     double detectable;             /* smallest change of the mean the run could see (0.031: 3.1%); NaN if none */
     char reasons[PPB_PROPOSAL_REASONS_MAX];   /* one reason per line, never cut: what does not fit is refused */
     char created_at[32];
+    /* What the verdict used (schema 13), so that `ppbench verdict --recompute`
+     * can re-derive it from the store. rule_version: PPB_VERDICT_RULE_VERSION
+     * of the ppbench that decided it; 0 when not recorded (stored before
+     * schema 13, or no A/B verdict: kv_capacity), and then the rest is unknown. */
+    int rule_version;
+    double alpha;                  /* the rest of the rules (verdict.h) */
+    int require_correct;
+    char method[24];               /* ppb_interval_method_name */
+    int bootstrap_reps;
+    uint64_t seed;
+    /* propose: the sampling design (sequential.h) of every pair; 0 for compare */
+    int samples_per_round, min_rounds, max_rounds, sessions;
+    double budget_ms;
+    /* compare: the history a case needs and the most it uses; 0 for propose */
+    int min_history, max_history;
 } ppb_proposal_record;
 
 typedef struct ppb_proposal_case {
@@ -142,6 +175,14 @@ typedef struct ppb_proposal_case {
     char state[16];                /* "compared", "infeasible", "wrong", ... */
     char cls[16];                  /* "faster", "slower", "same", "unresolved", "" */
     double ratio, ratio_lo, ratio_hi, p_holm;
+    /* What the case's interval used (schema 13; 0 / NaN when not recorded). */
+    int looks_taken, looks_planned;   /* propose: the design's looks (0: not sampled as a pair) */
+    int sessions;                  /* per side (0: not sampled as a pair) */
+    double between_sd;             /* the between-session sd the interval was widened by */
+    double alpha;                  /* the alpha its interval spent (level 1 - alpha); NaN: not compared */
+    double stop_alpha;             /* the stopping rule's alpha for the pair, before its looks; NaN: none */
+    double noise;                  /* compare: the run-to-run noise (relative sd); NaN: none */
+    int history;                   /* compare: the plain runs that noise came from */
 } ppb_proposal_case;
 
 /* One transaction: the proposal row (fills rec->id) and its cases. */

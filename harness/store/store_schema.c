@@ -234,10 +234,43 @@ static const char schema_v12[] = "ALTER TABLE proposals ADD COLUMN min_gain REAL
                                  "ALTER TABLE proposals ADD COLUMN threshold REAL;"
                                  "ALTER TABLE proposals ADD COLUMN detectable REAL;";
 
-/* Version 13: the mixed batches of vLLM's V1 engine, decode steps beside
+/* Version 13: what a verdict used, so that it can be re-derived from the
+ * store (`ppbench verdict --recompute`): each A/B sample's session and round;
+ * per proposal the rest of its rules, the rule version of the ppbench that
+ * decided it (verdict.h's PPB_VERDICT_RULE_VERSION), the sampling design
+ * (propose) or the history rules (compare); per case the looks taken and
+ * planned, the sessions per side, the between-session sd, the alpha its
+ * interval spent, the stopping rule's alpha, and a compared case's run-to-run
+ * noise and the plain runs it came from. Earlier rows have NULL: their samples
+ * are untagged and their verdicts cannot be recomputed. */
+static const char schema_v13[] = "ALTER TABLE samples ADD COLUMN session INTEGER;"
+                                 "ALTER TABLE samples ADD COLUMN round INTEGER;"
+                                 "ALTER TABLE proposals ADD COLUMN rule_version INTEGER;"
+                                 "ALTER TABLE proposals ADD COLUMN alpha REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN require_correct INTEGER;"
+                                 "ALTER TABLE proposals ADD COLUMN method TEXT;"
+                                 "ALTER TABLE proposals ADD COLUMN bootstrap_reps INTEGER;"
+                                 "ALTER TABLE proposals ADD COLUMN seed INTEGER;"
+                                 "ALTER TABLE proposals ADD COLUMN samples_per_round INTEGER;"
+                                 "ALTER TABLE proposals ADD COLUMN min_rounds INTEGER;"
+                                 "ALTER TABLE proposals ADD COLUMN max_rounds INTEGER;"
+                                 "ALTER TABLE proposals ADD COLUMN sessions INTEGER;"
+                                 "ALTER TABLE proposals ADD COLUMN budget_ms REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN min_history INTEGER;"
+                                 "ALTER TABLE proposals ADD COLUMN max_history INTEGER;"
+                                 "ALTER TABLE proposal_cases ADD COLUMN looks_taken INTEGER;"
+                                 "ALTER TABLE proposal_cases ADD COLUMN looks_planned INTEGER;"
+                                 "ALTER TABLE proposal_cases ADD COLUMN sessions INTEGER;"
+                                 "ALTER TABLE proposal_cases ADD COLUMN between_sd REAL;"
+                                 "ALTER TABLE proposal_cases ADD COLUMN alpha REAL;"
+                                 "ALTER TABLE proposal_cases ADD COLUMN stop_alpha REAL;"
+                                 "ALTER TABLE proposal_cases ADD COLUMN noise REAL;"
+                                 "ALTER TABLE proposal_cases ADD COLUMN history INTEGER;";
+
+/* Version 14: the mixed batches of vLLM's V1 engine, decode steps beside
  * prefill chunks in one prefill launch (case.h's decode_seqs). Older cases are
  * plain prefills or decodes: NULL, read as 0 from their keys. */
-static const char schema_v13[] = "ALTER TABLE cases ADD COLUMN decode_seqs INTEGER;";
+static const char schema_v14[] = "ALTER TABLE cases ADD COLUMN decode_seqs INTEGER;";
 
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
@@ -252,7 +285,8 @@ const ppb_store_migration ppb_store_migrations[] = {
     {10, "the time spent opening the device", schema_v10},
     {11, "a checksum of each result row", schema_v11},
     {12, "the rules and the detectable effect of each proposal's verdict", schema_v12},
-    {13, "the decode steps of a mixed batch", schema_v13},
+    {13, "what each verdict used: sample sessions and rounds, rules, design, looks, spreads", schema_v13},
+    {14, "the decode steps of a mixed batch", schema_v14},
 };
 
 const int ppb_store_migration_count =

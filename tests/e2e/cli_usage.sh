@@ -26,7 +26,7 @@ expect_rc 3 "$PPB" run "$WORK/missing.yaml" --db "$WORK/p.db"
 grep -q "missing.yaml" "$WORK/err" || fail "missing suite not named"
 
 # Read-only commands never create a database: a mistyped --db is refused, naming the path.
-for cmd in "list" "show latest" "export latest --format csv" "report latest -o $WORK/r" "trend smoke" "compare 1 2"; do
+for cmd in "list" "show latest" "export latest --format csv" "report latest -o $WORK/r" "trend smoke" "compare 1 2" "verdict --recompute 1"; do
   expect_rc 4 "$PPB" $cmd --db "$WORK/typo.db"
   grep -q "no database at $WORK/typo.db" "$WORK/err" || { cat "$WORK/err"; fail "$cmd did not name the missing database"; }
   [ ! -e "$WORK/typo.db" ] || fail "$cmd created $WORK/typo.db"

@@ -2,7 +2,11 @@
  * (harness/decide/abrun.c): the stopping rule runs at the verdict's own
  * simultaneous level, alpha / (pairs + 1), and a case's interval is widened for
  * the looks the design planned, not those it took. Either, changed, passed
- * every other decide test. */
+ * every other decide test. The functions are pinned, and so is their use: a
+ * small proposal run on the CPU backend, whose stored cases say which alpha
+ * each pair's stopping rule ran at and which its interval spent. Also how
+ * measured pairs become the verdict's cases (ab_cases), a chunked prompt's
+ * included. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,9 +14,14 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "ab_cases.h"
 #include "abrun.h"
+#include "verdict_recompute.h"
 
 static void test_the_stopping_rule_runs_at_the_verdicts_level(void **state)
 {
@@ -47,11 +56,220 @@ static void test_intervals_allow_for_the_looks_planned(void **state)
     assert_int_equal(ppb_ab_case_looks(&r), 5);
 }
 
+/* ---- measured pairs into the verdict's cases (ab_cases) ---------------- */
+
+static void result_with(ppb_result *r, int status, double *samples, int n, const char *reason)
+{
+    ppb_result_init(r);
+    r->status = status;
+    r->samples_ms = samples;
+    r->n_samples = n;
+    snprintf(r->reason, sizeof r->reason, "%s", reason);
+}
+
+/* One pair, one case: ok and noisy sides give their samples (noisy: correct,
+ * timed, only short of its noise target); refused is infeasible, wrong is
+ * incorrect, each with its reason; the sampling only for a pair sampled as one. */
+static void test_a_pair_becomes_a_case(void **state)
+{
+    (void)state;
+    double a[3] = {1, 2, 3}, b[2] = {4, 5};
+    ppb_result r[2];
+    result_with(&r[0], PPB_STATUS_OK, a, 3, "");
+    result_with(&r[1], PPB_STATUS_NOISY, b, 2, "noise target missed");
+    ppb_ab_pair_view v = {.key = "shape", .weight = 2.5, .present = {1, 1}, .res = {&r[0], &r[1]},
+                          .sessions = 3, .looks = 4, .between_sd = 0.01};
+    ppb_verdict_case vc;
+    ppb_ab_pair_case(&v, &vc);
+    assert_string_equal(vc.key, "shape");
+    assert_true(vc.weight == 2.5);
+    assert_ptr_equal(vc.baseline, a);
+    assert_int_equal(vc.n_baseline, 3);
+    assert_ptr_equal(vc.candidate, b);
+    assert_int_equal(vc.n_candidate, 2);
+    assert_true(vc.baseline_feasible && vc.candidate_feasible && vc.baseline_correct && vc.candidate_correct);
+    assert_null(vc.baseline_reason);
+    assert_string_equal(vc.candidate_reason, "noise target missed");
+    assert_int_equal(vc.looks, 4);
+    assert_int_equal(vc.sessions, 3);
+    assert_true(vc.between_sd == 0.01);
+    /* refused and wrong sides: no samples, and why */
+    result_with(&r[0], PPB_STATUS_WRONG, a, 3, "max error 3");
+    result_with(&r[1], PPB_STATUS_REFUSED, NULL, 0, "needs 200 KiB");
+    v.sessions = 0; /* not sampled as a pair */
+    ppb_ab_pair_case(&v, &vc);
+    assert_null(vc.baseline);
+    assert_int_equal(vc.n_baseline, 0);
+    assert_false(vc.baseline_correct);
+    assert_true(vc.baseline_feasible);
+    assert_false(vc.candidate_feasible);
+    assert_string_equal(vc.candidate_reason, "needs 200 KiB");
+    assert_int_equal(vc.looks, 0);
+    assert_int_equal(vc.sessions, 0);
+}
+
+/* A chunked prompt: sample j of a side is the sum of its chunks' sample j
+ * over the fewest samples a chunk has; its sampling the chunks' most looks,
+ * fewest sessions and largest spread; its design record the most looks taken
+ * and planned and the largest stopping alpha. */
+static void test_chunks_become_one_case(void **state)
+{
+    (void)state;
+    double c0[2][4] = {{1, 2, 3, 4}, {10, 20, 30, 40}}, c1[2][3] = {{100, 200, 300}, {1000, 2000, 3000}},
+           c2[4] = {7, 7, 7, 7};
+    ppb_result r[3][2];
+    result_with(&r[0][0], PPB_STATUS_OK, c0[0], 4, "");
+    result_with(&r[0][1], PPB_STATUS_OK, c0[1], 4, "");
+    result_with(&r[1][0], PPB_STATUS_OK, c1[0], 3, "");
+    result_with(&r[1][1], PPB_STATUS_OK, c1[1], 3, "");
+    result_with(&r[2][1], PPB_STATUS_OK, c2, 4, ""); /* the candidate's third chunk, timed alone */
+    ppb_ab_pair_view v[3] = {
+        {.key = "p", .present = {1, 1}, .res = {&r[0][0], &r[0][1]}, .sessions = 3, .looks = 2, .between_sd = 0.02,
+         .looks_taken = 1, .looks_planned = 2, .stop_alpha = 0.01},
+        {.key = "p", .present = {1, 1}, .res = {&r[1][0], &r[1][1]}, .sessions = 2, .looks = 5, .between_sd = 0.01,
+         .looks_taken = 3, .looks_planned = 5, .stop_alpha = 0.02},
+        {.key = "p", .present = {0, 1}, .res = {NULL, &r[2][1]}},
+    };
+    ppb_verdict_case vc;
+    double *totals[2];
+    assert_int_equal(ppb_ab_chunked_case(v, 3, "prompt", totals, &vc), PPB_OK);
+    assert_string_equal(vc.key, "prompt");
+    assert_true(vc.weight == 1.0);
+    assert_int_equal(vc.n_baseline, 3);
+    assert_int_equal(vc.n_candidate, 3);
+    for (int j = 0; j < 3; j++) {
+        assert_true(vc.baseline[j] == c0[0][j] + c1[0][j]);
+        assert_true(vc.candidate[j] == c0[1][j] + c1[1][j] + c2[j]);
+    }
+    assert_int_equal(vc.looks, 5);
+    assert_int_equal(vc.sessions, 2);
+    assert_true(vc.between_sd == 0.02);
+    free(totals[0]);
+    free(totals[1]);
+    ppb_proposal_case pc;
+    memset(&pc, 0, sizeof pc);
+    ppb_ab_case_design(v, 3, &pc);
+    assert_int_equal(pc.looks_taken, 3);
+    assert_int_equal(pc.looks_planned, 5);
+    assert_true(pc.stop_alpha == 0.02);
+    /* a chunk without samples leaves its side without any; a wrong chunk makes its side wrong */
+    result_with(&r[1][0], PPB_STATUS_WRONG, NULL, 0, "chunk 1 wrong");
+    assert_int_equal(ppb_ab_chunked_case(v, 3, "prompt", totals, &vc), PPB_OK);
+    assert_int_equal(vc.n_baseline, 0);
+    assert_false(vc.baseline_correct);
+    assert_string_equal(vc.baseline_reason, "chunk 1 wrong");
+    assert_int_equal(vc.n_candidate, 3);
+    free(totals[0]);
+    free(totals[1]);
+}
+
+static const char *source_dir(void)
+{
+    const char *d = getenv("PPB_SOURCE_DIR");
+    return d && d[0] ? d : PPB_SOURCE_DIR;
+}
+
+typedef struct case_list {
+    ppb_proposal_case c[16];
+    int n;
+} case_list;
+
+static int keep_case(void *ctx, const ppb_proposal_case *c)
+{
+    case_list *l = ctx;
+    if (l->n < 16)
+        l->c[l->n++] = *c;
+    return 0;
+}
+
+/* Two pairs on the CPU backend, the candidate's times x10 (a known effect: the
+ * first look resolves), looks planned at rounds 2, 4, 8 and 16. Each pair's
+ * stopping rule ran at alpha / 3; each interval spent alpha / 3 (2 cases and
+ * the mean) over all 4 planned looks, also where sampling stopped at the first;
+ * and the stored verdict is what the store's samples decide again. */
+static void test_a_proposal_carries_its_design_into_the_verdict(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ppb-abrun-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char yaml[256], db[256], cache[256];
+    snprintf(yaml, sizeof yaml, "%s/p.yaml", dir);
+    snprintf(db, sizeof db, "%s/p.db", dir);
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    setenv("PPBENCH_KERNEL_CACHE", cache, 1);
+    setenv("PPBENCH_REFERENCE_CACHE", "off", 1);
+    FILE *f = fopen(yaml, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "name: design-glue\nkind: kernel_config\nsuite: %s/suites/smoke.yaml\n"
+            "filter: \"dtype=bf16,head_dim=64,page_size=16,sliding_window=0,batch=1,context_len=0\"\n"
+            "baseline: {block_m: 16, block_n: 32, num_warps: 4}\ncandidate: {block_m: 32, block_n: 16, num_warps: 4}\n"
+            "rules: {min_gain: 0.0, max_regression: 0.5, threshold: 0.01, alpha: 0.05}\n"
+            "sampling: {samples_per_round: 3, min_rounds: 2, max_rounds: 16, sessions: 3, budget_ms: 60000}\n",
+            source_dir());
+    fclose(f);
+    ppb_proposal *p = calloc(1, sizeof *p);
+    ppb_err err = {{0}};
+    if (ppb_proposal_load(yaml, p, &err))
+        fail_msg("%s", err.msg);
+    FILE *log = fopen("/dev/null", "w");
+    ppb_propose_options o = {.db_path = db, .backend = "cpu", .log = log, .candidate_slowdown = 9};
+    ppb_proposal_record *rec = calloc(1, sizeof *rec);
+    ppb_verdict_report rep;
+    if (ppb_propose_run(p, &o, rec, &rep, &err))
+        fail_msg("propose: %s", err.msg);
+    fclose(log);
+    assert_int_equal(rep.n_cases, 2);
+    assert_int_equal(rep.n_compared, 2);
+    const double case_alpha = 0.05 / 3 / 4;
+    ppb_store *s = NULL;
+    assert_int_equal(ppb_store_open_readonly(&s, db, &err), PPB_OK);
+    case_list got = {.n = 0};
+    assert_int_equal(ppb_store_each_proposal_case(s, rec->id, keep_case, &got, &err), PPB_OK);
+    assert_int_equal(got.n, 2);
+    int stopped_early = 0;
+    for (int i = 0; i < 2; i++) {
+        const ppb_proposal_case *pc = &got.c[i];
+        assert_true(fabs(pc->stop_alpha - 0.05 / 3) < 1e-15);   /* the stopping rule's level */
+        assert_int_equal(pc->looks_planned, 4);
+        assert_true(pc->looks_taken >= 1 && pc->looks_taken <= 4);
+        stopped_early += pc->looks_taken < pc->looks_planned;
+        assert_int_equal(pc->sessions, 3);
+        /* the interval's level: every planned look paid for */
+        if (fabs(pc->alpha - case_alpha) > 1e-15 || fabs(rep.cases[i].alpha - case_alpha) > 1e-15 ||
+            fabs(rep.cases[i].interval.level - (1 - case_alpha)) > 1e-12)
+            fail_msg("case %d: alpha stored %.17g, reported %.17g, level %.17g; want %.17g (looks %d of %d)", i,
+                     pc->alpha, rep.cases[i].alpha, rep.cases[i].interval.level, case_alpha, pc->looks_taken,
+                     pc->looks_planned);
+        assert_string_equal(pc->cls, "slower");
+    }
+    assert_true(stopped_early > 0); /* so the planned looks differ from the taken */
+    assert_string_equal(rec->verdict, "REJECT");
+    /* what the store holds decides the same */
+    ppb_stored_verdict sv;
+    ppb_verdict_recheck check;
+    assert_int_equal(ppb_stored_verdict_load(s, rec->id, &sv, &err), PPB_OK);
+    assert_int_equal(ppb_verdict_recompute(&sv, &check, &err), PPB_OK);
+    if (!check.agree)
+        fail_msg("recomputed: %s", check.difference);
+    ppb_stored_verdict_free(&sv);
+    ppb_store_close(s);
+    ppb_verdict_report_free(&rep);
+    free(rec);
+    free(p);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_stopping_rule_runs_at_the_verdicts_level),
         cmocka_unit_test(test_intervals_allow_for_the_looks_planned),
+        cmocka_unit_test(test_a_pair_becomes_a_case),
+        cmocka_unit_test(test_chunks_become_one_case),
+        cmocka_unit_test(test_a_proposal_carries_its_design_into_the_verdict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -169,6 +169,27 @@ static void test_interval_formula(void **state)
     ppb_run_compare_report_free(&r);
 }
 
+/* The noise's degrees of freedom are floor(0.37 (h - 1)) for h runs, not
+ * floor(0.37 h): 6 runs give 1, 11 give 3, 20 give 7 (at 6 and 11 the two
+ * differ). */
+static void test_degrees_of_freedom_follow_the_history(void **state)
+{
+    (void)state;
+    static const int runs[3] = {6, 11, 20}, df[3] = {1, 3, 7};
+    for (int k = 0; k < 3; k++) {
+        sim s;
+        make_sim(&s, 2, runs[k], 0.01, 1.0, 21);
+        ppb_run_compare_report r = decide(&s, NULL);
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(r.n_history[i], runs[k]);
+            if (fabs(r.crit[i] - ppb_student_t_quantile(0.05 / 3, df[k])) > 1e-9)
+                fail_msg("%d runs: critical value %.9g, want t(%d) %.9g", runs[k], r.crit[i], df[k],
+                         ppb_student_t_quantile(0.05 / 3, df[k]));
+        }
+        ppb_run_compare_report_free(&r);
+    }
+}
+
 /* A real step beyond the run-to-run noise is flagged: 8% slower on cases whose
  * runs vary 0.3% is REJECTed, and 8% faster ACCEPTed (mutation: noise
  * overestimated, e.g. from the two compared runs' samples pooled with
@@ -318,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_too_little_history_is_inconclusive),
         cmocka_unit_test(test_aa_separate_runs_are_not_rejected),
         cmocka_unit_test(test_interval_formula),
+        cmocka_unit_test(test_degrees_of_freedom_follow_the_history),
         cmocka_unit_test(test_step_beyond_noise_is_flagged),
         cmocka_unit_test(test_states_and_errors),
         cmocka_unit_test(test_history_reader),

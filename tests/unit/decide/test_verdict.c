@@ -535,6 +535,65 @@ static void test_looks_and_sessions_shape_the_case_interval(void **state)
     ppb_verdict_report_free(&widened);
 }
 
+/* ACCEPT needs the mean's whole interval past the threshold: its upper end
+ * below 1 / (1 + t), not just its lower end. With min_gain 0 a mean of [0.94,
+ * 0.995] (up to 6% faster, perhaps only 0.5%) is INCONCLUSIVE at t = 1%; moved
+ * to [0.94, 0.985] it ACCEPTs. */
+static void test_accept_needs_the_whole_mean_past_the_threshold(void **state)
+{
+    (void)state;
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    rules.min_gain = 0;
+    ppb_ab_interval iv;
+    memset(&iv, 0, sizeof iv);
+    iv.level = iv.level_achieved = 1 - 0.05 / 2;   /* one case and the mean */
+    iv.bounded = 1;
+    ppb_verdict_case c = {.key = "kernel=test;case=0", .weight = 1, .baseline_correct = 1, .candidate_correct = 1,
+                          .baseline_feasible = 1, .candidate_feasible = 1, .interval = &iv, .basis = "given"};
+    static const double hi[2] = {0.995, 0.985};
+    static const int verdict[2] = {PPB_VERDICT_INCONCLUSIVE, PPB_VERDICT_ACCEPT};
+    for (int k = 0; k < 2; k++) {
+        iv.ratio_lo = 0.94, iv.ratio_hi = hi[k];
+        iv.ratio = sqrt(iv.ratio_lo * iv.ratio_hi);
+        iv.shift = log(iv.ratio), iv.shift_lo = log(iv.ratio_lo), iv.shift_hi = log(iv.ratio_hi);
+        ppb_verdict_report r;
+        ppb_err err;
+        assert_int_equal(ppb_verdict_decide(&c, 1, &rules, &r, &err), 0);
+        assert_true(fabs(r.geomean.ratio_hi - hi[k]) < 1e-9);
+        if (r.verdict != verdict[k]) {
+            print_reasons(&r);
+            fail_msg("mean [0.94, %g]: %s, want %s", hi[k], ppb_verdict_name(r.verdict),
+                     ppb_verdict_name(verdict[k]));
+        }
+        ppb_verdict_report_free(&r);
+    }
+}
+
+/* The weighted mean is looked at with its cases, so its level is the
+ * strictest case's: a case that pays for 4 looks puts the mean at 1 - alpha /
+ * (M 4), whatever the other case's level. */
+static void test_the_mean_takes_the_strictest_case_level(void **state)
+{
+    (void)state;
+    static proposal p;
+    proposal_init(&p, 5);
+    add_case(&p, 0.9, 0.01, 40, 1.0);
+    add_case(&p, 0.9, 0.01, 40, 1.0);
+    p.cases[0].looks = 4;
+    p.cases[1].looks = 1;
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    ppb_verdict_report r;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    assert_true(fabs(r.interval_alpha - 0.05 / 3) < 1e-15);
+    assert_true(fabs(r.cases[0].alpha - 0.05 / 3 / 4) < 1e-15);
+    assert_true(fabs(r.cases[1].alpha - 0.05 / 3) < 1e-15);
+    if (fabs(r.geomean.level - (1 - 0.05 / 3 / 4)) > 1e-12)
+        fail_msg("the mean's level is %.12g, want %.12g", r.geomean.level, 1 - 0.05 / 3 / 4);
+    ppb_verdict_report_free(&r);
+}
+
 /* The detectable change: (z_level + z_power) standard errors of the wider
  * side. Symmetric case by hand: level 95% (z 1.959964), power 80% (z
  * 0.841621), se 0.01 -> exp(0.0280159) - 1. */
@@ -651,6 +710,8 @@ int main(void)
         cmocka_unit_test(test_unresolved_cases_are_inconclusive),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_looks_and_sessions_shape_the_case_interval),
+        cmocka_unit_test(test_accept_needs_the_whole_mean_past_the_threshold),
+        cmocka_unit_test(test_the_mean_takes_the_strictest_case_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

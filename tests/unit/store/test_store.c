@@ -484,6 +484,71 @@ static void test_round_trip(void **state)
     ppb_store_close(s);
 }
 
+/* An A/B pair's samples keep their sessions and rounds (schema 13): read back
+ * with them, covered by the row check; an untagged result reads as untagged. */
+typedef struct tag_seen {
+    int n, tagged;
+    unsigned char session[16];
+    int round[16];
+} tag_seen;
+
+static int collect_tags(void *ctx, const ppb_case *c, const ppb_result *r, const ppb_sample_tags *tags)
+{
+    (void)c;
+    tag_seen *t = ctx;
+    t->n++;
+    if (!tags)
+        return 0;
+    t->tagged++;
+    for (int k = 0; k < r->n_samples && k < 16; k++)
+        t->session[k] = tags->session[k], t->round[k] = tags->round[k];
+    return 0;
+}
+
+static void test_sample_tags_round_trip(void **state)
+{
+    fixture *f = *state;
+    ppb_store *s = open_ok(f->db);
+    int64_t run_id = begin_run(s, "tags");
+    ppb_case c[2] = {make_case(0), make_case(2)};
+    ppb_result r;
+    make_result(&r, 0, 6);
+    const unsigned char session[6] = {0, 1, 2, 1, 0, 2};
+    const int round[6] = {1, 1, 1, 2, 2, 3};
+    ppb_sample_tags tags = {session, round};
+    ppb_err err = {{0}};
+    assert_int_equal(ppb_store_put_tagged_result(s, run_id, &c[0], &r, &tags, &err), PPB_OK);
+    put_ok(s, run_id, &c[1], &r);
+    tag_seen t;
+    memset(&t, 0, sizeof t);
+    assert_int_equal(ppb_store_each_tagged_result(s, run_id, collect_tags, &t, &err), PPB_OK);
+    assert_int_equal(t.n, 2);
+    assert_int_equal(t.tagged, 1);
+    assert_memory_equal(t.session, session, 6);
+    assert_memory_equal(t.round, round, sizeof round);
+    /* the plain walk reads tagged results too, checked */
+    static seen got;
+    memset(&got, 0, sizeof got);
+    assert_int_equal(ppb_store_each_result(s, run_id, collect, &got, &err), PPB_OK);
+    assert_int_equal(got.n, 2);
+    seen_free(&got);
+    /* a session changed in place fails the row check like a changed sample */
+    db_exec(ppb_store_db(s), "UPDATE samples SET session = 2 WHERE idx = 0 AND result_id ="
+                             " (SELECT min(id) FROM results)");
+    assert_int_equal(ppb_store_each_tagged_result(s, run_id, collect_tags, &t, &err), PPB_EFAIL);
+    assert_non_null(strstr(err.msg, "changed after ppbench wrote it"));
+    db_exec(ppb_store_db(s), "UPDATE samples SET session = 0 WHERE idx = 0 AND result_id ="
+                             " (SELECT min(id) FROM results)");
+    db_exec(ppb_store_db(s), "UPDATE samples SET round = 9 WHERE idx = 5 AND result_id ="
+                             " (SELECT min(id) FROM results)");
+    assert_int_equal(ppb_store_each_tagged_result(s, run_id, collect_tags, &t, &err), PPB_EFAIL);
+    /* tags without arrays are refused before anything is written */
+    ppb_sample_tags half = {session, NULL};
+    assert_int_equal(ppb_store_put_tagged_result(s, run_id, &c[0], &r, &half, &err), PPB_EINPUT);
+    ppb_result_free(&r);
+    ppb_store_close(s);
+}
+
 static void test_nan_reads_back_as_nan(void **state)
 {
     fixture *f = *state;
@@ -1445,6 +1510,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_creates_database_with_pragmas, setup, teardown),
         cmocka_unit_test_setup_teardown(test_every_case_field_has_a_column, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sample_tags_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nan_reads_back_as_nan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_put_replaces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_is_derived_from_fields, setup, teardown),

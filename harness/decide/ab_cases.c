@@ -1,0 +1,124 @@
+#include "ab_cases.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ppb_error.h"
+
+/* How the pair was sampled, as the verdict needs it. */
+static void fill_sampling(ppb_verdict_case *vc, const ppb_ab_pair_view *pr)
+{
+    vc->looks = pr->looks;
+    vc->sessions = pr->sessions;
+    vc->between_sd = pr->between_sd;
+}
+
+void ppb_ab_pair_case(const ppb_ab_pair_view *pr, ppb_verdict_case *vc)
+{
+    memset(vc, 0, sizeof *vc);
+    vc->key = pr->key;
+    vc->weight = pr->weight;
+    if (pr->sessions > 0)
+        fill_sampling(vc, pr);
+    for (int s = 0; s < 2; s++) {
+        const ppb_result *r = pr->res[s];
+        int feasible = r->status != PPB_STATUS_REFUSED, correct = r->status != PPB_STATUS_WRONG;
+        const double *samples = r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY
+                                    ? r->samples_ms : NULL;
+        if (s == 0) {
+            vc->baseline = samples, vc->n_baseline = samples ? r->n_samples : 0;
+            vc->baseline_feasible = feasible, vc->baseline_correct = correct;
+            vc->baseline_reason = r->reason[0] ? r->reason : NULL;
+        } else {
+            vc->candidate = samples, vc->n_candidate = samples ? r->n_samples : 0;
+            vc->candidate_feasible = feasible, vc->candidate_correct = correct;
+            vc->candidate_reason = r->reason[0] ? r->reason : NULL;
+        }
+    }
+}
+
+/* Totals over chunks: sample j of a side's prompt = sum of sample j of each of
+ * its chunks (the chunks were measured interleaved with the other side's). */
+static int chunk_totals(const ppb_ab_pair_view *pairs, int n_pairs, int s, double **out, int *n_out)
+{
+    int n = -1;
+    *out = NULL;
+    *n_out = 0;
+    for (int i = 0; i < n_pairs; i++) {
+        const ppb_result *r = pairs[i].res[s];
+        if (!pairs[i].present[s])
+            continue;
+        if (r->n_samples == 0)
+            return PPB_OK;
+        n = n < 0 || r->n_samples < n ? r->n_samples : n;
+    }
+    *n_out = n < 0 ? 0 : n;
+    *out = calloc((size_t)(*n_out ? *n_out : 1), sizeof **out);
+    if (!*out)
+        return PPB_ENOMEM;
+    for (int i = 0; i < n_pairs; i++)
+        for (int j = 0; j < *n_out && pairs[i].present[s]; j++)
+            (*out)[j] += pairs[i].res[s]->samples_ms[j];
+    return PPB_OK;
+}
+
+static void side_state(const ppb_ab_pair_view *pairs, int n_pairs, int s, int *correct, int *feasible,
+                       const char **why)
+{
+    *correct = 1, *feasible = 1, *why = NULL;
+    for (int i = 0; i < n_pairs; i++) {
+        const ppb_result *r = pairs[i].res[s];
+        if (!pairs[i].present[s])
+            continue;
+        if (r->status == PPB_STATUS_WRONG && *correct)
+            *correct = 0, *why = r->reason;
+        if (r->status == PPB_STATUS_REFUSED && *feasible)
+            *feasible = 0, *why = r->reason;
+    }
+}
+
+int ppb_ab_chunked_case(const ppb_ab_pair_view *pairs, int n, const char *key, double *totals[2],
+                        ppb_verdict_case *vc)
+{
+    memset(vc, 0, sizeof *vc);
+    totals[0] = totals[1] = NULL;
+    vc->key = key;
+    vc->weight = 1.0;
+    int m[2];
+    for (int s = 0; s < 2; s++)
+        if (chunk_totals(pairs, n, s, &totals[s], &m[s]))
+            return PPB_ENOMEM;
+    vc->baseline = totals[0], vc->n_baseline = m[0];
+    vc->candidate = totals[1], vc->n_candidate = m[1];
+    side_state(pairs, n, 0, &vc->baseline_correct, &vc->baseline_feasible, &vc->baseline_reason);
+    side_state(pairs, n, 1, &vc->candidate_correct, &vc->candidate_feasible, &vc->candidate_reason);
+    /* The prompt's total as sampled: the chunks' looks, their fewest sessions, and
+     * their largest session spread (a bound on the total's relative spread). */
+    for (int i = 0; i < n; i++) {
+        const ppb_ab_pair_view *pr = &pairs[i];
+        if (pr->sessions == 0)
+            continue;
+        ppb_verdict_case one;
+        fill_sampling(&one, pr);
+        vc->looks = one.looks > vc->looks ? one.looks : vc->looks;
+        vc->sessions = vc->sessions == 0 || one.sessions < vc->sessions ? one.sessions : vc->sessions;
+        vc->between_sd = one.between_sd > vc->between_sd || isnan(one.between_sd) ? one.between_sd
+                                                                                 : vc->between_sd;
+    }
+    return PPB_OK;
+}
+
+void ppb_ab_case_design(const ppb_ab_pair_view *pairs, int n, ppb_proposal_case *pc)
+{
+    pc->looks_taken = pc->looks_planned = 0;
+    pc->stop_alpha = NAN;
+    for (int i = 0; i < n; i++) {
+        const ppb_ab_pair_view *pr = &pairs[i];
+        if (pr->sessions == 0)
+            continue;
+        pc->looks_taken = pr->looks_taken > pc->looks_taken ? pr->looks_taken : pc->looks_taken;
+        pc->looks_planned = pr->looks_planned > pc->looks_planned ? pr->looks_planned : pc->looks_planned;
+        pc->stop_alpha = isnan(pc->stop_alpha) || pr->stop_alpha > pc->stop_alpha ? pr->stop_alpha : pc->stop_alpha;
+    }
+}

@@ -1,0 +1,46 @@
+/* A verdict's cases from measured A/B pairs: the one place that turns what
+ * `propose` measured (abrun) into ppb_verdict_case inputs, used again by
+ * `verdict --recompute` (verdict_recompute) on the pairs as the store holds
+ * them, so both build the same inputs the same way. Pure: no I/O. */
+#ifndef PPB_AB_CASES_H
+#define PPB_AB_CASES_H
+
+#include "result.h"
+#include "store.h"
+#include "verdict.h"
+
+/* One measured pair, as the verdict takes it. Pointers are borrowed. */
+typedef struct ppb_ab_pair_view {
+    const char *key;            /* the verdict's key for it (the pair's shape key) */
+    double weight;              /* the baseline case's */
+    int present[2];             /* chunked_prefill: the side with fewer chunks lacks the last ones */
+    const ppb_result *res[2];   /* 0 baseline, 1 candidate: status, reason, samples */
+    int sessions;               /* per side as sampled; 0: not sampled as a pair (a side not timed) */
+    int looks;                  /* the looks its interval pays for (ppb_ab_case_looks) */
+    double between_sd;          /* the sessions' spread at the last look */
+    /* Of its design, what the stored case keeps beside (not used by the verdict): */
+    int looks_taken, looks_planned;
+    double stop_alpha;          /* the stopping rule's alpha, before its looks */
+} ppb_ab_pair_view;
+
+/* kernel_config: one pair, one case. A side is feasible unless refused,
+ * correct unless wrong, and gives its samples when ok or noisy. vc borrows
+ * from pr. */
+void ppb_ab_pair_case(const ppb_ab_pair_view *pr, ppb_verdict_case *vc);
+
+/* chunked_prefill: the prompt's one case (key, weight 1) from its n chunk
+ * pairs, in chunk order. Sample j of a side is the sum of sample j of its
+ * chunks, over the fewest samples a chunk has (no samples if a chunk has
+ * none); a side is wrong or cannot run when a chunk is (the reason: the last
+ * such chunk's); sampled with the chunks' most looks, fewest sessions and
+ * largest spread (a bound on the total's). totals[0] and totals[1] are
+ * allocated here (free them, also after an error). PPB_ENOMEM or PPB_OK. */
+int ppb_ab_chunked_case(const ppb_ab_pair_view *pairs, int n, const char *key, double *totals[2],
+                        ppb_verdict_case *vc);
+
+/* The design a stored case records of its n pairs (one, or a prompt's
+ * chunks): the most looks taken and planned and the largest stopping alpha of
+ * those sampled as pairs (0, 0 and NaN when none was). */
+void ppb_ab_case_design(const ppb_ab_pair_view *pairs, int n, ppb_proposal_case *pc);
+
+#endif

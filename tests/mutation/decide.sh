@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Mutation testing of harness/decide/ (issue 37, item 6; docs/STATISTICS.md "Do the tests see a wrong rule?").
+#
+# Each line below changes one line of harness/decide/*.c the way a plausible mistake would (a flipped
+# comparison, alpha where alpha / k belongs, looks taken for looks planned, lo for hi, an off-by-one
+# rank or count, the wrong side of a quantile, ...). The mutations are applied one at a time to a copy of
+# the tree in a scratch folder (the real tree is never written), the decide unit tests are rebuilt and
+# run there, and at least one of them must fail: the mutation is "killed". A mutation that survives is a
+# rule no test pins: add the test (a mutation is removed only when it is truly equivalent, said beside it).
+#
+#   tests/mutation/decide.sh [SOURCE_DIR]        (default: the tree this script is in)
+#
+# Prints a table (mutation, killed / SURVIVED) and exits 1 when any survives, does not apply (the line it
+# names has changed: update the list) or does not compile; 0 when every one is killed. PPB_MUTATION_JOBS
+# (default 2) build jobs; PPB_MUTATION_KEEP=1 keeps the scratch folder. About 5 minutes on 2 cores.
+# CTest: mutation_decide, label mutation, not part of a plain ctest (tests/CMakeLists.txt).
+set -euo pipefail
+src=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
+jobs=${PPB_MUTATION_JOBS:-2}
+tests='test_(verdict|abtest|abrun|sequential|calibrate|run_compare|trend|proposal)'
+
+# ---- the mutations: FILE (in harness/decide/), sed expression (matches one line), what it breaks ----
+files=() exprs=() whats=()
+M() { files+=("$1"); exprs+=("$2"); whats+=("$3"); }
+# abrun: the design carried into the verdict
+M abrun.c 's#return r->looks_planned; }#return r->looks_taken; }#' \
+  "ppb_ab_case_looks: intervals pay for the looks taken, not planned"
+M abrun.c 's#pr->looks = ppb_ab_case_looks(&r);#pr->looks = r.looks_taken;#' \
+  "measure_pair: the case keeps the looks taken (the call site)"
+M abrun.c 's#\.alpha = ppb_bonferroni_alpha(p->rules.alpha, n_pairs + 1),#.alpha = p->rules.alpha,#' \
+  "ppb_ab_pair_design: the stopping rule at alpha, not alpha / (pairs + 1)"
+M abrun.c 's#ppb_ab_pair_design(x->p, x->n_pairs, sessions,#ppb_ab_pair_design(x->p, 0, sessions,#' \
+  "measure_pair: the design told of no other pairs (the call site)"
+# ab_cases: measured pairs into the verdict's cases
+M ab_cases.c 's#one.sessions < vc->sessions ? one.sessions : vc->sessions;#one.sessions > vc->sessions ? one.sessions : vc->sessions;#' \
+  "a chunked prompt claims its chunks' most sessions, not the fewest"
+M ab_cases.c 's#const double \*samples = r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY#const double *samples = r->status == PPB_STATUS_OK#' \
+  "a noisy side's samples are dropped"
+# verdict: the rules
+M verdict.c 's#return c->looks > 1 ? out->interval_alpha / c->looks : out->interval_alpha;#return out->interval_alpha;#' \
+  "case_alpha: the looks spend nothing (alpha, not alpha / looks)"
+M verdict.c 's#out->family_size = out->n_compared + 1;#out->family_size = out->n_compared;#' \
+  "the family leaves the weighted mean out (off by one)"
+M verdict.c 's#} else if (iv->ratio_lo > 1 + tol) {#} else if (iv->ratio_hi > 1 + tol) {#' \
+  "a case is rejected when its upper end, not its lower, is past the tolerance"
+M verdict.c 's#} else if (g->ratio_hi < 1 / (1 + t) \&\& g->ratio_hi <= 1 / (1 + rules->min_gain)) {#} else if (g->ratio_lo < 1 / (1 + t) \&\& g->ratio_hi <= 1 / (1 + rules->min_gain)) {#' \
+  "ACCEPT on the mean's lower end below the threshold, not the upper"
+M verdict.c 's#rules->min_gain > 0 \&\& 1 / g->ratio_lo - 1 < rules->min_gain#rules->min_gain > 0 \&\& 1 / g->ratio_hi - 1 < rules->min_gain#' \
+  "no meaningful gain judged on the least speedup, not the most"
+M verdict.c 's#mean_alpha = a < mean_alpha ? a : mean_alpha;#mean_alpha = a > mean_alpha ? a : mean_alpha;#' \
+  "the mean at the loosest case level, not the strictest"
+M verdict.c 's#return rules->max_regression > rules->threshold ? rules->max_regression : rules->threshold;#return rules->max_regression;#' \
+  "the tolerance may fall below the practical threshold"
+M verdict_record.c 's#pc->ratio_lo = compared ? oc->interval.ratio_lo : NAN;#pc->ratio_lo = compared ? oc->interval.ratio_hi : NAN;#' \
+  "a stored case's lower end is its upper"
+# abtest: one case's interval, class and the mean
+M abtest.c 's#double z = ppb_normal_quantile(1.0 - alpha / 2.0);#double z = ppb_normal_quantile(alpha / 2.0);#' \
+  "Moses normal approximation: the z-quantile's wrong side"
+M abtest.c 's#k = crit + 1;#k = crit;#' \
+  "Moses exact rank: off by one"
+M abtest.c 's#out->rank_hi = nm + 1 - k;#out->rank_hi = nm - k;#' \
+  "Moses upper rank: off by one"
+M abtest.c 's#if (ratio_lo > up)#if (ratio_hi > up)#' \
+  "classify: SLOWER on the upper end"
+M abtest.c 's#out->ratio_lo = exp(out->log_ratio - q \* sqrt(sum_w2v_lo) / sum_w);#out->ratio_lo = exp(out->log_ratio - q * sqrt(sum_w2v_hi) / sum_w);#' \
+  "weighted mean: the lower end from the cases' upper sides"
+# sequential: looks, spread, widening
+M sequential.c 's#const double look_alpha = d->alpha / k;#const double look_alpha = d->alpha;#' \
+  "each look spends all of alpha, not alpha / K"
+M sequential.c 's#for (long r = first; r < last \&\& k < PPB_SEQ_MAX_LOOKS - 1; r \*= 2)#for (long r = first; r <= last \&\& k < PPB_SEQ_MAX_LOOKS - 1; r *= 2)#' \
+  "look schedule: the last round twice (off by one)"
+M sequential.c 's#int broke = round >= d->min_rounds \&\& spent >= d->budget_ms;#int broke = spent >= d->budget_ms;#' \
+  "the budget stops a pair before min_rounds"
+M sequential.c 's#sum += (iv.shift \* iv.shift - se \* se) / 2;#sum += iv.shift * iv.shift - se * se;#' \
+  "between-session tau^2: E[d^2] = 2 tau^2 + se^2 read as tau^2 + se^2"
+M sequential.c 's#double w = ppb_student_t_quantile(alpha, 2 \* (sessions > 1 ? sessions - 1 : 1)) \* between_sd;#double w = ppb_student_t_quantile(alpha, sessions > 1 ? sessions - 1 : 1) * between_sd;#' \
+  "widening: Student t with half the degrees of freedom"
+M sequential.c 's#return sqrt(2 \* ((vb + vc) / 2) / sessions);#return sqrt(((vb + vc) / 2) / sessions);#' \
+  "between_sd: one side's tau^2 in the ratio, not both"
+# run_compare: separate runs
+M run_compare.c 's#int df = (int)floor(MAD_EFFICIENCY \* (h - 1));#int df = (int)floor(MAD_EFFICIENCY * h);#' \
+  "the noise's degrees of freedom: off by one"
+M run_compare.c 's#half = \*crit \* sqrt(2.0) \* \*sigma;#half = *crit * *sigma;#' \
+  "a difference of two runs with one run's noise"
+M run_compare.c 's#ppb_bonferroni_alpha(rules->verdict.alpha, judged + 1);#ppb_bonferroni_alpha(rules->verdict.alpha, judged);#' \
+  "compare's family leaves the mean out"
+# trend, calibrate
+M trend.c 's#if (fabs(rel) >= r->threshold \&\& fabs(z) >= o->min_score)#if (fabs(rel) >= r->threshold || fabs(z) >= o->min_score)#' \
+  "beyond: the change OR the score, not both"
+M calibrate.c 's#const double z = 1.6448536269514722,#const double z = 1.959963984540054,#' \
+  "Wilson bound: two-sided 95% z for a one-sided bound"
+# verdict_recompute: the check of a stored verdict
+M verdict_recompute.c 's#return fabs(a - b) <= PPB_RECOMPUTE_TOLERANCE \* fmax(fabs(a), fabs(b));#return 1;#' \
+  "recompute: every real agrees"
+M verdict_recompute.c 's#^    seq.looks_taken++;$#    ;#' \
+  "recompute: the last look is not counted (off by one)"
+
+# ---- a scratch copy of the tree, built once ----
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/ppb-mutation.XXXXXX")
+[ "${PPB_MUTATION_KEEP:-0}" = 1 ] && echo "scratch folder: $scratch" || trap 'rm -rf "$scratch"' EXIT
+tree=$scratch/tree build=$scratch/build
+mkdir -p "$tree"
+if git -C "$src" rev-parse --show-toplevel >/dev/null 2>&1; then
+  # tracked and untracked files as they are now, ignored ones (builds, .deps, databases) left out
+  (cd "$src" && git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$tree" 2>/dev/null) || true
+else
+  (cd "$src" && tar --exclude='./build*' --exclude=./.deps --exclude='*.db' -cf - .) | (cd "$tree" && tar -xf -)
+fi
+[ -f "$tree/harness/decide/verdict.c" ] || { echo "mutation: no harness/decide in $src" >&2; exit 2; }
+echo "mutation: building the decide unit tests in $scratch (CPU only)"
+cmake -S "$tree" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPB_CUDA=OFF >"$scratch/cmake.log" 2>&1 \
+  || { cat "$scratch/cmake.log"; exit 2; }
+mapfile -t targets < <(ctest --test-dir "$build" -N -L unit -R "$tests" | sed -n 's/^ *Test *#[0-9]*: //p')
+[ "${#targets[@]}" -ge 8 ] || { echo "mutation: only ${#targets[@]} decide tests found" >&2; exit 2; }
+build_tests() { cmake --build "$build" -j "$jobs" --target "${targets[@]}" >"$scratch/build.log" 2>&1; }
+run_tests() { ctest --test-dir "$build" -L unit -R "$tests" -j "$jobs" --timeout 300 >"$scratch/test.log" 2>&1; }
+build_tests || { tail -30 "$scratch/build.log"; echo "mutation: the unmutated tree does not build" >&2; exit 2; }
+run_tests || { tail -30 "$scratch/test.log"; echo "mutation: the decide tests fail without a mutation" >&2; exit 2; }
+
+# ---- one mutation at a time ----
+n=${#files[@]} killed=0 bad=0
+printf '%-4s %-22s %-11s %s\n' "#" "file" "result" "mutation"
+for ((i = 0; i < n; i++)); do
+  f=$tree/harness/decide/${files[i]}
+  cp "$f" "$scratch/original"
+  sed -i -e "${exprs[i]}" "$f"
+  changed=$(diff "$scratch/original" "$f" | grep -c '^<' || true)
+  if [ "$changed" -ne 1 ]; then
+    result="NOT APPLIED" # the line is not there (or more than one): the list is stale
+    bad=$((bad + 1))
+  elif ! build_tests; then
+    result="NO BUILD"
+    bad=$((bad + 1))
+  elif run_tests; then
+    result="SURVIVED"
+    bad=$((bad + 1))
+  else
+    result="killed"
+    killed=$((killed + 1))
+    # the tests that failed, for the table
+    who=$(sed -n 's/^ *[0-9]*\/[0-9]* Test *#[0-9]*: \([a-z_]*\) .*\*\*\*.*/\1/p' "$scratch/test.log" | sort | paste -sd, -)
+  fi
+  cp "$scratch/original" "$f"
+  printf '%-4s %-22s %-11s %s%s\n' "$((i + 1))" "${files[i]}" "$result" "${whats[i]}" \
+    "${who:+ (by $who)}"
+  who=
+done
+build_tests || true # leave the scratch build as the tree is
+echo "mutation: $killed of $n killed$([ "$bad" -gt 0 ] && echo ", $bad not: tests are missing (or the list is stale)")"
+[ "$bad" -eq 0 ]
