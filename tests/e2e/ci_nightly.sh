@@ -102,6 +102,13 @@ grep -q "run smoke-decode: run .* SOME CASE WRONG" "$WORK/report-5/summary.txt" 
 [ -s "$WORK/report-5/smoke-decode/index.html" ] || fail "no report for the wrong night"
 [ "$(requests gw)" -eq $((before + 1)) ] || fail "the wrong night was not pushed"
 
+# A night the backend refuses whole (the GPU nightly on the CPU) is no pass: its run and its trend say
+# so, and the job fails with 1 (nothing measured), not 4 (a step that could not run).
+PPB_SUITES="$SRC/suites/nightly.yaml" night 6 1
+grep -q "trend nightly: NOT TIMED" "$WORK/report-6/summary.txt" || fail "$(cat "$WORK/report-6/summary.txt")"
+grep -q "report nightly: .*(NOT TIMED)" "$WORK/report-6/summary.txt" || fail "$(cat "$WORK/report-6/summary.txt")"
+grep -q "^### ppbench trend: nightly: NOT TIMED" "$WORK/report-6/summary.md" || fail "the job summary does not say NOT TIMED"
+
 grep -qF "$PPBENCH_PUSH_TOKEN" -r "$WORK"/report-* && fail "the token is in a report"
 
 # The CI files that call this on the GPU runners: valid YAML, the BI-V100
