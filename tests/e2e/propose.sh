@@ -113,6 +113,12 @@ a=$("$PPB" list | awk 'NR==3 {print $1}'); b=$("$PPB" list | awk 'NR==2 {print $
 set +e; "$PPB" compare "$a" "$b" >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
 case $rc in 0|10|11) ;; *) cat "$WORK/err"; fail "compare exited $rc";; esac
 grep -q "^verdict: " "$WORK/out" || fail "compare printed no verdict"
+# Issue 36: two runs and no history: one line for the cases not judged (not one each), and what to do.
+[ "$rc" -eq 11 ] || fail "compare without history exited $rc, expected 11"
+[ "$(grep -c "fewer than 5 plain runs of history" "$WORK/out")" = 1 ] || { cat "$WORK/out"; fail "identical lines per case"; }
+grep -q "^INCONCLUSIVE: [0-9]* cases (the first: '.*') each has fewer than 5 plain runs of history" "$WORK/out" || fail "no summed line"
+grep -q "too few runs to judge: .* at least 5 earlier plain runs of the suite .* run \`ppbench run\` of suite smoke 5 more times" "$WORK/err" \
+  || { cat "$WORK/err"; fail "compare says not what it needs"; }
 set +e; "$PPB" compare "$a" "$b" --json "$WORK/c.json" >/dev/null 2>&1; crc=$?; set -e
 "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['command']=='compare' and d['exit_code']==int(sys.argv[2]) and d['cases'], d" \
   "$WORK/c.json" "$crc" || fail "compare --json"
