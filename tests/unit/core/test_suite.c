@@ -565,6 +565,36 @@ static void test_exclude_and_weights_match_every_given_field(void **state)
     assert_false(ppb_suite_case_excluded(&none, &c));
 }
 
+/* smoke-decode's expect_wrong: names exactly its overrunning mismatches (issue 36):
+ * host 64 / kernel 32 everywhere, host 512 / kernel 256 past one partition. */
+static void test_expect_wrong_names_the_deliberate_faults(void **state)
+{
+    (void)state;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/suites/smoke-decode.yaml", source_dir());
+    ppb_suite s;
+    load_ok(path, &s);
+    assert_int_equal(s.n_expect_wrong, 2);
+    ppb_case c;
+    ppb_case_init(&c, PPB_PAGED_ATTENTION);
+    ppb_case_set(&c, PPB_F_VERSION, 2);
+    ppb_case_set(&c, PPB_F_SEQ_LEN, 100);
+    assert_false(ppb_suite_case_expects_wrong(&s, &c));   /* no mismatch */
+    ppb_case_set(&c, PPB_F_PARTITION_SIZE, 32);
+    ppb_case_set(&c, PPB_F_HOST_PARTITION_SIZE, 64);
+    assert_true(ppb_suite_case_expects_wrong(&s, &c));
+    ppb_case_set(&c, PPB_F_PARTITION_SIZE, 64);
+    ppb_case_set(&c, PPB_F_HOST_PARTITION_SIZE, 32);
+    assert_false(ppb_suite_case_expects_wrong(&s, &c));   /* buffers too large: correct */
+    ppb_case_set(&c, PPB_F_PARTITION_SIZE, 256);
+    ppb_case_set(&c, PPB_F_HOST_PARTITION_SIZE, 512);
+    assert_false(ppb_suite_case_expects_wrong(&s, &c));   /* one partition: nothing past it */
+    ppb_case_set(&c, PPB_F_SEQ_LEN, 257);
+    assert_true(ppb_suite_case_expects_wrong(&s, &c));
+    ppb_suite_free(&s);
+    assert_null(s.expect_wrong);
+}
+
 /* ---- limits and edge cases -------------------------------------------------- */
 
 static void test_value_limit_is_inclusive(void **state)
@@ -776,6 +806,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_hash_is_fnv1a_of_the_bytes),
         cmocka_unit_test(test_exclude_and_weights_match_every_given_field),
+        cmocka_unit_test(test_expect_wrong_names_the_deliberate_faults),
         cmocka_unit_test(test_value_limit_is_inclusive),
         cmocka_unit_test(test_missing_file_and_zero_byte_file),
         cmocka_unit_test(test_free_is_safe_on_zeroed_and_twice),
