@@ -129,6 +129,16 @@ base = gl[".ppbench-nightly"]
 assert base["script"] == ["ci/nightly.sh"], base["script"]
 assert base["artifacts"]["paths"] == [base["variables"]["PPB_REPORT_DIR"]] and base["artifacts"]["when"] == "always"
 assert gl["nightly:bi-v100"]["tags"] == ["bi-v100"] and gl["nightly:bi-v100"]["variables"]["PPB_MODE"] == "bi-v100"
+# Issue 36: an include declares no stages: (GitLab does not merge them: a host with its own breaks); the
+# jobs use a stage GitLab defines by default, and the header says how a host picks its own.
+assert "stages" not in gl, gl.get("stages")
+assert base["stage"] in ("build", "test", "deploy", ".pre", ".post"), base["stage"]
+assert all("stage" not in job or job["stage"] == base["stage"] for name, job in gl.items() if name.startswith("nightly:"))
+head = open(sys.argv[2]).read().split("\n.ppbench-nightly:")[0]
+assert ".ppbench-nightly:" in head and "stage:" in head, "the header does not say how to set the stage"
+# The job summary on GitHub shows the night's Markdown verdicts, also when the night failed.
+steps = [s for s in job["steps"] if "GITHUB_STEP_SUMMARY" in str(s.get("run", ""))]
+assert steps and steps[0]["if"] == "always()" and "summary.md" in steps[0]["run"], steps
 PY
 # The BI-V100 build cannot run here (no CoreX SDK); its dry run must name the
 # toolchain settings docs/CI.md promises.
