@@ -250,7 +250,7 @@ int cmd_calibrate(int argc, char **argv)
     int xrc = ppb_cli_parse("calibrate", argc, argv, "h", longopts, usage, &o, calibrate_opt, &c, 1);
     if (xrc >= 0)
         return xrc;
-    c.co.suite_path = argv[optind];
+    c.co.suite_path = ppb_cli_suite_arg(argv[optind], "");
     ppb_propose_options po;
     memset(&po, 0, sizeof po);
     ppb_cli_session_opts(&o, &po.backend, &po.device_index, &po.cpu_max_gflop, &po.log, &po.db_path);

@@ -567,6 +567,6 @@ int cmd_check(int argc, char **argv)
         fprintf(stderr, "ppbench check: give --target or --target-file, not both\n");
         return PPB_EXIT_USAGE;
     }
-    o.suite_path = argv[optind];
+    o.suite_path = ppb_cli_suite_arg(argv[optind], "");
     return judge_suite(&o);
 }

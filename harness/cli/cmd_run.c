@@ -210,7 +210,7 @@ int cmd_run(int argc, char **argv)
         return PPB_EXIT_USAGE;
     }
     if (!o.resume_run)
-        o.suite_path = argv[optind];
+        o.suite_path = ppb_cli_suite_arg(argv[optind], "");
     ppb_cli_session_opts(&co, &o.backend, &o.device_index, &o.cpu_max_gflop, &o.log, &o.db_path);
 
     ppb_err err = {{0}};

@@ -223,7 +223,7 @@ static int suite_name(const char *arg, char *name, size_t len, ppb_suite *suite,
     size_t n = strlen(arg);
     *loaded = 0;
     if (n > 5 && strcmp(arg + n - 5, ".yaml") == 0) {
-        if (ppb_suite_load(arg, suite, err))
+        if (ppb_suite_load(ppb_cli_suite_arg(arg, ""), suite, err))
             return PPB_EINPUT;
         snprintf(name, len, "%s", suite->name);
         *loaded = 1;
