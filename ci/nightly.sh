@@ -35,7 +35,7 @@
 #   PPB_PUSH_REQUIRED    1: a failed push fails the job (default 0: it is queued in
 #                        the database and sent by the next night's push)
 #
-# Exit: 0 all good; 1 some case wrong (correctness); 12 a performance
+# Exit: 0 all good; 1 some case wrong (correctness) or a suite timed no case; 12 a performance
 # regression; 4 a step failed to run (build, run, trend, report). When several
 # apply, the first in that order (4, 1, 12) wins; every step still runs so the
 # night's data is reported and pushed.
@@ -151,6 +151,8 @@ if has_command trend; then
     case "$rc" in
       0) say "trend $name: no regression" ;;
       12) say "trend $name: REGRESSION (see trend-$name.txt)"; regression=1 ;;
+      # the night timed no case of the suite (all refused, wrong, ...): not a pass, as its run said
+      1) say "trend $name: NOT TIMED, nothing to follow (see trend-$name.txt)"; wrong=1 ;;
       *) say "trend $name: FAILED (exit $rc): $(tail -1 "$report/trend-$name.txt")"; step_failed=1 ;;
     esac
   done
@@ -164,9 +166,12 @@ if has_command report; then
     name=$(basename "$suite" .yaml)
     id=${run_of[$name]:-}
     [ -n "$id" ] || continue
-    if "$ppb" report "$id" --db "$db" -o "$report/$name" >"$report/report-$name.log" 2>&1 &&
+    # report RUN exits 1 for a run that timed no case (its page says NOT TIMED): written, not failed
+    "$ppb" report "$id" --db "$db" -o "$report/$name" >"$report/report-$name.log" 2>&1
+    rc=$?
+    if { [ "$rc" -eq 0 ] || { [ "$rc" -eq 1 ] && [ -s "$report/$name/index.html" ]; }; } &&
        "$ppb" report --trend "$suite" --db "$db" -o "$report/$name-trend" >>"$report/report-$name.log" 2>&1; then
-      say "report $name: $report/$name/index.html, $report/$name-trend/index.html"
+      say "report $name: $report/$name/index.html, $report/$name-trend/index.html$([ "$rc" -eq 1 ] && echo " (NOT TIMED)")"
     else
       say "report $name: FAILED: $(tail -1 "$report/report-$name.log")"; step_failed=1
     fi

@@ -359,3 +359,12 @@ void ppb_run_info_clean(ppb_run_info *r)
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
         ppb_term_clean(fields[i], 0);
 }
+
+const char *ppb_cli_suite_arg(const char *arg, const char *sub)
+{
+    static char found[32][4096];   /* a command names a few suites (list-kernels: several) */
+    static int n;
+    if (n == 32 || !ppb_find_shipped_suite(arg, sub, found[n], sizeof found[n]))
+        return arg;
+    return found[n++];
+}

@@ -100,6 +100,11 @@ typedef struct ppb_cli_stores {
     const char *baseline_db;
     char baseline_path[4096];  /* its local copy */
 } ppb_cli_stores;
+/* A suite (sub "") or proposal (sub "proposals") argument: the path as given, or
+ * the shipped one it names (ppb_find_shipped_suite: `ppbench run smoke` finds
+ * <prefix>/share/ppbench/suites/smoke.yaml). The text lives as long as the process. */
+const char *ppb_cli_suite_arg(const char *arg, const char *sub);
+
 /* 0, or a PPB_EXIT_* code after printing the error (nothing left open). */
 int ppb_cli_open_stores(const char *cmd, const ppb_cli_opts *o, ppb_cli_stores *st);
 void ppb_cli_close_stores(ppb_cli_stores *st);

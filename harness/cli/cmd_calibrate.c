@@ -34,11 +34,15 @@ static void usage(FILE *out)
             "  --effect-pairs N     pairs per known effect, at least (default 50)\n"
             "  --effects LIST       slowdowns to detect, comma-separated (default 0.01,0.02,0.03,0.05)\n"
             "  --min-case-ms X      detection counts cases longer than X ms (default 0.1)\n"
+            "  --budget-ms X        each pair's time budget, as a proposal's sampling.budget_ms\n"
+            "                       (default: the proposals' default, 20000)\n"
             "  --cpu-max-gflop X    CPU backend work limit\n"
             "  -h, --help\n\n"
+            "Prints the proposals in all and an ETA after each one. The defaults suit a GPU; on the CPU\n"
+            "backend use a CPU-sized suite and fewer pairs (README \"No GPU?\").\n\n"
             "exit: 0 goals met (A/A false flags <= 1%% and no A/A ACCEPT/REJECT; a 2%% slowdown found\n"
-            "      in >= 90%% of pairs; median run-to-run difference < 1%%), 1 a goal missed,\n"
-            "      2 usage, 3 bad input, 4 runtime\n");
+            "      in >= 90%% of pairs; median run-to-run difference < 1%%), 1 a goal missed or nothing\n"
+            "      to calibrate (every pair refused on this backend), 2 usage, 3 bad input, 4 runtime\n");
 }
 
 typedef struct calibrate_cli {
@@ -87,6 +91,7 @@ static int calibrate_opt(void *ctx, int opt, char *arg)
         }
         return 0;
     case 'M': return ppb_cli_positive("calibrate", "--min-case-ms", arg, &c->min_case_ms);
+    case 'u': return ppb_cli_positive("calibrate", "--budget-ms", arg, &c->budget_ms);
     default: return 1;
     }
 }
@@ -236,6 +241,7 @@ int cmd_calibrate(int argc, char **argv)
         {"effect-pairs", required_argument, NULL, 'P'},
         {"effects", required_argument, NULL, 'e'},
         {"min-case-ms", required_argument, NULL, 'M'},
+        {"budget-ms", required_argument, NULL, 'u'},
         PPB_CLI_OPT_CPU_MAX_GFLOP,
         PPB_CLI_OPT_HELP_END};
     calibrate_cli c = {.co = {.aa_pairs = 200, .effect_pairs = 50, .effects = {0.01, 0.02, 0.03, 0.05},
@@ -244,7 +250,7 @@ int cmd_calibrate(int argc, char **argv)
     int xrc = ppb_cli_parse("calibrate", argc, argv, "h", longopts, usage, &o, calibrate_opt, &c, 1);
     if (xrc >= 0)
         return xrc;
-    c.co.suite_path = argv[optind];
+    c.co.suite_path = ppb_cli_suite_arg(argv[optind], "");
     ppb_propose_options po;
     memset(&po, 0, sizeof po);
     ppb_cli_session_opts(&o, &po.backend, &po.device_index, &po.cpu_max_gflop, &po.log, &po.db_path);
@@ -255,5 +261,10 @@ int cmd_calibrate(int argc, char **argv)
     int rc = c.self ? calibrate(&c, &po, &err)
                     : ppb_fail(&err, PPB_EIO, "cannot locate this executable (/proc/self/exe)");
     free(c.self);
+    /* every pair refused (or none compared): nothing was calibrated, a goal missed, not bad input */
+    if (rc == PPB_EREFUSED) {
+        fprintf(stderr, "ppbench calibrate: %s\n", err.msg);
+        return PPB_EXIT_FAILURES;
+    }
     return rc < 0 ? ppb_cli_fail("calibrate", rc, &err) : rc;
 }

@@ -254,6 +254,10 @@ static void print_assumptions(FILE *out, const ppb_target *t)
                  "kernel's resources are measured\n\n");
 }
 
+/* The why of a row: indented under it, lines of at most this many columns. */
+#define WHY_INDENT 4
+#define WHY_WIDTH 100
+
 static void print_table(const row_table *t, ppb_kernel_kind kernel)
 {
     int wc = (int)strlen("config"), ws = (int)strlen("shape");
@@ -266,8 +270,8 @@ static void print_table(const row_table *t, ppb_kernel_kind kernel)
         wc = lc > wc ? lc : wc;
         ws = ls > ws ? ls : ws;
     }
-    printf("%-*s  %-*s  %5s  %8s  %7s  %4s  %-10s  %-16s  %s\n", wc, "config", ws, "shape",
-           "cases", "smem B", "threads", "regs", "verdict", "blocks/SM", "why");
+    printf("%-*s  %-*s  %5s  %8s  %7s  %4s  %-10s  %s\n", wc, "config", ws, "shape", "cases", "smem B", "threads",
+           "regs", "verdict", "blocks/SM");
     for (int i = 0; i < t->n; i++) {
         const check_row *r = &t->rows[i];
         if (r->merged)
@@ -282,10 +286,12 @@ static void print_table(const row_table *t, ppb_kernel_kind kernel)
             snprintf(occ, sizeof occ, "%d (%s)", r->verdict.blocks_per_sm, r->verdict.limiter);
         else
             snprintf(occ, sizeof occ, r->verdict.feasible ? "unknown" : "-");
-        printf("%-*s  %-*s  %5d  %8ld  %7d  %4s  %-10s  %-16s  %s%s%s\n", wc, r->config, ws, shape,
-               r->n_cases, r->needs.smem_bytes, r->needs.threads, regs,
-               r->verdict.feasible ? "feasible" : "INFEASIBLE", occ, r->verdict.reason,
-               r->verdict.flips[0] ? " | flips: " : "", r->verdict.flips);
+        printf("%-*s  %-*s  %5d  %8ld  %7d  %4s  %-10s  %s\n", wc, r->config, ws, shape, r->n_cases,
+               r->needs.smem_bytes, r->needs.threads, regs, r->verdict.feasible ? "feasible" : "INFEASIBLE", occ);
+        /* The arithmetic runs to ~700 characters: on lines of its own under the row, wrapped. */
+        ppb_term_wrap(stdout, NULL, WHY_INDENT, WHY_WIDTH, r->verdict.reason);
+        if (r->verdict.flips[0])
+            ppb_term_wrap(stdout, "    flips: ", WHY_INDENT + 7, WHY_WIDTH, r->verdict.flips);
     }
 }
 
@@ -561,6 +567,6 @@ int cmd_check(int argc, char **argv)
         fprintf(stderr, "ppbench check: give --target or --target-file, not both\n");
         return PPB_EXIT_USAGE;
     }
-    o.suite_path = argv[optind];
+    o.suite_path = ppb_cli_suite_arg(argv[optind], "");
     return judge_suite(&o);
 }

@@ -211,6 +211,26 @@ static int history_sources(ppb_store *sa, int64_t a, ppb_store *s, int64_t b, pp
     return PPB_OK;
 }
 
+/* Too few runs for any case to be judged: what compare needs and how to get
+ * it, once, after the verdict's own reasons. */
+static void say_history_short(const ppb_run_compare_report *rep, int n, const ppb_run_compare_rules *rules,
+                              const char *suite, long long a, long long b)
+{
+    if (rep->n_short == 0 || rep->v.n_compared > 0)
+        return;
+    int most = 0;
+    for (int i = 0; i < n; i++)
+        if (rep->short_history[i] && rep->n_history[i] > most)
+            most = rep->n_history[i];
+    fprintf(stderr,
+            "ppbench compare: too few runs to judge: compare weighs each case's change against its run-to-run "
+            "noise over at least %d earlier plain runs of the suite (runs %lld and %lld not counted), and these "
+            "cases have at most %d: run `ppbench run` of suite %s %d more time%s, or lower --min-history (at "
+            "least 3)\n",
+            rules->min_history, a, b, most, suite, rules->min_history - most,
+            rules->min_history - most == 1 ? "" : "s");
+}
+
 int cmd_compare(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -280,6 +300,8 @@ int cmd_compare(int argc, char **argv)
     rec.candidate_run = id[1];
     if (!(rc = ppb_run_compare_store(s, rcs, n, &co.rules, &rec, pcs, &rep, &err)))
         rc = ppb_print_proposal(s, rec.id, ppb_cli_human(&o), &err);
+    if (!rc)
+        say_history_short(&rep, n, &co.rules, names[1], (long long)id[0], (long long)id[1]);
     docs_rc = rc ? 0 : ppb_cli_stored_docs("compare", s, 0, rec.id, ppb_cli_verdict_exit(rec.verdict), o.json, o.md);
 end:
     if (rc)

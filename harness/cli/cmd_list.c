@@ -117,6 +117,6 @@ int cmd_list(int argc, char **argv)
         return PPB_EXIT_USAGE;
     }
     if (argc - optind == 1)
-        return list_suite(argv[optind], lo.filter, lo.k, lo.n);
+        return list_suite(ppb_cli_suite_arg(argv[optind], ""), lo.filter, lo.k, lo.n);
     return list_runs(&co);
 }

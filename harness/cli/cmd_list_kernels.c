@@ -55,6 +55,8 @@ int cmd_list_kernels(int argc, char **argv)
         return PPB_EXIT_USAGE;
     }
     ppb_err err = {{0}};
+    for (int i = optind; i < argc; i++)   /* shipped suites by name, as run takes them */
+        argv[i] = (char *)ppb_cli_suite_arg(argv[i], "");
     int warp = 0;
     unsigned smem = 0;
     if (target_name) {

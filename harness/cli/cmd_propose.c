@@ -92,7 +92,7 @@ int cmd_propose(int argc, char **argv)
     ppb_cli_session_opts(&co, &o.backend, &o.device_index, &o.cpu_max_gflop, &o.log, &o.db_path);
     ppb_err err = {{0}};
     ppb_proposal p;
-    int rc = ppb_proposal_load(argv[optind], &p, &err);
+    int rc = ppb_proposal_load(ppb_cli_suite_arg(argv[optind], "proposals"), &p, &err);
     if (rc)
         return ppb_cli_fail("propose", rc, &err);
     FILE *human = ppb_cli_human(&co);

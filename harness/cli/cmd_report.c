@@ -42,7 +42,7 @@ static int suite_name_of(const char *arg, char *name, size_t len, ppb_err *err)
         return PPB_OK;
     }
     ppb_suite suite;
-    int rc = ppb_suite_load(arg, &suite, err);
+    int rc = ppb_suite_load(ppb_cli_suite_arg(arg, ""), &suite, err);
     if (rc)
         return rc;
     snprintf(name, len, "%s", suite.name);

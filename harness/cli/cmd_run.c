@@ -10,6 +10,7 @@
 #include "results_table.h"
 #include "runner.h"
 #include "store.h"
+#include "suite.h"
 #include "workers.h"
 
 static void usage(FILE *out)
@@ -44,29 +45,87 @@ static void usage(FILE *out)
             "  --no-progress, --quiet  no progress on stderr (default: a line kept up to date on a\n"
             "                       terminal, else a line per finished case with done/total and an ETA)\n"
             "  -h, --help           this help\n\n"
-            "exit: 0 no case wrong or failed, 1 some case wrong/error or none timed, 2 usage, 3 bad input (nothing\n"
-            "      written), 4 runtime failure, 130 interrupted (resume with --resume RUN)\n");
+            "exit: 0 no case wrong or failed (a case the suite's expect_wrong: names must be wrong),\n"
+            "      1 some case wrong/error or none timed, or an expected-wrong case correct, 2 usage,\n"
+            "      3 bad input (nothing written), 4 runtime failure, 130 interrupted (resume with --resume RUN)\n");
+}
+
+/* The suite's expect_wrong: rules (docs/SUITES.md) against the stored results:
+ * a wrong case they name is a deliberate fault the checks caught, not a
+ * failure; one they name that came out correct is a fault not caught. */
+typedef struct expected_wrong {
+    const ppb_suite *suite;
+    int caught, missed;
+    char first_missed[PPB_CASE_KEY_MAX];
+} expected_wrong;
+
+static int tally_expected(void *ctx, const ppb_case *c, const ppb_result *r)
+{
+    expected_wrong *e = ctx;
+    if (!ppb_suite_case_expects_wrong(e->suite, c))
+        return 0;
+    if (r->status == PPB_STATUS_WRONG)
+        e->caught++;
+    else if ((r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY) && e->missed++ == 0)
+        snprintf(e->first_missed, sizeof e->first_missed, "%s", c->key);
+    return 0;
+}
+
+/* The run's suite (as stored: a resumed run's too) and its expect_wrong: rules
+ * over the results; a suite that no longer loads expects nothing. */
+static int count_expected_wrong(ppb_store *s, int64_t run_id, expected_wrong *e, ppb_err *err)
+{
+    memset(e, 0, sizeof *e);
+    ppb_run_info *run = malloc(sizeof *run);
+    ppb_suite *suite = malloc(sizeof *suite);
+    ppb_err ignored;
+    int rc = run && suite ? ppb_store_get_run(s, run_id, run, err) : ppb_fail(err, PPB_ENOMEM, "out of memory");
+    if (!rc && ppb_suite_load(run->suite_path, suite, &ignored) == PPB_OK) {
+        e->suite = suite;
+        if (suite->n_expect_wrong)
+            rc = ppb_store_each_result(s, run_id, tally_expected, e, err);
+        ppb_suite_free(suite);
+        e->suite = NULL;
+    }
+    free(run);
+    free(suite);
+    return rc;
 }
 
 /* Interrupted, some case failed, nothing timed, or a pass; says why on stderr. */
-static int run_exit_code(const ppb_run_summary *sum, const ppb_status_counts *counts, const char *db_path)
+static int run_exit_code(const ppb_run_summary *sum, const ppb_status_counts *counts, const expected_wrong *e,
+                         const char *db_path)
 {
     if (sum->interrupted) {
         fprintf(stderr, "ppbench run: interrupted; complete it with 'ppbench run --resume %lld --db %s'\n",
                 (long long)sum->run_id, db_path);
         return PPB_EXIT_INTERRUPTED;
     }
-    /* Noisy cases are correct, only not trusted for timing: reported, not failed. */
+    /* Noisy cases are correct, only not trusted for timing: reported, not failed. A wrong case the
+     * suite expects (its caught fault) is not a failure either. */
     const int *n = counts->n;
+    int failed = -e->caught;
     for (int st = 0; st < PPB_STATUS_COUNT; st++)
-        if (n[st] && ppb_status_failed(st))
-            return PPB_EXIT_FAILURES;
+        if (ppb_status_failed(st))
+            failed += n[st];
+    if (failed > 0)
+        return PPB_EXIT_FAILURES;
+    if (e->missed) {
+        fprintf(stderr, "ppbench run: %d case%s the suite expects wrong (expect_wrong:) came out correct, e.g. '%s': "
+                "the fault %s for was not caught\n", e->missed, e->missed == 1 ? "" : "s", e->first_missed,
+                e->missed == 1 ? "it stands" : "they stand");
+        return PPB_EXIT_FAILURES;
+    }
     /* A run that measured nothing answers no question: never a pass. */
     if (n[PPB_STATUS_OK] + n[PPB_STATUS_NOISY] == 0) {
         fprintf(stderr, "ppbench run: no case was timed (%d refused, %d skipped of %d): nothing was measured\n",
                 n[PPB_STATUS_REFUSED], n[PPB_STATUS_SKIPPED], counts->total);
         return PPB_EXIT_FAILURES;
     }
+    if (e->caught)
+        fprintf(stderr, "ppbench run: %d case%s wrong, as the suite expects (expect_wrong:): the deliberate fault%s "
+                "caught; no other case failed\n", e->caught, e->caught == 1 ? "" : "s",
+                e->caught == 1 ? " was" : "s were");
     return PPB_EXIT_OK;
 }
 
@@ -151,7 +210,7 @@ int cmd_run(int argc, char **argv)
         return PPB_EXIT_USAGE;
     }
     if (!o.resume_run)
-        o.suite_path = argv[optind];
+        o.suite_path = ppb_cli_suite_arg(argv[optind], "");
     ppb_cli_session_opts(&co, &o.backend, &o.device_index, &o.cpu_max_gflop, &o.log, &o.db_path);
 
     ppb_err err = {{0}};
@@ -176,7 +235,12 @@ int cmd_run(int argc, char **argv)
     }
     fprintf(human, "run %lld (%s backend%s) stored in %s\n", (long long)sum.run_id, sum.backend,
             sum.timing_is_cpu ? ", CPU timings" : "", o.db_path);
-    int exit_code = run_exit_code(&sum, &counts, o.db_path);
+    expected_wrong expected;
+    if (count_expected_wrong(s, sum.run_id, &expected, &err)) {
+        ppb_store_close(s);
+        return ppb_cli_fail("run", PPB_EIO, &err);
+    }
+    int exit_code = run_exit_code(&sum, &counts, &expected, o.db_path);
     if (ppb_cli_stored_docs("run", s, 1, sum.run_id, exit_code, co.json, co.md))
         exit_code = PPB_EXIT_RUNTIME;
     ppb_store_close(s);

@@ -31,7 +31,10 @@ static void usage(FILE *out)
             "  --baseline-timeout S  each download try gives up after S seconds (default 120)\n"
             "  --json FILE|-  the verdict as JSON (schema " PPB_TREND_SCHEMA ", docs/CLI.md)\n"
             "  --markdown FILE|-  the verdict as Markdown (with '-', the table goes to stderr)\n\n"
-            "exit: 0 no regression, 12 some case regressed, 2 usage, 3 bad input, 4 runtime\n");
+            "A case the latest run did not time (refused, wrong, ...) is not-timed; when no case was\n"
+            "timed the night is not a pass.\n\n"
+            "exit: 0 no regression, 12 some case regressed, 1 the latest run timed no case, 2 usage,\n"
+            "      3 bad input, 4 runtime\n");
 }
 
 typedef struct history {
@@ -86,19 +89,23 @@ typedef struct trend_ctx {
 
 static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
 {
-    (void)r;
     trend_ctx *t = ctx;
     history h = {0};
     int rc = PPB_OK;
-    if (t->baseline) {
+    ppb_trend_result res;
+    /* Not timed tonight (refused, skipped, wrong, failed): its history's last
+     * time is an earlier night's, so there is nothing to judge. */
+    int timed = (r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY) && r->median_ms > 0;
+    if (!timed)
+        ppb_trend_not_timed(ppb_status_name(r->status), r->reason, &res);
+    if (timed && t->baseline) {
         h.prefix = "base:";
         rc = ppb_store_case_history(t->baseline, t->suite, c->key, t->since, t->kinds, add_point, &h, t->err);
     }
     h.prefix = "";
     int n_base = h.n;
-    if (!rc)
+    if (timed && !rc)
         rc = ppb_store_case_history(t->s, t->suite, c->key, t->since, t->kinds, add_point, &h, t->err);
-    ppb_trend_result res;
     ppb_trend_options opt = t->opt;
     if (t->suite_file) {
         ppb_trend_settings ts;
@@ -106,7 +113,7 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
         opt.min_change = ts.min_change_floor;
         opt.noise_multiplier = ts.noise_multiplier;
     }
-    if (!rc) {
+    if (timed && !rc) {
         /* baseline nights first, then ours: each list is in time order; keep
          * only baseline nights older than our first run */
         int keep = 0;
@@ -135,10 +142,14 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
             ppb_format_fixed(sees, sizeof sees, 100 * res.detectable, 1);
             strncat(sees, "%", sizeof sees - strlen(sees) - 1);
         }
-        fprintf(t->human, "%-12s %+7.1f%% %8.1f  %-11s  %7s  %-8s %s\n", ppb_trend_status_name(res.status),
-               isfinite(res.rel_change) ? res.rel_change * 100 : 0.0,
-               isfinite(res.score) ? res.score : 0.0, thr, sees, res.step_run_id[0] ? res.step_run_id : "-",
-               strchr(c->key, ' ') ? strchr(c->key, ' ') + 1 : c->key);
+        char change[24] = "-", score[24] = "-";   /* not timed: nothing measured tonight */
+        if (res.status != PPB_TREND_NOT_TIMED) {
+            snprintf(change, sizeof change, "%+.1f%%", isfinite(res.rel_change) ? res.rel_change * 100 : 0.0);
+            snprintf(score, sizeof score, "%.1f", isfinite(res.score) ? res.score : 0.0);
+        }
+        fprintf(t->human, "%-12s %8s %8s  %-11s  %7s  %-8s %s\n", ppb_trend_status_name(res.status), change, score,
+                thr, sees, res.step_run_id[0] ? res.step_run_id : "-",
+                strchr(c->key, ' ') ? strchr(c->key, ' ') + 1 : c->key);
         if (res.status == PPB_TREND_REGRESSION || res.status == PPB_TREND_IMPROVEMENT ||
             res.status == PPB_TREND_OUTLIER)
             fprintf(t->human, "             -> %s\n", res.reason);
@@ -217,7 +228,7 @@ static int suite_name(const char *arg, char *name, size_t len, ppb_suite *suite,
     size_t n = strlen(arg);
     *loaded = 0;
     if (n > 5 && strcmp(arg + n - 5, ".yaml") == 0) {
-        if (ppb_suite_load(arg, suite, err))
+        if (ppb_suite_load(ppb_cli_suite_arg(arg, ""), suite, err))
             return PPB_EINPUT;
         snprintf(name, len, "%s", suite->name);
         *loaded = 1;
@@ -275,14 +286,22 @@ int cmd_trend(int argc, char **argv)
     if (rc)
         fprintf(stderr, "ppbench trend: %s\n", err.msg);
     else
-        fprintf(t.human, "%d ok, %d regression, %d improvement, %d outlier, %d insufficient history\n",
+        fprintf(t.human, "%d ok, %d regression, %d improvement, %d outlier, %d insufficient history, %d not timed\n",
                 t.doc.counts[PPB_TREND_OK], t.doc.counts[PPB_TREND_REGRESSION], t.doc.counts[PPB_TREND_IMPROVEMENT],
-                t.doc.counts[PPB_TREND_OUTLIER], t.doc.counts[PPB_TREND_INSUFFICIENT_HISTORY]);
+                t.doc.counts[PPB_TREND_OUTLIER], t.doc.counts[PPB_TREND_INSUFFICIENT_HISTORY],
+                t.doc.counts[PPB_TREND_NOT_TIMED]);
     ppb_cli_close_stores(&st);
     if (have_suite)
         ppb_suite_free(&suite);
+    /* A night that timed nothing is never a pass: it says why and exits 1, as its run did. */
+    int nothing = !rc && strcmp(ppb_trend_doc_verdict(&t.doc), "NOT TIMED") == 0;
+    if (nothing)
+        fprintf(stderr, "ppbench trend: the latest run %lld of suite %s timed no case (%d not timed): nothing to "
+                "follow, not a pass (the first case: %s)\n", (long long)t.doc.latest_run, name, t.doc.n,
+                t.doc.rows[0].res.reason);
     int exit_code = rc                                   ? ppb_cli_exit(rc)
                     : t.doc.counts[PPB_TREND_REGRESSION] ? PPB_EXIT_REGRESSION
+                    : nothing                            ? PPB_EXIT_FAILURES
                                                          : PPB_EXIT_OK;
     trend_doc_ctx dc = {&t.doc, exit_code};
     if (!rc && (ppb_cli_write_doc("trend", o.json, trend_json, &dc) || ppb_cli_write_doc("trend", o.md, trend_markdown, &dc)))

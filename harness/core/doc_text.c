@@ -96,3 +96,23 @@ void ppb_term_clean(char *s, int keep_newlines)
         if ((*p < 0x20 && !(keep_newlines && *p == '\n')) || *p == 0x7f)
             *p = '?';
 }
+
+void ppb_term_wrap(FILE *out, const char *lead, int indent, int width, const char *text)
+{
+    int col = lead ? fprintf(out, "%s", lead) : fprintf(out, "%*s", indent, ""), on_line = 0;
+    for (const char *p = text; *p;) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        int word = (int)strcspn(p, " ");
+        if (on_line && col + 1 + word > width) {   /* the next line; a line holds at least one word */
+            col = fprintf(out, "\n%*s", indent, "") - 1;
+            on_line = 0;
+        }
+        col += fprintf(out, "%s%.*s", on_line ? " " : "", word, p);
+        on_line = 1;
+        p += word;
+    }
+    fputc('\n', out);
+}

@@ -32,5 +32,9 @@ void ppb_md_code(FILE *out, const char *s);
  * that came from a file or the database become '?', so it cannot move the
  * cursor or recolour the screen; keep_newlines keeps '\n' (multi-line reasons). */
 void ppb_term_clean(char *s, int keep_newlines);
+/* Prose for a terminal, wrapped: each line starts with `indent` spaces (the
+ * first with `lead` instead, when not NULL: "    why: ") and breaks at the
+ * last space before `width` columns; a word longer than a line is not cut. */
+void ppb_term_wrap(FILE *out, const char *lead, int indent, int width, const char *text);
 
 #endif

@@ -151,8 +151,72 @@ int ppb_user_cache_path(const char *sub, char *buf, size_t len)
     return 0;
 }
 
+static int ppb_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int ppb_is_real_dir(const char *path)
 {
     struct stat st;
     return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Where the installed suites lie relative to the installed program (CMake
+ * computes it from the install directories; this default is GNUInstallDirs'). */
+#ifndef PPB_INSTALL_SUITES_REL
+#define PPB_INSTALL_SUITES_REL "../share/ppbench/suites"
+#endif
+
+int ppb_shipped_suite_dirs(char dirs[][4096], int max)
+{
+    int n = 0;
+    char exe[4096];
+    ssize_t got = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (got > 0 && n < max) {
+        exe[got] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(dirs[n], sizeof dirs[n], "%s/%s", exe, PPB_INSTALL_SUITES_REL);
+            n += ppb_is_dir(dirs[n]);
+        }
+    }
+#ifdef PPB_SOURCE_DIR
+    if (n < max) {
+        snprintf(dirs[n], sizeof dirs[n], "%s/suites", PPB_SOURCE_DIR);
+        n += ppb_is_dir(dirs[n]);
+    }
+#endif
+    return n;
+}
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int ppb_find_shipped_suite(const char *arg, const char *sub, char *out, size_t len)
+{
+    snprintf(out, len, "%s", arg);
+    if (!arg[0] || strchr(arg, '/') || is_file(arg))
+        return 0;
+    char dirs[2][4096];
+    int n = ppb_shipped_suite_dirs(dirs, 2);
+    static const char *const ext[] = {"", ".yaml"};
+    for (int i = 0; i < n; i++)
+        for (int e = 0; e < 2; e++) {
+            char path[8400];
+            snprintf(path, sizeof path, "%s%s%s/%s%s", dirs[i], sub[0] ? "/" : "", sub, arg, ext[e]);
+            char *real = is_file(path) ? realpath(path, NULL) : NULL;   /* no "bin/../share" in what is stored */
+            if (real && strlen(real) < len) {
+                snprintf(out, len, "%s", real);
+                free(real);
+                return 1;
+            }
+            free(real);
+        }
+    return 0;
 }

@@ -50,6 +50,19 @@ int ppb_make_dirs(const char *path, ppb_err *err);
  * (plugins, trees, ...): 0, or -1 when neither variable is set (buf then ""). */
 int ppb_user_cache_path(const char *sub, char *buf, size_t len);
 
+/* The folders of the suites ppbench ships, in the order they are searched: the
+ * installed one beside the program (BINDIR/../share/ppbench/suites, as
+ * `cmake --install` lays it out under any --prefix), then the source tree's the
+ * program was built from (build/ppbench). Up to `max` of them into dirs; their count. */
+int ppb_shipped_suite_dirs(char dirs[][4096], int max);
+
+/* A suite (sub "") or proposal (sub "proposals") named on the command line:
+ * `arg` itself when it holds a '/' or names a file here; else DIR/SUB/ARG or
+ * DIR/SUB/ARG.yaml in the first shipped folder that has it (`ppbench run smoke`,
+ * `ppbench propose cpu-seed-prefix-prefill`). 1 with out set to that path; 0
+ * with out = arg (the loader then says what is missing). */
+int ppb_find_shipped_suite(const char *arg, const char *sub, char *out, size_t len);
+
 /* 1 when `path` is a directory itself, not a link to one. */
 int ppb_is_real_dir(const char *path);
 

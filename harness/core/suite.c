@@ -20,14 +20,14 @@ typedef enum {
     SET_SHAPES,   /* shape fields, lists allowed, required fields checked */
     SET_CASES,    /* shape fields, one value each, required fields checked */
     SET_CONFIGS,  /* config fields */
-    SET_EXCLUDE,  /* any field of the kernel, at least one */
+    SET_EXCLUDE,  /* any field of the kernel, at least one (exclude:, expect_wrong:) */
     SET_MATCH,    /* weights: match:, any field of the kernel, may be empty (catch-all) */
 } set_kind;
 
 static const char *const top_level_keys[] = {"name",    "description", "kernel",  "target",
                                              "model",   "shapes",      "cases",   "configs",
                                              "exclude", "weights",     "measure", "check",
-                                             "trend",   NULL};
+                                             "trend",   "expect_wrong", NULL};
 static const char *const measure_keys[] = {"cold_l2",     "warmup_ms", "min_samples",
                                            "max_samples", "min_time_ms", "budget_ms",
                                            "target_noise", "seed",     NULL};
@@ -347,8 +347,8 @@ static int parse_axis_set(ppb_yaml *y, yaml_node_t *map, ppb_kernel_kind kernel,
             given += set.axis[f].n > 0;
         if (!given)
             return ppb_yaml_fail(y, err, map, where,
-                                 "an exclude rule needs at least one field (an empty one would "
-                                 "drop every case)");
+                                 "a rule needs at least one field (an empty one would match "
+                                 "every case)");
     }
 
     if (!heads_key)
@@ -715,12 +715,14 @@ void ppb_suite_free(ppb_suite *suite)
     free(suite->shapes);
     free(suite->configs);
     free(suite->excludes);
+    free(suite->expect_wrong);
     free(suite->weights);
     free(suite->trend_groups);
     free(suite->trend_group_settings);
-    suite->shapes = suite->configs = suite->excludes = suite->weights = suite->trend_groups = NULL;
+    suite->shapes = suite->configs = suite->excludes = suite->expect_wrong = suite->weights = suite->trend_groups = NULL;
     suite->trend_group_settings = NULL;
-    suite->n_shapes = suite->n_configs = suite->n_excludes = suite->n_weights = suite->n_trend_groups = 0;
+    suite->n_shapes = suite->n_configs = suite->n_excludes = suite->n_expect_wrong = suite->n_weights =
+        suite->n_trend_groups = 0;
 }
 
 int ppb_suite_load(const char *path, ppb_suite *suite, ppb_err *err)
@@ -778,6 +780,9 @@ int ppb_suite_load(const char *path, ppb_suite *suite, ppb_err *err)
     if ((rc = parse_set_section(&y, root, "exclude", SET_EXCLUDE, suite->kernel,
                                 &suite->excludes, &suite->n_excludes, err)))
         goto end;
+    if ((rc = parse_set_section(&y, root, "expect_wrong", SET_EXCLUDE, suite->kernel, &suite->expect_wrong,
+                                &suite->n_expect_wrong, err)))
+        goto end;
     if ((rc = parse_weights(&y, root, suite, err)))
         goto end;
     if ((rc = parse_trend(&y, root, suite, err)))
@@ -821,6 +826,14 @@ int ppb_suite_case_excluded(const ppb_suite *suite, const ppb_case *c)
 {
     for (int i = 0; i < suite->n_excludes; i++)
         if (ppb_axis_set_matches(&suite->excludes[i], c))
+            return 1;
+    return 0;
+}
+
+int ppb_suite_case_expects_wrong(const ppb_suite *suite, const ppb_case *c)
+{
+    for (int i = 0; i < suite->n_expect_wrong; i++)
+        if (ppb_axis_set_matches(&suite->expect_wrong[i], c))
             return 1;
     return 0;
 }

@@ -63,6 +63,8 @@ typedef struct ppb_suite {
     ppb_axis_set *configs; int n_configs;     /* 0: no configs: in the file, every config
                                                  field takes its default */
     ppb_axis_set *excludes; int n_excludes;   /* a case matching every given field is dropped */
+    ppb_axis_set *expect_wrong; int n_expect_wrong;   /* expect_wrong: a case matching a rule is a
+                                                         deliberate fault, meant to come out wrong */
     ppb_axis_set *weights; int n_weights;     /* first match sets the case weight */
     ppb_trend_settings trend;                 /* trend: the suite's thresholds */
     ppb_axis_set *trend_groups; int n_trend_groups;   /* trend: groups: match:, first match wins */
@@ -91,6 +93,10 @@ void ppb_suite_dir(const ppb_suite *suite, char *buf, size_t len);
 int ppb_axis_set_matches(const ppb_axis_set *set, const ppb_case *c);
 /* 1 if any exclude: rule matches the case. */
 int ppb_suite_case_excluded(const ppb_suite *suite, const ppb_case *c);
+/* 1 if an expect_wrong: rule matches the case: a deliberate fault (smoke-decode's
+ * PARTITION_SIZE mismatch) that the checks must catch. `ppbench run` passes when
+ * exactly these cases are wrong (docs/SUITES.md). */
+int ppb_suite_case_expects_wrong(const ppb_suite *suite, const ppb_case *c);
 /* Weight of the first weights: rule matching the case; 1.0 when none does. */
 double ppb_suite_case_weight(const ppb_suite *suite, const ppb_case *c);
 

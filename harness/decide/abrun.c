@@ -384,6 +384,40 @@ end:
     return rc;
 }
 
+/* Before anything is stored: when the backend refuses a side of every pair,
+ * one line says so and why (ppb_refusals_text), instead of a verdict reached
+ * on nothing after a line per pair. Stops at the first pair both sides of
+ * which would go on to prepare. */
+static int check_all_refused(ab_ctx *x, FILE *log, ppb_err *err)
+{
+    ppb_refusals t;
+    memset(&t, 0, sizeof t);
+    for (int i = 0; i < x->n_pairs; i++) {
+        ab_pair *pr = &x->pairs[i];
+        int refused = 0;
+        for (int s = 0; s < 2 && !refused; s++) {
+            if (!pr->present[s])
+                continue;
+            ppb_result res;
+            ppb_result_init(&res);
+            refused = ppb_session_refuses(&x->session[s], &pr->side[s],
+                                          ppb_case_seed(x->suite.measure.seed, &pr->side[s]), &res) &&
+                      (res.status == PPB_STATUS_REFUSED || res.status == PPB_STATUS_SKIPPED);
+            if (refused)
+                ppb_refusals_add(&t, res.reason);
+            ppb_result_free(&res);
+        }
+        if (!refused)
+            return PPB_OK;
+    }
+    char line[2048];
+    ppb_refusals_text(&t, "pairs", &x->session[0], line, sizeof line);
+    if (x->o->fail_if_all_refused)
+        return ppb_fail(err, PPB_EREFUSED, "%s", line);
+    fprintf(log, "ppbench propose %s: %s\n", x->p->name, line);
+    return PPB_OK;
+}
+
 int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_proposal_record *rec,
                     ppb_verdict_report *report, ppb_err *err)
 {
@@ -400,6 +434,8 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
                                                      : build_kernel_config_pairs(&x, err);
     if (!rc)
         rc = open_sessions(&x, err);
+    if (!rc)
+        rc = check_all_refused(&x, log, err);
     if (!rc)
         rc = ppb_store_open(&x.store, o->db_path, err);
     for (int s = 0; s < 2 && !rc; s++) {

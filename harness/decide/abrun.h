@@ -24,6 +24,11 @@ typedef struct ppb_propose_options {
      * times are scaled by (1 + candidate_slowdown), > -1. 0 = off. */
     double candidate_slowdown;
     const char *run_kind;       /* the kind of both runs (ppb_store_run_kinds); NULL = "proposal" */
+    /* When the backend refuses a side of every pair (ppb_session_refuses): 0,
+     * say so in one line on the log and go on (the verdict records it); 1, fail
+     * with PPB_EREFUSED and that line before any run is stored (calibrate: there
+     * is nothing to calibrate). */
+    int fail_if_all_refused;
 } ppb_propose_options;
 
 /* The design a pair is sampled by (sequential.h): the proposal's sampling, and

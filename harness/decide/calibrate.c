@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "provenance.h"
 #include "stats.h"
 
 /* The baseline median of one case of a stored run (the case's length). */
@@ -49,9 +50,42 @@ static int tally_case(void *ctx, const ppb_proposal_case *c)
     return 0;
 }
 
+/* Progress over the whole calibration: every proposal measures the same
+ * cases, so each takes about as long as the ones before, and the total is
+ * the proposals each effect needs at the pairs a proposal compares. */
+typedef struct progress {
+    const ppb_calibrate_options *co;
+    double t0_ms;
+    int proposals, pairs;   /* done, over all effects */
+} progress;
+
+/* Proposals the whole calibration takes at `per` compared pairs a proposal. */
+static int planned_proposals(const ppb_calibrate_options *co, int per)
+{
+    int n = (co->aa_pairs + per - 1) / per;
+    for (int i = 0; i < co->n_effects; i++)
+        n += (co->effect_pairs + per - 1) / per;
+    return n;
+}
+
+static void progress_line(const progress *g, FILE *log, const char *name, const char *verdict, int pairs, int want)
+{
+    if (!log)
+        return;
+    int per = g->pairs / g->proposals;   /* >= 1: a proposal that compares none ends the calibration */
+    int total = planned_proposals(g->co, per);
+    if (total < g->proposals)
+        total = g->proposals;
+    double el = (ppb_monotonic_ms() - g->t0_ms) / 1e3, eta = el / g->proposals * (total - g->proposals);
+    fprintf(log, "calibrate: %s: verdict %s, %d of %d pairs; proposal %d of about %d, %02d:%02d elapsed, ETA %02d:%02d "
+            "(then two separate runs)\n", name, verdict, pairs, want, g->proposals, total, (int)el / 60, (int)el % 60,
+            (int)eta / 60, (int)eta % 60);
+    fflush(log);
+}
+
 /* Proposals of one effect (0: A/A) until `pairs` pairs are compared. */
 static int tally_effect(const ppb_calibrate_options *co, ppb_propose_options *o, ppb_proposal *p, double effect,
-                        int pairs, ppb_calibrate_tally *t, ppb_err *err)
+                        int pairs, ppb_calibrate_tally *t, progress *g, ppb_err *err)
 {
     memset(t, 0, sizeof *t);
     t->effect = effect;
@@ -78,10 +112,13 @@ static int tally_effect(const ppb_calibrate_options *co, ppb_propose_options *o,
         tally_ctx k = {t, co->min_case_ms, s, rec.baseline_run};
         rc = ppb_store_each_proposal_case(s, rec.id, tally_case, &k, err);
         if (!rc && t->pairs == before)
-            rc = ppb_fail(err, PPB_EINPUT, "%s: no case could be compared (all refused or failing their check)",
+            rc = ppb_fail(err, PPB_EREFUSED, "%s: no case could be compared (all refused or failing their check)",
                           co->suite_path);
-        if (!rc && o->log)
-            fprintf(o->log, "calibrate: %s: verdict %s, %d pairs so far\n", p->name, rec.verdict, t->pairs);
+        if (!rc) {
+            g->proposals++;
+            g->pairs += t->pairs - before;
+            progress_line(g, o->log, p->name, rec.verdict, t->pairs, pairs);
+        }
     }
     ppb_store_close(s);
     return rc;
@@ -100,10 +137,24 @@ int ppb_calibrate(const ppb_calibrate_options *co, ppb_propose_options *o, ppb_c
     p.rules.min_gain = 0;          /* A/A must be INCONCLUSIVE, never REJECT for "no gain" */
     p.rules.max_regression = 10;   /* known slowdowns are counted, not rejected case by case */
     ppb_sampling_default(&p.sampling);   /* the regime every proposal measures in */
-    int rc = tally_effect(co, o, &p, 0, co->aa_pairs, &out->aa, err);
+    if (co->budget_ms > 0)               /* a proposal may set its own budget: calibrate at that one */
+        p.sampling.budget_ms = co->budget_ms;
+    /* A suite this backend cannot run at all (a GPU suite on the CPU) is said
+     * before the first proposal, not found after it. */
+    int fail_if_all_refused = o->fail_if_all_refused;
+    o->fail_if_all_refused = 1;
+    progress g = {co, ppb_monotonic_ms(), 0, 0};
+    if (o->log) {
+        fprintf(o->log, "calibrate: A/A proposals until %d pairs, then", co->aa_pairs);
+        for (int i = 0; i < co->n_effects; i++)
+            fprintf(o->log, "%s+%g%%", i ? ", " : " ", 100 * co->effects[i]);
+        fprintf(o->log, " until %d pairs each, then two separate runs of the suite\n", co->effect_pairs);
+    }
+    int rc = tally_effect(co, o, &p, 0, co->aa_pairs, &out->aa, &g, err);
     for (int i = 0; i < co->n_effects && !rc; i++, out->n_effects++)
-        rc = tally_effect(co, o, &p, co->effects[i], co->effect_pairs, &out->effect[i], err);
+        rc = tally_effect(co, o, &p, co->effects[i], co->effect_pairs, &out->effect[i], &g, err);
     o->candidate_slowdown = 0;
+    o->fail_if_all_refused = fail_if_all_refused;
     return rc;
 }
 

@@ -23,6 +23,7 @@ typedef struct ppb_calibrate_options {
     double effects[PPB_CALIBRATE_MAX_EFFECTS];
     int n_effects;
     double min_case_ms;             /* detection is judged on cases at least this long */
+    double budget_ms;               /* each pair's time budget (sampling.budget_ms); 0: the proposals' default */
 } ppb_calibrate_options;
 
 typedef struct ppb_calibrate_tally {
@@ -39,7 +40,9 @@ typedef struct ppb_calibration {
 } ppb_calibration;
 
 /* Run the A/A and known-effect proposals (stored, kind from o->run_kind), one
- * progress line per proposal on o->log. */
+ * progress line per proposal on o->log: pairs so far, the proposals in all and
+ * an ETA. PPB_EREFUSED (nothing stored) when the backend refuses every pair, or
+ * when a proposal compared none. */
 int ppb_calibrate(const ppb_calibrate_options *co, ppb_propose_options *o, ppb_calibration *out, ppb_err *err);
 
 /* Repeatability of two stored runs of the same cases: |median_b / median_a - 1|

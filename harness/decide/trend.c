@@ -20,6 +20,7 @@ const char *ppb_trend_status_name(int status)
     case PPB_TREND_IMPROVEMENT: return "improvement";
     case PPB_TREND_OUTLIER: return "outlier";
     case PPB_TREND_INSUFFICIENT_HISTORY: return "insufficient-history";
+    case PPB_TREND_NOT_TIMED: return "not-timed";
     default: return "?";
     }
 }
@@ -33,6 +34,16 @@ void ppb_trend_options_default(ppb_trend_options *opt)
         .noise_floor = 0.001,
     };
     *opt = defaults;
+}
+
+void ppb_trend_not_timed(const char *run_status, const char *why, ppb_trend_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->status = PPB_TREND_NOT_TIMED;
+    out->step_index = -1;
+    out->rel_change = out->score = NAN;
+    snprintf(out->reason, sizeof out->reason, "NOT_TIMED: not timed in the latest run: %s%s%s", run_status,
+             why && *why ? ": " : "", why ? why : "");
 }
 
 static int check_options(const ppb_trend_options *o, ppb_err *err)

@@ -16,6 +16,11 @@ typedef enum {
     PPB_TREND_IMPROVEMENT = 2,           /* a sustained step down in time */
     PPB_TREND_OUTLIER = 3,               /* the latest run alone is beyond the thresholds */
     PPB_TREND_INSUFFICIENT_HISTORY = 4,
+    /* The latest run did not time the case (refused, skipped, wrong, failed):
+     * nothing to judge, and its history's last time is an earlier night's. Set
+     * by the caller, which knows the run's status (ppb_trend_not_timed). */
+    PPB_TREND_NOT_TIMED = 5,
+    PPB_TREND_STATUS_COUNT
 } ppb_trend_status;
 
 const char *ppb_trend_status_name(int status);   /* "ok", "regression", ... */
@@ -64,6 +69,10 @@ typedef struct ppb_trend_result {
  * log differences and the robust spread of the log values (docs/STATISTICS.md
  * "Trend"). NAN with fewer than 2 values (or no memory). */
 double ppb_trend_night_noise(const double *values, int n);
+
+/* A case the latest run did not time: status NOT_TIMED, the run's status and
+ * reason as the reason ("not timed in the latest run: refused: ..."). */
+void ppb_trend_not_timed(const char *run_status, const char *why, ppb_trend_result *out);
 
 /* Judge the latest point of `history` (n points, oldest first). `opt` NULL:
  * defaults. */

@@ -191,6 +191,42 @@ static int check_rules(const ppb_verdict_rules *r, ppb_err *err)
     return 0;
 }
 
+/* Cases untimed for the same reason (compare: every case short of history) are
+ * one line, not one per case: "INCONCLUSIVE: 15 cases (the first: 'KEY') each
+ * has fewer than 5 plain runs ...". A case is untimed when it reaches that
+ * branch of classify_states: feasible, correct as required, no samples. */
+static int untimed(const ppb_verdict_case *c, const ppb_verdict_rules *rules)
+{
+    return c->untimed && c->baseline_feasible && c->candidate_feasible &&
+           !(rules->require_correct && (!c->baseline_correct || !c->candidate_correct)) && !c->interval &&
+           (c->n_baseline < 1 || c->n_candidate < 1 || !c->baseline || !c->candidate);
+}
+
+static int same_untimed(const ppb_verdict_case *a, const ppb_verdict_case *b, const ppb_verdict_rules *rules)
+{
+    return untimed(a, rules) && untimed(b, rules) && strcmp(a->untimed, b->untimed) == 0;
+}
+
+static int untimed_said_before(const ppb_verdict_case *cases, int i, const ppb_verdict_rules *rules)
+{
+    for (int j = 0; j < i; j++)
+        if (same_untimed(&cases[i], &cases[j], rules))
+            return 1;
+    return 0;
+}
+
+static int untimed_line(const ppb_verdict_case *cases, int n, int i, const ppb_verdict_rules *rules,
+                        line_list *unresolved)
+{
+    int like = 0;
+    for (int j = i + 1; j < n; j++)
+        like += same_untimed(&cases[i], &cases[j], rules);
+    if (like == 0)
+        return add_line(unresolved, "INCONCLUSIVE: case '%s' %s", cases[i].key, cases[i].untimed);
+    return add_line(unresolved, "INCONCLUSIVE: %d cases (the first: '%s') each %s", like + 1, cases[i].key,
+                    cases[i].untimed);
+}
+
 /* Feasibility and correctness, before any timing. */
 static int classify_states(const ppb_verdict_case *cases, int n, const ppb_verdict_rules *rules,
                            ppb_verdict_report *out, line_list *reject, line_list *unresolved,
@@ -228,9 +264,11 @@ static int classify_states(const ppb_verdict_case *cases, int n, const ppb_verdi
                               c->key, or_unknown(c->baseline_reason));
         } else if (!c->interval && (c->n_baseline < 1 || c->n_candidate < 1 || !c->baseline || !c->candidate)) {
             o->state = PPB_CASE_NO_SAMPLES;
-            rc = c->untimed ? add_line(unresolved, "INCONCLUSIVE: case '%s' %s", c->key, c->untimed)
-                            : add_line(unresolved, "INCONCLUSIVE: case '%s' has %d baseline and %d candidate samples",
-                                       c->key, c->n_baseline, c->n_candidate);
+            if (!c->untimed)
+                rc = add_line(unresolved, "INCONCLUSIVE: case '%s' has %d baseline and %d candidate samples", c->key,
+                              c->n_baseline, c->n_candidate);
+            else if (!untimed_said_before(cases, i, rules))
+                rc = untimed_line(cases, n, i, rules, unresolved);
         } else {
             o->state = PPB_CASE_COMPARED;
             if (base_wrong || cand_wrong)

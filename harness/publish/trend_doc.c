@@ -15,9 +15,16 @@ int ppb_trend_doc_add(ppb_trend_doc *d, const char *key, const ppb_trend_result 
     ppb_trend_row *r = &d->rows[d->n++];
     snprintf(r->key, sizeof r->key, "%s", key);
     r->res = *res;
-    if (res->status >= 0 && res->status < 5)
+    if (res->status >= 0 && res->status < PPB_TREND_STATUS_COUNT)
         d->counts[res->status]++;
     return PPB_OK;
+}
+
+const char *ppb_trend_doc_verdict(const ppb_trend_doc *d)
+{
+    if (d->counts[PPB_TREND_REGRESSION])
+        return "REGRESSION";
+    return d->n > 0 && d->counts[PPB_TREND_NOT_TIMED] == d->n ? "NOT TIMED" : "no regression";
 }
 
 void ppb_trend_doc_free(ppb_trend_doc *d)
@@ -32,9 +39,9 @@ void ppb_trend_doc_json(const ppb_trend_doc *d, int exit_code, FILE *out)
     fprintf(out, "{\"schema\":\"" PPB_TREND_SCHEMA "\",\"command\":\"trend\",\"exit_code\":%d,\"suite\":", exit_code);
     ppb_json_string(out, d->suite);
     /* The one word a CI step reads, as the Markdown headline says it. */
-    fprintf(out, ",\"verdict\":\"%s\"", d->counts[PPB_TREND_REGRESSION] ? "REGRESSION" : "no regression");
+    fprintf(out, ",\"verdict\":\"%s\"", ppb_trend_doc_verdict(d));
     fprintf(out, ",\"latest_run\":%lld,\"window\":%d,\"counts\":{", (long long)d->latest_run, d->window);
-    for (int s = 0; s < 5; s++)
+    for (int s = 0; s < PPB_TREND_STATUS_COUNT; s++)
         fprintf(out, "%s\"%s\":%d", s ? "," : "", ppb_trend_status_name(s), d->counts[s]);
     fputs("},\"cases\":[", out);
     for (int i = 0; i < d->n; i++) {
@@ -73,14 +80,20 @@ void ppb_trend_doc_json(const ppb_trend_doc *d, int exit_code, FILE *out)
 void ppb_trend_doc_markdown(const ppb_trend_doc *d, FILE *out)
 {
     fprintf(out, "### ppbench trend: %s: %s\n\nLatest run %lld against its last %d nights: ", d->suite,
-            d->counts[PPB_TREND_REGRESSION] ? "REGRESSION" : "no regression", (long long)d->latest_run, d->window);
-    for (int s = 0; s < 5; s++)
+            ppb_trend_doc_verdict(d), (long long)d->latest_run, d->window);
+    for (int s = 0; s < PPB_TREND_STATUS_COUNT; s++)
         fprintf(out, "%s%d %s", s ? ", " : "", d->counts[s], ppb_trend_status_name(s));
     fputs(".\n", out);
+    if (strcmp(ppb_trend_doc_verdict(d), "NOT TIMED") == 0) {
+        fputs("\nThe latest run timed no case: nothing to follow. The first: ", out);
+        ppb_md_text(out, d->rows[0].res.reason);
+        fputs("\n", out);
+    }
     int shown = 0;
     for (int i = 0; i < d->n; i++) {
         const ppb_trend_result *r = &d->rows[i].res;
-        if (r->status != PPB_TREND_REGRESSION && r->status != PPB_TREND_IMPROVEMENT && r->status != PPB_TREND_OUTLIER)
+        if (r->status != PPB_TREND_REGRESSION && r->status != PPB_TREND_IMPROVEMENT && r->status != PPB_TREND_OUTLIER &&
+            !(r->status == PPB_TREND_NOT_TIMED && d->counts[PPB_TREND_NOT_TIMED] < d->n))
             continue;
         if (!shown++)
             fputs("\n| status | change | first run of the step | case | why |\n| --- | --- | --- | --- | --- |\n", out);

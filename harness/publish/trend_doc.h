@@ -21,10 +21,15 @@ typedef struct ppb_trend_doc {
     char suite[128];
     int64_t latest_run;
     int window;
-    int counts[5];              /* by ppb_trend_status */
+    int counts[PPB_TREND_STATUS_COUNT];   /* by ppb_trend_status */
     ppb_trend_row *rows;
     int n, cap;
 } ppb_trend_doc;
+
+/* The verdict's word: "REGRESSION" when a case regressed, else "NOT TIMED"
+ * when the latest run timed no case (a night that measured nothing is never a
+ * pass), else "no regression". The JSON, the Markdown and the exit code follow it. */
+const char *ppb_trend_doc_verdict(const ppb_trend_doc *d);
 
 /* Append a judged case (and count it); PPB_ENOMEM when the list cannot grow. */
 int ppb_trend_doc_add(ppb_trend_doc *d, const char *key, const ppb_trend_result *res);

@@ -32,6 +32,13 @@ typedef struct ppb_backend ppb_backend;   /* backend-private state */
 
 #define PPB_SAMPLES_PER_SYNC_MAX 64
 
+/* The CPU backend's refusal of a case above --cpu-max-gflop begins with this
+ * (the text before its ':'); a run whose cases all get it names the suites
+ * sized for the CPU (ppb_refusals_text). */
+#define PPB_CPU_TOO_LARGE "too large for the CPU backend"
+/* --cpu-max-gflop's default: the suites sized for the CPU (suites/cpu-*.yaml) stay under it. */
+#define PPB_CPU_DEFAULT_MAX_GFLOP 2.0
+
 typedef struct ppb_backend_options {
     int device_index;
     const ppb_target *target;   /* emulated target (limits launches), or NULL */

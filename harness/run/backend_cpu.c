@@ -24,7 +24,6 @@
 #include "target.h"
 #include "threads.h"
 
-#define DEFAULT_CPU_MAX_GFLOP 2.0
 #define DEFAULT_SMEM_PER_BLOCK 49152 /* the 48 KB a block gets without opt-in */
 #define DEFAULT_LLC_BYTES (32ll << 20)
 #define GUARD_SLACK (64 << 10)
@@ -314,11 +313,11 @@ static int cpu_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w, 
     if (c->config.path == PPB_PATH_MMA || c->config.path == PPB_PATH_WGMMA)
         return ppb_fail(err, PPB_EREFUSED, "the CPU backend has no tensor-core path (path=%s)",
                         ppb_path_name(c->config.path));
-    double limit = b->opt.cpu_max_gflop > 0 ? b->opt.cpu_max_gflop : DEFAULT_CPU_MAX_GFLOP;
+    double limit = b->opt.cpu_max_gflop > 0 ? b->opt.cpu_max_gflop : PPB_CPU_DEFAULT_MAX_GFLOP;
     double gflop = ppb_case_flops(c) / 1e9;
     if (gflop > limit)
         return ppb_fail(err, PPB_EREFUSED,
-                        "too large for the CPU backend: %.3g GFLOP > %.3g GFLOP limit (--cpu-max-gflop)",
+                        PPB_CPU_TOO_LARGE ": %.3g GFLOP > %.3g GFLOP limit (--cpu-max-gflop)",
                         gflop, limit);
     if (c->config.impl != PPB_IMPL_BUILTIN) {
         /* The plugin's own refusals; the shared-memory rule below is the built-in kernels'. */

@@ -57,6 +57,7 @@ typedef struct run_ctx {
     double open_ms;         /* spent opening the session's device (the run's device phase; with
                                --devices the workers open theirs, counted in no phase) */
     double store_ms;        /* spent waiting to store results (the run's store phase) */
+    int all_refused;        /* said once before the first case: no case line repeats it */
 } run_ctx;
 
 static double now_s(void)
@@ -341,14 +342,48 @@ static int device_known(run_ctx *x, const ppb_backend_ops *ops, const ppb_device
     return rc;
 }
 
-/* A case that did not run, and why, in the log as it happens. */
+/* A case that did not run, and why, in the log as it happens (unless every
+ * case's refusal was said at once, before the first: say_all_refused). */
 static void log_not_run(const run_ctx *x, const ppb_case *c, const ppb_result *res)
 {
     const ppb_run_options *o = x->opt;
+    if (x->all_refused && (res->status == PPB_STATUS_REFUSED || res->status == PPB_STATUS_SKIPPED))
+        return;
     if (res->status == PPB_STATUS_REFUSED || res->status == PPB_STATUS_SKIPPED ||
         res->status == PPB_STATUS_ERROR || res->status == PPB_STATUS_CRASHED || res->status == PPB_STATUS_HUNG)
         fprintf(o->log, "%s%s: %s: %s\n", o->progress == PPB_PROGRESS_TERMINAL ? "\r\033[K" : "", c->key,
                 ppb_status_name(res->status), res->reason);
+}
+
+/* Before the first case: when the backend refuses every case to run (a GPU
+ * suite on the CPU backend, every case above --cpu-max-gflop), one line says so
+ * and why, instead of a line per case; the cases are still stored refused.
+ * Stops at the first case that would run, so a runnable suite pays for one
+ * case's lengths. */
+static void say_all_refused(run_ctx *x, const char *todo_flags)
+{
+    ppb_refusals t;
+    memset(&t, 0, sizeof t);
+    for (int i = 0; i < x->cases.n; i++) {
+        if (!todo_flags[i])
+            continue;
+        const ppb_case *c = &x->cases.items[i];
+        ppb_result res;
+        ppb_result_init(&res);
+        int refused = ppb_session_refuses(&x->session, c, ppb_case_seed(x->suite.measure.seed, c), &res) &&
+                      (res.status == PPB_STATUS_REFUSED || res.status == PPB_STATUS_SKIPPED);
+        if (refused)
+            ppb_refusals_add(&t, res.reason);
+        ppb_result_free(&res);
+        if (!refused)
+            return;
+    }
+    if (t.n == 0)
+        return;
+    char line[2048];
+    ppb_refusals_text(&t, "cases", &x->session, line, sizeof line);
+    fprintf(x->opt->log, "ppbench: %s\n", line);
+    x->all_refused = 1;
 }
 
 /* A worker process's result, stored as it arrives (the parent also stores the
@@ -636,6 +671,7 @@ int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err
     if (rc || (n_devices == 0 && (rc = device_known(&x, x.session.ops, &x.session.device, sum, err))))
         goto restore;
     if (n_devices == 0) {
+        say_all_refused(&x, todo_flags);
         rc = run_in_process(&x, todo_flags, err);
     } else {
         pool_device_ctx pc = {.pool = {.x = &x, .backend = backend}, .sum = sum,

@@ -211,26 +211,57 @@ static int take_ahead(ppb_inputs_ahead *ahead, const ppb_case *c, uint64_t seed,
     return 1;
 }
 
+/* The host-memory rule: inputs (and the reference's copy of them) live on the
+ * host too. Judged from the arithmetic first: even the lengths and block table
+ * the backend's refusal is asked with can take gigabytes and seconds for the
+ * largest shapes. 1 with res set (SKIPPED, or REFUSED on the target) when the
+ * case stops here. */
+static int host_memory_stops(ppb_session *s, const ppb_case *c, ppb_result *res)
+{
+    double need = (double)ppb_workload_host_bytes(c), have = (double)physical_memory();
+    if (!(have > 0 && need > 0.5 * have))
+        return 0;
+    /* A case the target cannot run is refused whatever this host has: that
+     * is the verdict's fact (REJECT), a small host's is not (skipped). */
+    if (!judge_on_target(s, c, NULL, res))
+        return 1;
+    snprintf(res->reason, sizeof res->reason, "needs %.1f GB of host memory for inputs, more than half of the %.1f GB here",
+             need / 1e9, have / 1e9);
+    res->status = PPB_STATUS_SKIPPED;
+    return 1;
+}
+
+static void set_not_run(ppb_result *res, int rc, const char *why)
+{
+    set_status(res, rc == PPB_EREFUSED ? PPB_STATUS_REFUSED : rc == PPB_ENOMEM ? PPB_STATUS_SKIPPED : PPB_STATUS_ERROR,
+               why);
+}
+
+int ppb_session_refuses(ppb_session *s, const ppb_case *c, uint64_t seed, ppb_result *res)
+{
+    if (host_memory_stops(s, c, res))
+        return 1;
+    if (!s->ops->refuse)
+        return 0;
+    ppb_err err = {{0}};
+    ppb_workload w;
+    memset(&w, 0, sizeof w);
+    int rc = ppb_workload_create(&w, c, seed, 0, &err);
+    if (!rc)
+        rc = s->ops->refuse(s->backend, c, &w, &err);
+    ppb_workload_free(&w);
+    if (rc)
+        set_not_run(res, rc, err.msg);
+    return rc != PPB_OK;
+}
+
 int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs,
                          ppb_inputs_ahead *ahead, ppb_reference_rows *ref, ppb_workload *w, ppb_result *res)
 {
     memset(w, 0, sizeof *w);
     ppb_err err = {{0}};
-    /* Inputs (and the reference's copy of them) live on the host too. Judged
-     * from the arithmetic first: even the lengths and block table the backend's
-     * refusal is asked with can take gigabytes and seconds for the largest shapes. */
-    double need = (double)ppb_workload_host_bytes(c), have = (double)physical_memory();
-    if (have > 0 && need > 0.5 * have) {
-        /* A case the target cannot run is refused whatever this host has: that
-         * is the verdict's fact (REJECT), a small host's is not (skipped). */
-        if (!judge_on_target(s, c, NULL, res))
-            return PPB_OK;
-        snprintf(res->reason, sizeof res->reason,
-                 "needs %.1f GB of host memory for inputs, more than half of the %.1f GB here",
-                 need / 1e9, have / 1e9);
-        res->status = PPB_STATUS_SKIPPED;
+    if (host_memory_stops(s, c, res))
         return PPB_OK;
-    }
     int taken = s->ops->makes_inputs && take_ahead(ahead, c, seed, ref, w);
     int rc = taken ? PPB_OK : ppb_workload_create(w, c, seed, 0, &err);
     if (!rc && s->ops->refuse)
@@ -245,14 +276,56 @@ int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, const
             rc = ppb_reference_fill_inputs(w, cs, rows_seed(seed), &err);
     }
     if (rc) {
-        set_status(res, rc == PPB_EREFUSED ? PPB_STATUS_REFUSED : rc == PPB_ENOMEM ? PPB_STATUS_SKIPPED
-                                                                                  : PPB_STATUS_ERROR,
-                   err.msg);
+        set_not_run(res, rc, err.msg);
         if (taken)
             ppb_reference_rows_free(ref);
         ppb_workload_free(w);
     }
     return PPB_OK;
+}
+
+/* ---- refusals summed up ----------------------------------------------------- */
+
+void ppb_refusals_add(ppb_refusals *t, const char *reason)
+{
+    /* A reason's kind is its text before the first ':' (the numbers after it
+     * differ from case to case): "too large for the CPU backend: 137 GFLOP > ...". */
+    size_t head = strcspn(reason, ":");
+    t->n++;
+    for (int i = 0; i < t->n_kinds; i++)
+        if (strlen(t->kinds[i].head) == head && strncmp(t->kinds[i].head, reason, head) == 0) {
+            t->kinds[i].count++;
+            return;
+        }
+    if (t->n_kinds == PPB_REFUSAL_KINDS) {
+        t->other++;
+        return;
+    }
+    struct ppb_refusal_kind *k = &t->kinds[t->n_kinds++];
+    snprintf(k->head, sizeof k->head, "%.*s", (int)(head < sizeof k->head ? head : sizeof k->head - 1), reason);
+    snprintf(k->example, sizeof k->example, "%s", reason[head] ? reason + head + 1 + (reason[head + 1] == ' ') : "");
+    k->count = 1;
+}
+
+void ppb_refusals_text(const ppb_refusals *t, const char *what, const ppb_session *s, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "all %d %s %s refused on the %s backend: ", t->n, what,
+                                t->n == 1 ? "is" : "are", s->ops ? s->ops->name : "?");
+    for (int i = 0; i < t->n_kinds && n < len; i++) {
+        const struct ppb_refusal_kind *k = &t->kinds[i];
+        n += (size_t)snprintf(buf + n, len - n, "%s%d %s", i ? "; " : "", k->count, k->head);
+        if (k->example[0] && n < len)
+            n += (size_t)snprintf(buf + n, len - n, " (%s%s)", k->count > 1 ? "e.g. " : "", k->example);
+    }
+    if (t->other && n < len)
+        n += (size_t)snprintf(buf + n, len - n, "; %d for other reasons", t->other);
+    /* The newcomer without a GPU, whose suite is too large for this backend: the suites sized for it. */
+    int too_large = 0;
+    for (int i = 0; i < t->n_kinds; i++)
+        too_large |= strcmp(t->kinds[i].head, PPB_CPU_TOO_LARGE) == 0;
+    if (too_large && n < len)
+        snprintf(buf + n, len - n, "; the suites cpu-nightly and cpu-nightly-decode are sized for the CPU "
+                                   "(README \"No GPU?\")");
 }
 
 /* Append to the reason, keeping what the backend said (e.g. the mismatch report) in front. */

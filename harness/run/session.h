@@ -79,6 +79,33 @@ void ppb_inputs_ahead_free(ppb_inputs_ahead *a);
 int ppb_session_workload(ppb_session *s, const ppb_case *c, uint64_t seed, const ppb_check_settings *cs,
                          ppb_inputs_ahead *ahead, ppb_reference_rows *ref, ppb_workload *w, ppb_result *res);
 
+/* The same refusals ppb_session_workload makes before any input (host memory,
+ * the backend's refusal from the shape), asked ahead: 1 with res REFUSED,
+ * SKIPPED or ERROR and the reason when the case would stop there, 0 when it
+ * would go on to prepare. Builds and frees the lengths and block table only.
+ * A run asks it before its first case, so that a suite this backend cannot run
+ * at all is said once, up front (ppb_refusals). */
+int ppb_session_refuses(ppb_session *s, const ppb_case *c, uint64_t seed, ppb_result *res);
+
+/* Refusal reasons summed up by kind (a reason's text before its first ':'),
+ * for one line: "all 17 cases are refused on the cpu backend: 17 too large for
+ * the CPU backend (e.g. 137 GFLOP > 2 GFLOP limit (--cpu-max-gflop)); ...". */
+#define PPB_REFUSAL_KINDS 4
+typedef struct ppb_refusals {
+    int n;                       /* reasons added */
+    struct ppb_refusal_kind {
+        char head[160];          /* the text before ':' */
+        char example[256];       /* the rest of the first such reason */
+        int count;
+    } kinds[PPB_REFUSAL_KINDS];
+    int n_kinds, other;          /* kinds beyond PPB_REFUSAL_KINDS are only counted */
+} ppb_refusals;
+
+void ppb_refusals_add(ppb_refusals *t, const char *reason);
+/* The line ("all N <what> are refused on the <backend> backend: ..."); on the
+ * CPU backend it names the suites sized for it. */
+void ppb_refusals_text(const ppb_refusals *t, const char *what, const ppb_session *s, char *buf, size_t len);
+
 /* Prepare the case (the backend may refuse), judge it on the target (from the
  * compiled kernel's resources when known), launch it once and check it
  * against the float64 reference. `ref` (may be NULL) keeps the reference rows

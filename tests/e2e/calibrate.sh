@@ -28,9 +28,34 @@ assert eff.group(3) == eff.group(4) == "1", eff.group(0)
 assert re.search(r"^minimum detectable effect .*: (above )?50%$", out, re.M), out
 assert re.search(r"^repeatability \(two separate processes\): median run-to-run difference [0-9.]+%, 90th percentile [0-9.]+%, over 5 cases$", out, re.M), out
 PY
+# Issue 36: the proposals in all and an ETA after each one (5 cases a proposal: 2 A/A + 1 effect)
+grep -q "^calibrate: A/A proposals until 8 pairs, then +50% until 5 pairs each, then two separate runs of the suite$" "$WORK/err" \
+  || { cat "$WORK/err"; fail "no plan line"; }
+grep -Eq "^calibrate: calibrate A/A #1: verdict [A-Z]+, 5 of 8 pairs; proposal 1 of about 3, [0-9]{2}:[0-9]{2} elapsed, ETA [0-9]{2}:[0-9]{2}" "$WORK/err" \
+  || { cat "$WORK/err"; fail "no total and ETA"; }
+grep -Eq "^calibrate: calibrate \+50% #1: verdict REJECT, 5 of 5 pairs; proposal 3 of about 3, .* ETA 00:00" "$WORK/err" \
+  || { cat "$WORK/err"; fail "no last progress line"; }
 [ "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE kind <> 'calibrate'")" = 0 ] || fail "a calibrate run is not kind calibrate"
 [ "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE label = 'calibrate repeatability'")" = 2 ] || fail "no two separate runs"
+# A suite the backend refuses whole: said once, before anything is stored; nothing to calibrate is a
+# goal missed (1), not bad input (3).
+expect_rc 1 "$PPB" calibrate "$SRC/suites/prefill.yaml" --filter query_len=512 --backend cpu --db "$WORK/none.db"
+grep -q "^ppbench calibrate: all 24 pairs are refused on the cpu backend: 24 too large for the CPU backend" "$WORK/err" || fail "no all-refused line"
+grep -q "\[1/24\]" "$WORK/err" && fail "pairs run although all are refused"
+[ ! -e "$WORK/none.db" ] || fail "a database was written for a calibration that could not run"
+# The README's calibrate example runs on the CPU backend (its counts cut down here; later options win).
+line=$(grep -m1 '^build/ppbench calibrate ' "$SRC/README.md" | sed 's/ *#.*//')
+[ -n "$line" ] || fail "no calibrate example in README.md"
+read -ra args <<<"${line/build\/ppbench/$PPB}"
+args=("${args[@]/#suites\//$SRC/suites/}")
+set +e
+"${args[@]}" --backend cpu --db "$WORK/readme.db" --pairs 1 --effect-pairs 1 --effects 0.5 --budget-ms 200 >"$WORK/out" 2>"$WORK/err"
+rc=$?
+set -e
+case $rc in 0|1) ;; *) cat "$WORK/out" "$WORK/err"; fail "the README's calibrate example exited $rc";; esac
+grep -q "^goals (" "$WORK/out" || { cat "$WORK/out" "$WORK/err"; fail "the README's calibrate example calibrated nothing"; }
 expect_rc 2 "$PPB" calibrate "$SRC/suites/smoke.yaml" --pairs 0
 expect_rc 2 "$PPB" calibrate "$SRC/suites/smoke.yaml" --effects ""
 expect_rc 2 "$PPB" calibrate "$SRC/suites/smoke.yaml" --effects inf
+expect_rc 2 "$PPB" calibrate "$SRC/suites/smoke.yaml" --budget-ms 0
 echo "calibrate: ok"

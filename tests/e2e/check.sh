@@ -4,9 +4,17 @@
 # exit codes, CSV output, --filter, --target-file and the suite-dir lookup.
 source "$(dirname "$0")/lib.bash"
 
+# record REGEX: a table row and the why wrapped under it (indented lines), as one line
+record() {
+  awk -v re="$1" 'on && /^ / {sub(/^ +/, " "); printf "%s", $0; next} on {exit} $0 ~ re {on = 1; printf "%s", $0}' "$WORK/out"
+}
+
 # -- the acceptance check ------------------------------------------------------
 expect_rc 1 "$PPB" check "$SRC/suites/prefill.yaml" --target bi-v100
-row=$(grep -E '^block_m=128 block_n=128 num_warps=8 .*head_dim=128 ' "$WORK/out" || true)
+# Issue 36: the why (~700 characters of arithmetic) is wrapped under its row, no line past 170 columns.
+awk 'length > 170 && !/^target / {print; bad = 1} END {exit bad}' "$WORK/out" || fail "check lines past 170 columns"
+grep -qE '^    needs [0-9]+ B shared memory' "$WORK/out" || fail "no why under a row"
+row=$(record '^block_m=128 block_n=128 num_warps=8 .*head_dim=128 ')
 [ -n "$row" ] || { cat "$WORK/out"; fail "no row for block_m=128 block_n=128 num_warps=8 at head_dim=128"; }
 echo "$row" | grep -q ' INFEASIBLE ' || fail "128/128 tiles at D 128 not refused: $row"
 echo "$row" | grep -qF "portable layout (kernels/prefill_plan.c) for BLOCK_M 128, BLOCK_N 128, 8 warps of 64, D 128: 99328 B" \
@@ -15,7 +23,7 @@ echo "$row" | grep -qF '> 49152 B per block (bi-v100 smem_per_block, disputed)' 
 echo "$row" | grep -qF 'the seed counts K+V only: 65536 B' || fail "the seed's figure is missing: $row"
 echo "$row" | grep -qF 'feasible at 131072 B (128 KB, LLVM backend feature list)' || fail "no 128 KB flip: $row"
 # The seed's proposal (64/64 tiles) fits at exactly 48 KB, and the 32 KB figure would refuse it.
-row=$(grep -E '^block_m=64 block_n=64 num_warps=4 .*head_dim=128 ' "$WORK/out" || true)
+row=$(record '^block_m=64 block_n=64 num_warps=4 .*head_dim=128 ')
 [ -n "$row" ] || fail "no row for block_m=64 block_n=64 num_warps=4 at head_dim=128"
 echo "$row" | grep -q ' feasible ' || fail "64/64 tiles at D 128 refused: $row"
 echo "$row" | grep -qF 'infeasible at 32768 B (32 KB' || fail "no 32 KB flip for 64/64: $row"
@@ -29,7 +37,7 @@ grep -qE '^[1-9][0-9]* of [0-9]+ configs infeasible on bi-v100' "$WORK/out" || f
 expect_rc 0 "$PPB" check "$SRC/suites/prefill.yaml" --target h200
 grep -q '^0 of [0-9]* configs infeasible on h200' "$WORK/out" || fail "h200 summary"
 # path auto takes the wgmma layout there (230400 B): one block per SM
-grep -E '^block_m=128 block_n=128 num_warps=8 .*head_dim=128 ' "$WORK/out" | grep -qF '1 (smem)' \
+record '^block_m=128 block_n=128 num_warps=8 .*head_dim=128 ' | grep -qF '1 (smem)' \
   || fail "h200: 128/128 at D 128 should give 1 block/SM limited by smem (wgmma layout)"
 
 # -- --filter: only head_dim 64 rows, all of which fit in 48 KB -----------------------

@@ -97,10 +97,19 @@ grep -q "sent queued push" "$WORK/report-4/push-smoke.log" || fail "the queued p
 
 # A suite with wrong results fails the job with 1, after reporting and pushing.
 before=$(requests gw)
-PPB_SUITES="$SRC/suites/smoke-decode.yaml" night 5 1
+# (smoke-decode's deliberate mismatches, without the expect_wrong: that makes them a pass)
+sed '/^expect_wrong:/,/^$/d' "$SRC/suites/smoke-decode.yaml" >"$WORK/smoke-decode.yaml"
+PPB_SUITES="$WORK/smoke-decode.yaml" night 5 1
 grep -q "run smoke-decode: run .* SOME CASE WRONG" "$WORK/report-5/summary.txt" || fail "$(cat "$WORK/report-5/summary.txt")"
 [ -s "$WORK/report-5/smoke-decode/index.html" ] || fail "no report for the wrong night"
 [ "$(requests gw)" -eq $((before + 1)) ] || fail "the wrong night was not pushed"
+
+# A night the backend refuses whole (the GPU nightly on the CPU) is no pass: its run and its trend say
+# so, and the job fails with 1 (nothing measured), not 4 (a step that could not run).
+PPB_SUITES="$SRC/suites/nightly.yaml" night 6 1
+grep -q "trend nightly: NOT TIMED" "$WORK/report-6/summary.txt" || fail "$(cat "$WORK/report-6/summary.txt")"
+grep -q "report nightly: .*(NOT TIMED)" "$WORK/report-6/summary.txt" || fail "$(cat "$WORK/report-6/summary.txt")"
+grep -q "^### ppbench trend: nightly: NOT TIMED" "$WORK/report-6/summary.md" || fail "the job summary does not say NOT TIMED"
 
 grep -qF "$PPBENCH_PUSH_TOKEN" -r "$WORK"/report-* && fail "the token is in a report"
 
@@ -120,6 +129,16 @@ base = gl[".ppbench-nightly"]
 assert base["script"] == ["ci/nightly.sh"], base["script"]
 assert base["artifacts"]["paths"] == [base["variables"]["PPB_REPORT_DIR"]] and base["artifacts"]["when"] == "always"
 assert gl["nightly:bi-v100"]["tags"] == ["bi-v100"] and gl["nightly:bi-v100"]["variables"]["PPB_MODE"] == "bi-v100"
+# Issue 36: an include declares no stages: (GitLab does not merge them: a host with its own breaks); the
+# jobs use a stage GitLab defines by default, and the header says how a host picks its own.
+assert "stages" not in gl, gl.get("stages")
+assert base["stage"] in ("build", "test", "deploy", ".pre", ".post"), base["stage"]
+assert all("stage" not in job or job["stage"] == base["stage"] for name, job in gl.items() if name.startswith("nightly:"))
+head = open(sys.argv[2]).read().split("\n.ppbench-nightly:")[0]
+assert ".ppbench-nightly:" in head and "stage:" in head, "the header does not say how to set the stage"
+# The job summary on GitHub shows the night's Markdown verdicts, also when the night failed.
+steps = [s for s in job["steps"] if "GITHUB_STEP_SUMMARY" in str(s.get("run", ""))]
+assert steps and steps[0]["if"] == "always()" and "summary.md" in steps[0]["run"], steps
 PY
 # The BI-V100 build cannot run here (no CoreX SDK); its dry run must name the
 # toolchain settings docs/CI.md promises.

@@ -115,6 +115,12 @@ a=$("$PPB" list | awk 'NR==3 {print $1}'); b=$("$PPB" list | awk 'NR==2 {print $
 set +e; "$PPB" compare "$a" "$b" >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
 case $rc in 0|10|11) ;; *) cat "$WORK/err"; fail "compare exited $rc";; esac
 grep -q "^verdict: " "$WORK/out" || fail "compare printed no verdict"
+# Issue 36: two runs and no history: one line for the cases not judged (not one each), and what to do.
+[ "$rc" -eq 11 ] || fail "compare without history exited $rc, expected 11"
+[ "$(grep -c "fewer than 5 plain runs of history" "$WORK/out")" = 1 ] || { cat "$WORK/out"; fail "identical lines per case"; }
+grep -q "^INCONCLUSIVE: [0-9]* cases (the first: '.*') each has fewer than 5 plain runs of history" "$WORK/out" || fail "no summed line"
+grep -q "too few runs to judge: .* at least 5 earlier plain runs of the suite .* run \`ppbench run\` of suite smoke 5 more times" "$WORK/err" \
+  || { cat "$WORK/err"; fail "compare says not what it needs"; }
 set +e; "$PPB" compare "$a" "$b" --json "$WORK/c.json" >/dev/null 2>&1; crc=$?; set -e
 "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['command']=='compare' and d['exit_code']==int(sys.argv[2]) and d['cases'], d" \
   "$WORK/c.json" "$crc" || fail "compare --json"
@@ -156,6 +162,27 @@ sqlite3 "$T" "UPDATE results SET row_check = NULL, median_ms = 1.0 + 0.001 * (ru
               UPDATE results SET row_check = NULL, median_ms = 2.0 WHERE run_id = 8;"
 expect_rc 0 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$T"
 grep -q "^outlier" "$WORK/out" || { cat "$WORK/out"; fail "one slow night not reported as an outlier"; }
+# Issue 36: a case the latest night did not time is not-timed (its history's last time is an earlier
+# night's, not tonight's); a night that timed no case is not a pass: exit 1, said why, verdict NOT TIMED.
+cp "$T" "$WORK/untimed.db"
+sqlite3 "$WORK/untimed.db" "UPDATE results SET status = 'refused', reason = 'too large for the test', median_ms = NULL
+                            WHERE run_id = 8 AND id = (SELECT min(id) FROM results WHERE run_id = 8)"
+expect_rc 0 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$WORK/untimed.db"
+[ "$(grep -c "^not-timed " "$WORK/out")" = 1 ] || { cat "$WORK/out"; fail "one untimed case not reported not-timed"; }
+grep -q ", 1 not timed$" "$WORK/out" || fail "no not-timed count"
+sqlite3 "$WORK/untimed.db" "UPDATE results SET status = 'refused', reason = 'too large for the test', median_ms = NULL WHERE run_id = 8"
+expect_rc 1 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$WORK/untimed.db" --json "$WORK/nt.json" --markdown "$WORK/nt.md"
+grep -q "ppbench trend: the latest run 8 of suite smoke timed no case (.* not timed): nothing to follow, not a pass (the first case: .*refused: too large for the test)" "$WORK/err" \
+  || { cat "$WORK/err"; fail "an untimed night is not said to be no pass"; }
+"$PY" - "$WORK/nt.json" "$WORK/nt.md" <<'PY' || fail "untimed night's documents"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+md = open(sys.argv[2]).read()
+assert doc["verdict"] == "NOT TIMED" and doc["exit_code"] == 1, (doc["verdict"], doc["exit_code"])
+assert doc["counts"]["not-timed"] == len(doc["cases"]) > 0, doc["counts"]
+assert all(c["status"] == "not-timed" and c["change"] is None for c in doc["cases"])
+assert md.startswith("### ppbench trend: smoke: NOT TIMED"), md[:60]
+PY
 # Baselines from another database (issue: baselines over HTTP; file:// here,
 # http in push_failures.sh's server tests): runs 1-5 live only in the baseline.
 sqlite3 "$T" "UPDATE runs SET started_at = printf('2026-11-%02dT00:00:00Z', id);

@@ -77,4 +77,20 @@ measure "$PPB" propose "$SRC/suites/proposals/seed-max-batched-tokens.yaml" --ba
 [ "$RC" -eq 11 ] || { cat "$WORK/err"; fail "chunked propose: exit $RC, expected 11"; }
 grep -q "GFLOP limit" "$WORK/out" || { cat "$WORK/out"; fail "chunked propose: no work-limit reason"; }
 check "propose chunked 100K" 20000 200000
+# Issue 36: a suite the backend refuses whole (the GPU nightly on the CPU) is said once, before the
+# first case, with the reasons summed up and the CPU-sized suites named; no line per case repeats it.
+measure "$PPB" run "$SRC/suites/nightly.yaml" --backend cpu --db "$WORK/n.db" --no-progress
+[ "$RC" -eq 1 ] || { cat "$WORK/err"; fail "all refused: exit $RC, expected 1"; }
+[ "$(grep -c "all 17 cases are refused on the cpu backend: 17 too large for the CPU backend (e.g. .* GFLOP limit (--cpu-max-gflop)); the suites cpu-nightly and cpu-nightly-decode are sized for the CPU" "$WORK/err")" = 1 ] \
+  || { cat "$WORK/err"; fail "no single all-refused line"; }
+head -3 "$WORK/err" | grep -q "all 17 cases are refused" || { cat "$WORK/err"; fail "the all-refused line is not said before the cases"; }
+grep -q ": refused: " "$WORK/err" && { cat "$WORK/err"; fail "per-case refusal lines beside the all-refused line"; }
+# A runnable suite gets no such line.
+measure "$PPB" run "$SRC/suites/smoke.yaml" --backend cpu --db "$WORK/s.db" --no-progress --filter "batch=1,query_len=17,dtype=bf16"
+[ "$RC" -eq 0 ] || { cat "$WORK/err"; fail "smoke: exit $RC"; }
+grep -q "cases are refused" "$WORK/err" && { cat "$WORK/err"; fail "all-refused line for a runnable suite"; }
+# propose: the same line for its pairs (the chunks above), before the pairs' own lines.
+measure "$PPB" propose "$SRC/suites/proposals/seed-max-batched-tokens.yaml" --backend cpu --db "$WORK/p2.db"
+grep -q "^ppbench propose seed-max-batched-tokens: all 13 pairs are refused on the cpu backend: 13 too large for the CPU backend" "$WORK/err" \
+  || { cat "$WORK/err"; fail "propose: no all-refused line"; }
 echo "refuse_large: ok"

@@ -16,7 +16,7 @@ grep -q "expected run, proposal or calibrate" "$WORK/err" || fail "--kind nightl
 run; run
 sqlite3 "$PPBENCH_DB" "UPDATE results SET row_check = NULL, median_ms = median_ms * 3 WHERE run_id = 2"
 expect_rc 11 "$PPB" compare 1 2
-grep -q "INCONCLUSIVE: case .* has fewer than 5 plain runs of history" "$WORK/out" \
+grep -q "INCONCLUSIVE: [0-9]* cases (the first: .*) each has fewer than 5 plain runs of history" "$WORK/out" \
   || { cat "$WORK/out"; fail "no history reason"; }
 grep -q "^no-history " "$WORK/out" || { cat "$WORK/out"; fail "cases not shown as no-history"; }
 

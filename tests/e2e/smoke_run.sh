@@ -80,15 +80,29 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 md = open(sys.argv[2]).read()
 rc = int(sys.argv[3])
-assert d["schema"] == "ppbench-run/1" and d["exit_code"] == rc == 1, (d["exit_code"], rc)  # the mismatch cases are wrong
+assert d["schema"] == "ppbench-run/1" and d["exit_code"] == rc == 0, (d["exit_code"], rc)  # wrong as the suite expects
 assert sum(d["counts"].values()) == len(d["cases"]) == d["run"]["n_cases"], d["counts"]
 wrong = [c for c in d["cases"] if c["status"] == "wrong"]
 assert wrong and all("past tmp_out" in c["reason"] for c in wrong), wrong
 assert all(c["impl"] == "builtin" and c["median_ms"] > 0 for c in d["cases"] if c["status"] == "ok")
-assert md.startswith("### ppbench run 1: smoke-decode (exit 1)"), md[:60]
+assert md.startswith("### ppbench run 1: smoke-decode (exit 0)"), md[:60]
 assert md.count("\n| wrong | `paged_attention") == len(wrong)
 PY
 grep -q "results:" "$WORK/err" || fail "with --json -, the results table did not go to stderr"
+grep -q "^ppbench run: 2 cases wrong, as the suite expects (expect_wrong:)" "$WORK/err" || { cat "$WORK/err"; fail "expected wrong cases not said"; }
+# Issue 36: smoke-decode's deliberate mismatches are expected wrong (expect_wrong:): the whole suite
+# exits 0 when exactly they are wrong; 1 when another case fails, or when one of them comes out
+# correct (the fault not caught).
+expect_rc 0 "$PPB" run "$SRC/suites/smoke-decode.yaml" --backend cpu --quiet --db "$WORK/sd.db"
+grep -q "^ppbench run: 3 cases wrong, as the suite expects" "$WORK/err" || { cat "$WORK/err"; fail "smoke-decode: not said"; }
+sed '/^expect_wrong:/,/^$/d' "$SRC/suites/smoke-decode.yaml" >"$WORK/smoke-decode.yaml"
+expect_rc 1 "$PPB" run "$WORK/smoke-decode.yaml" --backend cpu --quiet --db "$WORK/sd2.db" --filter "batch=3,seq_len=257,dtype=bf16,head_dim=64"
+sed 's/^  - {partition_size: 32, host_partition_size: 64}$/  - {partition_size: 32, host_partition_size: 64}\n  - {partition_size: 64, host_partition_size: 32}/' \
+  "$SRC/suites/smoke-decode.yaml" >"$WORK/smoke-decode.yaml"
+grep -q "partition_size: 64, host_partition_size: 32}" "$WORK/smoke-decode.yaml" || fail "test suite not made"
+expect_rc 1 "$PPB" run "$WORK/smoke-decode.yaml" --backend cpu --quiet --db "$WORK/sd3.db" --filter "batch=3,seq_len=257,dtype=bf16,head_dim=64"
+grep -q "1 case the suite expects wrong (expect_wrong:) came out correct, e.g. '.*p=64 hp=32.*': the fault it stands for was not caught" "$WORK/err" \
+  || { cat "$WORK/err"; fail "an expected-wrong case that came out correct passed"; }
 
 # A target profile given as a file is stored for --resume by its absolute path.
 sed 's/^name: h200/name: mine/' "$SRC/suites/targets/h200.yaml" > "$WORK/mine.yaml"

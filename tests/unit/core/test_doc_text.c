@@ -65,12 +65,35 @@ static void test_numbers_stay_short(void **state)
     assert_string_equal(buf, "0.9700 [0.0000, 4.2e+230]");
 }
 
+/* Wrapped at spaces within the width, every line after the first indented; a
+ * word longer than a line stands alone, uncut. */
+static void test_terminal_wrap(void **state)
+{
+    (void)state;
+    char buf[512];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    assert_non_null(f);
+    ppb_term_wrap(f, "  why: ", 7, 24, "needs 41472 B shared  memory <= 49152 B per block; averyveryverylongwordindeed x");
+    fclose(f);
+    assert_string_equal(buf, "  why: needs 41472 B\n"
+                             "       shared memory <=\n"
+                             "       49152 B per\n"
+                             "       block;\n"
+                             "       averyveryverylongwordindeed\n"
+                             "       x\n");
+    f = fmemopen(buf, sizeof buf, "w");
+    ppb_term_wrap(f, NULL, 2, 80, "short");
+    fclose(f);
+    assert_string_equal(buf, "  short\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_markdown_prose_is_inert),
         cmocka_unit_test(test_markdown_code_spans_stay_closed),
         cmocka_unit_test(test_numbers_stay_short),
+        cmocka_unit_test(test_terminal_wrap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "suite.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -93,6 +94,7 @@ static int fields_given(const ppb_axis_set *set)
  * case model rejects fails here. */
 typedef struct expansion {
     int cases, excluded, invalid;
+    double max_flops;
     char first_invalid[PPB_CASE_KEY_MAX + sizeof(ppb_err) + 4];
 } expansion;
 
@@ -114,6 +116,8 @@ static void expand_pair(const ppb_suite *s, const ppb_axis_set *shape, const ppb
         } else {
             ppb_err err = {{0}};
             ex->cases++;
+            if (ppb_case_validate(&c, &err) == PPB_OK && ppb_case_flops(&c) > ex->max_flops)
+                ex->max_flops = ppb_case_flops(&c);
             if (ppb_case_validate(&c, &err) != PPB_OK && ex->invalid++ == 0) {
                 ppb_case_make_key(&c);
                 snprintf(ex->first_invalid, sizeof ex->first_invalid, "%s: %s", c.key, err.msg);
@@ -177,6 +181,8 @@ static void test_shipped_suites_load_and_expand(void **state)
         {"decode.yaml", PPB_PAGED_ATTENTION, 12, 80, 0},
         {"nightly.yaml", PPB_PREFIX_PREFILL, 4, 30, 0},
         {"nightly-decode.yaml", PPB_PAGED_ATTENTION, 4, 30, 0},
+        {"cpu-nightly.yaml", PPB_PREFIX_PREFILL, 17, 17, 0},
+        {"cpu-nightly-decode.yaml", PPB_PAGED_ATTENTION, 9, 9, 0},
     };
     const int n_expected = (int)(sizeof expected / sizeof expected[0]);
     char dir[4096];
@@ -203,6 +209,13 @@ static void test_shipped_suites_load_and_expand(void **state)
             print_error("%s: %d invalid cases, first: %s\n", path, ex.invalid, ex.first_invalid);
         assert_int_equal(ex.invalid, 0);
         assert_true(ex.cases > 0);
+        /* The suites sized for the CPU (README "No GPU?"): every case within the
+         * CPU backend's default work limit, so none is refused for its size. */
+        if (strncmp(e->d_name, "cpu-", 4) == 0 && ex.max_flops > PPB_CPU_DEFAULT_MAX_GFLOP * 1e9) {
+            print_error("%s: a case of %g GFLOP, over the CPU backend's default %g\n", e->d_name, ex.max_flops / 1e9,
+                        PPB_CPU_DEFAULT_MAX_GFLOP);
+            fail();
+        }
         for (int i = 0; i < n_expected; i++) {
             if (strcmp(expected[i].file, e->d_name) != 0)
                 continue;
@@ -552,6 +565,36 @@ static void test_exclude_and_weights_match_every_given_field(void **state)
     assert_false(ppb_suite_case_excluded(&none, &c));
 }
 
+/* smoke-decode's expect_wrong: names exactly its overrunning mismatches (issue 36):
+ * host 64 / kernel 32 everywhere, host 512 / kernel 256 past one partition. */
+static void test_expect_wrong_names_the_deliberate_faults(void **state)
+{
+    (void)state;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/suites/smoke-decode.yaml", source_dir());
+    ppb_suite s;
+    load_ok(path, &s);
+    assert_int_equal(s.n_expect_wrong, 2);
+    ppb_case c;
+    ppb_case_init(&c, PPB_PAGED_ATTENTION);
+    ppb_case_set(&c, PPB_F_VERSION, 2);
+    ppb_case_set(&c, PPB_F_SEQ_LEN, 100);
+    assert_false(ppb_suite_case_expects_wrong(&s, &c));   /* no mismatch */
+    ppb_case_set(&c, PPB_F_PARTITION_SIZE, 32);
+    ppb_case_set(&c, PPB_F_HOST_PARTITION_SIZE, 64);
+    assert_true(ppb_suite_case_expects_wrong(&s, &c));
+    ppb_case_set(&c, PPB_F_PARTITION_SIZE, 64);
+    ppb_case_set(&c, PPB_F_HOST_PARTITION_SIZE, 32);
+    assert_false(ppb_suite_case_expects_wrong(&s, &c));   /* buffers too large: correct */
+    ppb_case_set(&c, PPB_F_PARTITION_SIZE, 256);
+    ppb_case_set(&c, PPB_F_HOST_PARTITION_SIZE, 512);
+    assert_false(ppb_suite_case_expects_wrong(&s, &c));   /* one partition: nothing past it */
+    ppb_case_set(&c, PPB_F_SEQ_LEN, 257);
+    assert_true(ppb_suite_case_expects_wrong(&s, &c));
+    ppb_suite_free(&s);
+    assert_null(s.expect_wrong);
+}
+
 /* ---- limits and edge cases -------------------------------------------------- */
 
 static void test_value_limit_is_inclusive(void **state)
@@ -763,6 +806,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_hash_is_fnv1a_of_the_bytes),
         cmocka_unit_test(test_exclude_and_weights_match_every_given_field),
+        cmocka_unit_test(test_expect_wrong_names_the_deliberate_faults),
         cmocka_unit_test(test_value_limit_is_inclusive),
         cmocka_unit_test(test_missing_file_and_zero_byte_file),
         cmocka_unit_test(test_free_is_safe_on_zeroed_and_twice),

@@ -37,6 +37,37 @@ static void test_seed_proposals_load(void **state)
     }
 }
 
+/* The CPU-sized versions (README "No GPU?") ask the seed's own question: the
+ * same knobs on both sides as the real proposal, only the suite (and so the
+ * shapes), the rules and the sampling differ. */
+static void test_cpu_seed_proposals_keep_the_knobs(void **state)
+{
+    (void)state;
+    static const char *const pairs[][2] = {{"cpu-seed-prefix-prefill", "seed-prefill-block64-warps4"},
+                                           {"cpu-seed-decode-partition-256", "seed-decode-partition-256"},
+                                           {"cpu-seed-decode-partition-mismatch", "seed-decode-partition-mismatch"}};
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        ppb_proposal p[2];
+        for (int k = 0; k < 2; k++) {
+            char path[4096];
+            ppb_err err = {{0}};
+            snprintf(path, sizeof path, "%s/suites/proposals/%s.yaml", source_dir(), pairs[i][k]);
+            if (ppb_proposal_load(path, &p[k], &err) != PPB_OK)
+                fail_msg("%s: %s", pairs[i][k], err.msg);
+        }
+        assert_string_equal(p[0].name, pairs[i][0]);
+        assert_int_equal(p[0].kind, p[1].kind);
+        const ppb_side *cpu[2] = {&p[0].baseline, &p[0].candidate}, *seed[2] = {&p[1].baseline, &p[1].candidate};
+        for (int side = 0; side < 2; side++) {
+            assert_int_equal(cpu[side]->given, seed[side]->given);
+            for (int f = 0; f < PPB_F_COUNT; f++)
+                if (seed[side]->given & (1u << f))
+                    assert_int_equal(cpu[side]->value[f], seed[side]->value[f]);
+        }
+        assert_non_null(strstr(p[0].suite_path, "/cpu-nightly"));
+    }
+}
+
 static void test_kernel_config_sides(void **state)
 {
     (void)state;
@@ -146,6 +177,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seed_proposals_load),
         cmocka_unit_test(test_kernel_config_sides),
+        cmocka_unit_test(test_cpu_seed_proposals_keep_the_knobs),
         cmocka_unit_test(test_bad_proposals),
         cmocka_unit_test(test_kv_capacity_arithmetic),
     };

@@ -51,6 +51,14 @@ static void test_names_and_defaults(void **state)
     assert_string_equal(ppb_trend_status_name(PPB_TREND_REGRESSION), "regression");
     assert_string_equal(ppb_trend_status_name(PPB_TREND_OUTLIER), "outlier");
     assert_string_equal(ppb_trend_status_name(PPB_TREND_INSUFFICIENT_HISTORY), "insufficient-history");
+    assert_string_equal(ppb_trend_status_name(PPB_TREND_NOT_TIMED), "not-timed");
+    for (int st = 0; st < PPB_TREND_STATUS_COUNT; st++)   /* every status has a name (the documents count them) */
+        assert_string_not_equal(ppb_trend_status_name(st), "?");
+    ppb_trend_result nt;
+    ppb_trend_not_timed("refused", "too large", &nt);
+    assert_int_equal(nt.status, PPB_TREND_NOT_TIMED);
+    assert_string_equal(nt.reason, "NOT_TIMED: not timed in the latest run: refused: too large");
+    assert_true(isnan(nt.rel_change) && nt.step_index == -1 && nt.threshold_from == NULL);
     ppb_trend_options o;
     ppb_trend_options_default(&o);
     assert_int_equal(o.window, 10);

@@ -434,6 +434,35 @@ static void test_unresolved_cases_are_inconclusive(void **state)
     ppb_verdict_report_free(&r);
 }
 
+/* Cases untimed for one reason are one line (compare: every case short of
+ * history); another reason is its own line. */
+static void test_untimed_alike_are_one_line(void **state)
+{
+    (void)state;
+    static proposal p;
+    proposal_init(&p, 9);
+    for (int i = 0; i < 5; i++) {
+        add_case(&p, 1.0, 0.01, 10, 1.0);
+        p.cases[i].n_baseline = p.cases[i].n_candidate = 0;
+        p.cases[i].untimed = i == 3 ? "was not timed in either run" : "has too little history";
+    }
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    ppb_verdict_report r;
+    assert_int_equal(decide(&p, &rules, &r), 0);
+    print_reasons(&r);
+    assert_true(has_reason(&r, "INCONCLUSIVE: 4 cases (the first: 'kernel=test;case=0') each has too little history",
+                           NULL));
+    assert_true(has_reason(&r, "INCONCLUSIVE: case 'kernel=test;case=3' was not timed in either run", NULL));
+    int alike = 0;
+    for (int i = 0; i < r.n_reasons; i++)
+        alike += strstr(r.reasons[i], "too little history") != NULL;
+    assert_int_equal(alike, 1);
+    assert_int_equal(r.cases[1].state, PPB_CASE_NO_SAMPLES);
+    assert_int_equal(r.verdict, PPB_VERDICT_INCONCLUSIVE);
+    ppb_verdict_report_free(&r);
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -708,6 +737,7 @@ int main(void)
         cmocka_unit_test(test_correctness_failures_reject),
         cmocka_unit_test(test_infeasible_candidate_rejects_first),
         cmocka_unit_test(test_unresolved_cases_are_inconclusive),
+        cmocka_unit_test(test_untimed_alike_are_one_line),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_looks_and_sessions_shape_the_case_interval),
         cmocka_unit_test(test_accept_needs_the_whole_mean_past_the_threshold),

@@ -316,6 +316,50 @@ static void test_check_output_kept_across_cases(void **state)
     assert_int_equal(s->check_out_elems, 0);
 }
 
+/* ppb_session_refuses asks the backend's refusal without building inputs;
+ * a backend without one never refuses ahead. */
+static void test_refuses_ahead(void **state)
+{
+    fixture *f = *state;
+    ppb_session *s = &f->s;
+    ppb_result res;
+    ppb_result_init(&res);
+    assert_int_equal(ppb_session_refuses(s, &f->c, f->seed, &res), 0);
+    assert_int_equal(res.status, PPB_STATUS_OK);
+    s->ops = &refusing_ops;
+    assert_int_equal(ppb_session_refuses(s, &f->c, f->seed, &res), 1);
+    assert_int_equal(res.status, PPB_STATUS_REFUSED);
+    assert_string_equal(res.reason, "this config does not fit");
+}
+
+/* Reasons summed up by their text before ':' into one line; a kind past the
+ * fourth is only counted; the CPU suites are named only for the CPU's size limit. */
+static void test_refusals_line(void **state)
+{
+    (void)state;
+    ppb_session s;
+    memset(&s, 0, sizeof s);
+    static const ppb_backend_ops cpu = {.name = "cpu"};
+    s.ops = &cpu;
+    ppb_refusals t;
+    memset(&t, 0, sizeof t);
+    ppb_refusals_add(&t, PPB_CPU_TOO_LARGE ": 137 GFLOP > 2 GFLOP limit (--cpu-max-gflop)");
+    ppb_refusals_add(&t, PPB_CPU_TOO_LARGE ": 550 GFLOP > 2 GFLOP limit (--cpu-max-gflop)");
+    ppb_refusals_add(&t, "infeasible on bi-v100: needs 65 KB");
+    char line[1024];
+    ppb_refusals_text(&t, "cases", &s, line, sizeof line);
+    assert_string_equal(line, "all 3 cases are refused on the cpu backend: 2 too large for the CPU backend (e.g. 137 "
+                              "GFLOP > 2 GFLOP limit (--cpu-max-gflop)); 1 infeasible on bi-v100 (needs 65 KB); the "
+                              "suites cpu-nightly and cpu-nightly-decode are sized for the CPU (README \"No GPU?\")");
+    memset(&t, 0, sizeof t);
+    const char *kinds[] = {"a: 1", "b: 2", "c", "d: 4", "e: 5", "f: 6"};
+    for (int i = 0; i < 6; i++)
+        ppb_refusals_add(&t, kinds[i]);
+    ppb_refusals_text(&t, "pairs", &s, line, sizeof line);
+    assert_string_equal(line, "all 6 pairs are refused on the cpu backend: 1 a (1); 1 b (2); 1 c; 1 d (4); 2 for other "
+                              "reasons");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +370,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_inputs_whole_for_a_reader_without_check_settings, setup, teardown),
         cmocka_unit_test(test_prefetch_names_the_cases_to_run),
         cmocka_unit_test_setup_teardown(test_check_output_kept_across_cases, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refuses_ahead, setup, teardown),
+        cmocka_unit_test(test_refusals_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
