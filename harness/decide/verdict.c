@@ -420,7 +420,12 @@ static int detectable_notes(ppb_verdict_report *out, double need, line_list *not
     if (!out->have_geomean || !g->bounded)
         return 0;
     out->detectable = ppb_detectable_change(g->ratio, g->ratio_lo, g->ratio_hi, g->level, PPB_DETECT_POWER);
-    int rc = add_line(notes,
+    /* Past a doubling the figure says nothing a reader can use (separate noisy runs reach millions of percent). */
+    int rc = out->detectable >= 1
+                 ? add_line(notes, "note: this run could not see even a 2x change of the weighted mean (%.0f%% power "
+                                   "at the mean's %.4g%% level): its interval is too wide to judge any real effect",
+                            100 * PPB_DETECT_POWER, 100 * g->level)
+                 : add_line(notes,
                       "note: this run could see a change of the weighted mean of %.1f%% or more (%.0f%% power at "
                       "the mean's %.4g%% level); smaller true effects would most likely read as no difference",
                       pct(out->detectable), 100 * PPB_DETECT_POWER, 100 * g->level);

@@ -58,7 +58,10 @@ int ppb_verdict_markdown(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *
         ppb_format_interval(iv, sizeof iv, rec.geomean_ratio, rec.geomean_lo, rec.geomean_hi);
         fprintf(out, "Weighted geometric mean of candidate / baseline time: %s.\n", iv);
     }
-    if (isfinite(rec.detectable))
+    if (isfinite(rec.detectable) && rec.detectable >= 1)
+        fputs("This run could not see even a 2x change of the mean: its interval is too wide to judge any real "
+              "effect.\n", out);
+    else if (isfinite(rec.detectable))
         fprintf(out, "This run could see a change of the mean of %.1f%% or more (%.0f%% power); smaller effects "
                      "read as no difference.\n", 100 * rec.detectable, 100 * PPB_DETECT_POWER);
     fputs("\n| state | class | time ratio | interval | candidate case |\n| --- | --- | --- | --- | --- |\n", out);

@@ -678,6 +678,18 @@ static void test_detectable_and_settle_notes(void **state)
         ppb_verdict_report_free(&r);
     }
     assert_true(factor[1] < factor[0]);
+
+    /* A mean too wide to judge anything: said as such, not as "millions of percent". */
+    static proposal wide;
+    proposal_init(&wide, 3);
+    add_case(&wide, 1.0, 3.0, 12, 1.0);
+    ppb_verdict_report r;
+    assert_int_equal(decide(&wide, &rules, &r), 0);
+    print_reasons(&r);
+    assert_true(r.detectable >= 1);
+    assert_true(has_reason(&r, "note: this run could not see even a 2x change of the weighted mean", NULL));
+    assert_false(has_reason(&r, "note: this run could see a change", NULL));
+    ppb_verdict_report_free(&r);
 }
 
 /* Many open cases alike: three listed, then one line saying how many more,
