@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "abtest.h"
+#include "grow.h"
 #include "trend.h"
 #include "verdict_record.h"
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ab_cases.h"
+#include "grow.h"
 #include "abrun.h"
 #include "run_compare.h"
 #include "sequential.h"
