@@ -208,4 +208,21 @@ grep -q "^run 1: smoke" "$WORK/out" || { head -3 "$WORK/out"; fail "'latest' is 
 set +e; "$PPB" propose "$P/ab-smoke.yaml" --db "$WORK/only-proposal.db" >/dev/null 2>&1; set -e
 expect_rc 3 "$PPB" show latest --db "$WORK/only-proposal.db"   # a proposal's runs only: no plain run
 grep -q "no plain run for 'latest'" "$WORK/err" || fail "latest without a plain run: $(cat "$WORK/err")"
+# Issue 36: compare over a history whose medians jump by 10^6 from run to run gives intervals spanning many
+# orders of magnitude; no number a person reads -- terminal, Markdown, the page's reasons -- may run past 12 digits
+# (once 100-230), and the reasons end whole.
+W="$WORK/wide.db"
+for i in $(seq 1 8); do
+  "$PPB" run "$SRC/suites/smoke.yaml" --db "$W" --filter "dtype=bf16,head_dim=64,batch=1,page_size=16,sliding_window=0" --no-progress >/dev/null 2>&1
+done
+sqlite3 "$W" "UPDATE results SET row_check = NULL, median_ms = CASE run_id % 2 WHEN 0 THEN 1e-3 ELSE 1e3 END * (1 + id % 7)"
+set +e; "$PPB" compare 7 8 --db "$W" --markdown "$WORK/wide.md" >"$WORK/wide.out" 2>&1; rc=$?; set -e
+case $rc in 0|10|11) ;; *) cat "$WORK/wide.out"; fail "compare over the jumpy history exited $rc";; esac
+grep -q "could not see even a 2x change of the weighted mean" "$WORK/wide.out" || { cat "$WORK/wide.out"; fail "no 'could not see'"; }
+expect_rc 0 "$PPB" report --proposal latest --db "$W" -o "$WORK/wide-report"
+sed -n '/<h2[^>]*>Verdict and reasons/,/<\/ul>/p' "$WORK/wide-report/index.html" | sed 's/<[^>]*>//g' >"$WORK/wide.html.txt"
+[ -s "$WORK/wide.html.txt" ] || fail "the page's reasons were not found"
+for f in "$WORK/wide.out" "$WORK/wide.md" "$WORK/wide.html.txt"; do
+  ! grep -Eq '[0-9]{13,}' "$f" || { grep -Eo '.{30}[0-9]{13,}.{10}' "$f" | head -3; fail "a number of 13+ digits in $f"; }
+done
 echo "propose: ok"
