@@ -1040,12 +1040,13 @@ static int overview_chart(rp_report *r, ppb_err *err)
 
 /* Which of n runs get a labelled tic: at most RP_TREND_TICS, every k-th
  * counted back from the latest (the newest nights matter most), and the first
- * run of the step, with no label closer to it than k (they would overlap). */
+ * run of the step, with no other label closer to it than k (they would overlap);
+ * the latest is named even next to the step. */
 static int tic_wanted(int j, int n, int step)
 {
     int every = (n + RP_TREND_TICS - 1) / RP_TREND_TICS;
-    if (j == step)
-        return 1;
+    if (j == step || j == n - 1)
+        return 1; /* the step's first run and the latest night are always named (noisy nights put a step anywhere) */
     if (step >= 0 && abs(j - step) < every)
         return 0;
     return (n - 1 - j) % every == 0;
