@@ -9,7 +9,7 @@
 /* How the pair was sampled, as the verdict needs it. */
 static void fill_sampling(ppb_verdict_case *vc, const ppb_ab_pair_view *pr)
 {
-    vc->looks = pr->looks;
+    vc->look_share = pr->look_share;
     vc->sessions = pr->sessions;
     vc->between_sd = pr->between_sd;
 }
@@ -93,7 +93,7 @@ int ppb_ab_chunked_case(const ppb_ab_pair_view *pairs, int n, const char *key, d
     vc->candidate = totals[1], vc->n_candidate = m[1];
     side_state(pairs, n, 0, &vc->baseline_correct, &vc->baseline_feasible, &vc->baseline_reason);
     side_state(pairs, n, 1, &vc->candidate_correct, &vc->candidate_feasible, &vc->candidate_reason);
-    /* The prompt's total as sampled: the chunks' looks, their fewest sessions, and
+    /* The prompt's total as sampled: the chunks' smallest look share, their fewest sessions, and
      * their largest session spread (a bound on the total's relative spread). */
     for (int i = 0; i < n; i++) {
         const ppb_ab_pair_view *pr = &pairs[i];
@@ -101,7 +101,7 @@ int ppb_ab_chunked_case(const ppb_ab_pair_view *pairs, int n, const char *key, d
             continue;
         ppb_verdict_case one;
         fill_sampling(&one, pr);
-        vc->looks = one.looks > vc->looks ? one.looks : vc->looks;
+        vc->look_share = vc->look_share == 0 || one.look_share < vc->look_share ? one.look_share : vc->look_share;
         vc->sessions = vc->sessions == 0 || one.sessions < vc->sessions ? one.sessions : vc->sessions;
         vc->between_sd = one.between_sd > vc->between_sd || isnan(one.between_sd) ? one.between_sd
                                                                                  : vc->between_sd;
@@ -112,7 +112,7 @@ int ppb_ab_chunked_case(const ppb_ab_pair_view *pairs, int n, const char *key, d
 void ppb_ab_case_design(const ppb_ab_pair_view *pairs, int n, ppb_proposal_case *pc)
 {
     pc->looks_taken = pc->looks_planned = 0;
-    pc->stop_alpha = NAN;
+    pc->stop_alpha = pc->look_share = NAN;
     for (int i = 0; i < n; i++) {
         const ppb_ab_pair_view *pr = &pairs[i];
         if (pr->sessions == 0)
@@ -120,5 +120,6 @@ void ppb_ab_case_design(const ppb_ab_pair_view *pairs, int n, ppb_proposal_case 
         pc->looks_taken = pr->looks_taken > pc->looks_taken ? pr->looks_taken : pc->looks_taken;
         pc->looks_planned = pr->looks_planned > pc->looks_planned ? pr->looks_planned : pc->looks_planned;
         pc->stop_alpha = isnan(pc->stop_alpha) || pr->stop_alpha > pc->stop_alpha ? pr->stop_alpha : pc->stop_alpha;
+        pc->look_share = isnan(pc->look_share) || pr->look_share < pc->look_share ? pr->look_share : pc->look_share;
     }
 }

@@ -16,7 +16,7 @@ typedef struct ppb_ab_pair_view {
     int present[2];             /* chunked_prefill: the side with fewer chunks lacks the last ones */
     const ppb_result *res[2];   /* 0 baseline, 1 candidate: status, reason, samples */
     int sessions;               /* per side as sampled; 0: not sampled as a pair (a side not timed) */
-    int looks;                  /* the looks its interval pays for (ppb_ab_case_looks) */
+    double look_share;          /* what its stopping look spent of the design's alpha (ppb_ab_case_look_share) */
     double between_sd;          /* the sessions' spread at the last look */
     /* Of its design, what the stored case keeps beside (not used by the verdict): */
     int looks_taken, looks_planned;
@@ -32,15 +32,16 @@ void ppb_ab_pair_case(const ppb_ab_pair_view *pr, ppb_verdict_case *vc);
  * pairs, in chunk order. Sample j of a side is the sum of sample j of its
  * chunks, over the fewest samples a chunk has (no samples if a chunk has
  * none); a side is wrong or cannot run when a chunk is (the reason: the last
- * such chunk's); sampled with the chunks' most looks, fewest sessions and
+ * such chunk's); sampled with the chunks' smallest look share, fewest sessions and
  * largest spread (a bound on the total's). totals[0] and totals[1] are
  * allocated here (free them, also after an error). PPB_ENOMEM or PPB_OK. */
 int ppb_ab_chunked_case(const ppb_ab_pair_view *pairs, int n, const char *key, double *totals[2],
                         ppb_verdict_case *vc);
 
 /* The design a stored case records of its n pairs (one, or a prompt's
- * chunks): the most looks taken and planned and the largest stopping alpha of
- * those sampled as pairs (0, 0 and NaN when none was). */
+ * chunks): the most looks taken and planned, the largest stopping alpha and
+ * the smallest look share of those sampled as pairs (0, 0, NaN and NaN when
+ * none was). */
 void ppb_ab_case_design(const ppb_ab_pair_view *pairs, int n, ppb_proposal_case *pc);
 
 #endif

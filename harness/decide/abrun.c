@@ -21,7 +21,8 @@ typedef struct ab_pair {
     ppb_result res[2];
     unsigned char *session[2]; /* each sample's session and round, as the design took it */
     int *round[2];
-    int sessions, looks;       /* as measured by the design (sequential.h); 0: not measured as a pair */
+    int sessions;              /* as measured by the design (sequential.h); 0: not measured as a pair */
+    double look_share;         /* what the stopping look spent of the design's alpha */
     int looks_taken, looks_planned;
     double between_sd;         /* the sessions' spread at the last look */
     double stop_alpha;         /* the design's alpha (its stopping rule's, before looks) */
@@ -206,10 +207,11 @@ ppb_seq_design ppb_ab_pair_design(const ppb_proposal *p, int n_pairs, int sessio
     return (ppb_seq_design){.samples_per_round = sp->samples_per_round, .min_rounds = sp->min_rounds,
                             .max_rounds = sp->max_rounds, .sessions = sessions, .budget_ms = sp->budget_ms,
                             .alpha = ppb_bonferroni_alpha(p->rules.alpha, n_pairs + 1),
-                            .threshold = p->rules.threshold, .seed = seed};
+                            .threshold = p->rules.threshold, .min_gain = ppb_verdict_gain_needed(&p->rules),
+                            .tolerance = ppb_verdict_tolerance(&p->rules), .seed = seed};
 }
 
-int ppb_ab_case_looks(const ppb_seq_result *r) { return r->looks_planned; }
+double ppb_ab_case_look_share(const ppb_seq_result *r, const ppb_seq_design *d) { return r->look_alpha / d->alpha; }
 
 static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
 {
@@ -237,7 +239,7 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
             ppb_result_summarise(&pr->res[s], ppb_case_flops(&pr->side[s]), ppb_case_min_bytes(&pr->side[s]));
         }
     pr->sessions = sessions;
-    pr->looks = ppb_ab_case_looks(&r);
+    pr->look_share = ppb_ab_case_look_share(&r, &d);
     pr->looks_taken = r.looks_taken, pr->looks_planned = r.looks_planned;
     pr->between_sd = r.between_sd;
     pr->stop_alpha = d.alpha;
@@ -324,7 +326,7 @@ static ppb_ab_pair_view pair_view(const ab_pair *pr)
 {
     return (ppb_ab_pair_view){.key = pr->shape_key, .weight = pr->side[0].weight,
                               .present = {pr->present[0], pr->present[1]}, .res = {&pr->res[0], &pr->res[1]},
-                              .sessions = pr->sessions, .looks = pr->looks, .between_sd = pr->between_sd,
+                              .sessions = pr->sessions, .look_share = pr->look_share, .between_sd = pr->between_sd,
                               .looks_taken = pr->looks_taken, .looks_planned = pr->looks_planned,
                               .stop_alpha = pr->stop_alpha};
 }

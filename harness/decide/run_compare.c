@@ -323,7 +323,7 @@ int ppb_run_compare_record(const ppb_run_compare_report *rep, const ppb_run_comp
         pcs[i].noise = rep->noise[i];
         pcs[i].history = rep->n_history[i];
         pcs[i].looks_taken = pcs[i].looks_planned = 0;
-        pcs[i].stop_alpha = NAN;
+        pcs[i].stop_alpha = pcs[i].look_share = NAN;
     }
     return rc;
 }

@@ -19,10 +19,28 @@ int ppb_seq_looks(int min_rounds, int max_rounds, int rounds[PPB_SEQ_MAX_LOOKS])
     return k;
 }
 
-double ppb_seq_look_alpha(double alpha, int min_rounds, int max_rounds)
+/* Exponent 2 spends little at the early looks, where only large effects
+ * could settle anyway, and keeps most of alpha for the look the budget ends:
+ * under the default design (looks at rounds 4, 8, ... of 160, a budget most
+ * pairs use up within a few looks) that last look gets most of alpha instead
+ * of the alpha / 7 Bonferroni gave it. */
+double ppb_seq_alpha_spent(double alpha, double t)
 {
-    int rounds[PPB_SEQ_MAX_LOOKS];
-    return alpha / ppb_seq_looks(min_rounds, max_rounds, rounds);
+    t = t > 1 ? 1 : t > 0 ? t : 0;
+    return alpha * t * t;
+}
+
+int ppb_seq_settled(const ppb_seq_design *d, double ratio_lo, double ratio_hi)
+{
+    if (!(ratio_lo > 0) || !isfinite(ratio_hi) || !(ratio_lo <= ratio_hi))
+        return 0;
+    double t = d->threshold, gain = d->min_gain > t ? d->min_gain : t, tol = d->tolerance > t ? d->tolerance : t;
+    const double boundary[4] = {1 / (1 + gain), 1 / (1 + t), 1 + t, 1 + tol};
+    for (int i = 0; i < 4; i++)
+        if (ratio_lo < boundary[i] && boundary[i] < ratio_hi)
+            return 0;
+    /* threshold 0: the one boundary is 1, and an interval on it is no claim */
+    return !(ratio_lo <= 1 && 1 <= ratio_hi && t == 0);
 }
 
 /* Normal quantile of the 95% Moses interval that sizes a shift's standard error. */
@@ -131,8 +149,9 @@ static int check_design(const ppb_seq_design *d, ppb_err *err)
         return ppb_fail(err, PPB_EINPUT, "sampling: need samples_per_round >= 1 and 1 <= min_rounds <= max_rounds");
     if (d->sessions < 1 || d->sessions > PPB_SEQ_MAX_SESSIONS)
         return ppb_fail(err, PPB_EINPUT, "sampling: sessions %d is outside 1..%d", d->sessions, PPB_SEQ_MAX_SESSIONS);
-    if (!(d->alpha > 0 && d->alpha < 1) || !(d->threshold >= 0) || !(d->budget_ms > 0))
-        return ppb_fail(err, PPB_EINPUT, "sampling: alpha, threshold or budget out of range");
+    if (!(d->alpha > 0 && d->alpha < 1) || !(d->threshold >= 0) || !(d->budget_ms > 0) || !(d->min_gain >= 0) ||
+        !(d->tolerance >= 0))
+        return ppb_fail(err, PPB_EINPUT, "sampling: alpha, threshold, min_gain, tolerance or budget out of range");
     return PPB_OK;
 }
 
@@ -162,6 +181,8 @@ static int look(const ppb_seq_design *d, double look_alpha, ppb_seq_result *r, p
                           &r->interval, err);
     if (rc)
         return rc;
+    r->look_alpha = look_alpha;
+    r->alpha_spent += look_alpha;
     r->cls = ppb_ab_classify(r->interval.ratio_lo, r->interval.ratio_hi, d->threshold);
     return PPB_OK;
 }
@@ -174,7 +195,6 @@ int ppb_seq_run(const ppb_seq_design *d, ppb_seq_sample_fn sample, void *ctx, pp
         return rc;
     int schedule[PPB_SEQ_MAX_LOOKS], cap[2] = {0, 0};
     const int k = ppb_seq_looks(d->min_rounds, d->max_rounds, schedule);
-    const double look_alpha = d->alpha / k;
     const int units = 2 * d->sessions;
     const uint64_t order_key = ppb_rng_key(d->seed, SEQ_RNG_STREAM_ORDER);
     uint64_t draws = 0;
@@ -208,9 +228,15 @@ int ppb_seq_run(const ppb_seq_design *d, ppb_seq_sample_fn sample, void *ctx, pp
         if (!scheduled && !broke)
             continue;
         next_look++;
+        /* the information so far; at the last look (the budget used up, or
+         * max_rounds) it is 1 and the look spends what is left */
+        double t = fmax((double)round / d->max_rounds, spent / d->budget_ms);
+        double look_alpha = ppb_seq_alpha_spent(d->alpha, t) - out->alpha_spent;
+        if (!(look_alpha > 0)) /* no information since the last look (samples that cost nothing) */
+            continue;
         if ((rc = look(d, look_alpha, out, err)))
             return rc;
-        if (out->cls != PPB_AB_UNRESOLVED) {
+        if (ppb_seq_settled(d, out->interval.ratio_lo, out->interval.ratio_hi)) {
             out->stop = PPB_SEQ_STOP_RESOLVED;
             return PPB_OK;
         }

@@ -10,11 +10,21 @@
  *    alike and no side owns a fixed position.
  *  - Looks: the interval is looked at only after the scheduled rounds
  *    min_rounds, 2 min_rounds, 4 min_rounds, ... and max_rounds (or once when
- *    the time budget runs out, in place of the next scheduled look). Each of
- *    the K scheduled looks spends alpha / K (Bonferroni over looks), so the
- *    interval at whatever look stops has coverage 1 - alpha whatever the
- *    stopping rule did (the session component's part by Student's t, an
- *    approximation). */
+ *    the time budget runs out, in place of the next scheduled look).
+ *  - Alpha spending: a look spends what an alpha-spending function allows at
+ *    the information gathered so far, alpha t^2 with t the larger of the
+ *    share of max_rounds and of the budget used; the look that is known to be
+ *    the last (the budget ran out, or max_rounds) spends all that is left.
+ *    The spent amounts add up to at most alpha, so the interval at whatever
+ *    look stops has coverage 1 - alpha whatever the stopping rule did (a union
+ *    bound; the session component's part by Student's t, an approximation).
+ *    Bonferroni over the K scheduled looks (alpha / K each) paid for looks
+ *    that mostly never came: most pairs stop on the budget after two or three.
+ *  - Stopping aims at the decision: sampling goes on while the interval
+ *    still straddles a boundary the verdict judges against (the practical
+ *    threshold, the minimum gain, the tolerated regression), not only until
+ *    it classifies against the threshold: a 3% speedup that is surely above
+ *    1% but not yet surely above a 2% minimum gain keeps sampling. */
 #ifndef PPB_SEQUENTIAL_H
 #define PPB_SEQUENTIAL_H
 
@@ -32,7 +42,9 @@ typedef struct ppb_seq_design {
     int sessions;            /* per side, 1..PPB_SEQ_MAX_SESSIONS */
     double budget_ms;        /* measured time of all units; checked after each round */
     double alpha;            /* the case's share of the verdict's family alpha, before looks */
-    double threshold;        /* practical threshold the stopping rule classifies against */
+    double threshold;        /* practical threshold the interval classifies against */
+    double min_gain;         /* the verdict's boundaries (verdict.h): the gain needed (>= threshold) and */
+    double tolerance;        /* the tolerated regression (>= threshold); sampling stops once none is inside */
     uint64_t seed;           /* sample order */
 } ppb_seq_design;
 
@@ -40,8 +52,14 @@ typedef struct ppb_seq_design {
  * returns K (>= 1). */
 int ppb_seq_looks(int min_rounds, int max_rounds, int rounds[PPB_SEQ_MAX_LOOKS]);
 
-/* The alpha one look may spend: alpha / K. */
-double ppb_seq_look_alpha(double alpha, int min_rounds, int max_rounds);
+/* The alpha spent by information fraction t (clamped to 0..1): alpha t^2,
+ * the power family of Kim and DeMets with exponent 2 (docs/STATISTICS.md). */
+double ppb_seq_alpha_spent(double alpha, double t);
+
+/* 1 when no decision boundary of the design lies strictly inside the
+ * interval [ratio_lo, ratio_hi] (and it is bounded): more samples could not
+ * change which side of any boundary the verdict puts it on. */
+int ppb_seq_settled(const ppb_seq_design *d, double ratio_lo, double ratio_hi);
 
 /* The between-session standard deviation of the log ratio: with per-sample
  * session tags (0..sessions-1) on each side, per side tau^2 by the method of
@@ -64,7 +82,7 @@ void ppb_seq_widen(ppb_ab_interval *iv, double alpha, double between_sd, int ses
 typedef int (*ppb_seq_sample_fn)(void *ctx, int side, int session, double *ms, double *cost_ms, ppb_err *err);
 
 typedef enum {
-    PPB_SEQ_STOP_RESOLVED = 0,   /* the interval classified at a look */
+    PPB_SEQ_STOP_RESOLVED = 0,   /* the interval was settled at a look */
     PPB_SEQ_STOP_BUDGET = 1,     /* the time budget ran out */
     PPB_SEQ_STOP_MAX_ROUNDS = 2, /* the last scheduled look left it unresolved */
 } ppb_seq_stop;
@@ -76,13 +94,15 @@ typedef struct ppb_seq_result {
     int n[2];
     int rounds, looks_taken, looks_planned, stop;
     double between_sd;               /* at the last look */
-    ppb_ab_interval interval;        /* at the last look, at look alpha */
+    double look_alpha;               /* what the last look spent (its interval's alpha) */
+    double alpha_spent;              /* by all looks taken (<= the design's alpha) */
+    ppb_ab_interval interval;        /* at the last look, at look_alpha */
     int cls;                         /* ppb_ab_class of that interval */
 } ppb_seq_result;
 
 /* Run the design: rounds of slots, looks on schedule, stop at the first look
- * whose interval classifies (SAME, FASTER or SLOWER), when the budget runs out,
- * or after max_rounds. Free out with ppb_seq_result_free (also after an error). */
+ * whose interval is settled (ppb_seq_settled), when the budget runs out, or
+ * after max_rounds. Free out with ppb_seq_result_free (also after an error). */
 int ppb_seq_run(const ppb_seq_design *d, ppb_seq_sample_fn sample, void *ctx, ppb_seq_result *out, ppb_err *err);
 void ppb_seq_result_free(ppb_seq_result *r);
 

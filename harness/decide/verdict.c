@@ -279,10 +279,11 @@ static int classify_states(const ppb_verdict_case *cases, int n, const ppb_verdi
     return rc ? ppb_fail(err, rc, "out of memory for verdict reasons") : 0;
 }
 
-/* A case's interval level: the family's share, spent over its sampling's looks. */
+/* A case's interval level: the family's share, times what its sampling's
+ * stopping look spent of it (sequential.h). */
 static double case_alpha(const ppb_verdict_report *out, const ppb_verdict_case *c)
 {
-    return c->looks > 1 ? out->interval_alpha / c->looks : out->interval_alpha;
+    return c->look_share > 0 && c->look_share < 1 ? out->interval_alpha * c->look_share : out->interval_alpha;
 }
 
 /* Intervals, tests and classes for the compared cases, at level 1 - case_alpha. */

@@ -16,7 +16,7 @@
  * Bump it whenever a change makes the same inputs decide or read differently:
  * `ppbench verdict --recompute` then tells a verdict decided under other rules
  * from one whose data changed. */
-#define PPB_VERDICT_RULE_VERSION 1
+#define PPB_VERDICT_RULE_VERSION 2
 
 typedef enum {
     PPB_VERDICT_ACCEPT = 0,
@@ -54,7 +54,7 @@ typedef struct ppb_verdict_case {
     const char *baseline_reason;       /* why infeasible or wrong (may be NULL) */
     const char *candidate_reason;      /* e.g. the target's feasibility arithmetic */
     /* How the pair was sampled (harness/decide/sequential.h); 0 = one look, one session. */
-    int looks;                         /* scheduled looks: the case's interval spends alpha / looks */
+    double look_share;                 /* the share of the case's alpha its stopping look spent (0: all of it) */
     int sessions;                      /* sessions per side (1: no between-session component measured) */
     double between_sd;                 /* between-session sd of the log ratio, widens the interval */
     /* Judged on an interval from elsewhere instead of samples (two separate
@@ -122,7 +122,7 @@ typedef struct ppb_verdict_report {
     ppb_verdict_outcome *cases;      /* one per input case, same order */
     int n_compared;
     int family_size;                 /* intervals sharing alpha: compared cases + the mean */
-    double interval_alpha;           /* alpha / family_size; a case's interval has level 1 - this / its looks */
+    double interval_alpha;           /* alpha / family_size; a case's interval has level 1 - this x its look share */
     double regression_tolerance;     /* max(max_regression, threshold) */
     int have_geomean;
     ppb_geomean geomean;             /* over compared cases, at the same level */

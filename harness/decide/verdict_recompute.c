@@ -159,14 +159,17 @@ static int rules_of(const ppb_proposal_record *rec, ppb_verdict_rules *rules, pp
  * design: the sessions that took samples, the looks the design planned and
  * those taken (every look but the last is a scheduled one, the last is after
  * the last round: ppb_seq_run), the spread at the last look (the samples are
- * those of the last look) and the stopping rule's alpha. Untagged: not sampled
- * as a pair. */
+ * those of the last look) and the stopping rule's alpha. The share of it the
+ * stopping look spent depends on the budget used at each look, which the
+ * store does not keep: it is taken as the stored case has it (stored_share);
+ * verdicts of rule version 1 spent alpha / the looks planned. Untagged: not
+ * sampled as a pair. */
 static int pair_sampling(const ppb_stored_verdict *sv, const ppb_stored_result *r[2], int n_pairs,
-                         ppb_ab_pair_view *v, ppb_proposal *design, ppb_err *err)
+                         double stored_share, ppb_ab_pair_view *v, ppb_proposal *design, ppb_err *err)
 {
     const ppb_proposal_record *rec = sv->rec;
-    v->sessions = v->looks = v->looks_taken = v->looks_planned = 0;
-    v->between_sd = 0;
+    v->sessions = v->looks_taken = v->looks_planned = 0;
+    v->between_sd = v->look_share = 0;
     v->stop_alpha = NAN;
     if (!r[0] || !r[1] || !r[0]->session || !r[1]->session)
         return PPB_OK;
@@ -187,7 +190,7 @@ static int pair_sampling(const ppb_stored_verdict *sv, const ppb_stored_result *
         seq.looks_taken++;
     seq.looks_taken++;
     v->sessions = sessions;
-    v->looks = ppb_ab_case_looks(&seq);
+    v->look_share = rec->rule_version == 1 ? 1.0 / seq.looks_planned : stored_share;
     v->looks_taken = seq.looks_taken;
     v->looks_planned = seq.looks_planned;
     v->between_sd = ppb_seq_between_sd(r[0]->r.samples_ms, r[0]->session, r[0]->r.n_samples, r[1]->r.samples_ms,
@@ -242,7 +245,7 @@ static int propose_cases(const ppb_stored_verdict *sv, ppb_verdict_case *vcs, pp
                                              i < sv->run[1].n ? side[1][i] : NULL};
             views[i] = (ppb_ab_pair_view){.key = rec->name, .weight = 1.0, .present = {r[0] != NULL, r[1] != NULL},
                                           .res = {r[0] ? &r[0]->r : NULL, r[1] ? &r[1]->r : NULL}};
-            rc = pair_sampling(sv, r, n_pairs, &views[i], design, err);
+            rc = pair_sampling(sv, r, n_pairs, sv->pcs[0].look_share, &views[i], design, err);
         }
         if (!rc && ppb_ab_chunked_case(views, n_pairs, rec->name, totals, &vcs[0]))
             rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
@@ -266,7 +269,7 @@ static int propose_cases(const ppb_stored_verdict *sv, ppb_verdict_case *vcs, pp
         ppb_case_shape_key(&r[0]->c, keys[i], PPB_CASE_KEY_MAX);
         views[i] = (ppb_ab_pair_view){.key = keys[i], .weight = r[0]->c.weight, .present = {1, 1},
                                       .res = {&r[0]->r, &r[1]->r}};
-        if (!(rc = pair_sampling(sv, r, n_pairs, &views[i], design, err))) {
+        if (!(rc = pair_sampling(sv, r, n_pairs, pc->look_share, &views[i], design, err))) {
             ppb_ab_pair_case(&views[i], &vcs[i]);
             ppb_ab_case_design(&views[i], 1, &pcs[i]);
         }
@@ -375,6 +378,8 @@ static void compare_records(const ppb_stored_verdict *sv, const ppb_proposal_rec
         check_int(out, where, "looks planned", a->looks_planned, b->looks_planned);
         check_int(out, where, "looks taken", a->looks_taken, b->looks_taken);
         check_real(out, where, "stopping rule's alpha", a->stop_alpha, b->stop_alpha);
+        if (st->rule_version >= 2) /* version 1 stored none: it spent alpha / looks planned */
+            check_real(out, where, "share of it the stopping look spent", a->look_share, b->look_share);
         check_real(out, where, "between-session sd", a->between_sd, b->between_sd);
         check_real(out, where, "run-to-run noise", a->noise, b->noise);
         check_int(out, where, "runs of history", a->history, b->history);

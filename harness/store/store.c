@@ -1722,8 +1722,8 @@ static int insert_proposal_case(ppb_store *s, int64_t proposal_id, int idx,
     static const char sql[] =
         "INSERT INTO proposal_cases(proposal_id, idx, baseline_key, candidate_key, weight, state,"
         " class, ratio, ratio_lo, ratio_hi, p_holm, looks_taken, looks_planned, sessions, between_sd, alpha,"
-        " stop_alpha, noise, history) VALUES(:pid, :idx, :bk, :ck, :w, :state, :cls,"
-        " :ratio, :lo, :hi, :p, :lt, :lp, :ss, :bsd, :alpha, :salpha, :noise, :hist)";
+        " stop_alpha, look_share, noise, history) VALUES(:pid, :idx, :bk, :ck, :w, :state, :cls,"
+        " :ratio, :lo, :hi, :p, :lt, :lp, :ss, :bsd, :alpha, :salpha, :share, :noise, :hist)";
     return exec_stmt(s, sql,
                      PARAMS(P_INT(":pid", proposal_id), P_INT(":idx", idx), P_TEXTN(":bk", c->baseline_key),
                             P_TEXTN(":ck", c->candidate_key), P_REAL(":w", c->weight),
@@ -1731,7 +1731,8 @@ static int insert_proposal_case(ppb_store *s, int64_t proposal_id, int idx,
                             P_REAL(":lo", c->ratio_lo), P_REAL(":hi", c->ratio_hi), P_REAL(":p", c->p_holm),
                             P_INT(":lt", c->looks_taken), P_INT(":lp", c->looks_planned),
                             P_INT(":ss", c->sessions), P_REAL(":bsd", c->between_sd), P_REAL(":alpha", c->alpha),
-                            P_REAL(":salpha", c->stop_alpha), P_REAL(":noise", c->noise),
+                            P_REAL(":salpha", c->stop_alpha), P_REAL(":share", c->look_share),
+                            P_REAL(":noise", c->noise),
                             P_INT(":hist", c->history)),
                      "storing a proposal case", err);
 }
@@ -1879,6 +1880,7 @@ static int proposal_case_row(sqlite3_stmt *stmt, void *arg)
     read_REAL(stmt, 14, &c.stop_alpha);
     read_REAL(stmt, 15, &c.noise);
     read_INT(stmt, 16, &c.history);
+    read_REAL(stmt, 17, &c.look_share);
     return w->fn(w->ctx, &c);
 }
 
@@ -1887,7 +1889,7 @@ int ppb_store_each_proposal_case(ppb_store *s, int64_t id, ppb_proposal_case_vis
 {
     static const char sql[] =
         "SELECT baseline_key, candidate_key, weight, state, class, ratio, ratio_lo, ratio_hi,"
-        " p_holm, looks_taken, looks_planned, sessions, between_sd, alpha, stop_alpha, noise, history"
+        " p_holm, looks_taken, looks_planned, sessions, between_sd, alpha, stop_alpha, noise, history, look_share"
         " FROM proposal_cases WHERE proposal_id = :id ORDER BY idx";
     proposal_case_walk w = {fn, ctx};
     return each_row(s, sql, PARAMS(P_INT(":id", id)), proposal_case_row, &w, "reading proposal cases", err);

@@ -17,7 +17,7 @@
 typedef struct ppb_store ppb_store;
 
 /* user_version of a database this binary writes; store_schema.c has the steps. */
-#define PPB_STORE_SCHEMA_VERSION 14
+#define PPB_STORE_SCHEMA_VERSION 15
 
 /* Path used when neither --db nor PPBENCH_DB is given. */
 #define PPB_DEFAULT_DB "ppbench.db"
@@ -181,6 +181,7 @@ typedef struct ppb_proposal_case {
     double between_sd;             /* the between-session sd the interval was widened by */
     double alpha;                  /* the alpha its interval spent (level 1 - alpha); NaN: not compared */
     double stop_alpha;             /* the stopping rule's alpha for the pair, before its looks; NaN: none */
+    double look_share;             /* what its stopping look spent of stop_alpha (schema 15); NaN: none */
     double noise;                  /* compare: the run-to-run noise (relative sd); NaN: none */
     int history;                   /* compare: the plain runs that noise came from */
 } ppb_proposal_case;

@@ -272,6 +272,12 @@ static const char schema_v13[] = "ALTER TABLE samples ADD COLUMN session INTEGER
  * plain prefills or decodes: NULL, read as 0 from their keys. */
 static const char schema_v14[] = "ALTER TABLE cases ADD COLUMN decode_seqs INTEGER;";
 
+/* Version 15: the share of its stopping rule's alpha each case's stopping
+ * look spent (alpha spending, rule version 2: harness/decide/sequential.h).
+ * It depends on the budget used at each look, which the samples do not
+ * keep. Earlier rows have NULL: they spent alpha / their looks planned. */
+static const char schema_v15[] = "ALTER TABLE proposal_cases ADD COLUMN look_share REAL;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -287,6 +293,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {12, "the rules and the detectable effect of each proposal's verdict", schema_v12},
     {13, "what each verdict used: sample sessions and rounds, rules, design, looks, spreads", schema_v13},
     {14, "the decode steps of a mixed batch", schema_v14},
+    {15, "the share of alpha each case's stopping look spent", schema_v15},
 };
 
 const int ppb_store_migration_count =

@@ -23,10 +23,12 @@ tests='test_(verdict|abtest|abrun|sequential|calibrate|run_compare|trend|proposa
 files=() exprs=() whats=()
 M() { files+=("$1"); exprs+=("$2"); whats+=("$3"); }
 # abrun: the design carried into the verdict
-M abrun.c 's#return r->looks_planned; }#return r->looks_taken; }#' \
-  "ppb_ab_case_looks: intervals pay for the looks taken, not planned"
-M abrun.c 's#pr->looks = ppb_ab_case_looks(&r);#pr->looks = r.looks_taken;#' \
-  "measure_pair: the case keeps the looks taken (the call site)"
+M abrun.c 's#{ return r->look_alpha / d->alpha; }#{ return r->alpha_spent / d->alpha; }#' \
+  "ppb_ab_case_look_share: intervals claim all the looks spent, not the stopping look's share"
+M abrun.c 's#pr->look_share = ppb_ab_case_look_share(&r, &d);#pr->look_share = 1;#' \
+  "measure_pair: the case keeps no look share (the call site)"
+M abrun.c 's#\.tolerance = ppb_verdict_tolerance(&p->rules), \.seed = seed};#.tolerance = p->rules.threshold, .seed = seed};#' \
+  "ppb_ab_pair_design: sampling stops before the tolerated regression is settled"
 M abrun.c 's#\.alpha = ppb_bonferroni_alpha(p->rules.alpha, n_pairs + 1),#.alpha = p->rules.alpha,#' \
   "ppb_ab_pair_design: the stopping rule at alpha, not alpha / (pairs + 1)"
 M abrun.c 's#ppb_ab_pair_design(x->p, x->n_pairs, sessions,#ppb_ab_pair_design(x->p, 0, sessions,#' \
@@ -37,8 +39,8 @@ M ab_cases.c 's#one.sessions < vc->sessions ? one.sessions : vc->sessions;#one.s
 M ab_cases.c 's#const double \*samples = r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY#const double *samples = r->status == PPB_STATUS_OK#' \
   "a noisy side's samples are dropped"
 # verdict: the rules
-M verdict.c 's#return c->looks > 1 ? out->interval_alpha / c->looks : out->interval_alpha;#return out->interval_alpha;#' \
-  "case_alpha: the looks spend nothing (alpha, not alpha / looks)"
+M verdict.c 's#return c->look_share > 0 \&\& c->look_share < 1 ? out->interval_alpha \* c->look_share : out->interval_alpha;#return out->interval_alpha;#' \
+  "case_alpha: the earlier looks spent nothing (alpha, not its stopping look's share)"
 M verdict.c 's#out->family_size = out->n_compared + 1;#out->family_size = out->n_compared;#' \
   "the family leaves the weighted mean out (off by one)"
 M verdict.c 's#} else if (iv->ratio_lo > 1 + tol) {#} else if (iv->ratio_hi > 1 + tol) {#' \
@@ -65,8 +67,16 @@ M abtest.c 's#if (ratio_lo > up)#if (ratio_hi > up)#' \
 M abtest.c 's#out->ratio_lo = exp(out->log_ratio - q \* sqrt(sum_w2v_lo) / sum_w);#out->ratio_lo = exp(out->log_ratio - q * sqrt(sum_w2v_hi) / sum_w);#' \
   "weighted mean: the lower end from the cases' upper sides"
 # sequential: looks, spread, widening
-M sequential.c 's#const double look_alpha = d->alpha / k;#const double look_alpha = d->alpha;#' \
-  "each look spends all of alpha, not alpha / K"
+M sequential.c 's#double look_alpha = ppb_seq_alpha_spent(d->alpha, t) - out->alpha_spent;#double look_alpha = d->alpha + 0 * t;#' \
+  "every look spends all of alpha (no spending)"
+M sequential.c 's#double t = fmax((double)round / d->max_rounds, spent / d->budget_ms);#double t = (double)round / d->max_rounds;#' \
+  "the information ignores the budget: the budget's look does not spend what is left"
+M sequential.c 's#return alpha \* t \* t;#return alpha * t;#' \
+  "the spending function linear in the information, not its square"
+M sequential.c 's#if (ppb_seq_settled(d, out->interval.ratio_lo, out->interval.ratio_hi)) {#if (out->cls != PPB_AB_UNRESOLVED) {#' \
+  "sampling stops once the case classifies, before the verdict's boundaries are settled"
+M sequential.c 's#if (ratio_lo < boundary\[i\] \&\& boundary\[i\] < ratio_hi)#if (ratio_lo < boundary[i] \&\& boundary[i] < ratio_lo)#' \
+  "ppb_seq_settled: a boundary inside the interval goes unseen"
 M sequential.c 's#for (long r = first; r < last \&\& k < PPB_SEQ_MAX_LOOKS - 1; r \*= 2)#for (long r = first; r <= last \&\& k < PPB_SEQ_MAX_LOOKS - 1; r *= 2)#' \
   "look schedule: the last round twice (off by one)"
 M sequential.c 's#int broke = round >= d->min_rounds \&\& spent >= d->budget_ms;#int broke = spent >= d->budget_ms;#' \

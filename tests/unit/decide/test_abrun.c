@@ -38,6 +38,12 @@ static void test_the_stopping_rule_runs_at_the_verdicts_level(void **state)
     assert_true(fabs(d.alpha - 0.05 / 11) < 1e-15); /* 10 pairs and the weighted mean */
     assert_true(fabs(ppb_ab_pair_design(&p, 1, 1, 0).alpha - 0.05 / 2) < 1e-15);
     assert_true(fabs(d.threshold - 0.01) < 1e-15);
+    /* the verdict's boundaries, so sampling goes on until each is settled */
+    assert_true(fabs(d.min_gain - ppb_verdict_gain_needed(&p.rules)) < 1e-15);
+    assert_true(fabs(d.tolerance - ppb_verdict_tolerance(&p.rules)) < 1e-15);
+    p.rules.min_gain = 0.04, p.rules.max_regression = 0.07;
+    assert_true(fabs(ppb_ab_pair_design(&p, 10, 2, 77).min_gain - 0.04) < 1e-15);
+    assert_true(fabs(ppb_ab_pair_design(&p, 10, 2, 77).tolerance - 0.07) < 1e-15);
     assert_int_equal(d.min_rounds, 3);
     assert_int_equal(d.max_rounds, 20);
     assert_int_equal(d.samples_per_round, 5);
@@ -46,14 +52,18 @@ static void test_the_stopping_rule_runs_at_the_verdicts_level(void **state)
     assert_true(d.seed == 77);
 }
 
-static void test_intervals_allow_for_the_looks_planned(void **state)
+/* The case's interval spends what the stopping look spent, as a share of the
+ * design's alpha: not all of it (the earlier looks spent some), not one
+ * look's share of the looks taken or planned. */
+static void test_intervals_spend_what_the_stopping_look_spent(void **state)
 {
     (void)state;
+    ppb_seq_design d = {.alpha = 0.01};
     ppb_seq_result r;
     memset(&r, 0, sizeof r);
-    r.looks_planned = 5;
-    r.looks_taken = 2; /* stopped early: the interval must still pay for every planned look */
-    assert_int_equal(ppb_ab_case_looks(&r), 5);
+    r.looks_planned = 5, r.looks_taken = 2;
+    r.look_alpha = 0.0075, r.alpha_spent = 0.008;
+    assert_true(fabs(ppb_ab_case_look_share(&r, &d) - 0.75) < 1e-12);
 }
 
 /* ---- measured pairs into the verdict's cases (ab_cases) ---------------- */
@@ -78,7 +88,7 @@ static void test_a_pair_becomes_a_case(void **state)
     result_with(&r[0], PPB_STATUS_OK, a, 3, "");
     result_with(&r[1], PPB_STATUS_NOISY, b, 2, "noise target missed");
     ppb_ab_pair_view v = {.key = "shape", .weight = 2.5, .present = {1, 1}, .res = {&r[0], &r[1]},
-                          .sessions = 3, .looks = 4, .between_sd = 0.01};
+                          .sessions = 3, .look_share = 0.75, .between_sd = 0.01};
     ppb_verdict_case vc;
     ppb_ab_pair_case(&v, &vc);
     assert_string_equal(vc.key, "shape");
@@ -90,7 +100,7 @@ static void test_a_pair_becomes_a_case(void **state)
     assert_true(vc.baseline_feasible && vc.candidate_feasible && vc.baseline_correct && vc.candidate_correct);
     assert_null(vc.baseline_reason);
     assert_string_equal(vc.candidate_reason, "noise target missed");
-    assert_int_equal(vc.looks, 4);
+    assert_true(vc.look_share == 0.75);
     assert_int_equal(vc.sessions, 3);
     assert_true(vc.between_sd == 0.01);
     /* refused and wrong sides: no samples, and why */
@@ -104,14 +114,14 @@ static void test_a_pair_becomes_a_case(void **state)
     assert_true(vc.baseline_feasible);
     assert_false(vc.candidate_feasible);
     assert_string_equal(vc.candidate_reason, "needs 200 KiB");
-    assert_int_equal(vc.looks, 0);
+    assert_true(vc.look_share == 0);
     assert_int_equal(vc.sessions, 0);
 }
 
 /* A chunked prompt: sample j of a side is the sum of its chunks' sample j
- * over the fewest samples a chunk has; its sampling the chunks' most looks,
- * fewest sessions and largest spread; its design record the most looks taken
- * and planned and the largest stopping alpha. */
+ * over the fewest samples a chunk has; its sampling the chunks' smallest look
+ * share, fewest sessions and largest spread; its design record the most looks
+ * taken and planned, the largest stopping alpha and the smallest look share. */
 static void test_chunks_become_one_case(void **state)
 {
     (void)state;
@@ -124,9 +134,9 @@ static void test_chunks_become_one_case(void **state)
     result_with(&r[1][1], PPB_STATUS_OK, c1[1], 3, "");
     result_with(&r[2][1], PPB_STATUS_OK, c2, 4, ""); /* the candidate's third chunk, timed alone */
     ppb_ab_pair_view v[3] = {
-        {.key = "p", .present = {1, 1}, .res = {&r[0][0], &r[0][1]}, .sessions = 3, .looks = 2, .between_sd = 0.02,
+        {.key = "p", .present = {1, 1}, .res = {&r[0][0], &r[0][1]}, .sessions = 3, .look_share = 0.9, .between_sd = 0.02,
          .looks_taken = 1, .looks_planned = 2, .stop_alpha = 0.01},
-        {.key = "p", .present = {1, 1}, .res = {&r[1][0], &r[1][1]}, .sessions = 2, .looks = 5, .between_sd = 0.01,
+        {.key = "p", .present = {1, 1}, .res = {&r[1][0], &r[1][1]}, .sessions = 2, .look_share = 0.6, .between_sd = 0.01,
          .looks_taken = 3, .looks_planned = 5, .stop_alpha = 0.02},
         {.key = "p", .present = {0, 1}, .res = {NULL, &r[2][1]}},
     };
@@ -141,7 +151,7 @@ static void test_chunks_become_one_case(void **state)
         assert_true(vc.baseline[j] == c0[0][j] + c1[0][j]);
         assert_true(vc.candidate[j] == c0[1][j] + c1[1][j] + c2[j]);
     }
-    assert_int_equal(vc.looks, 5);
+    assert_true(vc.look_share == 0.6); /* the smallest: the total's interval is no narrower than a chunk's */
     assert_int_equal(vc.sessions, 2);
     assert_true(vc.between_sd == 0.02);
     free(totals[0]);
@@ -152,6 +162,7 @@ static void test_chunks_become_one_case(void **state)
     assert_int_equal(pc.looks_taken, 3);
     assert_int_equal(pc.looks_planned, 5);
     assert_true(pc.stop_alpha == 0.02);
+    assert_true(pc.look_share == 0.6);
     /* a chunk without samples leaves its side without any; a wrong chunk makes its side wrong */
     result_with(&r[1][0], PPB_STATUS_WRONG, NULL, 0, "chunk 1 wrong");
     assert_int_equal(ppb_ab_chunked_case(v, 3, "prompt", totals, &vc), PPB_OK);
@@ -184,9 +195,10 @@ static int keep_case(void *ctx, const ppb_proposal_case *c)
 
 /* Two pairs on the CPU backend, the candidate's times x10 (a known effect: the
  * first look resolves), looks planned at rounds 2, 4, 8 and 16. Each pair's
- * stopping rule ran at alpha / 3; each interval spent alpha / 3 (2 cases and
- * the mean) over all 4 planned looks, also where sampling stopped at the first;
- * and the stored verdict is what the store's samples decide again. */
+ * stopping rule ran at alpha / 3 (2 cases and the mean); each interval spent
+ * the share of it its stopping look spent, which at the first look, with
+ * little of the budget used, is (2 / 16)^2 of it, far from all; and the
+ * stored verdict is what the store's samples decide again. */
 static void test_a_proposal_carries_its_design_into_the_verdict(void **state)
 {
     (void)state;
@@ -221,7 +233,6 @@ static void test_a_proposal_carries_its_design_into_the_verdict(void **state)
     fclose(log);
     assert_int_equal(rep.n_cases, 2);
     assert_int_equal(rep.n_compared, 2);
-    const double case_alpha = 0.05 / 3 / 4;
     ppb_store *s = NULL;
     assert_int_equal(ppb_store_open_readonly(&s, db, &err), PPB_OK);
     case_list got = {.n = 0};
@@ -235,7 +246,11 @@ static void test_a_proposal_carries_its_design_into_the_verdict(void **state)
         assert_true(pc->looks_taken >= 1 && pc->looks_taken <= 4);
         stopped_early += pc->looks_taken < pc->looks_planned;
         assert_int_equal(pc->sessions, 3);
-        /* the interval's level: every planned look paid for */
+        /* the interval's level: what the stopping look spent of the family's share */
+        assert_true(pc->look_share > 0 && pc->look_share <= 1);
+        if (pc->looks_taken == 1 && pc->look_share > 0.05)
+            fail_msg("case %d stopped at its first look, which spent %g of its alpha", i, pc->look_share);
+        const double case_alpha = 0.05 / 3 * pc->look_share;
         if (fabs(pc->alpha - case_alpha) > 1e-15 || fabs(rep.cases[i].alpha - case_alpha) > 1e-15 ||
             fabs(rep.cases[i].interval.level - (1 - case_alpha)) > 1e-12)
             fail_msg("case %d: alpha stored %.17g, reported %.17g, level %.17g; want %.17g (looks %d of %d)", i,
@@ -266,7 +281,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_stopping_rule_runs_at_the_verdicts_level),
-        cmocka_unit_test(test_intervals_allow_for_the_looks_planned),
+        cmocka_unit_test(test_intervals_spend_what_the_stopping_look_spent),
         cmocka_unit_test(test_a_pair_becomes_a_case),
         cmocka_unit_test(test_chunks_become_one_case),
         cmocka_unit_test(test_a_proposal_carries_its_design_into_the_verdict),

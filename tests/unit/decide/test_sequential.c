@@ -109,9 +109,84 @@ static void test_looks_double_from_min_rounds_and_end_at_max(void **state)
     assert_int_equal(r[0], 3);
     assert_int_equal(ppb_seq_looks(5, 6, r), 2);
     assert_int_equal(r[1], 6);
-    /* each look spends an equal share */
-    assert_true(fabs(ppb_seq_look_alpha(0.05, 4, 40) - 0.01) < 1e-15);
-    assert_true(fabs(ppb_seq_look_alpha(0.05, 3, 3) - 0.05) < 1e-15);
+}
+
+/* The spending function: alpha t^2, clamped to 0..alpha. */
+static void test_alpha_spent_grows_with_the_square_of_information(void **state)
+{
+    (void)state;
+    assert_true(ppb_seq_alpha_spent(0.05, 0) == 0);
+    assert_true(fabs(ppb_seq_alpha_spent(0.05, 0.5) - 0.0125) < 1e-15);
+    assert_true(fabs(ppb_seq_alpha_spent(0.05, 0.1) - 0.0005) < 1e-15);
+    assert_true(ppb_seq_alpha_spent(0.05, 1) == 0.05);
+    assert_true(ppb_seq_alpha_spent(0.05, 7) == 0.05);
+    assert_true(ppb_seq_alpha_spent(0.05, -1) == 0);
+}
+
+/* Settled: no boundary (1/(1+gain), 1/(1+t), 1+t, 1+tolerance) strictly
+ * inside the interval; the gain and tolerance never below the threshold. */
+static void test_settled_means_no_boundary_inside(void **state)
+{
+    (void)state;
+    ppb_seq_design d = {.threshold = 0.01, .min_gain = 0.02, .tolerance = 0.05};
+    assert_true(ppb_seq_settled(&d, 0.995, 1.005));          /* same */
+    assert_true(ppb_seq_settled(&d, 0.95, 0.975));           /* surely above a 2% gain */
+    assert_false(ppb_seq_settled(&d, 0.95, 0.985));          /* faster than 1%, not surely 2%: keep sampling */
+    assert_true(ppb_seq_settled(&d, 0.981, 0.989));          /* faster, surely below a 2% gain */
+    assert_true(ppb_seq_settled(&d, 1.02, 1.04));            /* slower, surely within the tolerance */
+    assert_false(ppb_seq_settled(&d, 1.03, 1.06));           /* maybe beyond the tolerance */
+    assert_true(ppb_seq_settled(&d, 1.06, 1.2));             /* surely beyond it */
+    assert_false(ppb_seq_settled(&d, 0.995, 1.02));          /* straddles the threshold */
+    assert_false(ppb_seq_settled(&d, 0, 1.005));             /* unbounded */
+    assert_false(ppb_seq_settled(&d, 0.99, INFINITY));
+    d.min_gain = 0, d.tolerance = 0; /* below the threshold: the threshold's own boundaries */
+    assert_true(ppb_seq_settled(&d, 0.95, 0.985));
+    assert_true(ppb_seq_settled(&d, 1.03, 1.06));
+    d.threshold = 0; /* threshold 0: settled once the interval leaves 1 */
+    assert_false(ppb_seq_settled(&d, 0.99, 1.01));
+    assert_true(ppb_seq_settled(&d, 1.001, 1.01));
+}
+
+/* What each look spends: at a scheduled look alpha t^2 minus what was spent
+ * (t the larger of the rounds' and the budget's share), at the look the
+ * budget ends the rest, so the looks add up to alpha. */
+static int constant_sample(void *ctx, int side, int session, double *ms, double *cost_ms, ppb_err *err)
+{
+    (void)session, (void)err;
+    int *calls = ctx;
+    (void)side;
+    /* a slot's two samples alike, so the sides never differ: never settled against threshold 0 */
+    *ms = 1.0 + 0.01 * ((*calls)++ / 2 % 5);
+    *cost_ms = 1;
+    return 0;
+}
+
+static void test_looks_spend_by_information_and_the_last_spends_the_rest(void **state)
+{
+    (void)state;
+    ppb_seq_design d = {.samples_per_round = 1, .min_rounds = 2, .max_rounds = 32, .sessions = 1,
+                        .budget_ms = 1e9, .alpha = 0.04, .threshold = 0, .seed = 3};
+    int calls = 0;
+    ppb_seq_result r;
+    ppb_err err;
+    /* no budget limit: looks at 2, 4, 8, 16, 32; the last spends 0.04 (1 - (16/32)^2) */
+    assert_int_equal(ppb_seq_run(&d, constant_sample, &calls, &r, &err), PPB_OK);
+    assert_int_equal(r.looks_taken, 5);
+    assert_int_equal(r.stop, PPB_SEQ_STOP_MAX_ROUNDS);
+    assert_true(fabs(r.look_alpha - 0.04 * 0.75) < 1e-15);
+    assert_true(fabs(r.alpha_spent - 0.04) < 1e-15);
+    ppb_seq_result_free(&r);
+    /* the budget (2 units x 1 ms a round) ends at round 10: looks 2, 4, 8 by rounds
+     * (the budget's share is 0.4 at round 4 and 0.8 at round 8: it decides), then the rest */
+    d.budget_ms = 20;
+    calls = 0;
+    assert_int_equal(ppb_seq_run(&d, constant_sample, &calls, &r, &err), PPB_OK);
+    assert_int_equal(r.stop, PPB_SEQ_STOP_BUDGET);
+    assert_int_equal(r.rounds, 10);
+    assert_int_equal(r.looks_taken, 4);
+    assert_true(fabs(r.look_alpha - 0.04 * (1 - 0.8 * 0.8)) < 1e-15);
+    assert_true(fabs(r.alpha_spent - 0.04) < 1e-15);
+    ppb_seq_result_free(&r);
 }
 
 /* A large effect resolves at the first look, which is min_rounds: never before. */
@@ -134,7 +209,8 @@ static void test_no_look_before_min_rounds(void **state)
     ppb_seq_result_free(&r);
 }
 
-/* Sampling stops only at scheduled rounds (or the budget look), at the level alpha / K. */
+/* Sampling stops only at scheduled rounds (or the budget look), its interval at
+ * the level the stopping look spent: alpha ((r / max)^2 - (r_prev / max)^2). */
 static void test_stops_only_at_scheduled_looks(void **state)
 {
     (void)state;
@@ -154,7 +230,11 @@ static void test_stops_only_at_scheduled_looks(void **state)
         assert_true(on_schedule);
         assert_int_equal(r.looks_planned, k);
         assert_true(r.looks_taken >= 1 && r.looks_taken <= k);
-        assert_true(fabs(r.interval.level - (1 - 0.05 / k)) < 1e-12);
+        double t = (double)r.rounds / d.max_rounds,
+               t_prev = r.looks_taken > 1 ? (double)schedule[r.looks_taken - 2] / d.max_rounds : 0;
+        assert_true(fabs(r.look_alpha - 0.05 * (t * t - t_prev * t_prev)) < 1e-15);
+        assert_true(fabs(r.interval.level - (1 - r.look_alpha)) < 1e-12);
+        assert_true(r.alpha_spent <= 0.05 + 1e-15);
         ppb_seq_result_free(&r);
     }
 }
@@ -373,6 +453,115 @@ static void test_known_effect_is_found_and_quiet_aa_is_same(void **state)
     assert_true(same >= 0.95);
 }
 
+/* ---- stopping aimed at the decision ---------------------------------------- */
+
+/* The rule this design replaced, for comparison: looks on the same schedule
+ * at alpha / K each, stop at the first look whose interval classifies against
+ * the threshold, or when the budget runs out. Its stopped interval. */
+static void bonferroni_classify_run(const ppb_seq_design *d, sim_pair *p, double *lo, double *hi)
+{
+    int schedule[PPB_SEQ_MAX_LOOKS], k = ppb_seq_looks(d->min_rounds, d->max_rounds, schedule), next = 0;
+    double *x[2] = {malloc(sizeof(double) * 20000), malloc(sizeof(double) * 20000)}, spent = 0;
+    int n = 0;
+    ppb_err err;
+    *lo = 0, *hi = INFINITY;
+    for (int round = 1; round <= d->max_rounds && n < 20000 - d->samples_per_round; round++) {
+        for (int s = 0; s < d->samples_per_round; s++, n++)
+            for (int side = 0; side < 2; side++) {
+                double cost;
+                sim_sample(p, side, 0, &x[side][n], &cost, &err);
+                spent += cost;
+            }
+        int broke = round >= d->min_rounds && spent >= d->budget_ms;
+        if (!(next < k && round == schedule[next]) && !broke)
+            continue;
+        next++;
+        ppb_ab_interval iv;
+        assert_int_equal(ppb_ab_hodges_lehmann(x[0], n, x[1], n, d->alpha / k, &iv, &err), PPB_OK);
+        *lo = iv.ratio_lo, *hi = iv.ratio_hi;
+        if (ppb_ab_classify(*lo, *hi, d->threshold) != PPB_AB_UNRESOLVED || broke)
+            break;
+    }
+    free(x[0]);
+    free(x[1]);
+}
+
+/* A budget-bound design as proposals run it: one session, 5 slots a round,
+ * looks at 4, 8, 16 and the budget's at round 20; the verdict's boundaries
+ * 1% (threshold), 2% (gain), 5% (tolerance); a case's alpha of 6 (5 pairs and
+ * the mean); drifting, bimodal noise. */
+static const noise_model rough = {.ratio = 1.0, .sigma = 0.03, .drift_sd = 0.02, .rho = 0.9, .burst_p = 0.1,
+                                  .burst = 0.2, .cost_ms = 1};
+
+static ppb_seq_design budget_design(void)
+{
+    return (ppb_seq_design){.samples_per_round = 5, .min_rounds = 4, .max_rounds = 160, .sessions = 1,
+                            .budget_ms = 200, .alpha = 0.05 / 6, .threshold = 0.01, .min_gain = 0.02,
+                            .tolerance = 0.05, .seed = 1};
+}
+
+/* Power: a true 4% speedup. Stopping at the first look that classifies
+ * against 1% leaves many intervals straddling the 2% gain the verdict needs;
+ * sampling until settled, with most of alpha at the budget's look, clears it
+ * far more often. */
+static void test_stopping_at_the_decision_raises_power(void **state)
+{
+    (void)state;
+    noise_model m = rough;
+    m.ratio = 1 / 1.04;
+    const int pairs = 300;
+    int cleared_new = 0, cleared_old = 0;
+    for (int i = 0; i < pairs; i++) {
+        ppb_seq_design d = budget_design();
+        d.seed = (uint64_t)i * 31 + 5;
+        sim_pair p;
+        sim_init(&p, &m, (uint64_t)i + 1);
+        ppb_seq_result r;
+        ppb_err err;
+        assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_OK);
+        cleared_new += r.interval.ratio_hi <= 1 / 1.02;
+        ppb_seq_result_free(&r);
+        double lo, hi;
+        sim_init(&p, &m, (uint64_t)i + 1);
+        bonferroni_classify_run(&d, &p, &lo, &hi);
+        cleared_old += hi <= 1 / 1.02;
+    }
+    print_message("4%% speedup cleared the 2%% gain: %d of %d (Bonferroni, stop at classification: %d)\n", cleared_new,
+                  pairs, cleared_old);
+    assert_true(cleared_new >= cleared_old + pairs / 10);
+}
+
+/* Error at a decision boundary: a true effect of exactly the 2% gain, or
+ * exactly the 5% tolerance, is claimed beyond it (the interval wholly past
+ * it) in at most alpha of the pairs, under drift and bursts, whatever look
+ * stopped them. */
+static void test_no_boundary_is_crossed_more_often_than_alpha(void **state)
+{
+    (void)state;
+    const double at[2] = {1 / 1.02, 1.05};
+    const int pairs = 1500;
+    for (int b = 0; b < 2; b++) {
+        noise_model m = rough;
+        m.ratio = at[b];
+        int crossed = 0;
+        for (int i = 0; i < pairs; i++) {
+            ppb_seq_design d = budget_design();
+            d.alpha = 0.05;   /* the least strict a case can be, so crossings are frequent enough to count */
+            d.seed = (uint64_t)i * 17 + 3;
+            sim_pair p;
+            sim_init(&p, &m, (uint64_t)i + 7);
+            ppb_seq_result r;
+            ppb_err err;
+            assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_OK);
+            crossed += b == 0 ? r.interval.ratio_hi < at[b] : r.interval.ratio_lo > at[b];
+            ppb_seq_result_free(&r);
+        }
+        print_message("true ratio %.4f: interval wholly past it in %d of %d pairs\n", at[b], crossed, pairs);
+        /* one-sided: alpha / 2 of them, with two binomial standard errors of room */
+        assert_true(crossed <= pairs * (0.025 + 2 * sqrt(0.025 * 0.975 / pairs)));
+    }
+}
+
 static void test_design_is_checked(void **state)
 {
     (void)state;
@@ -396,6 +585,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_looks_double_from_min_rounds_and_end_at_max),
+        cmocka_unit_test(test_alpha_spent_grows_with_the_square_of_information),
+        cmocka_unit_test(test_settled_means_no_boundary_inside),
+        cmocka_unit_test(test_looks_spend_by_information_and_the_last_spends_the_rest),
         cmocka_unit_test(test_no_look_before_min_rounds),
         cmocka_unit_test(test_stops_only_at_scheduled_looks),
         cmocka_unit_test(test_budget_look_replaces_the_next_one),
@@ -405,6 +597,8 @@ int main(void)
         cmocka_unit_test(test_optional_stopping_keeps_alpha_under_correlated_bimodal_noise),
         cmocka_unit_test(test_session_effects_widen_instead_of_flagging),
         cmocka_unit_test(test_known_effect_is_found_and_quiet_aa_is_same),
+        cmocka_unit_test(test_stopping_at_the_decision_raises_power),
+        cmocka_unit_test(test_no_boundary_is_crossed_more_often_than_alpha),
         cmocka_unit_test(test_design_is_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

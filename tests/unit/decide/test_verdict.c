@@ -527,8 +527,8 @@ static void test_reasons_text_whole_or_refused(void **state)
         free(lines[i]);
 }
 
-/* The sampling's design reaches the verdict: a case's interval spends the family
- * alpha over its looks, is widened by its between-session spread, and a case
+/* The sampling's design reaches the verdict: a case's interval spends the
+ * share of the family alpha its stopping look spent, is widened by its between-session spread, and a case
  * measured in one session says so. */
 static void test_looks_and_sessions_shape_the_case_interval(void **state)
 {
@@ -543,9 +543,9 @@ static void test_looks_and_sessions_shape_the_case_interval(void **state)
     assert_int_equal(decide(&p, &rules, &plain), 0);
     assert_true(fabs(plain.cases[0].interval.level - (1 - 0.05 / 2)) < 1e-12);
     assert_int_equal(plain.cases[0].cls, PPB_AB_SLOWER);
-    p.cases[0].looks = 5;
+    p.cases[0].look_share = 0.2;
     assert_int_equal(decide(&p, &rules, &looked), 0);
-    assert_true(fabs(looked.cases[0].interval.level - (1 - 0.05 / 2 / 5)) < 1e-12);
+    assert_true(fabs(looked.cases[0].interval.level - (1 - 0.05 / 2 * 0.2)) < 1e-12);
     assert_true(looked.cases[0].interval.ratio_lo < plain.cases[0].interval.ratio_lo);
     /* a between-session spread of 1.5% (log) leaves a 3% effect unresolved at a 1% threshold */
     p.cases[0].between_sd = 0.015;
@@ -600,8 +600,8 @@ static void test_accept_needs_the_whole_mean_past_the_threshold(void **state)
 }
 
 /* The weighted mean is looked at with its cases, so its level is the
- * strictest case's: a case that pays for 4 looks puts the mean at 1 - alpha /
- * (M 4), whatever the other case's level. */
+ * strictest case's: a case whose stopping look spent a quarter of its alpha
+ * puts the mean at 1 - alpha / M / 4, whatever the other case's level. */
 static void test_the_mean_takes_the_strictest_case_level(void **state)
 {
     (void)state;
@@ -609,8 +609,8 @@ static void test_the_mean_takes_the_strictest_case_level(void **state)
     proposal_init(&p, 5);
     add_case(&p, 0.9, 0.01, 40, 1.0);
     add_case(&p, 0.9, 0.01, 40, 1.0);
-    p.cases[0].looks = 4;
-    p.cases[1].looks = 1;
+    p.cases[0].look_share = 0.25;
+    p.cases[1].look_share = 1;
     ppb_verdict_rules rules;
     ppb_verdict_rules_default(&rules);
     ppb_verdict_report r;

@@ -121,11 +121,12 @@ static ppb_ab_pair_view view_of(sim_proposal *sp, int i, const char *key)
                           .res = {&sp->res[i][0], &sp->res[i][1]}};
     if (sp->seq[i].n[0] > 0) {
         v.sessions = sp->p->sampling.sessions;
-        v.looks = ppb_ab_case_looks(&sp->seq[i]);
+        ppb_seq_design d = ppb_ab_pair_design(sp->p, sp->n_pairs, v.sessions, 0);
+        v.look_share = ppb_ab_case_look_share(&sp->seq[i], &d);
         v.between_sd = sp->seq[i].between_sd;
         v.looks_taken = sp->seq[i].looks_taken;
         v.looks_planned = sp->seq[i].looks_planned;
-        v.stop_alpha = ppb_ab_pair_design(sp->p, sp->n_pairs, v.sessions, 0).alpha;
+        v.stop_alpha = d.alpha;
     }
     return v;
 }
@@ -165,6 +166,10 @@ static void store_sim(sim_proposal *sp, ppb_verdict_case *vcs, ppb_proposal_case
         }
 }
 
+/* 1: make_kernel_config decides and records as rule version 1 did (each
+ * case's interval at alpha / the looks planned, no look share stored). */
+static int sim_rule_version_1;
+
 /* kernel_config: n pairs, a pair per case. */
 static void make_kernel_config(sim_proposal *sp, int n, const double *ratio, double tau)
 {
@@ -183,6 +188,8 @@ static void make_kernel_config(sim_proposal *sp, int n, const double *ratio, dou
         ppb_case_shape_key(&sp->side[i][0], sp->shape_key[i], sizeof sp->shape_key[i]);
         sample_pair(sp, i, ratio[i], tau, n);
         v[i] = view_of(sp, i, sp->shape_key[i]);
+        if (sim_rule_version_1)
+            v[i].look_share = 1.0 / v[i].looks_planned;
         ppb_ab_pair_case(&v[i], &vcs[i]);
         ppb_ab_case_design(&v[i], 1, &pcs[i]);
         pcs[i].noise = NAN;
@@ -190,6 +197,11 @@ static void make_kernel_config(sim_proposal *sp, int n, const double *ratio, dou
         snprintf(pcs[i].candidate_key, sizeof pcs[i].candidate_key, "%s", sp->side[i][1].key);
     }
     store_sim(sp, vcs, pcs, n, "kernel_config");
+    if (sim_rule_version_1) {
+        sp->sv.rec->rule_version = 1;
+        for (int i = 0; i < n; i++)
+            sp->sv.pcs[i].look_share = NAN;
+    }
 }
 
 static void sim_free(sim_proposal *sp)
@@ -244,9 +256,36 @@ static void test_a_kernel_config_verdict_is_re_derived(void **state)
         assert_true(pc->looks_taken >= 1 && pc->looks_taken <= 3);
         assert_int_equal(pc->sessions, 3);
         assert_true(fabs(pc->stop_alpha - 0.05 / 4) < 1e-15);  /* 3 pairs + the mean */
-        assert_true(fabs(pc->alpha - 0.05 / 4 / 3) < 1e-15);   /* the family's share over the planned looks */
+        /* the family's share, times what the stopping look spent of it */
+        assert_true(pc->look_share > 0 && pc->look_share <= 1);
+        assert_true(fabs(pc->alpha - 0.05 / 4 * pc->look_share) < 1e-15);
         assert_true(pc->between_sd > 0);
     }
+    sim_free(sp);
+    free(sp);
+}
+
+/* A verdict of rule version 1 (Bonferroni over the looks planned, no look
+ * share stored) is decided again by its own rule and agrees; read as version
+ * 2 it would not. Under version 2 the stored share is what the interval spent:
+ * a changed one is a difference. */
+static void test_each_rule_version_spends_alpha_its_own_way(void **state)
+{
+    (void)state;
+    sim_proposal *sp = calloc(1, sizeof *sp);
+    sim_rule_version_1 = 1;
+    make_kernel_config(sp, 3, ratios, 0.02);
+    sim_rule_version_1 = 0;
+    ppb_verdict_recheck out = recheck(&sp->sv);
+    if (!out.agree)
+        fail_msg("version 1: %s", out.difference);
+    assert_int_equal(out.rule_version, 1);
+    sp->sv.rec->rule_version = 2;
+    assert_differs(&sp->sv, "alpha its interval spent");
+    sim_free(sp);
+    make_kernel_config(sp, 3, ratios, 0.02);
+    sp->sv.pcs[1].look_share *= 0.5;
+    assert_differs(&sp->sv, "case 1 (");
     sim_free(sp);
     free(sp);
 }
@@ -672,6 +711,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_kernel_config_verdict_is_re_derived),
+        cmocka_unit_test(test_each_rule_version_spends_alpha_its_own_way),
         cmocka_unit_test(test_a_changed_sample_is_a_difference),
         cmocka_unit_test(test_a_changed_session_changes_the_spread),
         cmocka_unit_test(test_the_looks_come_from_the_rounds_and_the_design),
