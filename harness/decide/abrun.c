@@ -376,7 +376,9 @@ static int decide_and_store(ab_ctx *x, ppb_proposal_record *rec, ppb_verdict_rep
         snprintf(pc->candidate_key, sizeof pc->candidate_key, "%s",
                  chunked ? "(all candidate chunks)" : x->pairs[i].side[1].key);
     }
-    rc = ppb_verdict_store(x->store, vcs, n_cases, &x->p->rules, rec, pcs, rep, err);
+    ppb_verdict_rules rules = x->p->rules;
+    rules.budget_ms = sp->budget_ms;
+    rc = ppb_verdict_store(x->store, vcs, n_cases, &rules, rec, pcs, rep, err);
 end:
     free(vcs);
     free(pcs);

@@ -415,7 +415,7 @@ static double settle_factor(const ppb_geomean *g, double need)
 
 /* The "could see" note every verdict ends with, and for an INCONCLUSIVE mean
  * what would likely settle it. */
-static int detectable_notes(ppb_verdict_report *out, double need, line_list *notes)
+static int detectable_notes(ppb_verdict_report *out, double need, double budget_ms, line_list *notes)
 {
     const ppb_geomean *g = &out->geomean;
     if (!out->have_geomean || !g->bounded)
@@ -437,6 +437,11 @@ static int detectable_notes(ppb_verdict_report *out, double need, line_list *not
         return add_line(notes, "note: the weighted mean sits on the %g%% gain boundary: more than %.0fx the samples "
                                "would be needed to settle it",
                         100 * need, SETTLE_CAP);
+    if (out->settle_factor > 0 && budget_ms > 0)
+        return add_line(notes, "note: about %.1fx this run's samples would likely settle the weighted mean against the "
+                               "%g%% gain boundary, if the effect is as measured: a sampling budget_ms of about %.0f "
+                               "(this run's: %.0f), max_rounds permitting",
+                        out->settle_factor, 100 * need, out->settle_factor * budget_ms, budget_ms);
     if (out->settle_factor > 0)
         return add_line(notes, "note: about %.1fx this run's samples would likely settle the weighted mean against the "
                                "%g%% gain boundary, if the effect is as measured",
@@ -617,7 +622,7 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
         rc = move_lines(&final, &unresolved);
     }
     if (!rc)
-        rc = detectable_notes(out, rules->min_gain > t ? rules->min_gain : t, &notes);
+        rc = detectable_notes(out, rules->min_gain > t ? rules->min_gain : t, rules->budget_ms, &notes);
     if (!rc)
         rc = move_lines(&final, &notes);
     if (rc) {

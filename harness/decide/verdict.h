@@ -73,6 +73,10 @@ typedef struct ppb_verdict_rules {
     int method;             /* ppb_interval_method */
     int bootstrap_reps;     /* at least this many replicates (raised to what alpha needs) */
     uint64_t seed;          /* bootstrap seed */
+    /* Not a rule, said beside one: each pair's sampling budget (propose's
+     * sampling.budget_ms), so an INCONCLUSIVE mean's note can name the budget
+     * that would likely settle it; 0 when the samples came otherwise. */
+    double budget_ms;
 } ppb_verdict_rules;
 
 /* min_gain 0.02, max_regression 0.05, require_correct 1, threshold 0.01,

@@ -148,6 +148,7 @@ static int rules_of(const ppb_proposal_record *rec, ppb_verdict_rules *rules, pp
     rules->require_correct = rec->require_correct;
     rules->bootstrap_reps = rec->bootstrap_reps;
     rules->seed = rec->seed;
+    rules->budget_ms = rec->budget_ms > 0 ? rec->budget_ms : 0;
     rules->method = ppb_interval_method_parse(rec->method);
     if (rules->method < 0)
         return ppb_fail(err, PPB_EINPUT, "proposal %lld: unknown interval method '%s'", (long long)rec->id,

@@ -675,6 +675,17 @@ static void test_detectable_and_settle_notes(void **state)
         double d = log(r.geomean.ratio), b = -log(1.02), side = log(r.geomean.ratio_hi) - d;
         assert_true(fabs(r.settle_factor - (side / (b - d)) * (side / (b - d))) < 1e-9);
         factor[k] = r.settle_factor;
+        assert_false(has_reason(&r, "budget_ms", NULL)); /* no budget given: none named */
+        ppb_verdict_report_free(&r);
+        /* given the pairs' budget, the note names the budget that would likely settle it */
+        rules.budget_ms = 20000;
+        assert_int_equal(decide(&p, &rules, &r), 0);
+        char want_budget[96];
+        snprintf(want_budget, sizeof want_budget, "a sampling budget_ms of about %.0f (this run's: 20000)",
+                 factor[k] * 20000);
+        if (!has_reason(&r, want_budget, NULL))
+            fail_msg("no '%s' among the reasons", want_budget);
+        rules.budget_ms = 0;
         ppb_verdict_report_free(&r);
     }
     assert_true(factor[1] < factor[0]);

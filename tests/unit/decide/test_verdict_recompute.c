@@ -89,6 +89,7 @@ static void sim_rules(ppb_proposal *p)
     p->sampling.max_rounds = 8;
     p->sampling.sessions = 3;
     p->sampling.budget_ms = 1e12;
+    p->rules.budget_ms = p->sampling.budget_ms; /* as abrun decides: the notes may name it */
     snprintf(p->name, sizeof p->name, "sim");
 }
 
