@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ppb_kernel_abi.h"
 
@@ -452,16 +453,83 @@ static int decode_v2_launch(void *ctx, const ppbk_device *dev, const ppbk_decode
     return PPBK_OK;
 }
 
+/* ---- a known effect of real work (built with -DEXTRA_WORK_PERCENT=N) ------------ */
+
+#ifdef EXTRA_WORK_PERCENT
+/* example-cpu-workN: the same kernels, each launch followed by extra
+ * arithmetic for N% of the CPU time the launch itself took. Calibration's
+ * usual known effect multiplies the candidate's measured times exactly; this
+ * one is work the machine really does, so under load it stretches and
+ * scatters as a real slowdown would (an extra 10% of CPU measured 4.6-18% per
+ * process on a loaded 2-core runner). Thread CPU time, not wall time, sizes
+ * it: the effect stays N% of the kernel's work whatever else runs. */
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+#define PLUGIN_NAME "example-cpu-work" STRINGIFY(EXTRA_WORK_PERCENT)
+
+static double thread_cpu_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Arithmetic the compiler cannot drop, until `seconds` of CPU time passed. */
+static void extra_work(double seconds)
+{
+    const double until = thread_cpu_seconds() + seconds;
+    volatile double x = 1.0;
+    while (thread_cpu_seconds() < until)
+        for (int i = 0; i < 256; i++)
+            x = x * 1.0000001 + 1e-9;
+}
+
+#define WITH_EXTRA_WORK(call)                                                                      \
+    do {                                                                                            \
+        double t0 = thread_cpu_seconds();                                                           \
+        int rc = (call);                                                                            \
+        if (rc == PPBK_OK)                                                                          \
+            extra_work((thread_cpu_seconds() - t0) * EXTRA_WORK_PERCENT / 100.0);                   \
+        return rc;                                                                                  \
+    } while (0)
+
+static int prefill_launch_worked(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                                 const ppb_prefill_args *a, void *stream, char *why, size_t why_len)
+{
+    WITH_EXTRA_WORK(prefill_launch(ctx, dev, cfg, a, stream, why, why_len));
+}
+
+static int decode_v1_launch_worked(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg,
+                                   const ppb_decode_args *a, void *stream, char *why, size_t why_len)
+{
+    WITH_EXTRA_WORK(decode_v1_launch(ctx, dev, cfg, a, stream, why, why_len));
+}
+
+static int decode_v2_launch_worked(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg,
+                                   const ppb_decode_args *a, void *stream, char *why, size_t why_len)
+{
+    WITH_EXTRA_WORK(decode_v2_launch(ctx, dev, cfg, a, stream, why, why_len));
+}
+#define PREFILL_LAUNCH prefill_launch_worked
+#define DECODE_V1_LAUNCH decode_v1_launch_worked
+#define DECODE_V2_LAUNCH decode_v2_launch_worked
+#else
+#define PLUGIN_NAME "example-cpu"
+#define PREFILL_LAUNCH prefill_launch
+#define DECODE_V1_LAUNCH decode_v1_launch
+#define DECODE_V2_LAUNCH decode_v2_launch
+#endif
+
 /* ---- the table ppbench reads --------------------------------------------------- */
 
-static const ppbk_prefill_ops prefill_ops = {prefill_refuse, prefill_launch, NULL};
-static const ppbk_decode_ops decode_v1_ops = {decode_v1_refuse, decode_v1_launch, NULL};
-static const ppbk_decode_ops decode_v2_ops = {decode_v2_refuse, decode_v2_launch, NULL};
+static const ppbk_prefill_ops prefill_ops = {prefill_refuse, PREFILL_LAUNCH, NULL};
+static const ppbk_decode_ops decode_v1_ops = {decode_v1_refuse, DECODE_V1_LAUNCH, NULL};
+static const ppbk_decode_ops decode_v2_ops = {decode_v2_refuse, DECODE_V2_LAUNCH, NULL};
 
 static const ppbk_impl example_cpu = {
     .abi_version = PPBK_ABI_VERSION,
     .struct_size = sizeof(ppbk_impl),
-    .name = "example-cpu",
+    .name = PLUGIN_NAME,
     .version = "1",
     .source = "ppbench tests/plugin/example_cpu_plugin.c",
     .backends = PPBK_BACKEND_CPU,
