@@ -12,12 +12,19 @@
 #                of each later run against the one before it: the share of ACCEPT/REJECT
 #   trend        `ppbench trend` over those plain nights (alerts on noise), then on a copy of the database
 #                whose last one and two nights have every median x1.03 (a sustained 3% step)
+#   work         a known effect of real work (not in the default steps: it needs the test plugins of a
+#                build with tests, PLUGINS): WORK_PROPOSALS separate proposals of the example CPU plugin
+#                against its build doing WORK_PERCENT% more arithmetic per launch, each way round
+#                (candidate slower: share REJECTed; candidate faster: share ACCEPTed), at the default
+#                rules and sampling budget, over WORK_FILTER's cases
 #
 # Environment: PPB (the binary, default build/ppbench), BACKEND (cpu), SUITE (suites/smoke.yaml),
 # FILTER (5 cases of it), KNOBS (the A/A proposal's config, both sides), RUN_FILTER (the plain runs'
 # cases), PAIRS (500), PROPOSALS (100), KNOWN (30), RUNS (16), LOAD (busy processes running beside
 # the study, default 1), EFFECTS and EFFECT_PAIRS (calibrate's known effects). Writes OUT_DIR/summary.txt
-# and the database.
+# and the database. For `work`: PLUGINS (default build/tests/plugins), WORK_PERCENT (10; a
+# libppbk_example_cpu_workN.so must exist: tests/plugin/CMakeLists.txt builds 0 3 10 50),
+# WORK_PROPOSALS (20), WORK_FILTER (2 of the study's cases).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:?usage: scripts/noise-study.sh OUT_DIR [STEP...]}
@@ -34,6 +41,8 @@ KNOBS=${KNOBS:-"{block_m: 16, block_n: 32, num_warps: 4}"}
 RUN_FILTER=${RUN_FILTER:-$FILTER,block_n=32}
 EFFECTS=${EFFECTS:-0.01,0.02,0.03,0.05} EFFECT_PAIRS=${EFFECT_PAIRS:-100}
 PAIRS=${PAIRS:-500} PROPOSALS=${PROPOSALS:-100} KNOWN=${KNOWN:-30} RUNS=${RUNS:-16} LOAD=${LOAD:-1}
+PLUGINS=${PLUGINS:-$root/build/tests/plugins} WORK_PERCENT=${WORK_PERCENT:-10} WORK_PROPOSALS=${WORK_PROPOSALS:-20}
+WORK_FILTER=${WORK_FILTER:-$FILTER,block_n=32,context_len=37,ragged=false}
 db=$out/study.db
 summary=$out/summary.txt
 
@@ -136,6 +145,31 @@ for step in "${steps[@]}"; do
       set -e
       say "trend with a 3% step in the last $nights night(s): exit $rc," \
           "$(grep -cE '^regression ' "$out/trend-step$nights.txt") case(s) alerted"
+    done
+    ;;
+  work)
+    [ -f "$PLUGINS/libppbk_example_cpu_work$WORK_PERCENT.so" ] \
+      || { echo "noise-study: no libppbk_example_cpu_work$WORK_PERCENT.so in $PLUGINS" >&2; exit 2; }
+    for way in slower faster; do
+      base=0 cand=$WORK_PERCENT want=REJECT
+      [ $way = faster ] && base=$WORK_PERCENT cand=0 want=ACCEPT
+      name=noise-study-work$WORK_PERCENT-$way
+      cat >"$out/$name.yaml" <<EOF
+name: $name
+kind: kernel_config
+suite: $SUITE
+filter: "$WORK_FILTER"
+baseline: {impl: "plugin:example-cpu-work$base", block_m: 16, block_n: 32, num_warps: 4}
+candidate: {impl: "plugin:example-cpu-work$cand", block_m: 16, block_n: 32, num_warps: 4}
+EOF
+      for _ in $(seq 1 "$WORK_PROPOSALS"); do
+        "$PPB" propose "$out/$name.yaml" --db "$db" --backend "$BACKEND" --plugin "$PLUGINS" >/dev/null 2>&1 || true
+      done
+      read -r n hit acc rej ratios < <(sql "SELECT count(*), sum(verdict = '$want'), sum(verdict = 'ACCEPT'),
+          sum(verdict = 'REJECT'), group_concat(printf('%.3f', geomean_ratio), ' ') FROM proposals WHERE name = '$name'" |
+        tr '|' ' ')
+      say "real work, candidate $WORK_PERCENT% $way (example-cpu-work$WORK_PERCENT on that side): $hit of $n $want" \
+          "($acc ACCEPT, $rej REJECT in all); weighted means: $ratios"
     done
     ;;
   *) echo "unknown step $step" >&2; exit 2;;
