@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "matrix.h"
 #include "results_table.h"
+#include "run_doc.h"
 #include "runner.h"
 #include "store.h"
 #include "suite.h"
@@ -242,7 +243,7 @@ int cmd_run(int argc, char **argv)
         return ppb_cli_fail("run", PPB_EIO, &err);
     }
     int exit_code = run_exit_code(&sum, &counts, &expected, o.db_path);
-    if (ppb_cli_stored_docs("run", s, 1, sum.run_id, exit_code, co.json, co.md))
+    if (ppb_cli_run_docs("run", s, sum.run_id, exit_code, co.json, co.md))
         exit_code = PPB_EXIT_RUNTIME;
     ppb_store_close(s);
     return exit_code;
