@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "doc_text.h"
+#include "measured.h"
 
 /* An environment entry of the run as JSON: text, or its leading integer (0
  * without one) as SQLite's CAST(value AS INTEGER) reads it; null when the run
@@ -168,6 +169,12 @@ static int run_json(ppb_store *s, int64_t run_id, const char *command, int exit_
     fputs("},\"device\":", out);
     if ((rc = ppb_run_device_json(s, run, out, err)))
         goto end;
+    /* how to read its timings: CPU timings, a machine loaded past its cores */
+    ppb_measured m;
+    if ((rc = ppb_measured_read(s, run_id, &m, err)))
+        goto end;
+    fputs(",\"measured\":", out);
+    ppb_measured_json(&m, out);
     fputs(",\"counts\":", out);
     if ((rc = counts_json(s, run_id, out, err)))
         goto end;
@@ -253,9 +260,12 @@ int ppb_run_doc_markdown(ppb_store *s, int64_t run_id, int exit_code, FILE *out,
 {
     ppb_run_info *run = malloc(sizeof *run);
     int counts[PPB_STATUS_COUNT];
+    ppb_measured m;
     int rc = run ? ppb_store_get_run(s, run_id, run, err) : ppb_fail(err, PPB_ENOMEM, "out of memory");
     if (!rc)
         rc = ppb_store_run_status_counts(s, run_id, counts, err);
+    if (!rc)
+        rc = ppb_measured_read(s, run_id, &m, err);
     if (!rc) {
         fprintf(out, "### ppbench run %lld: ", (long long)run_id);
         ppb_md_text(out, run->suite_name);
@@ -270,8 +280,9 @@ int ppb_run_doc_markdown(ppb_store *s, int64_t run_id, int exit_code, FILE *out,
                 first = 0;
             }
         fputs(".\n", out);
-        run_md m = {out, 0};
-        rc = ppb_store_each_result(s, run_id, md_untimed_case, &m, err);
+        ppb_measured_markdown(&m, 1, out);
+        run_md md = {out, 0};
+        rc = ppb_store_each_result(s, run_id, md_untimed_case, &md, err);
     }
     free(run);
     return rc;

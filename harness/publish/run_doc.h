@@ -16,13 +16,15 @@
 #define PPB_RUNS_SCHEMA "ppbench-runs/1"
 
 /* The run, the `command` that wrote the document and its `exit_code`, the
- * device (details from the environment the session recorded), counts by status
+ * device (details from the environment the session recorded), how it was
+ * measured (measured.h: CPU timings, the load warning), counts by status
  * (every status, 0 included), the environment, and per case the key,
  * implementation, status, reason, samples, median and quartiles, rates and the
  * check's errors (the full data, samples included, is `ppbench export`). One
  * JSON object and a newline; the caller checks the stream. */
 int ppb_run_doc_json(ppb_store *s, int64_t run_id, const char *command, int exit_code, FILE *out, ppb_err *err);
-/* The run's counts by status and a row for every case that was not timed. */
+/* The run's counts by status, the notes on how it was measured (measured.h)
+ * and a row for every case that was not timed. */
 int ppb_run_doc_markdown(ppb_store *s, int64_t run_id, int exit_code, FILE *out, ppb_err *err);
 /* Every stored run, newest first: the fields of ppbench-run/1's "run" and each
  * run's counts by status. */

@@ -6,6 +6,7 @@
 
 #include "doc_text.h"
 #include "grow.h"
+#include "measured.h"
 #include "run_doc.h"
 #include "verdict.h"
 
@@ -17,15 +18,6 @@ static void json_run_id(FILE *out, int64_t id)
         fprintf(out, "%lld", (long long)id);
     else
         fputs("null", out); /* a proposal that ran nothing, a run of another database */
-}
-
-/* A REAL as SQLite's JSON writes one (15 digits, always with a decimal point or
- * an exponent), so a reader's float stays a float (2.0, not 2). */
-static void json_real(FILE *out, double v)
-{
-    char buf[40];
-    snprintf(buf, sizeof buf, "%.15g", v);
-    fprintf(out, "%s%s", buf, strpbrk(buf, ".en") ? "" : ".0");
 }
 
 /* What was measured, from the candidate's run, so a verdict from a CPU job never
@@ -43,16 +35,11 @@ static int measured_json(ppb_store *s, int64_t run_id, FILE *out, ppb_err *err)
         fputs("null", out);
         return PPB_OK;
     }
-    const struct {
-        const char *name, *value;
-    } text[] = {{"backend", run->backend}, {"device", run->device}};
-    fputc('{', out);
-    for (size_t i = 0; i < sizeof text / sizeof *text; i++) {
-        fprintf(out, "\"%s\":", text[i].name);
-        ppb_json_string(out, text[i].value);
-        fputc(',', out);
-    }
-    fprintf(out, "\"cpu_timings\":%s,\"host\":", strcmp(run->backend, "cpu") == 0 ? "true" : "false");
+    fputs("{\"backend\":", out);
+    ppb_json_string(out, run->backend);
+    fputs(",\"device\":", out);
+    ppb_json_string(out, run->device);
+    fprintf(out, ",\"cpu_timings\":%s,\"host\":", strcmp(run->backend, "cpu") == 0 ? "true" : "false");
     ppb_json_string(out, run->host);
     fputs(",\"git_commit\":", out);
     ppb_json_string(out, run->git_commit);
@@ -61,22 +48,10 @@ static int measured_json(ppb_store *s, int64_t run_id, FILE *out, ppb_err *err)
     fputs(",\"device_details\":", out);
     rc = ppb_run_device_json(s, run, out, err);
     /* the machine's load as the candidate run ended: above its cores, timings were disturbed */
-    char load[128], cores[32];
-    int has_load = rc ? 0 : ppb_store_get_env(s, run_id, "after.loadavg", load, sizeof load, err);
-    int has_cores = has_load < 0 ? has_load : ppb_store_get_env(s, run_id, "after.cpu_cores", cores, sizeof cores, err);
-    if (!rc && (has_load < 0 || has_cores < 0))
-        rc = has_load < 0 ? has_load : has_cores;
-    if (!rc) {
-        fputs(",\"load_average\":", out);
-        if (has_load)
-            json_real(out, atof(load));
-        else
-            fputs("null", out);
-        fputs(",\"cpu_cores\":", out);
-        if (has_cores)
-            fprintf(out, "%lld", strtoll(cores, NULL, 10));
-        else
-            fputs("null", out);
+    ppb_measured m;
+    if (!rc && !(rc = ppb_measured_read(s, run_id, &m, err))) {
+        fputc(',', out);
+        ppb_measured_json_load(&m, out);
     }
     fputc('}', out);
     free(run);
@@ -300,6 +275,8 @@ int ppb_verdict_markdown(ppb_store *s, const ppb_proposal_record *rec, const ppb
     if (rec->target[0])
         fprintf(out, ", target %s", rec->target);
     fputs(".\n", out);
+    ppb_measured m;
+    int measured = 0;
     if (rec->candidate_run && ppb_store_get_run(s, rec->candidate_run, run, err) == PPB_OK) {
         int cpu = strcmp(run->backend, "cpu") == 0;
         fprintf(out, "Measured on the %s backend, ", run->backend);
@@ -307,6 +284,7 @@ int ppb_verdict_markdown(ppb_store *s, const ppb_proposal_record *rec, const ppb
         fputs(", commit ", out);
         ppb_md_text(out, run->git_commit[0] ? run->git_commit : "unknown");
         fputs(cpu ? ": **CPU timings**, which say nothing about a GPU.\n" : ".\n", out);
+        measured = ppb_measured_read(s, rec->candidate_run, &m, err) == PPB_OK;
     }
     if (!isnan(rec->geomean_ratio)) {
         char iv[120];
@@ -319,6 +297,8 @@ int ppb_verdict_markdown(ppb_store *s, const ppb_proposal_record *rec, const ppb
     else if (isfinite(rec->detectable))
         fprintf(out, "This run could see a change of the mean of %.1f%% or more (%.0f%% power); smaller effects "
                      "read as no difference.\n", 100 * rec->detectable, 100 * PPB_DETECT_POWER);
+    if (measured)
+        ppb_measured_markdown(&m, 0, out); /* CPU timings are said above, their own way */
     fputs("\n| state | class | time ratio | interval | candidate case |\n| --- | --- | --- | --- | --- |\n", out);
     for (int i = 0; i < n_cases; i++)
         md_case(out, &cases[i]);
