@@ -127,8 +127,8 @@ for suite in "${suites[@]}"; do
   rc=$?
   wait # for tee: run-NAME.err is whole before it is read
   [ -f "$report/run-$name.md" ] && { cat "$report/run-$name.md"; echo; } >>"$report/summary.md"
-  # The run id from the document (ppbench-run/1 keeps run.id its first field: RUN_JSON_FIELDS in
-  # harness/store/store.c), not from the table's wording; the runner needs no JSON parser.
+  # The run id from the document (ppbench-run/1 keeps run.id its first field: run_fields_json in
+  # harness/publish/run_doc.c), not from the table's wording; the runner needs no JSON parser.
   id=$(sed -n 's/^{"schema":"ppbench-run\/1",.*"run":{"id":\([0-9][0-9]*\),.*/\1/p' "$report/run-$name.json" 2>/dev/null)
   case "$rc" in
     0) say "run $name: run $id, every case correct" ;;

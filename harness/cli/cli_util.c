@@ -6,6 +6,7 @@
 #include "doc_text.h"
 #include "fetch.h"
 #include "files.h"
+#include "run_doc.h"
 #include "verdict.h"
 #include "verdict_doc.h"
 
@@ -245,34 +246,60 @@ int ppb_cli_write_doc(const char *cmd, const char *path, ppb_cli_doc_fn fn, void
     return rc ? PPB_EXIT_RUNTIME : 0;
 }
 
-typedef struct stored_doc {
+typedef struct run_doc_ctx {
     const char *cmd;
     ppb_store *s;
-    int is_run;        /* 1: a run's outcome; 0: a proposal's verdict */
-    int64_t id;
+    int64_t run_id;
     int exit_code;
-} stored_doc;
+} run_doc_ctx;
 
-static int stored_json(void *ctx, FILE *out, ppb_err *err)
+static int run_json(void *ctx, FILE *out, ppb_err *err)
 {
-    stored_doc *d = ctx;
-    return d->is_run ? ppb_store_run_json(d->s, d->id, d->cmd, d->exit_code, out, err)
-                     : ppb_store_proposal_json(d->s, d->id, d->cmd, d->exit_code, out, err);
+    const run_doc_ctx *d = ctx;
+    return ppb_run_doc_json(d->s, d->run_id, d->cmd, d->exit_code, out, err);
 }
 
-static int stored_markdown(void *ctx, FILE *out, ppb_err *err)
+static int run_markdown(void *ctx, FILE *out, ppb_err *err)
 {
-    stored_doc *d = ctx;
-    return d->is_run ? ppb_run_markdown(d->s, d->id, d->exit_code, out, err)
-                     : ppb_verdict_markdown(d->s, d->id, out, err);
+    const run_doc_ctx *d = ctx;
+    return ppb_run_doc_markdown(d->s, d->run_id, d->exit_code, out, err);
 }
 
-int ppb_cli_stored_docs(const char *cmd, ppb_store *s, int is_run, int64_t id, int exit_code, const char *json_path,
-                        const char *md_path)
+int ppb_cli_run_docs(const char *cmd, ppb_store *s, int64_t run_id, int exit_code, const char *json_path,
+                     const char *md_path)
 {
-    stored_doc d = {cmd, s, is_run, id, exit_code};
-    int rc = ppb_cli_write_doc(cmd, json_path, stored_json, &d);
-    return rc ? rc : ppb_cli_write_doc(cmd, md_path, stored_markdown, &d);
+    run_doc_ctx d = {cmd, s, run_id, exit_code};
+    int rc = ppb_cli_write_doc(cmd, json_path, run_json, &d);
+    return rc ? rc : ppb_cli_write_doc(cmd, md_path, run_markdown, &d);
+}
+
+typedef struct verdict_doc_ctx {
+    const char *cmd;
+    ppb_store *s;
+    const ppb_proposal_record *rec;
+    const ppb_proposal_case *cases;
+    int n_cases;
+    int exit_code;
+} verdict_doc_ctx;
+
+static int verdict_json(void *ctx, FILE *out, ppb_err *err)
+{
+    const verdict_doc_ctx *d = ctx;
+    return ppb_verdict_json(d->s, d->rec, d->cases, d->n_cases, d->cmd, d->exit_code, out, err);
+}
+
+static int verdict_markdown(void *ctx, FILE *out, ppb_err *err)
+{
+    const verdict_doc_ctx *d = ctx;
+    return ppb_verdict_markdown(d->s, d->rec, d->cases, d->n_cases, out, err);
+}
+
+int ppb_cli_verdict_docs(const char *cmd, ppb_store *s, const ppb_proposal_record *rec, const ppb_proposal_case *cases,
+                         int n_cases, int exit_code, const char *json_path, const char *md_path)
+{
+    verdict_doc_ctx d = {cmd, s, rec, cases, n_cases, exit_code};
+    int rc = ppb_cli_write_doc(cmd, json_path, verdict_json, &d);
+    return rc ? rc : ppb_cli_write_doc(cmd, md_path, verdict_markdown, &d);
 }
 
 int ppb_cli_backend(const char *cmd, const char *text)

@@ -77,10 +77,13 @@ int ppb_cli_fail(const char *cmd, int rc, const ppb_err *err);
  * for a stream error). 0, or PPB_EXIT_RUNTIME after printing the error. */
 typedef int (*ppb_cli_doc_fn)(void *ctx, FILE *out, ppb_err *err);
 int ppb_cli_write_doc(const char *cmd, const char *path, ppb_cli_doc_fn fn, void *ctx);
-/* --json FILE|- and --markdown FILE|- (either may be NULL) of what is stored:
- * a run's outcome (is_run, id = the run) or a proposal's verdict (id = the proposal). */
-int ppb_cli_stored_docs(const char *cmd, ppb_store *s, int is_run, int64_t id, int exit_code, const char *json_path,
-                        const char *md_path);
+/* --json FILE|- and --markdown FILE|- (either may be NULL), with `exit_code` in
+ * them: a stored run's outcome (run_doc.h), read from s; */
+int ppb_cli_run_docs(const char *cmd, ppb_store *s, int64_t run_id, int exit_code, const char *json_path,
+                     const char *md_path);
+/* a verdict as the command decided and stored it (verdict_doc.h), s holding its runs. */
+int ppb_cli_verdict_docs(const char *cmd, ppb_store *s, const ppb_proposal_record *rec, const ppb_proposal_case *cases,
+                         int n_cases, int exit_code, const char *json_path, const char *md_path);
 /* --backend NAME: auto, cpu or cuda (a usage error otherwise, exit 2). */
 int ppb_cli_backend(const char *cmd, const char *text);
 /* A date: YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS[Z] (UTC), a real calendar date,

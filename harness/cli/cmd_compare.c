@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "results_table.h"
 #include "run_compare.h"
+#include "verdict_doc.h"
 
 static void usage(FILE *out)
 {
@@ -299,10 +300,11 @@ int cmd_compare(int argc, char **argv)
     rec.baseline_run = sa == s ? id[0] : 0; /* a run of another database has no row here */
     rec.candidate_run = id[1];
     if (!(rc = ppb_run_compare_store(s, rcs, n, &co.rules, &rec, pcs, &rep, &err)))
-        rc = ppb_print_proposal(s, rec.id, ppb_cli_human(&o), &err);
+        rc = ppb_print_proposal(&rec, pcs, n, ppb_cli_human(&o), &err);
     if (!rc)
         say_history_short(&rep, n, &co.rules, names[1], (long long)id[0], (long long)id[1]);
-    docs_rc = rc ? 0 : ppb_cli_stored_docs("compare", s, 0, rec.id, ppb_cli_verdict_exit(rec.verdict), o.json, o.md);
+    docs_rc = rc ? 0
+                 : ppb_cli_verdict_docs("compare", s, &rec, pcs, n, ppb_cli_verdict_exit(rec.verdict), o.json, o.md);
 end:
     if (rc)
         fprintf(stderr, "ppbench compare: %s\n", err.msg);

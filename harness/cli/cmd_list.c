@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "doc_text.h"
 #include "matrix.h"
+#include "run_doc.h"
 #include "store.h"
 #include "suite.h"
 
@@ -75,7 +76,7 @@ static int list_opt(void *ctx, int opt, char *arg)
 
 static int runs_json(void *ctx, FILE *out, ppb_err *err)
 {
-    return ppb_store_runs_json(ctx, out, err);
+    return ppb_runs_doc_json(ctx, out, err);
 }
 
 static int list_runs(const ppb_cli_opts *co)

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "matrix.h"
 #include "results_table.h"
+#include "run_doc.h"
 #include "runner.h"
 #include "store.h"
 #include "suite.h"
@@ -71,25 +72,13 @@ static int tally_expected(void *ctx, const ppb_case *c, const ppb_result *r)
     return 0;
 }
 
-/* The run's suite (as stored: a resumed run's too) and its expect_wrong: rules
- * over the results; a suite that no longer loads expects nothing. */
-static int count_expected_wrong(ppb_store *s, int64_t run_id, expected_wrong *e, ppb_err *err)
+/* The suite's expect_wrong: rules over the run's stored results (a resumed
+ * run's too), with the suite as the run handed it over. */
+static int count_expected_wrong(ppb_store *s, const ppb_suite *suite, int64_t run_id, expected_wrong *e, ppb_err *err)
 {
     memset(e, 0, sizeof *e);
-    ppb_run_info *run = malloc(sizeof *run);
-    ppb_suite *suite = malloc(sizeof *suite);
-    ppb_err ignored;
-    int rc = run && suite ? ppb_store_get_run(s, run_id, run, err) : ppb_fail(err, PPB_ENOMEM, "out of memory");
-    if (!rc && ppb_suite_load(run->suite_path, suite, &ignored) == PPB_OK) {
-        e->suite = suite;
-        if (suite->n_expect_wrong)
-            rc = ppb_store_each_result(s, run_id, tally_expected, e, err);
-        ppb_suite_free(suite);
-        e->suite = NULL;
-    }
-    free(run);
-    free(suite);
-    return rc;
+    e->suite = suite;
+    return suite->n_expect_wrong ? ppb_store_each_result(s, run_id, tally_expected, e, err) : PPB_OK;
 }
 
 /* Interrupted, some case failed, nothing timed, or a pass; says why on stderr. */
@@ -226,24 +215,24 @@ int cmd_run(int argc, char **argv)
         return ppb_cli_exit(rc);
     }
 
-    /* The runner closed its own connection: this one prints what it stored. */
+    /* The table and the documents read the run through the connection the runner
+     * handed over: a resumed run's hold what the earlier process stored too. */
     FILE *human = ppb_cli_human(&co);
-    ppb_store *s = NULL;
     ppb_status_counts counts;
-    if (ppb_store_open(&s, o.db_path, &err) || ppb_print_results(s, sum.run_id, human, &counts, &err)) {
-        ppb_store_close(s);
-        return ppb_cli_fail("run", PPB_EIO, &err);
-    }
-    fprintf(human, "run %lld (%s backend%s) stored in %s\n", (long long)sum.run_id, sum.backend,
-            sum.timing_is_cpu ? ", CPU timings" : "", o.db_path);
     expected_wrong expected;
-    if (count_expected_wrong(s, sum.run_id, &expected, &err)) {
-        ppb_store_close(s);
+    rc = ppb_print_results(sum.store, sum.run_id, human, &counts, &err);
+    if (!rc) {
+        fprintf(human, "run %lld (%s backend%s) stored in %s\n", (long long)sum.run_id, sum.backend,
+                sum.timing_is_cpu ? ", CPU timings" : "", o.db_path);
+        rc = count_expected_wrong(sum.store, sum.suite, sum.run_id, &expected, &err);
+    }
+    if (rc) {
+        ppb_run_summary_close(&sum);
         return ppb_cli_fail("run", PPB_EIO, &err);
     }
     int exit_code = run_exit_code(&sum, &counts, &expected, o.db_path);
-    if (ppb_cli_stored_docs("run", s, 1, sum.run_id, exit_code, co.json, co.md))
+    if (ppb_cli_run_docs("run", sum.store, sum.run_id, exit_code, co.json, co.md))
         exit_code = PPB_EXIT_RUNTIME;
-    ppb_store_close(s);
+    ppb_run_summary_close(&sum);
     return exit_code;
 }

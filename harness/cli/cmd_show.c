@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "doc_text.h"
 #include "results_table.h"
+#include "run_doc.h"
 
 static void usage(FILE *out)
 {
@@ -78,7 +79,7 @@ typedef struct show_doc {
 static int show_json(void *ctx, FILE *out, ppb_err *err)
 {
     const show_doc *d = ctx;
-    return ppb_store_run_json(d->s, d->id, "show", PPB_EXIT_OK, out, err);
+    return ppb_run_doc_json(d->s, d->id, "show", PPB_EXIT_OK, out, err);
 }
 
 int cmd_show(int argc, char **argv)

@@ -275,7 +275,7 @@ int cmd_trend(int argc, char **argv)
     if (latest <= 0) {
         rc = ppb_fail(&err, latest < 0 ? PPB_EIO : PPB_EINPUT, "no %s run of suite '%s' in the database",
                       t.kinds ? t.kinds : "plain", name);
-    } else {
+    } else if (!(rc = ppb_measured_read(t.s, latest, &t.doc.measured, &err))) {
         t.doc.latest_run = latest;
         fprintf(t.human, "suite %s: latest run %lld against its history (window %d, runs of kind %s)\n", name,
                 (long long)latest, t.opt.window, t.kinds ? t.kinds : "run");

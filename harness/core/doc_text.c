@@ -17,9 +17,12 @@ void ppb_format_double_exact(double x, char *buf, size_t cap)
 void ppb_json_string(FILE *out, const char *s)
 {
     fputc('"', out);
+    static const char short_escape[0x20] = {['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't'};
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p == '"' || *p == '\\')
             fprintf(out, "\\%c", *p);
+        else if (*p < 0x20 && short_escape[*p])
+            fprintf(out, "\\%c", short_escape[*p]);
         else if (*p < 0x20)
             fprintf(out, "\\u%04x", *p);
         else

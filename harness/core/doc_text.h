@@ -16,7 +16,8 @@ void ppb_format_double_exact(double x, char *buf, size_t cap);
 void ppb_format_fixed(char *buf, size_t len, double v, int decimals);
 /* A time ratio and its interval, "R [LO, HI]", each as ppb_format_fixed(.., 4). */
 void ppb_format_interval(char *buf, size_t len, double r, double lo, double hi);
-/* RFC 8259: quote, backslash and control characters escaped. */
+/* RFC 8259: quote, backslash and control characters escaped (\b \f \n \r \t in
+ * their short form, as SQLite's JSON functions write them; the rest \u00XX). */
 void ppb_json_string(FILE *out, const char *s);
 /* Exact, or null for NaN and infinities (JSON has neither). */
 void ppb_json_number(FILE *out, double v);

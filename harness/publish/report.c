@@ -15,6 +15,7 @@
 #include "doc_text.h"
 #include "files.h"
 #include "grow.h"
+#include "measured.h"
 #include "provenance.h"
 #include "report_charts.h"
 #include "report_html.h"
@@ -659,17 +660,16 @@ static void set_verdict(rp_report *r, const char *verdict, const char *cls)
  * changes do (run, proposal and trend pages alike). */
 static void add_measurement_notes(rp_report *r)
 {
-    if (strcmp(r->run.backend, "cpu") == 0)
-        add_line(r->reasons, sizeof r->reasons,
-                 "note: CPU backend on %s: these are CPU timings and say nothing about a GPU", r->run.device);
-    const char *load = env_value(r->env, r->n_env, "after.loadavg");
-    const char *cores = env_value(r->env, r->n_env, "after.cpu_cores");
-    double l1 = load ? atof(load) : 0, nc = cores ? atof(cores) : 0;
-    if (nc > 0 && l1 > nc)
-        add_line(r->reasons, sizeof r->reasons,
-                 "note: the load average was %.2f on %.0f cores when run %lld ended: its timings were disturbed, "
-                 "so a difference here may be the machine, not the code",
-                 l1, nc, (long long)r->run.id);
+    ppb_measured m;
+    ppb_measured_of(&r->run, env_value(r->env, r->n_env, "after.loadavg"),
+                    env_value(r->env, r->n_env, "after.cpu_cores"), &m);
+    char note[PPB_MEASURED_NOTE_MAX];
+    ppb_measured_cpu_note(&m, note, sizeof note);
+    if (note[0])
+        add_line(r->reasons, sizeof r->reasons, "note: %s", note);
+    ppb_measured_load_note(&m, note, sizeof note);
+    if (note[0])
+        add_line(r->reasons, sizeof r->reasons, "note: %s", note);
 }
 
 static void decide_run(rp_report *r)

@@ -1,6 +1,7 @@
 #include "results_table.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "doc_text.h"
@@ -80,39 +81,47 @@ static void print_interval(FILE *out, double r, double lo, double hi)
         fprintf(out, "%7s [ unbounded       ]", a);
 }
 
-static int print_proposal_case(void *ctx, const ppb_proposal_case *c)
+static void print_proposal_case(FILE *out, const ppb_proposal_case *c)
 {
-    FILE *out = ctx;
     fprintf(out, "%-11s %-10s ", c->state, c->cls[0] ? c->cls : "-");
     print_interval(out, c->ratio, c->ratio_lo, c->ratio_hi);
     fprintf(out, " %s\n", short_key(c->candidate_key));
-    return 0;
 }
 
-int ppb_print_proposal(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *err)
+/* Text from a file or the database, made safe for the terminal (a copy). */
+static char *term_text(const char *text, int keep_newlines)
 {
-    ppb_proposal_record rec;
-    int rc = ppb_store_get_proposal(s, proposal_id, &rec, err);
-    if (rc)
-        return rc;
-    ppb_term_clean(rec.name, 0);
-    ppb_term_clean(rec.kind, 0);
-    ppb_term_clean(rec.target, 0);
-    ppb_term_clean(rec.reasons, 1);
-    ppb_term_clean(rec.verdict, 0);
-    fprintf(out, "proposal %lld: %s (%s%s%s)\n", (long long)rec.id, rec.name, rec.kind,
-            rec.target[0] ? ", target " : "", rec.target);
-    fprintf(out, "%-11s %-10s %-26s %s\n", "state", "class", "time ratio cand/base [CI]",
-            "candidate case");
-    if ((rc = ppb_store_each_proposal_case(s, proposal_id, print_proposal_case, out, err)))
-        return rc;
-    if (!isnan(rec.geomean_ratio)) {
-        fprintf(out, "%-22s ", "weighted geometric mean");
-        print_interval(out, rec.geomean_ratio, rec.geomean_lo, rec.geomean_hi);
-        fputc('\n', out);
+    char *copy = strdup(text);
+    if (copy)
+        ppb_term_clean(copy, keep_newlines);
+    return copy;
+}
+
+int ppb_print_proposal(const ppb_proposal_record *rec, const ppb_proposal_case *cases, int n_cases, FILE *out,
+                       ppb_err *err)
+{
+    char *name = term_text(rec->name, 0), *kind = term_text(rec->kind, 0), *target = term_text(rec->target, 0),
+         *reasons = term_text(rec->reasons, 1), *verdict = term_text(rec->verdict, 0);
+    int rc = name && kind && target && reasons && verdict ? PPB_OK : ppb_fail(err, PPB_ENOMEM, "out of memory");
+    if (!rc) {
+        fprintf(out, "proposal %lld: %s (%s%s%s)\n", (long long)rec->id, name, kind, target[0] ? ", target " : "",
+                target);
+        fprintf(out, "%-11s %-10s %-26s %s\n", "state", "class", "time ratio cand/base [CI]", "candidate case");
+        for (int i = 0; i < n_cases; i++)
+            print_proposal_case(out, &cases[i]);
+        if (!isnan(rec->geomean_ratio)) {
+            fprintf(out, "%-22s ", "weighted geometric mean");
+            print_interval(out, rec->geomean_ratio, rec->geomean_lo, rec->geomean_hi);
+            fputc('\n', out);
+        }
+        fprintf(out, "%sverdict: %s\n", reasons, verdict);
     }
-    fprintf(out, "%sverdict: %s\n", rec.reasons, rec.verdict);
-    return PPB_OK;
+    free(name);
+    free(kind);
+    free(target);
+    free(reasons);
+    free(verdict);
+    return rc;
 }
 
 void ppb_format_run_time(const ppb_run_time *t, char *buf, size_t len)

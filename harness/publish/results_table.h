@@ -17,9 +17,10 @@ typedef struct ppb_status_counts {
 int ppb_print_results(ppb_store *s, int64_t run_id, FILE *out, ppb_status_counts *counts,
                       ppb_err *err);
 
-/* A stored proposal verdict: one row per case, the geometric mean, the
- * reasons and the verdict line. */
-int ppb_print_proposal(ppb_store *s, int64_t proposal_id, FILE *out, ppb_err *err);
+/* A verdict as decided and stored (propose, compare): one row per case, the
+ * geometric mean, the reasons and the verdict line. */
+int ppb_print_proposal(const ppb_proposal_record *rec, const ppb_proposal_case *cases, int n_cases, FILE *out,
+                       ppb_err *err);
 
 /* Where the run's wall time went and the harness's overhead, "wall W s =
  * device V + inputs A + check B + warm-up C + sampling D + store S + other E s;

@@ -43,7 +43,9 @@ void ppb_trend_doc_json(const ppb_trend_doc *d, int exit_code, FILE *out)
     fprintf(out, ",\"latest_run\":%lld,\"window\":%d,\"counts\":{", (long long)d->latest_run, d->window);
     for (int s = 0; s < PPB_TREND_STATUS_COUNT; s++)
         fprintf(out, "%s\"%s\":%d", s ? "," : "", ppb_trend_status_name(s), d->counts[s]);
-    fputs("},\"cases\":[", out);
+    fputs("},\"measured\":", out);
+    ppb_measured_json(&d->measured, out);
+    fputs(",\"cases\":[", out);
     for (int i = 0; i < d->n; i++) {
         const ppb_trend_result *r = &d->rows[i].res;
         fputs(i ? ",{\"key\":" : "{\"key\":", out);
@@ -84,6 +86,7 @@ void ppb_trend_doc_markdown(const ppb_trend_doc *d, FILE *out)
     for (int s = 0; s < PPB_TREND_STATUS_COUNT; s++)
         fprintf(out, "%s%d %s", s ? ", " : "", d->counts[s], ppb_trend_status_name(s));
     fputs(".\n", out);
+    ppb_measured_markdown(&d->measured, 1, out);
     if (strcmp(ppb_trend_doc_verdict(d), "NOT TIMED") == 0) {
         fputs("\nThe latest run timed no case: nothing to follow. The first: ", out);
         ppb_md_text(out, d->rows[0].res.reason);

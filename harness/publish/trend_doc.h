@@ -1,6 +1,7 @@
 /* A trend verdict as documents for CI: JSON (schema "ppbench-trend/1",
- * docs/CLI.md) and Markdown (a job summary). Filled by `ppbench trend` case by
- * case as it judges them. */
+ * docs/CLI.md) and Markdown (a job summary), with the notes on how the latest
+ * run was measured (measured.h). Filled by `ppbench trend` case by case as it
+ * judges them. */
 #ifndef PPB_TREND_DOC_H
 #define PPB_TREND_DOC_H
 
@@ -8,6 +9,7 @@
 #include <stdio.h>
 
 #include "case.h"
+#include "measured.h"
 #include "trend.h"
 
 #define PPB_TREND_SCHEMA "ppbench-trend/1"
@@ -20,6 +22,7 @@ typedef struct ppb_trend_row {
 typedef struct ppb_trend_doc {
     char suite[128];
     int64_t latest_run;
+    ppb_measured measured;                /* how the latest run was measured (CPU timings, the load) */
     int window;
     int counts[PPB_TREND_STATUS_COUNT];   /* by ppb_trend_status */
     ppb_trend_row *rows;

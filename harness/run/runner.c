@@ -708,9 +708,27 @@ end:
     free(todo_flags);
     shape_inputs_free(&x.inputs);
     ppb_session_close(&x.session);
+    /* What the caller reads of the run, it reads through this connection and this suite. */
+    if (!rc && (sum->suite = malloc(sizeof *sum->suite)) != NULL) {
+        sum->store = x.store;
+        *sum->suite = x.suite;
+        x.store = NULL;
+        memset(&x.suite, 0, sizeof x.suite);
+    } else if (!rc) {
+        rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+    }
     if (x.store)
         ppb_store_close(x.store);
     ppb_case_list_free(&x.cases);
     ppb_suite_free(&x.suite);
     return rc;
+}
+
+void ppb_run_summary_close(ppb_run_summary *sum)
+{
+    ppb_store_close(sum->store);
+    ppb_suite_free(sum->suite);
+    free(sum->suite);
+    sum->store = NULL;
+    sum->suite = NULL;
 }

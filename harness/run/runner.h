@@ -8,6 +8,8 @@
 #include <stdio.h>
 
 #include "ppb_error.h"
+#include "store.h"
+#include "suite.h"
 
 typedef struct ppb_run_options {
     const char *suite_path;
@@ -42,8 +44,17 @@ typedef struct ppb_run_summary {
     int interrupted;
     int timing_is_cpu;
     char backend[16];
+    /* After a run that returned 0, what the pipeline worked with, handed over
+     * (ppb_run_summary_close): its connection to the run's database, still
+     * open, for whatever the caller reads of the run (what this process and an
+     * earlier one, before --resume, stored); and the suite as it ran (a resumed
+     * run's as stored). NULL otherwise. */
+    ppb_store *store;
+    ppb_suite *suite;
 } ppb_run_summary;
 
 int ppb_run_suite(const ppb_run_options *opt, ppb_run_summary *sum, ppb_err *err);
+/* Close the database and free the suite the run handed over. */
+void ppb_run_summary_close(ppb_run_summary *sum);
 
 #endif

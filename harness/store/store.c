@@ -230,22 +230,6 @@ static void sql_json_number(sqlite3_context *ctx, int argc, sqlite3_value **argv
     sqlite3_result_text(ctx, buf, -1, SQLITE_TRANSIENT);
 }
 
-/* SQL function ppb_status_names(): the result statuses (ppb_status_name's
- * table, in its order) as a JSON array, so a document's per-status counts name
- * every status, 0 included, without a second list of them in SQL. */
-static void sql_status_names(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-    (void)argc;
-    (void)argv;
-    char buf[256];
-    size_t n = 0;
-    buf[n++] = '[';
-    for (int i = 0; strcmp(ppb_status_name(i), "unknown") != 0 && n < sizeof buf - 32; i++)
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\"%s\"", i ? "," : "", ppb_status_name(i));
-    snprintf(buf + n, sizeof buf - n, "]");
-    sqlite3_result_text(ctx, buf, -1, SQLITE_TRANSIENT);
-}
-
 static int exec_sql(ppb_store *s, const char *sql, const char *what, ppb_err *err)
 {
     char *msg = NULL;
@@ -639,9 +623,6 @@ static int register_functions(ppb_store *s, ppb_err *err)
     if (sqlite3_create_function_v2(s->db, "ppb_json_number", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
                                    NULL, sql_json_number, NULL, NULL, NULL) != SQLITE_OK)
         return sqlite_fail(s, err, "registering ppb_json_number");
-    if (sqlite3_create_function_v2(s->db, "ppb_status_names", 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-                                   NULL, sql_status_names, NULL, NULL, NULL) != SQLITE_OK)
-        return sqlite_fail(s, err, "registering ppb_status_names");
     return PPB_OK;
 }
 
@@ -1523,66 +1504,6 @@ static const char export_json_sql[] =
     "   WHERE r.run_id = runs.id ORDER BY r.id)))"
     ") FROM runs WHERE id = :run_id";
 
-/* The fields that name a run, in every document that holds runs (ppbench-run/1's
- * "run", each of ppbench-runs/1's "runs"), over a row of `runs`. `id` stays
- * first: ci/nightly.sh reads it from the run's document without a JSON parser. */
-#define RUN_JSON_FIELDS                                                                                            \
-    "'id', id, 'kind', kind, 'label', label, 'suite_name', suite_name, 'suite_path', suite_path,"                 \
-    " 'suite_hash', suite_hash, 'git_commit', git_commit, 'host', host, 'backend', backend, 'device', device,"     \
-    " 'target', target, 'started_at', started_at, 'finished_at', finished_at, 'status', status,"                 \
-    " 'n_cases', n_cases, 'n_done', (SELECT count(*) FROM results WHERE run_id = runs.id),"                       \
-    " 'impls', json((SELECT json_group_array(impl) FROM (SELECT DISTINCT c.impl FROM results r"                   \
-    "   JOIN cases c ON c.id = r.case_id WHERE r.run_id = runs.id ORDER BY c.impl)))"
-
-/* Results per status, every status named (0 when none): CI reads counts.wrong as is. */
-#define RUN_JSON_COUNTS                                                                                            \
-    "json((SELECT json_group_object(n.value, (SELECT count(*) FROM results WHERE run_id = runs.id"                 \
-    "   AND status = n.value)) FROM json_each(ppb_status_names()) n))"
-
-/* An environment entry of the run (NULL when it was not recorded), as text or as an integer. */
-#define RUN_ENV(key) "(SELECT value FROM env WHERE run_id = runs.id AND key = '" key "')"
-#define RUN_ENV_INT(key) "CAST(" RUN_ENV(key) " AS INTEGER)"
-
-/* What timed a run, as the session recorded it when the run began (the clocks:
- * NVML's, then and at most), over a row of `runs`. */
-#define RUN_DEVICE_JSON                                                                                            \
-    "json_object('name', device, 'backend', backend,"                                                             \
-    "   'cpu_timings', json(CASE WHEN backend = 'cpu' THEN 'true' ELSE 'false' END),"                               \
-    "   'compute_capability', " RUN_ENV("device.compute_capability") ","                                          \
-    "   'sm_count', " RUN_ENV_INT("device.sm_count") ", 'mem_total_bytes', " RUN_ENV_INT("device.mem_total") ","    \
-    "   'driver', " RUN_ENV("device.driver") ", 'runtime', " RUN_ENV("device.runtime") ","                          \
-    "   'sm_clock_mhz', " RUN_ENV_INT("before.nvml.sm_clock_mhz") ","                                              \
-    "   'sm_clock_max_mhz', " RUN_ENV_INT("before.sm_clock_max_mhz") ","                                           \
-    "   'mem_clock_mhz', " RUN_ENV_INT("before.nvml.mem_clock_mhz") ","                                            \
-    "   'mem_clock_max_mhz', " RUN_ENV_INT("before.mem_clock_max_mhz") ","                                         \
-    "   'cpu_mhz', " RUN_ENV_INT("before.cpu_mhz") ")"
-
-static const char run_json_sql[] =
-    "SELECT json_object("
-    " 'schema', '" PPB_RUN_SCHEMA "', 'command', :command, 'exit_code', :exit_code,"
-    " 'run', json_object(" RUN_JSON_FIELDS "),"
-    /* What timed it, as the session recorded it when the run began (the clocks: NVML's, then and at most). */
-    " 'device', " RUN_DEVICE_JSON ","
-    " 'counts', " RUN_JSON_COUNTS ","
-    " 'env', json((SELECT json_group_object(key, value) FROM"
-    "   (SELECT key, value FROM env WHERE run_id = runs.id ORDER BY rowid))),"
-    " 'cases', json((SELECT json_group_array(json(item)) FROM (SELECT json_object("
-    "   'key', c.key, 'kernel', c.kernel, 'impl', c.impl, 'status', r.status, 'reason', r.reason,"
-    "   'timing_is_cpu', r.timing_is_cpu, 'n_samples', r.n_samples, 'median_ms', " JNUM("r.median_ms") ","
-    "   'q1_ms', " JNUM("r.q1_ms") ", 'q3_ms', " JNUM("r.q3_ms") ", 'rel_noise', " JNUM("r.rel_noise") ","
-    "   'tflops', " JNUM("r.tflops") ", 'gbps', " JNUM("r.gbps") ","
-    "   'check', json_object('checked', r.check_checked, 'pass', r.check_pass,"
-    "     'max_abs_err', " JNUM("r.check_max_abs_err") ", 'rel_l2_err', " JNUM("r.check_rel_l2_err") ")) AS item"
-    "   FROM results r JOIN cases c ON c.id = r.case_id WHERE r.run_id = runs.id ORDER BY r.id)))"
-    ") FROM runs WHERE id = :run_id";
-
-/* Newest first, as `list` prints them. */
-static const char runs_json_sql[] =
-    "SELECT json_object("
-    " 'schema', '" PPB_RUNS_SCHEMA "', 'command', 'list', 'exit_code', 0,"
-    " 'runs', json((SELECT json_group_array(json(item)) FROM (SELECT json_object(" RUN_JSON_FIELDS ","
-    "   'counts', " RUN_JSON_COUNTS ") AS item FROM runs ORDER BY id DESC))))";
-
 /* A document SQLite builds in one row and one column, written to out with a
  * newline (the caller checks the stream). NO_ROW when the query finds none. */
 typedef struct doc_sink {
@@ -1607,24 +1528,6 @@ static int write_doc(ppb_store *s, const char *sql, const sql_param *params, FIL
 {
     doc_sink d = {s, out, what, err};
     return one_row(s, sql, params, doc_row, &d, what, err);
-}
-
-int ppb_store_run_json(ppb_store *s, int64_t run_id, const char *command, int exit_code, FILE *out, ppb_err *err)
-{
-    static const char what[] = "writing a run as JSON";
-    int rc = run_exists(s, run_id, err);
-    if (!rc)
-        rc = write_doc(s, run_json_sql,
-                       PARAMS(P_INT(":run_id", run_id), P_TEXT(":command", command), P_INT(":exit_code", exit_code)),
-                       out, what, err);
-    return rc == NO_ROW ? sqlite_fail(s, err, what) : rc;
-}
-
-int ppb_store_runs_json(ppb_store *s, FILE *out, ppb_err *err)
-{
-    static const char what[] = "writing the runs as JSON";
-    int rc = write_doc(s, runs_json_sql, NO_PARAMS, out, what, err);
-    return rc == NO_ROW ? sqlite_fail(s, err, what) : rc;
 }
 
 /* One document, built by SQLite. A field that does not apply to the case's
@@ -1658,63 +1561,89 @@ int ppb_store_export(ppb_store *s, int64_t run_id, const char *format, FILE *out
     return rc;
 }
 
-/* ---- proposal verdicts ----------------------------------------------------- */
+/* ---- what a run's documents say beside its rows ---------------------------- */
 
-/* Built by SQLite, reasons split into lines by a recursive CTE. */
-/* {"impl.NAME.version": ..., ...}: the stored facts (env "after.impl.NAME.*") of the
- * implementations RUN's cases ran (a case's impl is NAME or "plugin:NAME"). */
-#define IMPL_FACTS(RUN)                                                                              \
-    "SELECT json_group_object(substr(e.key, 7), e.value) FROM env e WHERE e.run_id = " RUN            \
-    " AND e.key LIKE 'after.impl.%' AND EXISTS (SELECT 1 FROM (SELECT CASE WHEN c.impl LIKE 'plugin:%'" \
-    " THEN substr(c.impl, 8) ELSE c.impl END AS name FROM results r JOIN cases c ON c.id = r.case_id" \
-    " WHERE r.run_id = " RUN ") WHERE substr(e.key, 12, length(name) + 1) = name || '.')"
-
-static const char proposal_json_sql[] =
-    "WITH RECURSIVE lines(line, rest) AS ("
-    "  SELECT NULL, reasons || char(10) FROM proposals WHERE id = :id"
-    "  UNION ALL SELECT substr(rest, 1, instr(rest, char(10)) - 1), substr(rest, instr(rest, char(10)) + 1)"
-    "  FROM lines WHERE rest <> '')"
-    "SELECT json_object("
-    " 'schema', '" PPB_VERDICT_SCHEMA "', 'command', :command, 'exit_code', :exit_code,"
-    " 'proposal', json_object('id', id, 'name', name, 'path', path, 'kind', kind, 'target', target,"
-    "   'created_at', created_at),"
-    " 'verdict', verdict, 'baseline_run', baseline_run, 'candidate_run', candidate_run,"
-    /* what was measured, so a verdict from a CPU job never reads like one from a GPU */
-    " 'measured', (SELECT json_object('backend', backend, 'device', device, 'cpu_timings',"
-    "   json(CASE WHEN backend = 'cpu' THEN 'true' ELSE 'false' END), 'host', host, 'git_commit',"
-    "   git_commit, 'suite', suite_name, 'device_details', " RUN_DEVICE_JSON ","
-    /* the machine's load as the candidate run ended: above its cores, timings were disturbed */
-    "   'load_average', CAST(substr(" RUN_ENV("after.loadavg") ", 1, instr(" RUN_ENV("after.loadavg") " || ' ', ' ')"
-    "     - 1) AS REAL), 'cpu_cores', " RUN_ENV_INT("after.cpu_cores") ")"
-    "   FROM runs WHERE runs.id = proposals.candidate_run),"
-    /* the plugins each side's cases ran, as its run stored them (version, source, path,
-     * checksum): one process runs both sides, so its list names the other side's too */
-    " 'implementations', json_object("
-    "   'baseline', (" IMPL_FACTS("proposals.baseline_run") "),"
-    "   'candidate', (" IMPL_FACTS("proposals.candidate_run") ")),"
-    " 'geomean', json_object('ratio', " JNUM("geomean_ratio") ", 'lo', " JNUM("geomean_lo") ","
-    "   'hi', " JNUM("geomean_hi") "),"
-    /* what it was judged against; null when not stored (before schema 12, kv_capacity) */
-    " 'rules', json_object('min_gain', " JNUM("min_gain") ", 'max_regression', " JNUM("max_regression") ","
-    "   'threshold', " JNUM("threshold") "),"
-    /* the smallest change of the mean this run could see (80% power), a fraction */
-    " 'detectable_effect', " JNUM("detectable") ","
-    " 'reasons', json((SELECT json_group_array(line) FROM lines WHERE line <> '')),"
-    " 'cases', json((SELECT json_group_array(json(item)) FROM (SELECT json_object("
-    "   'baseline_key', baseline_key, 'candidate_key', candidate_key, 'weight', " JNUM("weight") ","
-    "   'state', state, 'class', class, 'ratio', " JNUM("ratio") ", 'ratio_lo', " JNUM("ratio_lo") ","
-    "   'ratio_hi', " JNUM("ratio_hi") ", 'p_holm', " JNUM("p_holm") ") AS item"
-    "   FROM proposal_cases WHERE proposal_id = proposals.id ORDER BY idx)))"
-    ") FROM proposals WHERE id = :id";
-
-int ppb_store_proposal_json(ppb_store *s, int64_t id, const char *command, int exit_code, FILE *out,
-                            ppb_err *err)
+int ppb_store_read_begin(ppb_store *s, ppb_err *err)
 {
-    int rc = write_doc(s, proposal_json_sql,
-                       PARAMS(P_INT(":id", id), P_TEXT(":command", command), P_INT(":exit_code", exit_code)),
-                       out, "writing a verdict as JSON", err);
-    return rc == NO_ROW ? ppb_fail(err, PPB_EINPUT, "no proposal %lld", (long long)id) : rc;
+    return exec_sql(s, "BEGIN", "starting to read", err);
 }
+
+void ppb_store_read_end(ppb_store *s)
+{
+    sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+}
+
+typedef struct status_tally {
+    ppb_store *s;
+    int *counts;
+    ppb_err *err;
+} status_tally;
+
+static int status_count_row(sqlite3_stmt *stmt, void *arg)
+{
+    const status_tally *t = arg;
+    const char *name = (const char *)sqlite3_column_text(stmt, 0);
+    int status = ppb_status_parse(name ? name : "");
+    if (status < 0)
+        return ppb_fail(t->err, PPB_EFAIL, "%s: a result has unknown status '%s'", t->s->path, name ? name : "");
+    t->counts[status] = sqlite3_column_int(stmt, 1);
+    return PPB_OK;
+}
+
+int ppb_store_run_status_counts(ppb_store *s, int64_t run_id, int counts[PPB_STATUS_COUNT], ppb_err *err)
+{
+    memset(counts, 0, PPB_STATUS_COUNT * sizeof *counts);
+    int rc = run_exists(s, run_id, err);
+    status_tally t = {s, counts, err};
+    return rc ? rc
+              : each_row(s, "SELECT status, count(*) FROM results WHERE run_id = :run_id GROUP BY status",
+                         PARAMS(P_INT(":run_id", run_id)), status_count_row, &t, "counting results", err);
+}
+
+typedef struct impl_walk {
+    ppb_impl_visitor fn;
+    void *ctx;
+} impl_walk;
+
+static int impl_row(sqlite3_stmt *stmt, void *arg)
+{
+    const impl_walk *w = arg;
+    const char *impl = (const char *)sqlite3_column_text(stmt, 0);
+    return w->fn(w->ctx, impl ? impl : "");
+}
+
+int ppb_store_each_run_impl(ppb_store *s, int64_t run_id, ppb_impl_visitor fn, void *ctx, ppb_err *err)
+{
+    impl_walk w = {fn, ctx};
+    return each_row(s,
+                    "SELECT DISTINCT c.impl FROM results r JOIN cases c ON c.id = r.case_id"
+                    " WHERE r.run_id = :run_id ORDER BY c.impl",
+                    PARAMS(P_INT(":run_id", run_id)), impl_row, &w, "listing a run's implementations", err);
+}
+
+typedef struct env_value_read {
+    char *value;
+    size_t len;
+} env_value_read;
+
+static int env_value_row(sqlite3_stmt *stmt, void *arg)
+{
+    const env_value_read *v = arg;
+    copy_column_text(stmt, 0, v->value, v->len);
+    return PPB_OK;
+}
+
+int ppb_store_get_env(ppb_store *s, int64_t run_id, const char *key, char *value, size_t len, ppb_err *err)
+{
+    env_value_read v = {value, len};
+    value[0] = '\0';
+    int rc = one_row(s, "SELECT value FROM env WHERE run_id = :run_id AND key = :key",
+                     PARAMS(P_INT(":run_id", run_id), P_TEXT(":key", key)), env_value_row, &v,
+                     "reading an env entry", err);
+    return rc == NO_ROW ? 0 : rc == PPB_OK ? 1 : rc;
+}
+
+/* ---- proposal verdicts ----------------------------------------------------- */
 
 static int insert_proposal_case(ppb_store *s, int64_t proposal_id, int idx,
                                 const ppb_proposal_case *c, ppb_err *err)
@@ -1737,7 +1666,13 @@ static int insert_proposal_case(ppb_store *s, int64_t proposal_id, int idx,
                      "storing a proposal case", err);
 }
 
-
+/* The time the database stamped on a proposal it stored. */
+static int created_at_row(sqlite3_stmt *stmt, void *rec)
+{
+    ppb_proposal_record *r = rec;
+    copy_column_text(stmt, 0, r->created_at, sizeof r->created_at);
+    return PPB_OK;
+}
 
 int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_proposal_case *cases,
                            int n_cases, ppb_err *err)
@@ -1773,6 +1708,9 @@ int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_pro
                         "storing a proposal", err)))
         goto fail;
     rec->id = sqlite3_last_insert_rowid(s->db);
+    if ((rc = one_row(s, "SELECT created_at FROM proposals WHERE id = :id", PARAMS(P_INT(":id", rec->id)),
+                      created_at_row, rec, "storing a proposal", err)))
+        goto fail;
     for (int i = 0; i < n_cases; i++)
         if ((rc = insert_proposal_case(s, rec->id, i, &cases[i], err)))
             goto fail;

@@ -130,6 +130,20 @@ int ppb_store_each_run(ppb_store *s, ppb_run_visitor fn, void *ctx, ppb_err *err
 /* Environment entries in the order they were first put. */
 typedef int (*ppb_env_visitor)(void *ctx, const char *key, const char *value);
 int ppb_store_each_env(ppb_store *s, int64_t run_id, ppb_env_visitor fn, void *ctx, ppb_err *err);
+/* One environment entry's value into value (len bytes): 1 when the run has it, 0
+ * when not (value ""), negative PPB_E* if the query fails. */
+int ppb_store_get_env(ppb_store *s, int64_t run_id, const char *key, char *value, size_t len, ppb_err *err);
+/* A run's results counted by status (ppb_status; 0 for a status none has). */
+int ppb_store_run_status_counts(ppb_store *s, int64_t run_id, int counts[PPB_STATUS_COUNT], ppb_err *err);
+/* The implementations a run's cases ran ("builtin", "plugin:NAME", ...), each
+ * once, in byte order. */
+typedef int (*ppb_impl_visitor)(void *ctx, const char *impl);
+int ppb_store_each_run_impl(ppb_store *s, int64_t run_id, ppb_impl_visitor fn, void *ctx, ppb_err *err);
+/* A read transaction: the reads between begin and end see one snapshot of the
+ * database, however another process appends to it meanwhile (a document made
+ * of several queries about a run that is still growing). Not nested. */
+int ppb_store_read_begin(ppb_store *s, ppb_err *err);
+void ppb_store_read_end(ppb_store *s);
 
 /* ---- proposal verdicts (schema v3) -------------------------------------- */
 
@@ -186,31 +200,11 @@ typedef struct ppb_proposal_case {
     int history;                   /* compare: the plain runs that noise came from */
 } ppb_proposal_case;
 
-/* One transaction: the proposal row (fills rec->id) and its cases. */
+/* One transaction: the proposal row (fills rec->id and rec->created_at) and its cases. */
 int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_proposal_case *cases,
                            int n_cases, ppb_err *err);
 int ppb_store_get_proposal(ppb_store *s, int64_t id, ppb_proposal_record *rec, ppb_err *err);
 int64_t ppb_store_latest_proposal(ppb_store *s);
-/* The verdict document CI reads (docs/CLI.md, schema "ppbench-verdict/1"): the
- * proposal, its verdict and `exit_code`, the runs, the geometric mean with its
- * interval, every reason (one array element per stored line) and every case
- * with state, class, ratio and interval. One JSON object and a newline. */
-#define PPB_VERDICT_SCHEMA "ppbench-verdict/1"
-/* A run for CI (schema "ppbench-run/1", docs/CLI.md; `run --json`, `show
- * --json`): the run, the `command` that wrote it and its `exit_code`, the
- * device (details from the environment the session recorded), counts by status
- * (every status, 0 included), the environment, and per case the key,
- * implementation, status, reason, samples, median and quartiles, rates and the
- * check's errors (the full data, samples included, is `ppbench export`). */
-#define PPB_RUN_SCHEMA "ppbench-run/1"
-int ppb_store_run_json(ppb_store *s, int64_t run_id, const char *command, int exit_code, FILE *out,
-                       ppb_err *err);
-/* Every stored run, newest first (schema "ppbench-runs/1", `list --json`): the
- * run fields of ppbench-run/1's "run" and each run's counts by status. */
-#define PPB_RUNS_SCHEMA "ppbench-runs/1"
-int ppb_store_runs_json(ppb_store *s, FILE *out, ppb_err *err);
-int ppb_store_proposal_json(ppb_store *s, int64_t id, const char *command, int exit_code, FILE *out,
-                            ppb_err *err);
 typedef int (*ppb_proposal_case_visitor)(void *ctx, const ppb_proposal_case *c);
 int ppb_store_each_proposal_case(ppb_store *s, int64_t id, ppb_proposal_case_visitor fn, void *ctx,
                                  ppb_err *err);

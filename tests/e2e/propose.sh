@@ -73,8 +73,11 @@ assert doc["reasons"] and all(r.strip() for r in doc["reasons"])
 m = doc["measured"]   # what was measured: a CPU job's verdict never reads like a GPU's
 assert m["backend"] == "cpu" and m["cpu_timings"] is True and m["device"] and len(m["git_commit"]) >= 7, m
 assert isinstance(m["load_average"], float) and m["load_average"] >= 0 and m["cpu_cores"] >= 1, m
+assert m["load_warning"] is (m["load_average"] > m["cpu_cores"]), m   # measured.c's rule
+assert m["notes"][0].startswith("CPU backend on ") and len(m["notes"]) == 1 + m["load_warning"], m["notes"]
 assert m["device_details"]["cpu_timings"] is True and m["device_details"]["name"] == m["device"], m
 assert "Measured on the cpu backend" in md and "**CPU timings**" in md, md[:400]
+assert ("\n**Note:** the load average was" in md) is m["load_warning"], md
 # What the run could have seen: a figure in the JSON, the same in the Markdown and the reasons.
 d = doc["detectable_effect"]
 assert isinstance(d, float) and 0 < d < 10, d
@@ -158,6 +161,22 @@ assert md.startswith("### ppbench trend: smoke: REGRESSION"), md[:60]
 assert md.count("\n| regression |") == len(reg)
 PY
 grep -q "^regression" "$WORK/err" || fail "with --json -, the table did not go to stderr"
+# Issue 36: a latest night on a machine loaded beyond its cores is said to be disturbed in the documents CI
+# reads, as on the pages (one rule: harness/publish/measured.c), and so is that run's own document.
+sqlite3 "$T" "UPDATE env SET value = '6.85 4.10 3.00' WHERE key = 'after.loadavg' AND run_id = 8;
+              UPDATE env SET value = '2' WHERE key = 'after.cpu_cores' AND run_id = 8"
+expect_rc 12 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$T" --json "$WORK/tl.json" --markdown "$WORK/tl.md"
+expect_rc 0 "$PPB" show 8 --db "$T" --json "$WORK/rl.json"
+"$PY" - "$WORK/tl.json" "$WORK/tl.md" "$WORK/rl.json" <<'PY' || fail "a loaded night's documents"
+import json, sys
+trend, md, run = json.load(open(sys.argv[1])), open(sys.argv[2]).read(), json.load(open(sys.argv[3]))
+warning = "the load average was 6.85 on 2 cores when run 8 ended: its timings were disturbed"
+for m in (trend["measured"], run["measured"]):
+    assert m["run"] == 8 and m["load_average"] == 6.85 and m["cpu_cores"] == 2 and m["load_warning"] is True, m
+    assert m["cpu_timings"] is True and any(n.startswith("CPU backend on ") for n in m["notes"]), m["notes"]
+    assert any(n.startswith(warning) for n in m["notes"]), m["notes"]
+assert "\n**Note:** " + warning in md, md
+PY
 sqlite3 "$T" "UPDATE results SET row_check = NULL, median_ms = 1.0 + 0.001 * (run_id % 3) WHERE run_id < 8;
               UPDATE results SET row_check = NULL, median_ms = 2.0 WHERE run_id = 8;"
 expect_rc 0 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$T"

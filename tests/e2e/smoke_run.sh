@@ -86,6 +86,10 @@ wrong = [c for c in d["cases"] if c["status"] == "wrong"]
 assert wrong and all("past tmp_out" in c["reason"] for c in wrong), wrong
 assert all(c["impl"] == "builtin" and c["median_ms"] > 0 for c in d["cases"] if c["status"] == "ok")
 assert md.startswith("### ppbench run 1: smoke-decode (exit 0)"), md[:60]
+m = d["measured"]   # how to read the timings: CPU timings; disturbed when the load was past the cores
+assert m["run"] == d["run"]["id"] and m["cpu_timings"] is True and m["load_warning"] is (m["load_average"] > m["cpu_cores"]), m
+assert m["notes"][0].startswith("CPU backend on ") and len(m["notes"]) == 1 + m["load_warning"], m["notes"]
+assert "\n**Note:** CPU backend on " in md and ("**Note:** the load average was" in md) is m["load_warning"], md
 assert md.count("\n| wrong | `paged_attention") == len(wrong)
 PY
 grep -q "results:" "$WORK/err" || fail "with --json -, the results table did not go to stderr"

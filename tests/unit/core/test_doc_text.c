@@ -24,6 +24,17 @@ static char *written(void (*fn)(FILE *, const char *), const char *s)
     return buf;
 }
 
+/* Every character a JSON reader must not take literally is escaped; the common
+ * control characters in their short form, as SQLite's JSON functions (which
+ * wrote the run and verdict documents before) write them. */
+static void test_json_strings_escape_what_they_must(void **state)
+{
+    (void)state;
+    assert_string_equal(written(ppb_json_string, "quote \" backslash \\"), "\"quote \\\" backslash \\\\\"");
+    assert_string_equal(written(ppb_json_string, "tab\tnl\ncr\rbs\bff\f"), "\"tab\\tnl\\ncr\\rbs\\bff\\f\"");
+    assert_string_equal(written(ppb_json_string, "bell\a esc\x1b del\x7f \xc3\xbc"), "\"bell\\u0007 esc\\u001b del\x7f \xc3\xbc\"");
+}
+
 static void test_markdown_prose_is_inert(void **state)
 {
     (void)state;
@@ -90,6 +101,7 @@ static void test_terminal_wrap(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_strings_escape_what_they_must),
         cmocka_unit_test(test_markdown_prose_is_inert),
         cmocka_unit_test(test_markdown_code_spans_stay_closed),
         cmocka_unit_test(test_numbers_stay_short),

@@ -1,0 +1,155 @@
+/* A verdict's documents (harness/publish/verdict_doc.c): JSON and Markdown
+ * written from the verdict the command holds, the runs' facts from the store.
+ * Each test works in its own mkdtemp directory. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store.h"
+#include "verdict_doc.h"
+
+typedef struct fixture {
+    char dir[256];
+    char db[512];
+    ppb_store *s;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    snprintf(f->dir, sizeof f->dir, "/tmp/ppb-verdict-doc-XXXXXX");
+    if (!mkdtemp(f->dir)) {
+        free(f);
+        return -1;
+    }
+    snprintf(f->db, sizeof f->db, "%s/results.db", f->dir);
+    ppb_err err = {{0}};
+    if (ppb_store_open(&f->s, f->db, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        rmdir(f->dir);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    ppb_store_close(f->s);
+    const char *files[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s%s", f->db, files[i]);
+        unlink(p);
+    }
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* A record as a command fills it before storing it. */
+static void make_record(ppb_proposal_record *rec, const char *verdict)
+{
+    memset(rec, 0, sizeof *rec);
+    snprintf(rec->name, sizeof rec->name, "doc");
+    snprintf(rec->kind, sizeof rec->kind, "kernel_config");
+    snprintf(rec->verdict, sizeof rec->verdict, "%s", verdict);
+    rec->geomean_ratio = rec->geomean_lo = rec->geomean_hi = NAN;
+    rec->min_gain = rec->max_regression = rec->threshold = rec->detectable = NAN;
+}
+
+typedef enum { DOC_JSON, DOC_MARKDOWN } doc_format;
+
+/* The document as written (free it). */
+static char *document(fixture *f, doc_format format, const ppb_proposal_record *rec, const ppb_proposal_case *cases,
+                      int n)
+{
+    char *doc = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&doc, &len);
+    assert_non_null(mem);
+    ppb_err err = {{0}};
+    int rc = format == DOC_JSON ? ppb_verdict_json(f->s, rec, cases, n, "propose", 10, mem, &err)
+                                : ppb_verdict_markdown(f->s, rec, cases, n, mem, &err);
+    fclose(mem);
+    if (rc)
+        fail_msg("writing the verdict: %s", err.msg);
+    return doc;
+}
+
+/* A verdict with many reasons: every line in the JSON, none cut at 8 KB. */
+static void test_long_reasons_written_whole(void **state)
+{
+    fixture *f = *state;
+    static ppb_proposal_record rec; /* large: keep it off the stack */
+    make_record(&rec, "REJECT");
+    size_t n = 0;
+    for (int i = 0; i < 400; i++)
+        n += (size_t)snprintf(rec.reasons + n, sizeof rec.reasons - n, "REJECT: case %d is slower than it may be\n", i);
+    assert_true(n > 8192 && n < sizeof rec.reasons);
+    ppb_err err;
+    assert_int_equal(ppb_store_put_proposal(f->s, &rec, NULL, 0, &err), PPB_OK);
+    char *doc = document(f, DOC_JSON, &rec, NULL, 0);
+    assert_non_null(strstr(doc, "\"reasons\":[\"REJECT: case 0 is slower than it may be\","));
+    assert_non_null(strstr(doc, ",\"REJECT: case 399 is slower than it may be\"],"));
+    free(doc);
+}
+
+/* The documents say the verdict the command holds, its cases in its order; the
+ * store is asked only what the runs recorded (here none: no run, no measured). */
+static void test_written_from_the_verdict_held(void **state)
+{
+    fixture *f = *state;
+    static ppb_proposal_record rec;
+    make_record(&rec, "ACCEPT");
+    snprintf(rec.reasons, sizeof rec.reasons, "ACCEPT: faster\n\nnote: two cases\n");
+    snprintf(rec.created_at, sizeof rec.created_at, "2026-01-02T03:04:05Z");
+    rec.id = 42; /* never stored: nothing to read back */
+    ppb_proposal_case cases[2];
+    memset(cases, 0, sizeof cases);
+    for (int i = 0; i < 2; i++) {
+        snprintf(cases[i].baseline_key, sizeof cases[i].baseline_key, "prefix_prefill b=%d", i + 1);
+        snprintf(cases[i].candidate_key, sizeof cases[i].candidate_key, "prefix_prefill b=%d bm=64", i + 1);
+        snprintf(cases[i].state, sizeof cases[i].state, "compared");
+        snprintf(cases[i].cls, sizeof cases[i].cls, "faster");
+        cases[i].weight = 1;
+        cases[i].ratio = 0.5 + 0.25 * i, cases[i].ratio_lo = 0.25, cases[i].ratio_hi = 1;
+        cases[i].p_holm = NAN;
+    }
+    char *json = document(f, DOC_JSON, &rec, cases, 2);
+    assert_non_null(strstr(json, "\"proposal\":{\"id\":42,\"name\":\"doc\""));
+    assert_non_null(strstr(json, "\"created_at\":\"2026-01-02T03:04:05Z\"},\"verdict\":\"ACCEPT\""));
+    assert_non_null(strstr(json, "\"baseline_run\":null,\"candidate_run\":null,\"measured\":null"));
+    assert_non_null(strstr(json, "\"reasons\":[\"ACCEPT: faster\",\"note: two cases\"]"));
+    const char *first = strstr(json, "\"candidate_key\":\"prefix_prefill b=1 bm=64\"");
+    const char *second = strstr(json, "\"candidate_key\":\"prefix_prefill b=2 bm=64\"");
+    assert_true(first && second && first < second);
+    assert_non_null(strstr(second, "\"ratio\":0.75,\"ratio_lo\":0.25,\"ratio_hi\":1,\"p_holm\":null}]}\n"));
+    free(json);
+    char *md = document(f, DOC_MARKDOWN, &rec, cases, 2);
+    assert_non_null(strstr(md, "### ppbench: ACCEPT: doc\n\nProposal 42 (kernel_config).\n"));
+    assert_non_null(strstr(md, "| compared | faster | 0.7500 | [0.2500, 1.0000] | `prefix_prefill b=2 bm=64` |\n"));
+    assert_non_null(strstr(md, "\nReasons:\n- ACCEPT: faster\n- note: two cases\n"));
+    free(md);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_long_reasons_written_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_written_from_the_verdict_held, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
