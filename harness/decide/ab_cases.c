@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ppb_error.h"
+#include "abtest.h"
 
 /* How the pair was sampled, as the verdict needs it. */
 static void fill_sampling(ppb_verdict_case *vc, const ppb_ab_pair_view *pr)
@@ -123,3 +124,15 @@ void ppb_ab_case_design(const ppb_ab_pair_view *pairs, int n, ppb_proposal_case 
         pc->look_share = isnan(pc->look_share) || pr->look_share < pc->look_share ? pr->look_share : pc->look_share;
     }
 }
+
+ppb_seq_design ppb_ab_pair_design(const ppb_proposal *p, int n_pairs, int sessions, uint64_t seed)
+{
+    const ppb_sampling *sp = &p->sampling;
+    return (ppb_seq_design){.samples_per_round = sp->samples_per_round, .min_rounds = sp->min_rounds,
+                            .max_rounds = sp->max_rounds, .sessions = sessions, .budget_ms = sp->budget_ms,
+                            .alpha = ppb_bonferroni_alpha(p->rules.alpha, n_pairs + 1),
+                            .threshold = p->rules.threshold, .min_gain = ppb_verdict_gain_needed(&p->rules),
+                            .tolerance = ppb_verdict_tolerance(&p->rules), .seed = seed};
+}
+
+double ppb_ab_case_look_share(const ppb_seq_result *r, const ppb_seq_design *d) { return r->look_alpha / d->alpha; }

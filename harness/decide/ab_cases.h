@@ -5,7 +5,9 @@
 #ifndef PPB_AB_CASES_H
 #define PPB_AB_CASES_H
 
+#include "proposal.h"
 #include "result.h"
+#include "sequential.h"
 #include "store.h"
 #include "verdict.h"
 
@@ -43,5 +45,19 @@ int ppb_ab_chunked_case(const ppb_ab_pair_view *pairs, int n, const char *key, d
  * the smallest look share of those sampled as pairs (0, 0, NaN and NaN when
  * none was). */
 void ppb_ab_case_design(const ppb_ab_pair_view *pairs, int n, ppb_proposal_case *pc);
+
+/* The design a pair is sampled by (sequential.h): the proposal's sampling,
+ * the stopping rule at the verdict's own simultaneous level, alpha shared over
+ * the pairs and the weighted mean (alpha / (pairs + 1)): a rule at a looser
+ * level than the verdict would stop pairs the verdict then cannot resolve;
+ * and the verdict's boundaries (gain needed, tolerated regression), so
+ * sampling goes on until the case is settled against each of them. Here
+ * because `propose` samples by it and `verdict --recompute` re-derives it. */
+ppb_seq_design ppb_ab_pair_design(const ppb_proposal *p, int n_pairs, int sessions, uint64_t seed);
+
+/* The share of the design's alpha a case's interval spends: what the look
+ * that stopped its sampling spent (alpha spending, sequential.h), so the
+ * verdict's interval is the one the stopping rule paid for. */
+double ppb_ab_case_look_share(const ppb_seq_result *r, const ppb_seq_design *d);
 
 #endif

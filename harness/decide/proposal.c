@@ -1,5 +1,6 @@
 #include "proposal.h"
 
+#include <ctype.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdio.h>
@@ -495,4 +496,23 @@ int ppb_proposal_load(const char *path, ppb_proposal *p, ppb_err *err)
 end:
     ppb_yaml_free(&y);
     return rc;
+}
+
+int ppb_vllm_is_version(const char *text)
+{
+    const char *p = text;
+    int parts = 0;
+    while (isdigit((unsigned char)*p)) {
+        while (isdigit((unsigned char)*p))
+            p++;
+        parts++;
+        if (*p != '.')
+            break;
+        p++;
+    }
+    if (parts >= 2 && strncmp(p, "post", 4) == 0 && p[-1] == '.' && isdigit((unsigned char)p[4])) {
+        for (p += 4; isdigit((unsigned char)*p); p++) {
+        }
+    }
+    return parts >= 2 && *p == '\0' && p[-1] != '.' && strlen(text) < 32;
 }

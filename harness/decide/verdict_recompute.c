@@ -10,7 +10,6 @@
 
 #include "ab_cases.h"
 #include "grow.h"
-#include "abrun.h"
 #include "run_compare.h"
 #include "sequential.h"
 #include "verdict_record.h"

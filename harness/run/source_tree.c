@@ -118,25 +118,6 @@ static void remove_tree(const char *dir)
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-int ppb_vllm_is_version(const char *text)
-{
-    const char *p = text;
-    int parts = 0;
-    while (isdigit((unsigned char)*p)) {
-        while (isdigit((unsigned char)*p))
-            p++;
-        parts++;
-        if (*p != '.')
-            break;
-        p++;
-    }
-    if (parts >= 2 && strncmp(p, "post", 4) == 0 && p[-1] == '.' && isdigit((unsigned char)p[4])) {
-        for (p += 4; isdigit((unsigned char)*p); p++) {
-        }
-    }
-    return parts >= 2 && *p == '\0' && p[-1] != '.' && strlen(text) < 32;
-}
-
 /* ---------------------------------------------------------------- locating a tree */
 
 static int has_known_kernel(const char *tree)

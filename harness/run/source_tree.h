@@ -16,30 +16,7 @@
 #include <stddef.h>
 
 #include "ppb_error.h"
-
-#define PPB_REPLACE_MAX 16
-#define PPB_REPLACE_TEXT_MAX 2048
-
-/* One replacement: `old` must occur exactly once in `file` (a path in the
- * tree, or a bare file name that one known kernel file has). */
-typedef struct ppb_replace {
-    char file[256];
-    char old_text[PPB_REPLACE_TEXT_MAX], new_text[PPB_REPLACE_TEXT_MAX];
-    int line;                  /* of the entry in the proposal, for messages */
-} ppb_replace;
-
-/* A source_patch proposal's trees and change (docs/PROPOSALS.md). */
-typedef struct ppb_source_change {
-    char proposal[4096];       /* the proposal file, named in messages */
-    char vllm[4096];           /* the baseline: a release ("0.6.3") or a tree's path (absolute) */
-    char candidate_vllm[4096]; /* "" : the candidate is the baseline tree with the change */
-    char patch_path[4096];     /* a unified diff (absolute); "" when none */
-    int n_replace;
-    ppb_replace replace[PPB_REPLACE_MAX];
-} ppb_source_change;
-
-/* 1 when `text` reads as a release version (digits and dots, optional .postN). */
-int ppb_vllm_is_version(const char *text);
+#include "proposal.h" /* ppb_source_change, ppb_vllm_is_version: what a source_patch proposal asks */
 
 /* The tree `spec` names: a path, checked to hold a kernel file ppbench knows,
  * or a release, fetched once into the cache by scripts/fetch-vllm.sh

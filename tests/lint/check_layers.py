@@ -3,7 +3,9 @@
 
 1. kernels/ includes nothing from harness/ (the kernel ABI is the seam).
 2. harness/<stage>/ includes only its own and earlier stages:
-   core < store < run < decide < publish < cli (harness/tools/ may use any).
+   core < store < decide < run < publish < cli (harness/tools/ may use any).
+   So decide/ (statistics: A/B intervals, verdicts, trends, proposals) uses
+   nothing of run/ (the device, sessions, the A/B runner).
 3. store_internal.h is included by harness/store/ alone (all SQL lives there).
 4. No include circle between modules (a module is a .c/.h pair; its own
    X_internal.h counts as part of it).
@@ -14,7 +16,7 @@ import os
 import re
 import sys
 
-STAGES = ["core", "store", "run", "decide", "publish", "cli"]
+STAGES = ["core", "store", "decide", "run", "publish", "cli"]
 # Internal headers named after their module's family rather than the module.
 INTERNAL_OWNER = {"kernels_internal": "ppb_kernels"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

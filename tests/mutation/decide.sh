@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Mutation testing of harness/decide/ (issue 37, item 6; docs/STATISTICS.md "Do the tests see a wrong rule?").
+# Mutation testing of the statistics (harness/decide/) and of the A/B runner that carries their design
+# (harness/run/abrun.c, calibrate.c) (issue 37, item 6; docs/STATISTICS.md "Do the tests see a wrong rule?").
 #
-# Each line below changes one line of harness/decide/*.c the way a plausible mistake would (a flipped
+# Each line below changes one line of those files the way a plausible mistake would (a flipped
 # comparison, alpha where alpha / k belongs, looks taken for looks planned, lo for hi, an off-by-one
 # rank or count, the wrong side of a quantile, ...). The mutations are applied one at a time to a copy of
 # the tree in a scratch folder (the real tree is never written), the decide unit tests are rebuilt and
@@ -19,90 +20,90 @@ src=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 jobs=${PPB_MUTATION_JOBS:-2}
 tests='test_(verdict|abtest|abrun|sequential|calibrate|run_compare|trend|proposal)'
 
-# ---- the mutations: FILE (in harness/decide/), sed expression (matches one line), what it breaks ----
+# ---- the mutations: FILE (under harness/), sed expression (matches one line), what it breaks ----
 files=() exprs=() whats=()
 M() { files+=("$1"); exprs+=("$2"); whats+=("$3"); }
 # abrun: the design carried into the verdict
-M abrun.c 's#{ return r->look_alpha / d->alpha; }#{ return r->alpha_spent / d->alpha; }#' \
+M decide/ab_cases.c 's#{ return r->look_alpha / d->alpha; }#{ return r->alpha_spent / d->alpha; }#' \
   "ppb_ab_case_look_share: intervals claim all the looks spent, not the stopping look's share"
-M abrun.c 's#pr->look_share = ppb_ab_case_look_share(&r, &d);#pr->look_share = 1;#' \
+M run/abrun.c 's#pr->look_share = ppb_ab_case_look_share(&r, &d);#pr->look_share = 1;#' \
   "measure_pair: the case keeps no look share (the call site)"
-M abrun.c 's#\.tolerance = ppb_verdict_tolerance(&p->rules), \.seed = seed};#.tolerance = p->rules.threshold, .seed = seed};#' \
+M decide/ab_cases.c 's#\.tolerance = ppb_verdict_tolerance(&p->rules), \.seed = seed};#.tolerance = p->rules.threshold, .seed = seed};#' \
   "ppb_ab_pair_design: sampling stops before the tolerated regression is settled"
-M abrun.c 's#\.alpha = ppb_bonferroni_alpha(p->rules.alpha, n_pairs + 1),#.alpha = p->rules.alpha,#' \
+M decide/ab_cases.c 's#\.alpha = ppb_bonferroni_alpha(p->rules.alpha, n_pairs + 1),#.alpha = p->rules.alpha,#' \
   "ppb_ab_pair_design: the stopping rule at alpha, not alpha / (pairs + 1)"
-M abrun.c 's#ppb_ab_pair_design(x->p, x->n_pairs, sessions,#ppb_ab_pair_design(x->p, 0, sessions,#' \
+M run/abrun.c 's#ppb_ab_pair_design(x->p, x->n_pairs, sessions,#ppb_ab_pair_design(x->p, 0, sessions,#' \
   "measure_pair: the design told of no other pairs (the call site)"
 # ab_cases: measured pairs into the verdict's cases
-M ab_cases.c 's#one.sessions < vc->sessions ? one.sessions : vc->sessions;#one.sessions > vc->sessions ? one.sessions : vc->sessions;#' \
+M decide/ab_cases.c 's#one.sessions < vc->sessions ? one.sessions : vc->sessions;#one.sessions > vc->sessions ? one.sessions : vc->sessions;#' \
   "a chunked prompt claims its chunks' most sessions, not the fewest"
-M ab_cases.c 's#const double \*samples = r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY#const double *samples = r->status == PPB_STATUS_OK#' \
+M decide/ab_cases.c 's#const double \*samples = r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY#const double *samples = r->status == PPB_STATUS_OK#' \
   "a noisy side's samples are dropped"
 # verdict: the rules
-M verdict.c 's#return c->look_share > 0 \&\& c->look_share < 1 ? out->interval_alpha \* c->look_share : out->interval_alpha;#return out->interval_alpha;#' \
+M decide/verdict.c 's#return c->look_share > 0 \&\& c->look_share < 1 ? out->interval_alpha \* c->look_share : out->interval_alpha;#return out->interval_alpha;#' \
   "case_alpha: the earlier looks spent nothing (alpha, not its stopping look's share)"
-M verdict.c 's#out->family_size = out->n_compared + 1;#out->family_size = out->n_compared;#' \
+M decide/verdict.c 's#out->family_size = out->n_compared + 1;#out->family_size = out->n_compared;#' \
   "the family leaves the weighted mean out (off by one)"
-M verdict.c 's#} else if (iv->ratio_lo > 1 + tol) {#} else if (iv->ratio_hi > 1 + tol) {#' \
+M decide/verdict.c 's#} else if (iv->ratio_lo > 1 + tol) {#} else if (iv->ratio_hi > 1 + tol) {#' \
   "a case is rejected when its upper end, not its lower, is past the tolerance"
-M verdict.c 's#} else if (g->ratio_hi < 1 / (1 + t) \&\& g->ratio_hi <= 1 / (1 + rules->min_gain)) {#} else if (g->ratio_lo < 1 / (1 + t) \&\& g->ratio_hi <= 1 / (1 + rules->min_gain)) {#' \
+M decide/verdict.c 's#} else if (g->ratio_hi < 1 / (1 + t) \&\& g->ratio_hi <= 1 / (1 + rules->min_gain)) {#} else if (g->ratio_lo < 1 / (1 + t) \&\& g->ratio_hi <= 1 / (1 + rules->min_gain)) {#' \
   "ACCEPT on the mean's lower end below the threshold, not the upper"
-M verdict.c 's#rules->min_gain > 0 \&\& 1 / g->ratio_lo - 1 < rules->min_gain#rules->min_gain > 0 \&\& 1 / g->ratio_hi - 1 < rules->min_gain#' \
+M decide/verdict.c 's#rules->min_gain > 0 \&\& 1 / g->ratio_lo - 1 < rules->min_gain#rules->min_gain > 0 \&\& 1 / g->ratio_hi - 1 < rules->min_gain#' \
   "no meaningful gain judged on the least speedup, not the most"
-M verdict.c 's#mean_alpha = a < mean_alpha ? a : mean_alpha;#mean_alpha = a > mean_alpha ? a : mean_alpha;#' \
+M decide/verdict.c 's#mean_alpha = a < mean_alpha ? a : mean_alpha;#mean_alpha = a > mean_alpha ? a : mean_alpha;#' \
   "the mean at the loosest case level, not the strictest"
-M verdict.c 's#return rules->max_regression > rules->threshold ? rules->max_regression : rules->threshold;#return rules->max_regression;#' \
+M decide/verdict.c 's#return rules->max_regression > rules->threshold ? rules->max_regression : rules->threshold;#return rules->max_regression;#' \
   "the tolerance may fall below the practical threshold"
-M verdict_record.c 's#pc->ratio_lo = compared ? oc->interval.ratio_lo : NAN;#pc->ratio_lo = compared ? oc->interval.ratio_hi : NAN;#' \
+M decide/verdict_record.c 's#pc->ratio_lo = compared ? oc->interval.ratio_lo : NAN;#pc->ratio_lo = compared ? oc->interval.ratio_hi : NAN;#' \
   "a stored case's lower end is its upper"
 # abtest: one case's interval, class and the mean
-M abtest.c 's#double z = ppb_normal_quantile(1.0 - alpha / 2.0);#double z = ppb_normal_quantile(alpha / 2.0);#' \
+M decide/abtest.c 's#double z = ppb_normal_quantile(1.0 - alpha / 2.0);#double z = ppb_normal_quantile(alpha / 2.0);#' \
   "Moses normal approximation: the z-quantile's wrong side"
-M abtest.c 's#k = crit + 1;#k = crit;#' \
+M decide/abtest.c 's#k = crit + 1;#k = crit;#' \
   "Moses exact rank: off by one"
-M abtest.c 's#out->rank_hi = nm + 1 - k;#out->rank_hi = nm - k;#' \
+M decide/abtest.c 's#out->rank_hi = nm + 1 - k;#out->rank_hi = nm - k;#' \
   "Moses upper rank: off by one"
-M abtest.c 's#if (ratio_lo > up)#if (ratio_hi > up)#' \
+M decide/abtest.c 's#if (ratio_lo > up)#if (ratio_hi > up)#' \
   "classify: SLOWER on the upper end"
-M abtest.c 's#out->ratio_lo = exp(out->log_ratio - q \* sqrt(sum_w2v_lo) / sum_w);#out->ratio_lo = exp(out->log_ratio - q * sqrt(sum_w2v_hi) / sum_w);#' \
+M decide/abtest.c 's#out->ratio_lo = exp(out->log_ratio - q \* sqrt(sum_w2v_lo) / sum_w);#out->ratio_lo = exp(out->log_ratio - q * sqrt(sum_w2v_hi) / sum_w);#' \
   "weighted mean: the lower end from the cases' upper sides"
 # sequential: looks, spread, widening
-M sequential.c 's#double look_alpha = ppb_seq_alpha_spent(d->alpha, t) - out->alpha_spent;#double look_alpha = d->alpha + 0 * t;#' \
+M decide/sequential.c 's#double look_alpha = ppb_seq_alpha_spent(d->alpha, t) - out->alpha_spent;#double look_alpha = d->alpha + 0 * t;#' \
   "every look spends all of alpha (no spending)"
-M sequential.c 's#double t = fmax((double)round / d->max_rounds, spent / d->budget_ms);#double t = (double)round / d->max_rounds;#' \
+M decide/sequential.c 's#double t = fmax((double)round / d->max_rounds, spent / d->budget_ms);#double t = (double)round / d->max_rounds;#' \
   "the information ignores the budget: the budget's look does not spend what is left"
-M sequential.c 's#return alpha \* t \* t;#return alpha * t;#' \
+M decide/sequential.c 's#return alpha \* t \* t;#return alpha * t;#' \
   "the spending function linear in the information, not its square"
-M sequential.c 's#if (ppb_seq_settled(d, out->interval.ratio_lo, out->interval.ratio_hi)) {#if (out->cls != PPB_AB_UNRESOLVED) {#' \
+M decide/sequential.c 's#if (ppb_seq_settled(d, out->interval.ratio_lo, out->interval.ratio_hi)) {#if (out->cls != PPB_AB_UNRESOLVED) {#' \
   "sampling stops once the case classifies, before the verdict's boundaries are settled"
-M sequential.c 's#if (ratio_lo < boundary\[i\] \&\& boundary\[i\] < ratio_hi)#if (ratio_lo < boundary[i] \&\& boundary[i] < ratio_lo)#' \
+M decide/sequential.c 's#if (ratio_lo < boundary\[i\] \&\& boundary\[i\] < ratio_hi)#if (ratio_lo < boundary[i] \&\& boundary[i] < ratio_lo)#' \
   "ppb_seq_settled: a boundary inside the interval goes unseen"
-M sequential.c 's#for (long r = first; r < last \&\& k < PPB_SEQ_MAX_LOOKS - 1; r \*= 2)#for (long r = first; r <= last \&\& k < PPB_SEQ_MAX_LOOKS - 1; r *= 2)#' \
+M decide/sequential.c 's#for (long r = first; r < last \&\& k < PPB_SEQ_MAX_LOOKS - 1; r \*= 2)#for (long r = first; r <= last \&\& k < PPB_SEQ_MAX_LOOKS - 1; r *= 2)#' \
   "look schedule: the last round twice (off by one)"
-M sequential.c 's#int broke = round >= d->min_rounds \&\& spent >= d->budget_ms;#int broke = spent >= d->budget_ms;#' \
+M decide/sequential.c 's#int broke = round >= d->min_rounds \&\& spent >= d->budget_ms;#int broke = spent >= d->budget_ms;#' \
   "the budget stops a pair before min_rounds"
-M sequential.c 's#sum += (iv.shift \* iv.shift - se \* se) / 2;#sum += iv.shift * iv.shift - se * se;#' \
+M decide/sequential.c 's#sum += (iv.shift \* iv.shift - se \* se) / 2;#sum += iv.shift * iv.shift - se * se;#' \
   "between-session tau^2: E[d^2] = 2 tau^2 + se^2 read as tau^2 + se^2"
-M sequential.c 's#double w = ppb_student_t_quantile(alpha, 2 \* (sessions > 1 ? sessions - 1 : 1)) \* between_sd;#double w = ppb_student_t_quantile(alpha, sessions > 1 ? sessions - 1 : 1) * between_sd;#' \
+M decide/sequential.c 's#double w = ppb_student_t_quantile(alpha, 2 \* (sessions > 1 ? sessions - 1 : 1)) \* between_sd;#double w = ppb_student_t_quantile(alpha, sessions > 1 ? sessions - 1 : 1) * between_sd;#' \
   "widening: Student t with half the degrees of freedom"
-M sequential.c 's#return sqrt(2 \* ((vb + vc) / 2) / sessions);#return sqrt(((vb + vc) / 2) / sessions);#' \
+M decide/sequential.c 's#return sqrt(2 \* ((vb + vc) / 2) / sessions);#return sqrt(((vb + vc) / 2) / sessions);#' \
   "between_sd: one side's tau^2 in the ratio, not both"
 # run_compare: separate runs
-M run_compare.c 's#int df = (int)floor(MAD_EFFICIENCY \* (h - 1));#int df = (int)floor(MAD_EFFICIENCY * h);#' \
+M decide/run_compare.c 's#int df = (int)floor(MAD_EFFICIENCY \* (h - 1));#int df = (int)floor(MAD_EFFICIENCY * h);#' \
   "the noise's degrees of freedom: off by one"
-M run_compare.c 's#half = \*crit \* sqrt(2.0) \* \*sigma;#half = *crit * *sigma;#' \
+M decide/run_compare.c 's#half = \*crit \* sqrt(2.0) \* \*sigma;#half = *crit * *sigma;#' \
   "a difference of two runs with one run's noise"
-M run_compare.c 's#ppb_bonferroni_alpha(rules->verdict.alpha, judged + 1);#ppb_bonferroni_alpha(rules->verdict.alpha, judged);#' \
+M decide/run_compare.c 's#ppb_bonferroni_alpha(rules->verdict.alpha, judged + 1);#ppb_bonferroni_alpha(rules->verdict.alpha, judged);#' \
   "compare's family leaves the mean out"
 # trend, calibrate
-M trend.c 's#if (fabs(rel) >= r->threshold \&\& fabs(z) >= o->min_score)#if (fabs(rel) >= r->threshold || fabs(z) >= o->min_score)#' \
+M decide/trend.c 's#if (fabs(rel) >= r->threshold \&\& fabs(z) >= o->min_score)#if (fabs(rel) >= r->threshold || fabs(z) >= o->min_score)#' \
   "beyond: the change OR the score, not both"
-M calibrate.c 's#const double z = 1.6448536269514722,#const double z = 1.959963984540054,#' \
+M run/calibrate.c 's#const double z = 1.6448536269514722,#const double z = 1.959963984540054,#' \
   "Wilson bound: two-sided 95% z for a one-sided bound"
 # verdict_recompute: the check of a stored verdict
-M verdict_recompute.c 's#return fabs(a - b) <= PPB_RECOMPUTE_TOLERANCE \* fmax(fabs(a), fabs(b));#return 1;#' \
+M decide/verdict_recompute.c 's#return fabs(a - b) <= PPB_RECOMPUTE_TOLERANCE \* fmax(fabs(a), fabs(b));#return 1;#' \
   "recompute: every real agrees"
-M verdict_recompute.c 's#^    seq.looks_taken++;$#    ;#' \
+M decide/verdict_recompute.c 's#^    seq.looks_taken++;$#    ;#' \
   "recompute: the last look is not counted (off by one)"
 
 # ---- a scratch copy of the tree, built once ----
@@ -131,7 +132,7 @@ run_tests || { tail -30 "$scratch/test.log"; echo "mutation: the decide tests fa
 n=${#files[@]} killed=0 bad=0
 printf '%-4s %-22s %-11s %s\n' "#" "file" "result" "mutation"
 for ((i = 0; i < n; i++)); do
-  f=$tree/harness/decide/${files[i]}
+  f=$tree/harness/${files[i]}
   cp "$f" "$scratch/original"
   sed -i -e "${exprs[i]}" "$f"
   changed=$(diff "$scratch/original" "$f" | grep -c '^<' || true)

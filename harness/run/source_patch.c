@@ -5,6 +5,7 @@
 
 #include "case.h"
 #include "impl.h"
+#include "source_tree.h"
 
 static int make_side(const char *spec, const ppb_source_change *change, ppb_vllm_tree *t, ppb_err *err)
 {

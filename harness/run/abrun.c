@@ -199,20 +199,9 @@ static int sample_unit(void *ctx, int side, int session, double *ms, double *cos
     return rc;
 }
 
-/* Sample the pair by the sequential design (sequential.h) over `sessions`
- * prepared sessions per side; the pair keeps the samples and the spread. */
-ppb_seq_design ppb_ab_pair_design(const ppb_proposal *p, int n_pairs, int sessions, uint64_t seed)
-{
-    const ppb_sampling *sp = &p->sampling;
-    return (ppb_seq_design){.samples_per_round = sp->samples_per_round, .min_rounds = sp->min_rounds,
-                            .max_rounds = sp->max_rounds, .sessions = sessions, .budget_ms = sp->budget_ms,
-                            .alpha = ppb_bonferroni_alpha(p->rules.alpha, n_pairs + 1),
-                            .threshold = p->rules.threshold, .min_gain = ppb_verdict_gain_needed(&p->rules),
-                            .tolerance = ppb_verdict_tolerance(&p->rules), .seed = seed};
-}
-
-double ppb_ab_case_look_share(const ppb_seq_result *r, const ppb_seq_design *d) { return r->look_alpha / d->alpha; }
-
+/* Sample the pair by the sequential design (ab_cases.h's ppb_ab_pair_design)
+ * over `sessions` prepared sessions per side; the pair keeps the samples and
+ * the spread. */
 static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
 {
     const ppb_measure_settings *m = &x->suite.measure;

@@ -31,19 +31,6 @@ typedef struct ppb_propose_options {
     int fail_if_all_refused;
 } ppb_propose_options;
 
-/* The design a pair is sampled by (sequential.h): the proposal's sampling,
- * the stopping rule at the verdict's own simultaneous level, alpha shared over
- * the pairs and the weighted mean (alpha / (pairs + 1)): a rule at a looser
- * level than the verdict would stop pairs the verdict then cannot resolve;
- * and the verdict's boundaries (gain needed, tolerated regression), so
- * sampling goes on until the case is settled against each of them. */
-ppb_seq_design ppb_ab_pair_design(const ppb_proposal *p, int n_pairs, int sessions, uint64_t seed);
-
-/* The share of the design's alpha a case's interval spends: what the look
- * that stopped its sampling spent (alpha spending, sequential.h), so the
- * verdict's interval is the one the stopping rule paid for. */
-double ppb_ab_case_look_share(const ppb_seq_result *r, const ppb_seq_design *d);
-
 /* Run it, decide, store; rec gets the stored proposal row (verdict, reasons,
  * runs), report the full verdict (free with ppb_verdict_report_free). */
 int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_proposal_record *rec,
