@@ -7,7 +7,6 @@
 #include "abrun.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "grow.h"
 #include "kv_capacity.h"
 #include "model.h"
 #include "results_table.h"
@@ -61,29 +60,6 @@ static int propose_kv_capacity(const ppb_proposal *p, const char *db, const char
     return rc;
 }
 
-typedef struct case_list {
-    ppb_proposal_case *items;
-    int n, cap;
-} case_list;
-
-static int add_case(void *ctx, const ppb_proposal_case *c)
-{
-    case_list *l = ctx;
-    if (ppb_grow((void **)&l->items, &l->cap, l->n, sizeof *l->items, 16))
-        return PPB_ENOMEM;
-    l->items[l->n++] = *c;
-    return 0;
-}
-
-/* The cases of a verdict ppb_propose_run stored: it keeps them to itself and
- * closes its connection (abrun.c), so they are read back; the rest of the
- * verdict is the record it handed over. */
-static int read_stored_cases(ppb_store *s, int64_t proposal_id, case_list *l, ppb_err *err)
-{
-    int rc = ppb_store_each_proposal_case(s, proposal_id, add_case, l, err);
-    return rc == PPB_ENOMEM ? ppb_fail(err, PPB_ENOMEM, "out of memory") : rc;
-}
-
 static int propose_opt(void *ctx, int opt, char *arg)
 {
     ppb_propose_options *o = ctx;
@@ -121,38 +97,37 @@ int cmd_propose(int argc, char **argv)
     if (rc)
         return ppb_cli_fail("propose", rc, &err);
     FILE *human = ppb_cli_human(&co);
-    ppb_store *s = NULL;
-    ppb_proposal_record rec;
-    case_list cases = {NULL, 0, 0};
+    /* kv_capacity fills the record and the store here; the others get the
+     * whole outcome from ppb_propose_run (cases and all: nothing read back) */
+    ppb_propose_outcome *out = calloc(1, sizeof *out);
+    if (!out)
+        return ppb_cli_fail("propose", PPB_ENOMEM, &err);
+    const ppb_proposal_record *rec = &out->rec;
     if (p.kind == PPB_PROPOSAL_KV_CAPACITY) {
-        rc = propose_kv_capacity(&p, o.db_path, o.target, &s, &rec, &err);
+        rc = propose_kv_capacity(&p, o.db_path, o.target, &out->store, &out->rec, &err);
         if (!rc)
-            fprintf(human, "%sverdict: %s\nproposal %lld stored in %s\n", rec.reasons, rec.verdict,
-                    (long long)rec.id, o.db_path);
+            fprintf(human, "%sverdict: %s\nproposal %lld stored in %s\n", rec->reasons, rec->verdict,
+                    (long long)rec->id, o.db_path);
     } else {
-        ppb_verdict_report rep;
-        memset(&rep, 0, sizeof rep);
         if (p.kind == PPB_PROPOSAL_SOURCE_PATCH)
             rc = ppb_source_patch_sides(&p, stderr, &err);
         if (!rc)
-            rc = ppb_propose_run(&p, &o, &rec, &rep, &err);
-        ppb_verdict_report_free(&rep);
-        /* The proposal is stored: what fails from here on is the database. */
-        if (!rc && (ppb_store_open(&s, o.db_path, &err) || read_stored_cases(s, rec.id, &cases, &err) ||
-                    ppb_print_proposal(&rec, cases.items, cases.n, human, &err)))
+            rc = ppb_propose_run(&p, &o, out, &err);
+        /* The proposal is stored: what fails from here on is the output. */
+        if (!rc && ppb_print_proposal(rec, out->cases, out->n_cases, human, &err))
             rc = PPB_EIO;
         if (!rc)
             fprintf(human, "proposal %lld stored in %s (baseline run %lld, candidate run %lld)\n",
-                    (long long)rec.id, o.db_path, (long long)rec.baseline_run, (long long)rec.candidate_run);
+                    (long long)rec->id, o.db_path, (long long)rec->baseline_run, (long long)rec->candidate_run);
     }
     if (rc) {
-        free(cases.items);
-        ppb_store_close(s);
+        ppb_propose_outcome_free(out);
+        free(out);
         return ppb_cli_fail("propose", rc, &err);
     }
-    int exit_code = ppb_cli_verdict_exit(rec.verdict);
-    int drc = ppb_cli_verdict_docs("propose", s, &rec, cases.items, cases.n, exit_code, co.json, co.md);
-    free(cases.items);
-    ppb_store_close(s);
+    int exit_code = ppb_cli_verdict_exit(rec->verdict);
+    int drc = ppb_cli_verdict_docs("propose", out->store, rec, out->cases, out->n_cases, exit_code, co.json, co.md);
+    ppb_propose_outcome_free(out);
+    free(out);
     return drc ? drc : exit_code;
 }

@@ -320,9 +320,9 @@ static ppb_ab_pair_view pair_view(const ab_pair *pr)
                               .stop_alpha = pr->stop_alpha};
 }
 
-static int decide_and_store(ab_ctx *x, ppb_proposal_record *rec, ppb_verdict_report *rep,
-                            ppb_err *err)
+static int decide_and_store(ab_ctx *x, ppb_propose_outcome *out, ppb_err *err)
 {
+    ppb_proposal_record *rec = &out->rec;
     const int chunked = x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL;
     int n_cases = chunked ? 1 : x->n_pairs, rc = PPB_OK;
     ppb_verdict_case *vcs = calloc((size_t)n_cases, sizeof *vcs);
@@ -367,7 +367,11 @@ static int decide_and_store(ab_ctx *x, ppb_proposal_record *rec, ppb_verdict_rep
     }
     ppb_verdict_rules rules = x->p->rules;
     rules.budget_ms = sp->budget_ms;
-    rc = ppb_verdict_store(x->store, vcs, n_cases, &rules, rec, pcs, rep, err);
+    rc = ppb_verdict_store(x->store, vcs, n_cases, &rules, rec, pcs, &out->report, err);
+    if (!rc) {
+        out->cases = pcs, out->n_cases = n_cases;
+        pcs = NULL;
+    }
 end:
     free(vcs);
     free(pcs);
@@ -411,13 +415,11 @@ static int check_all_refused(ab_ctx *x, FILE *log, ppb_err *err)
     return PPB_OK;
 }
 
-int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_proposal_record *rec,
-                    ppb_verdict_report *report, ppb_err *err)
+int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_propose_outcome *out, ppb_err *err)
 {
     ab_ctx x;
     memset(&x, 0, sizeof x);
-    memset(rec, 0, sizeof *rec);
-    memset(report, 0, sizeof *report);
+    memset(out, 0, sizeof *out);
     x.p = p;
     x.o = o;
     FILE *log = o->log ? o->log : stderr;
@@ -462,7 +464,7 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
                 ppb_status_name(pr->res[0].status), ppb_status_name(pr->res[1].status));
     }
     if (!rc)
-        rc = decide_and_store(&x, rec, report, err);
+        rc = decide_and_store(&x, out, err);
     for (int s = 0; s < 2; s++)
         if (x.run[s].id) {
             ppb_err ferr;
@@ -482,8 +484,16 @@ end:
         for (int k = 0; k < x.n_extra; k++)
             ppb_session_close(&x.extra[s][k]);
     }
-    if (x.store)
-        ppb_store_close(x.store);
+    out->store = x.store; /* the caller's now, closed with the outcome */
     ppb_suite_free(&x.suite);
     return rc;
+}
+
+void ppb_propose_outcome_free(ppb_propose_outcome *out)
+{
+    free(out->cases);
+    ppb_verdict_report_free(&out->report);
+    if (out->store)
+        ppb_store_close(out->store);
+    memset(out, 0, sizeof *out);
 }

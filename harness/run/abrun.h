@@ -31,9 +31,19 @@ typedef struct ppb_propose_options {
     int fail_if_all_refused;
 } ppb_propose_options;
 
-/* Run it, decide, store; rec gets the stored proposal row (verdict, reasons,
- * runs), report the full verdict (free with ppb_verdict_report_free). */
-int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_proposal_record *rec,
-                    ppb_verdict_report *report, ppb_err *err);
+/* What a proposal's run decided and stored, handed to the caller whole, so
+ * that nothing is read back from the database it just wrote. */
+typedef struct ppb_propose_outcome {
+    ppb_proposal_record rec;     /* the stored proposal row: id, verdict, reasons, runs */
+    ppb_proposal_case *cases;    /* its stored cases, in order */
+    int n_cases;
+    ppb_verdict_report report;   /* the verdict as decided */
+    ppb_store *store;            /* the database, still open, for the documents written next */
+} ppb_propose_outcome;
+
+/* Run it, decide, store. Free out with ppb_propose_outcome_free (also after
+ * an error: it closes the store). */
+int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_propose_outcome *out, ppb_err *err);
+void ppb_propose_outcome_free(ppb_propose_outcome *out);
 
 #endif

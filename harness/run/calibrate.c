@@ -90,37 +90,37 @@ static int tally_effect(const ppb_calibrate_options *co, ppb_propose_options *o,
     memset(t, 0, sizeof *t);
     t->effect = effect;
     o->candidate_slowdown = effect;
-    ppb_store *s = NULL;
-    int rc = PPB_OK;
+    ppb_propose_outcome *out = calloc(1, sizeof *out);
+    int rc = out ? PPB_OK : ppb_fail(err, PPB_ENOMEM, "out of memory");
     while (rc == PPB_OK && t->pairs < pairs) {
         if (effect > 0)
             snprintf(p->name, sizeof p->name, "calibrate +%g%% #%d", effect * 100, t->proposals + 1);
         else
             snprintf(p->name, sizeof p->name, "calibrate A/A #%d", t->proposals + 1);
-        ppb_proposal_record rec;
-        ppb_verdict_report rep;
         int before = t->pairs;
-        rc = ppb_propose_run(p, o, &rec, &rep, err);
-        ppb_verdict_report_free(&rep);
+        ppb_propose_outcome_free(out);
+        rc = ppb_propose_run(p, o, out, err);
         if (rc)
             break;
+        const ppb_proposal_record *rec = &out->rec;
         t->proposals++;
-        t->accept += strcmp(rec.verdict, "ACCEPT") == 0;
-        t->reject += strcmp(rec.verdict, "REJECT") == 0;
-        if (!s && (rc = ppb_store_open(&s, o->db_path, err)))
-            break;
-        tally_ctx k = {t, co->min_case_ms, s, rec.baseline_run};
-        rc = ppb_store_each_proposal_case(s, rec.id, tally_case, &k, err);
+        t->accept += strcmp(rec->verdict, "ACCEPT") == 0;
+        t->reject += strcmp(rec->verdict, "REJECT") == 0;
+        tally_ctx k = {t, co->min_case_ms, out->store, rec->baseline_run};
+        for (int i = 0; i < out->n_cases && !rc; i++)
+            rc = tally_case(&k, &out->cases[i]);
         if (!rc && t->pairs == before)
             rc = ppb_fail(err, PPB_EREFUSED, "%s: no case could be compared (all refused or failing their check)",
                           co->suite_path);
         if (!rc) {
             g->proposals++;
             g->pairs += t->pairs - before;
-            progress_line(g, o->log, p->name, rec.verdict, t->pairs, pairs);
+            progress_line(g, o->log, p->name, rec->verdict, t->pairs, pairs);
         }
     }
-    ppb_store_close(s);
+    if (out)
+        ppb_propose_outcome_free(out);
+    free(out);
     return rc;
 }
 

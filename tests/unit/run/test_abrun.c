@@ -226,18 +226,28 @@ static void test_a_proposal_carries_its_design_into_the_verdict(void **state)
         fail_msg("%s", err.msg);
     FILE *log = fopen("/dev/null", "w");
     ppb_propose_options o = {.db_path = db, .backend = "cpu", .log = log, .candidate_slowdown = 9};
-    ppb_proposal_record *rec = calloc(1, sizeof *rec);
-    ppb_verdict_report rep;
-    if (ppb_propose_run(p, &o, rec, &rep, &err))
+    ppb_propose_outcome *out = calloc(1, sizeof *out);
+    if (ppb_propose_run(p, &o, out, &err))
         fail_msg("propose: %s", err.msg);
     fclose(log);
+    const ppb_proposal_record *rec = &out->rec;
+    const ppb_verdict_report rep = out->report;
     assert_int_equal(rep.n_cases, 2);
     assert_int_equal(rep.n_compared, 2);
+    assert_non_null(out->store); /* handed over open, for the documents */
     ppb_store *s = NULL;
     assert_int_equal(ppb_store_open_readonly(&s, db, &err), PPB_OK);
     case_list got = {.n = 0};
     assert_int_equal(ppb_store_each_proposal_case(s, rec->id, keep_case, &got, &err), PPB_OK);
     assert_int_equal(got.n, 2);
+    /* the cases handed over are those stored: the caller need not read them back */
+    assert_int_equal(out->n_cases, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_string_equal(out->cases[i].candidate_key, got.c[i].candidate_key);
+        assert_string_equal(out->cases[i].cls, got.c[i].cls);
+        assert_true(out->cases[i].ratio == got.c[i].ratio && out->cases[i].alpha == got.c[i].alpha);
+        assert_true(out->cases[i].look_share == got.c[i].look_share);
+    }
     int stopped_early = 0;
     for (int i = 0; i < 2; i++) {
         const ppb_proposal_case *pc = &got.c[i];
@@ -269,8 +279,8 @@ static void test_a_proposal_carries_its_design_into_the_verdict(void **state)
         fail_msg("recomputed: %s", check.difference);
     ppb_stored_verdict_free(&sv);
     ppb_store_close(s);
-    ppb_verdict_report_free(&rep);
-    free(rec);
+    ppb_propose_outcome_free(out);
+    free(out);
     free(p);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
