@@ -6,6 +6,7 @@
 #include "doc_text.h"
 #include "fetch.h"
 #include "files.h"
+#include "measured.h"
 #include "run_doc.h"
 #include "verdict.h"
 #include "verdict_doc.h"
@@ -271,6 +272,18 @@ int ppb_cli_run_docs(const char *cmd, ppb_store *s, int64_t run_id, int exit_cod
     run_doc_ctx d = {cmd, s, run_id, exit_code};
     int rc = ppb_cli_write_doc(cmd, json_path, run_json, &d);
     return rc ? rc : ppb_cli_write_doc(cmd, md_path, run_markdown, &d);
+}
+
+void ppb_cli_load_note(ppb_store *s, int64_t run_id, FILE *out)
+{
+    ppb_measured m;
+    ppb_err ignored;
+    char note[PPB_MEASURED_NOTE_MAX];
+    if (ppb_measured_read(s, run_id, &m, &ignored))
+        return;
+    ppb_measured_load_note(&m, note, sizeof note);
+    if (note[0])
+        fprintf(out, "note: %s\n", note);
 }
 
 typedef struct verdict_doc_ctx {

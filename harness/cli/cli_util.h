@@ -84,6 +84,10 @@ int ppb_cli_run_docs(const char *cmd, ppb_store *s, int64_t run_id, int exit_cod
 /* a verdict as the command decided and stored it (verdict_doc.h), s holding its runs. */
 int ppb_cli_verdict_docs(const char *cmd, ppb_store *s, const ppb_proposal_record *rec, const ppb_proposal_case *cases,
                          int n_cases, int exit_code, const char *json_path, const char *md_path);
+/* The terminal's "note: ..." line when the run's machine was loaded past its
+ * cores as it ended (measured.h's rule and words, as every page and document
+ * says it); nothing otherwise, or when the run's environment cannot be read. */
+void ppb_cli_load_note(ppb_store *s, int64_t run_id, FILE *out);
 /* --backend NAME: auto, cpu or cuda (a usage error otherwise, exit 2). */
 int ppb_cli_backend(const char *cmd, const char *text);
 /* A date: YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS[Z] (UTC), a real calendar date,

@@ -119,6 +119,8 @@ int cmd_propose(int argc, char **argv)
         if (!rc)
             fprintf(human, "proposal %lld stored in %s (baseline run %lld, candidate run %lld)\n",
                     (long long)rec->id, o.db_path, (long long)rec->baseline_run, (long long)rec->candidate_run);
+        if (!rc)
+            ppb_cli_load_note(out->store, rec->candidate_run, human);
     }
     if (rc) {
         ppb_propose_outcome_free(out);

@@ -224,6 +224,7 @@ int cmd_run(int argc, char **argv)
     if (!rc) {
         fprintf(human, "run %lld (%s backend%s) stored in %s\n", (long long)sum.run_id, sum.backend,
                 sum.timing_is_cpu ? ", CPU timings" : "", o.db_path);
+        ppb_cli_load_note(sum.store, sum.run_id, human);
         rc = count_expected_wrong(sum.store, sum.suite, sum.run_id, &expected, &err);
     }
     if (rc) {

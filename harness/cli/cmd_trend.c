@@ -290,6 +290,8 @@ int cmd_trend(int argc, char **argv)
                 t.doc.counts[PPB_TREND_OK], t.doc.counts[PPB_TREND_REGRESSION], t.doc.counts[PPB_TREND_IMPROVEMENT],
                 t.doc.counts[PPB_TREND_OUTLIER], t.doc.counts[PPB_TREND_INSUFFICIENT_HISTORY],
                 t.doc.counts[PPB_TREND_NOT_TIMED]);
+    if (!rc)
+        ppb_cli_load_note(t.s, t.doc.latest_run, t.human);
     ppb_cli_close_stores(&st);
     if (have_suite)
         ppb_suite_free(&suite);

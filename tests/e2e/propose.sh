@@ -166,6 +166,8 @@ grep -q "^regression" "$WORK/err" || fail "with --json -, the table did not go t
 sqlite3 "$T" "UPDATE env SET value = '6.85 4.10 3.00' WHERE key = 'after.loadavg' AND run_id = 8;
               UPDATE env SET value = '2' WHERE key = 'after.cpu_cores' AND run_id = 8"
 expect_rc 12 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$T" --json "$WORK/tl.json" --markdown "$WORK/tl.md"
+grep -q "^note: the load average was 6.85 on 2 cores when run 8 ended: its timings were disturbed" "$WORK/out" \
+  || { cat "$WORK/out"; fail "trend's terminal output does not say the latest night was loaded"; }
 expect_rc 0 "$PPB" show 8 --db "$T" --json "$WORK/rl.json"
 "$PY" - "$WORK/tl.json" "$WORK/tl.md" "$WORK/rl.json" <<'PY' || fail "a loaded night's documents"
 import json, sys
