@@ -324,7 +324,7 @@ static int cpu_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w, 
         ppbk_device dev = {PPBK_BACKEND_CPU, 0, 0, 1, b->info.sm_count, 0};
         return ppb_impl_bind(&b->plugin, c, &dev, NULL, err); /* NULL: no built-in table (cpu_attention) */
     }
-    /* The built-in kernels' algorithms have no knob of the other implementations. */
+    /* The built-in kernels' algorithms have no knob of the other implementations (num_stages). */
     ppb_kernel_view v;
     ppb_kernel_view_of_case(c, &v);
     if (c->kernel == PPB_PREFIX_PREFILL)

@@ -272,6 +272,12 @@ static const char schema_v13[] = "ALTER TABLE samples ADD COLUMN session INTEGER
  * plain prefills or decodes: NULL, read as 0 from their keys. */
 static const char schema_v14[] = "ALTER TABLE cases ADD COLUMN decode_seqs INTEGER;";
 
+/* Version 15: the prefill kernels' software-pipelining depth (num_stages,
+ * ppb_kernel_params.h; 0 = each implementation's own choice). Older cases ran
+ * at the implementation's own choice: NULL, read as 0 from their keys, which
+ * leave it out at 0. */
+static const char schema_v15[] = "ALTER TABLE cases ADD COLUMN num_stages INTEGER;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -287,6 +293,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {12, "the rules and the detectable effect of each proposal's verdict", schema_v12},
     {13, "what each verdict used: sample sessions and rounds, rules, design, looks, spreads", schema_v13},
     {14, "the decode steps of a mixed batch", schema_v14},
+    {15, "the prefill kernels' num_stages", schema_v15},
 };
 
 const int ppb_store_migration_count =

@@ -15,7 +15,10 @@
  * the second what the device code includes. kernels/runtime/builtin_plan.c ties
  * them to these lists with _Static_asserts (every listed member is an int there,
  * and nothing else is; the plans' configs hold the built-in parameters only),
- * so a parameter missing from one of them does not build.
+ * so a parameter missing from one of them does not build. A parameter new to
+ * the ABI's config goes at the end of its struct, with a new ABI version:
+ * plugins of older versions read only the members before it, and
+ * harness/run/impl.c refuses them a case that sets it.
  *
  * Plain C preprocessor, no includes: kernels/ and harness/ both expand it.
  *
@@ -38,7 +41,7 @@
 
 /* Each kernel's list is two: the parameters its built-in kernel takes (the plans'
  * configs hold exactly these), then those only other implementations take (a
- * Triton kernel's pipelining depth, say). The built-in kernels, and the CPU backend
+ * Triton kernel's num_stages, say). The built-in kernels, and the CPU backend
  * that runs their algorithms, refuse a case whose plugin-only parameter is not
  * at its default (kernels/runtime/builtin_plan.c), so such a parameter's
  * default must mean "the implementation's own choice". */
@@ -48,7 +51,12 @@
     X(ctx, block_m, BLOCK_M, "bm", 16, 128, 128, 0)   /* query rows per CTA (BLOCK_M) */           \
     X(ctx, block_n, BLOCK_N, "bn", 16, 128, 128, 0)   /* keys per tile (BLOCK_N) */                 \
     X(ctx, num_warps, NUM_WARPS, "w", 1, 8, 8, 0)     /* warps per CTA (NUM_WARPS) */
-#define PPBK_PREFILL_PLUGIN_ONLY_PARAMS(X, ctx) /* none yet */
+/* num_stages: Triton's software-pipelining depth (its launch option). 0 keeps
+ * each implementation's own: vllm-triton the one the vLLM tree's wrapper
+ * launches with (1 in 0.6.3-0.34), the built-in kernel its K/V buffering
+ * (prefill_plan.h), which no value can set. */
+#define PPBK_PREFILL_PLUGIN_ONLY_PARAMS(X, ctx)                                                     \
+    X(ctx, num_stages, NUM_STAGES, "st", 0, 8, 0, 1)
 #define PPBK_PREFILL_PARAMS(X, ctx) PPBK_PREFILL_BUILTIN_PARAMS(X, ctx) PPBK_PREFILL_PLUGIN_ONLY_PARAMS(X, ctx)
 
 /* Paged attention decode (paged_attention.cuh), v1 and v2. */

@@ -45,7 +45,7 @@ int ppb_builtin_plan_decode(const ppbk_device *dev, const ppbk_decode_config *cf
                             ppb_builtin_launch *out, ppb_err *err);
 
 /* The parameters the built-in kernels do not have (ppb_kernel_params.h's
- * *_PLUGIN_ONLY_PARAMS): PPB_EREFUSED, naming it, unless
+ * *_PLUGIN_ONLY_PARAMS: prefill num_stages): PPB_EREFUSED, naming it, unless
  * each is at its default. The plans above ask first; the CPU backend, which
  * runs the built-in kernels' algorithms without planning them, asks too. */
 int ppb_builtin_refuse_prefill_params(const ppbk_prefill_config *cfg, ppb_err *err);
