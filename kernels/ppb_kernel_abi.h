@@ -33,9 +33,12 @@
  *  - Every message goes into the caller's buffer (`why`, `why_len`), one line.
  *
  * Versioning: any change to a struct or a function type below is a new
- * PPBK_ABI_VERSION. ppbench loads this version and version 2 (the same table
- * without the context: an adapter calls it, ppb_kernel_abi_v2.h); any other
- * version is refused by name. */
+ * PPBK_ABI_VERSION. A config member is only ever appended, so a plugin of an
+ * older version reads the members it knows and ppbench refuses it the cases
+ * that set a newer one (version 3 has no num_stages). ppbench loads this
+ * version, version 3 (the same table) and version 2 (the same table without
+ * the context: an adapter calls it, ppb_kernel_abi_v2.h); any other version
+ * is refused by name. */
 #ifndef PPB_KERNEL_ABI_H
 #define PPB_KERNEL_ABI_H
 
@@ -47,7 +50,7 @@
 extern "C" {
 #endif
 
-#define PPBK_ABI_VERSION 3
+#define PPBK_ABI_VERSION 4
 #define PPBK_ENTRY_SYMBOL "ppbk_entry"
 
 /* Which pointers a launch receives (bit set in ppbk_impl.backends). */
@@ -77,11 +80,16 @@ typedef struct ppbk_device {
 } ppbk_device;
 
 /* The kernel knobs ppbench sweeps, plus the shape facts a kernel is compiled
- * for. dtype: PPB_KDTYPE_FP16 / PPB_KDTYPE_BF16 (attention_args.h). */
+ * for. dtype: PPB_KDTYPE_FP16 / PPB_KDTYPE_BF16 (attention_args.h). Members
+ * added in a later version are appended (see Versioning above). */
 typedef struct ppbk_prefill_config {
     int dtype, head_dim, page_size, sliding_window;
     int block_m, block_n, num_warps;
     int path;              /* PPBK_PATH_* */
+    /* Since version 4: the software-pipelining depth (Triton's num_stages);
+     * 0 = the implementation's own choice. One without such a knob refuses
+     * any other value. */
+    int num_stages;
 } ppbk_prefill_config;
 
 typedef struct ppbk_decode_config {

@@ -1,12 +1,14 @@
 /* Kernel ABI version 2, frozen: the table of ppb_kernel_abi.h before version 3
  * added the context pointer, under other names (ppbk_v2_*), so that ppbench
  * can still load a plugin built against it (harness/run/impl.c wraps such a
- * table so that everything after loading sees version 3) and so that a test
- * can build one. Not for new plugins: write against ppb_kernel_abi.h.
+ * table so that everything after loading sees the current version) and so
+ * that a test can build one. Not for new plugins: write against ppb_kernel_abi.h.
  *
  * The device, config, resource and argument structs did not change in
- * version 3 (the adapter hands them over as they are; a _Static_assert in
- * impl.c fails the build if one changes); only the function types did (no
+ * version 3, and version 4 only appended a member to the prefill config (the
+ * adapter hands them over as they are, and refuses a version-2 plugin the
+ * cases that set a member it lacks; a _Static_assert in impl.c fails the
+ * build if one changes otherwise); only the function types did (no
  * `ctx`; `open` without an out-pointer, `close` without an argument). The
  * layout is the version-2 header's, member for member (LP64: ops 24 bytes,
  * table 80). */

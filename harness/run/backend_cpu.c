@@ -320,11 +320,18 @@ static int cpu_refuse(ppb_backend *b, const ppb_case *c, const ppb_workload *w, 
                         PPB_CPU_TOO_LARGE ": %.3g GFLOP > %.3g GFLOP limit (--cpu-max-gflop)",
                         gflop, limit);
     if (c->config.impl != PPB_IMPL_BUILTIN) {
-        /* The plugin's own refusals; the shared-memory rule below is the built-in kernels'. */
+        /* The plugin's own refusals; the rules below are the built-in kernels'. */
         ppbk_device dev = {PPBK_BACKEND_CPU, 0, 0, 1, b->info.sm_count, 0};
         return ppb_impl_bind(&b->plugin, c, &dev, NULL, err); /* NULL: no built-in table (cpu_attention) */
     }
-    return c->kernel == PPB_PAGED_ATTENTION ? refuse_decode_smem(b, c, err) : PPB_OK;
+    /* The built-in kernels' algorithms have no knob of the other implementations (num_stages). */
+    ppb_kernel_view v;
+    ppb_kernel_view_of_case(c, &v);
+    if (c->kernel == PPB_PREFIX_PREFILL)
+        return ppb_builtin_refuse_prefill_params(&v.prefill_cfg, err);
+    if ((rc = ppb_builtin_refuse_decode_params(&v.decode_cfg, err)))
+        return rc;
+    return refuse_decode_smem(b, c, err);
 }
 
 /* The workload's tensors a plugin reads, by name, in ppb_tensor_ptrs order. */

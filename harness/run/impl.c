@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,11 +136,57 @@ static void search_path(path_list *l)
     free(entries);
 }
 
+/* ---- older ABI versions --------------------------------------------------------------- */
+
+/* Versions 3 and on share one table; version 2 is called through the adapter
+ * below. Version 4 appended num_stages to the prefill config. */
+#define ABI_VERSION_3 3u
+#define ABI_VERSION_4 4u
+
+/* The configs as versions 2 and 3 laid them out: dtype .. path, eight ints. A
+ * later version only appends members, so these bytes are the start of the
+ * current structs (the assertions below). */
+#define ABI3_CONFIG_BYTES (8 * sizeof(int))
+
+/* How many bytes of each config a plugin of ABI version `abi` reads. */
+_Static_assert(PPBK_ABI_VERSION == ABI_VERSION_4,
+               "a new kernel ABI version: config_bytes_seen must say what plugins of version 4 read");
+static size_t config_bytes_seen(unsigned abi, ppb_kernel_kind kernel)
+{
+    if (abi < ABI_VERSION_4)
+        return ABI3_CONFIG_BYTES;
+    return kernel == PPB_PREFIX_PREFILL ? sizeof(ppbk_prefill_config) : sizeof(ppbk_decode_config);
+}
+
+/* A plugin built before a parameter was appended to its config cannot see it:
+ * it would run its own choice under a case that asks for another value. Such a
+ * case is refused for it unless the parameter is at its default (which leaves
+ * the choice to the implementation), naming the parameter and the fix. Expanded
+ * over a parameter list inside refuse_unseen_params (c, seen, abi, impl, err). */
+#define REFUSE_UNSEEN(cfg_type, name, NAME, key, min, max, def, omit)                                           \
+    if (offsetof(cfg_type, name) >= seen && c->config.name != (def))                                        \
+        return ppb_fail(err, PPB_EREFUSED,                                                                    \
+                        "impl %s: built against kernel ABI version %u, which has no " #name ": it cannot honour " \
+                        #name "=%d; rebuild it against kernels/ppb_kernel_abi.h (version %d)",                 \
+                        impl, abi, c->config.name, PPBK_ABI_VERSION);
+
+static int refuse_unseen_params(unsigned abi, const ppb_case *c, const char *impl, ppb_err *err)
+{
+    size_t seen = config_bytes_seen(abi, c->kernel);
+    if (c->kernel == PPB_PREFIX_PREFILL) {
+        PPBK_PREFILL_PARAMS(REFUSE_UNSEEN, ppbk_prefill_config)
+    } else {
+        PPBK_DECODE_PARAMS(REFUSE_UNSEEN, ppbk_decode_config)
+    }
+    return PPB_OK;
+}
+#undef REFUSE_UNSEEN
+
 /* ---- version-2 tables ---------------------------------------------------------------- */
 
 /* A table of kernel ABI version 2 (ppb_kernel_abi_v2.h: the same table without
- * the context) as version 3: ops whose context is the adapter itself and whose
- * functions call the version-2 ones without it. Where the version-2 table has
+ * the context) as the current version: ops whose context is the adapter itself
+ * and whose functions call the version-2 ones without it. Where the version-2 table has
  * NULL (no kernel, no prepare, a missing refuse or launch), so does the face,
  * so the loader's checks and the optional prepare read the same. */
 typedef struct abi2_adapter {
@@ -149,12 +196,16 @@ typedef struct abi2_adapter {
     ppbk_decode_ops decode_v1, decode_v2;
 } abi2_adapter;
 
-/* The adapter hands version-2 functions version 3's device, configs,
+/* The adapter hands version-2 functions the current device, configs,
  * resources and argument structs as they are: right only while those are
- * version 2's (version 3 changed function types only). A version that changes
- * one must convert it here, or stop loading version 2. Sizes on LP64. */
+ * version 2's, or extend them at the end (version 3 changed function types
+ * only; version 4 appended num_stages to the prefill config, which a version-2
+ * plugin does not read and is never asked for: refuse_unseen_params). A
+ * version that changes one otherwise must convert it here, or stop loading
+ * version 2. Sizes on LP64. */
 #if defined(__LP64__)
-_Static_assert(sizeof(ppbk_device) == 32 && sizeof(ppbk_prefill_config) == 32 && sizeof(ppbk_decode_config) == 32 &&
+_Static_assert(sizeof(ppbk_device) == 32 && offsetof(ppbk_prefill_config, path) + sizeof(int) == ABI3_CONFIG_BYTES &&
+                   sizeof(ppbk_prefill_config) >= ABI3_CONFIG_BYTES && sizeof(ppbk_decode_config) == ABI3_CONFIG_BYTES &&
                    sizeof(ppbk_resources) == 20 && sizeof(ppb_prefill_args) == 128 && sizeof(ppb_decode_args) == 112 &&
                    sizeof(ppbk_v2_impl) == 80 && sizeof(ppbk_v2_prefill_ops) == 24 && sizeof(ppbk_v2_decode_ops) == 24,
                "a struct version-2 plugins are handed changed: convert it in the adapter (or stop loading version 2)");
@@ -344,21 +395,21 @@ static void load_library(loaded *l, const char *path)
     }
     /* abi_version and struct_size lead the table in every version. */
     info->abi_version = t->abi_version;
-    if (t->abi_version != PPBK_ABI_VERSION && t->abi_version != PPBK_ABI_VERSION_2) {
+    if (t->abi_version < PPBK_ABI_VERSION_2 || t->abi_version > PPBK_ABI_VERSION) {
         snprintf(info->error, sizeof info->error,
-                 "kernel ABI version %u; this ppbench loads versions %d and %d: rebuild the plugin against "
+                 "kernel ABI version %u; this ppbench loads versions %d to %d: rebuild the plugin against "
                  "kernels/ppb_kernel_abi.h",
                  t->abi_version, PPBK_ABI_VERSION_2, PPBK_ABI_VERSION);
         return;
     }
-    size_t need = t->abi_version == PPBK_ABI_VERSION ? sizeof(ppbk_impl) : sizeof(ppbk_v2_impl);
+    size_t need = t->abi_version >= ABI_VERSION_3 ? sizeof(ppbk_impl) : sizeof(ppbk_v2_impl);
     if (t->struct_size < need) {
         snprintf(info->error, sizeof info->error, "table of %u bytes, version %u needs %zu", t->struct_size,
                  t->abi_version, need);
         return;
     }
     if (t->abi_version == PPBK_ABI_VERSION_2) {
-        /* From here on the library is called as version 3, through the adapter. */
+        /* From here on the library is called as the current version, through the adapter. */
         abi2_wrap(&l->abi2, (const ppbk_v2_impl *)(const void *)t);
         l->is_abi2 = 1;
         info->adapted = 1;
@@ -738,7 +789,7 @@ int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev
     if (missing_kernel)
         return ppb_fail(err, PPB_EREFUSED, "impl %s provides no %s kernel", impl, missing_kernel);
     if (l) {
-        if ((rc = call_open(l, dev, impl, err)))
+        if ((rc = refuse_unseen_params(l->info.abi_version, c, impl, err)) || (rc = call_open(l, dev, impl, err)))
             return rc;
         call->ctx = l->ctx;
     }

@@ -8,8 +8,10 @@
  * is a shared library found on the search path, loaded with dlopen, checked
  * (entry symbol, ABI version, table size, name), opened once per process and
  * called through its table with the context its open returned. A table of
- * ABI version 2 (no context) is wrapped on loading so that it looks like
- * version 3 to everything else (kernels/ppb_kernel_abi_v2.h). The backends
+ * ABI version 2 (no context) is wrapped on loading so that it looks like the
+ * current version to everything else (kernels/ppb_kernel_abi_v2.h); version 3's
+ * is the current table, and a plugin of either is refused the cases that set a
+ * parameter its configs lack (version 4's num_stages). The backends
  * ask this module for a bound call (ppb_impl_call) and launch it on their own
  * buffers, so guard zones, poisoning, the reference check and the timing loop
  * are the same code for every implementation.

@@ -278,6 +278,12 @@ static const char schema_v14[] = "ALTER TABLE cases ADD COLUMN decode_seqs INTEG
  * keep. Earlier rows have NULL: they spent alpha / their looks planned. */
 static const char schema_v15[] = "ALTER TABLE proposal_cases ADD COLUMN look_share REAL;";
 
+/* Version 16: the prefill kernels' software-pipelining depth (num_stages,
+ * ppb_kernel_params.h; 0 = each implementation's own choice). Older cases ran
+ * at the implementation's own choice: NULL, read as 0 from their keys, which
+ * leave it out at 0. */
+static const char schema_v16[] = "ALTER TABLE cases ADD COLUMN num_stages INTEGER;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -294,6 +300,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {13, "what each verdict used: sample sessions and rounds, rules, design, looks, spreads", schema_v13},
     {14, "the decode steps of a mixed batch", schema_v14},
     {15, "the share of alpha each case's stopping look spent", schema_v15},
+    {16, "the prefill kernels' num_stages", schema_v16},
 };
 
 const int ppb_store_migration_count =

@@ -14,7 +14,11 @@
  * decode_plan.h) stay hand-written: the first is what plugins compile against,
  * the second what the device code includes. kernels/runtime/builtin_plan.c ties
  * them to these lists with _Static_asserts (every listed member is an int there,
- * and nothing else is), so a parameter missing from one of them does not build.
+ * and nothing else is; the plans' configs hold the built-in parameters only),
+ * so a parameter missing from one of them does not build. A parameter new to
+ * the ABI's config goes at the end of its struct, with a new ABI version:
+ * plugins of older versions read only the members before it, and
+ * harness/run/impl.c refuses them a case that sets it.
  *
  * Plain C preprocessor, no includes: kernels/ and harness/ both expand it.
  *
@@ -35,17 +39,33 @@
 #ifndef PPB_KERNEL_PARAMS_H
 #define PPB_KERNEL_PARAMS_H
 
+/* Each kernel's list is two: the parameters its built-in kernel takes (the plans'
+ * configs hold exactly these), then those only other implementations take (a
+ * Triton kernel's num_stages, say). The built-in kernels, and the CPU backend
+ * that runs their algorithms, refuse a case whose plugin-only parameter is not
+ * at its default (kernels/runtime/builtin_plan.c), so such a parameter's
+ * default must mean "the implementation's own choice". */
+
 /* Prefix prefill (prefix_prefill.cuh): each one a template argument. */
-#define PPBK_PREFILL_PARAMS(X, ctx)                                                                 \
+#define PPBK_PREFILL_BUILTIN_PARAMS(X, ctx)                                                         \
     X(ctx, block_m, BLOCK_M, "bm", 16, 128, 128, 0)   /* query rows per CTA (BLOCK_M) */           \
     X(ctx, block_n, BLOCK_N, "bn", 16, 128, 128, 0)   /* keys per tile (BLOCK_N) */                 \
     X(ctx, num_warps, NUM_WARPS, "w", 1, 8, 8, 0)     /* warps per CTA (NUM_WARPS) */
+/* num_stages: Triton's software-pipelining depth (its launch option). 0 keeps
+ * each implementation's own: vllm-triton the one the vLLM tree's wrapper
+ * launches with (1 in 0.6.3-0.34), the built-in kernel its K/V buffering
+ * (prefill_plan.h), which no value can set. */
+#define PPBK_PREFILL_PLUGIN_ONLY_PARAMS(X, ctx)                                                     \
+    X(ctx, num_stages, NUM_STAGES, "st", 0, 8, 0, 1)
+#define PPBK_PREFILL_PARAMS(X, ctx) PPBK_PREFILL_BUILTIN_PARAMS(X, ctx) PPBK_PREFILL_PLUGIN_ONLY_PARAMS(X, ctx)
 
 /* Paged attention decode (paged_attention.cuh), v1 and v2. */
-#define PPBK_DECODE_PARAMS(X, ctx)                                                                  \
+#define PPBK_DECODE_BUILTIN_PARAMS(X, ctx)                                                          \
     X(ctx, version, VERSION, "v", 1, 2, 2, 0)                   /* 1 or 2 (v2: partitions + reduce) */ \
     X(ctx, num_threads, NUM_THREADS, "t", 32, 1024, 128, 0)     /* threads per CTA (NUM_THREADS) */    \
     X(ctx, partition_size, PARTITION_SIZE, "p", 0, 65536, 512, 0) /* v2: the kernel's PARTITION_SIZE */
+#define PPBK_DECODE_PLUGIN_ONLY_PARAMS(X, ctx) /* none yet */
+#define PPBK_DECODE_PARAMS(X, ctx) PPBK_DECODE_BUILTIN_PARAMS(X, ctx) PPBK_DECODE_PLUGIN_ONLY_PARAMS(X, ctx)
 
 /* The shape facts both ABI configs carry beside the parameters (a kernel is
  * compiled for them), copied by name from the case's shape. X(ctx, name, NAME). */
@@ -64,6 +84,8 @@
 
 #define PPBK_PREFILL_PARAM_COUNT (0 PPBK_PREFILL_PARAMS(PPBK_COUNT_ONE, ))
 #define PPBK_DECODE_PARAM_COUNT (0 PPBK_DECODE_PARAMS(PPBK_COUNT_ONE, ))
+#define PPBK_PREFILL_BUILTIN_PARAM_COUNT (0 PPBK_PREFILL_BUILTIN_PARAMS(PPBK_COUNT_ONE, ))
+#define PPBK_DECODE_BUILTIN_PARAM_COUNT (0 PPBK_DECODE_BUILTIN_PARAMS(PPBK_COUNT_ONE, ))
 #define PPBK_CONFIG_SHAPE_FACT_COUNT (0 PPBK_CONFIG_SHAPE_FACTS(PPBK_COUNT_ONE, ))
 
 #endif

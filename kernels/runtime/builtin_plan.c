@@ -14,7 +14,8 @@ _Static_assert(PPB_KSPEC_MMA_SYNC == PPB_PREFILL_PATH_MMA && PPB_KSPEC_MMA_WGMMA
 /* The hand-written config structs against the parameter lists (ppb_kernel_params.h): every
  * listed member is an int of the struct (a missing one does not compile), and the struct holds
  * nothing but the listed members and the ones named below (a member added to a struct alone
- * fails its size). The conversions here and in harness/core/kernel_view.c copy by name. */
+ * fails its size). The plans' configs hold the built-in kernels' parameters only. The
+ * conversions here and in harness/core/kernel_view.c copy by name. */
 #define ASSERT_INT_MEMBER(type, name, ...)                                                                  \
     _Static_assert(sizeof(((type *)0)->name) == sizeof(int), #type "." #name ": the parameter lists "    \
                                                                    "(ppb_kernel_params.h) name it, as an int");
@@ -22,8 +23,8 @@ PPBK_CONFIG_SHAPE_FACTS(ASSERT_INT_MEMBER, ppbk_prefill_config)
 PPBK_PREFILL_PARAMS(ASSERT_INT_MEMBER, ppbk_prefill_config)
 PPBK_CONFIG_SHAPE_FACTS(ASSERT_INT_MEMBER, ppbk_decode_config)
 PPBK_DECODE_PARAMS(ASSERT_INT_MEMBER, ppbk_decode_config)
-PPBK_PREFILL_PARAMS(ASSERT_INT_MEMBER, ppb_prefill_config)
-PPBK_DECODE_PARAMS(ASSERT_INT_MEMBER, ppb_decode_config)
+PPBK_PREFILL_BUILTIN_PARAMS(ASSERT_INT_MEMBER, ppb_prefill_config)
+PPBK_DECODE_BUILTIN_PARAMS(ASSERT_INT_MEMBER, ppb_decode_config)
 #undef ASSERT_INT_MEMBER
 _Static_assert(sizeof(ppbk_prefill_config) ==
                    sizeof(int) * (PPBK_CONFIG_SHAPE_FACT_COUNT + PPBK_PREFILL_PARAM_COUNT + 1 /* path */),
@@ -31,20 +32,49 @@ _Static_assert(sizeof(ppbk_prefill_config) ==
 _Static_assert(sizeof(ppbk_decode_config) ==
                    sizeof(int) * (PPBK_CONFIG_SHAPE_FACT_COUNT + PPBK_DECODE_PARAM_COUNT + 1 /* path */),
                "ppbk_decode_config and the parameter list (ppb_kernel_params.h) differ");
-_Static_assert(sizeof(ppb_prefill_config) == sizeof(int) * (PPBK_PREFILL_PARAM_COUNT + 2 /* use_mma, warp_size */),
-               "ppb_prefill_config and the parameter list (ppb_kernel_params.h) differ");
-_Static_assert(sizeof(ppb_decode_config) == sizeof(int) * (PPBK_DECODE_PARAM_COUNT + 2 /* use_mma, warp_size */),
-               "ppb_decode_config and the parameter list (ppb_kernel_params.h) differ");
+_Static_assert(sizeof(ppb_prefill_config) ==
+                   sizeof(int) * (PPBK_PREFILL_BUILTIN_PARAM_COUNT + 2 /* use_mma, warp_size */),
+               "ppb_prefill_config and the built-in parameter list (ppb_kernel_params.h) differ");
+_Static_assert(sizeof(ppb_decode_config) ==
+                   sizeof(int) * (PPBK_DECODE_BUILTIN_PARAM_COUNT + 2 /* use_mma, warp_size */),
+               "ppb_decode_config and the built-in parameter list (ppb_kernel_params.h) differ");
 
 ppb_prefill_config ppb_builtin_prefill_plan_config(const ppbk_prefill_config *cfg, int use_mma, int warp_size)
 {
-    return (ppb_prefill_config){PPBK_PREFILL_PARAMS(PPBK_INIT_FROM, cfg) .use_mma = use_mma, .warp_size = warp_size};
+    return (ppb_prefill_config){PPBK_PREFILL_BUILTIN_PARAMS(PPBK_INIT_FROM, cfg) .use_mma = use_mma,
+                                .warp_size = warp_size};
 }
 
 ppb_decode_config ppb_builtin_decode_plan_config(const ppbk_decode_config *cfg, int use_mma, int warp_size)
 {
-    return (ppb_decode_config){PPBK_DECODE_PARAMS(PPBK_INIT_FROM, cfg) .use_mma = use_mma, .warp_size = warp_size};
+    return (ppb_decode_config){PPBK_DECODE_BUILTIN_PARAMS(PPBK_INIT_FROM, cfg) .use_mma = use_mma,
+                               .warp_size = warp_size};
 }
+
+/* A parameter only other implementations take, set to anything but its default: the built-in
+ * kernels cannot honour it, and running the case anyway would store their own behaviour
+ * under a config that asked for another. */
+#define REFUSE_UNLESS_DEFAULT(kernel, name, NAME, key, min, max, def, omit)                                   \
+    if (cfg->name != (def))                                                                                   \
+        return ppb_fail(err, PPB_EREFUSED,                                                                    \
+                        #name "=%d: the built-in " kernel " kernel has no " #name " (a knob of other "         \
+                        "implementations, such as vllm-triton's); it runs " #name "=%d only, its own choice",  \
+                        cfg->name, (def));
+
+int ppb_builtin_refuse_prefill_params(const ppbk_prefill_config *cfg, ppb_err *err)
+{
+    PPBK_PREFILL_PLUGIN_ONLY_PARAMS(REFUSE_UNLESS_DEFAULT, "prefix_prefill")
+    (void)cfg, (void)err;
+    return PPB_OK;
+}
+
+int ppb_builtin_refuse_decode_params(const ppbk_decode_config *cfg, ppb_err *err)
+{
+    PPBK_DECODE_PLUGIN_ONLY_PARAMS(REFUSE_UNLESS_DEFAULT, "paged_attention")
+    (void)cfg, (void)err;
+    return PPB_OK;
+}
+#undef REFUSE_UNLESS_DEFAULT
 
 int ppb_builtin_use_mma(int path, int cc, int *use_mma, ppb_err *err)
 {
@@ -177,12 +207,14 @@ static int plan_with_path(plan_fn plan, const void *cfg, const void *shape, int 
 int ppb_builtin_plan_prefill(const ppbk_device *dev, int aot, const ppbk_prefill_config *cfg,
                              const ppb_prefill_args *shape, ppb_builtin_launch *out, ppb_err *err)
 {
-    if (aot && cfg->path == PPBK_PATH_WGMMA) {
-        memset(out, 0, sizeof *out);
+    memset(out, 0, sizeof *out);
+    int rc = ppb_builtin_refuse_prefill_params(cfg, err);
+    if (rc)
+        return rc;
+    if (aot && cfg->path == PPBK_PATH_WGMMA)
         return ppb_fail(err, PPB_EREFUSED,
                         "path=wgmma: ahead-of-time kernels have no wgmma path (NVRTC compiles it for sm_%da)",
                         PPB_WGMMA_CC);
-    }
     return plan_with_path(plan_prefill_path, cfg, shape, cfg->path, !aot && auto_prefers_wgmma(cfg, dev), dev, out,
                           err);
 }
@@ -190,5 +222,9 @@ int ppb_builtin_plan_prefill(const ppbk_device *dev, int aot, const ppbk_prefill
 int ppb_builtin_plan_decode(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
                             ppb_builtin_launch *out, ppb_err *err)
 {
+    memset(out, 0, sizeof *out);
+    int rc = ppb_builtin_refuse_decode_params(cfg, err);
+    if (rc)
+        return rc;
     return plan_with_path(plan_decode_path, cfg, shape, cfg->path, 0, dev, out, err);
 }

@@ -44,6 +44,13 @@ int ppb_builtin_plan_prefill(const ppbk_device *dev, int aot, const ppbk_prefill
 int ppb_builtin_plan_decode(const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
                             ppb_builtin_launch *out, ppb_err *err);
 
+/* The parameters the built-in kernels do not have (ppb_kernel_params.h's
+ * *_PLUGIN_ONLY_PARAMS: prefill num_stages): PPB_EREFUSED, naming it, unless
+ * each is at its default. The plans above ask first; the CPU backend, which
+ * runs the built-in kernels' algorithms without planning them, asks too. */
+int ppb_builtin_refuse_prefill_params(const ppbk_prefill_config *cfg, ppb_err *err);
+int ppb_builtin_refuse_decode_params(const ppbk_decode_config *cfg, ppb_err *err);
+
 /* The plans' config of an ABI config: the parameters copied member by member
  * (ppb_kernel_params.h), with the code path the plan is for (use_mma:
  * PPB_PREFILL_PATH_* / decode 0 or 1) and the warp size the kernel is compiled

@@ -4,18 +4,25 @@
    roles, integers the wrapper computed, constexprs, a grid function), a knob
    override replaces the wrapper's blocks, and what the stand-ins cannot
    follow is refused in one line naming it.
-2. The prefix_prefill.py of real releases (argv: tree folders, fetched by
+2. prepare.py's side of a knob sweep: a case key's knobs (num_stages among
+   them) into the recorded launch, the variant and its compile key, and the
+   generated table plugin.c reads, compiled and read back by C.
+3. The prefix_prefill.py of real releases (argv: tree folders, fetched by
    scripts/fetch-vllm.sh --version): each release's own choices, as read from
    its source distribution."""
+import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kernels" / "vllm" / "triton"))
+TRITON_DIR = Path(__file__).resolve().parents[2] / "kernels" / "vllm" / "triton"
+sys.path.insert(0, str(TRITON_DIR))
 import capture  # noqa: E402
+import prepare  # noqa: E402
 
 GOAL = {"b": 1, "q": 8192, "ctx": 90112, "h": 32, "kvh": 4, "d": 128, "dtype": "bf16", "page": 16, "win": 0,
-        "bm": 128, "bn": 128, "w": 8}
+        "bm": 128, "bn": 128, "w": 8, "st": 0}
 SMALL = dict(GOAL, b=2, q=100, ctx=300, h=8, kvh=2)
 
 SYNTHETIC = '''
@@ -78,6 +85,11 @@ def synthetic():
         o = capture.override_knobs(r, dict(SMALL, bm=64, bn=32, w=2))
         assert o["constexprs"]["BLOCK_M"] == 64 and o["constexprs"]["BLOCK_N"] == 32 and o["num_warps"] == 2
         assert o["grid"] == [2, 8, 2]
+        # num_stages 0 (the key's default) keeps the wrapper's 2 stages; any other value replaces them.
+        assert o["num_stages"] == 2, o["num_stages"]
+        assert capture.override_knobs(r, dict(SMALL, st=1))["num_stages"] == 1
+        assert capture.override_knobs(r, dict(SMALL, st=4))["num_stages"] == 4
+        assert r["num_stages"] == 2  # the recorded launch itself is left alone
 
         # What the stand-ins cannot follow is refused, naming it.
         expect_error(write(tmp, "a.py", SYNTHETIC.replace("assert q.dtype", "torch.cuda.synchronize()\n    assert q.dtype")),
@@ -96,6 +108,48 @@ def synthetic():
                            .replace("sliding_window=None):", "sliding_window=None, max_seq_len_x=None):")), SMALL,
                      ["the grid of _fwd_kernel is (None, 8, 1)"])
     print("synthetic: ok")
+
+
+def prepared_table():
+    """prepare.py on a knob sweep that varies num_stages alone: the key's st=
+    reaches the launch, the compile key (another cubin) and the variant's
+    knobs, and the generated variants_table.c puts each value in its member
+    of plugin.c's ppbk_vt_variant (its initializer is positional)."""
+    key = "prefix_prefill b=2 q=100 ctx=300 ragged=false h=8 kvh=2 d=128 dtype=bf16 page=16 win=0 bm=64 bn=64 w=4"
+    s0, s3 = prepare.parse_key(key + " path=auto"), prepare.parse_key(key + " st=3 path=auto")
+    assert s0["st"] == 0 and s3["st"] == 3, (s0, s3)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = write(tmp, "pp.py", SYNTHETIC.replace("BLOCK_M=BLOCK, BLOCK_N=BLOCK // 2", "BLOCK_M=BLOCK, BLOCK_N=BLOCK"))
+        variants, kernels = [], {}
+        for s in (s0, s3):
+            launch = capture.override_knobs(capture.capture_prefix_prefill(src, s, 90), s)
+            v, ck = prepare.variant_of(s, launch)
+            assert v["knobs"]["st"] == s["st"] and ck["num_stages"] == (s["st"] or 2), (v["knobs"], ck)
+            variants.append(v)
+            (Path(tmp) / f"{v['compile_id']}.cubin").write_bytes(b"not a cubin")
+            kernels[v["compile_id"]] = {"name": "_fwd_kernel", "shared": 1024, "num_warps": launch["num_warps"],
+                                        "params": [a["name"] for a in launch["args"] if a["kind"] != "none"]}
+        assert variants[0]["compile_id"] != variants[1]["compile_id"], "num_stages must compile another kernel"
+        info = {"from_wrapper": False, "arch": 90, "warp_size": 32, "name": "vllm-triton", "version": "test",
+                "source": "test", "prepare_cmd": "prepare.py"}
+        prepare.gen_table(Path(tmp), variants, kernels, info)
+        main = write(tmp, "main.c", '#include <stdio.h>\n#include "variants.h"\nint main(void) {\n'
+                     "    for (int i = 0; i < ppbk_vt_n_variants; i++) {\n"
+                     "        const ppbk_vt_variant *x = &ppbk_vt_variants[i];\n"
+                     '        printf("%d %d %d %d %d %d %d %u\\n", x->block_m, x->block_n, x->num_warps, '
+                     "x->num_stages, x->launch_warps, x->launch_stages, x->kernel, x->grid[2]);\n"
+                     "    }\n    return 0;\n}\n")
+        exe = Path(tmp) / "table"
+        cc = os.environ.get("CC", "cc")
+        subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{TRITON_DIR}", str(main),
+                        str(Path(tmp) / "variants_table.c"), "-o", str(exe)], check=True)
+        rows = [r.split() for r in subprocess.run([str(exe)], check=True, capture_output=True,
+                                                      text=True).stdout.splitlines()]
+        # block_m block_n warps num_stages | launch warps, launch stages, grid z = cdiv(100, 64); each its own cubin
+        assert [r[:6] + r[7:] for r in rows] == [["64", "64", "4", "0", "4", "2", "2"],
+                                                 ["64", "64", "4", "3", "4", "3", "2"]], rows
+        assert rows[0][6] != rows[1][6], rows
+    print("prepared table: ok")
 
 
 # Per release: (BLOCK_M, BLOCK_N, num_warps, num_stages, runtime arguments, B_Ctxlen bound, k_scale kind)
@@ -130,5 +184,6 @@ def release(tree):
 
 if __name__ == "__main__":
     synthetic()
+    prepared_table()
     for t in sys.argv[1:]:
         release(t)

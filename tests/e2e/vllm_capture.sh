@@ -13,6 +13,11 @@ expect_rc 0 "$PY" "$SRC/kernels/vllm/triton/prepare.py" --target cuda:90 --print
   --vllm "$WORK/tree" --case "$key"
 "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d)==1 and d[0]['grid']==[2,8,1] and d[0]['constexprs']['BLOCK_N']==64, d" \
   "$WORK/out" || fail "prepare.py --print-launches: $(cat "$WORK/out")"
+# A knob sweep (no --from-wrapper): a key's st=3 is launched with 3 stages, the key without st= with the wrapper's 2.
+expect_rc 0 "$PY" "$SRC/kernels/vllm/triton/prepare.py" --target cuda:90 --print-launches \
+  --vllm "$WORK/tree" --case "$key" --case "$key st=3"
+"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); got=sorted((x['knobs']['st'], x['num_stages']) for x in d); \
+assert got == [(0, 2), (3, 3)], got" "$WORK/out" || fail "prepare.py num_stages: $(cat "$WORK/out")"
 # A tree without the kernel file: one line naming what was looked for.
 expect_rc 1 "$PY" "$SRC/kernels/vllm/triton/prepare.py" --target cuda:90 --print-launches --vllm "$WORK" --case "$key"
 [ "$(wc -l <"$WORK/err")" -eq 1 ] && grep -q "no vllm/attention/ops/prefix_prefill.py or vllm/v1/attention/ops/prefix_prefill.py under" "$WORK/err" \

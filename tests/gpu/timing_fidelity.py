@@ -78,7 +78,7 @@ class DecodeArgs(ctypes.Structure):  # ppb_decode_args
 
 
 _P = ctypes.POINTER
-# Kernel ABI version 3: every call takes the context open stored first.
+# Kernel ABI version 3 on: every call takes the context open stored first.
 DECODE_FN = ctypes.CFUNCTYPE(c_int, c_vp, _P(Device), _P(DecodeConfig), _P(DecodeArgs), c_char_p, c_size_t)
 LAUNCH_FN = ctypes.CFUNCTYPE(c_int, c_vp, _P(Device), _P(DecodeConfig), _P(DecodeArgs), c_vp, c_char_p, c_size_t)
 OPEN_FN = ctypes.CFUNCTYPE(c_int, _P(Device), _P(c_vp), c_char_p, c_size_t)
@@ -94,7 +94,11 @@ class Impl(ctypes.Structure):  # ppbk_impl
                 ("prefill", c_vp), ("decode_v1", _P(DecodeOps)), ("decode_v2", _P(DecodeOps))]
 
 
-PPBK_ABI_VERSION, PPBK_BACKEND_CUDA, PPBK_OK = 3, 2, 0
+# The version the plugins are built with, read from the header (version 4 appended num_stages to the prefill
+# config, which is not mirrored: the decode structs and the table are version 3's; --self-test-layout checks them).
+PPBK_ABI_VERSION = int(re.search(r"^#define PPBK_ABI_VERSION (\d+)$", (REPO / "kernels" / "ppb_kernel_abi.h").read_text(),
+                                 re.M).group(1))
+PPBK_BACKEND_CUDA, PPBK_OK = 2, 0
 LAYOUT = {"ppbk_device": (Device, 32), "ppbk_decode_config": (DecodeConfig, 32),
           "ppbk_decode_ops": (DecodeOps, 24), "ppbk_impl": (Impl, 80), "ppb_decode_args": (DecodeArgs, 112)}
 # Sizes measured with gcc on x86-64 Linux from the headers (LP64).

@@ -20,6 +20,10 @@
  *                open, prefill refuse (a note saying how often open ran), prepare (42
  *                registers), launch (fails, saying it was reached) and decode_v1 refuse
  *                (refuses, saying so); no decode_v2
+ *   BAD_ABI3     "abi3-plugin": not broken but old, a table that says kernel ABI version 3,
+ *                as one built before version 4 appended num_stages to the prefill config;
+ *                its prefill refuse accepts everything with the note "version-3 table", so
+ *                a test sees which cases ppbench refused before asking it
  * Apart from its one fault each table is well formed, so nothing else trips. */
 #include <limits.h>
 #include <signal.h>
@@ -37,7 +41,7 @@
 
 #if defined(BAD_NOSYM) + defined(BAD_VERSION) + defined(BAD_NULL) + defined(BAD_CRASH) + defined(BAD_NAME) + \
         defined(BAD_NONUL) + defined(BAD_EXIT) + defined(BAD_RESOURCES) + defined(BAD_SCRIBBLE) + \
-        defined(BAD_HANG) + defined(BAD_ABI2) != 1
+        defined(BAD_HANG) + defined(BAD_ABI2) + defined(BAD_ABI3) != 1
 #error "define exactly one BAD_* (see the list above)"
 #endif
 
@@ -132,7 +136,7 @@ EXPORT const ppbk_v2_impl *ppbk_entry(void)
     return &abi2_impl;
 }
 
-#else /* every other BAD_*: a version-3 table */
+#else /* every other BAD_*: a table of the current version (BAD_ABI3: the same table, saying 3) */
 
 static int bad_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
                       const ppb_prefill_args *shape, char *why, size_t why_len)
@@ -144,6 +148,9 @@ static int bad_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_conf
 #elif defined(BAD_NONUL)
     memset(why, 'A', why_len); /* all it was given, and no terminating NUL */
     return PPBK_REFUSED;
+#elif defined(BAD_ABI3)
+    snprintf(why, why_len, "version-3 table");
+    return PPBK_OK;
 #else
     if (why && why_len)
         snprintf(why, why_len, "a broken test plugin runs nothing");
@@ -214,6 +221,8 @@ static const ppbk_prefill_ops bad_prefill = {bad_refuse, bad_launch, NULL};
 static const ppbk_impl bad_impl = {
 #ifdef BAD_VERSION
     .abi_version = 999,
+#elif defined(BAD_ABI3)
+    .abi_version = 3,
 #else
     .abi_version = PPBK_ABI_VERSION,
 #endif
@@ -232,6 +241,8 @@ static const ppbk_impl bad_impl = {
     .name = "bad-scribble",
 #elif defined(BAD_HANG)
     .name = "bad-hang",
+#elif defined(BAD_ABI3)
+    .name = "abi3-plugin",
 #else
     .name = "bad-plugin",
 #endif

@@ -252,6 +252,10 @@ static int prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_
         return say(why, why_len, PPBK_REFUSED,
                    "block_m %d, block_n %d, num_warps %d: each must be a power of two <= 128", cfg->block_m,
                    cfg->block_n, cfg->num_warps);
+    /* A loop on the CPU has no software pipeline: a depth it cannot honour is refused, not ignored. */
+    if (cfg->num_stages != 0)
+        return say(why, why_len, PPBK_REFUSED, "num_stages %d: this implementation has no pipelining stages "
+                   "(0 only)", cfg->num_stages);
     return PPBK_OK;
 }
 

@@ -428,10 +428,12 @@ def _record(mod, tl, launch, s, mbps, defaulted):
 
 
 def override_knobs(rec, s):
-    """A knob sweep on the tree (block_m, block_n, num_warps of the case key):
-    the recorded launch with those values in place of the wrapper's. The grid
-    is the family's (batch, heads, cdiv(max query length, BLOCK_M)); a tree
-    whose recorded grid is not that refuses the override."""
+    """A knob sweep on the tree (block_m, block_n, num_warps and num_stages of
+    the case key): the recorded launch with those values in place of the
+    wrapper's; num_stages 0 (the key's default, `st` left out) keeps the
+    wrapper's own. The grid is the family's (batch, heads, cdiv(max query
+    length, BLOCK_M)); a tree whose recorded grid is not that refuses the
+    override."""
     c = dict(rec["constexprs"])
     if "BLOCK_M" not in c or "BLOCK_N" not in c:
         raise CaptureError("the kernel has no BLOCK_M / BLOCK_N constexprs to override")
@@ -442,6 +444,7 @@ def override_knobs(rec, s):
     if rec["grid"] != expect:
         raise CaptureError(f"the wrapper's grid {rec['grid']} is not (batch, heads, cdiv(q, BLOCK_M)) = {expect}: "
                            f"ppbench cannot override its blocks")
-    out = dict(rec, constexprs=dict(c, BLOCK_M=s["bm"], BLOCK_N=s["bn"]), num_warps=s["w"])
+    out = dict(rec, constexprs=dict(c, BLOCK_M=s["bm"], BLOCK_N=s["bn"]), num_warps=s["w"],
+               num_stages=s["st"] or rec["num_stages"])
     out["grid"] = [s["b"], s["h"], -(-s["q"] // s["bm"])]
     return out

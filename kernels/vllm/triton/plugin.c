@@ -7,7 +7,7 @@
  * those cubins in `open` and replays the recorded launches through the CUDA
  * driver API, pointers bound to ppbench's buffers by role. Nothing here calls
  * Python, and nothing here knows a release's argument list. What `open`
- * loads lives in the context it returns (kernel ABI version 3), freed by
+ * loads lives in the context it returns (kernel ABI version 3 on), freed by
  * `close`: nothing at file scope is written. */
 #include <cuda.h>
 #include <stdarg.h>
@@ -64,7 +64,7 @@ static int find_variant(const ppbk_prefill_config *cfg, const ppb_prefill_args *
             x->batch == s->batch && x->max_query_len == s->max_query_len &&
             x->max_blocks_per_seq == s->max_blocks_per_seq &&
             (ppbk_vt_from_wrapper || (x->block_m == cfg->block_m && x->block_n == cfg->block_n &&
-                                      x->num_warps == cfg->num_warps)))
+                                      x->num_warps == cfg->num_warps && x->num_stages == cfg->num_stages)))
             return i;
     }
     return -1;
@@ -187,16 +187,19 @@ static int prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_
     int i = find_variant(cfg, s);
     if (i < 0) {
         int context = s->max_blocks_per_seq > 1 ? s->max_blocks_per_seq * s->page_size : 0;
+        char stages[16] = ""; /* the case key leaves num_stages out at 0 */
+        if (cfg->num_stages)
+            snprintf(stages, sizeof stages, " st=%d", cfg->num_stages);
         return say(why, len, PPBK_REFUSED,
                    "not prepared%s: run %s --case 'prefix_prefill b=%d q=%d ctx=%d h=%d kvh=%d d=%d dtype=%s page=%d "
-                   "win=%d bm=%d bn=%d w=%d' (or give it the suite file)",
+                   "win=%d bm=%d bn=%d w=%d%s' (or give it the suite file)",
                    !ppbk_vt_from_wrapper && cfg->block_m != cfg->block_n
                        ? " (prepare.py skips block_m != block_n where the tree's wrapper sets both from one BLOCK, "
                          "as vLLM 0.6.x does)"
                        : "",
                    ppbk_vt_prepare_cmd, s->batch, s->max_query_len, context, s->num_heads, s->num_kv_heads,
                    s->head_dim, cfg->dtype == PPB_KDTYPE_FP16 ? "fp16" : "bf16", s->page_size, cfg->sliding_window,
-                   cfg->block_m, cfg->block_n, cfg->num_warps);
+                   cfg->block_m, cfg->block_n, cfg->num_warps, stages);
     }
     const ppbk_vt_variant *x = &ppbk_vt_variants[i];
     /* The kernel computes element offsets in int32 (so does vLLM): beyond 2^31 they
@@ -217,11 +220,13 @@ static int prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_
     if (smem > dev->smem_optin)
         return say(why, len, PPBK_REFUSED, "needs %ld B of shared memory per block, the limit here is %ld B", smem,
                    dev->smem_optin);
-    /* Accepted: say what runs, since the wrapper's choice is not the case's knobs. */
+    /* Accepted: say what runs where the wrapper chose it rather than the case's knobs. */
     if (ppbk_vt_from_wrapper)
         say(why, len, PPBK_OK, "as the tree's wrapper launches it: BLOCK_M %d, BLOCK_N %d, %d warps, %d stages "
-                              "(the case's block_m/block_n/num_warps do not apply)",
+                              "(the case's block_m/block_n/num_warps/num_stages do not apply)",
             x->launch_block_m, x->launch_block_n, x->launch_warps, x->launch_stages);
+    else if (cfg->num_stages == 0)
+        say(why, len, PPBK_OK, "num_stages 0: the tree's wrapper's choice, %d", x->launch_stages);
     return PPBK_OK;
 }
 

@@ -12,7 +12,8 @@ Which cases: every prefix_prefill case of the suites given (expanded by
 every `--case KEY` (a ppbench case key). For each, capture.py records the launch
 the tree's own context_attention_fwd makes for that shape (grid, warps, stages,
 every argument by name). With --from-wrapper that launch is used as it is; else
-the case's block_m / block_n / num_warps replace the wrapper's (a knob sweep).
+the case's block_m / block_n / num_warps, and num_stages unless 0, replace the
+wrapper's (a knob sweep).
 
 How each launch is compiled: through Triton's own JIT front end
 (`JITFunction.run(..., warmup=True)`) with the recorded arguments, under a
@@ -87,11 +88,11 @@ def parse_key(key):
     toks = key.split()
     if not toks or toks[0] != "prefix_prefill":
         return None
-    s = {"b": 1, "ctx": 0, "d": 128, "dtype": "bf16", "page": 16, "win": 0, "bm": 128, "bn": 128, "w": 8}
+    s = {"b": 1, "ctx": 0, "d": 128, "dtype": "bf16", "page": 16, "win": 0, "bm": 128, "bn": 128, "w": 8, "st": 0}
     for t in toks[1:]:
         name, _, val = t.partition("=")
         s[name] = val
-    for name in ("b", "q", "ctx", "h", "kvh", "d", "page", "win", "bm", "bn", "w"):
+    for name in ("b", "q", "ctx", "h", "kvh", "d", "page", "win", "bm", "bn", "w", "st"):
         if name not in s:
             die(f"case key '{key}' has no {name}=")
         s[name] = int(s[name])
@@ -111,7 +112,7 @@ def variant_of(s, launch):
           "args": [(a["name"], a["kind"], a.get("dtype")) for a in launch["args"]]}
     cid = hashlib.sha256(json.dumps(ck, sort_keys=True).encode()).hexdigest()[:16]
     v = {"shape": {k: s[k] for k in ("b", "q", "h", "kvh", "d", "dtype", "page", "win")},
-         "max_blocks_per_seq": launch["max_blocks_per_seq"], "knobs": {k: s[k] for k in ("bm", "bn", "w")},
+         "max_blocks_per_seq": launch["max_blocks_per_seq"], "knobs": {k: s[k] for k in ("bm", "bn", "w", "st")},
          "launch": launch, "compile_id": cid}
     return v, ck
 
@@ -363,7 +364,7 @@ def gen_table(key_dir, variants, kernels, info):
         g = launch["grid"]
         vinits.append(
             f"    {{{DTYPES[sh['dtype']][1]}, {sh['d']}, {sh['h']}, {sh['kvh']}, {sh['page']}, {max(0, sh['win'])}, "
-            f"{sh['b']}, {sh['q']}, {v['max_blocks_per_seq']}, {kn['bm']}, {kn['bn']}, {kn['w']}, "
+            f"{sh['b']}, {sh['q']}, {v['max_blocks_per_seq']}, {kn['bm']}, {kn['bn']}, {kn['w']}, {kn['st']}, "
             f"{int(c.get('BLOCK_M', 0) or 0)}, {int(c.get('BLOCK_N', 0) or 0)}, {launch['num_warps']}, "
             f"{launch['num_stages']}, {{{g[0]}, {g[1]}, {g[2]}}}, {kindex[v['compile_id']]}, "
             f"{len(rec['params'])}, ppbk_vt_params_{i}}},")
@@ -442,8 +443,9 @@ def main():
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"), help="C compiler (default: $CC or cc)")
     ap.add_argument("--from-wrapper", action="store_true",
                     help="launch each case exactly as the tree's own context_attention_fwd would (its BLOCK, "
-                         "warps, stages, grid), ignoring the case's block_m/block_n/num_warps; without it those "
-                         "knobs replace the wrapper's choice (a knob sweep)")
+                         "warps, stages, grid), ignoring the case's block_m/block_n/num_warps/num_stages; without "
+                         "it those knobs replace the wrapper's choice (a knob sweep; num_stages 0 keeps the "
+                         "wrapper's)")
     ap.add_argument("--name", default="vllm-triton",
                     help="the implementation's name in ppbench (default: %(default)s; e.g. vllm-triton@0.10.2)")
     ap.add_argument("--print-launches", action="store_true",

@@ -43,6 +43,7 @@ typedef struct ppbk_vt_variant {
     int head_dim, num_heads, num_kv_heads, page_size, sliding_window;
     int batch, max_query_len, max_blocks_per_seq;
     int block_m, block_n, num_warps;  /* the case's knobs (matched unless ppbk_vt_from_wrapper) */
+    int num_stages;               /* the case's knob too: 0 launched the wrapper's stages */
     /* the launch */
     int launch_block_m, launch_block_n, launch_warps, launch_stages;
     unsigned grid[3];
@@ -55,9 +56,9 @@ extern const ppbk_vt_kernel ppbk_vt_kernels[];
 extern const int ppbk_vt_n_kernels;
 extern const ppbk_vt_variant ppbk_vt_variants[];
 extern const int ppbk_vt_n_variants;
-/* 1: each case launches as the tree's own wrapper would (its blocks and warps;
- * the case's block_m/block_n/num_warps are not matched); 0: a knob sweep, the
- * case's knobs in place of the wrapper's choice. */
+/* 1: each case launches as the tree's own wrapper would (its blocks, warps and
+ * stages; the case's block_m/block_n/num_warps/num_stages are not matched); 0:
+ * a knob sweep, the case's knobs in place of the wrapper's choice. */
 extern const int ppbk_vt_from_wrapper;
 extern const int ppbk_vt_target_arch, ppbk_vt_target_warp_size;
 extern const char ppbk_vt_name[], ppbk_vt_version[], ppbk_vt_source[], ppbk_vt_prepare_cmd[];

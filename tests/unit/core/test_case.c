@@ -55,7 +55,8 @@ static void test_field_names_and_order_are_stable(void **state)
         {"ragged", "ragged"},    {"num_heads", "h"},     {"num_kv_heads", "kvh"},         {"head_dim", "d"},
         {"dtype", "dtype"},      {"page_size", "page"},  {"sliding_window", "win"},       {"decode_seqs", "dec"},
         {"block_m", "bm"},
-        {"block_n", "bn"},       {"num_warps", "w"},     {"version", "v"},                {"num_threads", "t"},
+        {"block_n", "bn"},       {"num_warps", "w"},     {"num_stages", "st"},
+        {"version", "v"},                {"num_threads", "t"},
         {"partition_size", "p"}, {"host_partition_size", "hp"}, {"path", "path"},        {"impl", "impl"},
     };
     int previous = -1;
@@ -157,6 +158,55 @@ static void test_mixed_batch(void **state)
     assert_int_equal(ppb_field_get(PPB_F_DECODE_SEQS)->kernels, PPB_FOR_PREFILL);
 }
 
+/* num_stages (Triton's pipelining depth) came after keys were stored: left out of the
+ * key at its default, 0 (each implementation's own choice), so every stored key still
+ * names its case and reads back at 0; any other value is in the key as st=N, after the
+ * prefill kernel's other parameters, and is a config field (the shape, so the inputs, is
+ * the same). Outside 0..8 it is refused, naming the field. */
+static void test_num_stages_in_the_key(void **state)
+{
+    (void)state;
+    const ppb_field_info *fi = ppb_field_get(PPB_F_NUM_STAGES);
+    assert_string_equal(fi->key_name, "st");
+    assert_int_equal(fi->def, 0);
+    assert_int_equal(fi->key_omits_default, 1);
+    assert_int_equal(fi->kernels, PPB_FOR_PREFILL);
+    const char *stored = "prefix_prefill b=1 q=17 ctx=0 ragged=false h=4 kvh=2 d=128 dtype=bf16 page=16 "
+                         "win=0 bm=64 bn=32 w=4 path=auto";
+    ppb_case c;
+    ppb_err err = {{0}};
+    assert_int_equal(ppb_case_from_key(stored, &c, &err), PPB_OK);
+    assert_int_equal(c.config.num_stages, 0);
+    assert_string_equal(c.key, stored);
+    assert_null(strstr(c.key, "st="));
+    char shape_before[PPB_CASE_KEY_MAX], shape_after[PPB_CASE_KEY_MAX];
+    ppb_case_shape_key(&c, shape_before, sizeof shape_before);
+
+    ppb_case_set(&c, PPB_F_NUM_STAGES, 3);
+    ppb_case_make_key(&c);
+    assert_string_equal(c.key, "prefix_prefill b=1 q=17 ctx=0 ragged=false h=4 kvh=2 d=128 dtype=bf16 page=16 "
+                               "win=0 bm=64 bn=32 w=4 st=3 path=auto");
+    ppb_case_shape_key(&c, shape_after, sizeof shape_after);
+    assert_string_equal(shape_after, shape_before);
+    ppb_case back;
+    assert_int_equal(ppb_case_from_key(c.key, &back, &err), PPB_OK);
+    assert_int_equal(back.config.num_stages, 3);
+    assert_string_equal(back.key, c.key);
+    assert_int_equal(ppb_case_validate(&back, &err), PPB_OK);
+
+    /* st=0 written out names the same case as the key without it */
+    assert_int_equal(ppb_case_from_key("prefix_prefill b=1 q=17 ctx=0 ragged=false h=4 kvh=2 d=128 dtype=bf16 "
+                                       "page=16 win=0 bm=64 bn=32 w=4 st=0 path=auto", &back, &err), PPB_OK);
+    assert_string_equal(back.key, stored);
+
+    ppb_case_set(&c, PPB_F_NUM_STAGES, 9);
+    assert_int_equal(ppb_case_validate(&c, &err), PPB_EINPUT);
+    assert_string_equal(err.msg, "num_stages=9 is out of range [0, 8]");
+    ppb_case_set(&c, PPB_F_NUM_STAGES, -1);
+    assert_int_equal(ppb_case_validate(&c, &err), PPB_EINPUT);
+    assert_string_equal(err.msg, "num_stages=-1 is out of range [0, 8]");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -164,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_parameter_fields_come_from_the_lists),
         cmocka_unit_test(test_field_names_and_order_are_stable),
         cmocka_unit_test(test_keys_are_unchanged),
+        cmocka_unit_test(test_num_stages_in_the_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,10 +75,10 @@ static void test_prefill_case_to_abi_to_plan_and_back(void **state)
     PPBK_PREFILL_PARAMS(EXPECT_FIELD, &back)
     EXPECT_FIELD(&back, path, PATH)
 
-    /* ABI config -> the plan's config */
+    /* ABI config -> the plan's config: the built-in kernel's parameters */
     const ppb_prefill_config pc = ppb_builtin_prefill_plan_config(&v.prefill_cfg, 1000, 2000);
     assert_all_distinct(&pc, sizeof pc);
-    PPBK_PREFILL_PARAMS(EXPECT_MEMBER, &pc)
+    PPBK_PREFILL_BUILTIN_PARAMS(EXPECT_MEMBER, &pc)
     assert_int_equal(pc.use_mma, 1000);
     assert_int_equal(pc.warp_size, 2000);
 }
@@ -105,7 +105,7 @@ static void test_decode_case_to_abi_to_plan_and_back(void **state)
 
     const ppb_decode_config dc = ppb_builtin_decode_plan_config(&v.decode_cfg, 1000, 2000);
     assert_all_distinct(&dc, sizeof dc);
-    PPBK_DECODE_PARAMS(EXPECT_MEMBER, &dc)
+    PPBK_DECODE_BUILTIN_PARAMS(EXPECT_MEMBER, &dc)
     assert_int_equal(dc.use_mma, 1000);
     assert_int_equal(dc.warp_size, 2000);
 }

@@ -445,6 +445,35 @@ static void test_scalar_is_one_value_list(void **state)
     ppb_suite_free(&s);
 }
 
+/* num_stages: a prefill config axis like the others (a list, a scalar, in exclude
+ * rules); a suite that leaves it out runs it at 0, each implementation's own choice. */
+static void test_num_stages_is_a_config_axis(void **state)
+{
+    (void)state;
+    ppb_suite s;
+    ppb_err err = {{0}};
+    assert_int_equal(load_text("name: st\nkernel: prefix_prefill\nshapes:\n"
+                               "  - {query_len: 17, heads: 8/2}\n"
+                               "configs:\n  - {block_m: 64, num_stages: [0, 2, 4]}\n  - {num_stages: 3}\n"
+                               "exclude:\n  - {num_stages: 4}\n",
+                               &s, &err),
+                     PPB_OK);
+    assert_int_equal(s.n_configs, 2);
+    AXIS(&s.configs[0], PPB_F_NUM_STAGES, 0, 2, 4);
+    AXIS(&s.configs[1], PPB_F_NUM_STAGES, 3);
+    assert_int_equal(fields_given(&s.configs[1]), 1);
+    AXIS(&s.excludes[0], PPB_F_NUM_STAGES, 4);
+    expansion ex = expand(&s);
+    assert_int_equal(ex.cases, 3); /* 0 and 2 of the first set (4 excluded), 3 of the second */
+    assert_int_equal(ex.excluded, 1);
+    assert_int_equal(ex.invalid, 0);
+    ppb_suite_free(&s);
+
+    ppb_case c;
+    ppb_case_init(&c, PPB_PREFIX_PREFILL);
+    assert_int_equal(c.config.num_stages, 0);
+}
+
 static void test_defaults(void **state)
 {
     (void)state;
@@ -803,6 +832,7 @@ int main(void)
         cmocka_unit_test(test_full_example_values_land_in_axis_sets),
         cmocka_unit_test(test_heads_pairs_expand_one_set_per_pair),
         cmocka_unit_test(test_scalar_is_one_value_list),
+        cmocka_unit_test(test_num_stages_is_a_config_axis),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_hash_is_fnv1a_of_the_bytes),
         cmocka_unit_test(test_exclude_and_weights_match_every_given_field),

@@ -409,6 +409,57 @@ static void test_launch_for_case_uses_the_plans(void **state)
     assert_true(strlen(err.msg) > 0);
 }
 
+/* num_stages is Triton's knob; the built-in prefill kernel has none (its K/V
+ * buffering is its own, per path). A case that sets it is refused on every path,
+ * NVRTC or ahead of time, with the reason, never planned as if it had been
+ * honoured; at 0, the implementation's own choice, the plan is what it was. */
+static void test_builtin_plan_refuses_num_stages(void **state)
+{
+    (void)state;
+    ppb_case c;
+    ppb_case_init(&c, PPB_PREFIX_PREFILL);
+    c.shape.query_len = 100;
+    c.shape.num_heads = 8;
+    c.shape.num_kv_heads = 2;
+    c.shape.head_dim = 64;
+    c.config.block_m = 64;
+    c.config.block_n = 64;
+    c.config.num_warps = 4;
+    ppb_case_make_key(&c);
+    ppb_builtin_launch at_default, l;
+    ppb_err err = {{0}};
+    const int paths[] = {PPB_PATH_AUTO, PPB_PATH_SIMT, PPB_PATH_MMA, PPB_PATH_WGMMA};
+    for (size_t p = 0; p < sizeof paths / sizeof *paths; p++) {
+        for (int aot = 0; aot <= 1; aot++) {
+            c.config.path = paths[p];
+            c.config.num_stages = 0;
+            int rc_default = ppb_kernel_launch_for_case(&c, 90, 32, 232448, aot, &at_default, &err);
+            assert_true(rc_default == PPB_OK || (aot && paths[p] == PPB_PATH_WGMMA));
+            for (int stages = 1; stages <= 8; stages++) {
+                c.config.num_stages = stages;
+                memset(&err, 0, sizeof err);
+                assert_int_equal(ppb_kernel_launch_for_case(&c, 90, 32, 232448, aot, &l, &err), PPB_EREFUSED);
+                char want[256];
+                snprintf(want, sizeof want,
+                         "num_stages=%d: the built-in prefix_prefill kernel has no num_stages (a knob of other "
+                         "implementations, such as vllm-triton's); it runs num_stages=0 only, its own choice",
+                         stages);
+                assert_string_equal(err.msg, want);
+                assert_int_equal(l.n_specs, 0); /* nothing planned */
+            }
+        }
+    }
+    /* The check alone, as the CPU backend asks it, and decode (no such parameter yet). */
+    ppb_kernel_view v;
+    c.config.num_stages = 0;
+    ppb_kernel_view_of_case(&c, &v);
+    assert_int_equal(ppb_builtin_refuse_prefill_params(&v.prefill_cfg, &err), PPB_OK);
+    v.prefill_cfg.num_stages = 2;
+    assert_int_equal(ppb_builtin_refuse_prefill_params(&v.prefill_cfg, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "num_stages=2: the built-in prefix_prefill kernel has no num_stages"));
+    assert_int_equal(ppb_builtin_refuse_decode_params(&v.decode_cfg, &err), PPB_OK);
+}
+
 /* Every suite in the repository yields a non-empty list on both architectures
  * the compile check uses (a suite that cannot be expanded fails here first). */
 static void test_repository_suites_list(void **state)
@@ -447,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_list_from_suite),
         cmocka_unit_test(test_repository_suites_list),
         cmocka_unit_test(test_launch_for_case_uses_the_plans),
+        cmocka_unit_test(test_builtin_plan_refuses_num_stages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -236,6 +236,12 @@ static void test_refusals(void **state)
     ppb_case_make_key(&c);
     assert_refused(&c, NULL, "no tensor-core path");
 
+    /* The built-in kernels' algorithms have no pipelining depth to set: refused, not run at their own. */
+    c = prefill(1, 16, 0, 1, 1, 64, 16, 16, 16, PPB_FP16);
+    c.config.num_stages = 2;
+    ppb_case_make_key(&c);
+    assert_refused(&c, NULL, "num_stages=2: the built-in prefix_prefill kernel has no num_stages");
+
     /* 4 * 8 heads * 128 * (512 * 16384 + 512^2/2) = 34.9 GFLOP > the 2 GFLOP default */
     c = prefill(1, 512, 16384, 8, 1, 128, 16, 64, 64, PPB_BF16);
     ppb_workload w;

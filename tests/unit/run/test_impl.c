@@ -228,7 +228,7 @@ static void test_each_broken_library_says_why(void **state)
         {"/libppbk_bad_version.so", "kernel ABI version 999"},
         {"/libppbk_bad_null.so", "returned no table"},
         {"/libppbk_bad_name.so", "invalid implementation name"},
-        {"/libppbk_bad_version.so", "this ppbench loads versions 2 and 3"},
+        {"/libppbk_bad_version.so", "this ppbench loads versions 2 to 4"},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         const ppb_impl_info *f = find_info(infos, n, want[i].file);
@@ -301,6 +301,12 @@ static void test_bind_refuses_with_the_reason(void **state)
     c.config.block_m = 256;
     assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "impl plugin:example-cpu: "));
+    /* A plugin of the current ABI sees num_stages and refuses a depth it cannot honour. */
+    c = prefill_case();
+    c.config.impl = v;
+    c.config.num_stages = 2;
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
+    assert_non_null(strstr(err.msg, "impl plugin:example-cpu: num_stages 2: this implementation has no pipelining"));
     /* path= belongs to the built-in kernels. */
     c = prefill_case();
     c.config.impl = v;
@@ -371,6 +377,12 @@ static void test_version2_table_loads_through_the_adapter(void **state)
     assert_int_equal(res.max_threads, 128);
     assert_int_equal(ppb_impl_launch(&call, NULL, &err), PPB_EFAIL);
     assert_string_equal(err.msg, "impl abi2-plugin: launch: the version-2 launch was reached (it computes nothing)");
+    /* Version 2 has no num_stages: a case that sets it is refused before the plugin is asked. */
+    c.config.num_stages = 3;
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
+    assert_string_equal(err.msg, "impl plugin:abi2-plugin: built against kernel ABI version 2, which has no "
+                                 "num_stages: it cannot honour num_stages=3; rebuild it against "
+                                 "kernels/ppb_kernel_abi.h (version 4)");
     ppb_case d = decode_case(1);
     d.config.impl = c.config.impl;
     assert_int_equal(ppb_impl_bind(&call, &d, &cpu, NULL, &err), PPB_EREFUSED);
@@ -379,6 +391,41 @@ static void test_version2_table_loads_through_the_adapter(void **state)
     d.config.impl = c.config.impl;
     assert_int_equal(ppb_impl_bind(&call, &d, &cpu, NULL, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "provides no paged_attention v2 kernel"));
+}
+
+/* A table of kernel ABI version 3, built before version 4 appended num_stages to
+ * the prefill config, loads as it is (the same table; it reads the config's
+ * first members, which kept their places) and runs every case that leaves
+ * num_stages at its default, 0. One that sets it would be run at the plugin's
+ * own depth under a key that asks for another: refused, naming the field,
+ * without reaching the plugin. */
+static void test_version3_table_is_refused_the_parameters_it_cannot_see(void **state)
+{
+    (void)state;
+    ppb_impl_info f = scanned("PPB_BAD_PLUGIN_DIR", "/libppbk_bad_abi3.so");
+    if (!f.usable)
+        fail_msg("the version-3 plugin is unusable: %s", f.error);
+    assert_int_equal(f.abi_version, 3);
+    assert_false(f.adapted);
+    ppb_err err;
+    ppb_case c = prefill_case();
+    c.config.impl = plugin_impl("plugin:abi3-plugin");
+    ppbk_device cpu = {PPBK_BACKEND_CPU, 0, 0, 1, 2, 0};
+    ppb_impl_call call;
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_OK);
+    assert_string_equal(call.note, "version-3 table");
+    assert_int_equal(call.prefill_cfg.num_stages, 0);
+    for (int stages = 1; stages <= 8; stages *= 2) {
+        c.config.num_stages = stages;
+        memset(&err, 0, sizeof err);
+        assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
+        char want[200];
+        snprintf(want, sizeof want,
+                 "impl plugin:abi3-plugin: built against kernel ABI version 3, which has no num_stages: it cannot "
+                 "honour num_stages=%d; rebuild it against kernels/ppb_kernel_abi.h (version 4)",
+                 stages);
+        assert_string_equal(err.msg, want);
+    }
 }
 
 /* The built-in table and its context are the backend's, passed to every bind:
@@ -468,6 +515,7 @@ int main(void)
         cmocka_unit_test_teardown(test_unterminated_plugin_message_is_bounded, teardown_loader),
         cmocka_unit_test_teardown(test_plugin_strings_and_resources_are_checked, teardown_loader),
         cmocka_unit_test_teardown(test_version2_table_loads_through_the_adapter, teardown_loader),
+        cmocka_unit_test_teardown(test_version3_table_is_refused_the_parameters_it_cannot_see, teardown_loader),
         cmocka_unit_test(test_builtin_calls_get_the_backends_context),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -915,6 +915,67 @@ static void test_migration_from_v1(void **state)
     ppb_store_close(s);
 }
 
+/* num_stages (schema 16): a database of version 14 opens, its cases keep their keys and
+ * read back at 0 (the column NULL: they ran at each implementation's own choice), and
+ * a case that sets it is stored in the column and the key and reads back whole. */
+static void test_num_stages_migration_and_round_trip(void **state)
+{
+    fixture *f = *state;
+    ppb_store *s = NULL;
+    ppb_err err = {{0}};
+    assert_int_equal(ppb_store_open_at_version(&s, f->db, 14, &err), PPB_OK);
+    sqlite3 *db = ppb_store_db(s);
+    assert_int_equal(db_int(db, "SELECT count(*) FROM pragma_table_info('cases') WHERE name = 'num_stages'"), 0);
+    /* a prefill case and its result as ppbench of schema 14 stored them */
+    ppb_case old = make_case(0);
+    assert_null(strstr(old.key, "st="));
+    db_exec(db, "INSERT INTO runs(id, started_at, status, label) VALUES(1, '2026-12-01T00:00:00Z', 'complete', 'v14')");
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, "INSERT INTO cases(id, key, kernel, block_m, weight)"
+                                            " VALUES(1, ?1, 'prefix_prefill', 64, 0.25)",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_text(st, 1, old.key, -1, SQLITE_STATIC);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    db_exec(db, "INSERT INTO results(id, run_id, case_id, weight, status, n_samples, median_ms)"
+                " VALUES(1, 1, 1, 0.25, 'ok', 1, 0.5)");
+    db_exec(db, "INSERT INTO samples(result_id, idx, ms) VALUES(1, 0, 0.5)");
+    ppb_store_close(s);
+
+    s = open_ok(f->db);
+    db = ppb_store_db(s);
+    assert_int_equal(db_int(db, "PRAGMA user_version"), PPB_STORE_SCHEMA_VERSION);
+    assert_int_equal(db_int(db, "SELECT count(*) FROM cases WHERE id = 1 AND num_stages IS NULL"), 1);
+    static seen got;
+    memset(&got, 0, sizeof got);
+    assert_int_equal(ppb_store_each_result(s, 1, collect, &got, &err), PPB_OK);
+    assert_int_equal(got.n, 1);
+    assert_same_case(&old, &got.cases[0]);
+    assert_int_equal(got.cases[0].config.num_stages, 0);
+    seen_free(&got);
+
+    /* the same shape and knobs at num_stages 3: another case, in the key and the column */
+    ppb_case staged = make_case(0);
+    staged.config.num_stages = 3;
+    ppb_case_make_key(&staged);
+    assert_non_null(strstr(staged.key, " w=4 st=3 "));
+    int64_t run_id = begin_run(s, "staged");
+    ppb_result r;
+    make_result(&r, 1, 2);
+    put_ok(s, run_id, &staged, &r);
+    assert_int_equal(db_int(db, "SELECT count(*) FROM cases WHERE num_stages = 3 AND key LIKE '% st=3 %'"), 1);
+    memset(&got, 0, sizeof got);
+    assert_int_equal(ppb_store_each_result(s, run_id, collect, &got, &err), PPB_OK);
+    assert_int_equal(got.n, 1);
+    assert_same_case(&staged, &got.cases[0]);
+    assert_int_equal(got.cases[0].config.num_stages, 3);
+    assert_same_result(&r, &got.results[0]);
+    seen_free(&got);
+    ppb_result_free(&r);
+    ppb_store_close(s);
+}
+
 /* ---- run kinds and the history trend and compare read ------------------------------ */
 
 static int64_t begin_kind(ppb_store *s, const char *kind, const char *started_at)
@@ -1513,6 +1574,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_runs_newest_first_and_finish, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migration_from_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_num_stages_migration_and_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_kinds_and_history, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_newer_schema, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_non_sqlite_file, setup, teardown),
