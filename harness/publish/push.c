@@ -226,16 +226,17 @@ static void prom_label(FILE *out, const char *name, const char *value, int first
 }
 
 /* Each case field that applies to the case's kernel, as (name, text value).
- * A shape axis added after series existed (the key leaves it out at its
- * default: decode_seqs) is left out at its default here too, so adding it did
- * not rename every stored series. */
+ * A field added after series existed (the key leaves it out at its default:
+ * decode_seqs, num_stages) is left out at its default here too, so adding it
+ * did not rename every stored series. impl is the exception: its label was
+ * there from the start (impl="builtin"), though the key leaves builtin out. */
 static void each_case_field(const ppb_case *c, void (*fn)(FILE *out, const char *name, const char *value), FILE *out)
 {
     for (int f = 0; f < PPB_F_COUNT; f++) {
         const ppb_field_info *fi = ppb_field_get(f);
         if (!((fi->kernels >> c->kernel) & 1u))
             continue;
-        if (!fi->is_config && ppb_case_key_omits(c, f))
+        if (f != PPB_F_IMPL && ppb_case_key_omits(c, f))
             continue;
         char value[PPB_FIELD_TEXT_MAX];
         ppb_field_format_value(f, ppb_case_get(c, f), value, sizeof value);

@@ -305,8 +305,8 @@ static void test_prometheus_body_and_url(void **state)
 #define LABELS(q)                                                                                          \
     "{backend=\"cpu\",device=\"AMD EPYC\",kernel=\"prefix_prefill\",batch=\"1\",query_len=\"" q "\","              \
     "context_len=\"0\",ragged=\"false\",num_heads=\"4\",num_kv_heads=\"2\",head_dim=\"128\",dtype=\"bf16\","       \
-    "page_size=\"16\",sliding_window=\"0\",block_m=\"128\",block_n=\"128\",num_warps=\"8\",num_stages=\"0\","     \
-    "path=\"auto\",impl=\"builtin\""
+    "page_size=\"16\",sliding_window=\"0\",block_m=\"128\",block_n=\"128\",num_warps=\"8\",path=\"auto\","         \
+    "impl=\"builtin\""
     assert_non_null(strstr(b, "\nppbench_case_median_seconds" LABELS("17") "} 0.00125\n"));
     assert_non_null(strstr(b, "\nppbench_case_flops_per_second" LABELS("17") "} 300000000000.00006\n"));
     assert_non_null(strstr(b, "\nppbench_case_bytes_per_second" LABELS("17") "} 3500000000\n"));
@@ -385,7 +385,7 @@ static void test_influx_body(void **state)
     /* every case field a tag of its own; base units */
     const char *want = ",kernel=prefix_prefill,batch=1,query_len=17,context_len=0,ragged=false,num_heads=4,"
                        "num_kv_heads=2,head_dim=128,dtype=bf16,page_size=16,sliding_window=0,block_m=128,"
-                       "block_n=128,num_warps=8,num_stages=0,path=auto,impl=builtin run_id=1i,status=\"ok\",n_samples=3i,"
+                       "block_n=128,num_warps=8,path=auto,impl=builtin run_id=1i,status=\"ok\",n_samples=3i,"
                        "timing_is_cpu=true,check_pass=true,median_seconds=0.00125,mean_seconds=0.00125,"
                        "stdev_seconds=0.00025,min_seconds=0.001,max_seconds=0.0015,q1_seconds=0.0011250000000000001,"
                        "q3_seconds=0.001375,rel_noise_ratio=0.2,flops_per_second=300000000000.00006,"
