@@ -14,50 +14,8 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "store_fixture.h"
 #include "verdict_doc.h"
-
-typedef struct fixture {
-    char dir[256];
-    char db[512];
-    ppb_store *s;
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    if (!f)
-        return -1;
-    snprintf(f->dir, sizeof f->dir, "/tmp/ppb-verdict-doc-XXXXXX");
-    if (!mkdtemp(f->dir)) {
-        free(f);
-        return -1;
-    }
-    snprintf(f->db, sizeof f->db, "%s/results.db", f->dir);
-    ppb_err err = {{0}};
-    if (ppb_store_open(&f->s, f->db, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        rmdir(f->dir);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    ppb_store_close(f->s);
-    const char *files[] = {"", "-wal", "-shm"};
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        char p[600];
-        snprintf(p, sizeof p, "%s%s", f->db, files[i]);
-        unlink(p);
-    }
-    rmdir(f->dir);
-    free(f);
-    return 0;
-}
 
 /* A record as a command fills it before storing it. */
 static void make_record(ppb_proposal_record *rec, const char *verdict)
