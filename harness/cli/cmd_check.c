@@ -20,7 +20,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: ppbench check SUITE.yaml [--target NAME | --target-file PATH] [--filter EXPR]\n"
-            "                     [--format table|csv]\n"
+            "                     [--format table|csv] [--json FILE|-]\n"
             "\n"
             "Judge each config of the suite against a target device profile: shared memory,\n"
             "threads and registers needed, against what the target offers; occupancy\n"

@@ -1,4 +1,4 @@
-/* Model profiles: every row of design/TARGETS.md's model table (shapes, KV
+/* Model profiles: every shipped model (shapes from its published config.json, KV
  * bytes per token, per rank at TP 4), heads per rank, bad files. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,7 +37,7 @@ static void load(const char *name, ppb_model *m)
         fail_msg("loading %s: %s", name, err.msg);
 }
 
-/* design/TARGETS.md, "Models": layers (full attention), q / kv heads, D, KV
+/* Each shipped model as its published config.json gives it: layers (full attention), q / kv heads, D, KV
  * bytes per token (fp16), per rank at TP 4. */
 static const struct {
     const char *name;

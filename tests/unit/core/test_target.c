@@ -327,7 +327,7 @@ static void test_kernels_md_decode_anchor(void **state)
 {
     (void)state;
     ppb_target *h = load_named("h200");
-    /* KERNELS.md: vLLM's paged attention uses 96 registers and 288 B static
+    /* KERNELS-IMPL.md: vLLM's paged attention uses 96 registers and 288 B static
      * shared memory per block: 5 blocks per SM on the H200. */
     ppb_case c = decode(2, 128, 512, 32768);
     ppb_needs n;
