@@ -129,7 +129,8 @@ ppb_seq_design ppb_ab_pair_design(const ppb_proposal *p, int n_pairs, int sessio
 {
     const ppb_sampling *sp = &p->sampling;
     return (ppb_seq_design){.samples_per_round = sp->samples_per_round, .min_rounds = sp->min_rounds,
-                            .max_rounds = sp->max_rounds, .sessions = sessions, .budget_ms = sp->budget_ms,
+                            .max_rounds = sp->max_rounds, .sessions = sessions < sp->sessions ? sessions : sp->sessions,
+                            .max_sessions = sessions, .budget_ms = sp->budget_ms,
                             .alpha = ppb_bonferroni_alpha(p->rules.alpha, n_pairs + 1),
                             .threshold = p->rules.threshold, .min_gain = ppb_verdict_gain_needed(&p->rules),
                             .tolerance = ppb_verdict_tolerance(&p->rules), .seed = seed};

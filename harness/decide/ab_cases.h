@@ -51,7 +51,9 @@ void ppb_ab_case_design(const ppb_ab_pair_view *pairs, int n, ppb_proposal_case 
  * the pairs and the weighted mean (alpha / (pairs + 1)): a rule at a looser
  * level than the verdict would stop pairs the verdict then cannot resolve;
  * and the verdict's boundaries (gain needed, tolerated regression), so
- * sampling goes on until the case is settled against each of them. Here
+ * sampling goes on until the case is settled against each of them. `sessions`
+ * are those prepared per side: the design starts with the proposal's and may
+ * grow to them (sequential.h). Here
  * because `propose` samples by it and `verdict --recompute` re-derives it. */
 ppb_seq_design ppb_ab_pair_design(const ppb_proposal *p, int n_pairs, int sessions, uint64_t seed);
 

@@ -121,13 +121,13 @@ static int parse_rules(ppb_yaml *y, yaml_node_t *n, ppb_verdict_rules *r, ppb_er
 void ppb_sampling_default(ppb_sampling *s)
 {
     *s = (ppb_sampling){.samples_per_round = 5, .min_rounds = 4, .max_rounds = 160, .budget_ms = 20000,
-                        .sessions = 3};
+                        .sessions = 3, .max_sessions = PPB_SEQ_MAX_SESSIONS};
 }
 
 static int parse_sampling(ppb_yaml *y, yaml_node_t *n, ppb_sampling *s, ppb_err *err)
 {
     static const char *const keys[] = {"samples_per_round", "min_rounds", "max_rounds",
-                                       "budget_ms", "sessions", NULL};
+                                       "budget_ms", "sessions", "max_sessions", NULL};
     int rc = ppb_yaml_check_keys(y, n, "sampling", keys, err);
     yaml_node_t *v;
     long l;
@@ -143,6 +143,14 @@ static int parse_sampling(ppb_yaml *y, yaml_node_t *n, ppb_sampling *s, ppb_err 
     if (!rc && (v = ppb_yaml_get(y, n, "sessions")) &&
         !(rc = ppb_yaml_int(y, v, "sampling.sessions", 1, PPB_SEQ_MAX_SESSIONS, &l, err)))
         s->sessions = (int)l;
+    /* A proposal that names its sessions keeps them unless it names a maximum too. */
+    if (!rc && ppb_yaml_get(y, n, "sessions"))
+        s->max_sessions = s->sessions;
+    if (!rc && (v = ppb_yaml_get(y, n, "max_sessions")) &&
+        !(rc = ppb_yaml_int(y, v, "sampling.max_sessions", 1, PPB_SEQ_MAX_SESSIONS, &l, err)))
+        s->max_sessions = (int)l;
+    if (!rc && s->max_sessions < s->sessions)
+        rc = ppb_yaml_fail(y, err, n, "sampling", "max_sessions %d < sessions %d", s->max_sessions, s->sessions);
     if (!rc && (v = ppb_yaml_get(y, n, "budget_ms")))
         rc = ppb_yaml_double(y, v, "sampling.budget_ms", 1, 3.6e6, &s->budget_ms, err);
     if (!rc && s->min_rounds > s->max_rounds)

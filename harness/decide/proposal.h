@@ -64,6 +64,7 @@ typedef struct ppb_sampling {
     int min_rounds, max_rounds;
     double budget_ms;        /* per case pair, measured time of both sides */
     int sessions;            /* separately prepared sessions per side (sequential.h) */
+    int max_sessions;        /* the most it may grow to where the sessions' spread dominates (>= sessions) */
 } ppb_sampling;
 
 /* The sampling every proposal (and calibrate) starts from. */

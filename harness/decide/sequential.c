@@ -43,6 +43,10 @@ int ppb_seq_settled(const ppb_seq_design *d, double ratio_lo, double ratio_hi)
     return !(ratio_lo <= 1 && 1 <= ratio_hi && t == 0);
 }
 
+/* A session is added when the sessions' spread exceeds this many times the
+ * samples' own standard error (ppb_seq_run). */
+#define SEQ_GROW_FACTOR 2.0
+
 /* Normal quantile of the 95% Moses interval that sizes a shift's standard error. */
 #define SEQ_SE_ALPHA 0.05
 #define SEQ_SE_Z 1.959963984540054
@@ -55,8 +59,9 @@ int ppb_seq_settled(const ppb_seq_design *d, double ratio_lo, double ratio_hi)
  * the whole distribution stays put; it is the estimator of the verdict's own
  * interval. Load shared in time by all units makes se_ij (which assumes
  * independent samples) too large and tau^2 too small, but widens the pooled
- * interval by the same token (docs/STATISTICS.md). NAN when a session has too
- * few samples for a bounded shift or on allocation failure. */
+ * interval by the same token (docs/STATISTICS.md). A pair with a session of
+ * too few samples for a bounded shift (one added at the last look) is left
+ * out; NAN when no pair is left. */
 static double side_session_variance(const double *x, const unsigned char *tag, int n, int sessions,
                                     double *logs)
 {
@@ -77,11 +82,15 @@ static double side_session_variance(const double *x, const unsigned char *tag, i
             ppb_ab_interval iv;
             if (ppb_hodges_lehmann_shift(logs + start[i], filled[i], logs + start[j], filled[j], SEQ_SE_ALPHA, &iv,
                                          &err) ||
-                !iv.bounded)
-                return NAN;
+                !iv.bounded) {
+                pairs--;
+                continue;
+            }
             double se = (iv.shift_hi - iv.shift_lo) / (2 * SEQ_SE_Z);
             sum += (iv.shift * iv.shift - se * se) / 2;
         }
+    if (pairs == 0)
+        return NAN;
     double tau2 = sum / pairs;
     return tau2 > 0 ? tau2 : 0;
 }
@@ -122,16 +131,6 @@ void ppb_seq_widen(ppb_ab_interval *iv, double alpha, double between_sd, int ses
     iv->exact = 0;
 }
 
-/* The interval a stopped comparison may claim: Hodges-Lehmann / Moses on the
- * pooled samples, widened by the between-session component. */
-static int seq_interval(const double *base, int n, const double *cand, int m, double alpha, double between_sd,
-                        int sessions, ppb_ab_interval *out, ppb_err *err)
-{
-    int rc = ppb_ab_hodges_lehmann(base, n, cand, m, alpha, out, err);
-    if (!rc)
-        ppb_seq_widen(out, alpha, between_sd, sessions);
-    return rc;
-}
 
 void ppb_seq_result_free(ppb_seq_result *r)
 {
@@ -149,6 +148,9 @@ static int check_design(const ppb_seq_design *d, ppb_err *err)
         return ppb_fail(err, PPB_EINPUT, "sampling: need samples_per_round >= 1 and 1 <= min_rounds <= max_rounds");
     if (d->sessions < 1 || d->sessions > PPB_SEQ_MAX_SESSIONS)
         return ppb_fail(err, PPB_EINPUT, "sampling: sessions %d is outside 1..%d", d->sessions, PPB_SEQ_MAX_SESSIONS);
+    if (d->max_sessions != 0 && (d->max_sessions < d->sessions || d->max_sessions > PPB_SEQ_MAX_SESSIONS))
+        return ppb_fail(err, PPB_EINPUT, "sampling: max_sessions %d is outside %d..%d", d->max_sessions, d->sessions,
+                        PPB_SEQ_MAX_SESSIONS);
     if (!(d->alpha > 0 && d->alpha < 1) || !(d->threshold >= 0) || !(d->budget_ms > 0) || !(d->min_gain >= 0) ||
         !(d->tolerance >= 0))
         return ppb_fail(err, PPB_EINPUT, "sampling: alpha, threshold, min_gain, tolerance or budget out of range");
@@ -169,18 +171,23 @@ static int push(ppb_seq_result *r, int side, int *cap, double ms, int session, i
     return PPB_OK;
 }
 
-/* Look: the interval at the look's alpha, and its class. */
+/* Look: the interval a stopped comparison may claim (Hodges-Lehmann / Moses
+ * on the pooled samples, widened by the between-session component) at the
+ * look's alpha, its two parts, and its class. */
 static int look(const ppb_seq_design *d, double look_alpha, ppb_seq_result *r, ppb_err *err)
 {
     r->looks_taken++;
     r->between_sd = ppb_seq_between_sd(r->samples[0], r->session[0], r->n[0], r->samples[1], r->session[1], r->n[1],
-                                       d->sessions);
-    if (isnan(r->between_sd))
-        return ppb_fail(err, PPB_ENOMEM, "out of memory for the session spread");
-    int rc = seq_interval(r->samples[0], r->n[0], r->samples[1], r->n[1], look_alpha, r->between_sd, d->sessions,
-                          &r->interval, err);
+                                       r->sessions);
+    /* NaN (sessions too short for a spread): the widened interval claims nothing */
+    int rc = ppb_ab_hodges_lehmann(r->samples[0], r->n[0], r->samples[1], r->n[1], look_alpha, &r->interval, err);
     if (rc)
         return rc;
+    /* the samples' own standard error, from the unwidened interval's half-width */
+    r->within_se = r->interval.bounded ? (r->interval.shift_hi - r->interval.shift_lo) / 2 /
+                                             ppb_normal_quantile(1 - look_alpha / 2)
+                                       : INFINITY;
+    ppb_seq_widen(&r->interval, look_alpha, r->between_sd, r->sessions);
     r->look_alpha = look_alpha;
     r->alpha_spent += look_alpha;
     r->cls = ppb_ab_classify(r->interval.ratio_lo, r->interval.ratio_hi, d->threshold);
@@ -195,14 +202,16 @@ int ppb_seq_run(const ppb_seq_design *d, ppb_seq_sample_fn sample, void *ctx, pp
         return rc;
     int schedule[PPB_SEQ_MAX_LOOKS], cap[2] = {0, 0};
     const int k = ppb_seq_looks(d->min_rounds, d->max_rounds, schedule);
-    const int units = 2 * d->sessions;
+    const int max_sessions = d->max_sessions > d->sessions ? d->max_sessions : d->sessions;
     const uint64_t order_key = ppb_rng_key(d->seed, SEQ_RNG_STREAM_ORDER);
     uint64_t draws = 0;
     double spent = 0;
     int next_look = 0;
     out->looks_planned = k;
+    out->sessions = d->sessions;
     out->cls = PPB_AB_UNRESOLVED;
     for (int round = 1; round <= d->max_rounds; round++) {
+        const int units = 2 * out->sessions;
         for (int slot = 0; slot < d->samples_per_round; slot++) {
             int order[2 * PPB_SEQ_MAX_SESSIONS];
             for (int u = 0; u < units; u++)
@@ -244,6 +253,12 @@ int ppb_seq_run(const ppb_seq_design *d, ppb_seq_sample_fn sample, void *ctx, pp
             out->stop = PPB_SEQ_STOP_BUDGET;
             return PPB_OK;
         }
+        /* the sessions' spread outweighs the samples' own: another session, not more rounds, narrows it
+         * (twice: a spread estimated from two or three sessions is itself rough, and by chance alone
+         * comes out above the samples' standard error in about a third of pairs without any) */
+        if (out->sessions < max_sessions && out->between_sd > SEQ_GROW_FACTOR * out->within_se &&
+            round < d->max_rounds)
+            out->sessions++;
     }
     out->stop = PPB_SEQ_STOP_MAX_ROUNDS;
     return PPB_OK;

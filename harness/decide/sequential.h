@@ -4,7 +4,11 @@
  *
  *  - Sessions: each side runs in `sessions` separately prepared sessions
  *    (own allocations, own warm-up); their spread estimates the
- *    between-session component, which widens every interval.
+ *    between-session component, which widens every interval. Where that
+ *    component (its sd) is twice the samples' own (their standard error),
+ *    more rounds would hardly narrow the interval: a look that does not stop
+ *    adds a session per side, up to max_sessions, which both shrinks the
+ *    component and gives its estimate more degrees of freedom.
  *  - Order: every sampling slot takes one sample of each (side, session) unit
  *    in a fresh random order (seeded), so drift and load bursts hit both sides
  *    alike and no side owns a fixed position.
@@ -39,7 +43,8 @@
 typedef struct ppb_seq_design {
     int samples_per_round;   /* sampling slots per round (each slot: one sample of every unit) */
     int min_rounds, max_rounds;
-    int sessions;            /* per side, 1..PPB_SEQ_MAX_SESSIONS */
+    int sessions;            /* per side at the start, 1..PPB_SEQ_MAX_SESSIONS */
+    int max_sessions;        /* per side at most (sessions..PPB_SEQ_MAX_SESSIONS; 0: sessions) */
     double budget_ms;        /* measured time of all units; checked after each round */
     double alpha;            /* the case's share of the verdict's family alpha, before looks */
     double threshold;        /* practical threshold the interval classifies against */
@@ -65,8 +70,10 @@ int ppb_seq_settled(const ppb_seq_design *d, double ratio_lo, double ratio_hi);
  * session tags (0..sessions-1) on each side, per side tau^2 by the method of
  * moments from the Hodges-Lehmann shifts between its sessions (sequential.c
  * says why), averaged over the two sides, as it enters a ratio of pooled
- * samples: sqrt(2 tau^2 / sessions). 0 for one session; NAN (unknown: the
- * interval then claims nothing) when a session has too few samples. */
+ * samples: sqrt(2 tau^2 / sessions). 0 for one session. A pair of sessions
+ * one of which has too few samples for a bounded shift (a session added at
+ * the last look) is left out of the estimate; NAN (unknown: the interval then
+ * claims nothing) when no pair is left, or on allocation failure. */
 double ppb_seq_between_sd(const double *base, const unsigned char *base_session, int n, const double *cand,
                           const unsigned char *cand_session, int m, int sessions);
 
@@ -93,7 +100,9 @@ typedef struct ppb_seq_result {
     int *round[2];                   /* each sample's round (1 ..) */
     int n[2];
     int rounds, looks_taken, looks_planned, stop;
+    int sessions;                    /* per side at the end (the design's, plus those added) */
     double between_sd;               /* at the last look */
+    double within_se;                /* the last look's standard error of the samples' own (log), beside between_sd */
     double look_alpha;               /* what the last look spent (its interval's alpha) */
     double alpha_spent;              /* by all looks taken (<= the design's alpha) */
     ppb_ab_interval interval;        /* at the last look, at look_alpha */

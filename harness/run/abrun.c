@@ -161,7 +161,9 @@ static int open_sessions(ab_ctx *x, ppb_err *err)
     }
     /* The further sessions of each side: the same backend and device, opened
      * (and later prepared) separately, so their allocations differ. */
-    for (; x->n_extra < x->p->sampling.sessions - 1; x->n_extra++)
+    const ppb_sampling *sp = &x->p->sampling;
+    const int most = sp->max_sessions > sp->sessions ? sp->max_sessions : sp->sessions;
+    for (; x->n_extra < most - 1; x->n_extra++)
         for (int s = 0; s < 2; s++) {
             int rc = ppb_session_open(&x->extra[s][x->n_extra], x->session[s].ops->name, o->device_index,
                                       x->have_target ? &x->target : NULL, o->cpu_max_gflop, NULL, err);
@@ -227,7 +229,7 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
             pr->res[s].batch_launches = ps.launches;
             ppb_result_summarise(&pr->res[s], ppb_case_flops(&pr->side[s]), ppb_case_min_bytes(&pr->side[s]));
         }
-    pr->sessions = sessions;
+    pr->sessions = r.sessions; /* those that took samples: the design may have added some */
     pr->look_share = ppb_ab_case_look_share(&r, &d);
     pr->looks_taken = r.looks_taken, pr->looks_planned = r.looks_planned;
     pr->between_sd = r.between_sd;

@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kv_capacity.h"
 #include "proposal.h"
+#include "sequential.h"
 
 static const char *source_dir(void)
 {
@@ -94,6 +96,36 @@ static void test_kernel_config_sides(void **state)
 }
 
 /* Each bad file's first line: "# expect: LINE:COL word". */
+/* Sessions: the default design may add a 4th session per side (sequential.h);
+ * a proposal that names its sessions keeps them unless it names a maximum. */
+static void test_sampling_sessions(void **state)
+{
+    (void)state;
+    ppb_sampling d;
+    ppb_sampling_default(&d);
+    assert_int_equal(d.sessions, 3);
+    assert_int_equal(d.max_sessions, PPB_SEQ_MAX_SESSIONS);
+    const char *const yaml[] = {"sampling: {sessions: 1}\n", "sampling: {sessions: 2, max_sessions: 4}\n",
+                                "sampling: {budget_ms: 100}\n"};
+    const int want[][2] = {{1, 1}, {2, 4}, {3, PPB_SEQ_MAX_SESSIONS}};
+    for (int i = 0; i < 3; i++) {
+        char path[] = "/tmp/ppb-proposal-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        FILE *f = fdopen(fd, "w");
+        fprintf(f, "name: s\nkind: kernel_config\nsuite: %s/suites/smoke.yaml\nbaseline: {block_m: 16}\n"
+                   "candidate: {block_m: 32}\n%s", source_dir(), yaml[i]);
+        fclose(f);
+        ppb_proposal p;
+        ppb_err err = {{0}};
+        if (ppb_proposal_load(path, &p, &err))
+            fail_msg("%s: %s", yaml[i], err.msg);
+        unlink(path);
+        assert_int_equal(p.sampling.sessions, want[i][0]);
+        assert_int_equal(p.sampling.max_sessions, want[i][1]);
+    }
+}
+
 static void test_bad_proposals(void **state)
 {
     (void)state;
@@ -178,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_seed_proposals_load),
         cmocka_unit_test(test_kernel_config_sides),
         cmocka_unit_test(test_cpu_seed_proposals_keep_the_knobs),
+        cmocka_unit_test(test_sampling_sessions),
         cmocka_unit_test(test_bad_proposals),
         cmocka_unit_test(test_kv_capacity_arithmetic),
     };

@@ -562,6 +562,70 @@ static void test_no_boundary_is_crossed_more_often_than_alpha(void **state)
     }
 }
 
+/* ---- sessions where their spread dominates ----------------------------------- */
+
+/* Sessions differ by 3% (tau), samples by 0.3%: more rounds cannot narrow the
+ * interval, more sessions can. Starting at 2 with room for 4, the design adds
+ * them and its intervals come out narrower than with the 2 kept, while an A/A
+ * interval still misses 1 in at most alpha of the pairs (plus two binomial
+ * standard errors). With no session spread nothing is added. */
+static void test_sessions_grow_where_their_spread_dominates(void **state)
+{
+    (void)state;
+    const int pairs = 300;
+    noise_model m = {.ratio = 1.0, .sigma = 0.003, .tau = 0.03};
+    double width[2] = {0, 0};
+    int grew = 0, flagged = 0;
+    for (int grow = 0; grow < 2; grow++)
+        for (int i = 0; i < pairs; i++) {
+            ppb_seq_design d = design(2, 0.05, 0.0);
+            d.min_rounds = 2, d.max_rounds = 16, d.max_sessions = grow ? 4 : 2;
+            d.seed = (uint64_t)i * 13 + 1;
+            sim_pair p;
+            sim_init(&p, &m, (uint64_t)i + 500);
+            ppb_seq_result r;
+            ppb_err err;
+            assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_OK);
+            width[grow] += log(r.interval.ratio_hi / r.interval.ratio_lo) / pairs;
+            if (grow) {
+                grew += r.sessions > 2;
+                flagged += r.cls == PPB_AB_FASTER || r.cls == PPB_AB_SLOWER;
+                for (int s = 0; s < 2; s++) /* every session counted took samples */
+                    for (int k = 0; k < r.sessions; k++) {
+                        int n = 0;
+                        for (int j = 0; j < r.n[s]; j++)
+                            n += r.session[s][j] == k;
+                        assert_true(n > 0);
+                    }
+            } else {
+                assert_int_equal(r.sessions, 2);
+            }
+            ppb_seq_result_free(&r);
+        }
+    print_message("sessions grew in %d of %d pairs; mean log width %.4f (kept at 2: %.4f); A/A flagged %d\n", grew,
+                  pairs, width[1], width[0], flagged);
+    assert_true(grew > pairs / 2);
+    assert_true(width[1] < 0.8 * width[0]);
+    assert_true(flagged <= pairs * (0.05 + 2 * sqrt(0.05 * 0.95 / pairs)));
+    /* no spread between sessions: added only where the spread's estimate comes out
+     * at twice the samples' standard error by chance, rarely */
+    noise_model quiet = {.ratio = 1.0, .sigma = 0.01};
+    int quiet_grew = 0;
+    for (int i = 0; i < 100; i++) {
+        ppb_seq_design d = design(2, 0.05, 0.0);
+        d.min_rounds = 2, d.max_rounds = 16, d.max_sessions = 4;
+        sim_pair p;
+        sim_init(&p, &quiet, (uint64_t)i + 900);
+        ppb_seq_result r;
+        ppb_err err;
+        assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_OK);
+        quiet_grew += r.sessions > 2;
+        ppb_seq_result_free(&r);
+    }
+    print_message("without a session spread: grew in %d of 100 pairs\n", quiet_grew);
+    assert_true(quiet_grew <= 10);
+}
+
 static void test_design_is_checked(void **state)
 {
     (void)state;
@@ -599,6 +663,7 @@ int main(void)
         cmocka_unit_test(test_known_effect_is_found_and_quiet_aa_is_same),
         cmocka_unit_test(test_stopping_at_the_decision_raises_power),
         cmocka_unit_test(test_no_boundary_is_crossed_more_often_than_alpha),
+        cmocka_unit_test(test_sessions_grow_where_their_spread_dominates),
         cmocka_unit_test(test_design_is_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
