@@ -131,7 +131,6 @@ void ppb_seq_widen(ppb_ab_interval *iv, double alpha, double between_sd, int ses
     iv->exact = 0;
 }
 
-
 void ppb_seq_result_free(ppb_seq_result *r)
 {
     for (int s = 0; s < 2; s++) {
