@@ -40,6 +40,10 @@ fi
 night 1 0
 S="$WORK/report-1/summary.txt"
 grep -q "run smoke: run 1, every case correct" "$S" || fail "summary: $(cat "$S")"
+# Issue 36 item 7: a progress line per case in the job's log as it happens (kept in run-NAME.err)
+cases=$(sqlite3 "$PPB_DB" "SELECT count(*) FROM results WHERE run_id = 1")
+lines=$(grep -c '^\[[0-9]*/[0-9]*\] [0-9]*:[0-9]* elapsed, ETA ' "$WORK/report-1/run-smoke.err" || true)
+[ "$cases" -gt 0 ] && [ "$lines" = "$cases" ] || fail "$lines progress lines for $cases cases in run-smoke.err"
 grep -q "trend smoke: no regression" "$S" || fail "trend step: $(cat "$S")"
 grep -q "push smoke: run 1 sent" "$S" || fail "push step: $(cat "$S")"
 grep -q "^### ppbench run 1: smoke (exit 0)" "$WORK/report-1/summary.md" || fail "the job summary lacks the run"
