@@ -1,5 +1,5 @@
 /* ppbench calibrate SUITE: A/A false flags and known-effect detection in the
- * proposals' own regime (harness/decide/calibrate.h), then repeatability
+ * proposals' own regime (harness/run/calibrate.h), then repeatability
  * between two separate `ppbench run` processes of the suite. */
 #include <errno.h>
 #include <fcntl.h>
@@ -162,7 +162,7 @@ static int latest_repeat_run(const char *db_path, int64_t *id, ppb_err *err)
 }
 
 /* Two separate processes, each checked to have stored its own run, then the
- * per-case run-to-run difference (harness/decide/calibrate.h). */
+ * per-case run-to-run difference (harness/run/calibrate.h). */
 static int repeatability(const calibrate_cli *c, const ppb_propose_options *o, double *median_diff, double *p90,
                          int *n_cases, ppb_err *err)
 {

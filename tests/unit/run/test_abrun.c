@@ -1,5 +1,5 @@
 /* The two rules that carry a proposal's design into its verdict
- * (harness/decide/abrun.c): the stopping rule runs at the verdict's own
+ * (harness/run/abrun.c): the stopping rule runs at the verdict's own
  * simultaneous level, alpha / (pairs + 1), and a case's interval is widened for
  * the looks the design planned, not those it took. Either, changed, passed
  * every other decide test. The functions are pinned, and so is their use: a

@@ -1,4 +1,4 @@
-/* calibrate's arithmetic (harness/decide/calibrate.h): the share of flagged
+/* calibrate's arithmetic (harness/run/calibrate.h): the share of flagged
  * pairs (A/A: either direction; a known effect: SLOWER only), the Wilson upper
  * bound it is reported with, and the minimum detectable effect. */
 #include <setjmp.h>
