@@ -1,8 +1,8 @@
-/* The two rules that carry a proposal's design into its verdict
- * (harness/run/abrun.c): the stopping rule runs at the verdict's own
- * simultaneous level, alpha / (pairs + 1), and a case's interval is widened for
- * the looks the design planned, not those it took. Either, changed, passed
- * every other decide test. The functions are pinned, and so is their use: a
+/* The rules that carry a proposal's design into its verdict (harness/run/abrun.c,
+ * harness/decide/ab_cases.c): the stopping rule runs at the verdict's own
+ * simultaneous level, alpha / (pairs + 1), with the verdict's boundaries, and a
+ * case's interval spends what its stopping look spent (alpha spending). Each,
+ * changed, once passed every other decide test. The functions are pinned, and so is their use: a
  * small proposal run on the CPU backend, whose stored cases say which alpha
  * each pair's stopping rule ran at and which its interval spent. Also how
  * measured pairs become the verdict's cases (ab_cases), a chunked prompt's
