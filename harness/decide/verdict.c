@@ -437,16 +437,15 @@ static int detectable_notes(ppb_verdict_report *out, double need, double budget_
         return add_line(notes, "note: the weighted mean sits on the %g%% gain boundary: more than %.0fx the samples "
                                "would be needed to settle it",
                         100 * need, SETTLE_CAP);
-    if (out->settle_factor > 0 && budget_ms > 0)
-        return add_line(notes, "note: about %.1fx this run's samples would likely settle the weighted mean against the "
-                               "%g%% gain boundary, if the effect is as measured: a sampling budget_ms of about %.0f "
-                               "(this run's: %.0f), max_rounds permitting",
-                        out->settle_factor, 100 * need, out->settle_factor * budget_ms, budget_ms);
-    if (out->settle_factor > 0)
-        return add_line(notes, "note: about %.1fx this run's samples would likely settle the weighted mean against the "
-                               "%g%% gain boundary, if the effect is as measured",
-                        out->settle_factor, 100 * need);
-    return 0;
+    if (!(out->settle_factor > 0))
+        return 0;
+    char budget[128] = ""; /* what that means in the proposal's own terms, when the budget is known */
+    if (budget_ms > 0)
+        snprintf(budget, sizeof budget, ": a sampling budget_ms of about %.0f (this run's: %.0f), max_rounds permitting",
+                 out->settle_factor * budget_ms, budget_ms);
+    return add_line(notes, "note: about %.1fx this run's samples would likely settle the weighted mean against the "
+                           "%g%% gain boundary, if the effect is as measured%s",
+                    out->settle_factor, 100 * need, budget);
 }
 
 int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_rules *rules,
