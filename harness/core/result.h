@@ -46,6 +46,19 @@ typedef struct ppb_resources {
     int registers, static_smem, dynamic_smem, local_bytes, max_threads;
 } ppb_resources;
 
+/* What the run's target profile says of the case (target.h's
+ * ppb_target_judge): judged once, when the case ran, from the compiled
+ * kernel's resources when they were measured, and stored with the result, so
+ * a report shows what the run saw, not what today's profile file says. */
+typedef struct ppb_feasibility {
+    int judged;                   /* 0: the run named no target (the rest is empty) */
+    int feasible;
+    int blocks_per_sm;            /* occupancy estimate; 0 when infeasible or unknown */
+    char limiter[32];             /* what limits blocks_per_sm: "smem", "threads", "registers", "blocks" */
+    char reason[1024];            /* the arithmetic, one line */
+    char flips[512];              /* "feasible at the 128 KB figure (source)" or "" */
+} ppb_feasibility;
+
 /* Where a case's wall time went (ms): inputs built, the checked launch against
  * the reference (preparing included), warm-up, the sampling loop. */
 typedef struct ppb_phase_times {
@@ -58,6 +71,7 @@ typedef struct ppb_result {
     ppb_check_result check;
     ppb_overrun overrun;
     ppb_resources resources;
+    ppb_feasibility feasibility;
     int timing_is_cpu;         /* 1: times are CPU-backend timings, not GPU */
     int n_samples;
     double *samples_ms;        /* raw samples, owned by the result */

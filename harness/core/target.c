@@ -717,6 +717,7 @@ void ppb_target_judge(const ppb_case *c, const ppb_target *t, const ppb_resource
                       ppb_feasibility *out)
 {
     memset(out, 0, sizeof *out);
+    out->judged = 1;
     ppb_needs n;
     ppb_target_needs(c, t, measured, &n);
     judge_needs(c, t, &n, out);

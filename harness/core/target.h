@@ -98,14 +98,8 @@ typedef struct ppb_kernel_smem {
 
 void ppb_target_kernel_smem(const ppb_case *c, const ppb_target *t, unsigned fallback_limit, ppb_kernel_smem *out);
 
-typedef struct ppb_feasibility {
-    int feasible;
-    int blocks_per_sm;            /* occupancy estimate; 0 when infeasible or unknown */
-    char limiter[32];             /* what limits blocks_per_sm: "smem", "threads", "registers", "blocks" */
-    char reason[1024];            /* the arithmetic, one line */
-    char flips[512];              /* "feasible at the 128 KB figure (source)" or "" */
-} ppb_feasibility;
-
+/* Judge c on t (out->judged set): from the measured resources when known,
+ * else the kernel's formula. */
 void ppb_target_judge(const ppb_case *c, const ppb_target *t, const ppb_resources *measured,
                       ppb_feasibility *out);
 

@@ -538,7 +538,9 @@ static int load_profile(const rp_report *r, const char *name, ppb_target *t, cha
     return 0;
 }
 
-static void judge_feasibility(rp_report *r)
+/* The feasibility table: the judgements the run stored with its results
+ * (judged once, when each case ran: result.h), grouped by config and answer. */
+static void collect_feasibility(rp_report *r)
 {
     const char *name = r->kind == PPB_REPORT_PROPOSAL ? r->proposal.target : r->run.target;
     if (r->kind == PPB_REPORT_TREND)
@@ -550,24 +552,23 @@ static void judge_feasibility(rp_report *r)
                  r->kind == PPB_REPORT_PROPOSAL ? "proposal" : "run");
         return;
     }
-    r->have_target = load_profile(r, name, &r->target, r->target_note, sizeof r->target_note);
-    if (!r->have_target)
-        return;
-    snprintf(r->target_note, sizeof r->target_note, "%s (%s)", r->target.name, r->target.path);
+    const char *profile = env_value(r->env, r->n_env, "target.profile");
+    const char *description = env_value(r->env, r->n_env, "target.description");
+    snprintf(r->target_note, sizeof r->target_note, "%s (%s)", name, profile ? profile : "its profile's path was not stored");
+    snprintf(r->target_description, sizeof r->target_description, "%s", description ? description : "");
     ppb_err ignored;
     for (int i = 0; i < r->n_items; i++) {
         const rp_item *it = &r->items[i];
-        ppb_feasibility f;
-        ppb_target_judge(&it->c, &r->target, &it->r.resources, &f);
+        const ppb_feasibility *f = &it->r.feasibility;
+        if (!f->judged)
+            continue;
         rp_feasibility *row = NULL;
-        for (int j = 0; j < r->n_feas; j++) {
+        for (int j = 0; j < r->n_feas && !row; j++) {
             rp_feasibility *x = &r->feas[j];
-            if (x->kernel == (int)it->c.kernel && x->feasible == f.feasible &&
-                strcmp(x->series, it->series) == 0 && strcmp(x->reason, f.reason) == 0 &&
-                strcmp(x->flips, f.flips) == 0) {
+            if (x->kernel == (int)it->c.kernel && x->feasible == f->feasible &&
+                strcmp(x->series, it->series) == 0 && strcmp(x->reason, f->reason) == 0 &&
+                strcmp(x->flips, f->flips) == 0)
                 row = x;
-                break;
-            }
         }
         if (!row) {
             if (grow((void **)&r->feas, &r->cap_feas, r->n_feas, sizeof *r->feas, &ignored))
@@ -576,11 +577,11 @@ static void judge_feasibility(rp_report *r)
             memset(row, 0, sizeof *row);
             snprintf(row->series, sizeof row->series, "%s", it->series);
             row->kernel = it->c.kernel;
-            row->feasible = f.feasible;
-            row->blocks_per_sm = f.blocks_per_sm;
-            snprintf(row->limiter, sizeof row->limiter, "%s", f.limiter);
-            snprintf(row->reason, sizeof row->reason, "%s", f.reason);
-            snprintf(row->flips, sizeof row->flips, "%s", f.flips);
+            row->feasible = f->feasible;
+            row->blocks_per_sm = f->blocks_per_sm;
+            snprintf(row->limiter, sizeof row->limiter, "%s", f->limiter);
+            snprintf(row->reason, sizeof row->reason, "%s", f->reason);
+            snprintf(row->flips, sizeof row->flips, "%s", f->flips);
         }
         row->n_cases++;
         if (row->n_cases <= 4) {
@@ -589,6 +590,12 @@ static void judge_feasibility(rp_report *r)
                      it->shape);
         }
     }
+    r->have_target = r->n_feas > 0;
+    if (!r->have_target && r->n_items > 0)
+        snprintf(r->target_note, sizeof r->target_note,
+                 "target %s was named, but no result of this %s carries a judgement on it: they were stored "
+                 "before ppbench judged feasibility when a case runs (store schema 17); run it again to judge them",
+                 name, r->kind == PPB_REPORT_PROPOSAL ? "proposal" : "run");
 }
 
 /* The device's compute and memory ceilings, from the profile of a GPU we know
@@ -1016,7 +1023,7 @@ int ppb_report_write(ppb_store *s, const ppb_report_request *req, ppb_report_out
         rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
         goto end;
     }
-    judge_feasibility(r);
+    collect_feasibility(r);
     find_ceilings(r);
     if (r->kind == PPB_REPORT_RUN)
         decide_run(r);

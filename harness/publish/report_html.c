@@ -461,10 +461,10 @@ static void feasibility_section(page *p)
     ppb_html *h = &p->h;
     note_section_start(p, "feasibility", "Target feasibility");
     if (r->have_target) {
-        ppb_html_text(h, "Each config judged against the target profile ");
+        ppb_html_text(h, "Each config as the run judged it against the target profile ");
         ppb_html_text(h, r->target_note);
-        ppb_html_text(h, ": what it needs (shared memory, threads, registers; from the compiled "
-                         "kernel when its resources were measured, else the formula), against "
+        ppb_html_text(h, " when its cases ran: what it needs (shared memory, threads, registers; from the "
+                         "compiled kernel when its resources were measured, else the formula), against "
                          "what the target offers, with the arithmetic, and which disputed "
                          "figures of the profile would flip the answer.");
     } else {
@@ -475,9 +475,9 @@ static void feasibility_section(page *p)
         section_end(p);
         return;
     }
-    if (r->target.description[0]) {
+    if (r->target_description[0]) {
         ppb_html_markup(h, "<p class=\"muted\">");
-        ppb_html_text(h, r->target.description);
+        ppb_html_text(h, r->target_description);
         ppb_html_markup(h, "</p>\n");
     }
     ppb_html_markup(h, "<div class=\"table-wrap\"><table class=\"feasibility\"><thead><tr>"

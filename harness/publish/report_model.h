@@ -127,9 +127,9 @@ typedef struct rp_report {
     int n_nights, cap_nights;
     int overview_from;          /* first night the overview shows */
 
-    ppb_target target;          /* feasibility */
-    int have_target;
-    char target_note[1200];
+    int have_target;            /* some result carries a judgement on the target */
+    char target_note[1200];     /* the profile judged against, or why no table */
+    char target_description[256];
     ppb_target ceilings;        /* roofline */
     int have_ceilings;
     char ceilings_note[1200];

@@ -303,6 +303,8 @@ static int run_pair(ab_ctx *x, ab_pair *pr, ppb_err *err)
                                       NULL, &pr->res[s], err);
 end:
     for (int s = 0; s < 2; s++) {
+        if (pr->present[s])
+            ppb_session_judge(&x->session[s], &pr->side[s], &pr->res[s]);
         ppb_session_release(&x->session[s], prepared[s], 0);
         for (int k = 1; k <= x->n_extra; k++)
             ppb_session_release(session_of(x, s, k), more[s][k], 0);

@@ -179,6 +179,7 @@ static int run_case(run_ctx *x, const ppb_case *c, ppb_result *res)
         ppb_result_summarise(res, ppb_case_flops(c), ppb_case_min_bytes(c));
     }
     ppb_session_release(&x->session, prepared, 1); /* the next case may share the inputs */
+    ppb_session_judge(&x->session, c, res);
     return rc;
 }
 

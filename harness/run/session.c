@@ -123,21 +123,28 @@ static void set_status(ppb_result *r, int status, const char *reason)
 }
 
 /* The session's target judges the case (from the compiled kernel's resources
- * when known): 1 when it can run it (or there is no target), else 0 with res
- * REFUSED and the arithmetic as the reason. */
+ * when known) and the result keeps the judgement: 1 when it can run it (or
+ * there is no target), else 0 with res REFUSED and the arithmetic as the
+ * reason. */
 static int judge_on_target(const ppb_session *s, const ppb_case *c, const ppb_resources *measured,
                            ppb_result *res)
 {
     if (!s->target)
         return 1;
-    ppb_feasibility f;
-    ppb_target_judge(c, s->target, measured, &f);
-    if (f.feasible)
+    const ppb_feasibility *f = &res->feasibility;
+    ppb_target_judge(c, s->target, measured, &res->feasibility);
+    if (f->feasible)
         return 1;
-    snprintf(res->reason, sizeof res->reason, "infeasible on %s: %s%s%s", s->target->name, f.reason,
-             f.flips[0] ? "; " : "", f.flips);
+    snprintf(res->reason, sizeof res->reason, "infeasible on %s: %s%s%s", s->target->name, f->reason,
+             f->flips[0] ? "; " : "", f->flips);
     res->status = PPB_STATUS_REFUSED;
     return 0;
+}
+
+void ppb_session_judge(const ppb_session *s, const ppb_case *c, ppb_result *res)
+{
+    if (s->target && !res->feasibility.judged)
+        ppb_target_judge(c, s->target, &res->resources, &res->feasibility);
 }
 
 /* The rows' sample is seeded apart from the inputs. */
@@ -513,6 +520,11 @@ int ppb_session_begin_run(ppb_session *s, ppb_store *store, const ppb_suite *sui
     put_env(store, r->id, "suite.seed", v); /* dump regenerates a case's inputs from it */
     put_env(store, r->id, PPB_ENV_INPUTS_SEEDED_BY, "shape");
     put_env(store, r->id, "reference.cache", s->reference_cache[0] ? s->reference_cache : "off");
+    if (s->target) { /* what the stored judgements were judged against */
+        char profile[PATH_MAX];
+        put_env(store, r->id, "target.profile", realpath(s->target->path, profile) ? profile : s->target->path);
+        put_env(store, r->id, "target.description", s->target->description);
+    }
     ppb_session_store_environment(s, store, r->id, "before.");
     return PPB_OK;
 }

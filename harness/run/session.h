@@ -119,6 +119,12 @@ int ppb_session_check(ppb_session *s, const ppb_case *c, const ppb_workload *w,
                       const ppb_check_settings *cs, uint64_t seed, ppb_reference_rows *ref,
                       ppb_result *res, int *prepared);
 
+/* The case's judgement on the session's target, kept in res->feasibility and
+ * stored with it: once per case, when it ends (ppb_session_check judges a case
+ * it prepares; this judges the rest, from res->resources). Nothing without a
+ * target. */
+void ppb_session_judge(const ppb_session *s, const ppb_case *c, ppb_result *res);
+
 /* Make a case's inputs ahead of its turn into `out`: for a shape the run
  * reaches later, on a thread of the runner while the GPU times the shape
  * before, so that shape starts with its lengths, block table and reference

@@ -1144,6 +1144,17 @@ static void row_check(const char *key, double weight, const char *status, const 
         h = hash_i64(h, tags->session[k]);
         h = hash_i64(h, tags->round[k]);
     }
+    const ppb_feasibility *f = &r->feasibility;
+    if (f->judged) { /* schema 17; a row without a judgement hashes as before */
+        h = hash_i64(h, f->feasible);
+        h = hash_i64(h, f->blocks_per_sm);
+        h = ppb_fnv1a64_update(h, f->limiter, strnlen(f->limiter, sizeof f->limiter));
+        h = ppb_fnv1a64_update(h, "", 1);
+        h = ppb_fnv1a64_update(h, f->reason, strnlen(f->reason, sizeof f->reason));
+        h = ppb_fnv1a64_update(h, "", 1);
+        h = ppb_fnv1a64_update(h, f->flips, strnlen(f->flips, sizeof f->flips));
+        h = ppb_fnv1a64_update(h, "", 1);
+    }
     ppb_fnv1a64_hex(h, out);
 }
 
@@ -1167,6 +1178,16 @@ static int insert_result(ppb_store *s, int64_t run_id, int64_t case_id, const pp
 #undef RESULT_PARAM
     if (rc == PPB_OK)
         *result_id = sqlite3_last_insert_rowid(s->db);
+    const ppb_feasibility *f = &r->feasibility;
+    if (rc == PPB_OK && f->judged) /* else the columns stay NULL: not judged */
+        rc = exec_stmt(s,
+                       "UPDATE results SET feasible = :feasible, blocks_per_sm = :blocks_per_sm,"
+                       " feasibility_limiter = :limiter, feasibility_reason = :reason, feasibility_flips = :flips"
+                       " WHERE id = :id",
+                       PARAMS(P_INT(":feasible", f->feasible != 0), P_INT(":blocks_per_sm", f->blocks_per_sm),
+                              P_TEXTN(":limiter", f->limiter), P_TEXTN(":reason", f->reason),
+                              P_TEXTN(":flips", f->flips), P_INT(":id", *result_id)),
+                       "storing a result's feasibility", err);
     return rc;
 }
 
@@ -1338,6 +1359,14 @@ static int result_row(sqlite3_stmt *stmt, void *arg)
 #define READ_RESULT_COLUMN(type, column, member) read_##type(stmt, col++, &w->res.member);
     RESULT_COLUMNS(READ_RESULT_COLUMN)
 #undef READ_RESULT_COLUMN
+    ppb_feasibility *f = &w->res.feasibility;
+    if ((f->judged = sqlite3_column_type(stmt, col) != SQLITE_NULL)) {
+        read_INT(stmt, col, &f->feasible);
+        read_INT(stmt, col + 1, &f->blocks_per_sm);
+        copy_column_text(stmt, col + 2, f->limiter, sizeof f->limiter);
+        copy_column_text(stmt, col + 3, f->reason, sizeof f->reason);
+        copy_column_text(stmt, col + 4, f->flips, sizeof f->flips);
+    }
     int tagged = 0;
     free_tags(w);
     if ((rc = read_samples(s, w->samples, result_id, &w->res, &w->session, &w->round, &tagged, w->err)) != PPB_OK)
@@ -1359,6 +1388,7 @@ static int each_result(ppb_store *s, int64_t run_id, ppb_result_visitor fn, ppb_
 {
     static const char sql[] =
         "SELECT r.id, c.key, r.weight, r.status, r.reason, r.row_check" RESULT_COLUMNS(RESULT_SELECT_LIST)
+        ", r.feasible, r.blocks_per_sm, r.feasibility_limiter, r.feasibility_reason, r.feasibility_flips"
         " FROM results r JOIN cases c ON c.id = r.case_id"
         " WHERE r.run_id = :run_id ORDER BY r.id";
     int rc = run_exists(s, run_id, err);
@@ -1497,6 +1527,9 @@ static const char export_json_sql[] =
     "     'registers', r.resources_registers, 'static_smem', r.resources_static_smem,"
     "     'dynamic_smem', r.resources_dynamic_smem, 'local_bytes', r.resources_local_bytes,"
     "     'max_threads', r.resources_max_threads),"
+    "   'feasibility', CASE WHEN r.feasible IS NULL THEN NULL ELSE json_object("
+    "     'feasible', r.feasible, 'blocks_per_sm', r.blocks_per_sm, 'limiter', r.feasibility_limiter,"
+    "     'reason', r.feasibility_reason, 'flips', r.feasibility_flips) END,"
     "   'samples', json((SELECT json_group_array(" JNUM("ms") ") FROM"
     "     (SELECT ms FROM samples WHERE result_id = r.id ORDER BY idx)))"
     "   ) AS item"

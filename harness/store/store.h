@@ -17,7 +17,7 @@
 typedef struct ppb_store ppb_store;
 
 /* user_version of a database this binary writes; store_schema.c has the steps. */
-#define PPB_STORE_SCHEMA_VERSION 16
+#define PPB_STORE_SCHEMA_VERSION 17
 
 /* Path used when neither --db nor PPBENCH_DB is given. */
 #define PPB_DEFAULT_DB "ppbench.db"

@@ -284,6 +284,17 @@ static const char schema_v15[] = "ALTER TABLE proposal_cases ADD COLUMN look_sha
  * leave it out at 0. */
 static const char schema_v16[] = "ALTER TABLE cases ADD COLUMN num_stages INTEGER;";
 
+/* Version 17: each result's judgement on the run's target profile
+ * (result.h's ppb_feasibility), made once when the case ran, so a report
+ * shows what the run saw rather than judging again against whatever the
+ * profile file says today. NULL feasible: not judged (no target, or a row from
+ * before this version: its report says so). */
+static const char schema_v17[] = "ALTER TABLE results ADD COLUMN feasible INTEGER;"
+                                 "ALTER TABLE results ADD COLUMN blocks_per_sm INTEGER;"
+                                 "ALTER TABLE results ADD COLUMN feasibility_limiter TEXT;"
+                                 "ALTER TABLE results ADD COLUMN feasibility_reason TEXT;"
+                                 "ALTER TABLE results ADD COLUMN feasibility_flips TEXT;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -301,6 +312,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {14, "the decode steps of a mixed batch", schema_v14},
     {15, "the share of alpha each case's stopping look spent", schema_v15},
     {16, "the prefill kernels' num_stages", schema_v16},
+    {17, "each result's judgement on the target profile", schema_v17},
 };
 
 const int ppb_store_migration_count =

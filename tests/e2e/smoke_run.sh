@@ -117,6 +117,13 @@ sed 's/^name: h200/name: mine/' "$SRC/suites/targets/h200.yaml" > "$WORK/mine.ya
 (cd "$WORK" && expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --backend cpu --quiet --db "$WORK/t.db" --target mine.yaml \
   --filter "batch=1,query_len=17,dtype=bf16")
 sqlite3 "$WORK/t.db" "SELECT args FROM runs" | grep -qx "target=$WORK/mine.yaml" || fail "target path not stored for resume"
+# Each case is judged on the target when it runs, and the judgement stored with
+# its result (every result of the run, with its arithmetic), and the profile judged against.
+judged=$(sqlite3 "$WORK/t.db" "SELECT count(*) FROM results WHERE feasible IS NOT NULL AND feasibility_reason LIKE '%shared memory%'")
+total=$(sqlite3 "$WORK/t.db" "SELECT count(*) FROM results")
+[ "$total" -gt 0 ] && [ "$judged" = "$total" ] || fail "$judged of $total results carry their judgement on the target"
+sqlite3 "$WORK/t.db" "SELECT value FROM env WHERE key = 'target.profile'" | grep -qx "$WORK/mine.yaml" \
+  || fail "the profile judged against not stored"
 
 expect_rc 3 "$PPB" dump 1 "prefix_prefill b=1" -o "$WORK/dump2"
 expect_rc 3 "$PPB" show 999

@@ -25,6 +25,7 @@
 #include "report.h"
 #include "result.h"
 #include "store.h"
+#include "target.h"
 
 #define HOSTILE_LABEL "<script>alert(1)</script>"
 #define HOSTILE_ATTR "\"><img src=x onerror=alert(1)>"
@@ -35,6 +36,10 @@ typedef struct fixture {
     char out[512];
     char suites[4096];
     ppb_store *s;
+    /* The target of the run begun last: put_result judges on it, as a run
+     * does when each case ends (judged 0: no target, nothing judged). */
+    ppb_target target;
+    int judging;
 } fixture;
 
 static void remove_tree(const char *path)
@@ -131,6 +136,8 @@ static void put_result(fixture *f, int64_t run, const ppb_case *c, int status, d
             r.samples_ms[i] = median * (0.98 + 0.01 * i);
         ppb_result_summarise(&r, ppb_case_flops(c), ppb_case_min_bytes(c));
     }
+    if (f->judging)
+        ppb_target_judge(c, &f->target, &r.resources, &r.feasibility);
     ppb_err err = {{0}};
     if (ppb_store_put_result(f->s, run, c, &r, &err))
         fail_msg("put_result: %s", err.msg);
@@ -155,6 +162,13 @@ static int64_t begin_run(fixture *f, const char *suite, const char *label, const
     ppb_err err = {{0}};
     if (ppb_store_begin_run(f->s, &run, &err))
         fail_msg("begin_run: %s", err.msg);
+    f->judging = target[0] != '\0';
+    if (f->judging) {
+        if (ppb_target_load_named(f->suites, target, &f->target, &err))
+            fail_msg("target %s: %s", target, err.msg);
+        assert_int_equal(ppb_store_put_env(f->s, run.id, "target.profile", f->target.path, &err), 0);
+        assert_int_equal(ppb_store_put_env(f->s, run.id, "target.description", f->target.description, &err), 0);
+    }
     return run.id;
 }
 
@@ -498,6 +512,45 @@ static void test_feasibility_and_ceilings(void **state)
     request(f, &req, PPB_REPORT_RUN, plain, "");
     html = write_report(f, &req, &out);
     assert_non_null(strstr(html, "no target profile was named"));
+    assert_null(strstr(html, "<table class=\"feasibility\">"));
+    free(html);
+}
+
+/* The table shows what the run judged when its cases ran (stored with each
+ * result), not a judgement made again at report time; results stored without
+ * one (before schema 17) are said to have none. */
+static void test_feasibility_as_stored(void **state)
+{
+    fixture *f = *state;
+    int64_t run = begin_run(f, "prefill", "stored", "cuda", "NVIDIA H200", "bi-v100");
+    ppb_case c;
+    prefill_case(&c, 512, 64, 64, 64);
+    ppb_result r;
+    ppb_result_init(&r);
+    r.status = PPB_STATUS_REFUSED;
+    snprintf(r.reason, sizeof r.reason, "infeasible on bi-v100: as judged then");
+    r.feasibility = (ppb_feasibility){.judged = 1, .feasible = 0};
+    snprintf(r.feasibility.reason, sizeof r.feasibility.reason, "needs 99999 B, as the profile said then");
+    snprintf(r.feasibility.flips, sizeof r.feasibility.flips, "feasible at a figure since corrected");
+    ppb_err err = {{0}};
+    assert_int_equal(ppb_store_put_result(f->s, run, &c, &r, &err), 0);
+    finish(f, run, "complete");
+    ppb_report_request req;
+    ppb_report_outcome out;
+    request(f, &req, PPB_REPORT_RUN, run, "");
+    char *html = write_report(f, &req, &out);
+    assert_non_null(strstr(html, "needs 99999 B, as the profile said then"));
+    assert_non_null(strstr(html, "feasible at a figure since corrected"));
+    assert_non_null(strstr(html, "targets/bi-v100.yaml"));
+    free(html);
+
+    int64_t old = begin_run(f, "prefill", "old", "cuda", "NVIDIA H200", "bi-v100");
+    f->judging = 0; /* as a run stored before results carried their judgement */
+    put_result(f, old, &c, PPB_STATUS_OK, 1.0, 0.001, NULL);
+    finish(f, old, "complete");
+    request(f, &req, PPB_REPORT_RUN, old, "");
+    html = write_report(f, &req, &out);
+    assert_non_null(strstr(html, "no result of this run carries a judgement on it"));
     assert_null(strstr(html, "<table class=\"feasibility\">"));
     free(html);
 }
@@ -983,6 +1036,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_charts_inline_svg, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_failing_chart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_feasibility_and_ceilings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_feasibility_as_stored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proposal_report, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trend_report, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trend_overview_table, setup, teardown),

@@ -132,6 +132,14 @@ static void make_result(ppb_result *r, int seed, int n_samples)
     r->resources.dynamic_smem = 2048 + seed;
     r->resources.local_bytes = 7 + seed;
     r->resources.max_threads = 256 + seed;
+    if (seed % 3) { /* judged on a target; every third result not (no target) */
+        r->feasibility.judged = 1;
+        r->feasibility.feasible = seed % 2;
+        r->feasibility.blocks_per_sm = 1 + seed;
+        snprintf(r->feasibility.limiter, sizeof r->feasibility.limiter, "smem");
+        snprintf(r->feasibility.reason, sizeof r->feasibility.reason, "needs %d B, \"quoted\"", 1000 + seed);
+        snprintf(r->feasibility.flips, sizeof r->feasibility.flips, "%s", seed == 1 ? "feasible at 128 KB" : "");
+    }
     r->timing_is_cpu = seed % 2;
     r->dropped_throttled = 2 + seed;
     r->batch_launches = 4 + seed;
@@ -178,6 +186,12 @@ static void assert_same_result(const ppb_result *a, const ppb_result *b)
     assert_int_equal(a->resources.dynamic_smem, b->resources.dynamic_smem);
     assert_int_equal(a->resources.local_bytes, b->resources.local_bytes);
     assert_int_equal(a->resources.max_threads, b->resources.max_threads);
+    assert_int_equal(a->feasibility.judged, b->feasibility.judged);
+    assert_int_equal(a->feasibility.feasible, b->feasibility.feasible);
+    assert_int_equal(a->feasibility.blocks_per_sm, b->feasibility.blocks_per_sm);
+    assert_string_equal(a->feasibility.limiter, b->feasibility.limiter);
+    assert_string_equal(a->feasibility.reason, b->feasibility.reason);
+    assert_string_equal(a->feasibility.flips, b->feasibility.flips);
     assert_int_equal(a->timing_is_cpu, b->timing_is_cpu);
     assert_int_equal(a->dropped_throttled, b->dropped_throttled);
     assert_int_equal(a->batch_launches, b->batch_launches);
@@ -505,7 +519,7 @@ static void test_sample_tags_round_trip(void **state)
     int64_t run_id = begin_run(s, "tags");
     ppb_case c[2] = {make_case(0), make_case(2)};
     ppb_result r;
-    make_result(&r, 0, 6);
+    make_result(&r, 1, 6);
     const unsigned char session[6] = {0, 1, 2, 1, 0, 2};
     const int round[6] = {1, 1, 1, 2, 2, 3};
     ppb_sample_tags tags = {session, round};
@@ -535,6 +549,13 @@ static void test_sample_tags_round_trip(void **state)
     db_exec(ppb_store_db(s), "UPDATE samples SET round = 9 WHERE idx = 5 AND result_id ="
                              " (SELECT min(id) FROM results)");
     assert_int_equal(ppb_store_each_tagged_result(s, run_id, collect_tags, &t, &err), PPB_EFAIL);
+    db_exec(ppb_store_db(s), "UPDATE samples SET round = 3 WHERE idx = 5 AND result_id ="
+                             " (SELECT min(id) FROM results)");
+    assert_int_equal(ppb_store_each_tagged_result(s, run_id, collect_tags, &t, &err), PPB_OK);
+    /* so does a stored judgement on the target (schema 17) edited in place */
+    db_exec(ppb_store_db(s), "UPDATE results SET feasibility_reason = 'edited' WHERE id = (SELECT min(id) FROM results)");
+    assert_int_equal(ppb_store_each_tagged_result(s, run_id, collect_tags, &t, &err), PPB_EFAIL);
+    assert_non_null(strstr(err.msg, "changed after ppbench wrote it"));
     /* tags without arrays are refused before anything is written */
     ppb_sample_tags half = {session, NULL};
     assert_int_equal(ppb_store_put_tagged_result(s, run_id, &c[0], &r, &half, &err), PPB_EINPUT);
