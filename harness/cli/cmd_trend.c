@@ -11,6 +11,7 @@
 #include "suite.h"
 #include "trend.h"
 #include "trend_doc.h"
+#include "trend_pool.h"
 
 static void usage(FILE *out)
 {
@@ -82,6 +83,7 @@ typedef struct trend_ctx {
     char since_utc[32];     /* --since as stored runs write it */
     ppb_trend_options opt;
     ppb_trend_doc doc;      /* every judged case, for --json / --markdown */
+    ppb_trend_pool pools[2];   /* by ppb_kernel_kind: each kernel's cases pooled night by night */
     FILE *human;
     int rc;
     ppb_err *err;
@@ -126,12 +128,20 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
                 continue;
             h.pts[m] = h.pts[i];
             memmove(h.ids[m], h.ids[i], sizeof h.ids[m]);
+            memmove(h.when[m], h.when[i], sizeof h.when[m]);
             m++;
         }
         h.n = m;
         for (int i = 0; i < h.n; i++)
             h.pts[i].run_id = h.ids[i]; /* ids may have moved while growing */
         rc = ppb_trend_analyse(h.pts, h.n, &opt, &res, t->err);
+        const char **when = rc ? NULL : malloc(sizeof *when * (size_t)(h.n ? h.n : 1));
+        for (int i = 0; when && i < h.n; i++)
+            when[i] = h.when[i];
+        if (!rc)
+            rc = when ? ppb_trend_pool_add(&t->pools[c->kernel], h.pts, when, h.n, t->err)
+                      : ppb_fail(t->err, PPB_ENOMEM, "out of memory");
+        free(when);
     }
     if (!rc)
         rc = ppb_trend_doc_add(&t->doc, c->key, &res) ? ppb_fail(t->err, PPB_ENOMEM, "out of memory") : PPB_OK;
@@ -159,6 +169,41 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
     free(h.when);
     t->rc = rc;
     return rc ? rc : 0;
+}
+
+/* Each kernel's cases pooled night by night (trend_pool.h): a step that moves
+ * them all is seen where each case's own noise hides it. */
+static int judge_pools(trend_ctx *t)
+{
+    for (int k = 0; k < 2; k++) {
+        const ppb_trend_pool *p = &t->pools[k];
+        if (p->n_cases < PPB_TREND_POOL_MIN_CASES)
+            continue;
+        ppb_trend_pooled out;
+        int rc = ppb_trend_pool_judge(p, &t->opt, &out, t->err);
+        ppb_trend_pooled_free(&out);
+        if (rc)
+            return rc;
+        if (ppb_trend_doc_add_pooled(&t->doc, p->group, p->n_cases, out.case_noise, &out.result))
+            return ppb_fail(t->err, PPB_ENOMEM, "out of memory");
+        const ppb_trend_result *r = &out.result;
+        if (t->doc.n_pooled == 1)
+            fprintf(t->human, "pooled: each kernel's cases night by night, each against its own level (threshold "
+                              "derived for %.1f%% false alerts a night)\n", 100 * PPB_TREND_POOL_ALERT_RATE);
+        char thr[24] = "-", sees[16] = "-";
+        if (r->threshold_from) {
+            snprintf(thr, sizeof thr, "%.1f%% %s", 100 * r->threshold, r->threshold_from);
+            ppb_format_fixed(sees, sizeof sees, 100 * r->detectable, 1);
+            strncat(sees, "%", sizeof sees - strlen(sees) - 1);
+        }
+        fprintf(t->human, "%-12s %+7.1f%% %8.1f  %-11s  %7s  %-8s %s: %d cases pooled\n",
+                ppb_trend_status_name(r->status), isfinite(r->rel_change) ? 100 * r->rel_change : 0.0,
+                isfinite(r->score) ? r->score : 0.0, thr, sees, r->step_run_id[0] ? r->step_run_id : "-", p->group,
+                p->n_cases);
+        if (r->status == PPB_TREND_REGRESSION || r->status == PPB_TREND_IMPROVEMENT || r->status == PPB_TREND_OUTLIER)
+            fprintf(t->human, "             -> %s\n", r->reason);
+    }
+    return PPB_OK;
 }
 
 typedef struct trend_doc_ctx {
@@ -262,6 +307,8 @@ int cmd_trend(int argc, char **argv)
     t.human = ppb_cli_human(&o);
     snprintf(t.doc.suite, sizeof t.doc.suite, "%s", name);
     t.doc.window = t.opt.window;
+    for (int k = 0; k < 2; k++)
+        ppb_trend_pool_init(&t.pools[k], ppb_kernel_name((ppb_kernel_kind)k), t.opt.window);
     ppb_cli_stores st;
     if ((xrc = ppb_cli_open_stores("trend", &o, &st))) {
         if (have_suite)
@@ -282,6 +329,8 @@ int cmd_trend(int argc, char **argv)
         fprintf(t.human, "%-12s %8s %8s  %-11s  %7s  %-8s %s\n", "status", "change", "score", "threshold", "sees>=",
                 "step@", "case");
         rc = ppb_store_each_result(t.s, latest, judge_case, &t, &err);
+        if (!rc)
+            rc = judge_pools(&t);
     }
     if (rc)
         fprintf(stderr, "ppbench trend: %s\n", err.msg);
@@ -301,13 +350,15 @@ int cmd_trend(int argc, char **argv)
         fprintf(stderr, "ppbench trend: the latest run %lld of suite %s timed no case (%d not timed): nothing to "
                 "follow, not a pass (the first case: %s)\n", (long long)t.doc.latest_run, name, t.doc.n,
                 t.doc.rows[0].res.reason);
-    int exit_code = rc                                   ? ppb_cli_exit(rc)
-                    : t.doc.counts[PPB_TREND_REGRESSION] ? PPB_EXIT_REGRESSION
+    int exit_code = rc ? ppb_cli_exit(rc)
+                    : t.doc.counts[PPB_TREND_REGRESSION] || ppb_trend_doc_pooled_regressed(&t.doc) ? PPB_EXIT_REGRESSION
                     : nothing                            ? PPB_EXIT_FAILURES
                                                          : PPB_EXIT_OK;
     trend_doc_ctx dc = {&t.doc, exit_code};
     if (!rc && (ppb_cli_write_doc("trend", o.json, trend_json, &dc) || ppb_cli_write_doc("trend", o.md, trend_markdown, &dc)))
         exit_code = PPB_EXIT_RUNTIME;
     ppb_trend_doc_free(&t.doc);
+    for (int k = 0; k < 2; k++)
+        ppb_trend_pool_free(&t.pools[k]);
     return exit_code;
 }

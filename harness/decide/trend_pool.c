@@ -62,6 +62,7 @@ static ppb_trend_pool_night *night_of(ppb_trend_pool *p, const char *run_id, con
     memset(nt, 0, sizeof *nt);
     snprintf(nt->run_id, sizeof nt->run_id, "%s", run_id);
     snprintf(nt->when, sizeof nt->when, "%s", when);
+    nt->seen = p->n_nights - 1;
     return nt;
 }
 
@@ -138,7 +139,7 @@ static int by_time(const void *a, const void *b)
 {
     const ppb_trend_pool_night *x = *(ppb_trend_pool_night *const *)a, *y = *(ppb_trend_pool_night *const *)b;
     int c = strcmp(x->when, y->when);
-    return c ? c : strcmp(x->run_id, y->run_id);
+    return c ? c : (x->seen > y->seen) - (x->seen < y->seen);
 }
 
 void ppb_trend_pool_options(const ppb_trend_options *base, double rho, double case_noise,

@@ -29,6 +29,7 @@
 typedef struct ppb_trend_pool_night {
     char run_id[24];
     char when[32];        /* the run's start (UTC text): nights sort by it */
+    int seen;             /* the order nights were first seen in (the histories' own): ties of `when` */
     double *ratios;       /* log(case time / the case's own median), one per case that ran */
     int n, cap;
 } ppb_trend_pool_night;

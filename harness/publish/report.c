@@ -21,6 +21,7 @@
 #include "report_html.h"
 #include "report_model.h"
 #include "stats.h"
+#include "trend_pool.h"
 #include "verdict.h"
 
 #ifndef PPB_SOURCE_DIR
@@ -339,6 +340,9 @@ static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
     rc = gather_nights(s, r, err);
     if (rc)
         return rc;
+    ppb_trend_pool pools[2];
+    for (int k = 0; k < 2; k++)
+        ppb_trend_pool_init(&pools[k], ppb_kernel_name((ppb_kernel_kind)k), r->trend_opt.window);
     key_list keys = {NULL, 0, 0, err};
     rc = ppb_store_each_result(s, latest, collect_key, &keys, err);
     for (int i = 0; !rc && i < keys.n; i++) {
@@ -355,9 +359,11 @@ static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
             break;
         ppb_trend_point *pts = calloc((size_t)t->n_points + 1, sizeof *pts);
         char(*ids)[24] = calloc((size_t)t->n_points + 1, sizeof *ids);
-        if (!pts || !ids) {
+        const char **when = calloc((size_t)t->n_points + 1, sizeof *when);
+        if (!pts || !ids || !when) {
             free(pts);
             free(ids);
+            free(when);
             rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
             break;
         }
@@ -365,19 +371,37 @@ static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
             snprintf(ids[j], sizeof ids[j], "%lld", (long long)t->points[j].run_id);
             pts[j].run_id = ids[j];
             pts[j].value = t->points[j].median_ms;
+            when[j] = t->points[j].started_at;
         }
         ppb_err terr = {{0}};
         if (t->n_points == 0) {
             snprintf(t->error, sizeof t->error, "no run of this case has a median time");
         } else if (ppb_trend_analyse(pts, t->n_points, &r->trend_opt, &t->trend, &terr) == 0) {
             t->analysed = 1;
+            int kernel = strncmp(t->key, ppb_kernel_name(PPB_PAGED_ATTENTION), strlen(ppb_kernel_name(PPB_PAGED_ATTENTION))) == 0;
+            rc = ppb_trend_pool_add(&pools[kernel], pts, when, t->n_points, err);
         } else {
             snprintf(t->error, sizeof t->error, "%s", terr.msg);
         }
         t->baseline = case_baseline(t);
         free(pts);
         free(ids);
+        free(when);
     }
+    for (int k = 0; k < 2 && !rc; k++) { /* as `ppbench trend` pools them */
+        if (pools[k].n_cases < PPB_TREND_POOL_MIN_CASES || r->n_pooled == PPB_TREND_DOC_POOLS)
+            continue;
+        ppb_trend_pooled out;
+        rc = ppb_trend_pool_judge(&pools[k], &r->trend_opt, &out, err);
+        ppb_trend_pooled_free(&out);
+        ppb_trend_pooled_row *row = &r->pooled[r->n_pooled++];
+        snprintf(row->group, sizeof row->group, "%s", pools[k].group);
+        row->n_cases = pools[k].n_cases;
+        row->case_noise = out.case_noise;
+        row->res = out.result;
+    }
+    for (int k = 0; k < 2; k++)
+        ppb_trend_pool_free(&pools[k]);
     free(keys.keys);
     return rc;
 }
@@ -812,12 +836,20 @@ static int compare_trend(const void *a, const void *b)
 static void decide_trend(rp_report *r)
 {
     qsort(r->trend, (size_t)r->n_trend, sizeof *r->trend, compare_trend);
-    int n[6] = {0};
+    int n[6] = {0}, pooled_regressed = 0;
     for (int i = 0; i < r->n_trend; i++)
         n[trend_rank(&r->trend[i])]++;
+    for (int i = 0; i < r->n_pooled; i++)
+        pooled_regressed += r->pooled[i].res.status == PPB_TREND_REGRESSION;
     char *rs = r->reasons;
     size_t len = sizeof r->reasons;
-    if (n[0] + n[1] + n[2] + n[3] == 0) {
+    if (pooled_regressed && !n[0]) {
+        /* Each case within its own noise, the kernel's cases together not. */
+        set_verdict(r, "REGRESSION", "bad");
+        add_line(rs, len, "REGRESSION: the cases of %d kernel%s slowed down together in a sustained step, "
+                          "though no case alone shows it past its own noise",
+                 pooled_regressed, PLURAL(pooled_regressed));
+    } else if (n[0] + n[1] + n[2] + n[3] == 0) {
         /* Nothing reached a judgement: saying OK would claim what was not checked. */
         set_verdict(r, "NO HISTORY", "warn");
         add_line(rs, len, "NO HISTORY: none of %d cases has enough runs to judge (at least %d "
@@ -836,6 +868,10 @@ static void decide_trend(rp_report *r)
         set_verdict(r, "OK", "good");
         add_line(rs, len, "OK: no sustained step in any of %d cases", r->n_trend);
     }
+    for (int i = 0; i < r->n_pooled; i++)
+        if (r->pooled[i].res.status == PPB_TREND_REGRESSION || r->pooled[i].res.status == PPB_TREND_IMPROVEMENT)
+            add_line(rs, len, "%s, %d cases pooled: %s", r->pooled[i].group, r->pooled[i].n_cases,
+                     r->pooled[i].res.reason);
     int shown = 0;
     for (int i = 0; i < r->n_trend && shown < 8; i++) {
         const rp_trend_case *t = &r->trend[i];

@@ -781,6 +781,37 @@ static void alert_run(const rp_report *r, const rp_trend_case *t, char *buf, siz
     snprintf(buf, len, "run %lld (%s, %s)", (long long)n->run_id, day, commit);
 }
 
+/* Each kernel's cases pooled night by night (trend_pool.h): the suite-wide
+ * step no single case's noise shows. */
+static void pooled_table(page *p)
+{
+    const rp_report *r = p->r;
+    ppb_html *h = &p->h;
+    if (r->n_pooled == 0)
+        return;
+    ppb_html_markup(h, "<p>");
+    ppb_html_text(h, "Each kernel's cases pooled night by night, each case against its own usual level: a step "
+                     "that moves them all shows here even where each case's own noise hides it. Its threshold "
+                     "is derived for 0.1% false alerts a night; sees >= is the smallest sustained step it could "
+                     "flag.");
+    ppb_html_markup(h, "</p>\n<div class=\"table-wrap\"><table class=\"pooled\"><thead><tr><th>kernel</th>"
+                       "<th class=\"num\">cases</th><th>status</th><th class=\"num\">change</th>"
+                       "<th class=\"num\">sees &gt;=</th><th>from run</th><th>reason</th></tr></thead>\n<tbody>\n");
+    for (int i = 0; i < r->n_pooled; i++) {
+        const ppb_trend_pooled_row *row = &r->pooled[i];
+        ppb_html_markup(h, "<tr>");
+        td_text(h, row->group);
+        td_num(h, "%.0f", (double)row->n_cases);
+        td_badge(h, ppb_trend_status_name(row->res.status));
+        td_num(h, "%+.1f%%", isfinite(row->res.rel_change) ? 100 * row->res.rel_change : 0.0);
+        td_num(h, "%.1f%%", row->res.threshold_from ? 100 * row->res.detectable : NAN);
+        td_text(h, row->res.step_run_id[0] ? row->res.step_run_id : "-");
+        td_reason(h, row->res.reason);
+        ppb_html_markup(h, "</tr>\n");
+    }
+    ppb_html_markup(h, "</tbody></table></div>\n");
+}
+
 /* The cases the trend flags, with its reasons; the cases are sorted alerts
  * first, so they lead the list. */
 static void alerts_section(page *p)
@@ -793,6 +824,7 @@ static void alerts_section(page *p)
                       "never alerted on.",
                    r->trend_opt.sustain);
     ppb_html_markup(h, "</p>\n");
+    pooled_table(p);
     int n = 0;
     for (int i = 0; i < r->n_trend && rp_trend_alert_from(&r->trend[i]) >= 0; i++)
         n++;

@@ -20,9 +20,30 @@ int ppb_trend_doc_add(ppb_trend_doc *d, const char *key, const ppb_trend_result 
     return PPB_OK;
 }
 
+int ppb_trend_doc_add_pooled(ppb_trend_doc *d, const char *group, int n_cases, double case_noise,
+                             const ppb_trend_result *res)
+{
+    if (d->n_pooled == PPB_TREND_DOC_POOLS)
+        return PPB_ENOMEM;
+    ppb_trend_pooled_row *r = &d->pooled[d->n_pooled++];
+    snprintf(r->group, sizeof r->group, "%s", group);
+    r->n_cases = n_cases;
+    r->case_noise = case_noise;
+    r->res = *res;
+    return PPB_OK;
+}
+
+int ppb_trend_doc_pooled_regressed(const ppb_trend_doc *d)
+{
+    for (int i = 0; i < d->n_pooled; i++)
+        if (d->pooled[i].res.status == PPB_TREND_REGRESSION)
+            return 1;
+    return 0;
+}
+
 const char *ppb_trend_doc_verdict(const ppb_trend_doc *d)
 {
-    if (d->counts[PPB_TREND_REGRESSION])
+    if (d->counts[PPB_TREND_REGRESSION] || ppb_trend_doc_pooled_regressed(d))
         return "REGRESSION";
     return d->n > 0 && d->counts[PPB_TREND_NOT_TIMED] == d->n ? "NOT TIMED" : "no regression";
 }
@@ -32,6 +53,35 @@ void ppb_trend_doc_free(ppb_trend_doc *d)
     free(d->rows);
     d->rows = NULL;
     d->n = d->cap = 0;
+}
+
+/* A judged series' fields, after its name: one writer for cases and pooled groups. */
+static void result_json(const ppb_trend_result *r, FILE *out)
+{
+    fprintf(out, ",\"status\":\"%s\",\"change\":", ppb_trend_status_name(r->status));
+    ppb_json_number(out, r->rel_change);
+    fputs(",\"score\":", out);
+    ppb_json_number(out, r->score);
+    fputs(",\"reference_ms\":", out);
+    ppb_json_number(out, r->reference);
+    fprintf(out, ",\"reference_runs\":%d,\"threshold\":", r->n_reference);
+    ppb_json_number(out, r->threshold_from ? r->threshold : NAN);
+    fputs(",\"threshold_from\":", out);
+    if (r->threshold_from)
+        ppb_json_string(out, r->threshold_from);
+    else
+        fputs("null", out);
+    fputs(",\"noise\":", out);
+    ppb_json_number(out, r->threshold_from ? r->noise : NAN);
+    fputs(",\"detectable_effect\":", out); /* the smallest sustained step it could flag */
+    ppb_json_number(out, r->threshold_from ? r->detectable : NAN);
+    fputs(",\"step_run\":", out);
+    if (r->step_run_id[0])
+        ppb_json_string(out, r->step_run_id);
+    else
+        fputs("null", out);
+    fputs(",\"reason\":", out);
+    ppb_json_string(out, r->reason);
 }
 
 void ppb_trend_doc_json(const ppb_trend_doc *d, int exit_code, FILE *out)
@@ -47,33 +97,19 @@ void ppb_trend_doc_json(const ppb_trend_doc *d, int exit_code, FILE *out)
     ppb_measured_json(&d->measured, out);
     fputs(",\"cases\":[", out);
     for (int i = 0; i < d->n; i++) {
-        const ppb_trend_result *r = &d->rows[i].res;
         fputs(i ? ",{\"key\":" : "{\"key\":", out);
         ppb_json_string(out, d->rows[i].key);
-        fprintf(out, ",\"status\":\"%s\",\"change\":", ppb_trend_status_name(r->status));
-        ppb_json_number(out, r->rel_change);
-        fputs(",\"score\":", out);
-        ppb_json_number(out, r->score);
-        fputs(",\"reference_ms\":", out);
-        ppb_json_number(out, r->reference);
-        fprintf(out, ",\"reference_runs\":%d,\"threshold\":", r->n_reference);
-        ppb_json_number(out, r->threshold_from ? r->threshold : NAN);
-        fputs(",\"threshold_from\":", out);
-        if (r->threshold_from)
-            ppb_json_string(out, r->threshold_from);
-        else
-            fputs("null", out);
-        fputs(",\"noise\":", out);
-        ppb_json_number(out, r->threshold_from ? r->noise : NAN);
-        fputs(",\"detectable_effect\":", out); /* the smallest sustained step it could flag */
-        ppb_json_number(out, r->threshold_from ? r->detectable : NAN);
-        fputs(",\"step_run\":", out);
-        if (r->step_run_id[0])
-            ppb_json_string(out, r->step_run_id);
-        else
-            fputs("null", out);
-        fputs(",\"reason\":", out);
-        ppb_json_string(out, r->reason);
+        result_json(&d->rows[i].res, out);
+        fputc('}', out);
+    }
+    fputs("],\"pooled\":[", out);
+    for (int i = 0; i < d->n_pooled; i++) {
+        const ppb_trend_pooled_row *p = &d->pooled[i];
+        fputs(i ? ",{\"group\":" : "{\"group\":", out);
+        ppb_json_string(out, p->group);
+        fprintf(out, ",\"cases\":%d,\"case_noise\":", p->n_cases);
+        ppb_json_number(out, p->case_noise);
+        result_json(&p->res, out);
         fputc('}', out);
     }
     fputs("]}\n", out);
@@ -104,6 +140,23 @@ void ppb_trend_doc_markdown(const ppb_trend_doc *d, FILE *out)
                 isfinite(r->rel_change) ? r->rel_change * 100 : 0.0, r->step_run_id[0] ? r->step_run_id : "-");
         ppb_md_code(out, d->rows[i].key);
         fputs("` | ", out);
+        ppb_md_text(out, r->reason);
+        fputs(" |\n", out);
+    }
+    if (d->n_pooled)
+        fputs("\nPooled (each kernel's cases night by night, each against its own level):\n\n"
+              "| status | change | sees >= | first run of the step | kernel | why |\n"
+              "| --- | --- | --- | --- | --- | --- |\n", out);
+    for (int i = 0; i < d->n_pooled; i++) {
+        const ppb_trend_result *r = &d->pooled[i].res;
+        fprintf(out, "| %s | %+.1f%% | ", ppb_trend_status_name(r->status),
+                isfinite(r->rel_change) ? r->rel_change * 100 : 0.0);
+        if (r->threshold_from)
+            fprintf(out, "%.1f%%", 100 * r->detectable);
+        else
+            fputs("-", out);
+        fprintf(out, " | %s | %s, %d cases | ", r->step_run_id[0] ? r->step_run_id : "-", d->pooled[i].group,
+                d->pooled[i].n_cases);
         ppb_md_text(out, r->reason);
         fputs(" |\n", out);
     }

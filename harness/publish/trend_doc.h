@@ -19,6 +19,16 @@ typedef struct ppb_trend_row {
     ppb_trend_result res;
 } ppb_trend_row;
 
+/* A group of cases pooled night by night (trend_pool.h). */
+typedef struct ppb_trend_pooled_row {
+    char group[32];
+    int n_cases;
+    double case_noise;
+    ppb_trend_result res;
+} ppb_trend_pooled_row;
+
+#define PPB_TREND_DOC_POOLS 4
+
 typedef struct ppb_trend_doc {
     char suite[128];
     int64_t latest_run;
@@ -27,15 +37,22 @@ typedef struct ppb_trend_doc {
     int counts[PPB_TREND_STATUS_COUNT];   /* by ppb_trend_status */
     ppb_trend_row *rows;
     int n, cap;
+    ppb_trend_pooled_row pooled[PPB_TREND_DOC_POOLS];   /* one per kernel with enough cases */
+    int n_pooled;
 } ppb_trend_doc;
 
-/* The verdict's word: "REGRESSION" when a case regressed, else "NOT TIMED"
+/* The verdict's word: "REGRESSION" when a case or a pooled group regressed, else "NOT TIMED"
  * when the latest run timed no case (a night that measured nothing is never a
  * pass), else "no regression". The JSON, the Markdown and the exit code follow it. */
 const char *ppb_trend_doc_verdict(const ppb_trend_doc *d);
 
 /* Append a judged case (and count it); PPB_ENOMEM when the list cannot grow. */
 int ppb_trend_doc_add(ppb_trend_doc *d, const char *key, const ppb_trend_result *res);
+/* Append a judged pooled group (not counted with the cases); PPB_ENOMEM past PPB_TREND_DOC_POOLS. */
+int ppb_trend_doc_add_pooled(ppb_trend_doc *d, const char *group, int n_cases, double case_noise,
+                             const ppb_trend_result *res);
+/* 1 when some pooled group regressed. */
+int ppb_trend_doc_pooled_regressed(const ppb_trend_doc *d);
 void ppb_trend_doc_free(ppb_trend_doc *d);
 /* The writer checks the stream (ppb_cli_write_doc). */
 void ppb_trend_doc_json(const ppb_trend_doc *d, int exit_code, FILE *out);

@@ -145,6 +145,8 @@ sqlite3 "$T" "UPDATE results SET row_check = NULL, median_ms = 1.0 + 0.001 * (ru
 expect_rc 12 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$T"
 grep -q "^regression" "$WORK/out" || fail "step not reported as a regression"
 grep -qE "^regression +\+30\.[0-9]%.* 6 " "$WORK/out" || { cat "$WORK/out"; fail "first run of the step not named as run 6"; }
+grep -qE "^regression +\+30\.[0-9]%.* 6 +prefix_prefill: [0-9]+ cases pooled$" "$WORK/out" \
+  || { cat "$WORK/out"; fail "the kernel's cases pooled: no regression named at run 6"; }
 # The same verdict as documents for CI (schema ppbench-trend/1), the table on stderr with '-'.
 expect_rc 12 "$PPB" trend "$SRC/suites/smoke.yaml" --db "$T" --json - --markdown "$WORK/t.md"
 "$PY" - "$WORK/out" "$WORK/t.md" <<'PY' || fail "trend documents"
@@ -158,7 +160,12 @@ assert reg and doc["counts"]["regression"] == len(reg) and all(c["step_run"] == 
 assert all(abs(c["change"] - 0.30) < 0.01 for c in reg), [c["change"] for c in reg]
 assert sum(doc["counts"].values()) == len(doc["cases"])
 assert md.startswith("### ppbench trend: smoke: REGRESSION"), md[:60]
-assert md.count("\n| regression |") == len(reg)
+# The kernel's cases pooled night by night (each against its own level) step as one, named at run 6.
+pooled = doc["pooled"]
+assert [p["group"] for p in pooled] == ["prefix_prefill"] and pooled[0]["cases"] == len(doc["cases"]), pooled
+assert pooled[0]["status"] == "regression" and pooled[0]["step_run"] == "6", pooled
+assert abs(pooled[0]["change"] - 0.30) < 0.01 and pooled[0]["detectable_effect"] > 0, pooled
+assert md.count("\n| regression |") == len(reg) + 1 and "| prefix_prefill, %d cases |" % len(reg) in md, md
 PY
 grep -q "^regression" "$WORK/err" || fail "with --json -, the table did not go to stderr"
 # Issue 36: a latest night on a machine loaded beyond its cores is said to be disturbed in the documents CI

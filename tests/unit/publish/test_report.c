@@ -642,6 +642,38 @@ static void test_proposal_report(void **state)
     assert_int_equal(ppb_report_write(f->s, &req, &out, &err), PPB_EINPUT);
 }
 
+/* 16 cases whose nights wander +-6% each on their own, all 10% slower in the
+ * last 3 of 14 nights: no case alone shows it past its own noise, the kernel's
+ * cases pooled do (trend_pool.h): the page says REGRESSION and why, with the
+ * pooled table. */
+static void test_trend_report_pooled(void **state)
+{
+    fixture *f = *state;
+    ppb_case cases[16];
+    for (int c = 0; c < 16; c++)
+        prefill_case(&cases[c], 512 * (1 + c % 8), c < 8 ? 64 : 128, 64, 64);
+    for (int night = 0; night < 14; night++) {
+        int64_t run = begin_run(f, "nightly-p", "", "cpu", "CPU", "");
+        for (int c = 0; c < 16; c++) {
+            double noise = ((night * 131 + c * 71) % 13 - 6) / 100.0;
+            put_result(f, run, &cases[c], PPB_STATUS_OK, (1 + c) * (1 + noise) * (night >= 11 ? 1.10 : 1.0), 0.001,
+                       NULL);
+        }
+        finish(f, run, "complete");
+    }
+    ppb_report_request req;
+    ppb_report_outcome out;
+    request(f, &req, PPB_REPORT_TREND, 0, "");
+    snprintf(req.suite, sizeof req.suite, "nightly-p");
+    char *html = write_report(f, &req, &out);
+    assert_null(strstr(html, "data-status=\"regression\""));   /* no case alone */
+    assert_string_equal(out.verdict, "REGRESSION");
+    assert_non_null(strstr(html, "slowed down together in a sustained step"));
+    assert_non_null(strstr(html, "<table class=\"pooled\">"));
+    assert_non_null(strstr(html, "prefix_prefill, 16 cases pooled: REGRESSION: a step of +"));
+    free(html);
+}
+
 static void test_trend_report(void **state)
 {
     fixture *f = *state;
@@ -1039,6 +1071,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_feasibility_as_stored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_proposal_report, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trend_report, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trend_report_pooled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trend_overview_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trend_overview_chart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trend_overview_scales, setup, teardown),
