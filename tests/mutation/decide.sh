@@ -98,6 +98,14 @@ M decide/run_compare.c 's#ppb_bonferroni_alpha(rules->verdict.alpha, judged + 1)
 # trend, calibrate
 M decide/trend.c 's#if (fabs(rel) >= r->threshold \&\& fabs(z) >= o->min_score)#if (fabs(rel) >= r->threshold || fabs(z) >= o->min_score)#' \
   "beyond: the change OR the score, not both"
+M decide/trend_pool.c 's#^    double shrink = (1 - clip_rho(rho)) / (1 + clip_rho(rho));#    double shrink = 1;#' \
+  "pooled trend: drifting nights counted as independent"
+M decide/trend_pool.c 's#^    if (case_noise > 0) {#    if (0) {#' \
+  "pooled trend: the cases' spread within a night ignored"
+M decide/trend_pool.c 's#^    int cut = n / 4;#    int cut = 0;#' \
+  "pooled trend: a plain mean over the cases, not the trimmed one"
+M decide/trend_pool.c 's#^    double level = ppb_median(v, n);#    double level = v[0];#' \
+  "pooled trend: each case against its first night, not its usual level"
 M run/calibrate.c 's#const double z = 1.6448536269514722,#const double z = 1.959963984540054,#' \
   "Wilson bound: two-sided 95% z for a one-sided bound"
 # verdict_recompute: the check of a stored verdict
