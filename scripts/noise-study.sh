@@ -10,8 +10,9 @@
 #                the candidate's times x1.03 (share REJECTed)
 #   compare      RUNS separate `ppbench run` processes of the same suite (A/A), then `ppbench compare`
 #                of each later run against the one before it: the share of ACCEPT/REJECT
-#   trend        `ppbench trend` over those plain nights (alerts on noise), then on a copy of the database
-#                whose last one and two nights have every median x1.03 (a sustained 3% step)
+#   trend        `ppbench trend` over those plain nights (alerts on noise), then on copies of the database
+#                whose last one and two nights have every median x1.03 or x1.10 (a sustained step): the
+#                cases' alerts and the pooled ones (each kernel's cases night by night) apart
 #   work         a known effect of real work (not in the default steps: it needs the test plugins of a
 #                build with tests, PLUGINS): WORK_PROPOSALS separate proposals of the example CPU plugin
 #                against its build doing WORK_PERCENT% more arithmetic per launch, each way round
@@ -134,17 +135,22 @@ for step in "${steps[@]}"; do
     "$PPB" trend "$SUITE" --db "$db" >"$out/trend-plain.txt" 2>&1
     rc=$?
     set -e
-    say "trend over ${#ids[@]} plain nights: exit $rc, $(grep -cE '^(regression|improvement) ' "$out/trend-plain.txt") alert(s)"
-    for nights in 1 2; do
-      cp "$db" "$out/step$nights.db"
-      last=$(IFS=,; echo "${ids[*]: -$nights}")
-      sqlf "$out/step$nights.db" "UPDATE results SET row_check = NULL, median_ms = median_ms * 1.03 WHERE run_id IN ($last)"
-      set +e
-      "$PPB" trend "$SUITE" --db "$out/step$nights.db" >"$out/trend-step$nights.txt" 2>&1
-      rc=$?
-      set -e
-      say "trend with a 3% step in the last $nights night(s): exit $rc," \
-          "$(grep -cE '^regression ' "$out/trend-step$nights.txt") case(s) alerted"
+    # Per-case alerts, then each pooled line (status change score threshold sees>= step@ kernel: N cases pooled).
+    alerts() { echo "$(grep -E "^$1 " "$2" | grep -vc 'cases pooled$' || true) case(s); pooled:" \
+                    "$(grep -E 'cases pooled$' "$2" | tr -s ' ' | tr '\n' ';')"; }
+    say "trend over ${#ids[@]} plain nights: exit $rc, alerts: $(alerts '(regression|improvement)' "$out/trend-plain.txt")"
+    for pct in 3 10; do
+      for nights in 1 2; do
+        f=$out/step$pct-$nights
+        cp "$db" "$f.db"
+        last=$(IFS=,; echo "${ids[*]: -$nights}")
+        sqlf "$f.db" "UPDATE results SET row_check = NULL, median_ms = median_ms * (1 + $pct / 100.0) WHERE run_id IN ($last)"
+        set +e
+        "$PPB" trend "$SUITE" --db "$f.db" >"$f.txt" 2>&1
+        rc=$?
+        set -e
+        say "trend with a $pct% step in the last $nights night(s): exit $rc, regressions: $(alerts regression "$f.txt")"
+      done
     done
     ;;
   work)

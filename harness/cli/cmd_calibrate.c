@@ -35,6 +35,9 @@ static void usage(FILE *out)
             "  --effects LIST       slowdowns to detect, comma-separated (default 0.01,0.02,0.03,0.05)\n"
             "  --min-case-ms X      detection counts cases longer than X ms (default 0.1)\n"
             "  --budget-ms X        each pair's time budget, as a proposal's sampling.budget_ms\n"
+            "  --work-impl NAME     effects as real work, not scaled times: plugin:NAME0 against\n"
+            "                       plugin:NAME<percent> (e.g. example-cpu-work: builds doing 3, 10, 50%%\n"
+            "                       more work a launch; whole-percent effects), A/A on plugin:NAME0\n"
             "                       (default: the proposals' default, 20000)\n"
             "  --cpu-max-gflop X    CPU backend work limit\n"
             "  -h, --help\n\n"
@@ -92,6 +95,7 @@ static int calibrate_opt(void *ctx, int opt, char *arg)
         return 0;
     case 'M': return ppb_cli_positive("calibrate", "--min-case-ms", arg, &c->min_case_ms);
     case 'u': return ppb_cli_positive("calibrate", "--budget-ms", arg, &c->budget_ms);
+    case 'w': c->work_impl = arg; return 0;
     default: return 1;
     }
 }
@@ -242,6 +246,7 @@ int cmd_calibrate(int argc, char **argv)
         {"effects", required_argument, NULL, 'e'},
         {"min-case-ms", required_argument, NULL, 'M'},
         {"budget-ms", required_argument, NULL, 'u'},
+        {"work-impl", required_argument, NULL, 'w'},
         PPB_CLI_OPT_CPU_MAX_GFLOP,
         PPB_CLI_OPT_HELP_END};
     calibrate_cli c = {.co = {.aa_pairs = 200, .effect_pairs = 50, .effects = {0.01, 0.02, 0.03, 0.05},

@@ -44,7 +44,8 @@ typedef enum {
 
 const char *ppb_proposal_kind_name(int kind);
 
-/* Knobs one side sets; fields not given keep the suite's (or the default). */
+/* Knobs one side sets; knobs not given take their defaults (a side that
+ * gives none runs the suite's own configs). */
 typedef struct ppb_side {
     unsigned given;          /* bit f set: field f given */
     int value[PPB_F_COUNT];

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "matrix.h"
 #include "provenance.h"
 #include "stats.h"
+#include "suite.h"
 
 /* The baseline median of one case of a stored run (the case's length). */
 typedef struct median_lookup {
@@ -83,18 +85,88 @@ static void progress_line(const progress *g, FILE *log, const char *name, const 
     fflush(log);
 }
 
+/* The one config (kernel knobs) the suite's filtered cases share, as a side
+ * that gives every knob: a side's unnamed knobs take their defaults, not the
+ * suite's (docs/PROPOSALS.md), so the work builds must be told the config. */
+static int one_config(const ppb_calibrate_options *co, ppb_side *side, ppb_err *err)
+{
+    ppb_suite suite;
+    ppb_case_list cases = {0};
+    int rc = ppb_suite_load(co->suite_path, &suite, err);
+    if (rc)
+        return rc;
+    if (!(rc = ppb_matrix_expand(&suite, &cases, err)) && co->filter && co->filter[0])
+        rc = ppb_matrix_filter(&cases, co->filter, err);
+    memset(side, 0, sizeof *side);
+    for (int i = 0; i < cases.n && !rc; i++)
+        for (int f = 0; f < PPB_F_COUNT && !rc; f++) {
+            const ppb_field_info *fi = ppb_field_get(f);
+            if (!fi->is_config || f == PPB_F_IMPL || !((fi->kernels >> cases.items[i].kernel) & 1u))
+                continue;
+            int v = ppb_case_get(&cases.items[i], f);
+            if (i == 0)
+                side->given |= 1u << f, side->value[f] = v;
+            else if (side->value[f] != v)
+                rc = ppb_fail(err, PPB_EINPUT, "--work-impl compares two builds of one implementation on one config, "
+                              "and the filtered cases of %s have more than one %s (narrow --filter)",
+                              co->suite_path, ppb_field_get(f)->name);
+        }
+    if (!rc && cases.n == 0)
+        rc = ppb_fail(err, PPB_EINPUT, "%s: --filter selects no case", co->suite_path);
+    ppb_case_list_free(&cases);
+    ppb_suite_free(&suite);
+    return rc;
+}
+
+/* Side `side` runs plugin:<work_impl><percent>. */
+static int set_work_impl(ppb_side *side, const char *work_impl, long percent, ppb_err *err)
+{
+    char name[PPB_FIELD_TEXT_MAX];
+    int impl = 0;
+    snprintf(name, sizeof name, "plugin:%s%ld", work_impl, percent);
+    int rc = ppb_field_parse_value(PPB_F_IMPL, name, &impl, err);
+    if (rc)
+        return rc;
+    side->given |= 1u << PPB_F_IMPL;
+    side->value[PPB_F_IMPL] = impl;
+    return PPB_OK;
+}
+
+/* An effect as real work: both sides on the filtered cases' config, the
+ * candidate's build doing `effect` more (a whole percent: the builds are made
+ * per percent). */
+static int work_sides(const ppb_calibrate_options *co, ppb_proposal *p, double effect, ppb_err *err)
+{
+    long percent = lround(100 * effect);
+    if (fabs(100 * effect - (double)percent) > 1e-9)
+        return ppb_fail(err, PPB_EINPUT, "--work-impl: effect %g is not a whole percent (the %s builds are one per "
+                        "percent)", effect, co->work_impl);
+    int rc = one_config(co, &p->baseline, err);
+    if (!rc)
+        p->candidate = p->baseline;
+    if (!rc)
+        rc = set_work_impl(&p->baseline, co->work_impl, 0, err);
+    return rc ? rc : set_work_impl(&p->candidate, co->work_impl, percent, err);
+}
+
 /* Proposals of one effect (0: A/A) until `pairs` pairs are compared. */
 static int tally_effect(const ppb_calibrate_options *co, ppb_propose_options *o, ppb_proposal *p, double effect,
                         int pairs, ppb_calibrate_tally *t, progress *g, ppb_err *err)
 {
     memset(t, 0, sizeof *t);
     t->effect = effect;
-    o->candidate_slowdown = effect;
+    o->candidate_slowdown = co->work_impl ? 0 : effect;
+    if (co->work_impl) {
+        int rc = work_sides(co, p, effect, err);
+        if (rc)
+            return rc;
+    }
     ppb_propose_outcome *out = calloc(1, sizeof *out);
     int rc = out ? PPB_OK : ppb_fail(err, PPB_ENOMEM, "out of memory");
     while (rc == PPB_OK && t->pairs < pairs) {
         if (effect > 0)
-            snprintf(p->name, sizeof p->name, "calibrate +%g%% #%d", effect * 100, t->proposals + 1);
+            snprintf(p->name, sizeof p->name, "calibrate +%g%%%s #%d", effect * 100, co->work_impl ? " work" : "",
+                     t->proposals + 1);
         else
             snprintf(p->name, sizeof p->name, "calibrate A/A #%d", t->proposals + 1);
         int before = t->pairs;
@@ -149,6 +221,9 @@ int ppb_calibrate(const ppb_calibrate_options *co, ppb_propose_options *o, ppb_c
         for (int i = 0; i < co->n_effects; i++)
             fprintf(o->log, "%s+%g%%", i ? ", " : " ", 100 * co->effects[i]);
         fprintf(o->log, " until %d pairs each, then two separate runs of the suite\n", co->effect_pairs);
+        if (co->work_impl)
+            fprintf(o->log, "calibrate: effects as real work: plugin:%s0 against plugin:%sN (N%% more work a "
+                            "launch); A/A on plugin:%s0\n", co->work_impl, co->work_impl, co->work_impl);
     }
     int rc = tally_effect(co, o, &p, 0, co->aa_pairs, &out->aa, &g, err);
     for (int i = 0; i < co->n_effects && !rc; i++, out->n_effects++)

@@ -5,8 +5,12 @@
  *    `aa_pairs` pairs are compared; a FASTER/SLOWER is a false flag, and an
  *    A/A proposal must not come out ACCEPT or REJECT;
  *  - known effects: the candidate's measured times scaled by 1 + e (the same
- *    samples' noise, an effect of exactly e), repeated until `effect_pairs`
- *    pairs; detection = SLOWER per pair, REJECT per proposal.
+ *    samples' noise, an effect of exactly e), or with `work_impl` real extra
+ *    work: plugin:<work_impl>0 against plugin:<work_impl><100 e> (a build that
+ *    does 100 e % more work per launch, which load stretches as it would a real
+ *    change; the A/A pairs then run <work_impl>0 on both sides), repeated
+ *    until `effect_pairs` pairs; detection = SLOWER per pair, REJECT per
+ *    proposal.
  * Repeatability between separate processes is the CLI's part (it starts them). */
 #ifndef PPB_CALIBRATE_H
 #define PPB_CALIBRATE_H
@@ -24,6 +28,8 @@ typedef struct ppb_calibrate_options {
     int n_effects;
     double min_case_ms;             /* detection is judged on cases at least this long */
     double budget_ms;               /* each pair's time budget (sampling.budget_ms); 0: the proposals' default */
+    const char *work_impl;          /* NULL: scaled times; else the plugins' name before the percent
+                                       ("example-cpu-work": example-cpu-work0 against example-cpu-work10) */
 } ppb_calibrate_options;
 
 typedef struct ppb_calibrate_tally {

@@ -54,6 +54,29 @@ rc=$?
 set -e
 case $rc in 0|1) ;; *) cat "$WORK/out" "$WORK/err"; fail "the README's calibrate example exited $rc";; esac
 grep -q "^goals (" "$WORK/out" || { cat "$WORK/out" "$WORK/err"; fail "the README's calibrate example calibrated nothing"; }
+# Known effects as real work (issue 37, item 7): the example plugin's build doing 50% more work a launch
+# against its work0 build, A/A on work0; each side's cases run on that build.
+PLUG=$(dirname "$PPB")/tests/plugins
+set +e
+"$PPB" calibrate "$SRC/suites/smoke.yaml" --plugin "$PLUG" --work-impl example-cpu-work --db "$WORK/work.db" --backend cpu \
+  --filter "dtype=bf16,head_dim=64,page_size=16,batch=2,block_m=16,block_n=32" --pairs 2 --effect-pairs 2 --effects 0.5 \
+  --min-case-ms 0.0001 >"$WORK/out" 2>"$WORK/err"
+rc=$?
+set -e
+case $rc in 0|1) ;; *) cat "$WORK/out" "$WORK/err"; fail "calibrate --work-impl exited $rc";; esac
+grep -q "^calibrate: effects as real work: plugin:example-cpu-work0 against plugin:example-cpu-workN" "$WORK/err" \
+  || { cat "$WORK/err"; fail "calibrate --work-impl: not said"; }
+grep -Eq "^\+50%: SLOWER in [0-9]+ of [0-9]+ pairs .*; REJECT in ([1-9][0-9]*) of \1 proposals$" "$WORK/out" \
+  || { cat "$WORK/out"; fail "50% more real work not REJECTed in every proposal"; }
+impls=$(sqlite3 "$WORK/work.db" "SELECT group_concat(DISTINCT c.impl) FROM results r JOIN cases c ON c.id = r.case_id
+                                 JOIN runs u ON u.id = r.run_id WHERE u.label LIKE 'proposal calibrate +50% work%'")
+[ "$impls" = "plugin:example-cpu-work0,plugin:example-cpu-work50" ] || fail "the work effect's sides ran on: $impls"
+aa=$(sqlite3 "$WORK/work.db" "SELECT group_concat(DISTINCT c.impl) FROM results r JOIN cases c ON c.id = r.case_id
+                              JOIN runs u ON u.id = r.run_id WHERE u.label LIKE 'proposal calibrate A/A%'")
+[ "$aa" = "plugin:example-cpu-work0" ] || fail "the A/A of a work calibration ran on: $aa"
+expect_rc 3 "$PPB" calibrate "$SRC/suites/smoke.yaml" --plugin "$PLUG" --work-impl example-cpu-work --db "$WORK/w2.db" \
+  --backend cpu --filter "dtype=bf16,head_dim=64,page_size=16,batch=2,block_m=16,block_n=32" --pairs 1 --effects 0.025
+grep -q "effect 0.025 is not a whole percent" "$WORK/err" || { cat "$WORK/err"; fail "a fractional work effect not refused"; }
 expect_rc 2 "$PPB" calibrate "$SRC/suites/smoke.yaml" --pairs 0
 expect_rc 2 "$PPB" calibrate "$SRC/suites/smoke.yaml" --effects ""
 expect_rc 2 "$PPB" calibrate "$SRC/suites/smoke.yaml" --effects inf
