@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "abtest.h"
+#include "grow.h"
 #include "stats.h"
 
 void ppb_trend_pool_init(ppb_trend_pool *p, const char *group, int recent)
@@ -50,14 +51,8 @@ static ppb_trend_pool_night *night_of(ppb_trend_pool *p, const char *run_id, con
     for (int i = 0; i < p->n_nights; i++)
         if (strcmp(p->nights[i].run_id, run_id) == 0)
             return &p->nights[i];
-    if (p->n_nights == p->cap_nights) {
-        int cap = p->cap_nights ? 2 * p->cap_nights : 32;
-        ppb_trend_pool_night *grown = realloc(p->nights, sizeof *grown * (size_t)cap);
-        if (!grown)
-            return NULL;
-        p->nights = grown;
-        p->cap_nights = cap;
-    }
+    if (ppb_grow((void **)&p->nights, &p->cap_nights, p->n_nights, sizeof *p->nights, 32) != PPB_OK)
+        return NULL;
     ppb_trend_pool_night *nt = &p->nights[p->n_nights++];
     memset(nt, 0, sizeof *nt);
     snprintf(nt->run_id, sizeof nt->run_id, "%s", run_id);
@@ -92,13 +87,7 @@ int ppb_trend_pool_add(ppb_trend_pool *p, const ppb_trend_point *history, const 
     int rc = PPB_OK;
     for (int i = 0; i < n && !rc; i++) {
         ppb_trend_pool_night *nt = night_of(p, history[i].run_id ? history[i].run_id : "", when[i]);
-        if (nt && nt->n == nt->cap) {
-            int cap = nt->cap ? 2 * nt->cap : 16;
-            double *grown = realloc(nt->ratios, sizeof *grown * (size_t)cap);
-            if (grown)
-                nt->ratios = grown, nt->cap = cap;
-        }
-        if (!nt || nt->n == nt->cap)
+        if (!nt || ppb_grow((void **)&nt->ratios, &nt->cap, nt->n, sizeof *nt->ratios, 16) != PPB_OK)
             rc = ppb_fail(err, PPB_ENOMEM, "out of memory pooling a trend");
         else
             nt->ratios[nt->n++] = v[i];
