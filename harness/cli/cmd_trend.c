@@ -85,11 +85,31 @@ typedef struct trend_ctx {
     char since_utc[32];     /* --since as stored runs write it */
     ppb_trend_options opt;
     ppb_trend_doc doc;      /* every judged case, for --json / --markdown */
-    ppb_trend_pool pools[2];   /* by ppb_kernel_kind: each kernel's cases pooled night by night */
+    ppb_trend_pools pools;  /* each kernel's cases, pooled night by night */
     FILE *human;
     int rc;
     ppb_err *err;
 } trend_ctx;
+
+/* One line of the table (and the reason under an alert): a case, or a kernel's pooled cases. */
+static void print_row(FILE *out, const ppb_trend_result *res, const char *name)
+{
+    char thr[24] = "-", sees[16] = "-";
+    if (res->threshold_from) {
+        snprintf(thr, sizeof thr, "%.1f%% %s", 100 * res->threshold, res->threshold_from);
+        ppb_format_fixed(sees, sizeof sees, 100 * res->detectable, 1);
+        strncat(sees, "%", sizeof sees - strlen(sees) - 1);
+    }
+    char change[24] = "-", score[24] = "-";   /* not timed: nothing measured tonight */
+    if (res->status != PPB_TREND_NOT_TIMED) {
+        snprintf(change, sizeof change, "%+.1f%%", isfinite(res->rel_change) ? res->rel_change * 100 : 0.0);
+        snprintf(score, sizeof score, "%.1f", isfinite(res->score) ? res->score : 0.0);
+    }
+    fprintf(out, "%-12s %8s %8s  %-11s  %7s  %-8s %s\n", ppb_trend_status_name(res->status), change, score, thr, sees,
+            res->step_run_id[0] ? res->step_run_id : "-", name);
+    if (res->status == PPB_TREND_REGRESSION || res->status == PPB_TREND_IMPROVEMENT || res->status == PPB_TREND_OUTLIER)
+        fprintf(out, "             -> %s\n", res->reason);
+}
 
 static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
 {
@@ -141,31 +161,14 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
         for (int i = 0; when && i < h.n; i++)
             when[i] = h.when[i];
         if (!rc)
-            rc = when ? ppb_trend_pool_add(&t->pools[c->kernel], h.pts, when, h.n, t->err)
+            rc = when ? ppb_trend_pool_add(&t->pools.kernel[c->kernel], h.pts, when, h.n, t->err)
                       : ppb_fail(t->err, PPB_ENOMEM, "out of memory");
         free(when);
     }
     if (!rc)
         rc = ppb_trend_doc_add(&t->doc, c->key, &res) ? ppb_fail(t->err, PPB_ENOMEM, "out of memory") : PPB_OK;
-    if (!rc) {
-        char thr[24] = "-", sees[16] = "-";
-        if (res.threshold_from) {
-            snprintf(thr, sizeof thr, "%.1f%% %s", 100 * res.threshold, res.threshold_from);
-            ppb_format_fixed(sees, sizeof sees, 100 * res.detectable, 1);
-            strncat(sees, "%", sizeof sees - strlen(sees) - 1);
-        }
-        char change[24] = "-", score[24] = "-";   /* not timed: nothing measured tonight */
-        if (res.status != PPB_TREND_NOT_TIMED) {
-            snprintf(change, sizeof change, "%+.1f%%", isfinite(res.rel_change) ? res.rel_change * 100 : 0.0);
-            snprintf(score, sizeof score, "%.1f", isfinite(res.score) ? res.score : 0.0);
-        }
-        fprintf(t->human, "%-12s %8s %8s  %-11s  %7s  %-8s %s\n", ppb_trend_status_name(res.status), change, score,
-                thr, sees, res.step_run_id[0] ? res.step_run_id : "-",
-                strchr(c->key, ' ') ? strchr(c->key, ' ') + 1 : c->key);
-        if (res.status == PPB_TREND_REGRESSION || res.status == PPB_TREND_IMPROVEMENT ||
-            res.status == PPB_TREND_OUTLIER)
-            fprintf(t->human, "             -> %s\n", res.reason);
-    }
+    if (!rc)
+        print_row(t->human, &res, strchr(c->key, ' ') ? strchr(c->key, ' ') + 1 : c->key);
     free(h.pts);
     free(h.ids);
     free(h.when);
@@ -177,35 +180,16 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
  * them all is seen where each case's own noise hides it. */
 static int judge_pools(trend_ctx *t)
 {
-    for (int k = 0; k < 2; k++) {
-        const ppb_trend_pool *p = &t->pools[k];
-        if (p->n_cases < PPB_TREND_POOL_MIN_CASES)
-            continue;
-        ppb_trend_pooled out;
-        int rc = ppb_trend_pool_judge(p, &t->opt, &out, t->err);
-        ppb_trend_pooled_free(&out);
-        if (rc)
-            return rc;
-        if (ppb_trend_doc_add_pooled(&t->doc, p->group, p->n_cases, out.case_noise, &out.result))
-            return ppb_fail(t->err, PPB_ENOMEM, "out of memory");
-        const ppb_trend_result *r = &out.result;
-        if (t->doc.n_pooled == 1)
-            fprintf(t->human, "pooled: each kernel's cases night by night, each against its own level (threshold "
-                              "derived for %.1f%% false alerts a night)\n", 100 * PPB_TREND_POOL_ALERT_RATE);
-        char thr[24] = "-", sees[16] = "-";
-        if (r->threshold_from) {
-            snprintf(thr, sizeof thr, "%.1f%% %s", 100 * r->threshold, r->threshold_from);
-            ppb_format_fixed(sees, sizeof sees, 100 * r->detectable, 1);
-            strncat(sees, "%", sizeof sees - strlen(sees) - 1);
-        }
-        fprintf(t->human, "%-12s %+7.1f%% %8.1f  %-11s  %7s  %-8s %s: %d cases pooled\n",
-                ppb_trend_status_name(r->status), isfinite(r->rel_change) ? 100 * r->rel_change : 0.0,
-                isfinite(r->score) ? r->score : 0.0, thr, sees, r->step_run_id[0] ? r->step_run_id : "-", p->group,
-                p->n_cases);
-        if (r->status == PPB_TREND_REGRESSION || r->status == PPB_TREND_IMPROVEMENT || r->status == PPB_TREND_OUTLIER)
-            fprintf(t->human, "             -> %s\n", r->reason);
+    int rc = ppb_trend_pools_judge(&t->pools, &t->opt, t->doc.pooled, &t->doc.n_pooled, t->err);
+    if (!rc && t->doc.n_pooled)
+        fprintf(t->human, "pooled: each kernel's cases night by night, each against its own level (threshold "
+                          "derived for %.1f%% false alerts a night)\n", 100 * PPB_TREND_POOL_ALERT_RATE);
+    for (int i = 0; i < t->doc.n_pooled && !rc; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s: %d cases pooled", t->doc.pooled[i].group, t->doc.pooled[i].n_cases);
+        print_row(t->human, &t->doc.pooled[i].result, name);
     }
-    return PPB_OK;
+    return rc;
 }
 
 typedef struct trend_doc_ctx {
@@ -309,8 +293,7 @@ int cmd_trend(int argc, char **argv)
     t.human = ppb_cli_human(&o);
     snprintf(t.doc.suite, sizeof t.doc.suite, "%s", name);
     t.doc.window = t.opt.window;
-    for (int k = 0; k < 2; k++)
-        ppb_trend_pool_init(&t.pools[k], ppb_kernel_name((ppb_kernel_kind)k), t.opt.window);
+    ppb_trend_pools_init(&t.pools, t.opt.window);
     ppb_cli_stores st;
     if ((xrc = ppb_cli_open_stores("trend", &o, &st))) {
         if (have_suite)
@@ -360,7 +343,6 @@ int cmd_trend(int argc, char **argv)
     if (!rc && (ppb_cli_write_doc("trend", o.json, trend_json, &dc) || ppb_cli_write_doc("trend", o.md, trend_markdown, &dc)))
         exit_code = PPB_EXIT_RUNTIME;
     ppb_trend_doc_free(&t.doc);
-    for (int k = 0; k < 2; k++)
-        ppb_trend_pool_free(&t.pools[k]);
+    ppb_trend_pools_free(&t.pools);
     return exit_code;
 }

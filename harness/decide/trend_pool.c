@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "abtest.h"
+#include "case.h"
 #include "grow.h"
 #include "stats.h"
 
@@ -157,6 +158,8 @@ int ppb_trend_pool_judge(const ppb_trend_pool *p, const ppb_trend_options *base,
                          ppb_err *err)
 {
     memset(out, 0, sizeof *out);
+    snprintf(out->group, sizeof out->group, "%s", p->group);
+    out->n_cases = p->n_cases;
     out->result.status = PPB_TREND_INSUFFICIENT_HISTORY;
     out->result.step_index = -1;
     out->case_noise = out->rho = NAN;
@@ -206,5 +209,32 @@ void ppb_trend_pooled_free(ppb_trend_pooled *out)
 {
     free(out->points);
     out->points = NULL;
-    out->n = 0;
+}
+
+void ppb_trend_pools_init(ppb_trend_pools *s, int window)
+{
+    for (int k = 0; k < PPB_TREND_POOLS; k++)
+        ppb_trend_pool_init(&s->kernel[k], ppb_kernel_name((ppb_kernel_kind)k), window);
+}
+
+void ppb_trend_pools_free(ppb_trend_pools *s)
+{
+    for (int k = 0; k < PPB_TREND_POOLS; k++)
+        ppb_trend_pool_free(&s->kernel[k]);
+}
+
+int ppb_trend_pools_judge(const ppb_trend_pools *s, const ppb_trend_options *base,
+                          ppb_trend_pooled out[PPB_TREND_POOLS], int *n_out, ppb_err *err)
+{
+    *n_out = 0;
+    for (int k = 0; k < PPB_TREND_POOLS; k++) {
+        if (s->kernel[k].n_cases < PPB_TREND_POOL_MIN_CASES)
+            continue;
+        ppb_trend_pooled *o = &out[(*n_out)++];
+        int rc = ppb_trend_pool_judge(&s->kernel[k], base, o, err);
+        ppb_trend_pooled_free(o);
+        if (rc)
+            return rc;
+    }
+    return PPB_OK;
 }

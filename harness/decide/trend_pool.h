@@ -67,7 +67,10 @@ void ppb_trend_pool_options(const ppb_trend_options *base, double rho, double ca
                             ppb_trend_options *out);
 
 typedef struct ppb_trend_pooled {
-    ppb_trend_point *points;   /* the series, oldest first (run ids borrowed from the pool) */
+    char group[32];
+    int n_cases;
+    ppb_trend_point *points;   /* the series, oldest first (run ids borrowed from the pool); NULL from
+                                  ppb_trend_pools_judge */
     int n;
     double case_noise;   /* the median over nights of the error the cases' spread gives the night's value */
     double rho;          /* the nights' lag-1 correlation: the cases' mean (before the window) */
@@ -82,5 +85,19 @@ typedef struct ppb_trend_pooled {
 int ppb_trend_pool_judge(const ppb_trend_pool *p, const ppb_trend_options *base, ppb_trend_pooled *out,
                          ppb_err *err);
 void ppb_trend_pooled_free(ppb_trend_pooled *out);
+
+/* One pool per kernel (ppb_kernel_kind order): what `ppbench trend` and the
+ * trend report keep while they walk a suite's cases. */
+#define PPB_TREND_POOLS 2
+typedef struct ppb_trend_pools {
+    ppb_trend_pool kernel[PPB_TREND_POOLS];
+} ppb_trend_pools;
+
+void ppb_trend_pools_init(ppb_trend_pools *s, int window);
+void ppb_trend_pools_free(ppb_trend_pools *s);
+/* Judge each kernel's pool with at least PPB_TREND_POOL_MIN_CASES cases into
+ * out[0 .. *n_out) (no points kept). */
+int ppb_trend_pools_judge(const ppb_trend_pools *s, const ppb_trend_options *base,
+                          ppb_trend_pooled out[PPB_TREND_POOLS], int *n_out, ppb_err *err);
 
 #endif

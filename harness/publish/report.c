@@ -340,9 +340,8 @@ static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
     rc = gather_nights(s, r, err);
     if (rc)
         return rc;
-    ppb_trend_pool pools[2];
-    for (int k = 0; k < 2; k++)
-        ppb_trend_pool_init(&pools[k], ppb_kernel_name((ppb_kernel_kind)k), r->trend_opt.window);
+    ppb_trend_pools pools;
+    ppb_trend_pools_init(&pools, r->trend_opt.window);
     key_list keys = {NULL, 0, 0, err};
     rc = ppb_store_each_result(s, latest, collect_key, &keys, err);
     for (int i = 0; !rc && i < keys.n; i++) {
@@ -379,7 +378,7 @@ static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
         } else if (ppb_trend_analyse(pts, t->n_points, &r->trend_opt, &t->trend, &terr) == 0) {
             t->analysed = 1;
             int kernel = strncmp(t->key, ppb_kernel_name(PPB_PAGED_ATTENTION), strlen(ppb_kernel_name(PPB_PAGED_ATTENTION))) == 0;
-            rc = ppb_trend_pool_add(&pools[kernel], pts, when, t->n_points, err);
+            rc = ppb_trend_pool_add(&pools.kernel[kernel], pts, when, t->n_points, err);
         } else {
             snprintf(t->error, sizeof t->error, "%s", terr.msg);
         }
@@ -388,20 +387,9 @@ static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
         free(ids);
         free(when);
     }
-    for (int k = 0; k < 2 && !rc; k++) { /* as `ppbench trend` pools them */
-        if (pools[k].n_cases < PPB_TREND_POOL_MIN_CASES || r->n_pooled == PPB_TREND_DOC_POOLS)
-            continue;
-        ppb_trend_pooled out;
-        rc = ppb_trend_pool_judge(&pools[k], &r->trend_opt, &out, err);
-        ppb_trend_pooled_free(&out);
-        ppb_trend_pooled_row *row = &r->pooled[r->n_pooled++];
-        snprintf(row->group, sizeof row->group, "%s", pools[k].group);
-        row->n_cases = pools[k].n_cases;
-        row->case_noise = out.case_noise;
-        row->res = out.result;
-    }
-    for (int k = 0; k < 2; k++)
-        ppb_trend_pool_free(&pools[k]);
+    if (!rc) /* as `ppbench trend` pools them */
+        rc = ppb_trend_pools_judge(&pools, &r->trend_opt, r->pooled, &r->n_pooled, err);
+    ppb_trend_pools_free(&pools);
     free(keys.keys);
     return rc;
 }
@@ -840,7 +828,7 @@ static void decide_trend(rp_report *r)
     for (int i = 0; i < r->n_trend; i++)
         n[trend_rank(&r->trend[i])]++;
     for (int i = 0; i < r->n_pooled; i++)
-        pooled_regressed += r->pooled[i].res.status == PPB_TREND_REGRESSION;
+        pooled_regressed += r->pooled[i].result.status == PPB_TREND_REGRESSION;
     char *rs = r->reasons;
     size_t len = sizeof r->reasons;
     if (pooled_regressed && !n[0]) {
@@ -869,9 +857,9 @@ static void decide_trend(rp_report *r)
         add_line(rs, len, "OK: no sustained step in any of %d cases", r->n_trend);
     }
     for (int i = 0; i < r->n_pooled; i++)
-        if (r->pooled[i].res.status == PPB_TREND_REGRESSION || r->pooled[i].res.status == PPB_TREND_IMPROVEMENT)
+        if (r->pooled[i].result.status == PPB_TREND_REGRESSION || r->pooled[i].result.status == PPB_TREND_IMPROVEMENT)
             add_line(rs, len, "%s, %d cases pooled: %s", r->pooled[i].group, r->pooled[i].n_cases,
-                     r->pooled[i].res.reason);
+                     r->pooled[i].result.reason);
     int shown = 0;
     for (int i = 0; i < r->n_trend && shown < 8; i++) {
         const rp_trend_case *t = &r->trend[i];

@@ -798,15 +798,15 @@ static void pooled_table(page *p)
                        "<th class=\"num\">cases</th><th>status</th><th class=\"num\">change</th>"
                        "<th class=\"num\">sees &gt;=</th><th>from run</th><th>reason</th></tr></thead>\n<tbody>\n");
     for (int i = 0; i < r->n_pooled; i++) {
-        const ppb_trend_pooled_row *row = &r->pooled[i];
+        const ppb_trend_pooled *row = &r->pooled[i];
         ppb_html_markup(h, "<tr>");
         td_text(h, row->group);
         td_num(h, "%.0f", (double)row->n_cases);
-        td_badge(h, ppb_trend_status_name(row->res.status));
-        td_num(h, "%+.1f%%", isfinite(row->res.rel_change) ? 100 * row->res.rel_change : 0.0);
-        td_num(h, "%.1f%%", row->res.threshold_from ? 100 * row->res.detectable : NAN);
-        td_text(h, row->res.step_run_id[0] ? row->res.step_run_id : "-");
-        td_reason(h, row->res.reason);
+        td_badge(h, ppb_trend_status_name(row->result.status));
+        td_num(h, "%+.1f%%", isfinite(row->result.rel_change) ? 100 * row->result.rel_change : 0.0);
+        td_num(h, "%.1f%%", row->result.threshold_from ? 100 * row->result.detectable : NAN);
+        td_text(h, row->result.step_run_id[0] ? row->result.step_run_id : "-");
+        td_reason(h, row->result.reason);
         ppb_html_markup(h, "</tr>\n");
     }
     ppb_html_markup(h, "</tbody></table></div>\n");

@@ -15,7 +15,7 @@
 #include "store.h"
 #include "target.h"
 #include "trend.h"
-#include "trend_doc.h"
+#include "trend_pool.h"
 
 /* Charts shown per kernel against sequence length (the shape groups with most
  * points), and trend charts per report: the tables always hold everything. */
@@ -123,7 +123,7 @@ typedef struct rp_report {
 
     rp_trend_case *trend;
     int n_trend, cap_trend;
-    ppb_trend_pooled_row pooled[PPB_TREND_DOC_POOLS];   /* each kernel's cases pooled (trend_pool.h) */
+    ppb_trend_pooled pooled[PPB_TREND_POOLS];   /* each kernel's cases pooled (trend_pool.h) */
     int n_pooled;
     ppb_trend_options trend_opt;
     rp_night *nights;           /* every run of the suite in the history, oldest first */

@@ -20,23 +20,10 @@ int ppb_trend_doc_add(ppb_trend_doc *d, const char *key, const ppb_trend_result 
     return PPB_OK;
 }
 
-int ppb_trend_doc_add_pooled(ppb_trend_doc *d, const char *group, int n_cases, double case_noise,
-                             const ppb_trend_result *res)
-{
-    if (d->n_pooled == PPB_TREND_DOC_POOLS)
-        return PPB_ENOMEM;
-    ppb_trend_pooled_row *r = &d->pooled[d->n_pooled++];
-    snprintf(r->group, sizeof r->group, "%s", group);
-    r->n_cases = n_cases;
-    r->case_noise = case_noise;
-    r->res = *res;
-    return PPB_OK;
-}
-
 int ppb_trend_doc_pooled_regressed(const ppb_trend_doc *d)
 {
     for (int i = 0; i < d->n_pooled; i++)
-        if (d->pooled[i].res.status == PPB_TREND_REGRESSION)
+        if (d->pooled[i].result.status == PPB_TREND_REGRESSION)
             return 1;
     return 0;
 }
@@ -104,12 +91,12 @@ void ppb_trend_doc_json(const ppb_trend_doc *d, int exit_code, FILE *out)
     }
     fputs("],\"pooled\":[", out);
     for (int i = 0; i < d->n_pooled; i++) {
-        const ppb_trend_pooled_row *p = &d->pooled[i];
+        const ppb_trend_pooled *p = &d->pooled[i];
         fputs(i ? ",{\"group\":" : "{\"group\":", out);
         ppb_json_string(out, p->group);
         fprintf(out, ",\"cases\":%d,\"case_noise\":", p->n_cases);
         ppb_json_number(out, p->case_noise);
-        result_json(&p->res, out);
+        result_json(&p->result, out);
         fputc('}', out);
     }
     fputs("]}\n", out);
@@ -148,7 +135,7 @@ void ppb_trend_doc_markdown(const ppb_trend_doc *d, FILE *out)
               "| status | change | sees >= | first run of the step | kernel | why |\n"
               "| --- | --- | --- | --- | --- | --- |\n", out);
     for (int i = 0; i < d->n_pooled; i++) {
-        const ppb_trend_result *r = &d->pooled[i].res;
+        const ppb_trend_result *r = &d->pooled[i].result;
         fprintf(out, "| %s | %+.1f%% | ", ppb_trend_status_name(r->status),
                 isfinite(r->rel_change) ? r->rel_change * 100 : 0.0);
         if (r->threshold_from)

@@ -11,6 +11,7 @@
 #include "case.h"
 #include "measured.h"
 #include "trend.h"
+#include "trend_pool.h"
 
 #define PPB_TREND_SCHEMA "ppbench-trend/1"
 
@@ -18,16 +19,6 @@ typedef struct ppb_trend_row {
     char key[PPB_CASE_KEY_MAX];
     ppb_trend_result res;
 } ppb_trend_row;
-
-/* A group of cases pooled night by night (trend_pool.h). */
-typedef struct ppb_trend_pooled_row {
-    char group[32];
-    int n_cases;
-    double case_noise;
-    ppb_trend_result res;
-} ppb_trend_pooled_row;
-
-#define PPB_TREND_DOC_POOLS 4
 
 typedef struct ppb_trend_doc {
     char suite[128];
@@ -37,7 +28,7 @@ typedef struct ppb_trend_doc {
     int counts[PPB_TREND_STATUS_COUNT];   /* by ppb_trend_status */
     ppb_trend_row *rows;
     int n, cap;
-    ppb_trend_pooled_row pooled[PPB_TREND_DOC_POOLS];   /* one per kernel with enough cases */
+    ppb_trend_pooled pooled[PPB_TREND_POOLS];   /* each kernel with enough cases, pooled (trend_pool.h) */
     int n_pooled;
 } ppb_trend_doc;
 
@@ -48,9 +39,6 @@ const char *ppb_trend_doc_verdict(const ppb_trend_doc *d);
 
 /* Append a judged case (and count it); PPB_ENOMEM when the list cannot grow. */
 int ppb_trend_doc_add(ppb_trend_doc *d, const char *key, const ppb_trend_result *res);
-/* Append a judged pooled group (not counted with the cases); PPB_ENOMEM past PPB_TREND_DOC_POOLS. */
-int ppb_trend_doc_add_pooled(ppb_trend_doc *d, const char *group, int n_cases, double case_noise,
-                             const ppb_trend_result *res);
 /* 1 when some pooled group regressed. */
 int ppb_trend_doc_pooled_regressed(const ppb_trend_doc *d);
 void ppb_trend_doc_free(ppb_trend_doc *d);
