@@ -377,7 +377,10 @@ static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
             snprintf(t->error, sizeof t->error, "no run of this case has a median time");
         } else if (ppb_trend_analyse(pts, t->n_points, &r->trend_opt, &t->trend, &terr) == 0) {
             t->analysed = 1;
-            int kernel = strncmp(t->key, ppb_kernel_name(PPB_PAGED_ATTENTION), strlen(ppb_kernel_name(PPB_PAGED_ATTENTION))) == 0;
+            char kernel_name[32];   /* a key starts with its kernel's name */
+            ppb_kernel_kind kernel = PPB_PREFIX_PREFILL;
+            snprintf(kernel_name, sizeof kernel_name, "%.*s", (int)strcspn(t->key, " "), t->key);
+            ppb_kernel_parse(kernel_name, &kernel);
             rc = ppb_trend_pool_add(&pools.kernel[kernel], pts, when, t->n_points, err);
         } else {
             snprintf(t->error, sizeof t->error, "%s", terr.msg);
