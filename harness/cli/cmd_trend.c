@@ -161,7 +161,7 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
         for (int i = 0; when && i < h.n; i++)
             when[i] = h.when[i];
         if (!rc)
-            rc = when ? ppb_trend_pool_add(&t->pools.kernel[c->kernel], h.pts, when, h.n, t->err)
+            rc = when ? ppb_trend_pool_add(&t->pools.kernel[c->kernel], h.pts, when, h.n, opt.min_change, t->err)
                       : ppb_fail(t->err, PPB_ENOMEM, "out of memory");
         free(when);
     }

@@ -16,6 +16,7 @@ void ppb_trend_pool_init(ppb_trend_pool *p, const char *group, int recent)
     memset(p, 0, sizeof *p);
     snprintf(p->group, sizeof p->group, "%s", group);
     p->recent = recent;
+    p->min_change = -1;
 }
 
 void ppb_trend_pool_free(ppb_trend_pool *p)
@@ -63,10 +64,11 @@ static ppb_trend_pool_night *night_of(ppb_trend_pool *p, const char *run_id, con
 }
 
 int ppb_trend_pool_add(ppb_trend_pool *p, const ppb_trend_point *history, const char *const *when, int n,
-                       ppb_err *err)
+                       double min_change, ppb_err *err)
 {
     if (n < 1)
         return PPB_OK;
+    p->min_change = fmax(p->min_change, min_change);
     double *v = malloc(sizeof *v * (size_t)n);
     if (!v)
         return ppb_fail(err, PPB_ENOMEM, "out of memory pooling a trend of %d runs", n);
@@ -195,7 +197,10 @@ int ppb_trend_pool_judge(const ppb_trend_pool *p, const ppb_trend_options *base,
          * (a dozen nights) is not. Drift common to the cases shows in the
          * series' noise, which the threshold follows. */
         out->rho = clip_rho(p->rho_n ? p->rho_sum / p->rho_n : 0);
-        ppb_trend_pool_options(base, out->rho, out->case_noise, &out->options);
+        ppb_trend_options floored = *base;
+        if (p->min_change >= 0)
+            floored.min_change = p->min_change;
+        ppb_trend_pool_options(&floored, out->rho, out->case_noise, &out->options);
         rc = ppb_trend_analyse(out->points, out->n, &out->options, &out->result, err);
     }
     free(order);

@@ -37,6 +37,7 @@ typedef struct ppb_trend_pool_night {
 typedef struct ppb_trend_pool {
     char group[32];       /* "prefix_prefill", "paged_attention" */
     int recent;           /* the last nights left out of the cases' correlation: the trend window */
+    double min_change;    /* the largest practical floor of the cases added (< 0: none yet) */
     int n_cases;
     double rho_sum;       /* the cases' lag-1 correlations (bias-corrected), summed */
     int rho_n;
@@ -49,9 +50,12 @@ void ppb_trend_pool_init(ppb_trend_pool *p, const char *group, int recent);
 void ppb_trend_pool_free(ppb_trend_pool *p);
 
 /* Add one case's history (n points, oldest first; when[i] the start of
- * history[i]'s run, whose run_id names the night). */
+ * history[i]'s run, whose run_id names the night). `min_change`: the case's
+ * own practical floor (its suite's trend: setting); the pooled series is
+ * judged at the largest of its cases', since a step its cases' owners call
+ * too small to matter does not matter pooled either. */
 int ppb_trend_pool_add(ppb_trend_pool *p, const ppb_trend_point *history, const char *const *when, int n,
-                       ppb_err *err);
+                       double min_change, ppb_err *err);
 
 /* trend.h's options for a pooled series: `base` with the noise multiple and
  * the score both set to the threshold k derived from
@@ -79,7 +83,8 @@ typedef struct ppb_trend_pooled {
 } ppb_trend_pooled;
 
 /* Pool and judge: the series over the nights at least half of the group's
- * cases (and PPB_TREND_POOL_MIN_CASES) ran, options derived from `base`, and
+ * cases (and PPB_TREND_POOL_MIN_CASES) ran, options derived from `base` (its
+ * floor replaced by the cases' largest), and
  * trend.h's verdict on it. out->n 0 (and result INSUFFICIENT_HISTORY) when
  * the group has too few cases. Free with ppb_trend_pooled_free. */
 int ppb_trend_pool_judge(const ppb_trend_pool *p, const ppb_trend_options *base, ppb_trend_pooled *out,

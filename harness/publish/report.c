@@ -381,7 +381,8 @@ static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
             ppb_kernel_kind kernel = PPB_PREFIX_PREFILL;
             snprintf(kernel_name, sizeof kernel_name, "%.*s", (int)strcspn(t->key, " "), t->key);
             ppb_kernel_parse(kernel_name, &kernel);
-            rc = ppb_trend_pool_add(&pools.kernel[kernel], pts, when, t->n_points, err);
+            rc = ppb_trend_pool_add(&pools.kernel[kernel], pts, when, t->n_points, r->trend_opt.min_change,
+                                    err);
         } else {
             snprintf(t->error, sizeof t->error, "%s", terr.msg);
         }

@@ -50,6 +50,8 @@ grep -q "threshold 2.00% (floor" "$WORK/out" || { cat "$WORK/out"; fail "the thr
 { cat "$SRC/suites/smoke.yaml"; echo "trend: {min_change_floor: 0.05}"; } > "$WORK/smoke-5.yaml"
 expect_rc 0 "$PPB" trend "$WORK/smoke-5.yaml"
 grep -q " 5.0% floor " "$WORK/out" || { cat "$WORK/out"; fail "the suite floor is not used"; }
+grep -Eq "^ok .* 5\.0% floor .*prefix_prefill: [0-9]+ cases pooled$" "$WORK/out" \
+  || { cat "$WORK/out"; fail "the pooled line does not keep the suite's floor"; }
 # per group: the head_dim 64 cases get a 1% floor back
 { cat "$SRC/suites/smoke.yaml"; echo "trend: {min_change_floor: 0.05, groups: [{match: {head_dim: 64}, min_change_floor: 0.01}]}"; } \
   > "$WORK/smoke-g.yaml"

@@ -79,7 +79,7 @@ static ppb_trend_result pooled(const suite_nights *s, int n, int cases, int *n_s
     ppb_trend_pool_init(&pool, "prefix_prefill", base.window);
     ppb_err err = {{0}};
     for (int c = 0; c < cases; c++)
-        assert_int_equal(ppb_trend_pool_add(&pool, s->p[c], s->when_p, n, &err), PPB_OK);
+        assert_int_equal(ppb_trend_pool_add(&pool, s->p[c], s->when_p, n, base.min_change, &err), PPB_OK);
     ppb_trend_pooled out;
     assert_int_equal(ppb_trend_pool_judge(&pool, &base, &out, &err), PPB_OK);
     *n_series = out.n;
@@ -197,7 +197,8 @@ static void test_derived_threshold(void **state)
 }
 
 /* Nights that fewer than half the cases ran are left out; fewer than
- * PPB_TREND_POOL_MIN_CASES cases: no series. */
+ * PPB_TREND_POOL_MIN_CASES cases: no series. The floor is the largest of the
+ * cases' own. */
 static void test_partial_nights_and_small_groups(void **state)
 {
     (void)state;
@@ -209,7 +210,7 @@ static void test_partial_nights_and_small_groups(void **state)
     ppb_trend_pool_init(&pool, "paged_attention", base.window);
     ppb_err err = {{0}};
     for (int c = 0; c < 8; c++) /* every night, 1% noise */
-        assert_int_equal(ppb_trend_pool_add(&pool, s.p[c], s.when_p, NIGHTS, &err), PPB_OK);
+        assert_int_equal(ppb_trend_pool_add(&pool, s.p[c], s.when_p, NIGHTS, base.min_change, &err), PPB_OK);
     ppb_trend_pooled out;
     assert_int_equal(ppb_trend_pool_judge(&pool, &base, &out, &err), PPB_OK);
     assert_int_equal(out.n, NIGHTS);
@@ -220,6 +221,17 @@ static void test_partial_nights_and_small_groups(void **state)
     /* 1% per case over 8 cases: about 0.4% per night */
     assert_true(out.case_noise > 0.002 && out.case_noise < 0.007);
     assert_int_equal(out.result.status, PPB_TREND_OK);
+    assert_true(out.options.min_change == base.min_change);
+    ppb_trend_pooled_free(&out);
+    ppb_trend_pool_free(&pool);
+
+    /* the cases' own floors (their suite's trend: settings): the largest holds */
+    ppb_trend_pool_init(&pool, "paged_attention", base.window);
+    for (int c = 0; c < 8; c++)
+        assert_int_equal(ppb_trend_pool_add(&pool, s.p[c], s.when_p, NIGHTS, c == 3 ? 0.05 : 0.01, &err), PPB_OK);
+    assert_int_equal(ppb_trend_pool_judge(&pool, &base, &out, &err), PPB_OK);
+    assert_true(out.options.min_change == 0.05);
+    assert_true(out.result.threshold >= 0.05);
     ppb_trend_pooled_free(&out);
     ppb_trend_pool_free(&pool);
 
@@ -231,7 +243,7 @@ static void test_partial_nights_and_small_groups(void **state)
         for (int i = 0; i < NIGHTS; i++)
             if (!(c < 5 && i == 4)) /* 5 of 8 cases missed night 4: 3 ran it, under half */
                 h[m] = s.p[c][i], when[m++] = s.when_p[i];
-        assert_int_equal(ppb_trend_pool_add(&pool, h, when, m, &err), PPB_OK);
+        assert_int_equal(ppb_trend_pool_add(&pool, h, when, m, base.min_change, &err), PPB_OK);
     }
     assert_int_equal(ppb_trend_pool_judge(&pool, &base, &out, &err), PPB_OK);
     assert_int_equal(out.n, NIGHTS - 1);
@@ -242,7 +254,7 @@ static void test_partial_nights_and_small_groups(void **state)
 
     ppb_trend_pool_init(&pool, "paged_attention", base.window);
     for (int c = 0; c < PPB_TREND_POOL_MIN_CASES - 1; c++)
-        assert_int_equal(ppb_trend_pool_add(&pool, s.p[c], s.when_p, NIGHTS, &err), PPB_OK);
+        assert_int_equal(ppb_trend_pool_add(&pool, s.p[c], s.when_p, NIGHTS, base.min_change, &err), PPB_OK);
     assert_int_equal(ppb_trend_pool_judge(&pool, &base, &out, &err), PPB_OK);
     assert_null(out.points);
     assert_int_equal(out.n, 0);
