@@ -100,23 +100,15 @@ int ppb_trend_pool_add(ppb_trend_pool *p, const ppb_trend_point *history, const 
     return rc;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The mean of the middle half (a quarter cut from each end) of x[0, n), and
  * the standard error its spread gives it: nearly the mean's precision on
  * normal noise (1.09 times its error), and a few cases that flip between
  * modes or were hit by a busy neighbour cannot move it far. 1 without memory. */
 static int trimmed_mean(const double *x, int n, double *mean, double *error)
 {
-    double *s = malloc(sizeof *s * (size_t)n);
+    double *s = ppb_sorted_copy(x, n);
     if (!s)
         return 1;
-    memcpy(s, x, sizeof *s * (size_t)n);
-    qsort(s, (size_t)n, sizeof *s, by_value);
     int cut = n / 4;
     double sum = 0;
     for (int i = cut; i < n - cut; i++)
