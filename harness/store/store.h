@@ -16,8 +16,10 @@
 
 typedef struct ppb_store ppb_store;
 
-/* user_version of a database this binary writes; store_schema.c has the steps. */
-#define PPB_STORE_SCHEMA_VERSION 17
+/* user_version of a database this binary writes: the number of steps in
+ * store_schema.c's migration list, so a new step is the one edit. */
+extern const int ppb_store_migration_count;
+#define PPB_STORE_SCHEMA_VERSION ppb_store_migration_count
 
 /* Path used when neither --db nor PPBENCH_DB is given. */
 #define PPB_DEFAULT_DB "ppbench.db"

@@ -21,7 +21,6 @@ typedef struct ppb_store_migration {
 } ppb_store_migration;
 
 extern const ppb_store_migration ppb_store_migrations[];
-extern const int ppb_store_migration_count;
 
 /* Open like ppb_store_open, but migrate no further than `version` (tests build
  * an old database this way, then reopen it normally to exercise the upgrade). */

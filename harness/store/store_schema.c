@@ -2,8 +2,8 @@
  * (docs/STORE.md). store.c applies the steps a database lacks, each in its own
  * transaction, and records the version reached in PRAGMA user_version.
  *
- * Append-only: never edit a step that has been released; add a new one and
- * bump PPB_STORE_SCHEMA_VERSION (store.h). */
+ * Append-only: never edit a step that has been released; add a new one at
+ * the end (PPB_STORE_SCHEMA_VERSION, store.h, is the number of steps). */
 #include "store_internal.h"
 
 /* Version 1: runs, the cases they measured, one result per (run, case), the

@@ -372,7 +372,6 @@ static void assert_refused_untouched(const char *path, const char *expect)
 static void test_migration_table_is_ordered(void **state)
 {
     (void)state;
-    assert_int_equal(ppb_store_migration_count, PPB_STORE_SCHEMA_VERSION);
     for (int i = 0; i < ppb_store_migration_count; i++)
         assert_int_equal(ppb_store_migrations[i].version, i + 1);
 }
