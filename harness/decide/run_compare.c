@@ -25,82 +25,6 @@ void ppb_run_compare_rules_default(ppb_run_compare_rules *rules)
     rules->verdict.min_gain = 0; /* two runs are not a proposal: no gain required */
     rules->min_history = 5;
     rules->max_history = 20;
-    rules->moderate = 1;
-}
-
-/* ---- moderated noise (Smyth 2004, "Linear models and empirical Bayes methods
- * for assessing differential expression in microarray experiments", section 6.2) */
-
-/* digamma and trigamma: the recurrence up to 6, then their asymptotic series
- * (Abramowitz & Stegun 6.3.18, 6.4.12); about 1e-12 relative. */
-static double digamma(double x)
-{
-    double r = 0;
-    for (; x < 6; x++)
-        r -= 1 / x;
-    double f = 1 / (x * x);
-    return r + log(x) - 0.5 / x - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f / 132))));
-}
-
-static double trigamma(double x)
-{
-    double r = 0;
-    for (; x < 6; x++)
-        r += 1 / (x * x);
-    double f = 1 / (x * x);
-    return r + 1 / x + f / 2 + f / x * (1.0 / 6 - f * (1.0 / 30 - f * (1.0 / 42 - f / 30)));
-}
-
-/* The y > 0 with trigamma(y) = v (trigamma falls from +inf to 0): bisection on
- * log y. */
-static double trigamma_inverse(double v)
-{
-    double lo = log(1e-8), hi = log(1e8);
-    for (int i = 0; i < 200; i++) {
-        double mid = (lo + hi) / 2;
-        if (trigamma(exp(mid)) > v)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return exp((lo + hi) / 2);
-}
-
-/* The most prior degrees of freedom: noise alike in every case pools fully. */
-#define PRIOR_DF_MAX 1000.0
-
-void ppb_run_compare_moderate(const double *sigma, const double *df, int n, double *moderated, double *post_df,
-                              double *s0, double *d0)
-{
-    *s0 = NAN;
-    *d0 = 0;
-    int m = 0;
-    double mean = 0;
-    for (int i = 0; i < n; i++)
-        if (sigma[i] > 0 && df[i] > 0) {
-            /* e_i = log s_i^2 - digamma(d_i/2) + log(d_i/2): E[e] = log s0^2 for every d_i */
-            mean += 2 * log(sigma[i]) - digamma(df[i] / 2) + log(df[i] / 2);
-            m++;
-        }
-    if (m >= 2) {
-        mean /= m;
-        double var = 0, tri = 0;
-        for (int i = 0; i < n; i++)
-            if (sigma[i] > 0 && df[i] > 0) {
-                double e = 2 * log(sigma[i]) - digamma(df[i] / 2) + log(df[i] / 2);
-                var += (e - mean) * (e - mean) / (m - 1);
-                tri += trigamma(df[i] / 2) / m;
-            }
-        /* Var(e) = trigamma(d_i/2) + trigamma(d0/2): what the spread exceeds sampling by is the prior's */
-        double excess = var - tri;
-        *d0 = excess > 0 ? fmin(2 * trigamma_inverse(excess), PRIOR_DF_MAX) : PRIOR_DF_MAX;
-        *s0 = sqrt(exp(mean + digamma(*d0 / 2) - log(*d0 / 2)));
-    }
-    for (int i = 0; i < n; i++) {
-        int use = *d0 > 0 && sigma[i] >= 0 && df[i] > 0;
-        moderated[i] = use ? sqrt((*d0 * *s0 * *s0 + df[i] * sigma[i] * sigma[i]) / (*d0 + df[i])) : sigma[i];
-        post_df[i] = use ? df[i] + *d0 : df[i];
-    }
 }
 
 /* ---- the decision ---------------------------------------------------------- */
@@ -114,7 +38,6 @@ void ppb_run_compare_report_free(ppb_run_compare_report *r)
     free(r->n_history);
     free(r->short_history);
     free(r->crit);
-    free(r->moderated);
     memset(r, 0, sizeof *r);
 }
 
@@ -143,26 +66,18 @@ static int check_input(const ppb_run_compare_case *cases, int n, const ppb_run_c
     return PPB_OK;
 }
 
-/* A case's run-to-run noise over its latest h plain runs (or as stored) and
- * the degrees of freedom of that estimate. */
-static int case_noise(const ppb_run_compare_case *c, int h, double *sigma, double *df, ppb_err *err)
+/* Each judged case's interval: d = log(candidate / baseline) +- c sqrt(2) sigma,
+ * sigma its run-to-run noise over its latest plain runs, c Student's t at the
+ * family level with the noise estimate's degrees of freedom. */
+static int judge_case(const ppb_run_compare_case *c, int h, double alpha, ppb_ab_interval *x, double *sigma,
+                      double *crit, ppb_err *err)
 {
     *sigma = c->noise_given ? c->noise : ppb_trend_night_noise(c->history + (c->n_history - h), h);
     if (isnan(*sigma))
         return ppb_fail(err, PPB_ENOMEM, "out of memory for a case's noise");
-    int d = (int)floor(MAD_EFFICIENCY * (h - 1));
-    *df = d < 1 ? 1 : d;
-    return PPB_OK;
-}
-
-/* A judged case's interval: d = log(candidate / baseline) +- c sqrt(2) sigma,
- * c Student's t at the family level with df degrees of freedom (whole ones:
- * fewer is the safe side). */
-static void case_interval(const ppb_run_compare_case *c, double sigma, double df, double alpha, ppb_ab_interval *x,
-                          double *crit)
-{
-    *crit = ppb_student_t_quantile(alpha, (int)floor(df));
-    double d = log(c->candidate_ms) - log(c->baseline_ms), half = *crit * sqrt(2.0) * sigma;
+    int df = (int)floor(MAD_EFFICIENCY * (h - 1));
+    *crit = ppb_student_t_quantile(alpha, df < 1 ? 1 : df);
+    double d = log(c->candidate_ms) - log(c->baseline_ms), half = *crit * sqrt(2.0) * *sigma;
     memset(x, 0, sizeof *x);
     x->shift = d;
     x->shift_lo = d - half;
@@ -172,6 +87,7 @@ static void case_interval(const ppb_run_compare_case *c, double sigma, double df
     x->ratio_hi = exp(x->shift_hi);
     x->level = x->level_achieved = 1 - alpha;
     x->bounded = 1;
+    return PPB_OK;
 }
 
 /* A timed result's median; 0 when the case has no time. */
@@ -229,14 +145,11 @@ int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_r
     out->crit = calloc((size_t)n, sizeof *out->crit);
     out->n_history = calloc((size_t)n, sizeof *out->n_history);
     out->short_history = calloc((size_t)n, sizeof *out->short_history);
-    out->moderated = calloc((size_t)n, sizeof *out->moderated);
-    double *df = calloc((size_t)n, sizeof *df), *post_df = calloc((size_t)n, sizeof *post_df);
     ppb_verdict_case *vc = calloc((size_t)n, sizeof *vc);
     ppb_ab_interval *iv = calloc((size_t)n, sizeof *iv);
     char (*basis)[96] = calloc((size_t)n, sizeof *basis);
     char untimed[160];
-    if (!out->noise || !out->crit || !out->n_history || !out->short_history || !out->moderated || !df || !post_df ||
-        !vc || !iv || !basis) {
+    if (!out->noise || !out->crit || !out->n_history || !out->short_history || !vc || !iv || !basis) {
         rc = ppb_fail(err, PPB_ENOMEM, "out of memory comparing %d cases", n);
         goto done;
     }
@@ -257,24 +170,9 @@ int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_r
         judged += usable && !out->short_history[i];
     }
     const double alpha = ppb_bonferroni_alpha(rules->verdict.alpha, judged + 1);
-    /* Each judged case's own noise, then (enough of them) moderated with the
-     * others': over a handful of runs a noise estimate has one or two degrees
-     * of freedom, and its t is in the tens. */
-    for (int i = 0; i < n && !rc; i++) {
-        out->noise[i] = out->crit[i] = out->moderated[i] = NAN;
-        df[i] = 0;
-        if (timed(&cases[i]) && !out->short_history[i])
-            rc = case_noise(&cases[i], out->n_history[i], &out->noise[i], &df[i], err);
-    }
-    int moderate = rules->moderate && judged >= PPB_COMPARE_MODERATE_MIN;
-    out->prior_noise = NAN;
-    out->prior_df = 0;
-    if (!rc && moderate)
-        ppb_run_compare_moderate(out->noise, df, n, out->moderated, post_df, &out->prior_noise, &out->prior_df);
-    for (int i = 0; i < n && !rc && !moderate; i++)
-        out->moderated[i] = out->noise[i], post_df[i] = df[i];
     for (int i = 0; i < n && !rc; i++) {
         const ppb_run_compare_case *c = &cases[i];
+        out->noise[i] = out->crit[i] = NAN;
         vc[i] = (ppb_verdict_case){.key = c->key, .weight = c->weight, .baseline_correct = c->baseline_correct,
                                    .candidate_correct = c->candidate_correct,
                                    .baseline_feasible = c->baseline_feasible,
@@ -286,15 +184,10 @@ int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_r
                                                                             : "was not timed in the candidate run";
         else if (out->short_history[i])
             vc[i].untimed = untimed;
-        else {
-            case_interval(c, out->moderated[i], post_df[i], alpha, &iv[i], &out->crit[i]);
+        else if (!(rc = judge_case(c, out->n_history[i], alpha, &iv[i], &out->noise[i], &out->crit[i], err))) {
             vc[i].interval = &iv[i];
-            if (moderate)
-                snprintf(basis[i], sizeof basis[i], "run-to-run noise %.2f%% from %d plain runs, %.2f%% with the "
-                         "other cases'", 100 * out->noise[i], out->n_history[i], 100 * out->moderated[i]);
-            else
-                snprintf(basis[i], sizeof basis[i], "run-to-run noise %.2f%% from %d plain runs", 100 * out->noise[i],
-                         out->n_history[i]);
+            snprintf(basis[i], sizeof basis[i], "run-to-run noise %.2f%% from %d plain runs", 100 * out->noise[i],
+                     out->n_history[i]);
             vc[i].basis = basis[i];
         }
     }
@@ -309,24 +202,7 @@ int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_r
         if (add_note(&out->v, note))
             rc = ppb_fail(err, PPB_ENOMEM, "out of memory for the comparison's reasons");
     }
-    if (!rc && moderate) {
-        char note[300];
-        if (out->prior_df >= PRIOR_DF_MAX)
-            snprintf(note, sizeof note,
-                     "note: each case's noise is moderated with the other %d cases' (empirical Bayes): their noise "
-                     "is alike, so each takes the common %.2f%% and its degrees of freedom",
-                     judged - 1, 100 * out->prior_noise);
-        else
-            snprintf(note, sizeof note,
-                     "note: each case's noise is moderated with the other %d cases' (empirical Bayes): a common "
-                     "%.2f%% weighted as %.1f degrees of freedom against each case's own",
-                     judged - 1, 100 * out->prior_noise, out->prior_df);
-        if (add_note(&out->v, note))
-            rc = ppb_fail(err, PPB_ENOMEM, "out of memory for the comparison's reasons");
-    }
 done:
-    free(df);
-    free(post_df);
     free(vc);
     free(iv);
     free(basis);

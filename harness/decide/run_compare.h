@@ -41,26 +41,9 @@ typedef struct ppb_run_compare_rules {
     ppb_verdict_rules verdict;   /* threshold, max_regression, min_gain, alpha, require_correct */
     int min_history;             /* fewer plain runs of history: the case is not judged on timing (5) */
     int max_history;             /* the noise comes from the latest this many (20) */
-    /* 1 (rule version 3 on): each case's noise moderated with the other cases'
-     * (Smyth's empirical Bayes, ppb_run_compare_moderate) when at least
-     * PPB_COMPARE_MODERATE_MIN cases are judged; 0: each case alone. */
-    int moderate;
 } ppb_run_compare_rules;
 
-/* Fewer cases judged on time than this: no moderation (no prior to speak of). */
-#define PPB_COMPARE_MODERATE_MIN 4
-
-/* Smyth's (2004) moderated variances over n noise estimates: sigma[i] with
- * df[i] degrees of freedom, each a draw of a scaled chi-square around a common
- * prior s0^2 with d0 degrees of freedom, both estimated from the spread of the
- * log variances (d0 small where the cases' noise truly differs, so each keeps
- * its own; large where it is alike, so each borrows the others'). Writes each
- * case's posterior sigma and degrees of freedom (df[i] + d0) and the prior.
- * n < 2 or no positive sigma: out = in, d0 = 0. */
-void ppb_run_compare_moderate(const double *sigma, const double *df, int n, double *moderated, double *post_df,
-                              double *s0, double *d0);
-
-/* verdict rules as ppb_verdict_rules_default but min_gain 0; history 5 and 20; moderated. */
+/* verdict rules as ppb_verdict_rules_default but min_gain 0; history 5 and 20. */
 void ppb_run_compare_rules_default(ppb_run_compare_rules *rules);
 
 typedef struct ppb_run_compare_report {
@@ -70,8 +53,6 @@ typedef struct ppb_run_compare_report {
     int *short_history;          /* per case: 1 when it had fewer than min_history */
     int n_short;
     double *crit;                /* per case: the critical value (Student t) of its interval */
-    double *moderated;           /* per case: the noise its interval used (noise, moderated; NaN: not judged) */
-    double prior_noise, prior_df;   /* the moderation's prior (0 df: none) */
 } ppb_run_compare_report;
 
 /* Decide (no I/O). Fills `out`: free it with ppb_run_compare_report_free, also

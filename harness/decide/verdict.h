@@ -15,10 +15,8 @@
  * the classes, the reasons' text). Stored with every verdict (schema 13).
  * Bump it whenever a change makes the same inputs decide or read differently:
  * `ppbench verdict --recompute` then tells a verdict decided under other rules
- * from one whose data changed. 2: alpha spending and the decision-aimed stop
- * (sequential.h); 3: compare's run-to-run noise moderated across cases
- * (run_compare.h). */
-#define PPB_VERDICT_RULE_VERSION 3
+ * from one whose data changed. */
+#define PPB_VERDICT_RULE_VERSION 2
 
 typedef enum {
     PPB_VERDICT_ACCEPT = 0,

@@ -95,10 +95,6 @@ M decide/run_compare.c 's#half = \*crit \* sqrt(2.0) \* \*sigma;#half = *crit * 
   "a difference of two runs with one run's noise"
 M decide/run_compare.c 's#ppb_bonferroni_alpha(rules->verdict.alpha, judged + 1);#ppb_bonferroni_alpha(rules->verdict.alpha, judged);#' \
   "compare's family leaves the mean out"
-M decide/run_compare.c 's#^        \*d0 = excess > 0 ? fmin(2 \* trigamma_inverse(excess), PRIOR_DF_MAX) : PRIOR_DF_MAX;#        *d0 = excess > 0 ? fmax(2 * trigamma_inverse(excess), PRIOR_DF_MAX) : PRIOR_DF_MAX;#' \
-  "compare's moderation pools fully whatever the cases' noise (the prior's degrees of freedom not estimated)"
-M decide/run_compare.c 's#^    int moderate = rules->moderate \&\& judged >= PPB_COMPARE_MODERATE_MIN;#    int moderate = 0;#' \
-  "compare's noise never moderated (rule version 3 ignored)"
 # trend, calibrate
 M decide/trend.c 's#if (fabs(rel) >= r->threshold \&\& fabs(z) >= o->min_score)#if (fabs(rel) >= r->threshold || fabs(z) >= o->min_score)#' \
   "beyond: the change OR the score, not both"

@@ -516,60 +516,6 @@ static void test_a_chunked_verdict_is_re_derived(void **state)
     free(sp);
 }
 
-/* compare of enough cases to moderate their noise (rule version 3): decided
- * again with the moderation and agrees; read as version 2 (each case alone)
- * its intervals differ. */
-static void test_a_moderated_compare_is_re_derived_by_its_version(void **state)
-{
-    (void)state;
-    enum { N = 6 };
-    ppb_run_compare_rules rules;
-    ppb_run_compare_rules_default(&rules);
-    ppb_case c[N][2];
-    ppb_result r[N][2];
-    double hist[N][8];
-    ppb_run_compare_case rcs[N];
-    sim_rng rng = {11};
-    ppb_stored_verdict sv;
-    memset(&sv, 0, sizeof sv);
-    sv.rec = calloc(1, sizeof *sv.rec);
-    sv.pcs = calloc(N, sizeof *sv.pcs);
-    for (int i = 0; i < N; i++) {
-        for (int s = 0; s < 2; s++) {
-            c[i][s] = prefill_case(i, 0, 37);
-            ppb_result_init(&r[i][s]);
-            r[i][s].status = PPB_STATUS_OK;
-            r[i][s].median_ms = (1 + i) * (s ? 1.05 : 1.0);
-        }
-        sim_lognormal(&rng, 1 + i, 0.03, hist[i], 8);
-        ppb_run_compare_case_of(&c[i][0], &r[i][0], &r[i][1], &rcs[i]);
-        rcs[i].history = hist[i];
-        rcs[i].n_history = 8;
-    }
-    ppb_run_compare_report rep;
-    ppb_err err = {{0}};
-    assert_int_equal(ppb_run_compare_decide(rcs, N, &rules, &rep, &err), PPB_OK);
-    assert_true(rep.prior_df > 0);
-    assert_int_equal(ppb_run_compare_record(&rep, rcs, N, &rules, sv.rec, sv.pcs, &err), PPB_OK);
-    ppb_run_compare_report_free(&rep);
-    sv.n_cases = sv.cap_cases = N;
-    snprintf(sv.rec->kind, sizeof sv.rec->kind, "compare");
-    sv.rec->baseline_run = 1, sv.rec->candidate_run = 2;
-    for (int i = 0; i < N; i++) {
-        snprintf(sv.pcs[i].baseline_key, sizeof sv.pcs[i].baseline_key, "%s", c[i][0].key);
-        snprintf(sv.pcs[i].candidate_key, sizeof sv.pcs[i].candidate_key, "%s", c[i][0].key);
-        for (int s = 0; s < 2; s++)
-            assert_int_equal(ppb_stored_run_add(&sv.run[s], &c[i][s], &r[i][s], NULL), PPB_OK);
-    }
-    assert_int_equal(sv.rec->rule_version, 3);
-    ppb_verdict_recheck out = recheck(&sv);
-    if (!out.agree)
-        fail_msg("%s", out.difference);
-    sv.rec->rule_version = 2;
-    assert_differs(&sv, "interval's lower end");
-    ppb_stored_verdict_free(&sv);
-}
-
 /* compare: medians from the runs, each case's interval from its stored noise. */
 static void test_a_compare_verdict_is_re_derived(void **state)
 {
@@ -775,7 +721,6 @@ int main(void)
         cmocka_unit_test(test_a_bootstrap_verdict_is_re_derived),
         cmocka_unit_test(test_a_chunked_verdict_is_re_derived),
         cmocka_unit_test(test_a_compare_verdict_is_re_derived),
-        cmocka_unit_test(test_a_moderated_compare_is_re_derived_by_its_version),
         cmocka_unit_test(test_a_stored_proposal_round_trips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
