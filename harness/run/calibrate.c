@@ -132,32 +132,37 @@ static int set_work_impl(ppb_side *side, const char *work_impl, long percent, pp
     return PPB_OK;
 }
 
-/* An effect as real work: both sides on the filtered cases' config, the
- * candidate's build doing `effect` more (a whole percent: the builds are made
- * per percent). */
-static int work_sides(const ppb_calibrate_options *co, ppb_proposal *p, double effect, ppb_err *err)
+/* The sides of an effect as real work: both on the filtered cases' config
+ * (`config`), the candidate's build doing `effect` more. */
+static int work_sides(const ppb_calibrate_options *co, const ppb_side *config, ppb_proposal *p, double effect,
+                      ppb_err *err)
 {
-    long percent = lround(100 * effect);
-    if (fabs(100 * effect - (double)percent) > 1e-9)
-        return ppb_fail(err, PPB_EINPUT, "--work-impl: effect %g is not a whole percent (the %s builds are one per "
-                        "percent)", effect, co->work_impl);
-    int rc = one_config(co, &p->baseline, err);
-    if (!rc)
-        p->candidate = p->baseline;
-    if (!rc)
-        rc = set_work_impl(&p->baseline, co->work_impl, 0, err);
-    return rc ? rc : set_work_impl(&p->candidate, co->work_impl, percent, err);
+    p->baseline = p->candidate = *config;
+    int rc = set_work_impl(&p->baseline, co->work_impl, 0, err);
+    return rc ? rc : set_work_impl(&p->candidate, co->work_impl, lround(100 * effect), err);
 }
 
-/* Proposals of one effect (0: A/A) until `pairs` pairs are compared. */
-static int tally_effect(const ppb_calibrate_options *co, ppb_propose_options *o, ppb_proposal *p, double effect,
-                        int pairs, ppb_calibrate_tally *t, progress *g, ppb_err *err)
+/* Before anything runs: the one config the work builds are compared on, and
+ * every effect a whole percent (the builds are made per percent). */
+static int work_config(const ppb_calibrate_options *co, ppb_side *config, ppb_err *err)
+{
+    for (int i = 0; i < co->n_effects; i++)
+        if (fabs(100 * co->effects[i] - (double)lround(100 * co->effects[i])) > 1e-9)
+            return ppb_fail(err, PPB_EINPUT, "--work-impl: effect %g is not a whole percent (the %s builds are one "
+                            "per percent)", co->effects[i], co->work_impl);
+    return one_config(co, config, err);
+}
+
+/* Proposals of one effect (0: A/A) until `pairs` pairs are compared; with
+ * `config` (--work-impl) the effect is real work, else scaled times. */
+static int tally_effect(const ppb_calibrate_options *co, const ppb_side *config, ppb_propose_options *o,
+                        ppb_proposal *p, double effect, int pairs, ppb_calibrate_tally *t, progress *g, ppb_err *err)
 {
     memset(t, 0, sizeof *t);
     t->effect = effect;
-    o->candidate_slowdown = co->work_impl ? 0 : effect;
-    if (co->work_impl) {
-        int rc = work_sides(co, p, effect, err);
+    o->candidate_slowdown = config ? 0 : effect;
+    if (config) {
+        int rc = work_sides(co, config, p, effect, err);
         if (rc)
             return rc;
     }
@@ -225,9 +230,13 @@ int ppb_calibrate(const ppb_calibrate_options *co, ppb_propose_options *o, ppb_c
             fprintf(o->log, "calibrate: effects as real work: plugin:%s0 against plugin:%sN (N%% more work a "
                             "launch); A/A on plugin:%s0\n", co->work_impl, co->work_impl, co->work_impl);
     }
-    int rc = tally_effect(co, o, &p, 0, co->aa_pairs, &out->aa, &g, err);
+    ppb_side config;
+    int rc = co->work_impl ? work_config(co, &config, err) : PPB_OK;
+    const ppb_side *work = co->work_impl ? &config : NULL;
+    if (!rc)
+        rc = tally_effect(co, work, o, &p, 0, co->aa_pairs, &out->aa, &g, err);
     for (int i = 0; i < co->n_effects && !rc; i++, out->n_effects++)
-        rc = tally_effect(co, o, &p, co->effects[i], co->effect_pairs, &out->effect[i], &g, err);
+        rc = tally_effect(co, work, o, &p, co->effects[i], co->effect_pairs, &out->effect[i], &g, err);
     o->candidate_slowdown = 0;
     o->fail_if_all_refused = fail_if_all_refused;
     return rc;
