@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "kv_capacity.h"
 #include "model.h"
+#include "provenance.h"
 #include "results_table.h"
 #include "source_patch.h"
 #include "store.h"
@@ -87,6 +88,7 @@ int cmd_propose(int argc, char **argv)
     ppb_cli_opts co;
     ppb_propose_options o;
     memset(&o, 0, sizeof o);
+    o.started_ms = ppb_monotonic_ms();
     int xrc = ppb_cli_parse("propose", argc, argv, "h", longopts, usage, &co, propose_opt, &o, 1);
     if (xrc >= 0)
         return xrc;

@@ -137,3 +137,41 @@ ppb_seq_design ppb_ab_pair_design(const ppb_proposal *p, int n_pairs, int sessio
 }
 
 double ppb_ab_case_look_share(const ppb_seq_result *r, const ppb_seq_design *d) { return r->look_alpha / d->alpha; }
+
+/* The kernel time of a side's samples: each sample is a time per launch. */
+static double side_kernel_ms(const ppb_result *r)
+{
+    double sum = 0;
+    for (int j = 0; j < r->n_samples; j++)
+        sum += r->samples_ms[j];
+    return sum * (r->batch_launches > 0 ? r->batch_launches : 1);
+}
+
+static int sampled_as_pair(const ppb_ab_pair_view *pr)
+{
+    return pr->sessions > 0 && pr->res[0]->n_samples > 0 && pr->res[1]->n_samples > 0;
+}
+
+void ppb_ab_sampling_cost(const ppb_ab_pair_view *pairs, int n, ppb_ab_cost *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < n; i++) {
+        const ppb_ab_pair_view *pr = &pairs[i];
+        if (!sampled_as_pair(pr))
+            continue;
+        int most = pr->res[0]->n_samples > pr->res[1]->n_samples ? pr->res[0]->n_samples : pr->res[1]->n_samples;
+        int fixed = ppb_seq_fixed_samples(most, pr->stop_alpha * pr->look_share, pr->stop_alpha);
+        out->fixed_samples = fixed > out->fixed_samples ? fixed : out->fixed_samples;
+        out->pairs++;
+    }
+    for (int i = 0; i < n; i++) {
+        const ppb_ab_pair_view *pr = &pairs[i];
+        if (!sampled_as_pair(pr))
+            continue;
+        for (int s = 0; s < 2; s++) {
+            double ms = side_kernel_ms(pr->res[s]);
+            out->kernel_ms += ms;
+            out->fixed_kernel_ms += ms / pr->res[s]->n_samples * out->fixed_samples;
+        }
+    }
+}

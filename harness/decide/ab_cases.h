@@ -62,4 +62,21 @@ ppb_seq_design ppb_ab_pair_design(const ppb_proposal *p, int n_pairs, int sessio
  * verdict's interval is the one the stopping rule paid for. */
 double ppb_ab_case_look_share(const ppb_seq_result *r, const ppb_seq_design *d);
 
+/* What the pairs' samples cost, against a plain fixed-sample design that
+ * resolves as finely (docs/STATISTICS.md "What a verdict costs"). A fixed
+ * design fixes its sample count before it sees any noise, so it gives every
+ * pair the count the hardest one needs: the largest ppb_seq_fixed_samples
+ * over the pairs sampled by the design, each at the alpha its stopping look
+ * spent. The kernel time of a sample is its time per launch times the
+ * launches it timed; a pair's mean sample stands for each of the fixed
+ * design's. Pairs not sampled as pairs (a side refused, wrong, or absent)
+ * count in neither. */
+typedef struct ppb_ab_cost {
+    double kernel_ms;         /* the samples the pairs took, both sides */
+    double fixed_kernel_ms;   /* the fixed design's, at fixed_samples per side in every pair */
+    int fixed_samples;        /* per side and pair */
+    int pairs;                /* sampled as pairs */
+} ppb_ab_cost;
+void ppb_ab_sampling_cost(const ppb_ab_pair_view *pairs, int n, ppb_ab_cost *out);
+
 #endif

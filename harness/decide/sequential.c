@@ -1,5 +1,6 @@
 #include "sequential.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,18 @@ void ppb_seq_widen(ppb_ab_interval *iv, double alpha, double between_sd, int ses
     iv->ratio_hi = exp(iv->shift_hi);
     iv->level_achieved = iv->level;
     iv->exact = 0;
+}
+
+int ppb_seq_fixed_samples(int n, double look_alpha, double alpha)
+{
+    if (n < 1 || !(look_alpha > 0 && look_alpha < 1) || !(alpha > 0 && alpha < 1))
+        return 0;
+    double z = ppb_normal_quantile(1 - alpha / 2), z_look = ppb_normal_quantile(1 - look_alpha / 2);
+    double need = ceil(n * (z / z_look) * (z / z_look) - 1e-9);
+    int fewest = 1; /* a bounded Moses interval: the exact critical value exists */
+    while (fewest < PPB_MWU_EXACT_MAX && ppb_mwu_critical_value(fewest, fewest, alpha) < 0)
+        fewest++;
+    return need < fewest ? fewest : need > INT_MAX ? INT_MAX : (int)need;
 }
 
 void ppb_seq_result_free(ppb_seq_result *r)

@@ -84,6 +84,16 @@ double ppb_seq_between_sd(const double *base, const unsigned char *base_session,
  * not be computed) leaves the interval unbounded. */
 void ppb_seq_widen(ppb_ab_interval *iv, double alpha, double between_sd, int sessions);
 
+/* Samples per side a plain fixed-sample design would take for the interval
+ * width a sequential look reached with n per side: one look at the pair's
+ * whole `alpha` instead of the `look_alpha` the stopping look spent, so its
+ * critical value is smaller and it needs n (z(alpha) / z(look_alpha))^2,
+ * rounded up (width ~ z / sqrt(n)), and never fewer than give a bounded
+ * Moses interval at alpha. The sessions' part of the width is left out: both
+ * designs would sample the same sessions. 0 when n < 1 or an alpha is out of
+ * (0, 1). */
+int ppb_seq_fixed_samples(int n, double look_alpha, double alpha);
+
 /* Time one sample of unit (side 0 = baseline / 1 = candidate, session):
  * *ms per launch, *cost_ms the time it took (counted against the budget). */
 typedef int (*ppb_seq_sample_fn)(void *ctx, int side, int session, double *ms, double *cost_ms, ppb_err *err);

@@ -115,6 +115,9 @@ int ppb_print_proposal(const ppb_proposal_record *rec, const ppb_proposal_case *
             fputc('\n', out);
         }
         fprintf(out, "%sverdict: %s\n", reasons, verdict);
+        char cost[512];
+        if (ppb_format_proposal_cost(&rec->cost, cost, sizeof cost))
+            fprintf(out, "cost: %s\n", cost);
     }
     free(name);
     free(kind);
@@ -142,4 +145,23 @@ void ppb_format_run_time(const ppb_run_time *t, char *buf, size_t len)
                      100 * (1 - t->kernel_s / (t->wall_s - t->open_s)));
         snprintf(buf + n, len - (size_t)n, " (overhead %.0f%%%s)", 100 * (1 - t->kernel_s / t->wall_s), apart);
     }
+}
+
+int ppb_format_proposal_cost(const ppb_proposal_cost *c, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (!(c->wall_ms > 0))
+        return 0;
+    double phases = c->setup_ms + c->inputs_ms + c->check_ms + c->warmup_ms + c->sampling_ms;
+    int n = snprintf(buf, len,
+                     "wall %.1f s = setup %.1f + inputs %.1f + check %.1f + warm-up %.1f + sampling %.1f + other %.1f s;"
+                     " kernels %.2f s in the samples",
+                     c->wall_ms / 1e3, c->setup_ms / 1e3, c->inputs_ms / 1e3, c->check_ms / 1e3, c->warmup_ms / 1e3,
+                     c->sampling_ms / 1e3, (c->wall_ms - phases) / 1e3, c->kernel_ms / 1e3);
+    /* the fixed design is the yardstick of the sequential one's samples, so it is said beside them */
+    if (c->fixed_samples > 0 && c->kernel_ms > 0 && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n,
+                 "; a fixed-sample design at the same resolution: %d samples a side in every pair, kernels %.2f s"
+                 " (%.2fx)", c->fixed_samples, c->fixed_kernel_ms / 1e3, c->fixed_kernel_ms / c->kernel_ms);
+    return 1;
 }

@@ -29,4 +29,12 @@ int ppb_print_proposal(const ppb_proposal_record *rec, const ppb_proposal_case *
  * (show prints it after "time: ", the report as a fact). */
 void ppb_format_run_time(const ppb_run_time *t, char *buf, size_t len);
 
+/* What a verdict cost (store.h's ppb_proposal_cost), one line: "wall W s =
+ * setup A + inputs B + check C + warm-up D + sampling E + other F s; kernels K s
+ * in the samples; a fixed-sample design at the same resolution: N samples a
+ * side in every pair, kernels X s (R x)". Returns 0 (buf "") when the cost was
+ * not measured. The terminal prints it after "cost: ", the Markdown verdict
+ * and the report as a fact. */
+int ppb_format_proposal_cost(const ppb_proposal_cost *c, char *buf, size_t len);
+
 #endif

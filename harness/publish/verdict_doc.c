@@ -7,6 +7,7 @@
 #include "doc_text.h"
 #include "grow.h"
 #include "measured.h"
+#include "results_table.h"
 #include "run_doc.h"
 #include "verdict.h"
 
@@ -208,6 +209,22 @@ int ppb_verdict_json(ppb_store *s, const ppb_proposal_record *rec, const ppb_pro
     json_member_number(out, ",", "threshold", rec->threshold);
     /* the smallest change of the mean this run could see (80% power), a fraction */
     json_member_number(out, "},", "detectable_effect", rec->detectable);
+    /* what the verdict cost (store.h ppb_proposal_cost); null when not measured */
+    const ppb_proposal_cost *cost = &rec->cost;
+    if (cost->wall_ms > 0) {
+        json_member_number(out, ",\"cost\":{", "wall_ms", cost->wall_ms);
+        const struct {
+            const char *name;
+            double v;
+        } part[] = {{"setup_ms", cost->setup_ms},     {"inputs_ms", cost->inputs_ms},
+                    {"check_ms", cost->check_ms},     {"warmup_ms", cost->warmup_ms},
+                    {"sampling_ms", cost->sampling_ms}, {"kernel_ms", cost->kernel_ms},
+                    {"fixed_kernel_ms", cost->fixed_kernel_ms}};
+        for (size_t i = 0; i < sizeof part / sizeof *part; i++)
+            json_member_number(out, ",", part[i].name, part[i].v);
+        fprintf(out, ",\"fixed_samples\":%d}", cost->fixed_samples);
+    } else
+        fputs(",\"cost\":null", out);
     fputs(",\"reasons\":", out);
     if ((rc = reasons_json(rec->reasons, out, err)))
         return rc;
@@ -297,6 +314,9 @@ int ppb_verdict_markdown(ppb_store *s, const ppb_proposal_record *rec, const ppb
     else if (isfinite(rec->detectable))
         fprintf(out, "This run could see a change of the mean of %.1f%% or more (%.0f%% power); smaller effects "
                      "read as no difference.\n", 100 * rec->detectable, 100 * PPB_DETECT_POWER);
+    char cost[512];
+    if (ppb_format_proposal_cost(&rec->cost, cost, sizeof cost))
+        fprintf(out, "Cost: %s.\n", cost);
     if (measured)
         ppb_measured_markdown(&m, 0, out); /* CPU timings are said above, their own way */
     fputs("\n| state | class | time ratio | interval | candidate case |\n| --- | --- | --- | --- | --- |\n", out);

@@ -7,6 +7,7 @@
 #include "ab_cases.h"
 #include "abtest.h"
 #include "matrix.h"
+#include "provenance.h"
 #include "measure.h"
 #include "sequential.h"
 #include "session.h"
@@ -42,6 +43,7 @@ typedef struct ab_ctx {
     ppb_run_info run[2];
     ab_pair *pairs;
     int n_pairs;
+    ppb_proposal_cost cost;    /* the phases' wall time so far (store.h) */
 } ab_ctx;
 
 /* The suite's shapes under one side's knobs; a side that names no knob runs
@@ -208,6 +210,7 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
 {
     const ppb_measure_settings *m = &x->suite.measure;
     pair_sampler ps = {x, 1, m->cold_l2};
+    double t0 = ppb_monotonic_ms();
     /* Every unit counts the same launches per sample so batching cannot bias the ratio. */
     for (int side = 0; side < 2; side++)
         for (int k = 0; k < sessions; k++) {
@@ -220,7 +223,10 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
         }
     ppb_seq_design d = ppb_ab_pair_design(x->p, x->n_pairs, sessions, ppb_case_input_seed(m->seed, pr->shape_key));
     ppb_seq_result r;
+    double t1 = ppb_monotonic_ms();
     int rc = ppb_seq_run(&d, sample_unit, &ps, &r, err);
+    x->cost.warmup_ms += t1 - t0;
+    x->cost.sampling_ms += ppb_monotonic_ms() - t1;
     if (!rc)
         for (int s = 0; s < 2; s++) {
             pr->res[s].samples_ms = r.samples[s], pr->res[s].n_samples = r.n[s];
@@ -283,18 +289,24 @@ static int run_pair(ab_ctx *x, ab_pair *pr, ppb_err *err)
          * that is not refused from its shape); chunks differ per side */
         int wi = distinct ? s : 0;
         uint64_t seed = ppb_case_seed(x->suite.measure.seed, &pr->side[s]);
+        double t0 = ppb_monotonic_ms();
         if (!w[wi].c)
             ppb_session_workload(&x->session[s], &pr->side[s], seed, &x->suite.check, NULL, &ref[wi], &w[wi],
                                  &pr->res[s]);
+        double t1 = ppb_monotonic_ms();
         if (pr->res[s].status == PPB_STATUS_OK)
             rc = ppb_session_check(&x->session[s], &pr->side[s], &w[wi], &x->suite.check, seed, &ref[wi],
                                    &pr->res[s], &prepared[s]);
+        x->cost.inputs_ms += t1 - t0;
+        x->cost.check_ms += ppb_monotonic_ms() - t1;
         if (rc)
             goto end;
     }
     if (pr->res[0].status == PPB_STATUS_OK && pr->res[1].status == PPB_STATUS_OK) {
         const ppb_workload *ws[2] = {&w[0], &w[distinct ? 1 : 0]};
+        double t0 = ppb_monotonic_ms();
         int sessions = prepare_more_sessions(x, pr, ws, more);
+        x->cost.check_ms += ppb_monotonic_ms() - t0;
         rc = measure_pair(x, pr, sessions, err);
     } else if (x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL)
         for (int s = 0; s < 2 && !rc; s++) /* a chunk only one side has is timed alone */
@@ -324,7 +336,7 @@ static ppb_ab_pair_view pair_view(const ab_pair *pr)
                               .stop_alpha = pr->stop_alpha};
 }
 
-static int decide_and_store(ab_ctx *x, ppb_propose_outcome *out, ppb_err *err)
+static int decide_and_store(ab_ctx *x, double started_ms, ppb_propose_outcome *out, ppb_err *err)
 {
     ppb_proposal_record *rec = &out->rec;
     const int chunked = x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL;
@@ -369,6 +381,12 @@ static int decide_and_store(ab_ctx *x, ppb_propose_outcome *out, ppb_err *err)
         snprintf(pc->candidate_key, sizeof pc->candidate_key, "%s",
                  chunked ? "(all candidate chunks)" : x->pairs[i].side[1].key);
     }
+    ppb_ab_cost sc;
+    ppb_ab_sampling_cost(views, x->n_pairs, &sc);
+    x->cost.kernel_ms = sc.kernel_ms, x->cost.fixed_kernel_ms = sc.fixed_kernel_ms;
+    x->cost.fixed_samples = sc.fixed_samples;
+    x->cost.wall_ms = ppb_monotonic_ms() - started_ms;
+    rec->cost = x->cost;
     ppb_verdict_rules rules = x->p->rules;
     rules.budget_ms = sp->budget_ms;
     rc = ppb_verdict_store(x->store, vcs, n_cases, &rules, rec, pcs, &out->report, err);
@@ -426,6 +444,7 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
     memset(out, 0, sizeof *out);
     x.p = p;
     x.o = o;
+    const double started_ms = o->started_ms > 0 ? o->started_ms : ppb_monotonic_ms();
     FILE *log = o->log ? o->log : stderr;
     int rc = ppb_suite_load(p->suite_path, &x.suite, err);
     if (!rc)
@@ -451,6 +470,7 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
     }
     if (rc)
         goto end;
+    x.cost.setup_ms = ppb_monotonic_ms() - started_ms;
     fprintf(log, "ppbench propose %s: %d pairs, %s backend on %s%s\n", p->name, x.n_pairs,
             x.session[0].ops->name, x.session[0].device.name,
             x.session[0].device.is_gpu ? "" : " (CPU timings)");
@@ -468,7 +488,7 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
                 ppb_status_name(pr->res[0].status), ppb_status_name(pr->res[1].status));
     }
     if (!rc)
-        rc = decide_and_store(&x, out, err);
+        rc = decide_and_store(&x, started_ms, out, err);
     for (int s = 0; s < 2; s++)
         if (x.run[s].id) {
             ppb_err ferr;

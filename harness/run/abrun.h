@@ -29,6 +29,10 @@ typedef struct ppb_propose_options {
      * with PPB_EREFUSED and that line before any run is stored (calibrate: there
      * is nothing to calibrate). */
     int fail_if_all_refused;
+    /* ppb_monotonic_ms() when the command started, so the verdict's cost
+     * counts what came before the run (a source_patch's trees); 0 = when
+     * ppb_propose_run starts. */
+    double started_ms;
 } ppb_propose_options;
 
 /* What a proposal's run decided and stored, handed to the caller whole, so

@@ -1711,12 +1711,17 @@ int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_pro
         "INSERT INTO proposals(name, path, kind, target, baseline_run, candidate_run, verdict,"
         " geomean_ratio, geomean_lo, geomean_hi, reasons, min_gain, max_regression, threshold, detectable,"
         " rule_version, alpha, require_correct, method, bootstrap_reps, seed, samples_per_round, min_rounds,"
-        " max_rounds, sessions, budget_ms, min_history, max_history)"
+        " max_rounds, sessions, budget_ms, min_history, max_history, wall_ms, setup_ms, inputs_ms, check_ms,"
+        " warmup_ms, sampling_ms, kernel_ms, fixed_kernel_ms, fixed_samples)"
         " VALUES(:name, :path, :kind, :target, :brun, :crun, :verdict, :g, :glo, :ghi, :reasons, :mg, :mr, :t, :det,"
         " :rv, CASE WHEN :rv IS NULL THEN NULL ELSE :alpha END, CASE WHEN :rv IS NULL THEN NULL ELSE :rc END,"
         " CASE WHEN :rv IS NULL THEN NULL ELSE :method END,"
         " CASE WHEN :rv IS NULL THEN NULL ELSE :reps END, CASE WHEN :rv IS NULL THEN NULL ELSE :seed END,"
-        " :spr, :minr, :maxr, :ss, CASE WHEN :spr IS NULL THEN NULL ELSE :budget END, :minh, :maxh)";
+        " :spr, :minr, :maxr, :ss, CASE WHEN :spr IS NULL THEN NULL ELSE :budget END, :minh, :maxh,"
+        " :wall, :setup, :inputs, :check, :warmup, :sampling, :kernel, :fixed, :fixedn)";
+    /* a cost without a wall time was not measured (compare, kv_capacity): NULL, not zeros */
+    static const ppb_proposal_cost unmeasured = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 0};
+    const ppb_proposal_cost *c = rec->cost.wall_ms > 0 ? &rec->cost : &unmeasured;
     int rc = exec_sql(s, "BEGIN IMMEDIATE", "starting to store a proposal", err);
     if (rc)
         return rc;
@@ -1734,7 +1739,12 @@ int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_pro
                                P_INT(":seed", (long long)rec->seed), P_INT0(":spr", rec->samples_per_round),
                                P_INT0(":minr", rec->min_rounds), P_INT0(":maxr", rec->max_rounds),
                                P_INT0(":ss", rec->sessions), P_REAL(":budget", rec->budget_ms),
-                               P_INT0(":minh", rec->min_history), P_INT0(":maxh", rec->max_history)),
+                               P_INT0(":minh", rec->min_history), P_INT0(":maxh", rec->max_history),
+                               P_REAL(":wall", c->wall_ms), P_REAL(":setup", c->setup_ms),
+                               P_REAL(":inputs", c->inputs_ms), P_REAL(":check", c->check_ms),
+                               P_REAL(":warmup", c->warmup_ms), P_REAL(":sampling", c->sampling_ms),
+                               P_REAL(":kernel", c->kernel_ms), P_REAL(":fixed", c->fixed_kernel_ms),
+                               P_INT0(":fixedn", c->fixed_samples)),
                         "storing a proposal", err)))
         goto fail;
     rec->id = sqlite3_last_insert_rowid(s->db);
@@ -1798,6 +1808,12 @@ static int proposal_row(sqlite3_stmt *stmt, void *arg)
     read_REAL(stmt, 27, &rec->budget_ms);
     read_INT(stmt, 28, &rec->min_history);
     read_INT(stmt, 29, &rec->max_history);
+    ppb_proposal_cost *c = &rec->cost;
+    double *phase[] = {&c->wall_ms, &c->setup_ms, &c->inputs_ms, &c->check_ms, &c->warmup_ms,
+                       &c->sampling_ms, &c->kernel_ms, &c->fixed_kernel_ms};
+    for (int i = 0; i < (int)(sizeof phase / sizeof phase[0]); i++)
+        read_REAL(stmt, 30 + i, phase[i]);
+    read_INT(stmt, 38, &c->fixed_samples);
     return PPB_OK;
 }
 
@@ -1808,7 +1824,8 @@ int ppb_store_get_proposal(ppb_store *s, int64_t id, ppb_proposal_record *rec, p
         " COALESCE(candidate_run, 0), verdict, geomean_ratio, geomean_lo, geomean_hi, reasons,"
         " created_at, min_gain, max_regression, threshold, detectable, rule_version, alpha, require_correct,"
         " method, bootstrap_reps, seed, samples_per_round, min_rounds, max_rounds, sessions, budget_ms,"
-        " min_history, max_history FROM proposals WHERE id = :id";
+        " min_history, max_history, wall_ms, setup_ms, inputs_ms, check_ms, warmup_ms, sampling_ms, kernel_ms,"
+        " fixed_kernel_ms, fixed_samples FROM proposals WHERE id = :id";
     proposal_read p = {s, id, rec, err};
     int rc = one_row(s, sql, PARAMS(P_INT(":id", id)), proposal_row, &p, "reading a proposal", err);
     if (rc == NO_ROW)

@@ -152,6 +152,23 @@ void ppb_store_read_end(ppb_store *s);
 /* Room for a verdict's reasons: a line per case that decided it, for suites of hundreds of cases. */
 #define PPB_PROPOSAL_REASONS_MAX (128 * 1024)
 
+/* What a proposal's verdict cost, in milliseconds of wall clock unless said
+ * (schema 18; NaN when not recorded: stored before it, compare, kv_capacity).
+ * The phases add up to about the wall time; kernel_ms is the device's part of
+ * sampling_ms. docs/STATISTICS.md "What a verdict costs" defines the fixed
+ * design. */
+typedef struct ppb_proposal_cost {
+    double wall_ms;          /* the command's start (trees prepared included) to the verdict */
+    double setup_ms;         /* before the first pair: trees, suite, sessions, device, plugins */
+    double inputs_ms;        /* the pairs' inputs and float64 references */
+    double check_ms;         /* preparing each side's session and checking its output */
+    double warmup_ms;        /* the untimed launches before sampling */
+    double sampling_ms;      /* the sequential design's samples */
+    double kernel_ms;        /* the kernels' own time in those samples, both sides */
+    double fixed_kernel_ms;  /* what a plain fixed-sample design at the same resolution would take */
+    int fixed_samples;       /* its samples per side and pair */
+} ppb_proposal_cost;
+
 typedef struct ppb_proposal_record {
     int64_t id;
     char name[128];
@@ -183,6 +200,7 @@ typedef struct ppb_proposal_record {
     double budget_ms;
     /* compare: the history a case needs and the most it uses; 0 for propose */
     int min_history, max_history;
+    ppb_proposal_cost cost;
 } ppb_proposal_record;
 
 typedef struct ppb_proposal_case {

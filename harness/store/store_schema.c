@@ -295,6 +295,19 @@ static const char schema_v17[] = "ALTER TABLE results ADD COLUMN feasible INTEGE
                                  "ALTER TABLE results ADD COLUMN feasibility_reason TEXT;"
                                  "ALTER TABLE results ADD COLUMN feasibility_flips TEXT;";
 
+/* Version 18: what each proposal's verdict cost (store.h's
+ * ppb_proposal_cost): its wall time by phase, its samples' kernel time and
+ * what a fixed-sample design would have taken. NULL before. */
+static const char schema_v18[] = "ALTER TABLE proposals ADD COLUMN wall_ms REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN setup_ms REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN inputs_ms REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN check_ms REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN warmup_ms REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN sampling_ms REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN kernel_ms REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN fixed_kernel_ms REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN fixed_samples INTEGER;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -313,6 +326,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {15, "the share of alpha each case's stopping look spent", schema_v15},
     {16, "the prefill kernels' num_stages", schema_v16},
     {17, "each result's judgement on the target profile", schema_v17},
+    {18, "what each proposal's verdict cost", schema_v18},
 };
 
 const int ppb_store_migration_count =

@@ -645,6 +645,45 @@ static void test_design_is_checked(void **state)
     ppb_seq_result_free(&r);
 }
 
+/* The fixed design's samples: one look at the whole alpha needs fewer samples
+ * than a look that spent part of it, by the squared ratio of the normal
+ * quantiles; never fewer than a bounded Moses interval needs; and the interval
+ * it gives is as wide as the sequential look's (the meaning, checked on
+ * simulated samples, not only the formula). */
+static void test_fixed_design_samples_match_the_sequential_width(void **state)
+{
+    (void)state;
+    assert_int_equal(ppb_seq_fixed_samples(40, 0.01, 0.01), 40);
+    double z = ppb_normal_quantile(1 - 0.01 / 2), zl = ppb_normal_quantile(1 - 0.0025 / 2);
+    assert_int_equal(ppb_seq_fixed_samples(40, 0.0025, 0.01), (int)ceil(40 * (z / zl) * (z / zl)));
+    assert_true(ppb_seq_fixed_samples(40, 0.0025, 0.01) < 40);
+    /* 4 a side is the fewest with a bounded 95% Moses interval (P(U = 0) = 1/70) */
+    assert_int_equal(ppb_seq_fixed_samples(1, 0.05, 0.05), 4);
+    assert_int_equal(ppb_seq_fixed_samples(0, 0.01, 0.01), 0);
+    assert_int_equal(ppb_seq_fixed_samples(10, 0, 0.01), 0);
+    assert_int_equal(ppb_seq_fixed_samples(10, 0.01, 1), 0);
+
+    sim_rng rng = {0x5eed};
+    const int n = 80;
+    const double alpha = 0.01, look = 0.0015;
+    int fixed = ppb_seq_fixed_samples(n, look, alpha);
+    double ratio_sum = 0;
+    const int reps = 40;
+    for (int r = 0; r < reps; r++) {
+        double a[80], b[80];
+        sim_lognormal(&rng, 1.0, 0.05, a, n);
+        sim_lognormal(&rng, 1.0, 0.05, b, n);
+        ppb_ab_interval seq, fix;
+        ppb_err err;
+        assert_int_equal(ppb_ab_hodges_lehmann(a, n, b, n, look, &seq, &err), PPB_OK);
+        assert_int_equal(ppb_ab_hodges_lehmann(a, fixed, b, fixed, alpha, &fix, &err), PPB_OK);
+        ratio_sum += (fix.shift_hi - fix.shift_lo) / (seq.shift_hi - seq.shift_lo);
+    }
+    double mean_ratio = ratio_sum / reps;
+    if (fabs(mean_ratio - 1) > 0.08)
+        fail_msg("the fixed design's %d samples give %.3f of the sequential look's width", fixed, mean_ratio);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -665,6 +704,7 @@ int main(void)
         cmocka_unit_test(test_no_boundary_is_crossed_more_often_than_alpha),
         cmocka_unit_test(test_sessions_grow_where_their_spread_dominates),
         cmocka_unit_test(test_design_is_checked),
+        cmocka_unit_test(test_fixed_design_samples_match_the_sequential_width),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
