@@ -573,6 +573,11 @@ static void proposal_section(page *p)
     else
         ppb_html_text(h, "none (no compared case)");
     ppb_html_markup(h, "</dd>");
+    char cost[512];
+    if (ppb_format_proposal_cost(&pr->cost, cost, sizeof cost)) {
+        ppb_html_element(h, "dt", "cost");
+        ppb_html_element(h, "dd", cost);
+    }
     ppb_html_element(h, "dt", "stored");
     ppb_html_element(h, "dd", pr->created_at);
     ppb_html_markup(h, "</dl>\n");

@@ -83,6 +83,13 @@ d = doc["detectable_effect"]
 assert isinstance(d, float) and 0 < d < 10, d
 assert "This run could see a change of the mean of %.1f%% or more (80%% power)" % (100 * d) in md, md
 assert any(r.startswith("note: this run could see a change of the weighted mean of %.1f%%" % (100 * d)) for r in doc["reasons"]), doc["reasons"]
+# What the verdict cost: phases that add up to at most the wall time, the samples' kernel time within
+# sampling, a fixed design of at least 4 samples a side; the Markdown says the same.
+c = doc["cost"]
+phases = c["setup_ms"] + c["inputs_ms"] + c["check_ms"] + c["warmup_ms"] + c["sampling_ms"]
+assert 0 < phases <= c["wall_ms"] and 0 < c["kernel_ms"] <= c["sampling_ms"], c
+assert c["fixed_samples"] >= 4 and c["fixed_kernel_ms"] > 0, c
+assert "Cost: wall %.1f s = setup" % (c["wall_ms"] / 1e3) in md, md
 assert md.startswith("### ppbench: %s: ab-smoke" % doc["verdict"]), md[:80]
 assert md.count("\n| compared |") + md.count("\n| wrong |") == 11, md
 # Markdown escapes prose (HTML's < > &, Markdown's punctuation); read back, it is the reason itself.
@@ -91,11 +98,15 @@ plain = html.unescape(re.sub(r"\\([\\`*_\[\]()#!|~])", r"\1", md))
 assert all("- " + r in plain for r in doc["reasons"]), (doc["reasons"], md)
 PY
 grep -q "^verdict: " "$WORK/err" || fail "with --json -, the human output did not go to stderr"
+grep -q "^cost: wall [0-9.]* s = setup .* a fixed-sample design at the same resolution: [0-9]* samples a side" "$WORK/err" \
+  || fail "propose does not say what the verdict cost"
 # The report states the change the proposal judges.
 ab=$(sqlite3 "$PPBENCH_DB" "SELECT max(id) FROM proposals WHERE name = 'ab-smoke'")
 expect_rc 0 "$PPB" report --proposal "$ab" -o "$WORK/ab-report"
 grep -q '<dt>change</dt><dd>bm: 16 -&gt; 32, bn: 32 -&gt; 16</dd>' "$WORK/ab-report/index.html" \
   || fail "the report does not state the change"
+grep -q '<dt>cost</dt><dd>wall [0-9.]* s = setup .*a fixed-sample design at the same resolution' "$WORK/ab-report/index.html" \
+  || fail "the report does not say what the verdict cost"
 # One effect, one wording: the page says the mean as the verdict does ("x% faster [a%, b%]").
 ! grep -q "faster by\|slower by" "$WORK/ab-report/index.html" || fail "the report words an effect a second way"
 
@@ -125,7 +136,7 @@ grep -q "^INCONCLUSIVE: [0-9]* cases (the first: '.*') each has fewer than 5 pla
 grep -q "too few runs to judge: .* at least 5 earlier plain runs of the suite .* run \`ppbench run\` of suite smoke 5 more times" "$WORK/err" \
   || { cat "$WORK/err"; fail "compare says not what it needs"; }
 set +e; "$PPB" compare "$a" "$b" --json "$WORK/c.json" >/dev/null 2>&1; crc=$?; set -e
-"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['command']=='compare' and d['exit_code']==int(sys.argv[2]) and d['cases'], d" \
+"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['command']=='compare' and d['exit_code']==int(sys.argv[2]) and d['cases'] and d['cost'] is None, d" \
   "$WORK/c.json" "$crc" || fail "compare --json"
 sqlite3 "$PPBENCH_DB" "UPDATE env SET value='Other GPU' WHERE run_id=$b AND key='device.name'"
 expect_rc 3 "$PPB" compare "$a" "$b"

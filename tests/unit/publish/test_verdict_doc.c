@@ -103,11 +103,37 @@ static void test_written_from_the_verdict_held(void **state)
     free(md);
 }
 
+/* What the verdict cost: in JSON as measured (null when it was not), in
+ * Markdown as the one line results_table.h formats, the fixed design beside. */
+static void test_cost_is_said_where_measured(void **state)
+{
+    fixture *f = *state;
+    static ppb_proposal_record rec;
+    make_record(&rec, "REJECT");
+    rec.id = 7;
+    char *json = document(f, DOC_JSON, &rec, NULL, 0);
+    assert_non_null(strstr(json, ",\"cost\":null,"));
+    free(json);
+    rec.cost = (ppb_proposal_cost){.wall_ms = 20000, .setup_ms = 2000, .inputs_ms = 3000, .check_ms = 1000,
+                                   .warmup_ms = 1000, .sampling_ms = 12500, .kernel_ms = 10000,
+                                   .fixed_kernel_ms = 15000, .fixed_samples = 60};
+    json = document(f, DOC_JSON, &rec, NULL, 0);
+    assert_non_null(strstr(json, ",\"cost\":{\"wall_ms\":20000,\"setup_ms\":2000,\"inputs_ms\":3000,"));
+    assert_non_null(strstr(json, "\"kernel_ms\":10000,\"fixed_kernel_ms\":15000,\"fixed_samples\":60},"));
+    free(json);
+    char *md = document(f, DOC_MARKDOWN, &rec, NULL, 0);
+    assert_non_null(strstr(md, "Cost: wall 20.0 s = setup 2.0 + inputs 3.0 + check 1.0 + warm-up 1.0 + sampling 12.5"
+                               " + other 0.5 s; kernels 10.00 s in the samples; a fixed-sample design at the same"
+                               " resolution: 60 samples a side in every pair, kernels 15.00 s (1.50x).\n"));
+    free(md);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_long_reasons_written_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_written_from_the_verdict_held, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cost_is_said_where_measured, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -427,6 +427,8 @@ static void test_proposals_follow_their_runs(void **state)
     rec.candidate_run = cand;
     rec.geomean_ratio = 0.9;
     rec.geomean_lo = rec.geomean_hi = NAN;
+    rec.cost = (ppb_proposal_cost){.wall_ms = 5000, .sampling_ms = 4000, .kernel_ms = 3500,
+                                   .fixed_kernel_ms = 4200, .fixed_samples = 48};
     ppb_proposal_case pc[2];
     memset(pc, 0, sizeof pc);
     for (int i = 0; i < 2; i++) {
@@ -454,6 +456,8 @@ static void test_proposals_follow_their_runs(void **state)
     assert_string_equal(got.name, "tiles 64");
     assert_int_equal(got.baseline_run, 3); /* ids shifted by the two runs already there */
     assert_int_equal(got.candidate_run, 4);
+    assert_true(got.cost.wall_ms == 5000 && got.cost.kernel_ms == 3500 && got.cost.fixed_kernel_ms == 4200);
+    assert_int_equal(got.cost.fixed_samples, 48); /* what the verdict cost travels with it */
     assert_int_equal(scalar(so, "SELECT count(*) FROM proposal_cases WHERE proposal_id ="
                                 " (SELECT max(id) FROM proposals) AND ratio > 1.5"),
                      1);

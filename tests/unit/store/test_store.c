@@ -442,6 +442,32 @@ static void test_long_reasons_read_back_whole(void **state)
     ppb_store_close(s);
 }
 
+/* What a verdict cost reads back as stored; one whose cost was not measured
+ * (no wall time: compare, kv_capacity) reads back as NaN, not as zeros. */
+static void test_proposal_cost_round_trips(void **state)
+{
+    fixture *f = *state;
+    ppb_store *s = open_ok(f->db);
+    static ppb_proposal_record rec, got;
+    memset(&rec, 0, sizeof rec);
+    snprintf(rec.name, sizeof rec.name, "cost");
+    snprintf(rec.kind, sizeof rec.kind, "kernel_config");
+    snprintf(rec.verdict, sizeof rec.verdict, "ACCEPT");
+    rec.geomean_ratio = rec.geomean_lo = rec.geomean_hi = NAN;
+    rec.cost = (ppb_proposal_cost){1000, 10, 20, 30, 40, 800, 700, 900, 33};
+    ppb_err err;
+    assert_int_equal(ppb_store_put_proposal(s, &rec, NULL, 0, &err), PPB_OK);
+    assert_int_equal(ppb_store_get_proposal(s, rec.id, &got, &err), PPB_OK);
+    assert_memory_equal(&got.cost, &rec.cost, sizeof rec.cost);
+    memset(&rec.cost, 0, sizeof rec.cost);
+    rec.cost.kernel_ms = 5; /* without a wall time nothing of it was measured */
+    assert_int_equal(ppb_store_put_proposal(s, &rec, NULL, 0, &err), PPB_OK);
+    assert_int_equal(ppb_store_get_proposal(s, rec.id, &got, &err), PPB_OK);
+    assert_true(isnan(got.cost.wall_ms) && isnan(got.cost.kernel_ms) && isnan(got.cost.fixed_kernel_ms));
+    assert_int_equal(got.cost.fixed_samples, 0);
+    ppb_store_close(s);
+}
+
 static void test_round_trip(void **state)
 {
     fixture *f = *state;
@@ -1606,6 +1632,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_export_csv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_proposal_cost_round_trips, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_reasons_read_back_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_connections_share_results, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_writer_loses_only_the_open_transaction,
