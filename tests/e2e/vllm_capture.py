@@ -16,7 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-TRITON_DIR = Path(__file__).resolve().parents[2] / "kernels" / "vllm" / "triton"
+REPO = Path(__file__).resolve().parents[2]
+TRITON_DIR = REPO / "kernels" / "vllm" / "triton"
 sys.path.insert(0, str(TRITON_DIR))
 import capture  # noqa: E402
 import prepare  # noqa: E402
@@ -133,21 +134,28 @@ def prepared_table():
         info = {"from_wrapper": False, "arch": 90, "warp_size": 32, "name": "vllm-triton", "version": "test",
                 "source": "test", "prepare_cmd": "prepare.py"}
         prepare.gen_table(Path(tmp), variants, kernels, info)
-        main = write(tmp, "main.c", '#include <stdio.h>\n#include "variants.h"\nint main(void) {\n'
-                     "    for (int i = 0; i < ppbk_vt_n_variants; i++) {\n"
-                     "        const ppbk_vt_variant *x = &ppbk_vt_variants[i];\n"
-                     '        printf("%d %d %d %d %d %d %d %u\\n", x->block_m, x->block_n, x->num_warps, '
-                     "x->num_stages, x->launch_warps, x->launch_stages, x->kernel, x->grid[2]);\n"
+        # the knobs by name from the ABI config's members, in the list's order, as plugin.c matches them
+        main = write(tmp, "main.c", '#include <stdio.h>\n#include "variants.h"\n#include "ppb_kernel_abi.h"\n'
+                     "#define VALUE(x, name, ...) (x)->knobs[i++] == cfg.name &&\n"
+                     "int main(void) {\n"
+                     "    for (int v = 0; v < ppbk_vt_n_variants; v++) {\n"
+                     "        const ppbk_vt_variant *x = &ppbk_vt_variants[v];\n"
+                     "        ppbk_prefill_config cfg = {.block_m = 64, .block_n = 64, .num_warps = 4, .num_stages = 3};\n"
+                     "        int i = 0, st3 = PPBK_PREFILL_PARAMS(VALUE, x) 1;\n"
+                     '        printf("%d %d %d %d %d %d %d %u %d\\n", x->knobs[0], x->knobs[1], x->knobs[2], '
+                     "x->knobs[3], x->launch_warps, x->launch_stages, x->kernel, x->grid[2], st3);\n"
                      "    }\n    return 0;\n}\n")
         exe = Path(tmp) / "table"
         cc = os.environ.get("CC", "cc")
-        subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{TRITON_DIR}", str(main),
+        subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{TRITON_DIR}", f"-I{REPO / 'kernels'}",
+                        str(main),
                         str(Path(tmp) / "variants_table.c"), "-o", str(exe)], check=True)
         rows = [r.split() for r in subprocess.run([str(exe)], check=True, capture_output=True,
                                                       text=True).stdout.splitlines()]
-        # block_m block_n warps num_stages | launch warps, launch stages, grid z = cdiv(100, 64); each its own cubin
-        assert [r[:6] + r[7:] for r in rows] == [["64", "64", "4", "0", "4", "2", "2"],
-                                                 ["64", "64", "4", "3", "4", "3", "2"]], rows
+        # bm bn w st (ppb_kernel_params.h's order) | launch warps, launch stages, grid z = cdiv(100, 64), each
+        # its own cubin | whether the knobs match a config of bm 64, bn 64, 4 warps, 3 stages member by member
+        assert [r[:6] + r[7:] for r in rows] == [["64", "64", "4", "0", "4", "2", "2", "0"],
+                                                 ["64", "64", "4", "3", "4", "3", "2", "1"]], rows
         assert rows[0][6] != rows[1][6], rows
     print("prepared table: ok")
 

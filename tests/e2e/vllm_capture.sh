@@ -18,6 +18,21 @@ expect_rc 0 "$PY" "$SRC/kernels/vllm/triton/prepare.py" --target cuda:90 --print
   --vllm "$WORK/tree" --case "$key" --case "$key st=3"
 "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); got=sorted((x['knobs']['st'], x['num_stages']) for x in d); \
 assert got == [(0, 2), (3, 3)], got" "$WORK/out" || fail "prepare.py num_stages: $(cat "$WORK/out")"
+# The whole preparation, where Triton is installed (it compiles for the target without a GPU): the library
+# builds, and its table holds each case's kernel parameters as kernels/common/ppb_kernel_params.h lists them
+# (bm, bn, w, st), which plugin.c matches against the ABI config by name.
+TPY=""   # an interpreter with Triton: the system's, or the first python3 on the PATH
+for p in "$PY" python3; do "$p" -c "import triton" 2>/dev/null && { TPY=$p; break; }; done
+if [ -n "$TPY" ]; then
+  expect_rc 0 "$TPY" "$SRC/kernels/vllm/triton/prepare.py" --target cuda:90 --vllm "$WORK/tree" --case "$key" \
+    --case "$key st=3" --out "$WORK/vt" --lib "$WORK/vt/libppbk_vllm_triton.so"
+  [ -s "$WORK/vt/libppbk_vllm_triton.so" ] || fail "prepare.py built no library"
+  table=$(echo "$WORK"/vt/*/variants_table.c)
+  grep -q ", {128, 128, 8, 0}, " "$table" && grep -q ", {128, 128, 8, 3}, " "$table" \
+    || fail "the table's kernel parameters: $(grep -A3 'ppbk_vt_variants\[\]' "$table")"
+else
+  echo "vllm_capture: no Triton here: the whole preparation was not tried"
+fi
 # A tree without the kernel file: one line naming what was looked for.
 expect_rc 1 "$PY" "$SRC/kernels/vllm/triton/prepare.py" --target cuda:90 --print-launches --vllm "$WORK" --case "$key"
 [ "$(wc -l <"$WORK/err")" -eq 1 ] && grep -q "no vllm/attention/ops/prefix_prefill.py or vllm/v1/attention/ops/prefix_prefill.py under" "$WORK/err" \

@@ -54,6 +54,28 @@ static const char *cu_text(CUresult r)
 
 /* ------------------------------------------------------------ finding a case's launch */
 
+/* The case's kernel parameters, each by name from the ABI config, in the list's order. */
+#define VT_CFG_VALUE(cfg, name, ...) (cfg)->name,
+
+static int knobs_match(const ppbk_vt_variant *x, const ppbk_prefill_config *cfg)
+{
+    const int want[PPBK_PREFILL_PARAM_COUNT] = {PPBK_PREFILL_PARAMS(VT_CFG_VALUE, cfg)};
+    return memcmp(x->knobs, want, sizeof want) == 0;
+}
+
+/* " bm=128 bn=128 w=8": the parameters as the case key writes them (one left
+ * out at its default where the key omits it). */
+#define VT_KEY_TEXT(cfg, name, NAME, key, min, max, def, omits)                                          \
+    if ((!(omits) || (cfg)->name != (def)) && n < len)                                                    \
+        n += (size_t)snprintf(buf + n, len - n, " %s=%d", key, (cfg)->name);
+
+static void knobs_text(const ppbk_prefill_config *cfg, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    PPBK_PREFILL_PARAMS(VT_KEY_TEXT, cfg)
+}
+
 static int find_variant(const ppbk_prefill_config *cfg, const ppb_prefill_args *s)
 {
     int win = cfg->sliding_window > 0 ? cfg->sliding_window : 0; /* vLLM: <= 0 means off */
@@ -62,9 +84,7 @@ static int find_variant(const ppbk_prefill_config *cfg, const ppb_prefill_args *
         if (x->dtype == cfg->dtype && x->head_dim == s->head_dim && x->num_heads == s->num_heads &&
             x->num_kv_heads == s->num_kv_heads && x->page_size == s->page_size && x->sliding_window == win &&
             x->batch == s->batch && x->max_query_len == s->max_query_len &&
-            x->max_blocks_per_seq == s->max_blocks_per_seq &&
-            (ppbk_vt_from_wrapper || (x->block_m == cfg->block_m && x->block_n == cfg->block_n &&
-                                      x->num_warps == cfg->num_warps && x->num_stages == cfg->num_stages)))
+            x->max_blocks_per_seq == s->max_blocks_per_seq && (ppbk_vt_from_wrapper || knobs_match(x, cfg)))
             return i;
     }
     return -1;
@@ -187,19 +207,18 @@ static int prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_
     int i = find_variant(cfg, s);
     if (i < 0) {
         int context = s->max_blocks_per_seq > 1 ? s->max_blocks_per_seq * s->page_size : 0;
-        char stages[16] = ""; /* the case key leaves num_stages out at 0 */
-        if (cfg->num_stages)
-            snprintf(stages, sizeof stages, " st=%d", cfg->num_stages);
+        char knobs[256];
+        knobs_text(cfg, knobs, sizeof knobs);
         return say(why, len, PPBK_REFUSED,
                    "not prepared%s: run %s --case 'prefix_prefill b=%d q=%d ctx=%d h=%d kvh=%d d=%d dtype=%s page=%d "
-                   "win=%d bm=%d bn=%d w=%d%s' (or give it the suite file)",
+                   "win=%d%s' (or give it the suite file)",
                    !ppbk_vt_from_wrapper && cfg->block_m != cfg->block_n
                        ? " (prepare.py skips block_m != block_n where the tree's wrapper sets both from one BLOCK, "
                          "as vLLM 0.6.x does)"
                        : "",
                    ppbk_vt_prepare_cmd, s->batch, s->max_query_len, context, s->num_heads, s->num_kv_heads,
                    s->head_dim, cfg->dtype == PPB_KDTYPE_FP16 ? "fp16" : "bf16", s->page_size, cfg->sliding_window,
-                   cfg->block_m, cfg->block_n, cfg->num_warps, stages);
+                   knobs);
     }
     const ppbk_vt_variant *x = &ppbk_vt_variants[i];
     /* The kernel computes element offsets in int32 (so does vLLM): beyond 2^31 they

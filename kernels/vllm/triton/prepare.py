@@ -82,17 +82,35 @@ def int_class(v):
     return "1" if v == 1 else "D" if v % 16 == 0 else "."
 
 
+def kernel_params(kernel="PREFILL"):
+    """The kernel's tunable parameters as kernels/common/ppb_kernel_params.h
+    lists them, in its order (built-in, then plugin-only): [(key name,
+    default)]. The one list ppbench, the plans and this table all follow."""
+    text = (REPO / "kernels" / "common" / "ppb_kernel_params.h").read_text()
+    params = []
+    for part in ("BUILTIN", "PLUGIN_ONLY"):
+        body = re.search(rf"#define PPBK_{kernel}_{part}_PARAMS\(X, ctx\)((?:[^\n]*\\\n)*[^\n]*)", text)
+        if not body:
+            die(f"kernels/common/ppb_kernel_params.h: no PPBK_{kernel}_{part}_PARAMS list")
+        params += [(e[1], int(e[2])) for e in
+                   re.finditer(r'X\(ctx, \w+, \w+, "(\w+)", -?\d+, -?\d+, (-?\d+), [01]\)', body[1])]
+    return params
+
+
+KNOBS = kernel_params()      # [("bm", 128), ("bn", 128), ("w", 8), ("st", 0)]
+
+
 def parse_key(key):
     """A ppbench case key ('prefix_prefill b=1 q=17 ... bm=16 bn=32 w=4') -> dict.
     Config fields at their defaults are left out of keys (harness/core/case.c)."""
     toks = key.split()
     if not toks or toks[0] != "prefix_prefill":
         return None
-    s = {"b": 1, "ctx": 0, "d": 128, "dtype": "bf16", "page": 16, "win": 0, "bm": 128, "bn": 128, "w": 8, "st": 0}
+    s = {"b": 1, "ctx": 0, "d": 128, "dtype": "bf16", "page": 16, "win": 0, **dict(KNOBS)}
     for t in toks[1:]:
         name, _, val = t.partition("=")
         s[name] = val
-    for name in ("b", "q", "ctx", "h", "kvh", "d", "page", "win", "bm", "bn", "w", "st"):
+    for name in ("b", "q", "ctx", "h", "kvh", "d", "page", "win", *(k for k, _ in KNOBS)):
         if name not in s:
             die(f"case key '{key}' has no {name}=")
         s[name] = int(s[name])
@@ -112,7 +130,7 @@ def variant_of(s, launch):
           "args": [(a["name"], a["kind"], a.get("dtype")) for a in launch["args"]]}
     cid = hashlib.sha256(json.dumps(ck, sort_keys=True).encode()).hexdigest()[:16]
     v = {"shape": {k: s[k] for k in ("b", "q", "h", "kvh", "d", "dtype", "page", "win")},
-         "max_blocks_per_seq": launch["max_blocks_per_seq"], "knobs": {k: s[k] for k in ("bm", "bn", "w", "st")},
+         "max_blocks_per_seq": launch["max_blocks_per_seq"], "knobs": {k: s[k] for k, _ in KNOBS},
          "launch": launch, "compile_id": cid}
     return v, ck
 
@@ -364,7 +382,7 @@ def gen_table(key_dir, variants, kernels, info):
         g = launch["grid"]
         vinits.append(
             f"    {{{DTYPES[sh['dtype']][1]}, {sh['d']}, {sh['h']}, {sh['kvh']}, {sh['page']}, {max(0, sh['win'])}, "
-            f"{sh['b']}, {sh['q']}, {v['max_blocks_per_seq']}, {kn['bm']}, {kn['bn']}, {kn['w']}, {kn['st']}, "
+            f"{sh['b']}, {sh['q']}, {v['max_blocks_per_seq']}, {{{', '.join(str(kn[k]) for k, _ in KNOBS)}}}, "
             f"{int(c.get('BLOCK_M', 0) or 0)}, {int(c.get('BLOCK_N', 0) or 0)}, {launch['num_warps']}, "
             f"{launch['num_stages']}, {{{g[0]}, {g[1]}, {g[2]}}}, {kindex[v['compile_id']]}, "
             f"{len(rec['params'])}, ppbk_vt_params_{i}}},")

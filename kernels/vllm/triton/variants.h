@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "common/ppb_kernel_params.h"
+
 /* The buffers a pointer parameter is bound to (prepare.py ROLES, same order). */
 enum {
     PPBK_VT_ROLE_Q, PPBK_VT_ROLE_K, PPBK_VT_ROLE_V, PPBK_VT_ROLE_K_CACHE, PPBK_VT_ROLE_V_CACHE,
@@ -42,8 +44,10 @@ typedef struct ppbk_vt_variant {
     int dtype;                    /* PPB_KDTYPE_* */
     int head_dim, num_heads, num_kv_heads, page_size, sliding_window;
     int batch, max_query_len, max_blocks_per_seq;
-    int block_m, block_n, num_warps;  /* the case's knobs (matched unless ppbk_vt_from_wrapper) */
-    int num_stages;               /* the case's knob too: 0 launched the wrapper's stages */
+    /* the case's kernel parameters in kernels/common/ppb_kernel_params.h's order
+     * (prepare.py reads the list; matched unless ppbk_vt_from_wrapper); a
+     * num_stages of 0 launched the wrapper's stages */
+    int knobs[PPBK_PREFILL_PARAM_COUNT];
     /* the launch */
     int launch_block_m, launch_block_n, launch_warps, launch_stages;
     unsigned grid[3];
