@@ -209,11 +209,11 @@ static int by_context(const void *a, const void *b)
  * the prompt's chunks, in chunk order (chunked_prefill). */
 static int propose_cases(const ppb_stored_verdict *sv, ppb_verdict_case *vcs, ppb_proposal_case *pcs,
                          char (*keys)[PPB_CASE_KEY_MAX], double *totals[2], ppb_ab_pair_view **views_out,
-                         const ppb_stored_result ***chunks_out, ppb_err *err)
+                         int *n_pairs_out, const ppb_stored_result ***chunks_out, ppb_err *err)
 {
     const ppb_proposal_record *rec = sv->rec;
     int chunked = strcmp(rec->kind, "chunked_prefill") == 0, rc = PPB_OK;
-    int n_pairs = chunked ? (sv->run[0].n > sv->run[1].n ? sv->run[0].n : sv->run[1].n) : sv->n_cases;
+    int n_pairs = *n_pairs_out = chunked ? (sv->run[0].n > sv->run[1].n ? sv->run[0].n : sv->run[1].n) : sv->n_cases;
     ppb_proposal *design = calloc(1, sizeof *design);
     ppb_ab_pair_view *views = *views_out = calloc((size_t)(n_pairs > 0 ? n_pairs : 1), sizeof *views);
     const ppb_stored_result **chunk = *chunks_out =
@@ -394,6 +394,14 @@ static void compare_records(const ppb_stored_verdict *sv, const ppb_proposal_rec
     check_real(out, "", "weighted mean's lower end", st->geomean_lo, rec->geomean_lo);
     check_real(out, "", "weighted mean's upper end", st->geomean_hi, rec->geomean_hi);
     check_real(out, "", "detectable effect", st->detectable, rec->detectable);
+    if (st->cost.wall_ms > 0) { /* what the samples cost (schema 18), from the samples as stored */
+        check_real(out, "", "the samples' kernel time", st->cost.kernel_ms, rec->cost.kernel_ms);
+        /* a prompt's chunks keep one look share between them: their fixed design is not re-derivable */
+        if (strcmp(st->kind, "chunked_prefill") != 0) {
+            check_real(out, "", "the fixed design's kernel time", st->cost.fixed_kernel_ms, rec->cost.fixed_kernel_ms);
+            check_int(out, "", "the fixed design's samples", st->cost.fixed_samples, rec->cost.fixed_samples);
+        }
+    }
     check_text(out, "", "verdict", st->verdict, rec->verdict);
     if (out->agree)
         check_reasons(out, st->reasons, rec->reasons);
@@ -439,9 +447,16 @@ int ppb_verdict_recompute(const ppb_stored_verdict *sv, ppb_verdict_recheck *out
             rc = ppb_run_compare_record(&crep, rcs, n, &crules, rec, pcs, err);
         out->n_compared = crep.v.n_compared;
     } else {
-        if (!(rc = propose_cases(sv, vcs, pcs, keys, totals, &views, &chunks, err)) &&
+        int n_pairs = 0;
+        if (!(rc = propose_cases(sv, vcs, pcs, keys, totals, &views, &n_pairs, &chunks, err)) &&
             !(rc = ppb_verdict_decide(vcs, n, &rules, &vrep, err)))
             rc = ppb_verdict_record(&vrep, vcs, n, &rules, rec, pcs, err);
+        if (!rc) {
+            ppb_ab_cost cost;
+            ppb_ab_sampling_cost(views, n_pairs, &cost);
+            rec->cost.kernel_ms = cost.kernel_ms, rec->cost.fixed_kernel_ms = cost.fixed_kernel_ms;
+            rec->cost.fixed_samples = cost.fixed_samples;
+        }
         out->n_compared = vrep.n_compared;
     }
     if (rc)

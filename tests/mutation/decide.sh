@@ -18,7 +18,7 @@
 set -euo pipefail
 src=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 jobs=${PPB_MUTATION_JOBS:-2}
-tests='test_(verdict|abtest|abrun|sequential|calibrate|run_compare|trend|proposal)'
+tests='test_(verdict|abtest|abrun|ab_cost|sequential|calibrate|run_compare|trend|proposal)'
 
 # ---- the mutations: FILE (under harness/), sed expression (matches one line), what it breaks ----
 files=() exprs=() whats=()
@@ -34,6 +34,13 @@ M decide/ab_cases.c 's#\.alpha = ppb_bonferroni_alpha(p->rules.alpha, n_pairs + 
   "ppb_ab_pair_design: the stopping rule at alpha, not alpha / (pairs + 1)"
 M run/abrun.c 's#ppb_ab_pair_design(x->p, x->n_pairs, sessions,#ppb_ab_pair_design(x->p, 0, sessions,#' \
   "measure_pair: the design told of no other pairs (the call site)"
+# what the samples cost against a fixed-sample design
+M decide/sequential.c 's#double need = ceil(n \* (z / z_look) \* (z / z_look) - 1e-9);#double need = ceil(n * (z / z_look) - 1e-9);#' \
+  "ppb_seq_fixed_samples: the samples scale with the quantiles' ratio, not its square"
+M decide/ab_cases.c 's#out->fixed_samples = fixed > out->fixed_samples ? fixed : out->fixed_samples;#out->fixed_samples = fixed;#' \
+  "ppb_ab_sampling_cost: the fixed design takes the last pair's count, not the hardest pair's"
+M decide/ab_cases.c 's#return sum \* (r->batch_launches > 0 ? r->batch_launches : 1);#return sum;#' \
+  "ppb_ab_sampling_cost: a sample's launches are not counted in its kernel time"
 # ab_cases: measured pairs into the verdict's cases
 M decide/ab_cases.c 's#one.sessions < vc->sessions ? one.sessions : vc->sessions;#one.sessions > vc->sessions ? one.sessions : vc->sessions;#' \
   "a chunked prompt claims its chunks' most sessions, not the fewest"

@@ -43,8 +43,8 @@ static void test_kernel_time_and_the_fixed_design(void **state)
     (void)state;
     pair_fixture f[3];
     ppb_ab_pair_view v[3];
-    v[0] = pair(&f[0], 20, 1.0, 2.0, 3, 1.0);   /* stopped early, at the whole alpha */
-    v[1] = pair(&f[1], 60, 0.5, 0.5, 1, 0.25);  /* the hardest: ran on, at a quarter of it */
+    v[0] = pair(&f[0], 60, 0.5, 0.5, 1, 0.25);  /* the hardest: ran on, at a quarter of it */
+    v[1] = pair(&f[1], 20, 1.0, 2.0, 3, 1.0);   /* stopped early, at the whole alpha */
     v[2] = pair(&f[2], 10, 9.0, 9.0, 1, 1.0);
     v[2].sessions = 0;                           /* not sampled as a pair: counts nowhere */
     ppb_ab_cost c;

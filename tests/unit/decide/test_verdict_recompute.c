@@ -291,6 +291,37 @@ static void test_each_rule_version_spends_alpha_its_own_way(void **state)
     free(sp);
 }
 
+/* What the samples cost (schema 18) re-derives from the samples as stored: the
+ * kernel time and the fixed design's; one whose stored figure differs is a
+ * difference, named. Not measured (no wall time): not checked. */
+static void test_the_samples_cost_is_re_derived(void **state)
+{
+    (void)state;
+    sim_proposal *sp = calloc(1, sizeof *sp);
+    make_kernel_config(sp, 3, ratios, 0.02);
+    ppb_ab_pair_view v[3];
+    for (int i = 0; i < 3; i++)
+        v[i] = view_of(sp, i, sp->shape_key[i]);
+    ppb_ab_cost cost;
+    ppb_ab_sampling_cost(v, 3, &cost);
+    assert_true(cost.kernel_ms > 0 && cost.fixed_samples > 0);
+    sp->sv.rec->cost = (ppb_proposal_cost){.wall_ms = 2 * cost.kernel_ms, .kernel_ms = cost.kernel_ms,
+                                           .fixed_kernel_ms = cost.fixed_kernel_ms,
+                                           .fixed_samples = cost.fixed_samples};
+    ppb_verdict_recheck out = recheck(&sp->sv);
+    if (!out.agree)
+        fail_msg("%s", out.difference);
+    sp->sv.rec->cost.fixed_samples++;
+    assert_differs(&sp->sv, "the fixed design's");
+    sp->sv.rec->cost.fixed_samples--;
+    sp->sv.rec->cost.kernel_ms *= 1.01;
+    assert_differs(&sp->sv, "the samples' kernel time");
+    sp->sv.rec->cost.wall_ms = NAN; /* not measured: nothing to check */
+    assert_true(recheck(&sp->sv).agree);
+    sim_free(sp);
+    free(sp);
+}
+
 static void test_a_changed_sample_is_a_difference(void **state)
 {
     (void)state;
@@ -721,6 +752,7 @@ int main(void)
         cmocka_unit_test(test_a_bootstrap_verdict_is_re_derived),
         cmocka_unit_test(test_a_chunked_verdict_is_re_derived),
         cmocka_unit_test(test_a_compare_verdict_is_re_derived),
+        cmocka_unit_test(test_the_samples_cost_is_re_derived),
         cmocka_unit_test(test_a_stored_proposal_round_trips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
