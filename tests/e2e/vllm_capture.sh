@@ -30,6 +30,18 @@ if [ -n "$TPY" ]; then
   table=$(echo "$WORK"/vt/*/variants_table.c)
   grep -q ", {128, 128, 8, 0}, " "$table" && grep -q ", {128, 128, 8, 3}, " "$table" \
     || fail "the table's kernel parameters: $(grep -A3 'ppbk_vt_variants\[\]' "$table")"
+  # The library's own matching, asked through the ABI without a GPU: libcuda.so.1 resolved by the toolkit's stub.
+  stub=$(ls /usr/local/cuda*/lib*/stubs/libcuda.so 2>/dev/null | head -n 1)
+  if [ -n "$stub" ]; then
+    mkdir -p "$WORK/stub" && ln -s "$stub" "$WORK/stub/libcuda.so.1"
+    cc -std=c11 -Wall -Wextra -Werror -I"$SRC/kernels" "$SRC/tests/e2e/vllm_triton_match.c" -o "$WORK/match" -ldl \
+      || fail "vllm_triton_match.c does not build"
+    # the shape's block table: ctx 300 over pages of 16
+    LD_LIBRARY_PATH="$WORK/stub" "$WORK/match" "$WORK/vt/libppbk_vllm_triton.so" 19 >"$WORK/match.out" 2>&1 \
+      || fail "the library's case matching: $(cat "$WORK/match.out")"
+  else
+    echo "vllm_capture: no CUDA toolkit stub of libcuda: the library's matching was not asked"
+  fi
 else
   echo "vllm_capture: no Triton here: the whole preparation was not tried"
 fi
