@@ -586,7 +586,8 @@ static void proposal_section(page *p)
     ppb_html_markup(h, "<div class=\"table-wrap\"><table class=\"proposal-cases\"><thead><tr>"
                        "<th class=\"num\">#</th><th>state</th><th>class</th>"
                        "<th class=\"num\">ratio</th><th class=\"num\">interval</th>"
-                       "<th class=\"num\">p (Holm)</th><th class=\"num\">weight</th>"
+                       "<th class=\"num\" title=\"the smallest true change this case resolves from none, 80% power\">"
+                       "could see</th><th class=\"num\">p (Holm)</th><th class=\"num\">weight</th>"
                        "<th class=\"num\">baseline ms</th><th class=\"num\">candidate ms</th>"
                        "<th>baseline check</th><th>candidate check</th><th>rows</th>"
                        "<th>baseline key</th><th>candidate key</th></tr></thead>\n<tbody>\n");
@@ -615,6 +616,8 @@ static void proposal_section(page *p)
         else
             ppb_html_text(h, "-");
         ppb_html_markup(h, "</td>");
+        double sees = ppb_proposal_case_detectable(c);
+        td_num(h, "%.1f%%", sees > 0 ? 100 * sees : NAN);
         td_num(h, "%.3g", c->p_holm);
         td_num(h, "%.3g", c->weight);
         td_num(h, "%.4g", b && rp_item_timed(b) ? b->r.median_ms : NAN);

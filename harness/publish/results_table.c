@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "doc_text.h"
+#include "verdict.h"
 
 typedef struct table_ctx {
     FILE *out;
@@ -85,7 +86,11 @@ static void print_proposal_case(FILE *out, const ppb_proposal_case *c)
 {
     fprintf(out, "%-11s %-10s ", c->state, c->cls[0] ? c->cls : "-");
     print_interval(out, c->ratio, c->ratio_lo, c->ratio_hi);
-    fprintf(out, " %s\n", short_key(c->candidate_key));
+    double d = ppb_proposal_case_detectable(c);
+    char sees[16] = "-";
+    if (d > 0)
+        snprintf(sees, sizeof sees, d < 1 ? "%.1f%%" : ">=100%%", 100 * d);
+    fprintf(out, " %7s %s\n", sees, short_key(c->candidate_key));
 }
 
 /* Text from a file or the database, made safe for the terminal (a copy). */
@@ -106,7 +111,8 @@ int ppb_print_proposal(const ppb_proposal_record *rec, const ppb_proposal_case *
     if (!rc) {
         fprintf(out, "proposal %lld: %s (%s%s%s)\n", (long long)rec->id, name, kind, target[0] ? ", target " : "",
                 target);
-        fprintf(out, "%-11s %-10s %-26s %s\n", "state", "class", "time ratio cand/base [CI]", "candidate case");
+        fprintf(out, "%-11s %-10s %-26s %7s %s\n", "state", "class", "time ratio cand/base [CI]", "sees>=",
+                "candidate case");
         for (int i = 0; i < n_cases; i++)
             print_proposal_case(out, &cases[i]);
         if (!isnan(rec->geomean_ratio)) {
@@ -145,6 +151,11 @@ void ppb_format_run_time(const ppb_run_time *t, char *buf, size_t len)
                      100 * (1 - t->kernel_s / (t->wall_s - t->open_s)));
         snprintf(buf + n, len - (size_t)n, " (overhead %.0f%%%s)", 100 * (1 - t->kernel_s / t->wall_s), apart);
     }
+}
+
+double ppb_proposal_case_detectable(const ppb_proposal_case *c)
+{
+    return ppb_detectable_change(c->ratio, c->ratio_lo, c->ratio_hi, 1 - c->alpha, PPB_DETECT_POWER);
 }
 
 int ppb_format_proposal_cost(const ppb_proposal_cost *c, char *buf, size_t len)

@@ -29,6 +29,13 @@ int ppb_print_proposal(const ppb_proposal_record *rec, const ppb_proposal_case *
  * (show prints it after "time: ", the report as a fact). */
 void ppb_format_run_time(const ppb_run_time *t, char *buf, size_t len);
 
+/* The smallest true change of one case its interval resolves from none with
+ * 80% power (verdict.h ppb_detectable_change at the level the case's interval
+ * spent), as a fraction; 0 when the case has no bounded interval. The case
+ * column `sees>=` of the terminal table, `detectable_effect` of the JSON's
+ * cases, "could see" of the Markdown's. */
+double ppb_proposal_case_detectable(const ppb_proposal_case *c);
+
 /* What a verdict cost (store.h's ppb_proposal_cost), one line: "wall W s =
  * setup A + inputs B + check C + warm-up D + sampling E + other F s; kernels K s
  * in the samples; a fixed-sample design at the same resolution: N samples a

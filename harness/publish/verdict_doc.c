@@ -244,6 +244,8 @@ int ppb_verdict_json(ppb_store *s, const ppb_proposal_record *rec, const ppb_pro
         json_member_number(out, ",", "ratio_lo", c->ratio_lo);
         json_member_number(out, ",", "ratio_hi", c->ratio_hi);
         json_member_number(out, ",", "p_holm", c->p_holm);
+        double d = ppb_proposal_case_detectable(c); /* the case's "could see" */
+        json_member_number(out, ",", "detectable_effect", d > 0 ? d : NAN);
         fputc('}', out);
     }
     fputs("]}\n", out);
@@ -268,6 +270,11 @@ static void md_case(FILE *out, const ppb_proposal_case *c)
 {
     fprintf(out, "| %s | %s | ", c->state, c->cls[0] ? c->cls : "-");
     md_ratio(out, c->ratio, c->ratio_lo, c->ratio_hi);
+    double d = ppb_proposal_case_detectable(c);
+    if (d > 0)
+        fprintf(out, d < 1 ? " | %.1f%%" : " | >=100%%", 100 * d);
+    else
+        fputs(" | -", out);
     fputs(" | `", out);
     ppb_md_code(out, c->candidate_key);
     fputs("` |\n", out);
@@ -319,7 +326,8 @@ int ppb_verdict_markdown(ppb_store *s, const ppb_proposal_record *rec, const ppb
         fprintf(out, "Cost: %s.\n", cost);
     if (measured)
         ppb_measured_markdown(&m, 0, out); /* CPU timings are said above, their own way */
-    fputs("\n| state | class | time ratio | interval | candidate case |\n| --- | --- | --- | --- | --- |\n", out);
+    fputs("\n| state | class | time ratio | interval | could see | candidate case |\n"
+          "| --- | --- | --- | --- | --- | --- |\n", out);
     for (int i = 0; i < n_cases; i++)
         md_case(out, &cases[i]);
     fputs("\nReasons:\n", out);

@@ -83,6 +83,10 @@ d = doc["detectable_effect"]
 assert isinstance(d, float) and 0 < d < 10, d
 assert "This run could see a change of the mean of %.1f%% or more (80%% power)" % (100 * d) in md, md
 assert any(r.startswith("note: this run could see a change of the weighted mean of %.1f%%" % (100 * d)) for r in doc["reasons"]), doc["reasons"]
+# Each compared case says what it could see, in the JSON and in the Markdown's column.
+compared = [c for c in doc["cases"] if c["state"] == "compared"]
+assert compared and all(isinstance(c["detectable_effect"], float) and c["detectable_effect"] > 0 for c in compared), compared
+assert "| interval | could see | candidate case |" in md, md
 # What the verdict cost: phases that add up to at most the wall time, the samples' kernel time within
 # sampling, a fixed design of at least 4 samples a side; the Markdown says the same.
 c = doc["cost"]
@@ -98,6 +102,7 @@ plain = html.unescape(re.sub(r"\\([\\`*_\[\]()#!|~])", r"\1", md))
 assert all("- " + r in plain for r in doc["reasons"]), (doc["reasons"], md)
 PY
 grep -q "^verdict: " "$WORK/err" || fail "with --json -, the human output did not go to stderr"
+grep -q "^state  *class  *time ratio cand/base \[CI\]  *sees>= candidate case" "$WORK/err" || fail "the case table has no sees>= column"
 grep -q "^cost: wall [0-9.]* s = setup .* a fixed-sample design at the same resolution: [0-9]* samples a side" "$WORK/err" \
   || fail "propose does not say what the verdict cost"
 # The report states the change the proposal judges.

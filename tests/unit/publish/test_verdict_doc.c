@@ -94,11 +94,11 @@ static void test_written_from_the_verdict_held(void **state)
     const char *first = strstr(json, "\"candidate_key\":\"prefix_prefill b=1 bm=64\"");
     const char *second = strstr(json, "\"candidate_key\":\"prefix_prefill b=2 bm=64\"");
     assert_true(first && second && first < second);
-    assert_non_null(strstr(second, "\"ratio\":0.75,\"ratio_lo\":0.25,\"ratio_hi\":1,\"p_holm\":null}]}\n"));
+    assert_non_null(strstr(second, "\"ratio\":0.75,\"ratio_lo\":0.25,\"ratio_hi\":1,\"p_holm\":null,\"detectable_effect\":null}]}\n"));
     free(json);
     char *md = document(f, DOC_MARKDOWN, &rec, cases, 2);
     assert_non_null(strstr(md, "### ppbench: ACCEPT: doc\n\nProposal 42 (kernel_config).\n"));
-    assert_non_null(strstr(md, "| compared | faster | 0.7500 | [0.2500, 1.0000] | `prefix_prefill b=2 bm=64` |\n"));
+    assert_non_null(strstr(md, "| compared | faster | 0.7500 | [0.2500, 1.0000] | - | `prefix_prefill b=2 bm=64` |\n"));
     assert_non_null(strstr(md, "\nReasons:\n- ACCEPT: faster\n- note: two cases\n"));
     free(md);
 }
@@ -128,12 +128,44 @@ static void test_cost_is_said_where_measured(void **state)
     free(md);
 }
 
+/* Each case says what it could see (verdict.h ppb_detectable_change at the
+ * level its interval spent): 1.0 [0.9, 1.1] at 95% sees 16.3% with 80% power
+ * (the wider side, 0.1054 in log, / 1.960 x (1.960 + 0.842)); a case without
+ * an interval's level says nothing. */
+static void test_each_case_says_what_it_could_see(void **state)
+{
+    fixture *f = *state;
+    static ppb_proposal_record rec;
+    make_record(&rec, "INCONCLUSIVE");
+    rec.id = 8;
+    ppb_proposal_case cases[2];
+    memset(cases, 0, sizeof cases);
+    for (int i = 0; i < 2; i++) {
+        snprintf(cases[i].candidate_key, sizeof cases[i].candidate_key, "k%d", i);
+        snprintf(cases[i].state, sizeof cases[i].state, "compared");
+        cases[i].ratio = 1.0, cases[i].ratio_lo = 0.9, cases[i].ratio_hi = 1.1, cases[i].p_holm = NAN;
+    }
+    cases[0].alpha = 0.05;
+    cases[1].alpha = NAN; /* no level stored */
+    char *json = document(f, DOC_JSON, &rec, cases, 2);
+    const char *at = strstr(json, "\"detectable_effect\":0.1625");
+    assert_non_null(at);
+    assert_non_null(strstr(at + 1, "\"detectable_effect\":null}]"));
+    free(json);
+    char *md = document(f, DOC_MARKDOWN, &rec, cases, 2);
+    assert_non_null(strstr(md, "| state | class | time ratio | interval | could see | candidate case |"));
+    assert_non_null(strstr(md, "| [0.9000, 1.1000] | 16.3% | `k0` |"));
+    assert_non_null(strstr(md, "| [0.9000, 1.1000] | - | `k1` |"));
+    free(md);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_long_reasons_written_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_written_from_the_verdict_held, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cost_is_said_where_measured, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_each_case_says_what_it_could_see, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
