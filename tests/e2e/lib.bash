@@ -19,3 +19,15 @@ expect_rc() {
 # pyenv or venv python that lacks it.
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
+# interrupt_half DB: make the database's runs look interrupted with the later half of their results gone, as a
+# run killed midway leaves them, for `run --resume` to finish.
+interrupt_half() {
+  "$PY" - "$1" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1]); con.execute("PRAGMA foreign_keys = ON")
+n = con.execute("SELECT count(*) FROM results").fetchone()[0]
+con.execute("DELETE FROM results WHERE id IN (SELECT id FROM results ORDER BY id DESC LIMIT ?)", (n // 2,))
+con.execute("UPDATE runs SET status = 'interrupted', finished_at = NULL")
+con.commit()
+PY
+}

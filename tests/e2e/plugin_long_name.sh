@@ -15,14 +15,7 @@ expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" "${ARGS[@]}"
 n=$(sqlite3 "$PPBENCH_DB" "SELECT count(*) FROM cases WHERE impl = 'plugin:$NAME' AND key LIKE '% impl=plugin:$NAME'")
 [ "$n" -ge 2 ] || fail "$n cases stored under the whole name"
 # Interrupted with half its results gone, resumed: the rest runs on the same plugin.
-"$PY" - "$PPBENCH_DB" <<'PY'
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1]); con.execute("PRAGMA foreign_keys = ON")
-n = con.execute("SELECT count(*) FROM results").fetchone()[0]
-con.execute("DELETE FROM results WHERE id IN (SELECT id FROM results ORDER BY id DESC LIMIT ?)", (n // 2,))
-con.execute("UPDATE runs SET status = 'interrupted', finished_at = NULL")
-con.commit()
-PY
+interrupt_half "$PPBENCH_DB"
 expect_rc 0 "$PPB" run --resume 1 --plugin "$PLUG" --no-progress
 [ "$(sqlite3 "$PPBENCH_DB" "SELECT status FROM runs WHERE id = 1")" = complete ] || fail "the resumed run is not complete"
 [ "$(sqlite3 "$PPBENCH_DB" "SELECT count(*) FROM results r JOIN cases c ON c.id = r.case_id WHERE r.status = 'ok'

@@ -18,14 +18,7 @@ n_want=$(wc -l <"$WORK/want")
 set +e; "$PPB" run "$SRC/suites/smoke.yaml" --backend cpu --no-progress --filter "$long" --db "$WORK/r.db" >/dev/null 2>"$WORK/err"; rc=$?; set -e
 [ "$rc" -le 1 ] || { cat "$WORK/err"; fail "run exited $rc"; }
 # Make it an interrupted run with half its results gone, then resume it.
-"$PY" - "$WORK/r.db" <<'PY'
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1]); con.execute("PRAGMA foreign_keys = ON")
-n = con.execute("SELECT count(*) FROM results").fetchone()[0]
-con.execute("DELETE FROM results WHERE id IN (SELECT id FROM results ORDER BY id DESC LIMIT ?)", (n // 2,))
-con.execute("UPDATE runs SET status = 'interrupted', finished_at = NULL")
-con.commit()
-PY
+interrupt_half "$WORK/r.db"
 set +e; "$PPB" run --resume 1 --db "$WORK/r.db" --no-progress >/dev/null 2>"$WORK/err"; rc=$?; set -e
 [ "$rc" -le 1 ] || { cat "$WORK/err"; fail "resume exited $rc"; }
 "$PY" - "$WORK/r.db" "$WORK/want" "$long" <<'PY' || fail "the resumed run is not exactly the filter's cases"

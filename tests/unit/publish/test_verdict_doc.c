@@ -47,6 +47,18 @@ static char *document(fixture *f, doc_format format, const ppb_proposal_record *
     return doc;
 }
 
+/* A compared case of candidate key `key` at ratio [lo, hi]. */
+static ppb_proposal_case compared_case(const char *key, double ratio, double lo, double hi)
+{
+    ppb_proposal_case c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.candidate_key, sizeof c.candidate_key, "%s", key);
+    snprintf(c.state, sizeof c.state, "compared");
+    c.weight = 1;
+    c.ratio = ratio, c.ratio_lo = lo, c.ratio_hi = hi, c.p_holm = NAN;
+    return c;
+}
+
 /* A verdict with many reasons: every line in the JSON, none cut at 8 KB. */
 static void test_long_reasons_written_whole(void **state)
 {
@@ -75,16 +87,11 @@ static void test_written_from_the_verdict_held(void **state)
     snprintf(rec.reasons, sizeof rec.reasons, "ACCEPT: faster\n\nnote: two cases\n");
     snprintf(rec.created_at, sizeof rec.created_at, "2026-01-02T03:04:05Z");
     rec.id = 42; /* never stored: nothing to read back */
-    ppb_proposal_case cases[2];
-    memset(cases, 0, sizeof cases);
+    ppb_proposal_case cases[2] = {compared_case("prefix_prefill b=1 bm=64", 0.5, 0.25, 1),
+                                  compared_case("prefix_prefill b=2 bm=64", 0.75, 0.25, 1)};
     for (int i = 0; i < 2; i++) {
         snprintf(cases[i].baseline_key, sizeof cases[i].baseline_key, "prefix_prefill b=%d", i + 1);
-        snprintf(cases[i].candidate_key, sizeof cases[i].candidate_key, "prefix_prefill b=%d bm=64", i + 1);
-        snprintf(cases[i].state, sizeof cases[i].state, "compared");
         snprintf(cases[i].cls, sizeof cases[i].cls, "faster");
-        cases[i].weight = 1;
-        cases[i].ratio = 0.5 + 0.25 * i, cases[i].ratio_lo = 0.25, cases[i].ratio_hi = 1;
-        cases[i].p_holm = NAN;
     }
     char *json = document(f, DOC_JSON, &rec, cases, 2);
     assert_non_null(strstr(json, "\"proposal\":{\"id\":42,\"name\":\"doc\""));
@@ -138,13 +145,7 @@ static void test_each_case_says_what_it_could_see(void **state)
     static ppb_proposal_record rec;
     make_record(&rec, "INCONCLUSIVE");
     rec.id = 8;
-    ppb_proposal_case cases[2];
-    memset(cases, 0, sizeof cases);
-    for (int i = 0; i < 2; i++) {
-        snprintf(cases[i].candidate_key, sizeof cases[i].candidate_key, "k%d", i);
-        snprintf(cases[i].state, sizeof cases[i].state, "compared");
-        cases[i].ratio = 1.0, cases[i].ratio_lo = 0.9, cases[i].ratio_hi = 1.1, cases[i].p_holm = NAN;
-    }
+    ppb_proposal_case cases[2] = {compared_case("k0", 1.0, 0.9, 1.1), compared_case("k1", 1.0, 0.9, 1.1)};
     cases[0].alpha = 0.05;
     cases[1].alpha = NAN; /* no level stored */
     char *json = document(f, DOC_JSON, &rec, cases, 2);
