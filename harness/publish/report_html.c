@@ -616,8 +616,10 @@ static void proposal_section(page *p)
         else
             ppb_html_text(h, "-");
         ppb_html_markup(h, "</td>");
-        double sees = ppb_proposal_case_detectable(c);
-        td_num(h, "%.1f%%", sees > 0 ? 100 * sees : NAN);
+        char sees[16];
+        ppb_html_markup(h, "<td class=\"num\">");
+        ppb_html_text(h, ppb_format_case_detectable(c, sees, sizeof sees));
+        ppb_html_markup(h, "</td>");
         td_num(h, "%.3g", c->p_holm);
         td_num(h, "%.3g", c->weight);
         td_num(h, "%.4g", b && rp_item_timed(b) ? b->r.median_ms : NAN);

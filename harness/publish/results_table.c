@@ -86,11 +86,8 @@ static void print_proposal_case(FILE *out, const ppb_proposal_case *c)
 {
     fprintf(out, "%-11s %-10s ", c->state, c->cls[0] ? c->cls : "-");
     print_interval(out, c->ratio, c->ratio_lo, c->ratio_hi);
-    double d = ppb_proposal_case_detectable(c);
-    char sees[16] = "-";
-    if (d > 0)
-        snprintf(sees, sizeof sees, d < 1 ? "%.1f%%" : ">=100%%", 100 * d);
-    fprintf(out, " %7s %s\n", sees, short_key(c->candidate_key));
+    char sees[16];
+    fprintf(out, " %7s %s\n", ppb_format_case_detectable(c, sees, sizeof sees), short_key(c->candidate_key));
 }
 
 /* Text from a file or the database, made safe for the terminal (a copy). */
@@ -156,6 +153,16 @@ void ppb_format_run_time(const ppb_run_time *t, char *buf, size_t len)
 double ppb_proposal_case_detectable(const ppb_proposal_case *c)
 {
     return ppb_detectable_change(c->ratio, c->ratio_lo, c->ratio_hi, 1 - c->alpha, PPB_DETECT_POWER);
+}
+
+const char *ppb_format_case_detectable(const ppb_proposal_case *c, char *buf, size_t len)
+{
+    double d = ppb_proposal_case_detectable(c);
+    if (d > 0)
+        snprintf(buf, len, d < 1 ? "%.1f%%" : ">=100%%", 100 * d);
+    else
+        snprintf(buf, len, "-");
+    return buf;
 }
 
 int ppb_format_proposal_cost(const ppb_proposal_cost *c, char *buf, size_t len)

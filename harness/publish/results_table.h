@@ -35,6 +35,9 @@ void ppb_format_run_time(const ppb_run_time *t, char *buf, size_t len);
  * column `sees>=` of the terminal table, `detectable_effect` of the JSON's
  * cases, "could see" of the Markdown's. */
 double ppb_proposal_case_detectable(const ppb_proposal_case *c);
+/* The same as people read it: "2.1%", ">=100%" (it cannot judge any real
+ * change), "-" (no interval); returns buf. */
+const char *ppb_format_case_detectable(const ppb_proposal_case *c, char *buf, size_t len);
 
 /* What a verdict cost (store.h's ppb_proposal_cost), one line: "wall W s =
  * setup A + inputs B + check C + warm-up D + sampling E + other F s; kernels K s

@@ -270,12 +270,8 @@ static void md_case(FILE *out, const ppb_proposal_case *c)
 {
     fprintf(out, "| %s | %s | ", c->state, c->cls[0] ? c->cls : "-");
     md_ratio(out, c->ratio, c->ratio_lo, c->ratio_hi);
-    double d = ppb_proposal_case_detectable(c);
-    if (d > 0)
-        fprintf(out, d < 1 ? " | %.1f%%" : " | >=100%%", 100 * d);
-    else
-        fputs(" | -", out);
-    fputs(" | `", out);
+    char sees[16];
+    fprintf(out, " | %s | `", ppb_format_case_detectable(c, sees, sizeof sees));
     ppb_md_code(out, c->candidate_key);
     fputs("` |\n", out);
 }
