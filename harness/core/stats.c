@@ -65,6 +65,19 @@ double ppb_quantile(const double *x, int n, double q)
 
 double ppb_median(const double *x, int n) { return ppb_quantile(x, n, 0.5); }
 
+double ppb_midmean(const double *x, int n)
+{
+    double *s = n > 0 ? ppb_sorted_copy(x, n) : NULL;
+    if (!s)
+        return NAN;
+    int cut = n / 4;
+    double sum = 0;
+    for (int i = cut; i < n - cut; i++)
+        sum += s[i];
+    free(s);
+    return sum / (n - 2 * cut);
+}
+
 double ppb_mad(const double *x, int n)
 {
     if (n <= 0)

@@ -10,6 +10,7 @@
 
 #include "abtest.h"
 #include "grow.h"
+#include "stats.h"
 #include "trend.h"
 #include "verdict_record.h"
 
@@ -25,6 +26,46 @@ void ppb_run_compare_rules_default(ppb_run_compare_rules *rules)
     rules->verdict.min_gain = 0; /* two runs are not a proposal: no gain required */
     rules->min_history = 5;
     rules->max_history = 20;
+}
+
+/* ---- a compared run as a whole ------------------------------------------------ */
+
+int ppb_run_compare_run_level(const ppb_run_compare_case *cases, int n, const ppb_run_compare_report *rep,
+                              int side, ppb_run_level *out, ppb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->shift = out->noise = NAN;
+    size_t cap = (size_t)(n > 0 ? n : 1);
+    double *shift = calloc(cap, sizeof *shift), *noise = calloc(cap, sizeof *noise);
+    if (!shift || !noise) {
+        free(shift);
+        free(noise);
+        return ppb_fail(err, PPB_ENOMEM, "out of memory");
+    }
+    int k = 0, rc = PPB_OK;
+    for (int i = 0; i < n; i++) {
+        const ppb_run_compare_case *c = &cases[i];
+        if (isnan(rep->noise[i]) || !c->history || c->n_history < 1) /* not judged, or noise given (recompute) */
+            continue;
+        double usual = ppb_median(c->history, c->n_history);
+        if (isnan(usual)) {
+            rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+            break;
+        }
+        shift[k] = log((side ? c->candidate_ms : c->baseline_ms) / usual);
+        noise[k++] = rep->noise[i];
+    }
+    if (!rc && k > 0) {
+        out->cases = k;
+        out->shift = ppb_midmean(shift, k);
+        out->noise = ppb_median(noise, k);
+        if (isnan(out->shift) || isnan(out->noise))
+            rc = ppb_fail(err, PPB_ENOMEM, "out of memory");
+        out->unusual = !rc && k >= 3 && fabs(out->shift) > PPB_RUN_COMPARE_UNUSUAL * out->noise;
+    }
+    free(shift);
+    free(noise);
+    return rc;
 }
 
 /* ---- the decision ---------------------------------------------------------- */

@@ -77,6 +77,26 @@ typedef struct ppb_run_compare_source {
 int ppb_run_compare_history(const ppb_run_compare_source *src, int n_src, const char *key, int max_n,
                             double **out, int *n, ppb_err *err);
 
+/* Is one of the compared runs unusual as a whole against the cases'
+ * histories? Two runs made apart can differ by the machine's state, which
+ * moves every case at once (a loaded CPU once made a run's 5 cases 0.62-0.73x
+ * the time of the run before, nothing changed: docs/STATISTICS.md). `shift` is
+ * the 25%-trimmed mean over the judged cases of log(the run's median / the
+ * median of the case's history), `noise` the median of those cases' run-to-run
+ * noise (rep->noise); `unusual` when at least 3 cases were judged and |shift|
+ * exceeds PPB_RUN_COMPARE_UNUSUAL x noise (about 3 in 1000 plain runs if the
+ * run-level part is normal). For the baseline (side 0) that is a reason to
+ * distrust the comparison; for the candidate it is what a change of every
+ * case looks like. Not part of the verdict: the stored record cannot re-derive
+ * it (it keeps the noise, not the histories), so `compare` says it as a note. */
+#define PPB_RUN_COMPARE_UNUSUAL 3.0
+typedef struct ppb_run_level {
+    double shift, noise;
+    int cases, unusual;
+} ppb_run_level;
+int ppb_run_compare_run_level(const ppb_run_compare_case *cases, int n, const ppb_run_compare_report *rep,
+                              int side, ppb_run_level *out, ppb_err *err);
+
 /* Fill the record of a decided comparison as ppb_verdict_record does, and
  * what a comparison adds: the cases with too little history get state
  * "no-history", each case its noise and history, rec the history rules. */

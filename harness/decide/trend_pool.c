@@ -106,17 +106,9 @@ int ppb_trend_pool_add(ppb_trend_pool *p, const ppb_trend_point *history, const 
  * modes or were hit by a busy neighbour cannot move it far. 1 without memory. */
 static int trimmed_mean(const double *x, int n, double *mean, double *error)
 {
-    double *s = ppb_sorted_copy(x, n);
-    if (!s)
-        return 1;
-    int cut = n / 4;
-    double sum = 0;
-    for (int i = cut; i < n - cut; i++)
-        sum += s[i];
-    *mean = sum / (n - 2 * cut);
-    *error = 1.4826 * ppb_mad(s, n) * 1.09 / sqrt(n);
-    free(s);
-    return isnan(*error);
+    *mean = ppb_midmean(x, n);
+    *error = 1.4826 * ppb_mad(x, n) * 1.09 / sqrt(n);
+    return isnan(*mean) || isnan(*error);
 }
 
 static int by_time(const void *a, const void *b)

@@ -148,19 +148,28 @@ static double pct(double fraction)
 
 /* "7.1% slower [5.2%, 9.0%]" or "3.0% faster [2.1%, 3.9%]": the effect in the
  * direction of the estimate, its interval in the same terms. */
+void ppb_verdict_describe_change(char *buf, size_t size, double r)
+{
+    /* the faster side as a speedup */
+    int slower = r >= 1;
+    char m[32];
+    ppb_format_fixed(m, sizeof m, pct(slower ? r - 1 : 1 / r - 1), 1);
+    snprintf(buf, size, "%s%% %s", m, slower ? "slower" : "faster");
+}
+
 void ppb_verdict_describe_ratio(char *buf, size_t size, double r, double lo, double hi, int bounded)
 {
-    /* "x% slower [a%, b%]" or "x% faster [a%, b%]": the faster side as speedups */
+    /* "x% slower [a%, b%]" or "x% faster [a%, b%]": each end as the middle is said */
     int slower = r >= 1;
-    double mid = slower ? r - 1 : 1 / r - 1, a = slower ? lo - 1 : 1 / hi - 1, b = slower ? hi - 1 : 1 / lo - 1;
-    char m[32], pa[32], pb[32];
-    ppb_format_fixed(m, sizeof m, pct(mid), 1);
+    double a = slower ? lo - 1 : 1 / hi - 1, b = slower ? hi - 1 : 1 / lo - 1;
+    char m[48], pa[32], pb[32];
+    ppb_verdict_describe_change(m, sizeof m, r);
     ppb_format_fixed(pa, sizeof pa, pct(a), 1);
     ppb_format_fixed(pb, sizeof pb, pct(b), 1);
     if (bounded)
-        snprintf(buf, size, "%s%% %s [%s%%, %s%%]", m, slower ? "slower" : "faster", pa, pb);
+        snprintf(buf, size, "%s [%s%%, %s%%]", m, pa, pb);
     else
-        snprintf(buf, size, "%s%% %s (no interval yet)", m, slower ? "slower" : "faster");
+        snprintf(buf, size, "%s (no interval yet)", m);
 }
 
 static const char *plural(int n) { return n == 1 ? "" : "s"; }

@@ -30,6 +30,8 @@ const char *ppb_verdict_name(int verdict);   /* "ACCEPT", "REJECT", "INCONCLUSIV
  * below 1 the speedup "6.5% faster [4.2%, 8.9%]" (1 / ratio - 1); without an
  * interval (bounded 0) "... (no interval yet)". */
 void ppb_verdict_describe_ratio(char *buf, size_t size, double r, double lo, double hi, int bounded);
+/* The effect alone, as the above says it: "4.1% slower", "6.5% faster". */
+void ppb_verdict_describe_change(char *buf, size_t size, double r);
 
 typedef enum {
     PPB_METHOD_HODGES_LEHMANN = 0,   /* HL on log-times, Moses interval (default) */

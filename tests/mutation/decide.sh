@@ -96,6 +96,10 @@ M decide/sequential.c 's#double w = ppb_student_t_quantile(alpha, 2 \* (sessions
 M decide/sequential.c 's#return sqrt(2 \* ((vb + vc) / 2) / sessions);#return sqrt(((vb + vc) / 2) / sessions);#' \
   "between_sd: one side's tau^2 in the ratio, not both"
 # run_compare: separate runs
+M decide/run_compare.c 's#out->shift = ppb_midmean(shift, k);#out->shift = ppb_mean(shift, k);#' \
+  "run level: a plain mean over the cases, which one case moving the other way pulls"
+M decide/run_compare.c 's#out->unusual = !rc && k >= 3 &&#out->unusual = !rc \&\& k >= 1 \&\&#' \
+  "run level: one or two cases called a whole run unusual"
 M decide/run_compare.c 's#int df = (int)floor(MAD_EFFICIENCY \* (h - 1));#int df = (int)floor(MAD_EFFICIENCY * h);#' \
   "the noise's degrees of freedom: off by one"
 M decide/run_compare.c 's#half = \*crit \* sqrt(2.0) \* \*sigma;#half = *crit * *sigma;#' \
@@ -109,7 +113,7 @@ M decide/trend_pool.c 's#^    double shrink = (1 - clip_rho(rho)) / (1 + clip_rh
   "pooled trend: drifting nights counted as independent"
 M decide/trend_pool.c 's#^    if (case_noise > 0) {#    if (0) {#' \
   "pooled trend: the cases' spread within a night ignored"
-M decide/trend_pool.c 's#^    int cut = n / 4;#    int cut = 0;#' \
+M core/stats.c 's#^    int cut = n / 4;#    int cut = 0;#' \
   "pooled trend: a plain mean over the cases, not the trimmed one"
 M decide/trend_pool.c 's#^    double level = ppb_median(v, n);#    double level = v[0];#' \
   "pooled trend: each case against its first night, not its usual level"

@@ -333,6 +333,45 @@ static void test_history_reader(void **state)
     unlink(path);
 }
 
+/* A compared run unusual as a whole: a baseline whose every case is 40% slower
+ * than its history is said to be (the machine changed, not the code); plain
+ * A/A runs almost never are (3 x the noise); the candidate's side is measured
+ * the same way; fewer than 3 judged cases say nothing. */
+static void test_an_unusual_run_is_seen_as_a_whole(void **state)
+{
+    (void)state;
+    sim s;
+    ppb_run_level lv;
+    ppb_err err;
+    int flagged = 0;
+    for (int rep_i = 0; rep_i < 200; rep_i++) {
+        make_sim(&s, 6, 12, 0.03, 1.0, 500 + (uint64_t)rep_i);
+        ppb_run_compare_report rep = decide(&s, NULL);
+        assert_int_equal(ppb_run_compare_run_level(s.c, s.n, &rep, 0, &lv, &err), PPB_OK);
+        assert_int_equal(lv.cases, 6);
+        flagged += lv.unusual;
+        ppb_run_compare_report_free(&rep);
+    }
+    if (flagged > 2)
+        fail_msg("plain baselines called unusual in %d of 200 comparisons", flagged);
+
+    make_sim(&s, 6, 12, 0.03, 1.0, 77);
+    for (int i = 0; i < s.n; i++)
+        s.c[i].baseline_ms *= 1.4;
+    s.c[0].baseline_ms /= 1.4 * 1.4; /* one case the other way: the midmean is not moved by it */
+    ppb_run_compare_report rep = decide(&s, NULL);
+    assert_int_equal(ppb_run_compare_run_level(s.c, s.n, &rep, 0, &lv, &err), PPB_OK);
+    assert_true(lv.unusual);
+    assert_true(fabs(lv.shift - log(1.4)) < 0.06);
+    assert_true(lv.noise > 0.01 && lv.noise < 0.06);
+    assert_int_equal(ppb_run_compare_run_level(s.c, s.n, &rep, 1, &lv, &err), PPB_OK);
+    assert_false(lv.unusual); /* the candidate run is as usual */
+    assert_int_equal(ppb_run_compare_run_level(s.c, 2, &rep, 0, &lv, &err), PPB_OK);
+    assert_int_equal(lv.cases, 2);
+    assert_false(lv.unusual); /* two cases are too few to call a whole run unusual */
+    ppb_run_compare_report_free(&rep);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -344,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_step_beyond_noise_is_flagged),
         cmocka_unit_test(test_states_and_errors),
         cmocka_unit_test(test_history_reader),
+        cmocka_unit_test(test_an_unusual_run_is_seen_as_a_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
