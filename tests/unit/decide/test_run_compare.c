@@ -366,9 +366,15 @@ static void test_an_unusual_run_is_seen_as_a_whole(void **state)
     assert_true(lv.noise > 0.01 && lv.noise < 0.06);
     assert_int_equal(ppb_run_compare_run_level(s.c, s.n, &rep, 1, &lv, &err), PPB_OK);
     assert_false(lv.unusual); /* the candidate run is as usual */
-    assert_int_equal(ppb_run_compare_run_level(s.c, 2, &rep, 0, &lv, &err), PPB_OK);
+    ppb_run_compare_report_free(&rep);
+    /* two cases, both 40% slower: too few to call a whole run unusual */
+    make_sim(&s, 2, 12, 0.03, 1.0, 78);
+    s.c[0].baseline_ms *= 1.4, s.c[1].baseline_ms *= 1.4;
+    rep = decide(&s, NULL);
+    assert_int_equal(ppb_run_compare_run_level(s.c, s.n, &rep, 0, &lv, &err), PPB_OK);
     assert_int_equal(lv.cases, 2);
-    assert_false(lv.unusual); /* two cases are too few to call a whole run unusual */
+    assert_true(fabs(lv.shift) > PPB_RUN_COMPARE_UNUSUAL * lv.noise); /* it would be, with more cases */
+    assert_false(lv.unusual);
     ppb_run_compare_report_free(&rep);
 }
 
