@@ -111,6 +111,29 @@ def synthetic():
     print("synthetic: ok")
 
 
+def params_list():
+    """prepare.py reads the kernel parameters from ppb_kernel_params.h in its
+    order, and refuses a list with an entry it cannot read (the table would
+    shift under plugin.c's matching) rather than leave it out."""
+    assert [k for k, _ in prepare.KNOBS][:3] == ["bm", "bn", "w"] and dict(prepare.KNOBS)["st"] == 0, prepare.KNOBS
+    header = (REPO / "kernels" / "common" / "ppb_kernel_params.h").read_text()
+    odd = header.replace('X(ctx, num_warps, NUM_WARPS, "w", 1, 8, 8, 0)', 'X(ctx, num_warps, NUM_WARPS, w, 1, 8, 8, 0)')
+    assert odd != header, "the test's entry is no longer in ppb_kernel_params.h"
+    real = prepare.REPO
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "kernels" / "common").mkdir(parents=True)
+        write(str(Path(tmp) / "kernels" / "common"), "ppb_kernel_params.h", odd)
+        prepare.REPO = Path(tmp)
+        try:
+            prepare.kernel_params()
+            raise AssertionError("an unreadable entry was left out")
+        except SystemExit as e:
+            assert e.code == 1
+        finally:
+            prepare.REPO = real
+    print("parameter list: ok")
+
+
 def prepared_table():
     """prepare.py on a knob sweep that varies num_stages alone: the key's st=
     reaches the launch, the compile key (another cubin) and the variant's
@@ -192,6 +215,7 @@ def release(tree):
 
 if __name__ == "__main__":
     synthetic()
+    params_list()
     prepared_table()
     for t in sys.argv[1:]:
         release(t)

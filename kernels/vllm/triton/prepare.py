@@ -92,8 +92,11 @@ def kernel_params(kernel="PREFILL"):
         body = re.search(rf"#define PPBK_{kernel}_{part}_PARAMS\(X, ctx\)((?:[^\n]*\\\n)*[^\n]*)", text)
         if not body:
             die(f"kernels/common/ppb_kernel_params.h: no PPBK_{kernel}_{part}_PARAMS list")
-        params += [(e[1], int(e[2])) for e in
-                   re.finditer(r'X\(ctx, \w+, \w+, "(\w+)", -?\d+, -?\d+, (-?\d+), [01]\)', body[1])]
+        found = [(e[1], int(e[2])) for e in
+                 re.finditer(r'X\(ctx, \w+, \w+, "(\w+)", -?\d+, -?\d+, (-?\d+), [01]\)', body[1])]
+        if len(found) != body[1].count("X(ctx,"):  # an entry this reader cannot parse would shift the table
+            die(f"kernels/common/ppb_kernel_params.h: PPBK_{kernel}_{part}_PARAMS has an entry prepare.py cannot read")
+        params += found
     return params
 
 
