@@ -18,7 +18,7 @@
 set -euo pipefail
 src=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 jobs=${PPB_MUTATION_JOBS:-2}
-tests='test_(verdict|abtest|abrun|ab_cost|sequential|calibrate|run_compare|trend|proposal)'
+tests='test_(verdict|abtest|abrun|ab_cases|sequential|calibrate|run_compare|trend|proposal)'
 
 # ---- the mutations: FILE (under harness/), sed expression (matches one line), what it breaks ----
 files=() exprs=() whats=()
