@@ -1,7 +1,8 @@
 /* Kernel arguments, shared by the CUDA kernels (device side), the kernel runtime
  * (host side, NVRTC or ahead-of-time launch) and the harness. Plain C: no CUDA
  * headers, so the harness and the BI-V100 toolchain see the same layout.
- * Layouts follow vLLM 0.6.3 (docs/KERNEL-ABI.md lists them). */
+ * Layouts follow vLLM 0.6.3 (docs/KERNEL-ABI.md lists them); an implementation
+ * may ask for the paged cache in the other layout vLLM uses (PPB_KV_LAYOUT_*). */
 #ifndef PPB_ATTENTION_ARGS_H
 #define PPB_ATTENTION_ARGS_H
 
@@ -15,10 +16,21 @@ typedef int int32_t;
 #define PPB_KDTYPE_FP16 0
 #define PPB_KDTYPE_BF16 1
 
+/* The paged cache's layouts. An implementation names the one its kernels read
+ * (ppbk_*_ops.kv_layout); ppbench fills that one, untimed, with the same
+ * values at the same (page, slot, kv head, d), so every implementation sees
+ * the same inputs and the same float64 reference.
+ * VLLM:  k_cache [num_blocks, num_kv_heads, head_dim / 8, page_size, 8],
+ *        v_cache [num_blocks, num_kv_heads, head_dim, page_size]
+ *        (vLLM's paged attention and prefix prefill kernels; the default)
+ * FLASH: k_cache and v_cache [num_blocks, page_size, num_kv_heads, head_dim]
+ *        (vLLM's FlashAttention and Triton unified attention backends) */
+#define PPB_KV_LAYOUT_VLLM 0
+#define PPB_KV_LAYOUT_FLASH 1
+
 /* Prefix prefill (vLLM context_attention_fwd). Pointers are device pointers.
  * q, out: [total_tokens, num_heads, head_dim]; k, v: [total_tokens, num_kv_heads, head_dim]
- * k_cache: [num_blocks, num_kv_heads, head_dim / 8, page_size, 8]
- * v_cache: [num_blocks, num_kv_heads, head_dim, page_size]
+ * k_cache, v_cache: the paged cache in the implementation's layout (above)
  * block_table: [batch, max_blocks_per_seq]; start_loc: [batch + 1] first new token of each sequence;
  * query_lens, context_lens: [batch]; seq_lens: [batch] = context_lens + query_lens (vLLM's b_seq_len,
  * built once per batch by the host as vLLM does, so an implementation that wants it needs no kernel of its own).
@@ -64,6 +76,10 @@ typedef struct ppb_fill_args {
     const int32_t *valid_tokens;     /* [pages]: tokens in each physical page; NULL: a plain tensor */
     unsigned long long page_elems;   /* elements per physical page */
     int page_size, slot_shift;
+    /* A paged cache asked for in PPB_KV_LAYOUT_FLASH: element i takes the value
+     * of the vLLM-layout element at its place (kv_layout.h; slot_shift 3: the
+     * k_cache's, 0: the v_cache's). PPB_KV_LAYOUT_VLLM: element i is index i. */
+    int layout, num_kv_heads, head_dim;
 } ppb_fill_args;
 
 #endif

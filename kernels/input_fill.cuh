@@ -8,12 +8,18 @@
 #define PPB_INPUT_FILL_CUH
 
 #include "attention_args.h"
+#include "kv_layout.h"
 #include "ppb_rng.h"
 
-/* Element i, whose page holds `valid` tokens (ignored for a plain tensor). */
+/* Element i, whose page holds `valid` tokens (ignored for a plain tensor); in
+ * the FLASH layout the value of the vLLM-layout element at its place (the
+ * same page, so the same `valid`). */
 template <int DTYPE>
 __device__ __forceinline__ uint16_t input_fill_one(const ppb_fill_args &a, unsigned long long i, int valid)
 {
+    if (a.layout == PPB_KV_LAYOUT_FLASH)
+        i = ppb_kv_flash_to_vllm(i, a.slot_shift == 3, (unsigned long long)a.page_size,
+                                 (unsigned long long)a.num_kv_heads, (unsigned long long)a.head_dim);
     int garbage = a.valid_tokens ? ppb_rng_past_valid(i, (unsigned)a.slot_shift, (unsigned)a.page_size, valid) : 0;
     return ppb_rng_keyed_input(a.key, i, DTYPE, garbage);
 }

@@ -35,8 +35,10 @@
  * Versioning: any change to a struct or a function type below is a new
  * PPBK_ABI_VERSION. A config member is only ever appended, so a plugin of an
  * older version reads the members it knows and ppbench refuses it the cases
- * that set a newer one (version 3 has no num_stages). ppbench loads this
- * version, version 3 (the same table) and version 2 (the same table without
+ * that set a newer one (version 3 has no num_stages). An ops table is only
+ * ever extended at its end too (version 5's kv_layout), read by ppbench only
+ * from a plugin of that version on. ppbench loads this version, versions 4
+ * and 3 (the same table, shorter ops) and version 2 (the same table without
  * the context: an adapter calls it, ppb_kernel_abi_v2.h); any other version
  * is refused by name. */
 #ifndef PPB_KERNEL_ABI_H
@@ -50,7 +52,7 @@
 extern "C" {
 #endif
 
-#define PPBK_ABI_VERSION 4
+#define PPBK_ABI_VERSION 5
 #define PPBK_ENTRY_SYMBOL "ppbk_entry"
 
 /* Which pointers a launch receives (bit set in ppbk_impl.backends). */
@@ -121,6 +123,9 @@ typedef struct ppbk_prefill_ops {
     /* Optional (NULL): get the kernel `launch` will run ready and fill *out (zeroed by ppbench). */
     int (*prepare)(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *shape,
                    ppbk_resources *out, char *why, size_t why_len);
+    /* Since version 5: the paged cache layout these kernels read
+     * (PPB_KV_LAYOUT_*, attention_args.h; 0 = vLLM's paged-attention layout). */
+    int kv_layout;
 } ppbk_prefill_ops;
 
 /* One entry for v1 and v2: cfg->version says which. v2 launches the main
@@ -134,6 +139,7 @@ typedef struct ppbk_decode_ops {
                   void *stream, char *why, size_t why_len);
     int (*prepare)(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *shape,
                    ppbk_resources *out, char *why, size_t why_len);
+    int kv_layout;         /* since version 5, as in ppbk_prefill_ops */
 } ppbk_decode_ops;
 
 typedef struct ppbk_impl {

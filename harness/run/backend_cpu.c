@@ -44,6 +44,7 @@ typedef struct host_input {
     const void *original;       /* the workload's tensor (NULL: the case has none) */
     size_t bytes;
     unsigned char *block;       /* zone, copy, zone */
+    void *in_layout;            /* a paged cache in the plugin's layout, when not vLLM's (`original` then) */
 } host_input;
 
 enum { N_INPUTS = 10 };
@@ -204,8 +205,10 @@ static void cpu_release(ppb_backend *b)
         free(b->scratch[i].ptr);
         memset(&b->scratch[i], 0, sizeof b->scratch[i]);
     }
-    for (int k = 0; k < N_INPUTS; k++)
+    for (int k = 0; k < N_INPUTS; k++) {
         free(b->inputs[k].block);
+        free(b->inputs[k].in_layout);
+    }
     memset(b->inputs, 0, sizeof b->inputs);
     b->use_plugin = 0;
     free(b->out_block);
@@ -339,16 +342,16 @@ static void plugin_inputs(const ppb_workload *w, host_input in[N_INPUTS])
 {
     size_t b = (size_t)w->batch, h = sizeof(uint16_t), i = sizeof(int32_t);
     const host_input all[N_INPUTS] = {
-        {"q", w->q, w->q_elems * h, NULL},
-        {"k", w->k, w->kv_elems * h, NULL},
-        {"v", w->v, w->kv_elems * h, NULL},
-        {"k_cache", w->k_cache, w->cache_elems * h, NULL},
-        {"v_cache", w->v_cache, w->cache_elems * h, NULL},
-        {"block_table", w->block_table, b * (size_t)w->max_blocks_per_seq * i, NULL},
-        {"start_loc", w->start_loc, (b + 1) * i, NULL},
-        {"query_lens", w->query_lens, b * i, NULL},
-        {"context_lens", w->context_lens, b * i, NULL},
-        {"seq_lens", w->seq_lens, b * i, NULL},
+        {"q", w->q, w->q_elems * h, NULL, NULL},
+        {"k", w->k, w->kv_elems * h, NULL, NULL},
+        {"v", w->v, w->kv_elems * h, NULL, NULL},
+        {"k_cache", w->k_cache, w->cache_elems * h, NULL, NULL},
+        {"v_cache", w->v_cache, w->cache_elems * h, NULL, NULL},
+        {"block_table", w->block_table, b * (size_t)w->max_blocks_per_seq * i, NULL, NULL},
+        {"start_loc", w->start_loc, (b + 1) * i, NULL, NULL},
+        {"query_lens", w->query_lens, b * i, NULL, NULL},
+        {"context_lens", w->context_lens, b * i, NULL, NULL},
+        {"seq_lens", w->seq_lens, b * i, NULL, NULL},
     };
     memcpy(in, all, sizeof all);
 }
@@ -366,7 +369,8 @@ static void plugin_reset_inputs(ppb_backend *b)
     }
 }
 
-/* Each input copied between its guard zones. */
+/* Each input copied between its guard zones; the paged cache in the layout the
+ * plugin's kernel reads. */
 static int plugin_copy_inputs(ppb_backend *b, ppb_err *err)
 {
     plugin_inputs(b->w, b->inputs);
@@ -374,6 +378,14 @@ static int plugin_copy_inputs(ppb_backend *b, ppb_err *err)
         host_input *in = &b->inputs[k];
         if (!in->original)
             continue;
+        int is_cache = in->original == b->w->k_cache || in->original == b->w->v_cache;
+        if (is_cache && b->plugin.kv_layout != PPB_KV_LAYOUT_VLLM) {
+            if (!(in->in_layout = ppb_workload_cache_in_layout(b->w, in->original == b->w->k_cache,
+                                                               b->plugin.kv_layout)))
+                return ppb_fail(err, PPB_ENOMEM, "cpu backend: out of host memory for %s in the plugin's layout",
+                                in->name);
+            in->original = in->in_layout;
+        }
         if (!(in->block = malloc(in->bytes + 2 * PPB_GUARD_BYTES)))
             return ppb_fail(err, PPB_ENOMEM, "cpu backend: out of host memory for the plugin's copy of %s",
                             in->name);

@@ -205,6 +205,7 @@ typedef struct device_inputs {
     int loaded;
     uint64_t seed;
     char shape[PPB_CASE_KEY_MAX];
+    int kv_layout;               /* the paged cache's (PPB_KV_LAYOUT_*): the layout the bound kernel reads */
     guarded t[N_INPUTS];
     /* A plugin's inputs are checked after its checked launch: their checksums
      * while unchanged (taken once, before the first plugin case on them), and
@@ -759,7 +760,7 @@ static size_t input_bytes(const ppb_workload *w)
 /* 1 when the loaded inputs are those of (w, c): same seed, same shape. */
 static int inputs_loaded_for(const ppb_backend *b, const ppb_case *c, const ppb_workload *w)
 {
-    if (!b->in.loaded || b->in.seed != w->seed)
+    if (!b->in.loaded || b->in.seed != w->seed || b->in.kv_layout != b->call.kv_layout)
         return 0;
     char shape[PPB_CASE_KEY_MAX];
     ppb_case_shape_key(c, shape, sizeof shape);
@@ -841,7 +842,8 @@ static void cuda_prefetch(ppb_backend *b, const ppb_case *c)
 }
 
 /* One tensor generated on the device (kernels/input_fill.cuh), bit for bit
- * what ppb_workload_fill makes on the host. */
+ * what ppb_workload_fill makes on the host; a paged cache (valid set) in the
+ * bound kernel's layout, the same values at the same places. */
 static int fill_tensor(ppb_backend *b, guarded *dst, size_t n, uint32_t tensor, const int32_t *valid,
                        int slot_shift, const ppb_workload *w, ppb_err *err)
 {
@@ -859,7 +861,9 @@ static int fill_tensor(ppb_backend *b, guarded *dst, size_t n, uint32_t tensor, 
     ppb_fill_args a = {.data = dst->ptr, .n = n, .key = ppb_rng_key(w->seed, tensor), .valid_tokens = valid,
                        .page_elems = (unsigned long long)s->num_kv_heads * (unsigned long long)s->head_dim *
                                      (unsigned long long)s->page_size,
-                       .page_size = s->page_size, .slot_shift = slot_shift};
+                       .page_size = s->page_size, .slot_shift = slot_shift,
+                       .layout = valid ? b->call.kv_layout : PPB_KV_LAYOUT_VLLM, .num_kv_heads = s->num_kv_heads,
+                       .head_dim = s->head_dim};
     const unsigned threads = 256;
     size_t blocks = (n + threads - 1) / threads, most = (size_t)b->info.sm_count * 16; /* grid-stride beyond */
     ppb_launch_plan plan = {{(unsigned)(blocks < most ? blocks : most), 1, 1}, {threads, 1, 1}, 0};
@@ -905,6 +909,7 @@ end:
     }
     in->loaded = 1;
     in->seed = w->seed;
+    in->kv_layout = b->call.kv_layout;
     ppb_case_shape_key(c, in->shape, sizeof in->shape);
     return PPB_OK;
 }

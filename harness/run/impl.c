@@ -139,9 +139,11 @@ static void search_path(path_list *l)
 /* ---- older ABI versions --------------------------------------------------------------- */
 
 /* Versions 3 and on share one table; version 2 is called through the adapter
- * below. Version 4 appended num_stages to the prefill config. */
+ * below. Version 4 appended num_stages to the prefill config, version 5
+ * kv_layout to the ops tables. */
 #define ABI_VERSION_3 3u
 #define ABI_VERSION_4 4u
+#define ABI_VERSION_5 5u
 
 /* The configs as versions 2 and 3 laid them out: dtype .. path, eight ints. A
  * later version only appends members, so these bytes are the start of the
@@ -149,8 +151,8 @@ static void search_path(path_list *l)
 #define ABI3_CONFIG_BYTES (8 * sizeof(int))
 
 /* How many bytes of each config a plugin of ABI version `abi` reads. */
-_Static_assert(PPBK_ABI_VERSION == ABI_VERSION_4,
-               "a new kernel ABI version: config_bytes_seen must say what plugins of version 4 read");
+_Static_assert(PPBK_ABI_VERSION == ABI_VERSION_5,
+               "a new kernel ABI version: config_bytes_seen and kv_layout_of must say what plugins of version 5 read");
 static size_t config_bytes_seen(unsigned abi, ppb_kernel_kind kernel)
 {
     if (abi < ABI_VERSION_4)
@@ -272,9 +274,9 @@ static void abi2_wrap(abi2_adapter *a, const ppbk_v2_impl *v2)
         ppbk_decode_ops *to, with;
         const ppbk_decode_ops **slot;
     } decode[] = {
-        {v2->decode_v1, &a->decode_v1, {abi2_decode_v1_refuse, abi2_decode_v1_launch, abi2_decode_v1_prepare},
+        {v2->decode_v1, &a->decode_v1, {abi2_decode_v1_refuse, abi2_decode_v1_launch, abi2_decode_v1_prepare, PPB_KV_LAYOUT_VLLM},
          &a->table.decode_v1},
-        {v2->decode_v2, &a->decode_v2, {abi2_decode_v2_refuse, abi2_decode_v2_launch, abi2_decode_v2_prepare},
+        {v2->decode_v2, &a->decode_v2, {abi2_decode_v2_refuse, abi2_decode_v2_launch, abi2_decode_v2_prepare, PPB_KV_LAYOUT_VLLM},
          &a->table.decode_v2},
     };
     for (size_t i = 0; i < sizeof decode / sizeof *decode; i++) {
@@ -753,6 +755,21 @@ static int find_implementation(const ppb_case *c, loaded **out, ppb_err *err)
     return *out ? PPB_OK : missing(impl, name, err);
 }
 
+static const ppbk_decode_ops *decode_ops(const ppb_impl_call *call)
+{
+    return call->decode_cfg.version == 1 ? call->impl->decode_v1 : call->impl->decode_v2;
+}
+
+/* The cache layout the call's kernel reads: its ops table says from version 5
+ * on; an older table ends before that member (reading it would run past the
+ * plugin's struct), and its kernels read vLLM's layout, the only one there was. */
+static int kv_layout_of(unsigned abi, const ppb_impl_call *call)
+{
+    if (abi < ABI_VERSION_5)
+        return PPB_KV_LAYOUT_VLLM;
+    return call->kernel == PPB_PREFIX_PREFILL ? call->impl->prefill->kv_layout : decode_ops(call)->kv_layout;
+}
+
 int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev, const ppb_impl_ref *builtin,
                   ppb_err *err)
 {
@@ -788,6 +805,13 @@ int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev
         missing_kernel = "paged_attention v2";
     if (missing_kernel)
         return ppb_fail(err, PPB_EREFUSED, "impl %s provides no %s kernel", impl, missing_kernel);
+    call->decode_cfg.version = k->version; /* decode_ops() before the view below */
+    call->kv_layout = kv_layout_of(l ? l->info.abi_version : PPBK_ABI_VERSION, call);
+    if (call->kv_layout != PPB_KV_LAYOUT_VLLM && call->kv_layout != PPB_KV_LAYOUT_FLASH)
+        return ppb_fail(err, PPB_EREFUSED,
+                        "impl %s: its kernel reads the paged cache in layout %d, which this ppbench does not know "
+                        "(PPB_KV_LAYOUT_*, kernels/attention_args.h)",
+                        impl, call->kv_layout);
     if (l) {
         if ((rc = refuse_unseen_params(l->info.abi_version, c, impl, err)) || (rc = call_open(l, dev, impl, err)))
             return rc;
@@ -815,10 +839,6 @@ int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev
     return call_fail(call, impl, rc, why, "", "refused without a reason", err);
 }
 
-static const ppbk_decode_ops *decode_ops(const ppb_impl_call *call)
-{
-    return call->decode_cfg.version == 1 ? call->impl->decode_v1 : call->impl->decode_v2;
-}
 
 int ppb_impl_launch(const ppb_impl_call *call, void *stream, ppb_err *err)
 {

@@ -80,6 +80,7 @@ typedef struct ppb_impl_call {
     ppbk_decode_config decode_cfg;
     ppb_prefill_args prefill;
     ppb_decode_args decode;
+    int kv_layout;           /* PPB_KV_LAYOUT_* the kernel reads the paged cache in: the backend fills that one */
     char note[400];          /* what refuse said when it accepted ("" = nothing) */
 } ppb_impl_call;
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv_layout.h"
 #include "ppb_rng.h"
 #include "threads.h"
 
@@ -75,6 +76,21 @@ size_t ppb_vcache_index(const ppb_workload *w, int block, int kv_head, int d, in
     size_t row = ((size_t)block * (size_t)s->num_kv_heads + (size_t)kv_head) * (size_t)s->head_dim +
                  (size_t)d;
     return row * (size_t)s->page_size + (size_t)slot;
+}
+
+uint16_t *ppb_workload_cache_in_layout(const ppb_workload *w, int is_k, int layout)
+{
+    const uint16_t *src = is_k ? w->k_cache : w->v_cache;
+    uint16_t *dst = src ? malloc(w->cache_elems * sizeof *dst) : NULL;
+    if (!dst)
+        return NULL;
+    const ppb_shape *s = &w->c->shape;
+    for (size_t i = 0; i < w->cache_elems; i++)
+        dst[i] = src[layout == PPB_KV_LAYOUT_FLASH
+                         ? ppb_kv_flash_to_vllm(i, is_k, (uint64_t)s->page_size, (uint64_t)s->num_kv_heads,
+                                                (uint64_t)s->head_dim)
+                         : i];
+    return dst;
 }
 
 float ppb_half_to_float(uint16_t h, int dtype)

@@ -34,7 +34,7 @@ typedef struct ppb_workload {
     uint16_t *q;            /* prefill [total_tokens, H, D]; decode [batch, H, D] */
     uint16_t *k, *v;        /* prefill new tokens [total_tokens, KVH, D]; decode NULL */
     uint16_t *k_cache;      /* [num_blocks, KVH, D/8, page, 8]; NULL when only the queries are filled */
-    uint16_t *v_cache;      /* [num_blocks, KVH, D, page] */
+    uint16_t *v_cache;      /* [num_blocks, KVH, D, page] (vLLM's layout: ppb_workload_cache_in_layout for another) */
     size_t q_elems, kv_elems, cache_elems, out_elems;
 } ppb_workload;
 
@@ -55,6 +55,12 @@ void ppb_workload_free(ppb_workload *w);
 /* Index helpers for the paged layouts. */
 size_t ppb_kcache_index(const ppb_workload *w, int block, int kv_head, int d, int slot);
 size_t ppb_vcache_index(const ppb_workload *w, int block, int kv_head, int d, int slot);
+
+/* A malloc'd copy of the paged k_cache (is_k) or v_cache in `layout`
+ * (PPB_KV_LAYOUT_*, kernels/attention_args.h): the same values at the same
+ * (page, slot, kv head, d). NULL when the workload has no such tensor or
+ * memory ran out. For an implementation that reads the other layout. */
+uint16_t *ppb_workload_cache_in_layout(const ppb_workload *w, int is_k, int layout);
 
 /* fp16/bf16 <-> float conversion (round to nearest even), used everywhere on the host. */
 float ppb_half_to_float(uint16_t h, int dtype);

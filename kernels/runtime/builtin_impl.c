@@ -163,9 +163,9 @@ ABI_ENTRY_POINTS(prefill, PPB_KSPEC_PREFILL, ppbk_prefill_config, ppb_prefill_ar
 ABI_ENTRY_POINTS(decode, PPB_KSPEC_DECODE, ppbk_decode_config, ppb_decode_args)
 #undef ABI_ENTRY_POINTS
 
-static const ppbk_prefill_ops prefill_ops = {prefill_refuse, prefill_launch, prefill_prepare};
+static const ppbk_prefill_ops prefill_ops = {prefill_refuse, prefill_launch, prefill_prepare, PPB_KV_LAYOUT_VLLM};
 /* v1 and v2 are one kernel template; the config's version picks the instantiation. */
-static const ppbk_decode_ops decode_ops = {decode_refuse, decode_launch, decode_prepare};
+static const ppbk_decode_ops decode_ops = {decode_refuse, decode_launch, decode_prepare, PPB_KV_LAYOUT_VLLM};
 
 /* No open or close: ppb_builtin_open makes the context over the caller's
  * runtime (the mechanism and sources hash are the run's kernels.* facts). */

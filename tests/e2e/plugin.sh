@@ -11,7 +11,7 @@ export PPBENCH_DB="$WORK/p.db"
 # impls: builtin and the example with its table; broken libraries with their reasons, exit 1.
 expect_rc 0 "$PPB" impls --plugin "$PLUG"
 grep -q "^builtin " "$WORK/out" || fail "builtin not listed"
-grep -q "^plugin:example-cpu .*prefix_prefill,paged_attention_v1,paged_attention_v2 *cpu *4 " "$WORK/out" \
+grep -q "^plugin:example-cpu .*prefix_prefill,paged_attention_v1,paged_attention_v2 *cpu *5 " "$WORK/out" \
   || { cat "$WORK/out"; fail "example plugin not listed with kernels, backend and ABI"; }
 grep -q "checksum fnv1a64:[0-9a-f]\{16\}" "$WORK/out" || fail "no checksum"
 expect_rc 1 "$PPB" impls --plugin "$BAD"
@@ -58,6 +58,26 @@ grep -q "kernel wrote [0-9]* B past tmp_out" "$WORK/out" || { cat "$WORK/out"; f
 if grep -E "^(wrong|error)" "$WORK/out" | grep -v "hp=\(64\|512\)" | grep -q .; then
   cat "$WORK/out"; fail "a decode case without an overrun failed on the version-2 plugin"
 fi
+
+# Kernels that read the paged cache in the FLASH layout (example-cpu-flash, ABI version 5's kv_layout) get it
+# filled so, the same values at the same places: every case correct, prefill and decode. The same kernels not
+# saying so (example-cpu-flash-undeclared) read vLLM's layout as if it were FLASH: wrong.
+flash=(--plugin "$PLUG" --backend cpu --no-progress --db "$WORK/flash.db")
+expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --impl plugin:example-cpu-flash "${flash[@]}"
+grep -q "^$total results:" "$WORK/out" && ! grep "^$total results:" "$WORK/out" | grep -Eq "wrong|error|refused|skipped|crashed" \
+  || { cat "$WORK/out"; fail "not every case correct on the FLASH-layout plugin"; }
+set +e; "$PPB" run "$SRC/suites/smoke-decode.yaml" --impl plugin:example-cpu-flash "${flash[@]}" >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
+[ "$rc" -le 1 ] || { cat "$WORK/err"; fail "decode on the FLASH-layout plugin exited $rc"; }
+grep -Eq "^ok|^noisy" "$WORK/out" || { cat "$WORK/out"; fail "no decode case ran on the FLASH-layout plugin"; }
+if grep -E "^(wrong|error)" "$WORK/out" | grep -v "hp=\(64\|512\)" | grep -q .; then
+  cat "$WORK/out"; fail "a decode case without an overrun failed on the FLASH-layout plugin"
+fi
+# (wrong where the cache is read: the cases with a context; without one only q, k and v are.)
+with_ctx=$("$PPB" list "$SRC/suites/smoke.yaml" | grep -vc " ctx=0 ")
+[ "$with_ctx" -gt 0 ] || fail "smoke.yaml has no case with a cached context"
+expect_rc 1 "$PPB" run "$SRC/suites/smoke.yaml" --impl plugin:example-cpu-flash-undeclared "${flash[@]}"
+grep -q "^$total results:.* $with_ctx wrong" "$WORK/out" \
+  || { cat "$WORK/out"; fail "a plugin reading an undeclared layout was not found wrong on the $with_ctx cases with a context"; }
 
 # Without the library: refused with the reason, never run on something else.
 expect_rc 1 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/none.db" --impl plugin:example-cpu --backend cpu --no-progress --filter "batch=1,dtype=bf16,head_dim=64,page_size=16,sliding_window=0"

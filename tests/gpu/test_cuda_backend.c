@@ -516,12 +516,18 @@ static void test_input_fill(void)
         int32_t *valid = NULL;
         cudaMalloc((void **)&valid, sizeof(int32_t) * (size_t)w.num_blocks);
         cudaMemcpy(valid, w.valid_tokens, sizeof(int32_t) * (size_t)w.num_blocks, cudaMemcpyHostToDevice);
-        struct { const uint16_t *host; size_t n; uint32_t id; int paged, shift; } t[] = {
-            {w.q, w.q_elems, PPB_T_Q, 0, 0},
-            {w.k, w.kv_elems, PPB_T_K, 0, 0},
-            {w.v, w.kv_elems, PPB_T_V, 0, 0},
-            {w.k_cache, w.cache_elems, PPB_T_K_CACHE, 1, 3},
-            {w.v_cache, w.cache_elems, PPB_T_V_CACHE, 1, 0},
+        /* The caches also in the FLASH layout: the host's remapped copy is what the device must make. */
+        uint16_t *k_flash = ppb_workload_cache_in_layout(&w, 1, PPB_KV_LAYOUT_FLASH);
+        uint16_t *v_flash = ppb_workload_cache_in_layout(&w, 0, PPB_KV_LAYOUT_FLASH);
+        CHECK(k_flash && v_flash, "%s: no FLASH-layout host copy", c->key);
+        struct { const uint16_t *host; size_t n; uint32_t id; int paged, shift, layout; } t[] = {
+            {w.q, w.q_elems, PPB_T_Q, 0, 0, PPB_KV_LAYOUT_VLLM},
+            {w.k, w.kv_elems, PPB_T_K, 0, 0, PPB_KV_LAYOUT_VLLM},
+            {w.v, w.kv_elems, PPB_T_V, 0, 0, PPB_KV_LAYOUT_VLLM},
+            {w.k_cache, w.cache_elems, PPB_T_K_CACHE, 1, 3, PPB_KV_LAYOUT_VLLM},
+            {w.v_cache, w.cache_elems, PPB_T_V_CACHE, 1, 0, PPB_KV_LAYOUT_VLLM},
+            {k_flash, k_flash ? w.cache_elems : 0, PPB_T_K_CACHE, 1, 3, PPB_KV_LAYOUT_FLASH},
+            {v_flash, v_flash ? w.cache_elems : 0, PPB_T_V_CACHE, 1, 0, PPB_KV_LAYOUT_FLASH},
         };
         for (size_t ti = 0; rc == PPB_OK && ti < sizeof t / sizeof *t; ti++) {
             if (!t[ti].n)
@@ -533,7 +539,9 @@ static void test_input_fill(void)
                                .valid_tokens = t[ti].paged ? valid : NULL,
                                .page_elems = (unsigned long long)c->shape.num_kv_heads * c->shape.head_dim *
                                              c->shape.page_size,
-                               .page_size = c->shape.page_size, .slot_shift = t[ti].shift};
+                               .page_size = c->shape.page_size, .slot_shift = t[ti].shift,
+                               .layout = t[ti].layout, .num_kv_heads = c->shape.num_kv_heads,
+                               .head_dim = c->shape.head_dim};
             /* few blocks: the grid-stride loop covers the rest */
             ppb_launch_plan plan = {{(unsigned)prop.multiProcessorCount, 1, 1}, {128, 1, 1}, 0};
             int lrc = ppb_kernels_launch(fill, &plan, &a, sizeof a, NULL, &err);
@@ -541,12 +549,14 @@ static void test_input_fill(void)
             size_t bad = 0;
             for (size_t i = 0; i < t[ti].n; i++)
                 bad += back[i] != t[ti].host[i];
-            CHECK(lrc == PPB_OK && e == cudaSuccess && bad == 0, "%s tensor %u: %zu of %zu elements differ (%s)",
-                  c->key, t[ti].id, bad, t[ti].n, lrc ? err.msg : cudaGetErrorString(e));
+            CHECK(lrc == PPB_OK && e == cudaSuccess && bad == 0, "%s tensor %u (layout %d): %zu of %zu elements differ (%s)",
+                  c->key, t[ti].id, t[ti].layout, bad, t[ti].n, lrc ? err.msg : cudaGetErrorString(e));
             free(back);
             cudaFree(d);
         }
-        printf("   %s: q, k/v, caches (garbage slots included) identical\n", c->key);
+        printf("   %s: q, k/v, caches in both layouts (garbage slots included) identical\n", c->key);
+        free(k_flash);
+        free(v_flash);
         cudaFree(valid);
         ppb_workload_free(&w);
     }

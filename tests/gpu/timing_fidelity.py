@@ -85,7 +85,7 @@ OPEN_FN = ctypes.CFUNCTYPE(c_int, _P(Device), _P(c_vp), c_char_p, c_size_t)
 
 
 class DecodeOps(ctypes.Structure):  # ppbk_decode_ops
-    _fields_ = [("refuse", DECODE_FN), ("launch", LAUNCH_FN), ("prepare", c_vp)]
+    _fields_ = [("refuse", DECODE_FN), ("launch", LAUNCH_FN), ("prepare", c_vp), ("kv_layout", c_int)]
 
 
 class Impl(ctypes.Structure):  # ppbk_impl
@@ -95,12 +95,12 @@ class Impl(ctypes.Structure):  # ppbk_impl
 
 
 # The version the plugins are built with, read from the header (version 4 appended num_stages to the prefill
-# config, which is not mirrored: the decode structs and the table are version 3's; --self-test-layout checks them).
+# config, which is not mirrored; version 5 kv_layout to the ops tables; --self-test-layout checks the mirrors).
 PPBK_ABI_VERSION = int(re.search(r"^#define PPBK_ABI_VERSION (\d+)$", (REPO / "kernels" / "ppb_kernel_abi.h").read_text(),
                                  re.M).group(1))
 PPBK_BACKEND_CUDA, PPBK_OK = 2, 0
 LAYOUT = {"ppbk_device": (Device, 32), "ppbk_decode_config": (DecodeConfig, 32),
-          "ppbk_decode_ops": (DecodeOps, 24), "ppbk_impl": (Impl, 80), "ppb_decode_args": (DecodeArgs, 112)}
+          "ppbk_decode_ops": (DecodeOps, 32), "ppbk_impl": (Impl, 80), "ppb_decode_args": (DecodeArgs, 112)}
 # Sizes measured with gcc on x86-64 Linux from the headers (LP64).
 for _name, (_cls, _size) in LAYOUT.items():
     assert ctypes.sizeof(_cls) == _size, (_name, ctypes.sizeof(_cls), _size)

@@ -23,7 +23,10 @@
  *   BAD_ABI3     "abi3-plugin": not broken but old, a table that says kernel ABI version 3,
  *                as one built before version 4 appended num_stages to the prefill config;
  *                its prefill refuse accepts everything with the note "version-3 table", so
- *                a test sees which cases ppbench refused before asking it
+ *                a test sees which cases ppbench refused before asking it; its ops tables
+ *                end in a kv_layout of 7, which a version-3 plugin's would not have
+ *   BAD_LAYOUT   "bad-layout": its prefill says it reads the paged cache in layout 7, which
+ *                does not exist (kernel ABI version 5's kv_layout)
  * Apart from its one fault each table is well formed, so nothing else trips. */
 #include <limits.h>
 #include <signal.h>
@@ -41,7 +44,7 @@
 
 #if defined(BAD_NOSYM) + defined(BAD_VERSION) + defined(BAD_NULL) + defined(BAD_CRASH) + defined(BAD_NAME) + \
         defined(BAD_NONUL) + defined(BAD_EXIT) + defined(BAD_RESOURCES) + defined(BAD_SCRIBBLE) + \
-        defined(BAD_HANG) + defined(BAD_ABI2) + defined(BAD_ABI3) != 1
+        defined(BAD_HANG) + defined(BAD_ABI2) + defined(BAD_ABI3) + defined(BAD_LAYOUT) != 1
 #error "define exactly one BAD_* (see the list above)"
 #endif
 
@@ -213,9 +216,14 @@ static int bad_prepare(void *ctx, const ppbk_device *dev, const ppbk_prefill_con
     out->static_smem = -1;
     return PPBK_OK;
 }
-static const ppbk_prefill_ops bad_prefill = {bad_refuse, bad_launch, bad_prepare};
+static const ppbk_prefill_ops bad_prefill = {bad_refuse, bad_launch, bad_prepare, PPB_KV_LAYOUT_VLLM};
 #else
-static const ppbk_prefill_ops bad_prefill = {bad_refuse, bad_launch, NULL};
+#if defined(BAD_LAYOUT) || defined(BAD_ABI3)
+#define BAD_KV_LAYOUT 7 /* no such layout; in a version-3 table, bytes ppbench must never read */
+#else
+#define BAD_KV_LAYOUT PPB_KV_LAYOUT_VLLM
+#endif
+static const ppbk_prefill_ops bad_prefill = {bad_refuse, bad_launch, NULL, BAD_KV_LAYOUT};
 #endif
 
 static const ppbk_impl bad_impl = {
@@ -243,6 +251,8 @@ static const ppbk_impl bad_impl = {
     .name = "bad-hang",
 #elif defined(BAD_ABI3)
     .name = "abi3-plugin",
+#elif defined(BAD_LAYOUT)
+    .name = "bad-layout",
 #else
     .name = "bad-plugin",
 #endif

@@ -155,18 +155,28 @@ static float dot(const float *a, const float *b, int dim)
     return s;
 }
 
-/* Key and value `pos` of a sequence from the paged caches:
- * k_cache [blocks, kv_heads, dim / 8, page, 8], v_cache [blocks, kv_heads, dim, page]. */
+/* Key and value `pos` of a sequence from the paged caches, in vLLM's layout
+ * k_cache [blocks, kv_heads, dim / 8, page, 8], v_cache [blocks, kv_heads, dim, page],
+ * or, built with -DREADS_FLASH_LAYOUT (example-cpu-flash), the FLASH layout
+ * [blocks, page, kv_heads, dim] of both (kernels/attention_args.h). */
 static void load_cached(const void *k_cache, const void *v_cache, const int32_t *block_row, int pos,
                         int kv_head, int num_kv_heads, int dim, int page, int dtype, float *k, float *v)
 {
     size_t block = (size_t)block_row[pos / page];
     size_t slot = (size_t)(pos % page);
+#ifdef READS_FLASH_LAYOUT
+    size_t base = ((block * (size_t)page + slot) * (size_t)num_kv_heads + (size_t)kv_head) * (size_t)dim;
+    for (int d = 0; d < dim; d++) {
+        k[d] = load(k_cache, base + (size_t)d, dtype);
+        v[d] = load(v_cache, base + (size_t)d, dtype);
+    }
+#else
     size_t head_base = (block * (size_t)num_kv_heads + (size_t)kv_head) * (size_t)dim * (size_t)page;
     for (int d = 0; d < dim; d++) {
         k[d] = load(k_cache, head_base + ((size_t)(d / 8) * (size_t)page + slot) * 8 + (size_t)(d % 8), dtype);
         v[d] = load(v_cache, head_base + (size_t)d * (size_t)page + slot, dtype);
     }
+#endif
 }
 
 /* First key position a query at `pos` sees: with a sliding window W, keys at
@@ -528,9 +538,20 @@ static int decode_v2_launch_worked(void *ctx, const ppbk_device *dev, const ppbk
 
 /* ---- the table ppbench reads --------------------------------------------------- */
 
-static const ppbk_prefill_ops prefill_ops = {prefill_refuse, PREFILL_LAUNCH, NULL};
-static const ppbk_decode_ops decode_v1_ops = {decode_v1_refuse, DECODE_V1_LAUNCH, NULL};
-static const ppbk_decode_ops decode_v2_ops = {decode_v2_refuse, DECODE_V2_LAUNCH, NULL};
+/* The layout the kernels say they read: the one they do, unless the build
+ * declares another (example-cpu-flash-undeclared, a plugin that gets it wrong:
+ * the run must find its results wrong, tests/e2e/plugin.sh). */
+#ifndef DECLARED_KV_LAYOUT
+#ifdef READS_FLASH_LAYOUT
+#define DECLARED_KV_LAYOUT PPB_KV_LAYOUT_FLASH
+#else
+#define DECLARED_KV_LAYOUT PPB_KV_LAYOUT_VLLM
+#endif
+#endif
+
+static const ppbk_prefill_ops prefill_ops = {prefill_refuse, PREFILL_LAUNCH, NULL, DECLARED_KV_LAYOUT};
+static const ppbk_decode_ops decode_v1_ops = {decode_v1_refuse, DECODE_V1_LAUNCH, NULL, DECLARED_KV_LAYOUT};
+static const ppbk_decode_ops decode_v2_ops = {decode_v2_refuse, DECODE_V2_LAUNCH, NULL, DECLARED_KV_LAYOUT};
 
 static const ppbk_impl example_cpu = {
     .abi_version = PPBK_ABI_VERSION,

@@ -453,8 +453,8 @@ static int prepare_v2(void *ctx, const ppbk_device *d, const ppbk_decode_config 
     return vllm_prepare(d, c, s, 2, r, w, n);
 }
 
-static const ppbk_decode_ops decode_v1_ops = {refuse_v1, launch_v1, prepare_v1};
-static const ppbk_decode_ops decode_v2_ops = {refuse_v2, launch_v2, prepare_v2};
+static const ppbk_decode_ops decode_v1_ops = {refuse_v1, launch_v1, prepare_v1, PPB_KV_LAYOUT_VLLM};
+static const ppbk_decode_ops decode_v2_ops = {refuse_v2, launch_v2, prepare_v2, PPB_KV_LAYOUT_VLLM};
 
 static const ppbk_impl vllm_cuda_impl = {
     .abi_version = PPBK_ABI_VERSION,

@@ -327,7 +327,7 @@ static int prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_
 
 /* ------------------------------------------------------------ the table */
 
-static const ppbk_prefill_ops prefill_ops = {prefill_refuse, prefill_launch, prefill_prepare};
+static const ppbk_prefill_ops prefill_ops = {prefill_refuse, prefill_launch, prefill_prepare, PPB_KV_LAYOUT_VLLM};
 
 __attribute__((visibility("default"))) const ppbk_impl *ppbk_entry(void)
 {

@@ -228,7 +228,7 @@ static void test_each_broken_library_says_why(void **state)
         {"/libppbk_bad_version.so", "kernel ABI version 999"},
         {"/libppbk_bad_null.so", "returned no table"},
         {"/libppbk_bad_name.so", "invalid implementation name"},
-        {"/libppbk_bad_version.so", "this ppbench loads versions 2 to 4"},
+        {"/libppbk_bad_version.so", "this ppbench loads versions 2 to 5"},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         const ppb_impl_info *f = find_info(infos, n, want[i].file);
@@ -382,7 +382,7 @@ static void test_version2_table_loads_through_the_adapter(void **state)
     assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     assert_string_equal(err.msg, "impl plugin:abi2-plugin: built against kernel ABI version 2, which has no "
                                  "num_stages: it cannot honour num_stages=3; rebuild it against "
-                                 "kernels/ppb_kernel_abi.h (version 4)");
+                                 "kernels/ppb_kernel_abi.h (version 5)");
     ppb_case d = decode_case(1);
     d.config.impl = c.config.impl;
     assert_int_equal(ppb_impl_bind(&call, &d, &cpu, NULL, &err), PPB_EREFUSED);
@@ -415,6 +415,8 @@ static void test_version3_table_is_refused_the_parameters_it_cannot_see(void **s
     assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_OK);
     assert_string_equal(call.note, "version-3 table");
     assert_int_equal(call.prefill_cfg.num_stages, 0);
+    /* Its ops tables end before version 5's kv_layout: vLLM's layout, whatever lies past them. */
+    assert_int_equal(call.kv_layout, PPB_KV_LAYOUT_VLLM);
     for (int stages = 1; stages <= 8; stages *= 2) {
         c.config.num_stages = stages;
         memset(&err, 0, sizeof err);
@@ -422,10 +424,35 @@ static void test_version3_table_is_refused_the_parameters_it_cannot_see(void **s
         char want[200];
         snprintf(want, sizeof want,
                  "impl plugin:abi3-plugin: built against kernel ABI version 3, which has no num_stages: it cannot "
-                 "honour num_stages=%d; rebuild it against kernels/ppb_kernel_abi.h (version 4)",
+                 "honour num_stages=%d; rebuild it against kernels/ppb_kernel_abi.h (version 5)",
                  stages);
         assert_string_equal(err.msg, want);
     }
+}
+
+/* Version 5: an ops table says which paged-cache layout its kernel reads; one
+ * ppbench does not know refuses the case, naming the value. The example
+ * plugin's FLASH build says FLASH. */
+static void test_kv_layout_is_read_and_checked(void **state)
+{
+    (void)state;
+    ppb_impl_info f = scanned("PPB_BAD_PLUGIN_DIR", "/libppbk_bad_layout.so");
+    assert_true(f.usable);
+    ppb_err err;
+    ppb_case c = prefill_case();
+    c.config.impl = plugin_impl("plugin:bad-layout");
+    ppbk_device cpu = {PPBK_BACKEND_CPU, 0, 0, 1, 2, 0};
+    ppb_impl_call call;
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
+    assert_string_equal(err.msg, "impl plugin:bad-layout: its kernel reads the paged cache in layout 7, which this "
+                                 "ppbench does not know (PPB_KV_LAYOUT_*, kernels/attention_args.h)");
+    ppb_impl_add_search_path(env_dir("PPB_PLUGIN_DIR"));
+    c.config.impl = plugin_impl("plugin:example-cpu-flash");
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_OK);
+    assert_int_equal(call.kv_layout, PPB_KV_LAYOUT_FLASH);
+    c.config.impl = plugin_impl("plugin:example-cpu");
+    assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_OK);
+    assert_int_equal(call.kv_layout, PPB_KV_LAYOUT_VLLM);
 }
 
 /* The built-in table and its context are the backend's, passed to every bind:
@@ -465,7 +492,7 @@ static int fake_launch(void *ctx, const ppbk_device *d, const ppbk_prefill_confi
 static void test_builtin_calls_get_the_backends_context(void **state)
 {
     (void)state;
-    static const ppbk_prefill_ops ops = {fake_refuse, fake_launch, fake_prepare};
+    static const ppbk_prefill_ops ops = {fake_refuse, fake_launch, fake_prepare, PPB_KV_LAYOUT_VLLM};
     static const ppbk_impl table = {.abi_version = PPBK_ABI_VERSION, .struct_size = sizeof(ppbk_impl),
                                     .name = "builtin", .backends = PPBK_BACKEND_CUDA, .prefill = &ops};
     fake_ctx one = {0}, two = {0};
@@ -516,6 +543,7 @@ int main(void)
         cmocka_unit_test_teardown(test_plugin_strings_and_resources_are_checked, teardown_loader),
         cmocka_unit_test_teardown(test_version2_table_loads_through_the_adapter, teardown_loader),
         cmocka_unit_test_teardown(test_version3_table_is_refused_the_parameters_it_cannot_see, teardown_loader),
+        cmocka_unit_test_teardown(test_kv_layout_is_read_and_checked, teardown_loader),
         cmocka_unit_test(test_builtin_calls_get_the_backends_context),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
