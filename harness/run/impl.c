@@ -446,6 +446,9 @@ static void load_library(loaded *l, const char *path)
             return;
         }
         *kernels[i].flag = 1;
+        /* the ops tables end in kv_layout from version 5 on (decode's where prefill's is: asserted below) */
+        if (t->abi_version >= ABI_VERSION_5)
+            info->flash_layout |= ops->kv_layout == PPB_KV_LAYOUT_FLASH;
     }
     if (!info->has_prefill && !info->has_decode_v1 && !info->has_decode_v2) {
         snprintf(info->error, sizeof info->error, "provides no kernel");
@@ -454,6 +457,9 @@ static void load_library(loaded *l, const char *path)
     l->table = t;
     info->usable = 1;
 }
+
+_Static_assert(offsetof(ppbk_prefill_ops, kv_layout) == offsetof(ppbk_decode_ops, kv_layout),
+               "the library check reads every ops table's kv_layout through the prefill type");
 
 static loaded *loaded_path(const char *path)
 {

@@ -14,6 +14,10 @@ grep -q "^builtin " "$WORK/out" || fail "builtin not listed"
 grep -q "^plugin:example-cpu .*prefix_prefill,paged_attention_v1,paged_attention_v2 *cpu *5 " "$WORK/out" \
   || { cat "$WORK/out"; fail "example plugin not listed with kernels, backend and ABI"; }
 grep -q "checksum fnv1a64:[0-9a-f]\{16\}" "$WORK/out" || fail "no checksum"
+grep -A3 "^plugin:example-cpu-flash " "$WORK/out" | grep -q "reads the paged KV cache in the FLASH layout" \
+  || { cat "$WORK/out"; fail "impls does not say which plugin reads the FLASH layout"; }
+grep -A3 "^plugin:example-cpu " "$WORK/out" | grep -q "FLASH layout" && fail "impls says example-cpu reads the FLASH layout"
+
 expect_rc 1 "$PPB" impls --plugin "$BAD"
 for why in "no symbol ppbk_entry" "kernel ABI version 999" "returned no table" "invalid implementation name"; do
   grep -q "$why" "$WORK/out" || { cat "$WORK/out"; fail "impls did not say '$why'"; }
