@@ -101,8 +101,11 @@ def synthetic():
                      SMALL, ["argument 'Q'", "a tensor the wrapper made"])
         expect_error(write(tmp, "d.py", SYNTHETIC.replace("sliding_window=None):", "sliding_window=None, scales_table=None, mode=None, *, must):")),
                      SMALL, ["required parameter 'must'"])
-        expect_error(write(tmp, "e.py", SYNTHETIC.replace("import torch", "import torch\nimport vllm.envs")),
-                     SMALL, ["imports", "vllm.envs"])
+        expect_error(write(tmp, "e.py", SYNTHETIC.replace("import torch", "import torch\nimport vllm.distributed")),
+                     SMALL, ["imports", "vllm.distributed"])
+        expect_error(write(tmp, "e2.py", SYNTHETIC.replace("import torch", "import torch\nimport vllm.envs as envs\n"
+                                                           "X = envs.VLLM_USE_V2_MODEL_RUNNER")),
+                     SMALL, ["vllm.envs.VLLM_USE_V2_MODEL_RUNNER"])
         expect_error(write(tmp, "f.py", SYNTHETIC.replace("def context_attention_fwd", "def other")),
                      SMALL, ["defines no context_attention_fwd"])
         expect_error(write(tmp, "g.py", SYNTHETIC.replace("b_seq_len.shape[0], q.shape[1]", "max_seq_len_x, q.shape[1]")
@@ -211,6 +214,42 @@ def release(tree):
     low = capture.capture_prefix_prefill(src, GOAL, 70)["constexprs"]["BLOCK_M"]
     assert low == (64 if version == "0.6.3" else 128), f"{version}: BLOCK_M {low} at cc 7.0"
     print(f"{version}: {src.relative_to(tree)}: BLOCK_M {bm}, BLOCK_N {bn}, {w} warps, {nargs} arguments: ok")
+    if version in UNIFIED:
+        unified(tree, version)
+
+
+# Decode on the Triton unified attention (0.9.2 on), called as vLLM's Triton backend calls it: per release the
+# kernels launched for one sequence (the split softmax: 3D kernel and reduce_segments) and for 64 (2D), the
+# 3D kernel's argument count.
+UNIFIED = {
+    "0.10.2": ("kernel_unified_attention_3d", "kernel_unified_attention_2d", 27),
+    "0.20.0": ("kernel_unified_attention", "kernel_unified_attention", 40),
+    "0.34.0": ("kernel_unified_attention", "kernel_unified_attention", 43),
+}
+DECODE_GOAL = {"b": 1, "seq": 32768, "h": 32, "kvh": 4, "d": 128, "dtype": "bf16", "page": 16, "win": 0}
+
+
+def unified(tree, version):
+    split, plain, nargs = UNIFIED[version]
+    src, root = capture.find_unified(tree)
+    one = capture.capture_unified_decode(src, root, DECODE_GOAL, 90)
+    kernels = [x["kernel"] for x in one["launches"]]
+    assert kernels == [split, "reduce_segments"], f"{version}: one sequence launches {kernels}"
+    first = one["launches"][0]
+    assert len(first["args"]) == nargs, f"{version}: {len(first['args'])} arguments"
+    assert first["grid"] == [1, 4, 16] and first["constexprs"]["NUM_SEGMENTS_PER_SEQ"] == 16, first["grid"]
+    args = {a["name"]: a for a in first["args"]}
+    # The FLASH layout's strides, computed by the wrapper from ppbench's stand-in cache [blocks, page, kvh, d].
+    strides = [args[n]["value"] if n in args else first["constexprs"][n] for n in
+               (f"stride_k_cache_{i}" for i in range(4))]  # the last is a constexpr in the kernel
+    assert strides == [16 * 4 * 128, 4 * 128, 128, 1], f"{version}: strides {strides}"
+    assert args["key_cache_ptr"]["role"] == "k_cache" and args["query_start_len_ptr"]["role"] == "query_start"
+    scratch = [a for x in one["launches"] for a in x["args"] if a.get("role") == "scratch"]
+    assert sorted({a["scratch"] for a in scratch}) == [0, 1, 2] and len(one["scratch_bytes"]) == 3, scratch
+    many = capture.capture_unified_decode(src, root, dict(DECODE_GOAL, b=64), 90)
+    assert [x["kernel"] for x in many["launches"]] == [plain], many["launches"]
+    assert many["launches"][0]["grid"] == [64 // 2 + 64, 4, 1] and not many["scratch_bytes"]
+    print(f"{version}: {src.relative_to(tree)}: decode b=1 {' + '.join(kernels)}, b=64 {plain}: ok")
 
 
 if __name__ == "__main__":

@@ -120,8 +120,10 @@ def _torch_stub():
     t.inference_mode = lambda *a, **k: (lambda f: f)
     t.no_grad = t.inference_mode
     t.finfo = lambda d: types.SimpleNamespace(max=448.0 if "e4m3" in d.name else 57344.0, min=0.0, bits=8)
+    # A buffer the wrapper allocates itself (0.10.2's split-softmax scratch): the plugin allocates one of
+    # that size per case, outside timing ("scratch" role; capture() numbers them).
     t.empty = lambda *shape, dtype=None, **k: FakeTensor(shape[0] if len(shape) == 1 and isinstance(
-        shape[0], (tuple, list)) else shape, dtype or DTYPES["float32"])
+        shape[0], (tuple, list)) else shape, dtype or DTYPES["float32"], "scratch")
 
     def missing(name):
         raise CaptureError(f"the wrapper calls torch.{name}, which ppbench does not stand in for")
@@ -223,6 +225,9 @@ class Platform:
     def get_device_capability(self, device_id=0):
         return DeviceCapability(self.cc // 10, self.cc % 10)
 
+    def is_device_capability_family(self, cap, device_id=0):
+        return self.cc // 10 == cap // 10
+
     def is_rocm(self):
         return False
 
@@ -266,17 +271,79 @@ def exec_file_with(src, modules, name):
                 sys.modules[n] = m
 
 
-def load_module(src, cc, launches):
-    """Execute the kernel file with the stand-ins."""
+class _NullLogger:
+    """vllm.logger's logger: every call does nothing (the wrapper's debug_once, warning, ...)."""
+
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+class _Envs(types.ModuleType):
+    """vllm.envs: the settings the kernel files read, at vLLM's defaults; any
+    other is refused, naming it."""
+    KNOWN = {"VLLM_BATCH_INVARIANT": False}
+
+    def __getattr__(self, name):
+        if name in self.KNOWN:
+            return self.KNOWN[name]
+        raise CaptureError(f"the tree reads vllm.envs.{name}, which ppbench does not stand in for")
+
+
+def _int_enum_from(path, cls_name):
+    """An IntEnum `cls_name` as the tree's file defines it (NAME = integer lines of
+    the class body), read without executing the file (it imports half of vLLM);
+    None when the file has no such class."""
+    import ast
+    import enum
+    tree = ast.parse(Path(path).read_text())
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls_name:
+            members = {t.id: v.value for st in node.body if isinstance(st, ast.Assign)
+                       for t in st.targets if isinstance(t, ast.Name)
+                       for v in [st.value] if isinstance(v, ast.Constant) and isinstance(v.value, int)}
+            return enum.IntEnum(cls_name, members)
+    return None  # an older tree: nothing imports it
+
+
+# Modules of the tree a kernel file imports, executed from the tree with the same stand-ins
+# (Triton helpers shared by the unified-attention kernels, from 0.14).
+TREE_MODULES = ("vllm.v1.attention.ops.triton_attention_helpers",)
+
+
+def vllm_stubs(triton, tl, platform, root=None):
+    """The modules a vLLM kernel file imports, as stand-ins: vllm.platforms'
+    current_platform (`platform`), vllm.triton_utils (the given Triton: the
+    recording stand-in here, the real one in prepare.py), vllm.logger,
+    vllm.envs, KVQuantMode (from the tree at `root`), and TREE_MODULES from
+    the tree itself. sys.modules names -> modules."""
+    mods = {n: types.ModuleType(n) for n in ("vllm", "vllm.platforms", "vllm.triton_utils", "vllm.logger",
+                                                "vllm.v1", "vllm.v1.kv_cache_interface")}
+    mods["vllm.envs"] = _Envs("vllm.envs")
+    mods["vllm.platforms"].current_platform = platform
+    mods["vllm.triton_utils"].triton, mods["vllm.triton_utils"].tl = triton, tl
+    mods["vllm.logger"].init_logger = lambda name: _NullLogger()
+    for n, m in mods.items():  # each module an attribute of its parent (import a.b binds a)
+        parent, _, leaf = n.rpartition(".")
+        if parent in mods:
+            setattr(mods[parent], leaf, m)
+    if root is not None:
+        kv = Path(root) / "vllm/v1/kv_cache_interface.py"
+        quant = _int_enum_from(kv, "KVQuantMode") if kv.is_file() else None
+        if quant is not None:
+            mods["vllm.v1.kv_cache_interface"].KVQuantMode = quant
+        for name in TREE_MODULES:
+            f = Path(root) / (name.replace(".", "/") + ".py")
+            if f.is_file():
+                mods[name] = exec_file_with(f, dict(mods, triton=triton, **{"triton.language": tl}), name)
+    return mods
+
+
+def load_module(src, cc, launches, root=None):
+    """Execute the kernel file with the stand-ins (root: the tree it belongs to, for the modules of the
+    tree it imports)."""
     triton, tl = _triton_stub(launches)
-    platforms = types.ModuleType("vllm.platforms")
-    platforms.current_platform = Platform(cc)
-    triton_utils = types.ModuleType("vllm.triton_utils")
-    triton_utils.triton, triton_utils.tl = triton, tl
-    vllm = types.ModuleType("vllm")
-    vllm.platforms, vllm.triton_utils = platforms, triton_utils
-    stubs = {"torch": _torch_stub(), "triton": triton, "triton.language": tl, "vllm": vllm,
-             "vllm.platforms": platforms, "vllm.triton_utils": triton_utils}
+    stubs = dict(vllm_stubs(triton, tl, Platform(cc), root), torch=_torch_stub(), triton=triton)
+    stubs["triton.language"] = tl
     try:
         mod = exec_file_with(src, stubs, "ppbk_capture_" + Path(src).stem)
     except CaptureError:
@@ -387,7 +454,11 @@ def capture_prefix_prefill(src, s, cc):
     return r1
 
 
-def _record(mod, tl, launch, s, mbps, defaulted):
+def _record(mod, tl, launch, s, mbps, defaulted, scratch=None):
+    """One launch as a dict. scratch: None where the family has no scratch
+    buffers (a tensor the wrapper made is refused), else the list the
+    wrapper-made tensors are numbered in (the same tensor, the same number
+    across the launches of one call)."""
     kernel = getattr(mod, launch.kernel)
     params = kernel.signature.parameters
     grid = launch.grid
@@ -403,10 +474,16 @@ def _record(mod, tl, launch, s, mbps, defaulted):
         if name in constexprs:
             continue
         if isinstance(v, FakeTensor):
-            if v.role is None:
+            if v.role is None or (v.role == "scratch" and scratch is None):
                 raise CaptureError(f"argument '{name}' of {launch.kernel} is a tensor the wrapper made "
                                    f"({v.dtype}, shape {v.shape}), not one of ppbench's buffers")
-            args.append({"name": name, "kind": "ptr", "role": v.role, "dtype": str(v.dtype)})
+            arg = {"name": name, "kind": "ptr", "role": v.role, "dtype": str(v.dtype)}
+            if v.role == "scratch":
+                if not any(t is v for t in scratch):
+                    scratch.append(v)
+                arg.update(scratch=next(i for i, t in enumerate(scratch) if t is v),
+                           bytes=v.numel() * v.element_size())
+            args.append(arg)
         elif v is None:
             args.append({"name": name, "kind": "none"})
         elif isinstance(v, bool):
@@ -448,3 +525,113 @@ def override_knobs(rec, s):
                num_stages=s["st"] or rec["num_stages"])
     out["grid"] = [s["b"], s["h"], -(-s["q"] // s["bm"])]
     return out
+
+
+# ---------------------------------------------------------------- the unified-attention family (decode)
+
+UNIFIED_FILES = ("vllm/attention/ops/triton_unified_attention.py",
+                 "vllm/v1/attention/ops/triton_unified_attention.py")
+TRITON_BACKEND_FILE = "vllm/v1/attention/backends/triton_attn.py"
+
+
+def find_unified(tree):
+    """The family's file in a tree and the tree's root (its own imports come from there)."""
+    p = Path(tree)
+    for rel in UNIFIED_FILES:
+        if (p / rel).is_file():
+            return (p / rel).resolve(), p.resolve()
+    raise CaptureError(f"no {' or '.join(UNIFIED_FILES)} under {p} (vLLM's Triton unified attention, 0.9.2 on)")
+
+
+def decode_tensors(s):
+    """ppbench's decode buffers for shape s (a paged_attention case: b, seq, h,
+    kvh, d, dtype, page) as the unified wrapper takes them: the cache in the
+    FLASH layout (kernels/attention_args.h), one query token per sequence, and
+    `query_start` [b + 1] = 0, 1, ..., b, which the plugin provides (the kernel
+    ABI's decode has no query offsets: every sequence has one token)."""
+    dt, i32 = PPB_DTYPES[s["dtype"]], DTYPES["int32"]
+    b, h, kvh, d, page = s["b"], s["h"], s["kvh"], s["d"], s["page"]
+    mbps = max(1, -(-s["seq"] // page))  # harness/run/kernel_case.c: blocks of the longest sequence
+    blocks = b * mbps + 1
+    return {"q": FakeTensor((b, h, d), dt, "q"), "out": FakeTensor((b, h, d), dt, "out"),
+            "k": FakeTensor((blocks, page, kvh, d), dt, "k_cache"),
+            "v": FakeTensor((blocks, page, kvh, d), dt, "v_cache"),
+            "block_table": FakeTensor((b, mbps), i32, "block_table"),
+            "seqused_k": FakeTensor((b,), i32, "seq_lens"),
+            "cu_seqlens_q": FakeTensor((b + 1,), i32, "query_start")}, mbps
+
+
+def _backend_constant(root, name):
+    """An integer constant of the tree's Triton attention backend (triton_attn.py)."""
+    import re
+    f = Path(root) / TRITON_BACKEND_FILE
+    m = re.search(rf"^{name}\s*=\s*(\d+)", f.read_text(), re.M) if f.is_file() else None
+    if not m:
+        raise CaptureError(f"no {name} = N in {f}: ppbench cannot tell how the backend splits decode")
+    return int(m.group(1))
+
+
+def _split_softmax_args(root, s):
+    """What vLLM's Triton attention backend hands unified_attention for decode
+    from 0.14 on (TritonAttentionMetadataBuilder): split-softmax scratch for at
+    most seq_threshold_3D = MIN_LAUNCH_GRID_SIZE_2D // kv_heads sequences, in
+    NUM_PAR_SOFTMAX_SEGMENTS segments; the wrapper then runs the split (3D)
+    kernel and reduce_segments for batches up to that size, the 2D kernel
+    above it. Assumed, as at the backend's defaults on cc 9.0: max_num_seqs >=
+    the threshold, and a CUDA-graph capture size equal to it (vLLM moves the
+    threshold to the nearest one; the default sizes include every power of 2
+    up to 512, so a power-of-2 threshold stays)."""
+    threshold = max(1, _backend_constant(root, "MIN_LAUNCH_GRID_SIZE_2D") // s["kvh"])
+    segments = _backend_constant(root, "NUM_PAR_SOFTMAX_SEGMENTS")
+    hdp = 1 << (s["d"] - 1).bit_length()
+    f32 = DTYPES["float32"]
+    return {"seq_threshold_3D": threshold, "num_par_softmax_segments": segments,
+            "softmax_segm_output": FakeTensor((threshold, s["h"], segments, hdp), f32, "scratch"),
+            "softmax_segm_max": FakeTensor((threshold, s["h"], segments), f32, "scratch"),
+            "softmax_segm_expsum": FakeTensor((threshold, s["h"], segments), f32, "scratch")}
+
+
+def capture_unified_decode(src, root, s, cc):
+    """The launches `unified_attention` of the file `src` (tree `root`) makes for
+    the decode shape s on a device of compute capability cc, called as vLLM's
+    Triton attention backend calls it for a batch of one token per sequence:
+    {"launches": [one dict per kernel launch, in order (see _record)],
+    "max_blocks_per_seq": ..., "scratch_bytes": [bytes of each scratch buffer]}."""
+    try:
+        launches = []
+        mod, tl = load_module(src, cc, launches, root)
+        fn = getattr(mod, "unified_attention", None)
+        if fn is None:
+            raise CaptureError(f"{src} defines no unified_attention")
+        tensors, mbps = decode_tensors(s)
+        ones = FakeTensor((1,), DTYPES["float32"], "ones")
+        known = dict(tensors, max_seqlen_q=1, max_seqlen_k=s["seq"], softmax_scale=s["d"] ** -0.5, causal=True,
+                     window_size=(s["win"] - 1, 0) if s["win"] > 0 else (-1, -1), softcap=0.0, q_descale=None,
+                     k_descale=ones, v_descale=ones)
+        params = inspect.signature(fn).parameters
+        if "seq_threshold_3D" in params:
+            known.update(_split_softmax_args(root, s))
+        kwargs = {}
+        for name, p in params.items():
+            if name in known:
+                kwargs[name] = known[name]
+            elif p.default is inspect.Parameter.empty:
+                raise CaptureError(f"unified_attention has a required parameter '{name}' that ppbench does not "
+                                   f"know how to fill")
+        try:
+            fn(**kwargs)
+        except CaptureError:
+            raise
+        except Exception as e:
+            raise CaptureError(f"{src}: unified_attention failed under ppbench's stand-ins: "
+                               f"{type(e).__name__}: {e}")
+        if not launches:
+            raise CaptureError("unified_attention launched no kernel")
+        scratch = []
+        recs = [_record(mod, tl, x, s, mbps, [], scratch) for x in launches]
+        return {"launches": recs, "max_blocks_per_seq": mbps,
+                "scratch_bytes": [t.numel() * t.element_size() for t in scratch]}
+    except CaptureError:
+        raise
+    except Exception as e:  # anything unforeseen is still one line, never a traceback
+        raise CaptureError(f"{src}: {type(e).__name__}: {e}")
