@@ -49,6 +49,35 @@ def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b
 '''
 
 
+# vLLM's Triton unified attention as 0.10.2 shapes it, in small: a split-softmax kernel and its reduction,
+# the scratch made by the wrapper, a tl.int64 stride.
+SYNTHETIC_UNIFIED = '''
+import torch
+from vllm.triton_utils import tl, triton
+
+@triton.jit
+def kernel_split(segm_ptr, query_ptr, key_cache_ptr, block_tables_ptr, seq_lens_ptr, query_start_len_ptr, k_scale,
+                 scale, stride_k_cache_0: tl.int64, stride_k_cache_1, num_seqs, BLOCK_Q: tl.constexpr,
+                 NUM_SEGMENTS_PER_SEQ: tl.constexpr):
+    pass
+
+@triton.jit
+def reduce_segments(output_ptr, segm_ptr, seq_lens_ptr, num_seqs, NUM_SEGMENTS_PER_SEQ: tl.constexpr):
+    pass
+
+def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k, softmax_scale, causal,
+                      window_size, block_table, softcap, q_descale, k_descale, v_descale, alibi_slopes=None):
+    assert causal and max_seqlen_q == 1
+    segs = 16
+    segm = torch.empty(q.shape[0], q.shape[1], segs, q.shape[2], dtype=torch.float32, device=q.device)
+    kernel_split[(q.shape[0], k.shape[2], segs)](segm, q, k, block_table, seqused_k, cu_seqlens_q, k_descale,
+                                                 softmax_scale, k.stride(0), k.stride(1), len(seqused_k),
+                                                 BLOCK_Q=2, NUM_SEGMENTS_PER_SEQ=segs, num_warps=2)
+    reduce_segments[(q.shape[0], q.shape[1])](out, segm, seqused_k, len(seqused_k), NUM_SEGMENTS_PER_SEQ=segs)
+'''
+DECODE_SMALL = {"b": 3, "seq": 100, "h": 4, "kvh": 2, "d": 64, "dtype": "bf16", "page": 16, "win": 0}
+
+
 def write(tmp, name, text):
     p = Path(tmp) / name
     p.write_text(text)
@@ -112,6 +141,42 @@ def synthetic():
                            .replace("sliding_window=None):", "sliding_window=None, max_seq_len_x=None):")), SMALL,
                      ["the grid of _fwd_kernel is (None, 8, 1)"])
     print("synthetic: ok")
+
+
+def synthetic_unified():
+    """The decode family on a file shaped like 0.10.2's: both launches in order, the wrapper's scratch one
+    numbered buffer shared by them, the query offsets and the FLASH cache by role, a tl.int64 stride as such."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ops = Path(tmp) / "vllm/attention/ops"
+        ops.mkdir(parents=True)
+        write(str(ops), "triton_unified_attention.py", SYNTHETIC_UNIFIED)
+        src, root = capture.find_unified(tmp)
+        r = capture.capture_unified_decode(src, root, DECODE_SMALL, 90)
+        split, red = r["launches"]
+        assert (split["kernel"], red["kernel"]) == ("kernel_split", "reduce_segments"), r["launches"]
+        assert split["grid"] == [3, 2, 16] and red["grid"] == [3, 4, 1] and split["num_warps"] == 2
+        assert r["scratch_bytes"] == [3 * 4 * 16 * 64 * 4], r["scratch_bytes"]
+        a = {x["name"]: x for x in split["args"]}
+        b = {x["name"]: x for x in red["args"]}
+        assert a["segm_ptr"]["scratch"] == b["segm_ptr"]["scratch"] == 0, (a["segm_ptr"], b["segm_ptr"])
+        assert a["query_start_len_ptr"]["role"] == "query_start" and a["key_cache_ptr"]["role"] == "k_cache"
+        assert a["k_scale"]["role"] == "ones" and b["output_ptr"]["role"] == "out"
+        assert a["stride_k_cache_0"] == {"name": "stride_k_cache_0", "kind": "i64", "value": 16 * 2 * 64}
+        assert a["stride_k_cache_1"] == {"name": "stride_k_cache_1", "kind": "i32", "value": 2 * 64}
+        assert abs(a["scale"]["value"] - 64 ** -0.5) < 1e-12
+        # prepare.py's side: one variant, a compile key per launch, and the case key parsed as decode
+        s = prepare.parse_key("paged_attention b=3 seq=100 ragged=false h=4 kvh=2 d=64 dtype=bf16 page=16 win=0 "
+                              "v=1 t=128 p=512 hp=0 path=auto")
+        assert s["kernel"] == "decode" and s["seq"] == 100 and s["v"] == 1, s
+        v, keys = prepare.decode_variant_of(s, r)
+        assert len(keys) == 2 and keys[0][1] != keys[1][1] and v["compile_ids"] == [k[1] for k in keys], keys
+        # without a tree (one file) there is no root, and the 0.14+ backend emulation needs one
+        try:
+            capture.find_unified(src)
+            raise AssertionError("a file is not a tree")
+        except capture.CaptureError as e:
+            assert "no vllm/attention/ops/triton_unified_attention.py" in str(e), e
+    print("synthetic unified attention: ok")
 
 
 def params_list():
@@ -254,6 +319,7 @@ def unified(tree, version):
 
 if __name__ == "__main__":
     synthetic()
+    synthetic_unified()
     params_list()
     prepared_table()
     for t in sys.argv[1:]:

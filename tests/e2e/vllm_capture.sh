@@ -39,6 +39,17 @@ if [ -n "$TPY" ]; then
     # the shape's block table: ctx 300 over pages of 16
     LD_LIBRARY_PATH="$WORK/stub" "$WORK/match" "$WORK/vt/libppbk_vllm_triton.so" 19 >"$WORK/match.out" 2>&1 \
       || fail "the library's case matching: $(cat "$WORK/match.out")"
+    # Decode through vLLM's unified attention (a synthetic tree shaped like 0.10.2's): prepared, compiled,
+    # and the library's decode_v1 asked the same way.
+    mkdir -p "$WORK/utree/vllm/attention/ops"
+    "$PY" -c "import sys; sys.path.insert(0, sys.argv[1]); import vllm_capture; print(vllm_capture.SYNTHETIC_UNIFIED)" \
+      "$SRC/tests/e2e" >"$WORK/utree/vllm/attention/ops/triton_unified_attention.py"
+    dkey='paged_attention b=3 seq=100 ragged=false h=4 kvh=2 d=64 dtype=bf16 page=16 win=0 v=1 t=128 p=512 hp=0 path=auto'
+    expect_rc 0 "$TPY" "$SRC/kernels/vllm/triton/prepare.py" --target cuda:90 --from-wrapper --vllm "$WORK/utree" \
+      --case "$dkey" --case "${dkey/v=1/v=2}" --out "$WORK/vtu" --lib "$WORK/vtu/libppbk_vllm_triton.so"
+    grep -q "0 prefill cases.*1 decode cases" "$WORK/out" || fail "decode preparation: $(cat "$WORK/out")"
+    LD_LIBRARY_PATH="$WORK/stub" "$WORK/match" --decode "$WORK/vtu/libppbk_vllm_triton.so" >"$WORK/match.out" 2>&1 \
+      || fail "the library's decode matching: $(cat "$WORK/match.out")"
   else
     echo "vllm_capture: no CUDA toolkit stub of libcuda: the library's matching was not asked"
   fi

@@ -6,7 +6,15 @@
  * by name in ppb_kernel_params.h's order (plugin.c), and a case not prepared
  * is refused with the case key's parameter text, which names the change.
  *
- *   vllm_triton_match LIB MAX_BLOCKS_PER_SEQ     (exit 0: every answer as expected) */
+ *   vllm_triton_match LIB MAX_BLOCKS_PER_SEQ     (exit 0: every answer as expected)
+ *
+ * With --decode, a library prepared for the decode case b=3 seq=100 h=4 kvh=2
+ * d=64 bf16 page 16 (tests/e2e/vllm_capture.py's SYNTHETIC_UNIFIED): its
+ * decode_v1 reads the FLASH layout, accepts that case naming both launches,
+ * refuses another sequence length as not prepared with its key, and there is
+ * no decode_v2.
+ *
+ *   vllm_triton_match --decode LIB */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,15 +42,49 @@ static void ask(const ppbk_impl *impl, int mbps, int bm, int bn, int w, int st, 
     failures += !ok;
 }
 
+static void ask_decode(const ppbk_impl *impl, int seq, const char *want)
+{
+    ppbk_device dev = {.backend = PPBK_BACKEND_CUDA, .cc = 90, .warp_size = 32, .sm_count = 132,
+                       .smem_optin = 232448};
+    ppbk_decode_config cfg = {.dtype = PPB_KDTYPE_BF16, .head_dim = 64, .page_size = 16, .version = 1,
+                              .num_threads = 128, .partition_size = 512};
+    ppb_decode_args s = {.num_seqs = 3, .num_heads = 4, .num_kv_heads = 2, .head_dim = 64, .page_size = 16,
+                         .max_blocks_per_seq = (seq + 15) / 16, .max_seq_len = seq};
+    char why[1024] = "";
+    int rc = impl->decode_v1->refuse(NULL, &dev, &cfg, &s, why, sizeof why);
+    int prepared = seq == 100; /* the case the library was prepared for */
+    int ok = rc == (prepared ? PPBK_OK : PPBK_REFUSED) && strstr(why, want) &&
+             (prepared || strstr(why, "not prepared"));
+    printf("%s decode seq=%d: %s (%s)\n", ok ? "ok  " : "FAIL", seq, rc == PPBK_OK ? "accepted" : "refused", why);
+    failures += !ok;
+}
+
+static int decode_main(const ppbk_impl *impl)
+{
+    if (!impl->decode_v1 || impl->decode_v2)
+        return fprintf(stderr, "decode_v1 %p, decode_v2 %p: want v1 only\n", (const void *)impl->decode_v1,
+                       (const void *)impl->decode_v2), 1;
+    if (impl->decode_v1->kv_layout != PPB_KV_LAYOUT_FLASH)
+        return fprintf(stderr, "decode kv_layout %d, want FLASH\n", impl->decode_v1->kv_layout), 1;
+    ask_decode(impl, 100, "kernel_split grid (3, 2, 16) 2 warps + reduce_segments grid (3, 4, 1) 4 warps");
+    ask_decode(impl, 200, "--case 'paged_attention b=3 seq=200 h=4 kvh=2 d=64 dtype=bf16 page=16 win=0 v=1'");
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    int decode = argc == 3 && strcmp(argv[1], "--decode") == 0;
     if (argc != 3)
-        return fprintf(stderr, "usage: %s LIB MAX_BLOCKS_PER_SEQ\n", argv[0]), 2;
+        return fprintf(stderr, "usage: %s LIB MAX_BLOCKS_PER_SEQ | --decode LIB\n", argv[0]), 2;
+    if (decode)
+        argv++;
     void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return fprintf(stderr, "%s\n", dlerror()), 1;
     ppbk_entry_fn entry = (ppbk_entry_fn)dlsym(h, PPBK_ENTRY_SYMBOL);
     const ppbk_impl *impl = entry ? entry() : NULL;
+    if (impl && decode)
+        return decode_main(impl);
     if (!impl || !impl->prefill)
         return fprintf(stderr, "%s: no prefill table\n", argv[1]), 1;
     int mbps = atoi(argv[2]);

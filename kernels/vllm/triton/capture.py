@@ -166,6 +166,12 @@ class RecordingKernel:
         raise CaptureError(f"{self.__name__} was called outside a kernel")
 
 
+def _int64_annotation(p):
+    """tl.int64 (the stand-in's "int64"), also as a string under `from __future__ import annotations`."""
+    a = p.annotation
+    return a == "int64" or (isinstance(a, str) and a.replace(" ", "") in ("tl.int64", "int64"))
+
+
 def _constexpr_annotation(p, tl):
     a = p.annotation
     return a is tl.constexpr or (isinstance(a, str) and a.replace(" ", "") in ("tl.constexpr", "constexpr"))
@@ -454,6 +460,15 @@ def capture_prefix_prefill(src, s, cc):
     return r1
 
 
+def _plain(v):
+    """A constexpr as JSON and pickle take it: an IntEnum member (KVQuantMode) as its int."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return int(v)
+    return float(v) if isinstance(v, float) else str(v)
+
+
 def _record(mod, tl, launch, s, mbps, defaulted, scratch=None):
     """One launch as a dict. scratch: None where the family has no scratch
     buffers (a tensor the wrapper made is refused), else the list the
@@ -488,16 +503,15 @@ def _record(mod, tl, launch, s, mbps, defaulted, scratch=None):
             args.append({"name": name, "kind": "none"})
         elif isinstance(v, bool):
             args.append({"name": name, "kind": "i32", "value": int(v)})
-        elif isinstance(v, int):
-            args.append({"name": name, "kind": "i32", "value": v})
+        elif isinstance(v, int):  # a 64-bit parameter where the kernel annotates it tl.int64 (strides, 0.14 on)
+            args.append({"name": name, "kind": "i64" if _int64_annotation(params[name]) else "i32", "value": int(v)})
         elif isinstance(v, float):
             args.append({"name": name, "kind": "fp32", "value": v})
         else:
             raise CaptureError(f"argument '{name}' of {launch.kernel} is a {type(v).__name__}, which ppbench "
                                f"cannot pass")
     return {"kernel": launch.kernel, "grid": list(grid), "args": args,
-            "constexprs": {k: (v if isinstance(v, (int, float, str, bool)) or v is None else str(v))
-                           for k, v in constexprs.items()},
+            "constexprs": {k: _plain(v) for k, v in constexprs.items()},
             "num_warps": int(launch.options.get("num_warps", 4)),
             "num_stages": int(launch.options.get("num_stages", 3)),
             "options": {k: v for k, v in launch.options.items() if k not in ("num_warps", "num_stages")},

@@ -1,5 +1,6 @@
 /* vllm-triton: a vLLM tree's Triton prefix-prefill kernel (`_fwd_kernel` of
- * prefix_prefill.py, vLLM 0.6.3 to 0.34) behind ppbench's kernel ABI.
+ * prefix_prefill.py, vLLM 0.6.3 to 0.34) and its Triton unified attention for
+ * decode (0.9.2 on) behind ppbench's kernel ABI.
  *
  * prepare.py recorded, for each prepared case, the launch the tree's own
  * context_attention_fwd makes (capture.py: grid, warps, every argument by
@@ -26,6 +27,15 @@ typedef struct loaded {
     char error[200];                /* why this kernel cannot run here; "" when it can */
 } loaded;
 
+/* A decode case's own buffers, made by its prepare (never timed): the scratch
+ * the wrapper or vLLM's backend would allocate, and the query offsets. */
+enum { VT_MAX_SCRATCH = 8 };
+typedef struct decode_buffers {
+    int variant;                    /* the ppbk_vt_decode_variants entry they were made for; -1: none */
+    CUdeviceptr scratch[VT_MAX_SCRATCH];
+    CUdeviceptr query_start;        /* [num_seqs + 1] = 0, 1, ..., num_seqs */
+} decode_buffers;
+
 /* The context `open` returns: the loaded kernels of one device. */
 typedef struct vt_ctx {
     CUdevice device;
@@ -33,6 +43,7 @@ typedef struct vt_ctx {
     int retained;                   /* ctx is retained: release it on close */
     loaded *fwd;                    /* one per ppbk_vt_kernels entry */
     CUdeviceptr ones;               /* PPBK_VT_ROLE_ONES: float 1.0 */
+    decode_buffers dec;
 } vt_ctx;
 
 static int say(char *why, size_t len, int rc, const char *fmt, ...)
@@ -121,6 +132,18 @@ static int load(const vt_ctx *vt, const ppbk_vt_kernel *k, loaded *l)
     return 0;
 }
 
+/* Call with the context current. */
+static void free_decode_buffers(decode_buffers *d)
+{
+    for (int i = 0; i < VT_MAX_SCRATCH; i++)
+        if (d->scratch[i])
+            cuMemFree(d->scratch[i]);
+    if (d->query_start)
+        cuMemFree(d->query_start);
+    memset(d, 0, sizeof *d);
+    d->variant = -1;
+}
+
 /* Undo what open did (any part of it) and free the context. */
 static void vt_close(void *ctx)
 {
@@ -134,6 +157,7 @@ static void vt_close(void *ctx)
                 cuModuleUnload(vt->fwd[i].mod);
         if (vt->ones)
             cuMemFree(vt->ones);
+        free_decode_buffers(&vt->dec);
         CUcontext dummy;
         cuCtxPopCurrent(&dummy);
         cuDevicePrimaryCtxRelease(vt->device);
@@ -164,6 +188,7 @@ static int vt_open(const ppbk_device *dev, void **ctx, char *why, size_t len)
                    cu_text(r));
     }
     vt->retained = 1; /* from here on vt_close undoes what was done */
+    vt->dec.variant = -1;
     vt->fwd = calloc((size_t)ppbk_vt_n_kernels + 1, sizeof *vt->fwd);
     if (!vt->fwd) {
         vt_close(vt);
@@ -273,8 +298,53 @@ static int prefill_prepare(void *ctx, const ppbk_device *dev, const ppbk_prefill
 typedef union argval {
     CUdeviceptr p;
     int32_t i;
+    int64_t l;
     float f;
 } argval;
+
+/* One recorded launch: each parameter its buffer (roles[role]; a scratch
+ * buffer by its number) or its recorded value, on the recorded grid with
+ * num_warps x the warp size threads. */
+static int launch_one(const vt_ctx *vt, int kernel, const unsigned grid[3], int n_params, const ppbk_vt_param *ps,
+                      const void *const roles[PPBK_VT_NROLES], const CUdeviceptr *scratch, int n_scratch,
+                      void *stream, char *why, size_t len)
+{
+    const ppbk_vt_kernel *k = &ppbk_vt_kernels[kernel];
+    enum { MAX_PARAMS = 96 };
+    argval vals[MAX_PARAMS];
+    void *params[MAX_PARAMS];
+    if (n_params > MAX_PARAMS)
+        return say(why, len, PPBK_FAILED, "%s: %d kernel parameters", ppbk_vt_name, n_params);
+    for (int p = 0; p < n_params; p++) {
+        const ppbk_vt_param *pa = &ps[p];
+        memset(&vals[p], 0, sizeof vals[p]);
+        if (pa->kind == PPBK_VT_PTR) {
+            const void *ptr = pa->role == PPBK_VT_ROLE_SCRATCH
+                                  ? (pa->i >= 0 && pa->i < n_scratch ? (const void *)(uintptr_t)scratch[pa->i] : NULL)
+                              : pa->role < PPBK_VT_NROLES ? roles[pa->role]
+                                                          : NULL;
+            /* The kernels were compiled for 16-byte aligned tensors, as Triton's JIT
+             * specialises for cudaMalloc'ed ones. */
+            if (!ptr || (uintptr_t)ptr % 16)
+                return say(why, len, PPBK_FAILED, "%s: the buffer of parameter %d (role %d) is %s", ppbk_vt_name,
+                           p, pa->role, ptr ? "not 16-byte aligned, which the prepared kernels assume" : "NULL");
+            vals[p].p = (CUdeviceptr)(uintptr_t)ptr;
+        } else if (pa->kind == PPBK_VT_I32) {
+            vals[p].i = (int32_t)pa->i;
+        } else if (pa->kind == PPBK_VT_I64) {
+            vals[p].l = pa->i;
+        } else if (pa->kind == PPBK_VT_F32) {
+            vals[p].f = pa->f;
+        } /* PPBK_VT_NULL: 0 */
+        params[p] = &vals[p];
+    }
+    CUresult r = cuLaunchKernel(vt->fwd[kernel].fn, grid[0], grid[1], grid[2],
+                                (unsigned)(k->num_warps * ppbk_vt_target_warp_size), 1, 1, (unsigned)k->shared,
+                                (CUstream)stream, params, NULL);
+    if (r != CUDA_SUCCESS)
+        return say(why, len, PPBK_FAILED, "%s: %s launch: %s", ppbk_vt_name, k->name, cu_text(r));
+    return PPBK_OK;
+}
 
 static int prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
                           const ppb_prefill_args *a, void *stream, char *why, size_t len)
@@ -285,10 +355,7 @@ static int prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_
     const ppbk_vt_variant *x = i >= 0 ? &ppbk_vt_variants[i] : NULL;
     if (!vt || !x || vt->fwd[x->kernel].error[0])
         return say(why, len, PPBK_REFUSED, "%s: launch of a config refuse() did not accept", ppbk_vt_name);
-    const ppbk_vt_kernel *k = &ppbk_vt_kernels[x->kernel];
-
-    /* ppbench's buffers by role. The kernels were compiled for 16-byte aligned
-     * tensors, as Triton's JIT specialises for cudaMalloc'ed ones. */
+    /* ppbench's buffers by role */
     const void *roles[PPBK_VT_NROLES] = {
         [PPBK_VT_ROLE_Q] = a->q, [PPBK_VT_ROLE_K] = a->k, [PPBK_VT_ROLE_V] = a->v,
         [PPBK_VT_ROLE_K_CACHE] = a->k_cache, [PPBK_VT_ROLE_V_CACHE] = a->v_cache, [PPBK_VT_ROLE_OUT] = a->out,
@@ -296,51 +363,167 @@ static int prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_
         [PPBK_VT_ROLE_SEQ_LENS] = a->seq_lens, [PPBK_VT_ROLE_CONTEXT_LENS] = a->context_lens,
         [PPBK_VT_ROLE_ONES] = (const void *)(uintptr_t)vt->ones,
     };
-    enum { MAX_PARAMS = 96 };
-    argval vals[MAX_PARAMS];
-    void *params[MAX_PARAMS];
-    if (x->n_params > MAX_PARAMS)
-        return say(why, len, PPBK_FAILED, "%s: %d kernel parameters", ppbk_vt_name, x->n_params);
-    for (int p = 0; p < x->n_params; p++) {
-        const ppbk_vt_param *pa = &x->params[p];
-        memset(&vals[p], 0, sizeof vals[p]);
-        if (pa->kind == PPBK_VT_PTR) {
-            const void *ptr = pa->role < PPBK_VT_NROLES ? roles[pa->role] : NULL;
-            if (!ptr || (uintptr_t)ptr % 16)
-                return say(why, len, PPBK_FAILED, "%s: the buffer of parameter %d (role %d) is %s", ppbk_vt_name,
-                           p, pa->role, ptr ? "not 16-byte aligned, which the prepared kernels assume" : "NULL");
-            vals[p].p = (CUdeviceptr)(uintptr_t)ptr;
-        } else if (pa->kind == PPBK_VT_I32) {
-            vals[p].i = pa->i;
-        } else if (pa->kind == PPBK_VT_F32) {
-            vals[p].f = pa->f;
-        } /* PPBK_VT_NULL: 0 */
-        params[p] = &vals[p];
+    return launch_one(vt, x->kernel, x->grid, x->n_params, x->params, roles, NULL, 0, stream, why, len);
+}
+
+/* ------------------------------------------------------------ decode ops (unified attention) */
+
+static int find_decode_variant(const ppbk_decode_config *cfg, const ppb_decode_args *s)
+{
+    int win = cfg->sliding_window > 0 ? cfg->sliding_window : 0;
+    for (int i = 0; i < ppbk_vt_n_decode_variants; i++) {
+        const ppbk_vt_decode_variant *x = &ppbk_vt_decode_variants[i];
+        if (x->dtype == cfg->dtype && x->head_dim == s->head_dim && x->num_heads == s->num_heads &&
+            x->num_kv_heads == s->num_kv_heads && x->page_size == s->page_size && x->sliding_window == win &&
+            x->num_seqs == s->num_seqs && x->max_seq_len == s->max_seq_len &&
+            x->max_blocks_per_seq == s->max_blocks_per_seq)
+            return i;
     }
-    CUresult r = cuLaunchKernel(vt->fwd[x->kernel].fn, x->grid[0], x->grid[1], x->grid[2],
-                                (unsigned)(k->num_warps * ppbk_vt_target_warp_size), 1, 1, (unsigned)k->shared,
-                                (CUstream)stream, params, NULL);
+    return -1;
+}
+
+static int decode_refuse(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *s,
+                         char *why, size_t len)
+{
+    const vt_ctx *vt = ctx;
+    if (dev->backend != PPBK_BACKEND_CUDA)
+        return say(why, len, PPBK_REFUSED, "%s runs on CUDA devices only", ppbk_vt_name);
+    if (cfg->head_dim != s->head_dim || cfg->page_size != s->page_size || cfg->sliding_window != s->sliding_window)
+        return say(why, len, PPBK_REFUSED, "config and shape disagree (head_dim %d/%d, page %d/%d, window %d/%d)",
+                   cfg->head_dim, s->head_dim, cfg->page_size, s->page_size, cfg->sliding_window,
+                   s->sliding_window);
+    int i = find_decode_variant(cfg, s);
+    if (i < 0)
+        return say(why, len, PPBK_REFUSED,
+                   "not prepared: run %s --case 'paged_attention b=%d seq=%d h=%d kvh=%d d=%d dtype=%s page=%d win=%d "
+                   "v=1' (or give it the suite file)",
+                   ppbk_vt_prepare_cmd, s->num_seqs, s->max_seq_len, s->num_heads, s->num_kv_heads, s->head_dim,
+                   cfg->dtype == PPB_KDTYPE_FP16 ? "fp16" : "bf16", s->page_size, cfg->sliding_window);
+    const ppbk_vt_decode_variant *x = &ppbk_vt_decode_variants[i];
+    /* Element offsets into the cache may be int32 in vLLM's kernel (block number x
+     * its stride): refused where they could wrap, assuming ppbench's allocation of
+     * num_seqs x max_blocks_per_seq + 1 pages. */
+    long long cache_elems = ((long long)s->num_seqs * s->max_blocks_per_seq + 1) * s->num_kv_heads * s->head_dim *
+                            s->page_size;
+    if (cache_elems > INT32_MAX)
+        return say(why, len, PPBK_REFUSED, "int32 offsets may overflow in vLLM's kernel: %lld cache elements (max %d)",
+                   cache_elems, INT32_MAX);
+    if (x->n_scratch > VT_MAX_SCRATCH)
+        return say(why, len, PPBK_REFUSED, "%d scratch buffers, this plugin keeps at most %d", x->n_scratch,
+                   VT_MAX_SCRATCH);
+    size_t n = 0;
+    why[0] = '\0';
+    for (int l = 0; l < x->n_launches; l++) {
+        const ppbk_vt_launch *la = &x->launches[l];
+        const loaded *ld = vt ? &vt->fwd[la->kernel] : NULL;
+        if (ld && ld->error[0])
+            return say(why, len, PPBK_REFUSED, "%s", ld->error);
+        long smem = (long)ppbk_vt_kernels[la->kernel].shared + (ld ? ld->static_smem : 0);
+        if (smem > dev->smem_optin)
+            return say(why, len, PPBK_REFUSED, "%s needs %ld B of shared memory per block, the limit here is %ld B",
+                       ppbk_vt_kernels[la->kernel].name, smem, dev->smem_optin);
+        if (n < len)
+            n += (size_t)snprintf(why + n, len - n, "%s%s grid (%u, %u, %u) %d warps", l ? " + " : "",
+                                  ppbk_vt_kernels[la->kernel].name, la->grid[0], la->grid[1], la->grid[2],
+                                  ppbk_vt_kernels[la->kernel].num_warps);
+    }
+    if (n < len)
+        snprintf(why + n, len - n, ", as the tree's wrapper launches it for vLLM's Triton backend (the case's "
+                                   "num_threads and partition_size do not apply)");
+    return PPBK_OK;
+}
+
+/* The case's scratch and query offsets, made once per case (outside timing, as
+ * vLLM's caching allocator would hand them over). */
+static int decode_prepare(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *s,
+                          ppbk_resources *out, char *why, size_t len)
+{
+    vt_ctx *vt = ctx;
+    (void)dev;
+    int i = find_decode_variant(cfg, s);
+    if (i < 0 || !vt)
+        return say(why, len, PPBK_REFUSED, "not prepared");
+    const ppbk_vt_decode_variant *x = &ppbk_vt_decode_variants[i];
+    memset(out, 0, sizeof *out);
+    const loaded *ld = &vt->fwd[x->launches[0].kernel];
+    out->dynamic_smem = ppbk_vt_kernels[x->launches[0].kernel].shared;
+    out->registers = ld->registers;
+    out->static_smem = ld->static_smem;
+    out->local_bytes = ld->local_bytes;
+    out->max_threads = ld->max_threads;
+
+    CUresult r = cuCtxPushCurrent(vt->ctx);
     if (r != CUDA_SUCCESS)
-        return say(why, len, PPBK_FAILED, "%s: %s launch: %s", ppbk_vt_name, k->name, cu_text(r));
+        return say(why, len, PPBK_FAILED, "%s: %s", ppbk_vt_name, cu_text(r));
+    free_decode_buffers(&vt->dec);
+    for (int b = 0; b < x->n_scratch && r == CUDA_SUCCESS; b++)
+        r = cuMemAlloc(&vt->dec.scratch[b], (size_t)x->scratch_bytes[b]);
+    size_t qs_bytes = sizeof(int32_t) * ((size_t)s->num_seqs + 1);
+    int32_t *qs = r == CUDA_SUCCESS ? malloc(qs_bytes) : NULL;
+    if (r == CUDA_SUCCESS && qs) {
+        for (int q = 0; q <= s->num_seqs; q++)
+            qs[q] = q;
+        r = cuMemAlloc(&vt->dec.query_start, qs_bytes);
+        if (r == CUDA_SUCCESS)
+            r = cuMemcpyHtoD(vt->dec.query_start, qs, qs_bytes);
+    }
+    free(qs);
+    if (r == CUDA_SUCCESS && qs == NULL)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS)
+        vt->dec.variant = i;
+    else
+        free_decode_buffers(&vt->dec);
+    CUcontext dummy;
+    cuCtxPopCurrent(&dummy);
+    return r == CUDA_SUCCESS ? PPBK_OK
+                             : say(why, len, PPBK_FAILED, "%s: the case's scratch buffers: %s", ppbk_vt_name, cu_text(r));
+}
+
+static int decode_launch(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *a,
+                         void *stream, char *why, size_t len)
+{
+    const vt_ctx *vt = ctx;
+    (void)dev;
+    int i = find_decode_variant(cfg, a);
+    if (!vt || i < 0 || vt->dec.variant != i)
+        return say(why, len, PPBK_REFUSED, "%s: launch of a config refuse() did not accept or prepare() did not make "
+                   "ready", ppbk_vt_name);
+    const ppbk_vt_decode_variant *x = &ppbk_vt_decode_variants[i];
+    const void *roles[PPBK_VT_NROLES] = {
+        [PPBK_VT_ROLE_Q] = a->q, [PPBK_VT_ROLE_K_CACHE] = a->k_cache, [PPBK_VT_ROLE_V_CACHE] = a->v_cache,
+        [PPBK_VT_ROLE_OUT] = a->out, [PPBK_VT_ROLE_BLOCK_TABLE] = a->block_table,
+        [PPBK_VT_ROLE_SEQ_LENS] = a->seq_lens, [PPBK_VT_ROLE_ONES] = (const void *)(uintptr_t)vt->ones,
+        [PPBK_VT_ROLE_QUERY_START] = (const void *)(uintptr_t)vt->dec.query_start,
+    };
+    for (int l = 0; l < x->n_launches; l++) {
+        const ppbk_vt_launch *la = &x->launches[l];
+        int rc = launch_one(vt, la->kernel, la->grid, la->n_params, la->params, roles, vt->dec.scratch,
+                            x->n_scratch, stream, why, len);
+        if (rc != PPBK_OK)
+            return rc;
+    }
     return PPBK_OK;
 }
 
 /* ------------------------------------------------------------ the table */
 
 static const ppbk_prefill_ops prefill_ops = {prefill_refuse, prefill_launch, prefill_prepare, PPB_KV_LAYOUT_VLLM};
+/* vLLM's prefix prefill reads the paged-attention layout, its unified attention the FLASH one. */
+static const ppbk_decode_ops decode_ops = {decode_refuse, decode_launch, decode_prepare, PPB_KV_LAYOUT_FLASH};
+
+/* A library prepared without prefill (or decode) cases provides no such kernel:
+ * ppbench then says so, rather than refusing every case as not prepared. */
+#define VT_IMPL(prefill_table, decode_table)                                                                  \
+    {.abi_version = PPBK_ABI_VERSION, .struct_size = sizeof(ppbk_impl), .name = ppbk_vt_name,                \
+     .version = ppbk_vt_version, .source = ppbk_vt_source, .backends = PPBK_BACKEND_CUDA, .open = vt_open,    \
+     .close = vt_close, .prefill = (prefill_table), .decode_v1 = (decode_table)}
 
 __attribute__((visibility("default"))) const ppbk_impl *ppbk_entry(void)
 {
-    static const ppbk_impl impl = {
-        .abi_version = PPBK_ABI_VERSION,
-        .struct_size = sizeof(ppbk_impl),
-        .name = ppbk_vt_name,
-        .version = ppbk_vt_version,
-        .source = ppbk_vt_source,
-        .backends = PPBK_BACKEND_CUDA,
-        .open = vt_open,
-        .close = vt_close,
-        .prefill = &prefill_ops,
-    };
-    return &impl;
+    static const ppbk_impl both = VT_IMPL(&prefill_ops, &decode_ops), prefill_only = VT_IMPL(&prefill_ops, NULL),
+                           decode_only = VT_IMPL(NULL, &decode_ops);
+    if (ppbk_vt_n_decode_variants == 0)
+        return &prefill_only;
+    return ppbk_vt_n_variants == 0 ? &decode_only : &both;
 }

@@ -61,10 +61,10 @@ def default_lib(name):
 
 
 DTYPES = {"fp16": ("torch.float16", 0), "bf16": ("torch.bfloat16", 1)}
-# The buffers a recorded pointer argument can be bound to (capture.prefill_tensors'
-# roles); plugin.c's ROLE_* enum has the same order.
+# The buffers a recorded pointer argument can be bound to (capture.prefill_tensors' and
+# capture.decode_tensors' roles); variants.h's PPBK_VT_ROLE_* enum has the same order.
 ROLES = ("q", "k", "v", "k_cache", "v_cache", "out", "block_table", "start_loc", "seq_lens", "context_lens",
-         "ones")
+         "ones", "query_start", "scratch")
 
 
 def die(msg):
@@ -76,7 +76,8 @@ def die(msg):
 
 def int_class(v):
     """What Triton 3.x's JIT can tell integers apart by: 1, divisible by 16,
-    other; 'L' outside int32, which the plugin cannot pass."""
+    other; 'L' outside int32, which the plugin cannot pass as an int32
+    parameter (a tl.int64 one, kind "i64", takes it)."""
     if not -2**31 <= v < 2**31:
         return "L"
     return "1" if v == 1 else "D" if v % 16 == 0 else "."
@@ -104,16 +105,21 @@ KNOBS = kernel_params()      # [("bm", 128), ("bn", 128), ("w", 8), ("st", 0)]
 
 
 def parse_key(key):
-    """A ppbench case key ('prefix_prefill b=1 q=17 ... bm=16 bn=32 w=4') -> dict.
-    Config fields at their defaults are left out of keys (harness/core/case.c)."""
+    """A ppbench case key -> dict, its "kernel" "prefill" ('prefix_prefill b=1
+    q=17 ... bm=16 bn=32 w=4') or "decode" ('paged_attention b=8 seq=4096 ...
+    v=1 ...'); None for another kernel. Config fields at their defaults are
+    left out of keys (harness/core/case.c)."""
     toks = key.split()
-    if not toks or toks[0] != "prefix_prefill":
+    kinds = {"prefix_prefill": ("prefill", {"ctx": 0, **dict(KNOBS)}, ("q", "ctx", *(k for k, _ in KNOBS))),
+             "paged_attention": ("decode", {"v": 1}, ("seq", "v"))}
+    if not toks or toks[0] not in kinds:
         return None
-    s = {"b": 1, "ctx": 0, "d": 128, "dtype": "bf16", "page": 16, "win": 0, **dict(KNOBS)}
+    kernel, defaults, fields = kinds[toks[0]]
+    s = {"kernel": kernel, "b": 1, "d": 128, "dtype": "bf16", "page": 16, "win": 0, **defaults}
     for t in toks[1:]:
         name, _, val = t.partition("=")
         s[name] = val
-    for name in ("b", "q", "ctx", "h", "kvh", "d", "page", "win", *(k for k, _ in KNOBS)):
+    for name in ("b", "h", "kvh", "d", "page", "win", *fields):
         if name not in s:
             die(f"case key '{key}' has no {name}=")
         s[name] = int(s[name])
@@ -122,20 +128,35 @@ def parse_key(key):
     return s
 
 
+def compile_key(launch, family="prefill"):
+    """A recorded launch -> (compile key, its id). The compile key is what the
+    compiled kernel depends on: the family's file, kernel, constexprs, launch
+    options, the dtypes of its pointers and the class of each integer; launches
+    that share it share one cubin and differ only in argument values and grid."""
+    ints = "".join(int_class(a["value"]) for a in launch["args"] if a["kind"] in ("i32", "i64"))
+    ck = {"family": family, "kernel": launch["kernel"], "constexprs": launch["constexprs"],
+          "num_warps": launch["num_warps"], "num_stages": launch["num_stages"], "options": launch["options"],
+          "int_classes": ints, "args": [(a["name"], a["kind"], a.get("dtype")) for a in launch["args"]]}
+    return ck, hashlib.sha256(json.dumps(ck, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def variant_of(s, launch):
-    """A case's recorded launch -> (variant, compile key). The compile key is
-    what the compiled kernel depends on: kernel, constexprs, launch options, the
-    dtypes of its pointers and the class of each integer; cases that share it
-    share one cubin and differ only in argument values and grid."""
-    ints = "".join(int_class(a["value"]) for a in launch["args"] if a["kind"] == "i32")
-    ck = {"kernel": launch["kernel"], "constexprs": launch["constexprs"], "num_warps": launch["num_warps"],
-          "num_stages": launch["num_stages"], "options": launch["options"], "int_classes": ints,
-          "args": [(a["name"], a["kind"], a.get("dtype")) for a in launch["args"]]}
-    cid = hashlib.sha256(json.dumps(ck, sort_keys=True).encode()).hexdigest()[:16]
+    """A prefill case's recorded launch -> (variant, compile key)."""
+    ck, cid = compile_key(launch)
     v = {"shape": {k: s[k] for k in ("b", "q", "h", "kvh", "d", "dtype", "page", "win")},
          "max_blocks_per_seq": launch["max_blocks_per_seq"], "knobs": {k: s[k] for k, _ in KNOBS},
          "launch": launch, "compile_id": cid}
     return v, ck
+
+
+def decode_variant_of(s, rec):
+    """A decode case's recorded launches (capture.capture_unified_decode) ->
+    (variant, [(compile key, id) per launch])."""
+    keys = [compile_key(x, "decode") for x in rec["launches"]]
+    v = {"shape": {k: s[k] for k in ("b", "seq", "h", "kvh", "d", "dtype", "page", "win")},
+         "max_blocks_per_seq": rec["max_blocks_per_seq"], "launches": rec["launches"],
+         "compile_ids": [cid for _, cid in keys], "scratch_bytes": rec["scratch_bytes"]}
+    return v, keys
 
 
 def suite_cases(suite, ppbench):
@@ -155,16 +176,25 @@ def find_ppbench(given):
 
 # ---------------------------------------------------------------- the vLLM source
 
-def find_source(path):
-    """--vllm: the kernel file itself, a vLLM source tree, or an installed `vllm` package."""
+def find_sources(path):
+    """--vllm: a vLLM source tree, an installed `vllm` package, or the prefix-prefill
+    kernel file itself -> {"prefill": file or None, "decode": (unified attention's
+    file, the tree's root) or None}; at least one."""
     p = Path(path).expanduser()
+    found = {"prefill": None, "decode": None}
     for c in (p, p.parent) if p.name == "vllm" else (p,):
         try:
-            return capture.find_prefix_prefill(c)
+            found["prefill"] = found["prefill"] or capture.find_prefix_prefill(c)
         except capture.CaptureError:
             pass
-    die(f"no {' or '.join(capture.PREFIX_PREFILL_FILES)} under {p}: fetch vLLM's source "
-        f"(scripts/fetch-vllm.sh [--version X] puts it in .deps/vllm-X) or pass --vllm PATH")
+        try:
+            found["decode"] = found["decode"] or capture.find_unified(c)
+        except capture.CaptureError:
+            pass
+    if not any(found.values()):
+        die(f"no {' or '.join(capture.PREFIX_PREFILL_FILES + capture.UNIFIED_FILES)} under {p}: fetch vLLM's "
+            f"source (scripts/fetch-vllm.sh [--version X] puts it in .deps/vllm-X) or pass --vllm PATH")
+    return found
 
 
 def vllm_version(src):
@@ -239,25 +269,23 @@ class _TargetOnlyDriver:
 _W = {}
 
 
-def import_kernel_module(src, platform):
-    """Import the kernel file with the real Triton and without vLLM: the
-    module needs `vllm.platforms.current_platform` (and, from 0.8, the
-    `vllm.triton_utils` re-export of Triton) at load, and torch only for
-    dtypes and decorators, stood in for when it is not installed (capture.py).
-    tests/gpu/timing_fidelity.py passes a `platform` that answers from torch."""
+def import_kernel_module(src, platform, root=None):
+    """Import a kernel file with the real Triton and without vLLM: the module
+    needs `vllm.platforms.current_platform` (and, from 0.8, the
+    `vllm.triton_utils` re-export of Triton) at load, later releases vLLM's
+    logger, envs and helper modules of the tree at `root` (capture.vllm_stubs),
+    and torch only for dtypes and decorators, stood in for when it is not
+    installed. tests/gpu/timing_fidelity.py passes a `platform` that answers
+    from torch."""
     import triton
     import triton.language as tl
-    stubs = {"vllm": types.ModuleType("vllm"), "vllm.platforms": types.ModuleType("vllm.platforms"),
-             "vllm.triton_utils": types.ModuleType("vllm.triton_utils")}
-    stubs["vllm.platforms"].current_platform = platform
-    stubs["vllm.triton_utils"].triton, stubs["vllm.triton_utils"].tl = triton, tl
-    stubs["vllm"].platforms, stubs["vllm"].triton_utils = stubs["vllm.platforms"], stubs["vllm.triton_utils"]
+    stubs = capture.vllm_stubs(triton, tl, platform, root)
     if importlib.util.find_spec("torch") is None:
         stubs["torch"] = capture._torch_stub()
-    return capture.exec_file_with(src, stubs, "ppbk_vllm_prefix_prefill")
+    return capture.exec_file_with(src, stubs, "ppbk_vllm_" + Path(src).stem)
 
 
-def _worker_init(src, target_spec, cache_dir):
+def _worker_init(srcs, target_spec, cache_dir):
     os.environ["TRITON_CACHE_DIR"] = cache_dir
     import triton
     from triton.backends.compiler import GPUTarget
@@ -269,7 +297,9 @@ def _worker_init(src, target_spec, cache_dir):
     if importlib.util.find_spec("torch") is not None:
         import torch
         fp8 = getattr(torch, "float8_e4m3fn", None)
-    _W.update(triton=triton, module=import_kernel_module(src, capture.Platform(int(arch), fp8)), target=target)
+    platform = capture.Platform(int(arch), fp8)
+    _W.update(triton=triton, target=target,
+              modules={family: import_kernel_module(src, platform, root) for family, (src, root) in srcs.items()})
 
 
 def _ptx_params(ptx, name):
@@ -305,7 +335,7 @@ def _kernel_record(ck, jitfn, kinds):
     ptx = _ptx_params(ck.asm["ptx"], md.name)
     if len(ptx) < len(kept):
         raise RuntimeError(f"PTX has {len(ptx)} parameters, expected at least {len(kept)}")
-    ptx_types = {"ptr": ("u64",), "i32": ("u32", "s32", "b32"), "fp32": ("f32",)}
+    ptx_types = {"ptr": ("u64",), "i32": ("u32", "s32", "b32"), "i64": ("u64", "s64", "b64"), "fp32": ("f32",)}
     kinds = dict(kinds)
     params = []
     for i, t in enumerate(ptx):
@@ -321,7 +351,7 @@ def compile_variant(ck, launch):
     """Compile one recorded launch (any case of its compile key) with the real
     Triton: every argument by name, as the wrapper passed it, pointers as
     stand-ins of their dtype."""
-    kernel = getattr(_W["module"], launch["kernel"])
+    kernel = getattr(_W["modules"][ck["family"]], launch["kernel"])
     args = {}
     for a in launch["args"]:
         args[a["name"]] = _Ptr(a["dtype"]) if a["kind"] == "ptr" else None if a["kind"] == "none" else a["value"]
@@ -347,11 +377,12 @@ def c_string(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def gen_table(key_dir, variants, kernels, info):
+def gen_table(key_dir, variants, kernels, info, decode_variants=()):
     """The table plugin.c links against (variants.h): the compiled kernels
     (cubins through .incbin, so big binaries cost the C compiler nothing) and,
     per case, the recorded launch: grid and each kernel parameter's value,
-    bound by name (a buffer's role, or the literal the wrapper passed)."""
+    bound by name (a buffer's role, or the literal the wrapper passed); per
+    decode case its launches in order and its scratch buffers' sizes."""
     lines = ["/* Generated by kernels/vllm/triton/prepare.py; do not edit. */",
              '#include "variants.h"', ""]
     kindex, kinits = {}, []
@@ -365,22 +396,26 @@ def gen_table(key_dir, variants, kernels, info):
         lines.append(f"extern const unsigned char {sym}[], {sym}_end[];")
         kindex[cid] = i
         kinits.append(f"    {{{sym}, {sym}_end, {c_string(rec['name'])}, {rec['shared']}, {rec['num_warps']}}},")
+    def params(name, rec, launch):
+        """The compiled kernel's parameters, each bound by name to what the launch passed."""
+        by_name = {a["name"]: a for a in launch["args"]}
+        slots = []
+        for pname in rec["params"]:
+            a = by_name.get(pname)
+            if a is None:  # past the arguments: a scratch pointer newer Triton appends
+                slots.append("{PPBK_VT_NULL, 0, 0, 0.0f}")
+            elif a["kind"] == "ptr":  # a scratch buffer's number in the int member
+                slots.append(f"{{PPBK_VT_PTR, {ROLES.index(a['role'])}, {int(a.get('scratch', 0))}, 0.0f}}")
+            elif a["kind"] in ("i32", "i64"):
+                slots.append(f"{{PPBK_VT_{a['kind'].upper()}, 0, {int(a['value'])}ll, 0.0f}}")
+            else:
+                slots.append(f"{{PPBK_VT_F32, 0, 0, {float(a['value'])!r}f}}")
+        lines.append(f"static const ppbk_vt_param {name}[] = {{{', '.join(slots) or '{0}'}}};")
+
     vinits = []
     for i, v in enumerate(variants):
         rec, launch = kernels[v["compile_id"]], v["launch"]
-        by_name = {a["name"]: a for a in launch["args"]}
-        slots = []
-        for name in rec["params"]:
-            a = by_name.get(name)
-            if a is None:  # past the arguments: a scratch pointer newer Triton appends
-                slots.append("{PPBK_VT_NULL, 0, 0, 0.0f}")
-            elif a["kind"] == "ptr":
-                slots.append(f"{{PPBK_VT_PTR, {ROLES.index(a['role'])}, 0, 0.0f}}")
-            elif a["kind"] == "i32":
-                slots.append(f"{{PPBK_VT_I32, 0, {int(a['value'])}, 0.0f}}")
-            else:
-                slots.append(f"{{PPBK_VT_F32, 0, 0, {float(a['value'])!r}f}}")
-        lines.append(f"static const ppbk_vt_param ppbk_vt_params_{i}[] = {{{', '.join(slots) or '{0}'}}};")
+        params(f"ppbk_vt_params_{i}", rec, launch)
         sh, c, kn = v["shape"], launch["constexprs"], v["knobs"]
         g = launch["grid"]
         vinits.append(
@@ -389,10 +424,29 @@ def gen_table(key_dir, variants, kernels, info):
             f"{int(c.get('BLOCK_M', 0) or 0)}, {int(c.get('BLOCK_N', 0) or 0)}, {launch['num_warps']}, "
             f"{launch['num_stages']}, {{{g[0]}, {g[1]}, {g[2]}}}, {kindex[v['compile_id']]}, "
             f"{len(rec['params'])}, ppbk_vt_params_{i}}},")
+    dinits = []
+    for i, v in enumerate(decode_variants):
+        launches = []
+        for j, (cid, launch) in enumerate(zip(v["compile_ids"], v["launches"])):
+            rec = kernels[cid]
+            params(f"ppbk_vt_dparams_{i}_{j}", rec, launch)
+            g = launch["grid"]
+            launches.append(f"{{{{{g[0]}, {g[1]}, {g[2]}}}, {kindex[cid]}, {len(rec['params'])}, "
+                            f"ppbk_vt_dparams_{i}_{j}}}")
+        lines.append(f"static const ppbk_vt_launch ppbk_vt_dlaunches_{i}[] = {{{', '.join(launches)}}};")
+        sizes = ", ".join(f"{int(n)}ull" for n in v["scratch_bytes"]) or "0"
+        lines.append(f"static const unsigned long long ppbk_vt_dscratch_{i}[] = {{{sizes}}};")
+        sh = v["shape"]
+        dinits.append(
+            f"    {{{DTYPES[sh['dtype']][1]}, {sh['d']}, {sh['h']}, {sh['kvh']}, {sh['page']}, {max(0, sh['win'])}, "
+            f"{sh['b']}, {sh['seq']}, {v['max_blocks_per_seq']}, {len(launches)}, ppbk_vt_dlaunches_{i}, "
+            f"{len(v['scratch_bytes'])}, ppbk_vt_dscratch_{i}}},")
     lines += ["", "const ppbk_vt_kernel ppbk_vt_kernels[] = {"] + kinits + ["};",
               f"const int ppbk_vt_n_kernels = {len(kernels)};",
-              "const ppbk_vt_variant ppbk_vt_variants[] = {"] + vinits + ["};",
+              "const ppbk_vt_variant ppbk_vt_variants[] = {"] + (vinits or ["    {0},"]) + ["};",
               f"const int ppbk_vt_n_variants = {len(variants)};",
+              "const ppbk_vt_decode_variant ppbk_vt_decode_variants[] = {"] + (dinits or ["    {0},"]) + ["};",
+              f"const int ppbk_vt_n_decode_variants = {len(decode_variants)};",
               f"const int ppbk_vt_from_wrapper = {int(info['from_wrapper'])};",
               f"const int ppbk_vt_target_arch = {info['arch']};",
               f"const int ppbk_vt_target_warp_size = {info['warp_size']};",
@@ -487,8 +541,7 @@ def main():
             die("Triton is not installed: pip install triton (3.x; Python and Triton are needed at prepare time only)")
         if not triton.__version__.startswith("3."):
             die(f"Triton {triton.__version__} is installed; this script needs Triton 3.x (pip install 'triton>=3,<4')")
-    src = find_source(a.vllm)
-    sha = hashlib.sha256(src.read_bytes()).hexdigest()
+    srcs = find_sources(a.vllm)
 
     if a.target:
         parts = a.target.split(":")
@@ -512,23 +565,41 @@ def main():
         ppbench = find_ppbench(a.ppbench)
         for s in a.suites:
             keys += suite_cases(s, ppbench)
-    variants, todo, skipped = {}, {}, []
+    variants, dvariants, todo, skipped = {}, {}, {}, []
     for k in keys:
         s = parse_key(k)
         if s is None or s.get("impl", a.name) != a.name:
             continue  # another kernel's case, or one a suite gives to another implementation
+        family = s["kernel"]
+        if family == "decode" and s["v"] != 1:
+            continue  # unified attention has no v2: the split is the backend's choice (README.md)
+        if srcs[family] is None:
+            skipped.append(f"{k}: the tree has no " + " or ".join(
+                capture.PREFIX_PREFILL_FILES if family == "prefill" else capture.UNIFIED_FILES))
+            continue
         try:
-            launch = capture.capture_prefix_prefill(src, s, int(target_spec[1]))
-            if not a.from_wrapper:
-                launch = capture.override_knobs(launch, s)
+            if family == "decode":
+                rec = capture.capture_unified_decode(*srcs["decode"], s, int(target_spec[1]))
+                launches = rec["launches"]
+            else:
+                launch = capture.capture_prefix_prefill(srcs["prefill"], s, int(target_spec[1]))
+                if not a.from_wrapper:
+                    launch = capture.override_knobs(launch, s)
+                launches = [launch]
         except capture.CaptureError as e:
             if not a.from_wrapper and "cannot override" in str(e):
                 skipped.append(f"{k}: {e}")
                 continue
-            die(f"{src}: {e}")
-        bad = [x for x in launch["args"] if x["kind"] == "i32" and int_class(x["value"]) == "L"]
+            die(f"{srcs[family] if family == 'prefill' else srcs[family][0]}: {e}")
+        bad = [x for launch in launches for x in launch["args"] if x["kind"] == "i32" and int_class(x["value"]) == "L"]
         if bad:
             skipped.append(f"{k}: argument {bad[0]['name']} = {bad[0]['value']} does not fit int32")
+            continue
+        if family == "decode":
+            v, keys_ = decode_variant_of(s, rec)
+            dvariants.setdefault(json.dumps([v["shape"], v["max_blocks_per_seq"]], sort_keys=True), v)
+            for (ck, cid), launch in zip(keys_, launches):
+                todo.setdefault(cid, (ck, launch))
             continue
         v, ck = variant_of(s, launch)
         vkey = json.dumps([v["shape"], v["max_blocks_per_seq"], v["knobs"] if not a.from_wrapper else None],
@@ -536,25 +607,33 @@ def main():
         variants.setdefault(vkey, v)
         todo.setdefault(v["compile_id"], (ck, launch))
     if a.print_launches:
-        json.dump([dict(v["launch"], shape=v["shape"], knobs=v["knobs"]) for v in variants.values()], sys.stdout,
-                  indent=1)
+        json.dump([dict(v["launch"], shape=v["shape"], knobs=v["knobs"]) for v in variants.values()] +
+                  [dict(launches=v["launches"], shape=v["shape"], scratch_bytes=v["scratch_bytes"])
+                   for v in dvariants.values()], sys.stdout, indent=1)
         print()
         return
-    if not variants:
-        die(f"no prefix_prefill case to prepare among {len(keys)} cases" +
+    if not variants and not dvariants:
+        die(f"no prefix_prefill or paged_attention v1 case to prepare among {len(keys)} cases" +
             (f" ({len(skipped)} skipped: {skipped[0]})" if skipped else ""))
+    # The files the kernels came from (those of the families with cases), and their one checksum.
+    used = {f: (srcs[f] if f == "prefill" else srcs[f][0]) for f, n in (("prefill", variants), ("decode", dvariants))
+            if n}
+    sha = hashlib.sha256(b"".join(p.read_bytes() for p in used.values())).hexdigest()
+    src = used.get("prefill") or used["decode"]
 
     mode = "wrapper" if a.from_wrapper else "knobs"
     key_dir = Path(a.out).expanduser() / f"{sha[:16]}-triton{triton.__version__}-{tname}"
     key_dir.mkdir(parents=True, exist_ok=True)
     missing = {cid: x for cid, x in todo.items() if not (key_dir / f"{cid}.json").is_file()}
-    print(f"prepare.py: {len(variants)} cases ({mode}: {'the launch the tree wrapper makes' if a.from_wrapper else 'the case knobs in place of the wrapper choice'}), "
+    print(f"prepare.py: {len(variants)} prefill cases ({mode}: {'the launch the tree wrapper makes' if a.from_wrapper else 'the case knobs in place of the wrapper choice'}), "
+          f"{len(dvariants)} decode cases (unified attention as the wrapper launches it), "
           f"{len(todo)} kernels, {len(missing)} to compile, {len(skipped)} skipped, Triton {triton.__version__}, "
-          f"target {':'.join(target_spec)}, {src} sha256 {sha[:16]}")
+          f"target {':'.join(target_spec)}, {' + '.join(map(str, used.values()))} sha256 {sha[:16]}")
     for line in skipped[:5]:
         print(f"  skipped {line}")
 
-    failures = run_compiles(a.jobs, src, target_spec, key_dir, missing)
+    failures = run_compiles(a.jobs, {f: srcs[f] if f == "decode" else (srcs[f], None) for f in used},
+                            target_spec, key_dir, missing)
     if failures:
         die(f"{failures} kernel(s) failed to compile (above)")
     kernels = {cid: json.loads((key_dir / f"{cid}.json").read_text()) for cid in todo}
@@ -570,27 +649,37 @@ def main():
     info = {"arch": int(target_spec[1]), "warp_size": int(target_spec[2]), "name": a.name,
             "from_wrapper": a.from_wrapper,
             "version": f"vllm {vllm_version(src)} / triton {triton.__version__}",
-            "source": f"{src} sha256:{sha}", "prepare_cmd": prepare_cmd}
+            "source": " + ".join(map(str, used.values())) + f" sha256:{sha}", "prepare_cmd": prepare_cmd}
     ordered = sorted(variants.values(), key=lambda v: json.dumps([v["shape"], v["knobs"]], sort_keys=True))
-    gen_table(key_dir, ordered, kernels, info)
+    dordered = sorted(dvariants.values(), key=lambda v: json.dumps(v["shape"], sort_keys=True))
+    gen_table(key_dir, ordered, kernels, info, dordered)
     manifest = dict(info, triton=triton.__version__, target=":".join(target_spec), sha256=sha, mode=mode,
                     cases=[{"shape": v["shape"], "knobs": v["knobs"], "kernel": v["launch"]["kernel"],
                             "grid": v["launch"]["grid"], "num_warps": v["launch"]["num_warps"],
                             "num_stages": v["launch"]["num_stages"],
                             "BLOCK_M": v["launch"]["constexprs"].get("BLOCK_M"),
                             "BLOCK_N": v["launch"]["constexprs"].get("BLOCK_N"),
-                            "compile_id": v["compile_id"]} for v in ordered])
+                            "compile_id": v["compile_id"]} for v in ordered],
+                    decode_cases=[{"shape": v["shape"], "scratch_bytes": v["scratch_bytes"],
+                                   "launches": [{"kernel": x["kernel"], "grid": x["grid"], "num_warps": x["num_warps"],
+                                                 "num_stages": x["num_stages"], "compile_id": cid}
+                                                for x, cid in zip(v["launches"], v["compile_ids"])]}
+                                  for v in dordered])
     (key_dir / f"manifest-{a.name}.json").write_text(json.dumps(manifest, indent=1) + "\n")
     lib = Path(a.lib).expanduser()
     secs = build_library(key_dir, lib, a.cc, os.path.dirname(triton.__file__))
-    print(f"prepare.py: {lib} ({len(ordered)} cases, {len(kernels)} kernels, built in {secs:.1f} s); "
+    print(f"prepare.py: {lib} ({len(ordered)} prefill and {len(dordered)} decode cases, {len(kernels)} kernels, "
+          f"built in {secs:.1f} s); "
           f"manifest {key_dir}/manifest-{a.name}.json")
 
 
-def run_compiles(jobs, src, target_spec, key_dir, todo):
+def run_compiles(jobs, srcs, target_spec, key_dir, todo):
+    """Compile `todo` (id -> (compile key, launch)) in worker processes; srcs:
+    family -> (kernel file, tree root or None)."""
     if not todo:
         return 0
-    init = (str(src), target_spec, str(key_dir / "triton-cache"))
+    init = ({f: (str(src), root and str(root)) for f, (src, root) in srcs.items()}, target_spec,
+            str(key_dir / "triton-cache"))
     failures = 0
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo))),
                                                 initializer=_worker_init, initargs=init) as pool:

@@ -1,6 +1,6 @@
 /* The table prepare.py generates (variants_table.c) and plugin.c reads: the
- * compiled kernels, and per prepared case the launch the vLLM tree's wrapper
- * makes for it (capture.py), with every kernel parameter bound by name. */
+ * compiled kernels, and per prepared case the launch(es) the vLLM tree's
+ * wrapper makes for it (capture.py), with every kernel parameter bound by name. */
 #ifndef PPBK_VT_VARIANTS_H
 #define PPBK_VT_VARIANTS_H
 
@@ -14,6 +14,8 @@ enum {
     PPBK_VT_ROLE_OUT, PPBK_VT_ROLE_BLOCK_TABLE, PPBK_VT_ROLE_START_LOC, PPBK_VT_ROLE_SEQ_LENS,
     PPBK_VT_ROLE_CONTEXT_LENS,
     PPBK_VT_ROLE_ONES,            /* a one-element float 1.0 (fp8 scales passed as tensors) */
+    PPBK_VT_ROLE_QUERY_START,     /* decode: [num_seqs + 1] = 0, 1, ..., num_seqs (one query token each) */
+    PPBK_VT_ROLE_SCRATCH,         /* decode: the case's scratch buffer number `i` (split-softmax partials) */
     PPBK_VT_NROLES
 };
 
@@ -21,6 +23,7 @@ enum {
 enum {
     PPBK_VT_PTR,                  /* the buffer of `role` */
     PPBK_VT_I32,                  /* the integer the wrapper passed (a stride, a size) */
+    PPBK_VT_I64,                  /* the same for a parameter the kernel annotates tl.int64 */
     PPBK_VT_F32,                  /* the float the wrapper passed (sm_scale, a scale) */
     PPBK_VT_NULL,                 /* a scratch pointer newer Triton appends: prepare.py refuses kernels
                                    * that need scratch memory, so it gets NULL */
@@ -28,7 +31,7 @@ enum {
 
 typedef struct ppbk_vt_param {
     unsigned char kind, role;
-    int32_t i;
+    int64_t i;                    /* I32 / I64: the value; PTR of role SCRATCH: the buffer's number */
     float f;
 } ppbk_vt_param;
 
@@ -56,10 +59,33 @@ typedef struct ppbk_vt_variant {
     const ppbk_vt_param *params;
 } ppbk_vt_variant;
 
+/* Decode (vLLM's Triton unified attention, the cache in the FLASH layout): a
+ * case runs one or more launches in order (the split-softmax kernel and
+ * reduce_segments, or one 2D kernel), always as the tree's wrapper makes them
+ * when called as vLLM's Triton backend calls it (capture.py). */
+typedef struct ppbk_vt_launch {
+    unsigned grid[3];
+    int kernel;                   /* index into ppbk_vt_kernels */
+    int n_params;
+    const ppbk_vt_param *params;
+} ppbk_vt_launch;
+
+typedef struct ppbk_vt_decode_variant {
+    /* the case: what ppb_decode_args and the config carry */
+    int dtype, head_dim, num_heads, num_kv_heads, page_size, sliding_window;
+    int num_seqs, max_seq_len, max_blocks_per_seq;
+    int n_launches;
+    const ppbk_vt_launch *launches;
+    int n_scratch;                /* buffers the wrapper or the backend allocates, bytes each */
+    const unsigned long long *scratch_bytes;
+} ppbk_vt_decode_variant;
+
 extern const ppbk_vt_kernel ppbk_vt_kernels[];
 extern const int ppbk_vt_n_kernels;
 extern const ppbk_vt_variant ppbk_vt_variants[];
 extern const int ppbk_vt_n_variants;
+extern const ppbk_vt_decode_variant ppbk_vt_decode_variants[];
+extern const int ppbk_vt_n_decode_variants;
 /* 1: each case launches as the tree's own wrapper would (its blocks, warps and
  * stages; the case's block_m/block_n/num_warps/num_stages are not matched); 0:
  * a knob sweep, the case's knobs in place of the wrapper's choice. */
