@@ -58,6 +58,13 @@ else
 fi
 # A tree without the kernel file: one line naming what was looked for.
 expect_rc 1 "$PY" "$SRC/kernels/vllm/triton/prepare.py" --target cuda:90 --print-launches --vllm "$WORK" --case "$key"
-[ "$(wc -l <"$WORK/err")" -eq 1 ] && grep -q "no vllm/attention/ops/prefix_prefill.py or vllm/v1/attention/ops/prefix_prefill.py under" "$WORK/err" \
+[ "$(wc -l <"$WORK/err")" -eq 1 ] && grep -q "no vllm/attention/ops/prefix_prefill.py or vllm/v1/attention/ops/prefix_prefill.py or vllm/attention/ops/triton_unified_attention.py or vllm/v1/attention/ops/triton_unified_attention.py under" "$WORK/err" \
   || fail "missing tree: $(cat "$WORK/err")"
+# A tree with one family asked for the other's case: one line naming the file it lacks.
+mkdir -p "$WORK/only-unified/vllm/attention/ops"
+"$PY" -c "import sys; sys.path.insert(0, sys.argv[1]); import vllm_capture; print(vllm_capture.SYNTHETIC_UNIFIED)" \
+  "$SRC/tests/e2e" >"$WORK/only-unified/vllm/attention/ops/triton_unified_attention.py"
+expect_rc 1 "$PY" "$SRC/kernels/vllm/triton/prepare.py" --target cuda:90 --print-launches --vllm "$WORK/only-unified" --case "$key"
+[ "$(wc -l <"$WORK/err")" -eq 1 ] && grep -q "the tree has no vllm/attention/ops/prefix_prefill.py" "$WORK/err" \
+  || fail "a tree without the prefill file: $(cat "$WORK/err")"
 echo "vllm_capture: ok"

@@ -606,15 +606,15 @@ def main():
                           sort_keys=True)
         variants.setdefault(vkey, v)
         todo.setdefault(v["compile_id"], (ck, launch))
+    if not variants and not dvariants:
+        die(f"no prefix_prefill or paged_attention v1 case to prepare among {len(keys)} cases" +
+            (f" ({len(skipped)} skipped: {skipped[0]})" if skipped else ""))
     if a.print_launches:
         json.dump([dict(v["launch"], shape=v["shape"], knobs=v["knobs"]) for v in variants.values()] +
                   [dict(launches=v["launches"], shape=v["shape"], scratch_bytes=v["scratch_bytes"])
                    for v in dvariants.values()], sys.stdout, indent=1)
         print()
         return
-    if not variants and not dvariants:
-        die(f"no prefix_prefill or paged_attention v1 case to prepare among {len(keys)} cases" +
-            (f" ({len(skipped)} skipped: {skipped[0]})" if skipped else ""))
     # The files the kernels came from (those of the families with cases), and their one checksum.
     used = {f: (srcs[f] if f == "prefill" else srcs[f][0]) for f, n in (("prefill", variants), ("decode", dvariants))
             if n}
