@@ -400,6 +400,8 @@ static int decode_refuse(void *ctx, const ppbk_device *dev, const ppbk_decode_co
                    ppbk_vt_prepare_cmd, s->num_seqs, s->max_seq_len, s->num_heads, s->num_kv_heads, s->head_dim,
                    cfg->dtype == PPB_KDTYPE_FP16 ? "fp16" : "bf16", s->page_size, cfg->sliding_window);
     const ppbk_vt_decode_variant *x = &ppbk_vt_decode_variants[i];
+    if (x->refusal)
+        return say(why, len, PPBK_REFUSED, "%s", x->refusal);
     /* Element offsets into the cache may be int32 in vLLM's kernel (block number x
      * its stride): refused where they could wrap, assuming ppbench's allocation of
      * num_seqs x max_blocks_per_seq + 1 pages. */
@@ -441,7 +443,7 @@ static int decode_prepare(void *ctx, const ppbk_device *dev, const ppbk_decode_c
     vt_ctx *vt = ctx;
     (void)dev;
     int i = find_decode_variant(cfg, s);
-    if (i < 0 || !vt)
+    if (i < 0 || !vt || ppbk_vt_decode_variants[i].refusal)
         return say(why, len, PPBK_REFUSED, "not prepared");
     const ppbk_vt_decode_variant *x = &ppbk_vt_decode_variants[i];
     memset(out, 0, sizeof *out);

@@ -78,6 +78,7 @@ typedef struct ppbk_vt_decode_variant {
     const ppbk_vt_launch *launches;
     int n_scratch;                /* buffers the wrapper or the backend allocates, bytes each */
     const unsigned long long *scratch_bytes;
+    const char *refusal;          /* why the case cannot run (a kernel did not compile), else NULL */
 } ppbk_vt_decode_variant;
 
 extern const ppbk_vt_kernel ppbk_vt_kernels[];
