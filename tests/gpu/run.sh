@@ -37,6 +37,10 @@
 #   vllm_proposals  ppbench propose suites/proposals/vllm-*.yaml
 #   source_patch  the seed's PATCHES as a source_patch proposal on vLLM 0.6.3, and suites/prefill.yaml on
 #              each release of PPB_VLLM_VERSIONS (trees in .deps/vllm-X) as its own wrapper launches it
+#   vllm_decode  vllm-triton-decode@VERSION for each release of PPB_VLLM_DECODE_VERSIONS (default 0.10.2 0.20.0
+#              0.34.0; trees in .deps/vllm-X): the release's Triton unified attention for decode, the cache in
+#              the FLASH layout, suites/smoke-decode.yaml (float64-checked) and suites/decode.yaml (v1 cases),
+#              and the built-in v1 decode beside them, into decode-releases.db
 #   vllm_cuda_releases  vllm-cuda@VERSION for each tree of PPB_VLLM_CUDA_TREES (paths, space-separated;
 #              default .deps/vllm-*-cuda from scripts/fetch-vllm.sh --version X --cuda-only), built by the
 #              plugin project alone into build-vllm-cuda/, then suites/smoke-decode.yaml (host_partition_size=0)
@@ -444,6 +448,28 @@ if want source_patch; then
     run "release_run_$v" "$(limit source_patch 600)" "$ppbench" run "$root/suites/prefill.yaml" --backend cuda \
       --db "$out/releases.db" --label "release-$v" --impl "plugin:vllm-triton@$v" --no-progress \
       --filter "block_m=128,block_n=128,num_warps=8${PPB_RELEASE_FILTER:+,$PPB_RELEASE_FILTER}"
+  done
+fi
+
+# ---- vllm-triton@VERSION decode: each release's Triton unified attention, the cache in the FLASH layout ----
+# As the tree's wrapper launches it when called as vLLM's Triton backend calls it (capture.py), v1 cases only
+# (the unified kernel has no PARTITION_SIZE); smoke-decode.yaml float64-checked case by case, decode.yaml timed,
+# the built-in v1 decode beside them in the same database.
+if want vllm_decode; then
+  run decode_builtin "$(limit vllm_decode 300)" "$ppbench" run "$root/suites/decode.yaml" --backend cuda \
+    --db "$out/decode-releases.db" --label decode-builtin --no-progress --filter "version=1"
+  for v in ${PPB_VLLM_DECODE_VERSIONS:-0.10.2 0.20.0 0.34.0}; do
+    tree=$PPBENCH_TREE_CACHE/vllm/vllm-$v
+    [ -d "$tree" ] || { echo "vllm_decode: no tree for vLLM $v in .deps" | tee -a "$summary"; failed=1; continue; }
+    run "decode_prepare_$v" "$(limit vllm_decode 600)" python3 "$root/kernels/vllm/triton/prepare.py" \
+      --from-wrapper --name "vllm-triton-decode@$v" --vllm "$tree" --ppbench "$ppbench" \
+      --out "$out/vllm-triton-cache" --lib "$plugins/libppbk_vllm-triton-decode@$v.so" -j "$jobs" \
+      "$root/suites/smoke-decode.yaml" "$root/suites/decode.yaml" &&
+    for suite in smoke-decode decode; do
+      run "decode_${suite}_$v" "$(limit vllm_decode 600)" "$ppbench" run "$root/suites/$suite.yaml" --backend cuda \
+        --db "$out/decode-releases.db" --label "decode-$v" --impl "plugin:vllm-triton-decode@$v" --no-progress \
+        --filter "version=1"
+    done
   done
 fi
 
