@@ -27,11 +27,13 @@ typedef struct loaded {
     char error[200];                /* why this kernel cannot run here; "" when it can */
 } loaded;
 
-/* A decode case's own buffers, made by its prepare (never timed): the scratch
- * the wrapper or vLLM's backend would allocate, and the query offsets. */
+/* A decode case's own buffers, made by its first prepare (never timed) and kept
+ * until close: the scratch the wrapper or vLLM's backend would allocate, and
+ * the query offsets. One set per prepared case, since an A/B proposal
+ * alternates two cases of one library without preparing between samples. */
 enum { VT_MAX_SCRATCH = 8 };
 typedef struct decode_buffers {
-    int variant;                    /* the ppbk_vt_decode_variants entry they were made for; -1: none */
+    int ready;
     CUdeviceptr scratch[VT_MAX_SCRATCH];
     CUdeviceptr query_start;        /* [num_seqs + 1] = 0, 1, ..., num_seqs */
 } decode_buffers;
@@ -43,7 +45,7 @@ typedef struct vt_ctx {
     int retained;                   /* ctx is retained: release it on close */
     loaded *fwd;                    /* one per ppbk_vt_kernels entry */
     CUdeviceptr ones;               /* PPBK_VT_ROLE_ONES: float 1.0 */
-    decode_buffers dec;
+    decode_buffers *dec;            /* one per ppbk_vt_decode_variants entry */
 } vt_ctx;
 
 static int say(char *why, size_t len, int rc, const char *fmt, ...)
@@ -141,7 +143,6 @@ static void free_decode_buffers(decode_buffers *d)
     if (d->query_start)
         cuMemFree(d->query_start);
     memset(d, 0, sizeof *d);
-    d->variant = -1;
 }
 
 /* Undo what open did (any part of it) and free the context. */
@@ -157,12 +158,14 @@ static void vt_close(void *ctx)
                 cuModuleUnload(vt->fwd[i].mod);
         if (vt->ones)
             cuMemFree(vt->ones);
-        free_decode_buffers(&vt->dec);
+        for (int i = 0; vt->dec && i < ppbk_vt_n_decode_variants; i++)
+            free_decode_buffers(&vt->dec[i]);
         CUcontext dummy;
         cuCtxPopCurrent(&dummy);
         cuDevicePrimaryCtxRelease(vt->device);
     }
     free(vt->fwd);
+    free(vt->dec);
     free(vt);
 }
 
@@ -188,9 +191,9 @@ static int vt_open(const ppbk_device *dev, void **ctx, char *why, size_t len)
                    cu_text(r));
     }
     vt->retained = 1; /* from here on vt_close undoes what was done */
-    vt->dec.variant = -1;
     vt->fwd = calloc((size_t)ppbk_vt_n_kernels + 1, sizeof *vt->fwd);
-    if (!vt->fwd) {
+    vt->dec = calloc((size_t)ppbk_vt_n_decode_variants + 1, sizeof *vt->dec);
+    if (!vt->fwd || !vt->dec) {
         vt_close(vt);
         return say(why, len, PPBK_FAILED, "%s: out of memory", ppbk_vt_name);
     }
@@ -435,8 +438,8 @@ static int decode_refuse(void *ctx, const ppbk_device *dev, const ppbk_decode_co
     return PPBK_OK;
 }
 
-/* The case's scratch and query offsets, made once per case (outside timing, as
- * vLLM's caching allocator would hand them over). */
+/* The case's scratch and query offsets, made on its first prepare (outside
+ * timing, as vLLM's caching allocator would hand them over). */
 static int decode_prepare(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *s,
                           ppbk_resources *out, char *why, size_t len)
 {
@@ -454,28 +457,30 @@ static int decode_prepare(void *ctx, const ppbk_device *dev, const ppbk_decode_c
     out->local_bytes = ld->local_bytes;
     out->max_threads = ld->max_threads;
 
+    decode_buffers *d = &vt->dec[i];
+    if (d->ready)
+        return PPBK_OK;
     CUresult r = cuCtxPushCurrent(vt->ctx);
     if (r != CUDA_SUCCESS)
         return say(why, len, PPBK_FAILED, "%s: %s", ppbk_vt_name, cu_text(r));
-    free_decode_buffers(&vt->dec);
     for (int b = 0; b < x->n_scratch && r == CUDA_SUCCESS; b++)
-        r = cuMemAlloc(&vt->dec.scratch[b], (size_t)x->scratch_bytes[b]);
+        r = cuMemAlloc(&d->scratch[b], (size_t)x->scratch_bytes[b]);
     size_t qs_bytes = sizeof(int32_t) * ((size_t)s->num_seqs + 1);
     int32_t *qs = r == CUDA_SUCCESS ? malloc(qs_bytes) : NULL;
     if (r == CUDA_SUCCESS && qs) {
         for (int q = 0; q <= s->num_seqs; q++)
             qs[q] = q;
-        r = cuMemAlloc(&vt->dec.query_start, qs_bytes);
+        r = cuMemAlloc(&d->query_start, qs_bytes);
         if (r == CUDA_SUCCESS)
-            r = cuMemcpyHtoD(vt->dec.query_start, qs, qs_bytes);
+            r = cuMemcpyHtoD(d->query_start, qs, qs_bytes);
     }
     free(qs);
     if (r == CUDA_SUCCESS && qs == NULL)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS)
-        vt->dec.variant = i;
+        d->ready = 1;
     else
-        free_decode_buffers(&vt->dec);
+        free_decode_buffers(d);
     CUcontext dummy;
     cuCtxPopCurrent(&dummy);
     return r == CUDA_SUCCESS ? PPBK_OK
@@ -488,7 +493,7 @@ static int decode_launch(void *ctx, const ppbk_device *dev, const ppbk_decode_co
     const vt_ctx *vt = ctx;
     (void)dev;
     int i = find_decode_variant(cfg, a);
-    if (!vt || i < 0 || vt->dec.variant != i)
+    if (!vt || i < 0 || !vt->dec[i].ready)
         return say(why, len, PPBK_REFUSED, "%s: launch of a config refuse() did not accept or prepare() did not make "
                    "ready", ppbk_vt_name);
     const ppbk_vt_decode_variant *x = &ppbk_vt_decode_variants[i];
@@ -496,11 +501,11 @@ static int decode_launch(void *ctx, const ppbk_device *dev, const ppbk_decode_co
         [PPBK_VT_ROLE_Q] = a->q, [PPBK_VT_ROLE_K_CACHE] = a->k_cache, [PPBK_VT_ROLE_V_CACHE] = a->v_cache,
         [PPBK_VT_ROLE_OUT] = a->out, [PPBK_VT_ROLE_BLOCK_TABLE] = a->block_table,
         [PPBK_VT_ROLE_SEQ_LENS] = a->seq_lens, [PPBK_VT_ROLE_ONES] = (const void *)(uintptr_t)vt->ones,
-        [PPBK_VT_ROLE_QUERY_START] = (const void *)(uintptr_t)vt->dec.query_start,
+        [PPBK_VT_ROLE_QUERY_START] = (const void *)(uintptr_t)vt->dec[i].query_start,
     };
     for (int l = 0; l < x->n_launches; l++) {
         const ppbk_vt_launch *la = &x->launches[l];
-        int rc = launch_one(vt, la->kernel, la->grid, la->n_params, la->params, roles, vt->dec.scratch,
+        int rc = launch_one(vt, la->kernel, la->grid, la->n_params, la->params, roles, vt->dec[i].scratch,
                             x->n_scratch, stream, why, len);
         if (rc != PPBK_OK)
             return rc;
