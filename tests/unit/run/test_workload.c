@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_args.h"
 #include "ppb_rng.h"
 #include "workload.h"
 
@@ -421,6 +422,43 @@ static void test_bf16_conversion(void **state)
     }
 }
 
+/* The FLASH-layout copy [pages, page, kv_heads, D] holds, at every (page, slot,
+ * kv head, d), what vLLM's layout holds there (ppb_kcache_index /
+ * ppb_vcache_index, the layouts' own definitions), garbage slots included, for
+ * a GQA prefill and a decode with 1 kv head; the VLLM layout copies as is. */
+static void test_flash_layout_copy(void **state)
+{
+    (void)state;
+    const ppb_case cases[] = {prefill_case(2, 30, 200, 1), decode_case(3, 70, 1)};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        ppb_workload w;
+        make(&w, &cases[ci], 11);
+        const ppb_shape *s = &cases[ci].shape;
+        uint16_t *k = ppb_workload_cache_in_layout(&w, 1, PPB_KV_LAYOUT_FLASH);
+        uint16_t *v = ppb_workload_cache_in_layout(&w, 0, PPB_KV_LAYOUT_FLASH);
+        uint16_t *same = ppb_workload_cache_in_layout(&w, 1, PPB_KV_LAYOUT_VLLM);
+        assert_non_null(k);
+        assert_non_null(v);
+        assert_non_null(same);
+        assert_memory_equal(same, w.k_cache, w.cache_elems * sizeof *same);
+        size_t i = 0, garbage = 0;
+        for (int page = 0; page < w.num_blocks; page++)
+            for (int slot = 0; slot < s->page_size; slot++)
+                for (int h = 0; h < s->num_kv_heads; h++)
+                    for (int d = 0; d < s->head_dim; d++, i++) {
+                        assert_int_equal(k[i], w.k_cache[ppb_kcache_index(&w, page, h, d, slot)]);
+                        assert_int_equal(v[i], w.v_cache[ppb_vcache_index(&w, page, h, d, slot)]);
+                        garbage += slot >= w.valid_tokens[page];
+                    }
+        assert_int_equal(i, w.cache_elems);
+        assert_true(garbage > 0); /* the copy covers the slots no kernel may read, too */
+        free(k);
+        free(v);
+        free(same);
+        ppb_workload_free(&w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -432,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_decode_lengths),
         cmocka_unit_test(test_garbage_slots),
         cmocka_unit_test(test_cache_index_layout),
+        cmocka_unit_test(test_flash_layout_copy),
         cmocka_unit_test(test_host_bytes),
         cmocka_unit_test(test_invalid_case_refused),
         cmocka_unit_test(test_fp16_conversion),
