@@ -416,8 +416,8 @@ static int decode_refuse(void *ctx, const ppbk_device *dev, const ppbk_decode_co
     if (x->n_scratch > VT_MAX_SCRATCH)
         return say(why, len, PPBK_REFUSED, "%d scratch buffers, this plugin keeps at most %d", x->n_scratch,
                    VT_MAX_SCRATCH);
+    char note[400] = "";
     size_t n = 0;
-    why[0] = '\0';
     for (int l = 0; l < x->n_launches; l++) {
         const ppbk_vt_launch *la = &x->launches[l];
         const loaded *ld = vt ? &vt->fwd[la->kernel] : NULL;
@@ -427,15 +427,13 @@ static int decode_refuse(void *ctx, const ppbk_device *dev, const ppbk_decode_co
         if (smem > dev->smem_optin)
             return say(why, len, PPBK_REFUSED, "%s needs %ld B of shared memory per block, the limit here is %ld B",
                        ppbk_vt_kernels[la->kernel].name, smem, dev->smem_optin);
-        if (n < len)
-            n += (size_t)snprintf(why + n, len - n, "%s%s grid (%u, %u, %u) %d warps", l ? " + " : "",
+        if (n < sizeof note)
+            n += (size_t)snprintf(note + n, sizeof note - n, "%s%s grid (%u, %u, %u) %d warps", l ? " + " : "",
                                   ppbk_vt_kernels[la->kernel].name, la->grid[0], la->grid[1], la->grid[2],
                                   ppbk_vt_kernels[la->kernel].num_warps);
     }
-    if (n < len)
-        snprintf(why + n, len - n, ", as the tree's wrapper launches it for vLLM's Triton backend (the case's "
-                                   "num_threads and partition_size do not apply)");
-    return PPBK_OK;
+    return say(why, len, PPBK_OK, "%s, as the tree's wrapper launches it for vLLM's Triton backend (the case's "
+                                  "num_threads and partition_size do not apply)", note);
 }
 
 /* The case's scratch and query offsets, made on its first prepare (outside
