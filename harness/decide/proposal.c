@@ -488,12 +488,9 @@ int ppb_proposal_load(const char *path, ppb_proposal *p, ppb_err *err)
             goto end;
     }
     if (p->kind == PPB_PROPOSAL_SOURCE_PATCH) {
-        if (kernel != PPB_PREFIX_PREFILL)
-            rc = ppb_yaml_fail(&y, err, root, "suite", "a source_patch proposal judges prefix_prefill kernels (the "
-                               "vLLM families ppbench prepares), and this suite's kernel is %s",
-                               ppb_kernel_name(kernel));
-        else
-            rc = parse_source_change(&y, root, dir, p, err);
+        /* Both kernels have a vLLM family ppbench prepares: prefix prefill, and decode
+         * through the Triton unified attention (version-1 cases; kernels/vllm/triton/README.md). */
+        rc = parse_source_change(&y, root, dir, p, err);
         goto end;
     }
     if ((rc = parse_side(&y, ppb_yaml_get(&y, root, "baseline"), "baseline", p, &p->baseline,

@@ -21,13 +21,22 @@
 #define PPB_SOURCE_DIR "."
 #endif
 
-/* The kernel files of the families ppbench can judge, by where each release
- * keeps them (vLLM's source distributions). */
+/* The files of the families ppbench can judge, by where each release keeps
+ * them (vLLM's source distributions): the kernel files, then files they read
+ * that a change may touch too (kernels/vllm/triton/capture.py reads them from
+ * the tree). A judged tree is a copy of these and PKG-INFO. */
 static const char *const known_kernel_files[] = {
-    "vllm/attention/ops/prefix_prefill.py",    /* prefix prefill, 0.6.3 - 0.13 */
-    "vllm/v1/attention/ops/prefix_prefill.py", /* prefix prefill, 0.14 - 0.34 */
+    "vllm/attention/ops/prefix_prefill.py",              /* prefix prefill, 0.6.3 - 0.13 */
+    "vllm/v1/attention/ops/prefix_prefill.py",           /* prefix prefill, 0.14 - 0.34 */
+    "vllm/attention/ops/triton_unified_attention.py",    /* decode (unified attention), 0.9.2 - 0.13 */
+    "vllm/v1/attention/ops/triton_unified_attention.py", /* decode (unified attention), 0.14 on */
+    "vllm/v1/attention/ops/triton_attention_helpers.py", /* the unified kernels' helpers, 0.14 on */
+    "vllm/v1/attention/backends/triton_attn.py",         /* the backend's decode split (its constants) */
+    "vllm/v1/kv_cache_interface.py",                     /* KVQuantMode, a constexpr of 0.14+'s kernel */
 };
-enum { N_KNOWN = sizeof known_kernel_files / sizeof *known_kernel_files };
+enum { N_KNOWN = sizeof known_kernel_files / sizeof *known_kernel_files, N_KERNEL_FILES = 4 };
+/* How a message names them. */
+#define KNOWN_KERNELS_TEXT "prefix_prefill.py or triton_unified_attention.py under vllm/attention/ops or vllm/v1/attention/ops"
 #define MAX_FILE_BYTES (16L << 20) /* a kernel file is tens of kB; anything this big is not one */
 #define TREE_MARK ".ppb-tree"      /* written last into a finished cache folder */
 
@@ -122,7 +131,7 @@ static void remove_tree(const char *dir)
 
 static int has_known_kernel(const char *tree)
 {
-    for (int i = 0; i < N_KNOWN; i++) {
+    for (int i = 0; i < N_KERNEL_FILES; i++) {
         char p[4400];
         snprintf(p, sizeof p, "%s/%s", tree, known_kernel_files[i]);
         if (is_file(p))
@@ -137,8 +146,8 @@ int ppb_vllm_tree_locate(const char *spec, char *tree, size_t len, ppb_err *err)
         if (!ppb_is_real_dir(spec) && access(spec, F_OK) != 0)
             return ppb_fail(err, PPB_EINPUT, "vllm: %s is neither a release version nor a folder", spec);
         if (!has_known_kernel(spec))
-            return ppb_fail(err, PPB_EINPUT, "vllm: %s holds neither %s nor %s: not a vLLM source tree ppbench can read",
-                            spec, known_kernel_files[0], known_kernel_files[1]);
+            return ppb_fail(err, PPB_EINPUT, "vllm: %s holds no %s: not a vLLM source tree ppbench can read", spec,
+                            KNOWN_KERNELS_TEXT);
         snprintf(tree, len, "%s", spec);
         return PPB_OK;
     }
@@ -162,15 +171,14 @@ int ppb_vllm_tree_locate(const char *spec, char *tree, size_t len, ppb_err *err)
                         "vllm: %s: scripts/fetch-vllm.sh --version %s failed (exit %d; its line above)", spec, spec,
                         status);
     if (!has_known_kernel(tree))
-        return ppb_fail(err, PPB_EINPUT, "vllm %s: the release holds neither %s nor %s", spec, known_kernel_files[0],
-                        known_kernel_files[1]);
+        return ppb_fail(err, PPB_EINPUT, "vllm %s: the release holds no %s", spec, KNOWN_KERNELS_TEXT);
     return PPB_OK;
 }
 
 /* ---------------------------------------------------------------- a tree's files */
 
 typedef struct tree_files {
-    const char *rel[N_KNOWN + 1]; /* the known kernel files present, then PKG-INFO */
+    const char *rel[N_KNOWN + 1]; /* the known files present, then PKG-INFO */
     char *data[N_KNOWN + 1];
     size_t size[N_KNOWN + 1];
     int n, n_kernels;
@@ -453,9 +461,9 @@ int ppb_vllm_tree_make(const char *tree, const ppb_source_change *change, ppb_vl
     if (!rc && change && change->n_replace)
         rc = apply_replacements(tree, change, &t, out, err);
     if (!rc && change && !out->changed[0])
-        rc = ppb_fail(err, PPB_EINPUT, "%s: the change touches no kernel file ppbench knows (%s, %s)%s%s: nothing "
-                      "to judge", change->proposal, known_kernel_files[0], known_kernel_files[1],
-                      out->not_judged[0] ? "; it touches " : "", out->not_judged);
+        rc = ppb_fail(err, PPB_EINPUT, "%s: the change touches no kernel file ppbench knows (%s)%s%s: nothing "
+                      "to judge", change->proposal, KNOWN_KERNELS_TEXT, out->not_judged[0] ? "; it touches " : "",
+                      out->not_judged);
     if (!rc) {
         uint64_t h = PPB_FNV1A64_OFFSET;
         for (int i = 0; i < t.n; i++) {

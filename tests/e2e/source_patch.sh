@@ -120,6 +120,27 @@ grep -q "^source_patch: baseline 0.6.3-[0-9a-f]\{8\} " "$WORK/err" || fail "upgr
 grep -q "^source_patch: candidate 0.34.0-[0-9a-f]\{8\} " "$WORK/err" || fail "upgrade: candidate: $(cat "$WORK/err")"
 grep -q -- "--name vllm-triton@0.34.0-" "$PREPARE_LOG" || fail "upgrade: the new tree was not prepared"
 
+# Decode: a change to a tree's Triton unified attention and to its backend's split (0.14+ layout: the kernel
+# file, its helpers and the backend's constants are all copied into the judged tree and may all be patched),
+# over a decode suite.
+T3="$WORK/tree-decode"
+mkdir -p "$T3/vllm/v1/attention/ops" "$T3/vllm/v1/attention/backends"
+printf 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.34.0\n' >"$T3/PKG-INFO"
+echo "def unified_attention(q): pass" >"$T3/vllm/v1/attention/ops/triton_unified_attention.py"
+echo "def cdiv_fn(x, y): pass" >"$T3/vllm/v1/attention/ops/triton_attention_helpers.py"
+printf 'MIN_LAUNCH_GRID_SIZE_2D = 128\nNUM_PAR_SOFTMAX_SEGMENTS = 16\n' >"$T3/vllm/v1/attention/backends/triton_attn.py"
+: >"$PREPARE_LOG"
+p="$WORK/decode.yaml"
+printf 'name: decode-split\nkind: source_patch\nsuite: %s\nvllm: %s\n%s\n' "$SRC/suites/smoke-decode.yaml" "$T3" \
+  "$(replace triton_attn.py 'NUM_PAR_SOFTMAX_SEGMENTS = 16' 'NUM_PAR_SOFTMAX_SEGMENTS = 32')" >"$p"
+set +e; "$PPB" propose "$p" --backend cpu >"$WORK/out" 2>"$WORK/err"; set -e
+grep -q "changed: vllm/v1/attention/backends/triton_attn.py" "$WORK/err" || fail "decode: changed file not named: $(cat "$WORK/err")"
+dcand=$(sed -n 's/^source_patch: candidate \([^ ]*\) .*/\1/p' "$WORK/err")
+grep -q "^NUM_PAR_SOFTMAX_SEGMENTS = 32$" "$WORK/cache/trees/$dcand/vllm/v1/attention/backends/triton_attn.py" \
+  && [ -f "$WORK/cache/trees/$dcand/vllm/v1/attention/ops/triton_attention_helpers.py" ] \
+  || fail "decode: the judged tree lacks the change or the helpers: $(ls -R "$WORK/cache/trees/$dcand")"
+grep -q -- "--name vllm-triton@$dcand .*smoke-decode.yaml" "$PREPARE_LOG" || fail "decode: not prepared: $(cat "$PREPARE_LOG")"
+
 # The same content gives the same labels: replace and diff made the same candidate.
 [ "$(awk '{print $3}' "$WORK/labels" | sort -u | wc -l)" = 1 ] || fail "two spellings of one change: $(cat "$WORK/labels")"
 # The user's tree is never touched.
