@@ -39,6 +39,34 @@ static void test_seed_proposals_load(void **state)
     }
 }
 
+/* Every proposal shipped in suites/proposals/ loads, named as its file (a
+ * new one that does not parse fails here, not on the GPU machine). */
+static void test_every_shipped_proposal_loads(void **state)
+{
+    (void)state;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/suites/proposals", source_dir());
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".yaml") != 0)
+            continue;
+        char path[8400], stem[256];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(stem, sizeof stem, "%.*s", (int)(len - 5), e->d_name);
+        ppb_proposal p;
+        ppb_err err = {{0}};
+        if (ppb_proposal_load(path, &p, &err) != PPB_OK)
+            fail_msg("%s: %s", e->d_name, err.msg);
+        assert_string_equal(p.name, stem);
+        n++;
+    }
+    closedir(d);
+    assert_true(n >= 18);
+}
+
 /* The CPU-sized versions (README "No GPU?") ask the seed's own question: the
  * same knobs on both sides as the real proposal, only the suite (and so the
  * shapes), the rules and the sampling differ. */
@@ -208,6 +236,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seed_proposals_load),
+        cmocka_unit_test(test_every_shipped_proposal_loads),
         cmocka_unit_test(test_kernel_config_sides),
         cmocka_unit_test(test_cpu_seed_proposals_keep_the_knobs),
         cmocka_unit_test(test_sampling_sessions),
