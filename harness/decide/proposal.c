@@ -417,7 +417,7 @@ int ppb_proposal_load(const char *path, ppb_proposal *p, ppb_err *err)
                                    ppb_kernel_name(kernel), ppb_kernel_name(suite.kernel));
                 goto end;
             }
-            kernel = suite.kernel;
+            kernel = p->suite_kernel = suite.kernel;
             ppb_case_init(&p->chunk_case, kernel);
         }
     }

@@ -77,6 +77,7 @@ typedef struct ppb_proposal {
     char description[512];
     int kind;
     char suite_path[4096];   /* resolved against the proposal's folder */
+    ppb_kernel_kind suite_kernel; /* the suite's kernel (prefix prefill where there is no suite) */
     char filter[512];
     char target[64];
     ppb_side baseline, candidate;

@@ -14,10 +14,17 @@ static int make_side(const char *spec, const ppb_source_change *change, ppb_vllm
     return rc ? rc : ppb_vllm_tree_make(tree, change, t, err);
 }
 
-static int set_impl(ppb_side *side, const char *impl_name, ppb_err *err)
+/* A side runs the suite's shapes on its tree's implementation; for decode, as
+ * version-1 cases, the one form the tree's Triton unified attention takes (it
+ * has no PARTITION_SIZE: kernels/vllm/triton/README.md "Decode"). */
+static int set_impl(ppb_side *side, const char *impl_name, ppb_kernel_kind kernel, ppb_err *err)
 {
     memset(side, 0, sizeof *side);
     side->given = 1u << PPB_F_IMPL;
+    if (kernel == PPB_PAGED_ATTENTION) {
+        side->given |= 1u << PPB_F_VERSION;
+        side->value[PPB_F_VERSION] = 1;
+    }
     return ppb_field_parse_value(PPB_F_IMPL, impl_name, &side->value[PPB_F_IMPL], err);
 }
 
@@ -49,8 +56,8 @@ int ppb_source_patch_sides(ppb_proposal *p, FILE *log, ppb_err *err)
     if (!rc)
         rc = ppb_vllm_tree_prepare(&cand, p->suite_path, dir, log_fd, cand_impl, sizeof cand_impl, err);
     if (!rc)
-        rc = set_impl(&p->baseline, base_impl, err);
+        rc = set_impl(&p->baseline, base_impl, p->suite_kernel, err);
     if (!rc)
-        rc = set_impl(&p->candidate, cand_impl, err);
+        rc = set_impl(&p->candidate, cand_impl, p->suite_kernel, err);
     return rc;
 }

@@ -140,6 +140,9 @@ grep -q "^NUM_PAR_SOFTMAX_SEGMENTS = 32$" "$WORK/cache/trees/$dcand/vllm/v1/atte
   && [ -f "$WORK/cache/trees/$dcand/vllm/v1/attention/ops/triton_attention_helpers.py" ] \
   || fail "decode: the judged tree lacks the change or the helpers: $(ls -R "$WORK/cache/trees/$dcand")"
 grep -q -- "--name vllm-triton@$dcand .*smoke-decode.yaml" "$PREPARE_LOG" || fail "decode: not prepared: $(cat "$PREPARE_LOG")"
+# Both sides run the suite's shapes as version-1 cases, the one form the unified attention takes.
+keys=$(sqlite3 "$PPBENCH_DB" "SELECT baseline_key || ' | ' || candidate_key FROM proposal_cases WHERE proposal_id = (SELECT max(id) FROM proposals)")
+[ -n "$keys" ] && ! grep -v " v=1 .* | .* v=1 " <<<"$keys" | grep -q . || fail "decode: not every pair is version 1: $keys"
 
 # The same content gives the same labels: replace and diff made the same candidate.
 [ "$(awk '{print $3}' "$WORK/labels" | sort -u | wc -l)" = 1 ] || fail "two spellings of one change: $(cat "$WORK/labels")"
