@@ -273,14 +273,8 @@ static int hist_add(void *ctx, const ppb_history_point *p)
                 isfinite(p->median_ms);
     if (!skip && !timed)
         return 0;
-    if (h->n == h->cap) {
-        int cap = h->cap ? 2 * h->cap : 32;
-        hist_point *g = realloc(h->p, sizeof *g * (size_t)cap);
-        if (!g)
-            return PPB_ENOMEM;
-        h->p = g;
-        h->cap = cap;
-    }
+    if (ppb_grow((void **)&h->p, &h->cap, h->n, sizeof *h->p, 32) != PPB_OK)
+        return PPB_ENOMEM;
     hist_point *q = &h->p[h->n++];
     snprintf(q->uid, sizeof q->uid, "%s", p->uid);
     snprintf(q->started_at, sizeof q->started_at, "%s", p->started_at);

@@ -18,14 +18,8 @@
 
 int ppb_stored_run_add(ppb_stored_run *run, const ppb_case *c, const ppb_result *r, const ppb_sample_tags *tags)
 {
-    if (run->n == run->cap) {
-        int cap = run->cap ? 2 * run->cap : 16;
-        ppb_stored_result *grown = realloc(run->items, sizeof *grown * (size_t)cap);
-        if (!grown)
-            return PPB_ENOMEM;
-        run->items = grown;
-        run->cap = cap;
-    }
+    if (ppb_grow((void **)&run->items, &run->cap, run->n, sizeof *run->items, 16) != PPB_OK)
+        return PPB_ENOMEM;
     ppb_stored_result *it = &run->items[run->n];
     memset(it, 0, sizeof *it);
     it->c = *c;
@@ -60,14 +54,8 @@ static int keep_result(void *ctx, const ppb_case *c, const ppb_result *r, const 
 static int keep_case(void *ctx, const ppb_proposal_case *c)
 {
     ppb_stored_verdict *sv = ctx;
-    if (sv->n_cases == sv->cap_cases) {
-        int cap = sv->cap_cases ? 2 * sv->cap_cases : 16;
-        ppb_proposal_case *grown = realloc(sv->pcs, sizeof *grown * (size_t)cap);
-        if (!grown)
-            return PPB_ENOMEM;
-        sv->pcs = grown;
-        sv->cap_cases = cap;
-    }
+    if (ppb_grow((void **)&sv->pcs, &sv->cap_cases, sv->n_cases, sizeof *sv->pcs, 16) != PPB_OK)
+        return PPB_ENOMEM;
     sv->pcs[sv->n_cases++] = *c;
     return 0;
 }

@@ -415,43 +415,29 @@ static int vllm_open(const ppbk_device *dev, void **ctx, char *why, size_t why_l
     return PPBK_OK;
 }
 
-/* The ABI's entries (ctx unused: see vllm_open). */
-static int refuse_v1(void *ctx, const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s, char *w,
-                     size_t n)
-{
-    (void)ctx;
-    return vllm_refuse(d, c, s, 1, w, n);
-}
-static int refuse_v2(void *ctx, const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s, char *w,
-                     size_t n)
-{
-    (void)ctx;
-    return vllm_refuse(d, c, s, 2, w, n);
-}
-static int launch_v1(void *ctx, const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *a,
-                     void *st, char *w, size_t n)
-{
-    (void)ctx;
-    return vllm_launch(d, c, a, 1, st, w, n);
-}
-static int launch_v2(void *ctx, const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *a,
-                     void *st, char *w, size_t n)
-{
-    (void)ctx;
-    return vllm_launch(d, c, a, 2, st, w, n);
-}
-static int prepare_v1(void *ctx, const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s,
-                      ppbk_resources *r, char *w, size_t n)
-{
-    (void)ctx;
-    return vllm_prepare(d, c, s, 1, r, w, n);
-}
-static int prepare_v2(void *ctx, const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s,
-                      ppbk_resources *r, char *w, size_t n)
-{
-    (void)ctx;
-    return vllm_prepare(d, c, s, 2, r, w, n);
-}
+/* The ABI's entries for v1 and v2 (ctx unused: see vllm_open): the version as an argument. */
+#define VLLM_DECODE_ENTRIES(v)                                                                                  \
+    static int refuse_v##v(void *ctx, const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *s, \
+                           char *w, size_t n)                                                                    \
+    {                                                                                                            \
+        (void)ctx;                                                                                               \
+        return vllm_refuse(d, c, s, v, w, n);                                                                    \
+    }                                                                                                            \
+    static int launch_v##v(void *ctx, const ppbk_device *d, const ppbk_decode_config *c, const ppb_decode_args *a, \
+                           void *st, char *w, size_t n)                                                          \
+    {                                                                                                            \
+        (void)ctx;                                                                                               \
+        return vllm_launch(d, c, a, v, st, w, n);                                                                \
+    }                                                                                                            \
+    static int prepare_v##v(void *ctx, const ppbk_device *d, const ppbk_decode_config *c,                        \
+                            const ppb_decode_args *s, ppbk_resources *r, char *w, size_t n)                      \
+    {                                                                                                            \
+        (void)ctx;                                                                                               \
+        return vllm_prepare(d, c, s, v, r, w, n);                                                                \
+    }
+VLLM_DECODE_ENTRIES(1)
+VLLM_DECODE_ENTRIES(2)
+#undef VLLM_DECODE_ENTRIES
 
 static const ppbk_decode_ops decode_v1_ops = {refuse_v1, launch_v1, prepare_v1, PPB_KV_LAYOUT_VLLM};
 static const ppbk_decode_ops decode_v2_ops = {refuse_v2, launch_v2, prepare_v2, PPB_KV_LAYOUT_VLLM};
