@@ -274,9 +274,11 @@ static void abi2_wrap(abi2_adapter *a, const ppbk_v2_impl *v2)
         ppbk_decode_ops *to, with;
         const ppbk_decode_ops **slot;
     } decode[] = {
-        {v2->decode_v1, &a->decode_v1, {abi2_decode_v1_refuse, abi2_decode_v1_launch, abi2_decode_v1_prepare, PPB_KV_LAYOUT_VLLM},
+        {v2->decode_v1, &a->decode_v1,
+         {abi2_decode_v1_refuse, abi2_decode_v1_launch, abi2_decode_v1_prepare, PPB_KV_LAYOUT_VLLM},
          &a->table.decode_v1},
-        {v2->decode_v2, &a->decode_v2, {abi2_decode_v2_refuse, abi2_decode_v2_launch, abi2_decode_v2_prepare, PPB_KV_LAYOUT_VLLM},
+        {v2->decode_v2, &a->decode_v2,
+         {abi2_decode_v2_refuse, abi2_decode_v2_launch, abi2_decode_v2_prepare, PPB_KV_LAYOUT_VLLM},
          &a->table.decode_v2},
     };
     for (size_t i = 0; i < sizeof decode / sizeof *decode; i++) {

@@ -36,7 +36,8 @@ static const char *const known_kernel_files[] = {
 };
 enum { N_KNOWN = sizeof known_kernel_files / sizeof *known_kernel_files, N_KERNEL_FILES = 4 };
 /* How a message names them. */
-#define KNOWN_KERNELS_TEXT "prefix_prefill.py or triton_unified_attention.py under vllm/attention/ops or vllm/v1/attention/ops"
+#define KNOWN_KERNELS_TEXT                                                                                     \
+    "prefix_prefill.py or triton_unified_attention.py under vllm/attention/ops or vllm/v1/attention/ops"
 #define MAX_FILE_BYTES (16L << 20) /* a kernel file is tens of kB; anything this big is not one */
 #define TREE_MARK ".ppb-tree"      /* written last into a finished cache folder */
 

@@ -481,8 +481,9 @@ static int decode_prepare(void *ctx, const ppbk_device *dev, const ppbk_decode_c
         free_decode_buffers(d);
     CUcontext dummy;
     cuCtxPopCurrent(&dummy);
-    return r == CUDA_SUCCESS ? PPBK_OK
-                             : say(why, len, PPBK_FAILED, "%s: the case's scratch buffers: %s", ppbk_vt_name, cu_text(r));
+    if (r != CUDA_SUCCESS)
+        return say(why, len, PPBK_FAILED, "%s: the case's scratch buffers: %s", ppbk_vt_name, cu_text(r));
+    return PPBK_OK;
 }
 
 static int decode_launch(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *a,
