@@ -17,8 +17,11 @@ came from. Anything the wrapper does that has no stand-in (a torch function, a
 vLLM module, a platform query) fails with one line naming it: a tree ppbench
 cannot read is said, never guessed.
 
-Families (FAMILIES): prefix prefill (`context_attention_fwd`, vLLM 0.6.3 to
-0.34: vllm/attention/ops/ or, from 0.14, vllm/v1/attention/ops/)."""
+Families: prefix prefill (`context_attention_fwd`, vLLM 0.6.3 to 0.34:
+vllm/attention/ops/ or, from 0.14, vllm/v1/attention/ops/;
+capture_prefix_prefill), and decode through the Triton unified attention
+(`unified_attention`, 0.9.2 on, as vLLM's Triton backend calls it, one or two
+launches; capture_unified_decode)."""
 import collections
 import importlib.util
 import inspect

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Prepare a `vllm-triton` ppbench implementation: a vLLM tree's Triton
 prefix-prefill kernel (`_fwd_kernel` of vllm/attention/ops/prefix_prefill.py, or
-vllm/v1/attention/ops/ from 0.14), compiled ahead of time into cubins and linked
-with plugin.c into a library (default libppbk_vllm_triton.so).
+vllm/v1/attention/ops/ from 0.14) and, for decode, its Triton unified attention
+(triton_unified_attention.py, 0.9.2 on), compiled ahead of time into cubins and
+linked with plugin.c into a library (default libppbk_vllm_triton.so).
 
 Python and Triton are needed here only; the library launches the cubins through
 the CUDA driver API.
 
-Which cases: every prefix_prefill case of the suites given (expanded by
+Which cases: every prefix_prefill case, and every paged_attention case of
+version 1 (decode; the tree's unified attention as its wrapper launches it:
+README.md "Decode"), of the suites given (expanded by
 `ppbench list SUITE`, so excludes, defaults and head pairs are ppbench's own), and
 every `--case KEY` (a ppbench case key). For each, capture.py records the launch
 the tree's own context_attention_fwd makes for that shape (grid, warps, stages,
@@ -23,7 +26,7 @@ divisibility hints, which arguments an annotation exempts) is decided by the
 installed Triton exactly as in vLLM, not re-implemented here; no GPU is needed
 with --target. Cases whose launches differ only in argument values share a cubin.
 
-Cache: OUT/<sha256 of prefix_prefill.py>-triton<version>-<target>/, one .cubin +
+Cache: OUT/<sha256 of the kernel files used>-triton<version>-<target>/, one .cubin +
 .json per compiled kernel; a later run adds to it.
 """
 import argparse
@@ -504,7 +507,7 @@ def build_library(key_dir, lib, cc, triton_dir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("suites", nargs="*", help="ppbench suite files; their prefix_prefill cases are prepared")
+    ap.add_argument("suites", nargs="*", help="ppbench suite files; their prefix_prefill and version-1 paged_attention cases are prepared")
     ap.add_argument("--case", action="append", default=[], metavar="KEY",
                     help="a ppbench case key, e.g. 'prefix_prefill b=1 q=512 ctx=16384 h=8 kvh=1 d=128 "
                          "dtype=bf16 page=16 win=0 bm=128 bn=128 w=8' (repeatable)")
