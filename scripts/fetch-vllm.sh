@@ -9,7 +9,13 @@
 #   scripts/fetch-vllm.sh --version X [DIR]        any release: X is 0.10.2, 0.10.1.1, 0.6.4.post1, ...
 #   scripts/fetch-vllm.sh --archive PATH --sha256 HEX [DIR]   an archive you already have
 #   ... --cuda-only [DIR]                          only what the vllm-cuda build reads: DIR/vllm-VERSION-cuda
+#   ... --triton-only [DIR]                        only what vllm-triton reads: DIR/vllm-VERSION-triton
 #
+# --triton-only keeps PKG-INFO, the mark and the Python files ppbench reads from
+# a tree (the kernel files of the families it judges and what they read: the
+# list of harness/run/source_tree.c, read from there), tens of kB instead of
+# a 170 MB tree, for carrying to a machine without network (source_patch and
+# prepare.py read such a tree as they read a whole one).
 # --cuda-only keeps PKG-INFO, the archive's checksum mark and the csrc files
 # the vllm-cuda plugin's build reads (kernels/vllm/cuda/vllm_tree.cmake): the
 # paged-attention kernel file and its launchers, csrc/cuda_compat.h, and every
@@ -30,7 +36,7 @@ PINNED_VERSION=0.6.3
 PINNED_SIZE=2726781
 PINNED_SHA256=03e69029ad9caceaab68d5c3833ae6fe57c04be678ec37f29e9df6eaf178a9c5
 MARKER=.ppb-archive.sha256   # written into the extracted tree; CMake reads it for the plugin's source string
-SUBSET=.ppb-subset           # in a --cuda-only tree: "cuda", then the files kept
+SUBSET=.ppb-subset           # in a --cuda-only / --triton-only tree: "cuda" / "triton", then the files kept
 
 die() { echo "fetch-vllm: $*" >&2; exit 1; }
 usage_error() { echo "fetch-vllm: $*" >&2; exit 2; }
@@ -46,6 +52,7 @@ while [ $# -gt 0 ]; do
     --version) [ $# -ge 2 ] || usage_error "--version needs a release (e.g. 0.10.2)"; version=$2 version_given=1; shift 2 ;;
     --version=*) version=${1#--version=} version_given=1; shift ;;
     --cuda-only) subset=cuda; shift ;;
+    --triton-only) subset=triton; shift ;;
     -h|--help) usage 0 ;;
     -*) echo "fetch-vllm: unknown option $1" >&2; usage 2 ;;
     *) [ -z "$dir" ] || die "one DIR only"; dir=$1; shift ;;
@@ -233,7 +240,21 @@ top=$(basename "${tops[0]}")
 dest=$dir/$top$suffix
 [ ! -e "$dest" ] || die "$dest exists but was not extracted from this archive by this script; move it away first"
 src=${tops[0]}
-if [ "$subset" = cuda ]; then
+if [ "$subset" = triton ]; then
+  # The one list of the files ppbench reads from a tree (kernel files first).
+  known=$(sed -n '/known_kernel_files\[\] = {/,/};/p' "$root/harness/run/source_tree.c" | grep -o '"vllm/[^"]*"' | tr -d '"')
+  [ -n "$known" ] || die "no known_kernel_files list in $root/harness/run/source_tree.c"
+  files=$(cd "$src" && for f in $known; do [ ! -f "$f" ] || echo "$f"; done)
+  grep -q 'prefix_prefill\.py$\|triton_unified_attention\.py$' <<<"$files" ||
+    die "$archive: no prefix_prefill.py or triton_unified_attention.py: nothing vllm-triton can prepare"
+  [ -f "$src/PKG-INFO" ] && files=$(printf 'PKG-INFO\n%s' "$files")
+  mkdir "$tmp/$top$suffix"
+  (cd "$src" && printf '%s\n' "$files" | tar -cf - -T -) | tar -xf - -C "$tmp/$top$suffix" --no-same-owner ||
+    die "$archive: could not copy the vllm-triton files out of it"
+  { echo "triton  scripts/fetch-vllm.sh --triton-only: PKG-INFO, the mark and the files vllm-triton reads"
+    grep -v '^PKG-INFO$' <<<"$files"; } >"$tmp/$top$suffix/$SUBSET"
+  src=$tmp/$top$suffix
+elif [ "$subset" = cuda ]; then
   files=$(cuda_files "$src")
   grep -q '^csrc/attention/attention_kernels\.cuh\?$' <<<"$files" ||
     die "$archive: no csrc/attention/attention_kernels.cu or attention_kernels.cuh: this release has no CUDA paged attention for vllm-cuda (0.23.0 dropped it)"

@@ -4,7 +4,8 @@
 # is the one the index lists (#sha256=), checked before anything is extracted;
 # a second run downloads nothing; a wrong or missing checksum, a release not
 # listed and a malformed version are refused in one line; credentials in the
-# index URL are never printed. --cuda-only keeps only what the vllm-cuda build reads.
+# index URL are never printed. --cuda-only keeps only what the vllm-cuda build reads, --triton-only what
+# vllm-triton reads.
 source "$(dirname "$0")/lib.bash"
 source "$SRC/tests/e2e/net.bash"
 FETCH=$SRC/scripts/fetch-vllm.sh
@@ -217,4 +218,21 @@ one_line "--cuda-only without kernels"
 grep -q "no csrc/attention/attention_kernels.cu or attention_kernels.cuh: this release has no CUDA paged attention" "$WORK/err" ||
   { cat "$WORK/err"; fail "--cuda-only without kernels: message"; }
 [ -z "$(ls -A "$WORK/deps-nocuda")" ] || { ls -la "$WORK/deps-nocuda"; fail "--cuda-only without kernels: something left"; }
+# (i) --triton-only: PKG-INFO, the mark and the files vllm-triton reads (harness/run/source_tree.c's list: here the
+# one prefix_prefill.py), nothing else; an archive without a kernel file of the list refused, nothing left.
+expect_rc 0 "$FETCH" --archive "$WORK/vllm-9.9.5.tar.gz" --sha256 "$CUDA_SHA" --triton-only "$D"
+[ "$(tail -n 1 "$WORK/out")" = "fetch-vllm: $D/vllm-9.9.5-triton (sha256 $CUDA_SHA)" ] || { cat "$WORK/out"; fail "--triton-only: last line"; }
+got=$(cd "$D/vllm-9.9.5-triton" && find . -type f | sort | tr '\n' ' ')
+[ "$got" = "./.ppb-archive.sha256 ./.ppb-subset ./PKG-INFO ./vllm/attention/ops/prefix_prefill.py " ] || fail "--triton-only kept: $got"
+[ "$(head -n 1 "$D/vllm-9.9.5-triton/.ppb-subset" | cut -d' ' -f1)" = triton ] || fail "--triton-only: .ppb-subset"
+expect_rc 0 "$FETCH" --archive "$WORK/vllm-9.9.5.tar.gz" --sha256 "$CUDA_SHA" --triton-only "$D"
+grep -q "vllm-9.9.5-triton is already there" "$WORK/out" || { cat "$WORK/out"; fail "--triton-only: second run"; }
+mkdir -p "$WORK/src-none/vllm-9.9.4/vllm" && printf 'Version: 9.9.4\n' >"$WORK/src-none/vllm-9.9.4/PKG-INFO"
+echo "# not a kernel" >"$WORK/src-none/vllm-9.9.4/vllm/config.py"
+tar -czf "$WORK/vllm-9.9.4.tar.gz" -C "$WORK/src-none" vllm-9.9.4
+expect_rc 1 "$FETCH" --archive "$WORK/vllm-9.9.4.tar.gz" --sha256 "$(sha256 "$WORK/vllm-9.9.4.tar.gz")" --triton-only "$WORK/deps-notriton"
+one_line "--triton-only without kernels"
+grep -q "no prefix_prefill.py or triton_unified_attention.py: nothing vllm-triton can prepare" "$WORK/err" ||
+  { cat "$WORK/err"; fail "--triton-only without kernels: message"; }
+[ -z "$(ls -A "$WORK/deps-notriton")" ] || { ls -la "$WORK/deps-notriton"; fail "--triton-only without kernels: something left"; }
 echo "fetch_vllm_version: ok"

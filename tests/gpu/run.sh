@@ -36,7 +36,8 @@
 #   fidelity   tests/gpu/timing_fidelity.py at the goal shapes: ppbench's medians against do_bench / an event loop
 #   vllm_proposals  ppbench propose suites/proposals/vllm-*.yaml
 #   source_patch  the seed's PATCHES as a source_patch proposal on vLLM 0.6.3, and suites/prefill.yaml on
-#              each release of PPB_VLLM_VERSIONS (trees in .deps/vllm-X) as its own wrapper launches it
+#              each release of PPB_VLLM_VERSIONS (trees in .deps/vllm-X, or .deps/vllm-X-triton from
+#              scripts/fetch-vllm.sh --version X --triton-only: a few hundred kB to carry) as its own wrapper launches it
 #   vllm_decode  vllm-triton-decode@VERSION for each release of PPB_VLLM_DECODE_VERSIONS (default 0.10.2 0.20.0
 #              0.34.0; trees in .deps/vllm-X): the release's Triton unified attention for decode, the cache in
 #              the FLASH layout, suites/smoke-decode.yaml (float64-checked) and suites/decode.yaml (v1 cases),
@@ -339,8 +340,9 @@ vllm_src=${PPB_VLLM_SOURCE:-$root/.deps/vllm-0.6.3}
 # source_patch proposals find releases in ppbench's tree cache: the carried ones, linked in.
 export PPBENCH_TREE_CACHE=$out/tree-cache
 mkdir -p "$PPBENCH_TREE_CACHE/vllm"
-for t in "$root"/.deps/vllm-*/; do
-  [ -f "$t/.ppb-archive.sha256" ] && ln -sfn "${t%/}" "$PPBENCH_TREE_CACHE/vllm/$(basename "$t")"
+for t in "$root"/.deps/vllm-*/; do  # a --triton-only tree (vllm-X-triton) stands for release X
+  n=$(basename "$t")
+  [ -f "$t/.ppb-archive.sha256" ] && ln -sfn "${t%/}" "$PPBENCH_TREE_CACHE/vllm/${n%-triton}"
 done
 plugins=$build/plugins
 # The prefill probe's own case (tests/gpu/probe_prefill_plugin.c).
