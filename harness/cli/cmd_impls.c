@@ -85,8 +85,12 @@ int cmd_impls(int argc, char **argv)
         printf("%22s   source %s\n%22s   path %s  checksum fnv1a64:%s%s%s\n", "", f->source[0] ? f->source : "-",
                "", f->path, f->checksum, f->shadowed ? "  (shadowed: an earlier library has this name)" : "",
                f->adapted ? "  (kernel ABI 2: loaded through the version-2 adapter)" : "");
-        if (f->flash_layout)
-            printf("%22s   reads the paged KV cache in the FLASH layout [blocks, page, kv_heads, head_dim]\n", "");
+        if (f->flash_layout) {
+            ppb_impl_kernels_text(f->flash_layout & 1u, f->flash_layout & 2u, f->flash_layout & 4u, kernels,
+                                  sizeof kernels);
+            printf("%22s   %s: the paged KV cache in the FLASH layout [blocks, page, kv_heads, head_dim]\n", "",
+                   kernels);
+        }
     }
     free(infos);
     return broken ? PPB_EXIT_FAILURES : PPB_EXIT_OK;

@@ -450,7 +450,7 @@ static void load_library(loaded *l, const char *path)
         *kernels[i].flag = 1;
         /* the ops tables end in kv_layout from version 5 on (decode's where prefill's is: asserted below) */
         if (t->abi_version >= ABI_VERSION_5)
-            info->flash_layout |= ops->kv_layout == PPB_KV_LAYOUT_FLASH;
+            info->flash_layout |= (unsigned)(ops->kv_layout == PPB_KV_LAYOUT_FLASH) << i;
     }
     if (!info->has_prefill && !info->has_decode_v1 && !info->has_decode_v2) {
         snprintf(info->error, sizeof info->error, "provides no kernel");

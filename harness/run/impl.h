@@ -51,7 +51,8 @@ typedef struct ppb_impl_info {
     char version[128], source[512];
     unsigned abi_version, backends;
     int has_prefill, has_decode_v1, has_decode_v2;
-    int flash_layout;        /* 1: a kernel of it reads the paged cache in PPB_KV_LAYOUT_FLASH (ABI version 5 on) */
+    unsigned flash_layout;   /* bits 0, 1, 2: its prefill, decode v1, decode v2 read the paged cache in
+                              * PPB_KV_LAYOUT_FLASH (ABI version 5 on) */
     char checksum[17];       /* FNV-1a 64 of the library file */
     int adapted;             /* 1: an ABI version-2 table, called through the adapter */
     int usable;              /* 0: `error` says why not */

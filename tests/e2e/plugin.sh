@@ -14,7 +14,7 @@ grep -q "^builtin " "$WORK/out" || fail "builtin not listed"
 grep -q "^plugin:example-cpu .*prefix_prefill,paged_attention_v1,paged_attention_v2 *cpu *5 " "$WORK/out" \
   || { cat "$WORK/out"; fail "example plugin not listed with kernels, backend and ABI"; }
 grep -q "checksum fnv1a64:[0-9a-f]\{16\}" "$WORK/out" || fail "no checksum"
-grep -A3 "^plugin:example-cpu-flash " "$WORK/out" | grep -q "reads the paged KV cache in the FLASH layout" \
+grep -A3 "^plugin:example-cpu-flash " "$WORK/out" | grep -q "prefix_prefill,paged_attention_v1,paged_attention_v2: the paged KV cache in the FLASH layout" \
   || { cat "$WORK/out"; fail "impls does not say which plugin reads the FLASH layout"; }
 grep -A3 "^plugin:example-cpu " "$WORK/out" | grep -q "FLASH layout" && fail "impls says example-cpu reads the FLASH layout"
 
