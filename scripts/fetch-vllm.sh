@@ -240,6 +240,18 @@ top=$(basename "${tops[0]}")
 dest=$dir/$top$suffix
 [ ! -e "$dest" ] || die "$dest exists but was not extracted from this archive by this script; move it away first"
 src=${tops[0]}
+# The subset `files` (one a line, relative to $src) with PKG-INFO, copied into
+# $tmp/$top$suffix with a $SUBSET file naming it ($1: what it is for); $src then
+# points there.
+keep_subset() {
+  [ -f "$src/PKG-INFO" ] && files=$(printf 'PKG-INFO\n%s' "$files")
+  mkdir "$tmp/$top$suffix"
+  (cd "$src" && printf '%s\n' "$files" | tar -cf - -T -) | tar -xf - -C "$tmp/$top$suffix" --no-same-owner ||
+    die "$archive: could not copy the $subset files out of it"
+  { echo "$subset  scripts/fetch-vllm.sh --$subset-only: PKG-INFO, the mark and $1"
+    grep -v '^PKG-INFO$' <<<"$files"; } >"$tmp/$top$suffix/$SUBSET"
+  src=$tmp/$top$suffix
+}
 if [ "$subset" = triton ]; then
   # The one list of the files ppbench reads from a tree (kernel files first).
   known=$(sed -n '/known_kernel_files\[\] = {/,/};/p' "$root/harness/run/source_tree.c" | grep -o '"vllm/[^"]*"' | tr -d '"')
@@ -247,24 +259,12 @@ if [ "$subset" = triton ]; then
   files=$(cd "$src" && for f in $known; do [ ! -f "$f" ] || echo "$f"; done)
   grep -q 'prefix_prefill\.py$\|triton_unified_attention\.py$' <<<"$files" ||
     die "$archive: no prefix_prefill.py or triton_unified_attention.py: nothing vllm-triton can prepare"
-  [ -f "$src/PKG-INFO" ] && files=$(printf 'PKG-INFO\n%s' "$files")
-  mkdir "$tmp/$top$suffix"
-  (cd "$src" && printf '%s\n' "$files" | tar -cf - -T -) | tar -xf - -C "$tmp/$top$suffix" --no-same-owner ||
-    die "$archive: could not copy the vllm-triton files out of it"
-  { echo "triton  scripts/fetch-vllm.sh --triton-only: PKG-INFO, the mark and the files vllm-triton reads"
-    grep -v '^PKG-INFO$' <<<"$files"; } >"$tmp/$top$suffix/$SUBSET"
-  src=$tmp/$top$suffix
+  keep_subset "the files vllm-triton reads"
 elif [ "$subset" = cuda ]; then
   files=$(cuda_files "$src")
   grep -q '^csrc/attention/attention_kernels\.cuh\?$' <<<"$files" ||
     die "$archive: no csrc/attention/attention_kernels.cu or attention_kernels.cuh: this release has no CUDA paged attention for vllm-cuda (0.23.0 dropped it)"
-  [ -f "$src/PKG-INFO" ] && files=$(printf 'PKG-INFO\n%s' "$files")
-  mkdir "$tmp/$top$suffix"
-  (cd "$src" && printf '%s\n' "$files" | tar -cf - -T -) | tar -xf - -C "$tmp/$top$suffix" --no-same-owner ||
-    die "$archive: could not copy the vllm-cuda files out of it"
-  { echo "cuda  scripts/fetch-vllm.sh --cuda-only: PKG-INFO, the mark and the files the vllm-cuda build reads"
-    grep -v '^PKG-INFO$' <<<"$files"; } >"$tmp/$top$suffix/$SUBSET"
-  src=$tmp/$top$suffix
+  keep_subset "the files the vllm-cuda build reads"
 fi
 printf '%s  %s\n' "$want_sha" "$(basename "$archive")" >"$src/$MARKER"
 mv "$src" "$dest"
