@@ -44,6 +44,11 @@ typedef struct ppb_prefill_args {
     int sliding_window;
     float sm_scale;
     const int32_t *seq_lens;
+    /* Since kernel ABI version 6: the new tokens of the whole batch (the sum of
+     * query_lens: the rows of q), and the paged cache's physical pages
+     * (num_blocks; 0 in what `refuse` and `prepare` get, which precede the
+     * inputs). */
+    int num_tokens, num_blocks;
 } ppb_prefill_args;
 
 /* Paged attention decode (vLLM paged_attention_v1/_v2 + reduce).

@@ -36,8 +36,10 @@
  * PPBK_ABI_VERSION. A config member is only ever appended, so a plugin of an
  * older version reads the members it knows and ppbench refuses it the cases
  * that set a newer one (version 3 has no num_stages). An ops table is only
- * ever extended at its end too (version 5's kv_layout), read by ppbench only
- * from a plugin of that version on. ppbench loads this version, versions 4
+ * ever extended at its end too (version 5's kv_layout, version 6's prefill
+ * stage), read by ppbench only from a plugin of that version on; so is the
+ * prefill argument struct (version 6's num_tokens, num_blocks), which an
+ * older plugin reads the start of. ppbench loads this version, versions 5, 4
  * and 3 (the same table, shorter ops) and version 2 (the same table without
  * the context: an adapter calls it, ppb_kernel_abi_v2.h); any other version
  * is refused by name. */
@@ -52,7 +54,7 @@
 extern "C" {
 #endif
 
-#define PPBK_ABI_VERSION 5
+#define PPBK_ABI_VERSION 6
 #define PPBK_ENTRY_SYMBOL "ppbk_entry"
 
 /* Which pointers a launch receives (bit set in ppbk_impl.backends). */
@@ -113,6 +115,10 @@ typedef struct ppbk_resources {
     int max_threads;       /* most threads per block the compiled kernel can launch with */
 } ppbk_resources;
 
+/* The prefill ops' `stage` (version 6), below. */
+typedef int (*ppbk_prefill_stage_fn)(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                                     const ppb_prefill_args *args, void *stream, char *why, size_t why_len);
+
 /* `ctx`, first in every call: what the implementation's `open` stored (NULL
  * when it has no `open`). */
 typedef struct ppbk_prefill_ops {
@@ -126,6 +132,16 @@ typedef struct ppbk_prefill_ops {
     /* Since version 5: the paged cache layout these kernels read
      * (PPB_KV_LAYOUT_*, attention_args.h; 0 = vLLM's paged-attention layout). */
     int kv_layout;
+    /* Since version 6, optional (NULL): called once the case's inputs exist
+     * (`args` points at them), after `prepare` and before the checked launch,
+     * never timed; ppbench waits for `stream` after it. The place to build
+     * what the kernel reads beyond ppbench's buffers, as the serving engine
+     * does in a step of its own before attention: vLLM's reshape_and_cache,
+     * the new tokens' K/V written into the kernel's own copy of the paged cache
+     * (kv_append.h), for a kernel that reads every key from the cache. It
+     * never writes ppbench's buffers (their checksums are compared after the
+     * checked launch); what it allocates lives in the context until `close`. */
+    ppbk_prefill_stage_fn stage;
 } ppbk_prefill_ops;
 
 /* One entry for v1 and v2: cfg->version says which. v2 launches the main

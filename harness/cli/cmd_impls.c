@@ -91,6 +91,9 @@ int cmd_impls(int argc, char **argv)
             printf("%22s   %s: the paged KV cache in the FLASH layout [blocks, page, kv_heads, head_dim]\n", "",
                    kernels);
         }
+        if (f->prefill_stages)
+            printf("%22s   prefix_prefill: reads the new tokens' K/V from a cache it stages from the inputs, untimed "
+                   "(as vLLM's cache write before attention)\n", "");
     }
     free(infos);
     return broken ? PPB_EXIT_FAILURES : PPB_EXIT_OK;

@@ -43,6 +43,8 @@ void ppb_kernel_view_of_case(const ppb_case *c, ppb_kernel_view *v)
     if (c->kernel == PPB_PREFIX_PREFILL) {
         pa->batch = s->batch;
         pa->max_query_len = max_len(c, 0);
+        for (int b = 0; b < s->batch; b++)
+            pa->num_tokens += ppb_case_query_len_of(c, b);
         pa->num_heads = s->num_heads;
         pa->num_kv_heads = s->num_kv_heads;
         pa->head_dim = s->head_dim;

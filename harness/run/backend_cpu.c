@@ -460,9 +460,11 @@ static int plugin_prepare(ppb_backend *b, const ppb_workload *w, ppb_result *res
         in[k] = b->inputs[k].block ? b->inputs[k].block + PPB_GUARD_BYTES : NULL;
     const ppb_tensor_ptrs t = {.q = in[0], .k = in[1], .v = in[2], .k_cache = in[3], .v_cache = in[4],
                                .out = b->out, .block_table = in[5], .start_loc = in[6], .query_lens = in[7],
-                               .context_lens = in[8], .seq_lens = in[9]};
+                               .context_lens = in[8], .seq_lens = in[9], .num_blocks = w->num_blocks};
     ppb_kernel_args_point(&b->plugin.prefill, &b->plugin.decode, b->c.kernel, &t);
-    return b->c.kernel == PPB_PAGED_ATTENTION && b->c.config.version == 2 ? plugin_scratch(b, err) : PPB_OK;
+    if (b->c.kernel == PPB_PAGED_ATTENTION && b->c.config.version == 2)
+        return plugin_scratch(b, err);
+    return ppb_impl_stage(&b->plugin, NULL, err); /* on the CPU done when it returns */
 }
 
 /* Before a checked launch: NaN bits in the scratch (a reduce reading a partition

@@ -140,10 +140,13 @@ static void search_path(path_list *l)
 
 /* Versions 3 and on share one table; version 2 is called through the adapter
  * below. Version 4 appended num_stages to the prefill config, version 5
- * kv_layout to the ops tables. */
+ * kv_layout to the ops tables, version 6 stage to the prefill ops (and
+ * num_tokens, num_blocks to the prefill arguments, which an older plugin
+ * never reads). */
 #define ABI_VERSION_3 3u
 #define ABI_VERSION_4 4u
 #define ABI_VERSION_5 5u
+#define ABI_VERSION_6 6u
 
 /* The configs as versions 2 and 3 laid them out: dtype .. path, eight ints. A
  * later version only appends members, so these bytes are the start of the
@@ -151,8 +154,9 @@ static void search_path(path_list *l)
 #define ABI3_CONFIG_BYTES (8 * sizeof(int))
 
 /* How many bytes of each config a plugin of ABI version `abi` reads. */
-_Static_assert(PPBK_ABI_VERSION == ABI_VERSION_5,
-               "a new kernel ABI version: config_bytes_seen and kv_layout_of must say what plugins of version 5 read");
+_Static_assert(PPBK_ABI_VERSION == ABI_VERSION_6,
+               "a new kernel ABI version: config_bytes_seen, kv_layout_of and stage_of must say what plugins of "
+               "version 6 read");
 static size_t config_bytes_seen(unsigned abi, ppb_kernel_kind kernel)
 {
     if (abi < ABI_VERSION_4)
@@ -202,13 +206,15 @@ typedef struct abi2_adapter {
  * resources and argument structs as they are: right only while those are
  * version 2's, or extend them at the end (version 3 changed function types
  * only; version 4 appended num_stages to the prefill config, which a version-2
- * plugin does not read and is never asked for: refuse_unseen_params). A
+ * plugin does not read and is never asked for: refuse_unseen_params; version 6
+ * num_tokens and num_blocks to the prefill arguments, facts it never reads). A
  * version that changes one otherwise must convert it here, or stop loading
  * version 2. Sizes on LP64. */
 #if defined(__LP64__)
 _Static_assert(sizeof(ppbk_device) == 32 && offsetof(ppbk_prefill_config, path) + sizeof(int) == ABI3_CONFIG_BYTES &&
                    sizeof(ppbk_prefill_config) >= ABI3_CONFIG_BYTES && sizeof(ppbk_decode_config) == ABI3_CONFIG_BYTES &&
-                   sizeof(ppbk_resources) == 20 && sizeof(ppb_prefill_args) == 128 && sizeof(ppb_decode_args) == 112 &&
+                   sizeof(ppbk_resources) == 20 && offsetof(ppb_prefill_args, num_tokens) == 128 &&
+                   sizeof(ppb_prefill_args) == 136 && sizeof(ppb_decode_args) == 112 &&
                    sizeof(ppbk_v2_impl) == 80 && sizeof(ppbk_v2_prefill_ops) == 24 && sizeof(ppbk_v2_decode_ops) == 24,
                "a struct version-2 plugins are handed changed: convert it in the adapter (or stop loading version 2)");
 #endif
@@ -452,6 +458,7 @@ static void load_library(loaded *l, const char *path)
         if (t->abi_version >= ABI_VERSION_5)
             info->flash_layout |= (unsigned)(ops->kv_layout == PPB_KV_LAYOUT_FLASH) << i;
     }
+    info->prefill_stages = t->abi_version >= ABI_VERSION_6 && t->prefill && t->prefill->stage;
     if (!info->has_prefill && !info->has_decode_v1 && !info->has_decode_v2) {
         snprintf(info->error, sizeof info->error, "provides no kernel");
         return;
@@ -778,6 +785,12 @@ static int kv_layout_of(unsigned abi, const ppb_impl_call *call)
     return call->kernel == PPB_PREFIX_PREFILL ? call->impl->prefill->kv_layout : decode_ops(call)->kv_layout;
 }
 
+/* The prefill ops' stage: from version 6 on (an older table ends before it). */
+static ppbk_prefill_stage_fn stage_of(unsigned abi, const ppb_impl_call *call)
+{
+    return abi >= ABI_VERSION_6 && call->kernel == PPB_PREFIX_PREFILL ? call->impl->prefill->stage : NULL;
+}
+
 int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev, const ppb_impl_ref *builtin,
                   ppb_err *err)
 {
@@ -814,7 +827,9 @@ int ppb_impl_bind(ppb_impl_call *call, const ppb_case *c, const ppbk_device *dev
     if (missing_kernel)
         return ppb_fail(err, PPB_EREFUSED, "impl %s provides no %s kernel", impl, missing_kernel);
     call->decode_cfg.version = k->version; /* decode_ops() before the view below */
-    call->kv_layout = kv_layout_of(l ? l->info.abi_version : PPBK_ABI_VERSION, call);
+    const unsigned abi = l ? l->info.abi_version : PPBK_ABI_VERSION;
+    call->kv_layout = kv_layout_of(abi, call);
+    call->stage = stage_of(abi, call);
     if (call->kv_layout != PPB_KV_LAYOUT_VLLM && call->kv_layout != PPB_KV_LAYOUT_FLASH)
         return ppb_fail(err, PPB_EREFUSED,
                         "impl %s: its kernel reads the paged cache in layout %d, which this ppbench does not know "
@@ -859,6 +874,17 @@ int ppb_impl_launch(const ppb_impl_call *call, void *stream, ppb_err *err)
                                             PLUGIN_MSG_LEN(why));
     leave_call();
     return rc == PPBK_OK ? PPB_OK : call_fail(call, call->impl->name, rc, why, "launch: ", "failed without a reason", err);
+}
+
+int ppb_impl_stage(const ppb_impl_call *call, void *stream, ppb_err *err)
+{
+    if (!call->stage)
+        return PPB_OK;
+    char why[512] = "";
+    enter_call(call, "stage");
+    int rc = call->stage(call->ctx, &call->dev, &call->prefill_cfg, &call->prefill, stream, why, PLUGIN_MSG_LEN(why));
+    leave_call();
+    return rc == PPBK_OK ? PPB_OK : call_fail(call, call->impl->name, rc, why, "stage: ", "failed without a reason", err);
 }
 
 int ppb_impl_prepare(const ppb_impl_call *call, ppb_resources *res, ppb_err *err)

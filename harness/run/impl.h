@@ -53,6 +53,8 @@ typedef struct ppb_impl_info {
     int has_prefill, has_decode_v1, has_decode_v2;
     unsigned flash_layout;   /* bits 0, 1, 2: its prefill, decode v1, decode v2 read the paged cache in
                               * PPB_KV_LAYOUT_FLASH (ABI version 5 on) */
+    int prefill_stages;      /* 1: its prefill has a stage (ABI version 6 on): it reads the new tokens from a
+                              * cache it builds (kernels/kv_append.h) */
     char checksum[17];       /* FNV-1a 64 of the library file */
     int adapted;             /* 1: an ABI version-2 table, called through the adapter */
     int usable;              /* 0: `error` says why not */
@@ -83,6 +85,7 @@ typedef struct ppb_impl_call {
     ppb_prefill_args prefill;
     ppb_decode_args decode;
     int kv_layout;           /* PPB_KV_LAYOUT_* the kernel reads the paged cache in: the backend fills that one */
+    ppbk_prefill_stage_fn stage; /* the prefill ops' stage (kernel ABI 6 on), or NULL: ppb_impl_stage */
     char note[400];          /* what refuse said when it accepted ("" = nothing) */
 } ppb_impl_call;
 
@@ -102,6 +105,12 @@ int ppb_impl_launch(const ppb_impl_call *call, void *stream, ppb_err *err);
  * implementation's prepare (compile, load), with its resource figures where it
  * gives them (res->known = 0 otherwise). PPB_EREFUSED / PPB_EFAIL with its reason. */
 int ppb_impl_prepare(const ppb_impl_call *call, ppb_resources *res, ppb_err *err);
+
+/* Once the case's inputs exist and the call's pointers are set, before the
+ * checked launch and outside timing: the implementation's stage (kernel ABI
+ * 6's prefill ops), if it has one; the caller then waits for `stream`.
+ * PPB_EREFUSED / PPB_EFAIL with its reason. */
+int ppb_impl_stage(const ppb_impl_call *call, void *stream, ppb_err *err);
 
 /* Environment facts for a run that used an implementation: name, version,
  * source, path and checksum of its library ("impl.<name>.*"). */

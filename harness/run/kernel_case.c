@@ -13,6 +13,7 @@ void ppb_kernel_args_point(ppb_prefill_args *pa, ppb_decode_args *da, int kernel
         pa->k_cache = t->k_cache, pa->v_cache = t->v_cache, pa->block_table = t->block_table;
         pa->start_loc = t->start_loc, pa->query_lens = t->query_lens, pa->context_lens = t->context_lens;
         pa->seq_lens = t->seq_lens;
+        pa->num_blocks = t->num_blocks;
         return;
     }
     da->q = t->q, da->out = t->out;

@@ -14,6 +14,7 @@ typedef struct ppb_tensor_ptrs {
     const void *q, *k, *v, *k_cache, *v_cache;
     void *out;
     const int32_t *block_table, *start_loc, *query_lens, *context_lens, *seq_lens;
+    int num_blocks; /* the paged cache's physical pages (ppb_workload.num_blocks) */
 } ppb_tensor_ptrs;
 
 /* Point the argument struct of `kernel` at them (its shape fields stay). The

@@ -163,7 +163,7 @@ ABI_ENTRY_POINTS(prefill, PPB_KSPEC_PREFILL, ppbk_prefill_config, ppb_prefill_ar
 ABI_ENTRY_POINTS(decode, PPB_KSPEC_DECODE, ppbk_decode_config, ppb_decode_args)
 #undef ABI_ENTRY_POINTS
 
-static const ppbk_prefill_ops prefill_ops = {prefill_refuse, prefill_launch, prefill_prepare, PPB_KV_LAYOUT_VLLM};
+static const ppbk_prefill_ops prefill_ops = {prefill_refuse, prefill_launch, prefill_prepare, PPB_KV_LAYOUT_VLLM, NULL};
 /* v1 and v2 are one kernel template; the config's version picks the instantiation. */
 static const ppbk_decode_ops decode_ops = {decode_refuse, decode_launch, decode_prepare, PPB_KV_LAYOUT_VLLM};
 

@@ -11,12 +11,15 @@ export PPBENCH_DB="$WORK/p.db"
 # impls: builtin and the example with its table; broken libraries with their reasons, exit 1.
 expect_rc 0 "$PPB" impls --plugin "$PLUG"
 grep -q "^builtin " "$WORK/out" || fail "builtin not listed"
-grep -q "^plugin:example-cpu .*prefix_prefill,paged_attention_v1,paged_attention_v2 *cpu *5 " "$WORK/out" \
+grep -q "^plugin:example-cpu .*prefix_prefill,paged_attention_v1,paged_attention_v2 *cpu *6 " "$WORK/out" \
   || { cat "$WORK/out"; fail "example plugin not listed with kernels, backend and ABI"; }
 grep -q "checksum fnv1a64:[0-9a-f]\{16\}" "$WORK/out" || fail "no checksum"
 grep -A3 "^plugin:example-cpu-flash " "$WORK/out" | grep -q "prefix_prefill,paged_attention_v1,paged_attention_v2: the paged KV cache in the FLASH layout" \
   || { cat "$WORK/out"; fail "impls does not say which plugin reads the FLASH layout"; }
 grep -A3 "^plugin:example-cpu " "$WORK/out" | grep -q "FLASH layout" && fail "impls says example-cpu reads the FLASH layout"
+grep -A4 "^plugin:example-cpu-staged " "$WORK/out" | grep -q "prefix_prefill: reads the new tokens' K/V from a cache it stages" \
+  || { cat "$WORK/out"; fail "impls does not say which plugin stages its cache"; }
+grep -A4 "^plugin:example-cpu-flash " "$WORK/out" | grep -q "stages" && fail "impls says example-cpu-flash stages a cache"
 
 expect_rc 1 "$PPB" impls --plugin "$BAD"
 for why in "no symbol ppbk_entry" "kernel ABI version 999" "returned no table" "invalid implementation name"; do
@@ -82,6 +85,13 @@ with_ctx=$("$PPB" list "$SRC/suites/smoke.yaml" | grep -vc " ctx=0 ")
 expect_rc 1 "$PPB" run "$SRC/suites/smoke.yaml" --impl plugin:example-cpu-flash-undeclared "${flash[@]}"
 grep -q "^$total results:.* $with_ctx wrong" "$WORK/out" \
   || { cat "$WORK/out"; fail "a plugin reading an undeclared layout was not found wrong on the $with_ctx cases with a context"; }
+
+# A kernel that reads the new tokens from the cache too (example-cpu-staged: ABI version 6's stage builds
+# that cache from ppbench's inputs, as vLLM's cache write does): every prefill case correct, mixed batch included.
+expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --impl plugin:example-cpu-staged "${flash[@]}"
+grep -q "^$total results:" "$WORK/out" && ! grep "^$total results:" "$WORK/out" | grep -Eq "wrong|error|refused|skipped|crashed" \
+  || { cat "$WORK/out"; fail "not every case correct on the staging plugin"; }
+grep -q "^ok .* dec=2 " "$WORK/out" || { cat "$WORK/out"; fail "the mixed batch did not run on the staging plugin"; }
 
 # Without the library: refused with the reason, never run on something else.
 expect_rc 1 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/none.db" --impl plugin:example-cpu --backend cpu --no-progress --filter "batch=1,dtype=bf16,head_dim=64,page_size=16,sliding_window=0"

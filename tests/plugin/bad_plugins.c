@@ -24,7 +24,8 @@
  *                as one built before version 4 appended num_stages to the prefill config;
  *                its prefill refuse accepts everything with the note "version-3 table", so
  *                a test sees which cases ppbench refused before asking it; its ops tables
- *                end in a kv_layout of 7, which a version-3 plugin's would not have
+ *                end in a kv_layout of 7 and (prefill) a stage that fails, saying it was
+ *                called, which a version-3 plugin's would not have
  *   BAD_LAYOUT   "bad-layout": its prefill says it reads the paged cache in layout 7, which
  *                does not exist (kernel ABI version 5's kv_layout)
  * Apart from its one fault each table is well formed, so nothing else trips. */
@@ -216,14 +217,26 @@ static int bad_prepare(void *ctx, const ppbk_device *dev, const ppbk_prefill_con
     out->static_smem = -1;
     return PPBK_OK;
 }
-static const ppbk_prefill_ops bad_prefill = {bad_refuse, bad_launch, bad_prepare, PPB_KV_LAYOUT_VLLM};
+static const ppbk_prefill_ops bad_prefill = {bad_refuse, bad_launch, bad_prepare, PPB_KV_LAYOUT_VLLM, NULL};
 #else
 #if defined(BAD_LAYOUT) || defined(BAD_ABI3)
 #define BAD_KV_LAYOUT 7 /* no such layout; in a version-3 table, bytes ppbench must never read */
 #else
 #define BAD_KV_LAYOUT PPB_KV_LAYOUT_VLLM
 #endif
-static const ppbk_prefill_ops bad_prefill = {bad_refuse, bad_launch, NULL, BAD_KV_LAYOUT};
+#ifdef BAD_ABI3
+static int bad_stage(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg, const ppb_prefill_args *args,
+                     void *stream, char *why, size_t why_len)
+{
+    (void)ctx, (void)dev, (void)cfg, (void)args, (void)stream;
+    snprintf(why, why_len, "the stage of a version-3 table was called");
+    return PPBK_FAILED;
+}
+#define BAD_STAGE bad_stage /* in a version-3 table, bytes ppbench must never read */
+#else
+#define BAD_STAGE NULL
+#endif
+static const ppbk_prefill_ops bad_prefill = {bad_refuse, bad_launch, NULL, BAD_KV_LAYOUT, BAD_STAGE};
 #endif
 
 static const ppbk_impl bad_impl = {

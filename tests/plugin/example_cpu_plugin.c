@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kv_append.h"
 #include "ppb_kernel_abi.h"
 
 #define MAX_HEAD_DIM 256
@@ -194,7 +195,21 @@ static int first_visible(int pos, int window)
  * opens share nothing. */
 typedef struct example_ctx {
     ppbk_device dev;
+    /* STAGES_NEW_TOKENS: the staged cache its `stage` built (kv_append.h) and
+     * the inputs it was built from, so that a launch on other inputs fails. */
+    uint16_t *staged_k, *staged_v;
+    int32_t *staged_table;
+    int staged_mbps;
+    const void *staged_from_k, *staged_from_k_cache;
+    const int32_t *staged_from_table;
 } example_ctx;
+
+static void free_staged(example_ctx *x)
+{
+    free(x->staged_k), free(x->staged_v), free(x->staged_table);
+    x->staged_k = x->staged_v = NULL, x->staged_table = NULL;
+    x->staged_from_k = x->staged_from_k_cache = NULL, x->staged_from_table = NULL;
+}
 
 static int example_open(const ppbk_device *dev, void **ctx, char *why, size_t why_len)
 {
@@ -203,6 +218,7 @@ static int example_open(const ppbk_device *dev, void **ctx, char *why, size_t wh
     example_ctx *x = malloc(sizeof *x);
     if (!x)
         return say(why, why_len, PPBK_FAILED, "example-cpu: out of memory");
+    memset(x, 0, sizeof *x);
     x->dev = *dev;
     *ctx = x;
     return PPBK_OK;
@@ -210,6 +226,8 @@ static int example_open(const ppbk_device *dev, void **ctx, char *why, size_t wh
 
 static void example_close(void *ctx)
 {
+    if (ctx)
+        free_staged(ctx);
     free(ctx);
 }
 
@@ -322,11 +340,26 @@ static int prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_
             return say(why, why_len, PPBK_FAILED, "sequence %d: context_len %d exceeds %d blocks of %d", b,
                        a->context_lens[b], a->max_blocks_per_seq, a->page_size);
 
+    const void *k_cache = a->k_cache, *v_cache = a->v_cache;
+    const int32_t *table = a->block_table;
+    int mbps = a->max_blocks_per_seq;
+#ifdef STAGES_NEW_TOKENS
+    /* Every key from the cache its stage built: context and new tokens alike. */
+    const example_ctx *x = ctx;
+    if (!x->staged_k || x->staged_from_k != a->k || x->staged_from_k_cache != a->k_cache ||
+        x->staged_from_table != a->block_table)
+        return say(why, why_len, PPBK_FAILED, "%s: launch on inputs its stage did not see", PLUGIN_NAME);
+    k_cache = x->staged_k, v_cache = x->staged_v, table = x->staged_table, mbps = x->staged_mbps;
+#endif
     float q[MAX_HEAD_DIM], k[MAX_HEAD_DIM], v[MAX_HEAD_DIM];
     softmax_row row;
     for (int b = 0; b < a->batch; b++) {
         int ctx_len = a->context_lens[b], start = a->start_loc[b];
-        const int32_t *block_row = a->block_table + (size_t)b * (size_t)a->max_blocks_per_seq;
+        const int32_t *block_row = table + (size_t)b * (size_t)mbps;
+        int cached = ctx_len; /* positions read through the block table */
+#ifdef STAGES_NEW_TOKENS
+        cached += a->query_lens[b]; /* the new tokens too, in the staged cache */
+#endif
         for (int i = 0; i < a->query_lens[b]; i++) {
             size_t token = (size_t)start + (size_t)i;
             int pos = ctx_len + i; /* absolute position: the causal mask is bottom-right aligned */
@@ -336,9 +369,9 @@ static int prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_
                     q[d] = load(a->q, (token * (size_t)a->num_heads + (size_t)h) * (size_t)dim + (size_t)d, dtype);
                 row_start(&row, dim);
                 for (int j = first_visible(pos, a->sliding_window); j <= pos; j++) {
-                    if (j < ctx_len) { /* a cached token, through the block table */
-                        load_cached(a->k_cache, a->v_cache, block_row, j, kv_head, a->num_kv_heads, dim,
-                                    a->page_size, dtype, k, v);
+                    if (j < cached) { /* a cached token, through the block table */
+                        load_cached(k_cache, v_cache, block_row, j, kv_head, a->num_kv_heads, dim, a->page_size,
+                                    dtype, k, v);
                     } else { /* a new token: k, v [tokens, kv_heads, dim] */
                         size_t at = (((size_t)start + (size_t)(j - ctx_len)) * (size_t)a->num_kv_heads +
                                      (size_t)kv_head) * (size_t)dim;
@@ -357,6 +390,61 @@ static int prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_
     }
     return PPBK_OK;
 }
+
+#ifdef STAGES_NEW_TOKENS
+/* ---- the staged cache (example-cpu-staged) -------------------------------------- */
+
+/* What vLLM's cache write does before a kernel that reads every key from the
+ * cache (kv_append.h): ppbench's FLASH-layout cache copied, each sequence's
+ * new tokens written after its context. Built by `stage`, outside timing; the
+ * launch reads keys only from here. */
+typedef struct stage_copy {
+    example_ctx *x;
+    const ppb_prefill_args *a;
+    size_t row_bytes;
+} stage_copy;
+
+static int stage_copy_rows(void *user, int from_new, size_t dst_row, size_t src_row, size_t rows)
+{
+    const stage_copy *c = user;
+    const unsigned char *k = from_new ? c->a->k : c->a->k_cache, *v = from_new ? c->a->v : c->a->v_cache;
+    memcpy((unsigned char *)c->x->staged_k + dst_row * c->row_bytes, k + src_row * c->row_bytes, rows * c->row_bytes);
+    memcpy((unsigned char *)c->x->staged_v + dst_row * c->row_bytes, v + src_row * c->row_bytes, rows * c->row_bytes);
+    return 0;
+}
+
+static int prefill_stage(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                         const ppb_prefill_args *a, void *stream, char *why, size_t why_len)
+{
+    (void)dev, (void)cfg, (void)stream;
+    example_ctx *x = ctx;
+    free_staged(x);
+    if (a->num_blocks < 1)
+        return say(why, why_len, PPBK_FAILED, "%s: stage without the cache's page count", PLUGIN_NAME);
+    int mbps = ppb_kv_append_blocks_per_seq(a->context_lens, a->query_lens, a->batch, a->page_size);
+    long long pages = ppb_kv_append_num_blocks(a->context_lens, a->query_lens, a->batch, a->page_size, a->num_blocks);
+    size_t row_bytes = (size_t)a->num_kv_heads * (size_t)a->head_dim * sizeof(uint16_t);
+    size_t bytes = (size_t)pages * (size_t)a->page_size * row_bytes;
+    x->staged_k = malloc(bytes), x->staged_v = malloc(bytes);
+    x->staged_table = malloc((size_t)a->batch * (size_t)mbps * sizeof(int32_t));
+    if (!x->staged_k || !x->staged_v || !x->staged_table) {
+        free_staged(x);
+        return say(why, why_len, PPBK_FAILED, "%s: out of memory for a staged cache of %zu B", PLUGIN_NAME,
+                   2 * bytes);
+    }
+    x->staged_mbps = mbps;
+    ppb_kv_append_block_table(a->block_table, a->max_blocks_per_seq, a->context_lens, a->query_lens, a->batch,
+                              a->page_size, a->num_blocks, mbps, x->staged_table);
+    stage_copy c = {x, a, row_bytes};
+    ppb_kv_append_copies(x->staged_table, mbps, a->context_lens, a->query_lens, a->start_loc, a->batch, a->page_size,
+                         a->num_blocks, stage_copy_rows, &c);
+    x->staged_from_k = a->k, x->staged_from_k_cache = a->k_cache, x->staged_from_table = a->block_table;
+    return PPBK_OK;
+}
+#define PREFILL_STAGE prefill_stage
+#else
+#define PREFILL_STAGE NULL
+#endif
 
 /* ---- paged attention decode ---------------------------------------------------- */
 
@@ -549,7 +637,8 @@ static int decode_v2_launch_worked(void *ctx, const ppbk_device *dev, const ppbk
 #endif
 #endif
 
-static const ppbk_prefill_ops prefill_ops = {prefill_refuse, PREFILL_LAUNCH, NULL, DECLARED_KV_LAYOUT};
+static const ppbk_prefill_ops prefill_ops = {prefill_refuse, PREFILL_LAUNCH, NULL, DECLARED_KV_LAYOUT,
+                                             PREFILL_STAGE};
 static const ppbk_decode_ops decode_v1_ops = {decode_v1_refuse, DECODE_V1_LAUNCH, NULL, DECLARED_KV_LAYOUT};
 static const ppbk_decode_ops decode_v2_ops = {decode_v2_refuse, DECODE_V2_LAUNCH, NULL, DECLARED_KV_LAYOUT};
 

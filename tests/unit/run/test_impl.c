@@ -228,7 +228,7 @@ static void test_each_broken_library_says_why(void **state)
         {"/libppbk_bad_version.so", "kernel ABI version 999"},
         {"/libppbk_bad_null.so", "returned no table"},
         {"/libppbk_bad_name.so", "invalid implementation name"},
-        {"/libppbk_bad_version.so", "this ppbench loads versions 2 to 5"},
+        {"/libppbk_bad_version.so", "this ppbench loads versions 2 to 6"},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         const ppb_impl_info *f = find_info(infos, n, want[i].file);
@@ -382,7 +382,7 @@ static void test_version2_table_loads_through_the_adapter(void **state)
     assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     assert_string_equal(err.msg, "impl plugin:abi2-plugin: built against kernel ABI version 2, which has no "
                                  "num_stages: it cannot honour num_stages=3; rebuild it against "
-                                 "kernels/ppb_kernel_abi.h (version 5)");
+                                 "kernels/ppb_kernel_abi.h (version 6)");
     ppb_case d = decode_case(1);
     d.config.impl = c.config.impl;
     assert_int_equal(ppb_impl_bind(&call, &d, &cpu, NULL, &err), PPB_EREFUSED);
@@ -415,8 +415,11 @@ static void test_version3_table_is_refused_the_parameters_it_cannot_see(void **s
     assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_OK);
     assert_string_equal(call.note, "version-3 table");
     assert_int_equal(call.prefill_cfg.num_stages, 0);
-    /* Its ops tables end before version 5's kv_layout: vLLM's layout, whatever lies past them. */
+    /* Its ops tables end before version 5's kv_layout: vLLM's layout, whatever lies past them;
+     * and before version 6's stage: none, so staging does nothing (its table's would fail). */
     assert_int_equal(call.kv_layout, PPB_KV_LAYOUT_VLLM);
+    assert_null(call.stage);
+    assert_int_equal(ppb_impl_stage(&call, NULL, &err), PPB_OK);
     for (int stages = 1; stages <= 8; stages *= 2) {
         c.config.num_stages = stages;
         memset(&err, 0, sizeof err);
@@ -424,7 +427,7 @@ static void test_version3_table_is_refused_the_parameters_it_cannot_see(void **s
         char want[200];
         snprintf(want, sizeof want,
                  "impl plugin:abi3-plugin: built against kernel ABI version 3, which has no num_stages: it cannot "
-                 "honour num_stages=%d; rebuild it against kernels/ppb_kernel_abi.h (version 5)",
+                 "honour num_stages=%d; rebuild it against kernels/ppb_kernel_abi.h (version 6)",
                  stages);
         assert_string_equal(err.msg, want);
     }
@@ -492,7 +495,7 @@ static int fake_launch(void *ctx, const ppbk_device *d, const ppbk_prefill_confi
 static void test_builtin_calls_get_the_backends_context(void **state)
 {
     (void)state;
-    static const ppbk_prefill_ops ops = {fake_refuse, fake_launch, fake_prepare, PPB_KV_LAYOUT_VLLM};
+    static const ppbk_prefill_ops ops = {fake_refuse, fake_launch, fake_prepare, PPB_KV_LAYOUT_VLLM, NULL};
     static const ppbk_impl table = {.abi_version = PPBK_ABI_VERSION, .struct_size = sizeof(ppbk_impl),
                                     .name = "builtin", .backends = PPBK_BACKEND_CUDA, .prefill = &ops};
     fake_ctx one = {0}, two = {0};
