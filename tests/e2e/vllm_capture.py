@@ -170,6 +170,29 @@ def synthetic_unified():
         assert s["kernel"] == "decode" and s["seq"] == 100 and s["v"] == 1, s
         v, keys = prepare.decode_variant_of(s, r)
         assert len(keys) == 2 and keys[0][1] != keys[1][1] and v["compile_ids"] == [k[1] for k in keys], keys
+        # Prefill through it (prepare.py --prefill-kernel unified): a mixed batch of two decode steps and a
+        # 40-token chunk, each with 37 cached tokens. The wrapper gets the staged cache (kv_append.h): its block
+        # table as wide as the longest context + new tokens (77 over pages of 16: 5), ppbench's start_loc as the
+        # query offsets, seq_lens (context + new) as seqused_k; the query rows are the 42 new tokens.
+        prefill_file = write(str(ops), "triton_unified_attention.py",
+                             SYNTHETIC_UNIFIED.replace("assert causal and max_seqlen_q == 1", "assert causal"))
+        mixed = {"b": 3, "q": 40, "ctx": 37, "dec": 2, "rag": 0, "h": 4, "kvh": 2, "d": 64, "dtype": "bf16",
+                 "page": 16, "win": 0}
+        assert capture.sequence_lengths(mixed) == [(1, 37), (1, 37), (40, 37)]
+        assert capture.sequence_lengths(dict(mixed, dec=0, rag=1)) == [(40, 37), (27, 25), (14, 13)]
+        p = capture.capture_unified_prefill(prefill_file, root, mixed, 90)
+        assert p["num_tokens"] == 42 and p["max_blocks_per_seq"] == 3 and p["staged_blocks_per_seq"] == 5, p
+        a = {x["name"]: x for x in p["launches"][0]["args"]}
+        assert a["query_start_len_ptr"]["role"] == "start_loc" and a["seq_lens_ptr"]["role"] == "seq_lens"
+        assert a["block_tables_ptr"]["role"] == "block_table" and a["key_cache_ptr"]["role"] == "k_cache"
+        assert p["launches"][0]["grid"] == [42, 2, 16], p["launches"][0]["grid"]
+        assert a["stride_k_cache_0"]["value"] == 16 * 2 * 64 and p["scratch_bytes"] == [42 * 4 * 16 * 64 * 4], p
+        key = ("prefix_prefill b=3 q=40 ctx=37 ragged=false h=4 kvh=2 d=64 dtype=bf16 page=16 win=0 dec=2 bm=16 "
+               "bn=32 w=4 path=auto")
+        ps = prepare.parse_key(key)
+        assert (ps["dec"], ps["rag"]) == (2, 0), ps
+        v, keys = prepare.unified_prefill_variant_of(ps, capture.capture_unified_prefill(prefill_file, root, ps, 90))
+        assert v["num_tokens"] == 42 and v["staged_blocks_per_seq"] == 5 and keys[0][0]["family"] == "decode", v
         # without a tree (one file) there is no root, and the 0.14+ backend emulation needs one
         try:
             capture.find_unified(src)
@@ -318,7 +341,20 @@ def unified(tree, version):
     low = capture.capture_unified_decode(src, root, DECODE_GOAL, 70)
     assert [(x["kernel"], x["grid"], x["num_warps"]) for x in low["launches"]] == \
         [(x["kernel"], x["grid"], x["num_warps"]) for x in one["launches"]], f"{version}: cc 7.0 launches differ"
-    print(f"{version}: {src.relative_to(tree)}: decode b=1 {' + '.join(kernels)}, b=64 {plain}: ok")
+    # Prefill through it, from the staged cache: the goal shape and the max-num-batched-tokens 8192 mixed batch
+    # (64 decode steps and one 8128-token chunk) each run the 2D kernel over cdiv-free query blocks of BLOCK_Q
+    # rows (the wrapper's bound: tokens // BLOCK_Q + sequences), reading the new tokens through the block table.
+    for shape, tokens in ((GOAL, 8192), (dict(GOAL, b=65, dec=64, q=8128, ctx=4096), 64 + 8128)):
+        p = capture.capture_unified_prefill(src, root, shape, 90)
+        (launch,) = p["launches"]
+        assert launch["kernel"] == plain and p["num_tokens"] == tokens, f"{version}: {launch['kernel']}"
+        assert launch["grid"] == [tokens // launch["constexprs"]["BLOCK_Q"] + shape["b"], 4, 1], launch["grid"]
+        assert p["staged_blocks_per_seq"] == -(-(shape["ctx"] + shape["q"]) // 16), p["staged_blocks_per_seq"]
+        args = {a["name"]: a for a in launch["args"]}
+        assert args["query_start_len_ptr"]["role"] == "start_loc" and args["seq_lens_ptr"]["role"] == "seq_lens"
+        assert args["block_tables_ptr"]["role"] == "block_table"
+    print(f"{version}: {src.relative_to(tree)}: decode b=1 {' + '.join(kernels)}, b=64 {plain}; prefill and a mixed "
+          f"batch {plain}: ok")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,17 @@ if [ -n "$TPY" ]; then
     grep -q "0 prefill cases.*1 decode cases" "$WORK/out" || fail "decode preparation: $(cat "$WORK/out")"
     LD_LIBRARY_PATH="$WORK/stub" "$WORK/match" --decode "$WORK/vtu/libppbk_vllm_triton.so" >"$WORK/match.out" 2>&1 \
       || fail "the library's decode matching: $(cat "$WORK/match.out")"
+    # Prefill through the same kernels (--prefill-kernel unified): a mixed batch, its cache staged by the plugin.
+    mkdir -p "$WORK/ptree/vllm/attention/ops"
+    "$PY" -c "import sys; sys.path.insert(0, sys.argv[1]); import vllm_capture; \
+print(vllm_capture.SYNTHETIC_UNIFIED.replace('assert causal and max_seqlen_q == 1', 'assert causal'))" \
+      "$SRC/tests/e2e" >"$WORK/ptree/vllm/attention/ops/triton_unified_attention.py"
+    pkey='prefix_prefill b=3 q=40 ctx=37 ragged=false h=4 kvh=2 d=64 dtype=bf16 page=16 win=0 dec=2 bm=16 bn=32 w=4'
+    expect_rc 0 "$TPY" "$SRC/kernels/vllm/triton/prepare.py" --target cuda:90 --prefill-kernel unified \
+      --vllm "$WORK/ptree" --case "$pkey" --out "$WORK/vtp" --lib "$WORK/vtp/libppbk_vllm_triton.so"
+    grep -q "1 prefill cases (unified attention, wrapper" "$WORK/out" || fail "unified prefill preparation: $(cat "$WORK/out")"
+    LD_LIBRARY_PATH="$WORK/stub" "$WORK/match" --unified-prefill "$WORK/vtp/libppbk_vllm_triton.so" >"$WORK/match.out" 2>&1 \
+      || fail "the library's unified prefill matching: $(cat "$WORK/match.out")"
   else
     echo "vllm_capture: no CUDA toolkit stub of libcuda: the library's matching was not asked"
   fi

@@ -14,7 +14,15 @@
  * refuses another sequence length as not prepared with its key, and there is
  * no decode_v2.
  *
- *   vllm_triton_match --decode LIB */
+ *   vllm_triton_match --decode LIB
+ *
+ * With --unified-prefill, a library prepared with --prefill-kernel unified for
+ * the mixed batch b=3 q=40 ctx=37 dec=2 h=4 kvh=2 d=64 bf16 page 16 (42 new
+ * tokens): its prefill reads the FLASH layout and stages its cache, accepts
+ * that case naming the launch and refuses the same batch with another token
+ * count as not prepared.
+ *
+ *   vllm_triton_match --unified-prefill LIB */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,12 +79,40 @@ static int decode_main(const ppbk_impl *impl)
     return failures ? 1 : 0;
 }
 
+static void ask_unified_prefill(const ppbk_impl *impl, int num_tokens, const char *want)
+{
+    ppbk_device dev = {.backend = PPBK_BACKEND_CUDA, .cc = 90, .warp_size = 32, .sm_count = 132,
+                       .smem_optin = 232448};
+    ppbk_prefill_config cfg = {.dtype = PPB_KDTYPE_BF16, .head_dim = 64, .page_size = 16, .block_m = 16,
+                               .block_n = 32, .num_warps = 4};
+    ppb_prefill_args s = {.batch = 3, .max_query_len = 40, .num_heads = 4, .num_kv_heads = 2, .head_dim = 64,
+                          .page_size = 16, .max_blocks_per_seq = 3, .num_tokens = num_tokens};
+    char why[1024] = "";
+    int rc = impl->prefill->refuse(NULL, &dev, &cfg, &s, why, sizeof why);
+    int prepared = num_tokens == 42;
+    int ok = rc == (prepared ? PPBK_OK : PPBK_REFUSED) && strstr(why, want);
+    printf("%s unified prefill tokens=%d: %s (%s)\n", ok ? "ok  " : "FAIL", num_tokens,
+           rc == PPBK_OK ? "accepted" : "refused", why);
+    failures += !ok;
+}
+
+static int unified_prefill_main(const ppbk_impl *impl)
+{
+    if (!impl->prefill || impl->prefill->kv_layout != PPB_KV_LAYOUT_FLASH || !impl->prefill->stage)
+        return fprintf(stderr, "prefill %p: want one that reads FLASH and stages\n", (const void *)impl->prefill), 1;
+    ask_unified_prefill(impl, 42, "kernel_split grid (42, 2, 16) 2 warps + reduce_segments grid (42, 4, 1) 4 warps");
+    ask_unified_prefill(impl, 41, "not prepared");
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     int decode = argc == 3 && strcmp(argv[1], "--decode") == 0;
+    int unified_prefill = argc == 3 && strcmp(argv[1], "--unified-prefill") == 0;
     if (argc != 3)
-        return fprintf(stderr, "usage: %s LIB MAX_BLOCKS_PER_SEQ | --decode LIB\n", argv[0]), 2;
-    if (decode)
+        return fprintf(stderr, "usage: %s LIB MAX_BLOCKS_PER_SEQ | --decode LIB | --unified-prefill LIB\n",
+                       argv[0]), 2;
+    if (decode || unified_prefill)
         argv++;
     void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!h)
@@ -85,6 +121,8 @@ int main(int argc, char **argv)
     const ppbk_impl *impl = entry ? entry() : NULL;
     if (impl && decode)
         return decode_main(impl);
+    if (impl && unified_prefill)
+        return unified_prefill_main(impl);
     if (!impl || !impl->prefill)
         return fprintf(stderr, "%s: no prefill table\n", argv[1]), 1;
     int mbps = atoi(argv[2]);

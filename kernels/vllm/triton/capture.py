@@ -544,7 +544,7 @@ def override_knobs(rec, s):
     return out
 
 
-# ---------------------------------------------------------------- the unified-attention family (decode)
+# ---------------------------------------------------------------- the unified-attention family (decode, prefill)
 
 UNIFIED_FILES = ("vllm/attention/ops/triton_unified_attention.py",
                  "vllm/v1/attention/ops/triton_unified_attention.py")
@@ -608,23 +608,57 @@ def _split_softmax_args(root, s):
             "softmax_segm_expsum": FakeTensor((threshold, s["h"], segments), f32, "scratch")}
 
 
-def capture_unified_decode(src, root, s, cc):
-    """The launches `unified_attention` of the file `src` (tree `root`) makes for
-    the decode shape s on a device of compute capability cc, called as vLLM's
-    Triton attention backend calls it for a batch of one token per sequence:
-    {"launches": [one dict per kernel launch, in order (see _record)],
-    "max_blocks_per_seq": ..., "scratch_bytes": [bytes of each scratch buffer]}."""
+def sequence_lengths(s):
+    """A prefill shape's per-sequence (query, context) lengths, exactly as
+    harness/core/case.c gives them: `rag` 1 gives sequence i of b
+    ceil(len * (b - i) / b) tokens; the first `dec` sequences are decode steps
+    of one new token (a mixed batch)."""
+    b = s["b"]
+
+    def ragged(n, i):
+        return -(-n * (b - i) // b) if s.get("rag", 0) and b > 1 else n
+    return [(1 if i < s.get("dec", 0) else max(1, ragged(s["q"], i)), ragged(s["ctx"], i)) for i in range(b)]
+
+
+def unified_prefill_tensors(s):
+    """ppbench's prefill buffers for shape s as the unified wrapper takes them
+    after vLLM's cache write: the staged cache of kernels/kv_append.h (FLASH
+    layout; each sequence's context, then its new tokens), its block table,
+    `query_start` = ppbench's start_loc [b + 1] and `seqused_k` = its seq_lens
+    (context + new). Returns (tensors, ppbench's max_blocks_per_seq, the staged
+    one, the longest query, the longest sequence)."""
+    dt, i32 = PPB_DTYPES[s["dtype"]], DTYPES["int32"]
+    b, h, kvh, d, page = s["b"], s["h"], s["kvh"], s["d"], s["page"]
+    lens = sequence_lengths(s)
+    tokens = sum(q for q, _ in lens)
+    mbps = max(1, max(-(-c // page) for _, c in lens))        # harness/core/kernel_view.c
+    staged_mbps = max(1, max(-(-(q + c) // page) for q, c in lens))  # kv_append.h
+    blocks = sum(-(-c // page) for _, c in lens) + 1 + sum(-(-(q + c) // page) - -(-c // page) for q, c in lens)
+    return {"q": FakeTensor((tokens, h, d), dt, "q"), "out": FakeTensor((tokens, h, d), dt, "out"),
+            "k": FakeTensor((blocks, page, kvh, d), dt, "k_cache"),
+            "v": FakeTensor((blocks, page, kvh, d), dt, "v_cache"),
+            "block_table": FakeTensor((b, staged_mbps), i32, "block_table"),
+            "seqused_k": FakeTensor((b,), i32, "seq_lens"),
+            "cu_seqlens_q": FakeTensor((b + 1,), i32, "start_loc")}, mbps, staged_mbps, \
+        max(q for q, _ in lens), max(q + c for q, c in lens)
+
+
+def _capture_unified(src, root, s, cc, tensors, mbps, max_seqlen_q, max_seqlen_k):
+    """The launches `unified_attention` of the file `src` (tree `root`) makes
+    for these buffers on a device of compute capability cc, called as vLLM's
+    Triton attention backend calls it: {"launches": [one dict per kernel
+    launch, in order (see _record)], "max_blocks_per_seq": mbps,
+    "scratch_bytes": [bytes of each scratch buffer]}."""
     try:
         launches = []
         mod, tl = load_module(src, cc, launches, root)
         fn = getattr(mod, "unified_attention", None)
         if fn is None:
             raise CaptureError(f"{src} defines no unified_attention")
-        tensors, mbps = decode_tensors(s)
         ones = FakeTensor((1,), DTYPES["float32"], "ones")
-        known = dict(tensors, max_seqlen_q=1, max_seqlen_k=s["seq"], softmax_scale=s["d"] ** -0.5, causal=True,
-                     window_size=(s["win"] - 1, 0) if s["win"] > 0 else (-1, -1), softcap=0.0, q_descale=None,
-                     k_descale=ones, v_descale=ones)
+        known = dict(tensors, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, softmax_scale=s["d"] ** -0.5,
+                     causal=True, window_size=(s["win"] - 1, 0) if s["win"] > 0 else (-1, -1), softcap=0.0,
+                     q_descale=None, k_descale=ones, v_descale=ones)
         params = inspect.signature(fn).parameters
         if "seq_threshold_3D" in params:
             known.update(_split_softmax_args(root, s))
@@ -652,3 +686,27 @@ def capture_unified_decode(src, root, s, cc):
         raise
     except Exception as e:  # anything unforeseen is still one line, never a traceback
         raise CaptureError(f"{src}: {type(e).__name__}: {e}")
+
+
+def capture_unified_decode(src, root, s, cc):
+    """unified_attention's launches for the decode shape s (one token per
+    sequence): see _capture_unified."""
+    tensors, mbps = decode_tensors(s)
+    return _capture_unified(src, root, s, cc, tensors, mbps, 1, s["seq"])
+
+
+def capture_unified_prefill(src, root, s, cc):
+    """unified_attention's launches for the prefill shape s (prefill chunks, a
+    mixed batch's decode steps among them), reading the staged cache:
+    _capture_unified's dict plus "staged_blocks_per_seq" and "num_tokens".
+    The kernel ABI carries the longest query, the token count and the longest
+    context's pages, not each length: a launch that would differ with the
+    longest sequence's exact length is refused rather than guessed."""
+    tensors, mbps, staged_mbps, max_q, max_k = unified_prefill_tensors(s)
+    rec = _capture_unified(src, root, s, cc, tensors, mbps, max_q, max_k)
+    again = _capture_unified(src, root, s, cc, tensors, mbps, max_q, staged_mbps * s["page"])
+    if [(x["grid"], x["args"], x["constexprs"]) for x in rec["launches"]] != \
+            [(x["grid"], x["args"], x["constexprs"]) for x in again["launches"]]:
+        raise CaptureError("the launch depends on the longest sequence's exact length, which ppbench's kernel "
+                           "ABI does not carry")
+    return dict(rec, staged_blocks_per_seq=staged_mbps, num_tokens=tensors["q"].shape[0])

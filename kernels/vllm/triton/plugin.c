@@ -1,6 +1,9 @@
 /* vllm-triton: a vLLM tree's Triton prefix-prefill kernel (`_fwd_kernel` of
  * prefix_prefill.py, vLLM 0.6.3 to 0.34) and its Triton unified attention for
- * decode (0.9.2 on) behind ppbench's kernel ABI.
+ * decode (0.9.2 on) behind ppbench's kernel ABI; or, prepared with
+ * --prefill-kernel unified, the unified attention for prefill too (mixed
+ * batches included), reading the new tokens from a cache its stage writes
+ * them into first, as vLLM's cache write does (kernels/kv_append.h).
  *
  * prepare.py recorded, for each prepared case, the launch the tree's own
  * context_attention_fwd makes (capture.py: grid, warps, every argument by
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv_append.h"
 #include "ppb_kernel_abi.h"
 #include "variants.h"
 
@@ -27,16 +31,29 @@ typedef struct loaded {
     char error[200];                /* why this kernel cannot run here; "" when it can */
 } loaded;
 
-/* A decode case's own buffers, made by its first prepare (never timed) and kept
- * until close: the scratch the wrapper or vLLM's backend would allocate, and
- * the query offsets. One set per prepared case, since an A/B proposal
- * alternates two cases of one library without preparing between samples. */
+/* A unified-attention case's own buffers, made by its first prepare (never
+ * timed) and kept until close: the scratch the wrapper or vLLM's backend would
+ * allocate, and (decode) the query offsets. One set per prepared case, since an
+ * A/B proposal alternates two cases of one library without preparing between
+ * samples. */
 enum { VT_MAX_SCRATCH = 8 };
-typedef struct decode_buffers {
+typedef struct case_buffers {
     int ready;
     CUdeviceptr scratch[VT_MAX_SCRATCH];
-    CUdeviceptr query_start;        /* [num_seqs + 1] = 0, 1, ..., num_seqs */
-} decode_buffers;
+    CUdeviceptr query_start;        /* decode: [num_seqs + 1] = 0, 1, ..., num_seqs */
+} case_buffers;
+
+/* The staged cache of a unified prefill (kv_append.h), built by `stage` from
+ * ppbench's inputs and kept until the next stage or close; `from_*` are the
+ * inputs it was built from: a launch on others is refused, never run on stale
+ * values. One at a time: cases of one shape share it (their inputs are the same). */
+typedef struct staged_cache {
+    CUdeviceptr k, v, table;
+    size_t k_bytes, v_bytes, table_bytes;
+    const void *from_k, *from_k_cache;
+    const int32_t *from_table;
+    int from_tokens;
+} staged_cache;
 
 /* The context `open` returns: the loaded kernels of one device. */
 typedef struct vt_ctx {
@@ -45,7 +62,9 @@ typedef struct vt_ctx {
     int retained;                   /* ctx is retained: release it on close */
     loaded *fwd;                    /* one per ppbk_vt_kernels entry */
     CUdeviceptr ones;               /* PPBK_VT_ROLE_ONES: float 1.0 */
-    decode_buffers *dec;            /* one per ppbk_vt_decode_variants entry */
+    case_buffers *dec;              /* one per ppbk_vt_decode_variants entry */
+    case_buffers *upf;              /* one per ppbk_vt_unified_prefill_variants entry */
+    staged_cache staged;
 } vt_ctx;
 
 static int say(char *why, size_t len, int rc, const char *fmt, ...)
@@ -135,7 +154,7 @@ static int load(const vt_ctx *vt, const ppbk_vt_kernel *k, loaded *l)
 }
 
 /* Call with the context current. */
-static void free_decode_buffers(decode_buffers *d)
+static void free_case_buffers(case_buffers *d)
 {
     for (int i = 0; i < VT_MAX_SCRATCH; i++)
         if (d->scratch[i])
@@ -143,6 +162,17 @@ static void free_decode_buffers(decode_buffers *d)
     if (d->query_start)
         cuMemFree(d->query_start);
     memset(d, 0, sizeof *d);
+}
+
+static void free_staged(staged_cache *st)
+{
+    if (st->k)
+        cuMemFree(st->k);
+    if (st->v)
+        cuMemFree(st->v);
+    if (st->table)
+        cuMemFree(st->table);
+    memset(st, 0, sizeof *st);
 }
 
 /* Undo what open did (any part of it) and free the context. */
@@ -159,13 +189,17 @@ static void vt_close(void *ctx)
         if (vt->ones)
             cuMemFree(vt->ones);
         for (int i = 0; vt->dec && i < ppbk_vt_n_decode_variants; i++)
-            free_decode_buffers(&vt->dec[i]);
+            free_case_buffers(&vt->dec[i]);
+        for (int i = 0; vt->upf && i < ppbk_vt_n_unified_prefill_variants; i++)
+            free_case_buffers(&vt->upf[i]);
+        free_staged(&vt->staged);
         CUcontext dummy;
         cuCtxPopCurrent(&dummy);
         cuDevicePrimaryCtxRelease(vt->device);
     }
     free(vt->fwd);
     free(vt->dec);
+    free(vt->upf);
     free(vt);
 }
 
@@ -193,7 +227,8 @@ static int vt_open(const ppbk_device *dev, void **ctx, char *why, size_t len)
     vt->retained = 1; /* from here on vt_close undoes what was done */
     vt->fwd = calloc((size_t)ppbk_vt_n_kernels + 1, sizeof *vt->fwd);
     vt->dec = calloc((size_t)ppbk_vt_n_decode_variants + 1, sizeof *vt->dec);
-    if (!vt->fwd || !vt->dec) {
+    vt->upf = calloc((size_t)ppbk_vt_n_unified_prefill_variants + 1, sizeof *vt->upf);
+    if (!vt->fwd || !vt->dec || !vt->upf) {
         vt_close(vt);
         return say(why, len, PPBK_FAILED, "%s: out of memory", ppbk_vt_name);
     }
@@ -369,7 +404,94 @@ static int prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_
     return launch_one(vt, x->kernel, x->grid, x->n_params, x->params, roles, NULL, 0, stream, why, len);
 }
 
-/* ------------------------------------------------------------ decode ops (unified attention) */
+/* ------------------------------------------------------------ unified attention (decode, and prefill when so prepared) */
+
+/* What a unified-attention case's launches need of this device: each kernel
+ * loaded and within the shared memory here; on PPBK_OK `note` names them. */
+static int check_launches(const vt_ctx *vt, const ppbk_device *dev, const ppbk_vt_launch *launches, int n_launches,
+                          int n_scratch, char *note, size_t note_len, char *why, size_t len)
+{
+    if (n_scratch > VT_MAX_SCRATCH)
+        return say(why, len, PPBK_REFUSED, "%d scratch buffers, this plugin keeps at most %d", n_scratch,
+                   VT_MAX_SCRATCH);
+    size_t n = 0;
+    note[0] = '\0';
+    for (int l = 0; l < n_launches; l++) {
+        const ppbk_vt_launch *la = &launches[l];
+        const loaded *ld = vt ? &vt->fwd[la->kernel] : NULL;
+        if (ld && ld->error[0])
+            return say(why, len, PPBK_REFUSED, "%s", ld->error);
+        long smem = (long)ppbk_vt_kernels[la->kernel].shared + (ld ? ld->static_smem : 0);
+        if (smem > dev->smem_optin)
+            return say(why, len, PPBK_REFUSED, "%s needs %ld B of shared memory per block, the limit here is %ld B",
+                       ppbk_vt_kernels[la->kernel].name, smem, dev->smem_optin);
+        if (n < note_len)
+            n += (size_t)snprintf(note + n, note_len - n, "%s%s grid (%u, %u, %u) %d warps", l ? " + " : "",
+                                  ppbk_vt_kernels[la->kernel].name, la->grid[0], la->grid[1], la->grid[2],
+                                  ppbk_vt_kernels[la->kernel].num_warps);
+    }
+    return PPBK_OK;
+}
+
+/* The first launch's resources (the main kernel's), and the case's scratch
+ * (and, for decode, query offsets 0, 1, ..., num_seqs) made on its first
+ * prepare, outside timing, as vLLM's caching allocator would hand them over. */
+static int prepare_case(vt_ctx *vt, case_buffers *d, const ppbk_vt_launch *first, int n_scratch,
+                        const unsigned long long *scratch_bytes, int query_offsets, ppbk_resources *out, char *why,
+                        size_t len)
+{
+    memset(out, 0, sizeof *out);
+    const loaded *ld = &vt->fwd[first->kernel];
+    out->dynamic_smem = ppbk_vt_kernels[first->kernel].shared;
+    out->registers = ld->registers;
+    out->static_smem = ld->static_smem;
+    out->local_bytes = ld->local_bytes;
+    out->max_threads = ld->max_threads;
+    if (d->ready)
+        return PPBK_OK;
+    CUresult r = cuCtxPushCurrent(vt->ctx);
+    if (r != CUDA_SUCCESS)
+        return say(why, len, PPBK_FAILED, "%s: %s", ppbk_vt_name, cu_text(r));
+    for (int b = 0; b < n_scratch && r == CUDA_SUCCESS; b++)
+        r = cuMemAlloc(&d->scratch[b], (size_t)scratch_bytes[b]);
+    if (r == CUDA_SUCCESS && query_offsets > 0) {
+        size_t qs_bytes = sizeof(int32_t) * ((size_t)query_offsets + 1);
+        int32_t *qs = malloc(qs_bytes);
+        if (!qs)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        for (int q = 0; qs && q <= query_offsets; q++)
+            qs[q] = q;
+        if (r == CUDA_SUCCESS)
+            r = cuMemAlloc(&d->query_start, qs_bytes);
+        if (r == CUDA_SUCCESS)
+            r = cuMemcpyHtoD(d->query_start, qs, qs_bytes);
+        free(qs);
+    }
+    if (r == CUDA_SUCCESS)
+        d->ready = 1;
+    else
+        free_case_buffers(d);
+    CUcontext dummy;
+    cuCtxPopCurrent(&dummy);
+    if (r != CUDA_SUCCESS)
+        return say(why, len, PPBK_FAILED, "%s: the case's scratch buffers: %s", ppbk_vt_name, cu_text(r));
+    return PPBK_OK;
+}
+
+static int run_launches(const vt_ctx *vt, const ppbk_vt_launch *launches, int n_launches, const void *const *roles,
+                        const case_buffers *d, int n_scratch, void *stream, char *why, size_t len)
+{
+    for (int l = 0; l < n_launches; l++) {
+        const ppbk_vt_launch *la = &launches[l];
+        int rc = launch_one(vt, la->kernel, la->grid, la->n_params, la->params, roles, d->scratch, n_scratch, stream,
+                            why, len);
+        if (rc != PPBK_OK)
+            return rc;
+    }
+    return PPBK_OK;
+}
+
+/* ------------------------------------------------------------ decode ops */
 
 static int find_decode_variant(const ppbk_decode_config *cfg, const ppb_decode_args *s)
 {
@@ -413,31 +535,14 @@ static int decode_refuse(void *ctx, const ppbk_device *dev, const ppbk_decode_co
     if (cache_elems > INT32_MAX)
         return say(why, len, PPBK_REFUSED, "int32 offsets may overflow in vLLM's kernel: %lld cache elements (max %d)",
                    cache_elems, INT32_MAX);
-    if (x->n_scratch > VT_MAX_SCRATCH)
-        return say(why, len, PPBK_REFUSED, "%d scratch buffers, this plugin keeps at most %d", x->n_scratch,
-                   VT_MAX_SCRATCH);
-    char note[400] = "";
-    size_t n = 0;
-    for (int l = 0; l < x->n_launches; l++) {
-        const ppbk_vt_launch *la = &x->launches[l];
-        const loaded *ld = vt ? &vt->fwd[la->kernel] : NULL;
-        if (ld && ld->error[0])
-            return say(why, len, PPBK_REFUSED, "%s", ld->error);
-        long smem = (long)ppbk_vt_kernels[la->kernel].shared + (ld ? ld->static_smem : 0);
-        if (smem > dev->smem_optin)
-            return say(why, len, PPBK_REFUSED, "%s needs %ld B of shared memory per block, the limit here is %ld B",
-                       ppbk_vt_kernels[la->kernel].name, smem, dev->smem_optin);
-        if (n < sizeof note)
-            n += (size_t)snprintf(note + n, sizeof note - n, "%s%s grid (%u, %u, %u) %d warps", l ? " + " : "",
-                                  ppbk_vt_kernels[la->kernel].name, la->grid[0], la->grid[1], la->grid[2],
-                                  ppbk_vt_kernels[la->kernel].num_warps);
-    }
+    char note[400];
+    int rc = check_launches(vt, dev, x->launches, x->n_launches, x->n_scratch, note, sizeof note, why, len);
+    if (rc != PPBK_OK)
+        return rc;
     return say(why, len, PPBK_OK, "%s, as the tree's wrapper launches it for vLLM's Triton backend (the case's "
                                   "num_threads and partition_size do not apply)", note);
 }
 
-/* The case's scratch and query offsets, made on its first prepare (outside
- * timing, as vLLM's caching allocator would hand them over). */
 static int decode_prepare(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *s,
                           ppbk_resources *out, char *why, size_t len)
 {
@@ -447,43 +552,7 @@ static int decode_prepare(void *ctx, const ppbk_device *dev, const ppbk_decode_c
     if (i < 0 || !vt || ppbk_vt_decode_variants[i].refusal)
         return say(why, len, PPBK_REFUSED, "not prepared");
     const ppbk_vt_decode_variant *x = &ppbk_vt_decode_variants[i];
-    memset(out, 0, sizeof *out);
-    const loaded *ld = &vt->fwd[x->launches[0].kernel];
-    out->dynamic_smem = ppbk_vt_kernels[x->launches[0].kernel].shared;
-    out->registers = ld->registers;
-    out->static_smem = ld->static_smem;
-    out->local_bytes = ld->local_bytes;
-    out->max_threads = ld->max_threads;
-
-    decode_buffers *d = &vt->dec[i];
-    if (d->ready)
-        return PPBK_OK;
-    CUresult r = cuCtxPushCurrent(vt->ctx);
-    if (r != CUDA_SUCCESS)
-        return say(why, len, PPBK_FAILED, "%s: %s", ppbk_vt_name, cu_text(r));
-    for (int b = 0; b < x->n_scratch && r == CUDA_SUCCESS; b++)
-        r = cuMemAlloc(&d->scratch[b], (size_t)x->scratch_bytes[b]);
-    size_t qs_bytes = sizeof(int32_t) * ((size_t)s->num_seqs + 1);
-    int32_t *qs = r == CUDA_SUCCESS ? malloc(qs_bytes) : NULL;
-    if (r == CUDA_SUCCESS && qs) {
-        for (int q = 0; q <= s->num_seqs; q++)
-            qs[q] = q;
-        r = cuMemAlloc(&d->query_start, qs_bytes);
-        if (r == CUDA_SUCCESS)
-            r = cuMemcpyHtoD(d->query_start, qs, qs_bytes);
-    }
-    free(qs);
-    if (r == CUDA_SUCCESS && qs == NULL)
-        r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (r == CUDA_SUCCESS)
-        d->ready = 1;
-    else
-        free_decode_buffers(d);
-    CUcontext dummy;
-    cuCtxPopCurrent(&dummy);
-    if (r != CUDA_SUCCESS)
-        return say(why, len, PPBK_FAILED, "%s: the case's scratch buffers: %s", ppbk_vt_name, cu_text(r));
-    return PPBK_OK;
+    return prepare_case(vt, &vt->dec[i], &x->launches[0], x->n_scratch, x->scratch_bytes, s->num_seqs, out, why, len);
 }
 
 static int decode_launch(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *a,
@@ -502,20 +571,231 @@ static int decode_launch(void *ctx, const ppbk_device *dev, const ppbk_decode_co
         [PPBK_VT_ROLE_SEQ_LENS] = a->seq_lens, [PPBK_VT_ROLE_ONES] = (const void *)(uintptr_t)vt->ones,
         [PPBK_VT_ROLE_QUERY_START] = (const void *)(uintptr_t)vt->dec[i].query_start,
     };
-    for (int l = 0; l < x->n_launches; l++) {
-        const ppbk_vt_launch *la = &x->launches[l];
-        int rc = launch_one(vt, la->kernel, la->grid, la->n_params, la->params, roles, vt->dec[i].scratch,
-                            x->n_scratch, stream, why, len);
-        if (rc != PPBK_OK)
-            return rc;
+    return run_launches(vt, x->launches, x->n_launches, roles, &vt->dec[i], x->n_scratch, stream, why, len);
+}
+
+/* ------------------------------------------------------------ prefill ops (unified attention) */
+
+static int find_unified_prefill_variant(const ppbk_prefill_config *cfg, const ppb_prefill_args *s)
+{
+    int win = cfg->sliding_window > 0 ? cfg->sliding_window : 0;
+    for (int i = 0; i < ppbk_vt_n_unified_prefill_variants; i++) {
+        const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
+        if (x->dtype == cfg->dtype && x->head_dim == s->head_dim && x->num_heads == s->num_heads &&
+            x->num_kv_heads == s->num_kv_heads && x->page_size == s->page_size && x->sliding_window == win &&
+            x->batch == s->batch && x->max_query_len == s->max_query_len && x->num_tokens == s->num_tokens &&
+            x->max_blocks_per_seq == s->max_blocks_per_seq)
+            return i;
     }
-    return PPBK_OK;
+    return -1;
+}
+
+static int unified_prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                                  const ppb_prefill_args *s, char *why, size_t len)
+{
+    const vt_ctx *vt = ctx;
+    if (dev->backend != PPBK_BACKEND_CUDA)
+        return say(why, len, PPBK_REFUSED, "%s runs on CUDA devices only", ppbk_vt_name);
+    if (cfg->head_dim != s->head_dim || cfg->page_size != s->page_size || cfg->sliding_window != s->sliding_window)
+        return say(why, len, PPBK_REFUSED, "config and shape disagree (head_dim %d/%d, page %d/%d, window %d/%d)",
+                   cfg->head_dim, s->head_dim, cfg->page_size, s->page_size, cfg->sliding_window,
+                   s->sliding_window);
+    int i = find_unified_prefill_variant(cfg, s);
+    if (i < 0)
+        return say(why, len, PPBK_REFUSED,
+                   "not prepared: run %s with the suite file of this case (prefill b=%d, %d new tokens, longest query "
+                   "%d, h=%d kvh=%d d=%d dtype=%s page=%d win=%d)",
+                   ppbk_vt_prepare_cmd, s->batch, s->num_tokens, s->max_query_len, s->num_heads, s->num_kv_heads,
+                   s->head_dim, cfg->dtype == PPB_KDTYPE_FP16 ? "fp16" : "bf16", s->page_size, cfg->sliding_window);
+    const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
+    if (x->refusal)
+        return say(why, len, PPBK_REFUSED, "%s", x->refusal);
+    /* As for decode, on the staged cache: at most ppbench's batch x
+     * max_blocks_per_seq + 1 pages, and batch x staged_blocks_per_seq more. */
+    long long cache_elems = ((long long)s->batch * (s->max_blocks_per_seq + x->staged_blocks_per_seq) + 1) *
+                            s->num_kv_heads * s->head_dim * s->page_size;
+    if (cache_elems > INT32_MAX)
+        return say(why, len, PPBK_REFUSED, "int32 offsets may overflow in vLLM's kernel: %lld cache elements (max %d)",
+                   cache_elems, INT32_MAX);
+    char note[400];
+    int rc = check_launches(vt, dev, x->launches, x->n_launches, x->n_scratch, note, sizeof note, why, len);
+    if (rc != PPBK_OK)
+        return rc;
+    return say(why, len, PPBK_OK, "%s, as the tree's wrapper launches it for vLLM's Triton backend, the new tokens "
+                                  "read from the cache (the case's block_m/block_n/num_warps/num_stages do not apply)",
+               note);
+}
+
+static int unified_prefill_prepare(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                                   const ppb_prefill_args *s, ppbk_resources *out, char *why, size_t len)
+{
+    vt_ctx *vt = ctx;
+    (void)dev;
+    int i = find_unified_prefill_variant(cfg, s);
+    if (i < 0 || !vt || ppbk_vt_unified_prefill_variants[i].refusal)
+        return say(why, len, PPBK_REFUSED, "not prepared");
+    const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
+    return prepare_case(vt, &vt->upf[i], &x->launches[0], x->n_scratch, x->scratch_bytes, 0, out, why, len);
+}
+
+/* kv_append.h's copies as device-to-device copies on the stream. */
+typedef struct stage_copy {
+    const staged_cache *st;
+    const ppb_prefill_args *a;
+    size_t row_bytes;
+    CUstream stream;
+} stage_copy;
+
+static int stage_copy_rows(void *user, int from_new, size_t dst_row, size_t src_row, size_t rows)
+{
+    const stage_copy *c = user;
+    CUdeviceptr k = (CUdeviceptr)(uintptr_t)(from_new ? c->a->k : c->a->k_cache);
+    CUdeviceptr v = (CUdeviceptr)(uintptr_t)(from_new ? c->a->v : c->a->v_cache);
+    size_t dst = dst_row * c->row_bytes, src = src_row * c->row_bytes, n = rows * c->row_bytes;
+    CUresult r = cuMemcpyDtoDAsync(c->st->k + dst, k + src, n, c->stream);
+    return r == CUDA_SUCCESS ? (int)cuMemcpyDtoDAsync(c->st->v + dst, v + src, n, c->stream) : (int)r;
+}
+
+/* The lengths and block table as ppbench filled them, on the host. */
+typedef struct host_lengths {
+    int32_t *ctx, *qlen, *start, *table;
+} host_lengths;
+
+static CUresult download_lengths(const ppb_prefill_args *a, host_lengths *h)
+{
+    size_t b = (size_t)a->batch, table = b * (size_t)a->max_blocks_per_seq;
+    h->ctx = malloc(b * sizeof(int32_t)), h->qlen = malloc(b * sizeof(int32_t));
+    h->start = malloc((b + 1) * sizeof(int32_t)), h->table = malloc(table * sizeof(int32_t));
+    if (!h->ctx || !h->qlen || !h->start || !h->table)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = cuMemcpyDtoH(h->ctx, (CUdeviceptr)(uintptr_t)a->context_lens, b * sizeof(int32_t));
+    if (r == CUDA_SUCCESS)
+        r = cuMemcpyDtoH(h->qlen, (CUdeviceptr)(uintptr_t)a->query_lens, b * sizeof(int32_t));
+    if (r == CUDA_SUCCESS)
+        r = cuMemcpyDtoH(h->start, (CUdeviceptr)(uintptr_t)a->start_loc, (b + 1) * sizeof(int32_t));
+    if (r == CUDA_SUCCESS)
+        r = cuMemcpyDtoH(h->table, (CUdeviceptr)(uintptr_t)a->block_table, table * sizeof(int32_t));
+    return r;
+}
+
+/* Device memory of `bytes` in *p, reusing what it holds when big enough. */
+static CUresult ensure(CUdeviceptr *p, size_t *have, size_t bytes)
+{
+    if (*p && *have >= bytes)
+        return CUDA_SUCCESS;
+    if (*p)
+        cuMemFree(*p);
+    *p = 0, *have = 0;
+    CUresult r = cuMemAlloc(p, bytes);
+    if (r == CUDA_SUCCESS)
+        *have = bytes;
+    return r;
+}
+
+/* vLLM's cache write before attention, untimed: ppbench's FLASH-layout cache
+ * copied and each sequence's new tokens written after its context
+ * (kv_append.h), with the staged block table the recorded launches index. */
+static int unified_prefill_stage(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                                 const ppb_prefill_args *a, void *stream, char *why, size_t len)
+{
+    vt_ctx *vt = ctx;
+    (void)dev;
+    int i = find_unified_prefill_variant(cfg, a);
+    if (!vt || i < 0)
+        return say(why, len, PPBK_REFUSED, "%s: stage of a config refuse() did not accept", ppbk_vt_name);
+    if (a->num_blocks < 1)
+        return say(why, len, PPBK_FAILED, "%s: stage without the cache's page count (kernel ABI 6)", ppbk_vt_name);
+    const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
+    staged_cache *st = &vt->staged;
+    CUresult r = cuCtxPushCurrent(vt->ctx);
+    if (r != CUDA_SUCCESS)
+        return say(why, len, PPBK_FAILED, "%s: %s", ppbk_vt_name, cu_text(r));
+    st->from_k = NULL, st->from_k_cache = NULL, st->from_table = NULL; /* stale until this stage succeeds */
+    host_lengths h = {0};
+    int rc = PPBK_OK;
+    /* ppbench made the inputs on this stream: wait for them before reading the lengths */
+    r = cuStreamSynchronize((CUstream)stream);
+    if (r == CUDA_SUCCESS)
+        r = download_lengths(a, &h);
+    int mbps = 0;
+    if (r == CUDA_SUCCESS) {
+        mbps = ppb_kv_append_blocks_per_seq(h.ctx, h.qlen, a->batch, a->page_size);
+        if (mbps != x->staged_blocks_per_seq)
+            rc = say(why, len, PPBK_FAILED, "%s: these lengths need %d staged pages per sequence, the case was "
+                     "prepared for %d: run %s again", ppbk_vt_name, mbps, x->staged_blocks_per_seq,
+                     ppbk_vt_prepare_cmd);
+    }
+    if (r == CUDA_SUCCESS && rc == PPBK_OK) {
+        long long pages = ppb_kv_append_num_blocks(h.ctx, h.qlen, a->batch, a->page_size, a->num_blocks);
+        size_t row_bytes = (size_t)a->num_kv_heads * (size_t)a->head_dim * sizeof(uint16_t);
+        size_t bytes = (size_t)pages * (size_t)a->page_size * row_bytes;
+        size_t table_bytes = (size_t)a->batch * (size_t)mbps * sizeof(int32_t);
+        int32_t *table = malloc(table_bytes);
+        r = table ? ensure(&st->k, &st->k_bytes, bytes) : CUDA_ERROR_OUT_OF_MEMORY;
+        if (r == CUDA_SUCCESS)
+            r = ensure(&st->v, &st->v_bytes, bytes);
+        if (r == CUDA_SUCCESS)
+            r = ensure(&st->table, &st->table_bytes, table_bytes);
+        if (r == CUDA_SUCCESS) {
+            ppb_kv_append_block_table(h.table, a->max_blocks_per_seq, h.ctx, h.qlen, a->batch, a->page_size,
+                                      a->num_blocks, mbps, table);
+            r = cuMemcpyHtoD(st->table, table, table_bytes);
+        }
+        if (r == CUDA_SUCCESS) {
+            stage_copy c = {st, a, row_bytes, (CUstream)stream};
+            r = (CUresult)ppb_kv_append_copies(table, mbps, h.ctx, h.qlen, h.start, a->batch, a->page_size,
+                                               a->num_blocks, stage_copy_rows, &c);
+        }
+        free(table);
+        if (r == CUDA_SUCCESS)
+            st->from_k = a->k, st->from_k_cache = a->k_cache, st->from_table = a->block_table,
+            st->from_tokens = a->num_tokens;
+        else
+            free_staged(st); /* sizes and pointers together, or nothing */
+    }
+    free(h.ctx), free(h.qlen), free(h.start), free(h.table);
+    CUcontext dummy;
+    cuCtxPopCurrent(&dummy);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        return say(why, len, PPBK_REFUSED, "%s: no memory for the staged cache (the context and new tokens, "
+                   "K and V)", ppbk_vt_name);
+    if (r != CUDA_SUCCESS)
+        return say(why, len, PPBK_FAILED, "%s: staging the cache: %s", ppbk_vt_name, cu_text(r));
+    return rc;
+}
+
+static int unified_prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+                                  const ppb_prefill_args *a, void *stream, char *why, size_t len)
+{
+    const vt_ctx *vt = ctx;
+    (void)dev;
+    int i = find_unified_prefill_variant(cfg, a);
+    if (!vt || i < 0 || !vt->upf[i].ready)
+        return say(why, len, PPBK_REFUSED, "%s: launch of a config refuse() did not accept or prepare() did not make "
+                   "ready", ppbk_vt_name);
+    const staged_cache *st = &vt->staged;
+    if (!st->k || st->from_k != a->k || st->from_k_cache != a->k_cache || st->from_table != a->block_table ||
+        st->from_tokens != a->num_tokens)
+        return say(why, len, PPBK_FAILED, "%s: launch on inputs its stage did not see", ppbk_vt_name);
+    const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
+    const void *roles[PPBK_VT_NROLES] = {
+        [PPBK_VT_ROLE_Q] = a->q, [PPBK_VT_ROLE_K_CACHE] = (const void *)(uintptr_t)st->k,
+        [PPBK_VT_ROLE_V_CACHE] = (const void *)(uintptr_t)st->v, [PPBK_VT_ROLE_OUT] = a->out,
+        [PPBK_VT_ROLE_BLOCK_TABLE] = (const void *)(uintptr_t)st->table, [PPBK_VT_ROLE_START_LOC] = a->start_loc,
+        [PPBK_VT_ROLE_SEQ_LENS] = a->seq_lens, [PPBK_VT_ROLE_ONES] = (const void *)(uintptr_t)vt->ones,
+    };
+    return run_launches(vt, x->launches, x->n_launches, roles, &vt->upf[i], x->n_scratch, stream, why, len);
 }
 
 /* ------------------------------------------------------------ the table */
 
-static const ppbk_prefill_ops prefill_ops = {prefill_refuse, prefill_launch, prefill_prepare, PPB_KV_LAYOUT_VLLM};
-/* vLLM's prefix prefill reads the paged-attention layout, its unified attention the FLASH one. */
+/* vLLM's prefix prefill reads the paged-attention layout, its unified attention the FLASH one
+ * (for prefill, from the cache its stage builds). */
+static const ppbk_prefill_ops prefill_ops = {prefill_refuse, prefill_launch, prefill_prepare, PPB_KV_LAYOUT_VLLM,
+                                             NULL};
+static const ppbk_prefill_ops unified_prefill_ops = {unified_prefill_refuse, unified_prefill_launch,
+                                                     unified_prefill_prepare, PPB_KV_LAYOUT_FLASH,
+                                                     unified_prefill_stage};
 static const ppbk_decode_ops decode_ops = {decode_refuse, decode_launch, decode_prepare, PPB_KV_LAYOUT_FLASH};
 
 /* A library prepared without prefill (or decode) cases provides no such kernel:
@@ -528,8 +808,13 @@ static const ppbk_decode_ops decode_ops = {decode_refuse, decode_launch, decode_
 __attribute__((visibility("default"))) const ppbk_impl *ppbk_entry(void)
 {
     static const ppbk_impl both = VT_IMPL(&prefill_ops, &decode_ops), prefill_only = VT_IMPL(&prefill_ops, NULL),
-                           decode_only = VT_IMPL(NULL, &decode_ops);
+                           decode_only = VT_IMPL(NULL, &decode_ops),
+                           unified_both = VT_IMPL(&unified_prefill_ops, &decode_ops),
+                           unified_prefill_only = VT_IMPL(&unified_prefill_ops, NULL);
+    int prefill = ppbk_vt_prefill_unified ? ppbk_vt_n_unified_prefill_variants : ppbk_vt_n_variants;
+    if (!prefill)
+        return &decode_only;
     if (ppbk_vt_n_decode_variants == 0)
-        return &prefill_only;
-    return ppbk_vt_n_variants == 0 ? &decode_only : &both;
+        return ppbk_vt_prefill_unified ? &unified_prefill_only : &prefill_only;
+    return ppbk_vt_prefill_unified ? &unified_both : &both;
 }

@@ -128,6 +128,8 @@ def parse_key(key):
         s[name] = int(s[name])
     if s["dtype"] not in DTYPES:
         die(f"case key '{key}': dtype must be fp16 or bf16")
+    s["rag"] = int(s.get("ragged") == "true")  # left out of hand-written keys: false
+    s["dec"] = int(s.get("dec", 0))            # left out of keys at its default, 0
     return s
 
 
@@ -158,6 +160,18 @@ def decode_variant_of(s, rec):
     keys = [compile_key(x, "decode") for x in rec["launches"]]
     v = {"shape": {k: s[k] for k in ("b", "seq", "h", "kvh", "d", "dtype", "page", "win")},
          "max_blocks_per_seq": rec["max_blocks_per_seq"], "launches": rec["launches"],
+         "compile_ids": [cid for _, cid in keys], "scratch_bytes": rec["scratch_bytes"]}
+    return v, keys
+
+
+def unified_prefill_variant_of(s, rec):
+    """A prefill case's recorded unified-attention launches
+    (capture.capture_unified_prefill) -> (variant, [(compile key, id) per
+    launch]). Compiled from the unified file, as decode's are."""
+    keys = [compile_key(x, "decode") for x in rec["launches"]]
+    v = {"shape": {k: s[k] for k in ("b", "q", "h", "kvh", "d", "dtype", "page", "win")},
+         "num_tokens": rec["num_tokens"], "max_blocks_per_seq": rec["max_blocks_per_seq"],
+         "staged_blocks_per_seq": rec["staged_blocks_per_seq"], "launches": rec["launches"],
          "compile_ids": [cid for _, cid in keys], "scratch_bytes": rec["scratch_bytes"]}
     return v, keys
 
@@ -380,7 +394,7 @@ def c_string(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def gen_table(key_dir, variants, kernels, info, decode_variants=()):
+def gen_table(key_dir, variants, kernels, info, decode_variants=(), unified_prefill_variants=()):
     """The table plugin.c links against (variants.h): the compiled kernels
     (cubins through .incbin, so big binaries cost the C compiler nothing) and,
     per case, the recorded launch: grid and each kernel parameter's value,
@@ -427,32 +441,48 @@ def gen_table(key_dir, variants, kernels, info, decode_variants=()):
             f"{int(c.get('BLOCK_M', 0) or 0)}, {int(c.get('BLOCK_N', 0) or 0)}, {launch['num_warps']}, "
             f"{launch['num_stages']}, {{{g[0]}, {g[1]}, {g[2]}}}, {kindex[v['compile_id']]}, "
             f"{len(rec['params'])}, ppbk_vt_params_{i}}},")
-    dinits = []
-    for i, v in enumerate(decode_variants):
+    def launches_of(tag, i, v):
+        """A unified-attention case's launches and scratch sizes as tables; the
+        initializer's tail they make (n_launches .. refusal of variants.h)."""
         launches = []
         for j, (cid, launch) in enumerate(zip(v["compile_ids"], v["launches"])):
             if v.get("refusal"):
                 break  # its kernels did not compile: the case is refused with the reason
             rec = kernels[cid]
-            params(f"ppbk_vt_dparams_{i}_{j}", rec, launch)
+            params(f"ppbk_vt_{tag}params_{i}_{j}", rec, launch)
             g = launch["grid"]
             launches.append(f"{{{{{g[0]}, {g[1]}, {g[2]}}}, {kindex[cid]}, {len(rec['params'])}, "
-                            f"ppbk_vt_dparams_{i}_{j}}}")
-        lines.append(f"static const ppbk_vt_launch ppbk_vt_dlaunches_{i}[] = {{{', '.join(launches) or '{{0}}'}}};")
+                            f"ppbk_vt_{tag}params_{i}_{j}}}")
+        lines.append(f"static const ppbk_vt_launch ppbk_vt_{tag}launches_{i}[] = "
+                     f"{{{', '.join(launches) or '{{0}}'}}};")
         sizes = ", ".join(f"{int(n)}ull" for n in v["scratch_bytes"]) or "0"
-        lines.append(f"static const unsigned long long ppbk_vt_dscratch_{i}[] = {{{sizes}}};")
+        lines.append(f"static const unsigned long long ppbk_vt_{tag}scratch_{i}[] = {{{sizes}}};")
+        return (f"{len(launches)}, ppbk_vt_{tag}launches_{i}, {len(v['scratch_bytes'])}, ppbk_vt_{tag}scratch_{i}, "
+                f"{c_string(v['refusal']) if v.get('refusal') else '0'}")
+
+    def facts(sh):
+        return f"{DTYPES[sh['dtype']][1]}, {sh['d']}, {sh['h']}, {sh['kvh']}, {sh['page']}, {max(0, sh['win'])}"
+    dinits = []
+    for i, v in enumerate(decode_variants):
+        tail = launches_of("d", i, v)
         sh = v["shape"]
-        dinits.append(
-            f"    {{{DTYPES[sh['dtype']][1]}, {sh['d']}, {sh['h']}, {sh['kvh']}, {sh['page']}, {max(0, sh['win'])}, "
-            f"{sh['b']}, {sh['seq']}, {v['max_blocks_per_seq']}, {len(launches)}, ppbk_vt_dlaunches_{i}, "
-            f"{len(v['scratch_bytes'])}, ppbk_vt_dscratch_{i}, "
-            f"{c_string(v['refusal']) if v.get('refusal') else '0'}}},")
+        dinits.append(f"    {{{facts(sh)}, {sh['b']}, {sh['seq']}, {v['max_blocks_per_seq']}, {tail}}},")
+    uinits = []
+    for i, v in enumerate(unified_prefill_variants):
+        tail = launches_of("u", i, v)
+        sh = v["shape"]
+        uinits.append(f"    {{{facts(sh)}, {sh['b']}, {sh['q']}, {v['num_tokens']}, {v['max_blocks_per_seq']}, "
+                      f"{v['staged_blocks_per_seq']}, {tail}}},")
     lines += ["", "const ppbk_vt_kernel ppbk_vt_kernels[] = {"] + kinits + ["};",
               f"const int ppbk_vt_n_kernels = {len(kernels)};",
               "const ppbk_vt_variant ppbk_vt_variants[] = {"] + (vinits or ["    {0},"]) + ["};",
               f"const int ppbk_vt_n_variants = {len(variants)};",
               "const ppbk_vt_decode_variant ppbk_vt_decode_variants[] = {"] + (dinits or ["    {0},"]) + ["};",
               f"const int ppbk_vt_n_decode_variants = {len(decode_variants)};",
+              "const ppbk_vt_unified_prefill_variant ppbk_vt_unified_prefill_variants[] = {"]
+    lines += (uinits or ["    {0},"]) + ["};",
+              f"const int ppbk_vt_n_unified_prefill_variants = {len(unified_prefill_variants)};",
+              f"const int ppbk_vt_prefill_unified = {int(info.get('prefill_unified', False))};",
               f"const int ppbk_vt_from_wrapper = {int(info['from_wrapper'])};",
               f"const int ppbk_vt_target_arch = {info['arch']};",
               f"const int ppbk_vt_target_warp_size = {info['warp_size']};",
@@ -527,6 +557,11 @@ def main():
                          "warps, stages, grid), ignoring the case's block_m/block_n/num_warps/num_stages; without "
                          "it those knobs replace the wrapper's choice (a knob sweep; num_stages 0 keeps the "
                          "wrapper's)")
+    ap.add_argument("--prefill-kernel", choices=("prefix_prefill", "unified"), default="prefix_prefill",
+                    help="which of the tree's kernels runs the prefill cases: context_attention_fwd's (default), "
+                         "or the Triton unified attention of vLLM's V1 engine (0.9.2 on; as the tree's wrapper "
+                         "launches it, reading the new tokens from a cache staged before the launch, untimed; "
+                         "implies --from-wrapper)")
     ap.add_argument("--name", default="vllm-triton",
                     help="the implementation's name in ppbench (default: %(default)s; e.g. vllm-triton@0.10.2)")
     ap.add_argument("--print-launches", action="store_true",
@@ -535,6 +570,8 @@ def main():
     if not a.suites and not a.case:
         ap.error("give suite files and/or --case KEY")
 
+    unified_prefill = a.prefill_kernel == "unified"
+    a.from_wrapper = a.from_wrapper or unified_prefill  # the unified kernel has no knobs ppbench overrides
     if not re.fullmatch(r"[a-z0-9_.@-]{1,40}", a.name):
         die(f"--name {a.name}: 1-40 characters of a-z, 0-9, '_', '.', '-', '@'")
     if not a.lib:
@@ -571,7 +608,7 @@ def main():
         ppbench = find_ppbench(a.ppbench)
         for s in a.suites:
             keys += suite_cases(s, ppbench)
-    variants, dvariants, todo, skipped = {}, {}, {}, []
+    variants, dvariants, uvariants, todo, skipped = {}, {}, {}, {}, []
     for k in keys:
         s = parse_key(k)
         if s is None or s.get("impl", a.name) != a.name:
@@ -579,13 +616,16 @@ def main():
         family = s["kernel"]
         if family == "decode" and s["v"] != 1:
             continue  # unified attention has no v2: the split is the backend's choice (README.md)
-        if srcs[family] is None:
+        # the source file a case's kernel comes from: "decode" is the unified attention file
+        file_of = "decode" if family == "decode" or unified_prefill else "prefill"
+        if srcs[file_of] is None:
             skipped.append(f"{k}: the tree has no " + " or ".join(
-                capture.PREFIX_PREFILL_FILES if family == "prefill" else capture.UNIFIED_FILES))
+                capture.PREFIX_PREFILL_FILES if file_of == "prefill" else capture.UNIFIED_FILES))
             continue
         try:
-            if family == "decode":
-                rec = capture.capture_unified_decode(*srcs["decode"], s, int(target_spec[1]))
+            if file_of == "decode":
+                capture_fn = capture.capture_unified_decode if family == "decode" else capture.capture_unified_prefill
+                rec = capture_fn(*srcs["decode"], s, int(target_spec[1]))
                 launches = rec["launches"]
             else:
                 launch = capture.capture_prefix_prefill(srcs["prefill"], s, int(target_spec[1]))
@@ -596,14 +636,19 @@ def main():
             if not a.from_wrapper and "cannot override" in str(e):
                 skipped.append(f"{k}: {e}")
                 continue
-            die(f"{srcs[family] if family == 'prefill' else srcs[family][0]}: {e}")
+            die(f"{srcs['prefill'] if file_of == 'prefill' else srcs['decode'][0]}: {e}")
         bad = [x for launch in launches for x in launch["args"] if x["kind"] == "i32" and int_class(x["value"]) == "L"]
         if bad:
             skipped.append(f"{k}: argument {bad[0]['name']} = {bad[0]['value']} does not fit int32")
             continue
-        if family == "decode":
-            v, keys_ = decode_variant_of(s, rec)
-            dvariants.setdefault(json.dumps([v["shape"], v["max_blocks_per_seq"]], sort_keys=True), v)
+        if file_of == "decode":
+            if family == "decode":
+                v, keys_ = decode_variant_of(s, rec)
+                dvariants.setdefault(json.dumps([v["shape"], v["max_blocks_per_seq"]], sort_keys=True), v)
+            else:
+                v, keys_ = unified_prefill_variant_of(s, rec)
+                uvariants.setdefault(json.dumps([v["shape"], v["num_tokens"], v["max_blocks_per_seq"]],
+                                                sort_keys=True), v)
             for (ck, cid), launch in zip(keys_, launches):
                 todo.setdefault(cid, (ck, launch))
             continue
@@ -612,18 +657,21 @@ def main():
                           sort_keys=True)
         variants.setdefault(vkey, v)
         todo.setdefault(v["compile_id"], (ck, launch))
-    if not variants and not dvariants:
+    if not variants and not dvariants and not uvariants:
         die(f"no prefix_prefill or paged_attention v1 case to prepare among {len(keys)} cases" +
             (f" ({len(skipped)} skipped: {skipped[0]})" if skipped else ""))
     if a.print_launches:
         json.dump([dict(v["launch"], shape=v["shape"], knobs=v["knobs"]) for v in variants.values()] +
                   [dict(launches=v["launches"], shape=v["shape"], scratch_bytes=v["scratch_bytes"])
-                   for v in dvariants.values()], sys.stdout, indent=1)
+                   for v in dvariants.values()] +
+                  [dict(launches=v["launches"], shape=v["shape"], num_tokens=v["num_tokens"],
+                        staged_blocks_per_seq=v["staged_blocks_per_seq"], scratch_bytes=v["scratch_bytes"])
+                   for v in uvariants.values()], sys.stdout, indent=1)
         print()
         return
     # The files the kernels came from (those of the families with cases), and their one checksum.
-    used = {f: (srcs[f] if f == "prefill" else srcs[f][0]) for f, n in (("prefill", variants), ("decode", dvariants))
-            if n}
+    used = {f: (srcs[f] if f == "prefill" else srcs[f][0])
+            for f, n in (("prefill", variants), ("decode", {**dvariants, **uvariants})) if n}
     sha = hashlib.sha256(b"".join(p.read_bytes() for p in used.values())).hexdigest()
     src = used.get("prefill") or used["decode"]
 
@@ -631,7 +679,9 @@ def main():
     key_dir = Path(a.out).expanduser() / f"{sha[:16]}-triton{triton.__version__}-{tname}"
     key_dir.mkdir(parents=True, exist_ok=True)
     missing = {cid: x for cid, x in todo.items() if not (key_dir / f"{cid}.json").is_file()}
-    print(f"prepare.py: {len(variants)} prefill cases ({mode}: {'the launch the tree wrapper makes' if a.from_wrapper else 'the case knobs in place of the wrapper choice'}), "
+    print(f"prepare.py: {len(variants) + len(uvariants)} prefill cases ("
+          f"{'unified attention, ' if unified_prefill else ''}{mode}: "
+          f"{'the launch the tree wrapper makes' if a.from_wrapper else 'the case knobs in place of the wrapper choice'}), "
           f"{len(dvariants)} decode cases (unified attention as the wrapper launches it), "
           f"{len(todo)} kernels, {len(missing)} to compile, {len(skipped)} skipped, Triton {triton.__version__}, "
           f"target {':'.join(target_spec)}, {' + '.join(map(str, used.values()))} sha256 {sha[:16]}")
@@ -644,7 +694,7 @@ def main():
         die(f"{len(errors)} kernel(s) failed to compile (above)")
     # A release's decode kernel that this Triton cannot compile for a shape (0.10.2's 2D kernel at page 8:
     # a tl.dot with K < 16) refuses that case with the reason, and the rest are prepared.
-    for v in dvariants.values():
+    for v in [*dvariants.values(), *uvariants.values()]:
         bad = [(x["kernel"], errors[cid]) for x, cid in zip(v["launches"], v["compile_ids"]) if cid in errors]
         if bad:
             v["refusal"] = (f"the tree's {bad[0][0]} does not compile for this shape with Triton "
@@ -657,15 +707,18 @@ def main():
                               ("--lib", a.lib, default_lib(a.name))):
         if Path(val).expanduser().resolve() != Path(default).resolve():
             prepare_cmd += f" {opt} {shlex.quote(val)}"
+    if unified_prefill:
+        prepare_cmd += " --prefill-kernel unified"
     if a.from_wrapper:
         prepare_cmd += f" --from-wrapper --name {shlex.quote(a.name)}"
     info = {"arch": int(target_spec[1]), "warp_size": int(target_spec[2]), "name": a.name,
-            "from_wrapper": a.from_wrapper,
+            "from_wrapper": a.from_wrapper, "prefill_unified": unified_prefill,
             "version": f"vllm {vllm_version(src)} / triton {triton.__version__}",
             "source": " + ".join(map(str, used.values())) + f" sha256:{sha}", "prepare_cmd": prepare_cmd}
     ordered = sorted(variants.values(), key=lambda v: json.dumps([v["shape"], v["knobs"]], sort_keys=True))
     dordered = sorted(dvariants.values(), key=lambda v: json.dumps(v["shape"], sort_keys=True))
-    gen_table(key_dir, ordered, kernels, info, dordered)
+    uordered = sorted(uvariants.values(), key=lambda v: json.dumps([v["shape"], v["num_tokens"]], sort_keys=True))
+    gen_table(key_dir, ordered, kernels, info, dordered, uordered)
     manifest = dict(info, triton=triton.__version__, target=":".join(target_spec), sha256=sha, mode=mode,
                     cases=[{"shape": v["shape"], "knobs": v["knobs"], "kernel": v["launch"]["kernel"],
                             "grid": v["launch"]["grid"], "num_warps": v["launch"]["num_warps"],
@@ -677,11 +730,20 @@ def main():
                                    "launches": [{"kernel": x["kernel"], "grid": x["grid"], "num_warps": x["num_warps"],
                                                  "num_stages": x["num_stages"], "compile_id": cid}
                                                 for x, cid in zip(v["launches"], v["compile_ids"])]}
-                                  for v in dordered])
+                                  for v in dordered],
+                    unified_prefill_cases=[{"shape": v["shape"], "num_tokens": v["num_tokens"],
+                                            "staged_blocks_per_seq": v["staged_blocks_per_seq"],
+                                            "scratch_bytes": v["scratch_bytes"], "refusal": v.get("refusal"),
+                                            "launches": [{"kernel": x["kernel"], "grid": x["grid"],
+                                                          "num_warps": x["num_warps"], "num_stages": x["num_stages"],
+                                                          "compile_id": cid}
+                                                         for x, cid in zip(v["launches"], v["compile_ids"])]}
+                                           for v in uordered])
     (key_dir / f"manifest-{a.name}.json").write_text(json.dumps(manifest, indent=1) + "\n")
     lib = Path(a.lib).expanduser()
     secs = build_library(key_dir, lib, a.cc, os.path.dirname(triton.__file__))
-    print(f"prepare.py: {lib} ({len(ordered)} prefill and {len(dordered)} decode cases, {len(kernels)} kernels, "
+    print(f"prepare.py: {lib} ({len(ordered) + len(uordered)} prefill and {len(dordered)} decode cases, "
+          f"{len(kernels)} kernels, "
           f"built in {secs:.1f} s); "
           f"manifest {key_dir}/manifest-{a.name}.json")
 

@@ -81,12 +81,33 @@ typedef struct ppbk_vt_decode_variant {
     const char *refusal;          /* why the case cannot run (a kernel did not compile), else NULL */
 } ppbk_vt_decode_variant;
 
+/* Prefill through the unified attention (prepare.py --prefill-kernel unified):
+ * the launches read every key from the staged cache (kernels/kv_append.h) the
+ * plugin's stage builds; roles K_CACHE, V_CACHE and BLOCK_TABLE are the staged
+ * ones, START_LOC is the query offsets, SEQ_LENS context + new tokens. */
+typedef struct ppbk_vt_unified_prefill_variant {
+    /* the case: what ppb_prefill_args and the config carry */
+    int dtype, head_dim, num_heads, num_kv_heads, page_size, sliding_window;
+    int batch, max_query_len, num_tokens, max_blocks_per_seq;
+    int staged_blocks_per_seq;    /* the staged block table's row */
+    int n_launches;
+    const ppbk_vt_launch *launches;
+    int n_scratch;
+    const unsigned long long *scratch_bytes;
+    const char *refusal;
+} ppbk_vt_unified_prefill_variant;
+
 extern const ppbk_vt_kernel ppbk_vt_kernels[];
 extern const int ppbk_vt_n_kernels;
 extern const ppbk_vt_variant ppbk_vt_variants[];
 extern const int ppbk_vt_n_variants;
 extern const ppbk_vt_decode_variant ppbk_vt_decode_variants[];
 extern const int ppbk_vt_n_decode_variants;
+extern const ppbk_vt_unified_prefill_variant ppbk_vt_unified_prefill_variants[];
+extern const int ppbk_vt_n_unified_prefill_variants;
+/* 1: the library's prefill cases run the unified attention (the variants just
+ * above; the prefill ops read the FLASH layout and stage); 0: prefix prefill. */
+extern const int ppbk_vt_prefill_unified;
 /* 1: each case launches as the tree's own wrapper would (its blocks, warps and
  * stages; the case's block_m/block_n/num_warps/num_stages are not matched); 0:
  * a knob sweep, the case's knobs in place of the wrapper's choice. */
