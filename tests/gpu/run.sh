@@ -42,6 +42,12 @@
 #              0.34.0; trees in .deps/vllm-X): the release's Triton unified attention for decode, the cache in
 #              the FLASH layout, suites/smoke-decode.yaml (float64-checked) and suites/decode.yaml (v1 cases),
 #              and the built-in v1 decode beside them, into decode-releases.db
+#   vllm_unified  prefill through each release's Triton unified attention (PPB_VLLM_UNIFIED_VERSIONS, default
+#              0.10.2 0.34.0; trees in .deps/vllm-X): vllm-triton-unified@VERSION (prepare.py --prefill-kernel
+#              unified; the plugin stages the new tokens into its cache, untimed) on suites/smoke.yaml
+#              (float64-checked, the mixed batch included) and suites/prefill.yaml at one config (the kernel has
+#              no knobs), beside the same release's prefix prefill (vllm-triton@VERSION, --from-wrapper) and the
+#              built-in kernel on those prefill.yaml cases, into unified-prefill.db
 #   vllm_cuda_releases  vllm-cuda@VERSION for each tree of PPB_VLLM_CUDA_TREES (paths, space-separated;
 #              default .deps/vllm-*-cuda from scripts/fetch-vllm.sh --version X --cuda-only), built by the
 #              plugin project alone into build-vllm-cuda/, then suites/smoke-decode.yaml (host_partition_size=0)
@@ -471,6 +477,31 @@ if want vllm_decode; then
       run "decode_${suite}_$v" "$(limit vllm_decode 600)" "$ppbench" run "$root/suites/$suite.yaml" --backend cuda \
         --db "$out/decode-releases.db" --label "decode-$v" --impl "plugin:vllm-triton-decode@$v" --no-progress \
         --filter "version=1"
+    done
+  done
+fi
+
+# ---- prefill through the unified attention, beside the release's prefix prefill and the built-in kernel -----
+if want vllm_unified; then
+  one_config="block_m=128,block_n=128,num_warps=8"  # prefill.yaml's vLLM 0.6.3 config: one case per shape
+  run unified_builtin "$(limit vllm_unified 300)" "$ppbench" run "$root/suites/prefill.yaml" --backend cuda \
+    --db "$out/unified-prefill.db" --label prefill-builtin --no-progress --filter "$one_config"
+  for v in ${PPB_VLLM_UNIFIED_VERSIONS:-0.10.2 0.34.0}; do
+    tree=$PPBENCH_TREE_CACHE/vllm/vllm-$v
+    [ -d "$tree" ] || { echo "vllm_unified: no tree for vLLM $v in .deps" | tee -a "$summary"; failed=1; continue; }
+    for kernel in unified prefix_prefill; do
+      name=vllm-triton-unified@$v
+      [ $kernel = prefix_prefill ] && name=vllm-triton@$v
+      run "unified_prepare_${kernel}_$v" "$(limit vllm_unified 600)" python3 "$root/kernels/vllm/triton/prepare.py" \
+        --from-wrapper --prefill-kernel $kernel --name "$name" --vllm "$tree" --ppbench "$ppbench" \
+        --out "$out/vllm-triton-cache" --lib "$plugins/libppbk_$name.so" -j "$jobs" \
+        "$root/suites/smoke.yaml" "$root/suites/prefill.yaml" || continue
+      [ $kernel = unified ] && run "unified_smoke_$v" "$(limit vllm_unified 600)" "$ppbench" run \
+        "$root/suites/smoke.yaml" --backend cuda --db "$out/unified-prefill.db" --label "smoke-unified-$v" \
+        --impl "plugin:$name" --no-progress --filter "block_m=16,block_n=32,num_warps=4"
+      run "unified_prefill_${kernel}_$v" "$(limit vllm_unified 600)" "$ppbench" run "$root/suites/prefill.yaml" \
+        --backend cuda --db "$out/unified-prefill.db" --label "prefill-$kernel-$v" --impl "plugin:$name" \
+        --no-progress --filter "$one_config"
     done
   done
 fi
