@@ -51,7 +51,8 @@ fi
 
 # Plugin authors: the ABI headers and pkg-config; the example plugin builds against the installed
 # headers alone and the installed program loads it.
-for f in include/ppbench/ppb_kernel_abi.h include/ppbench/attention_args.h share/pkgconfig/ppbench-kernel-abi.pc; do
+for f in include/ppbench/ppb_kernel_abi.h include/ppbench/attention_args.h include/ppbench/kv_append.h \
+         share/pkgconfig/ppbench-kernel-abi.pc; do
   [ -s "$inst/$f" ] || fail "$f was not installed"
 done
 if command -v pkg-config >/dev/null && command -v cc >/dev/null; then
