@@ -246,6 +246,7 @@ static const struct {
 } kind_keys[] = {
     {"suite", 11u}, {"filter", 9u}, {"kernel", 3u}, {"rules", 11u}, {"sampling", 11u},
     {"baseline", 7u}, {"candidate", 7u}, {"vllm", 8u}, {"candidate_vllm", 8u}, {"patch", 8u}, {"replace", 8u},
+    {"prefill_kernel", 8u}, {"candidate_prefill_kernel", 8u},
     {"prompt_len", 2u}, {"shape", 2u}, {"config", 2u}, {"model", 4u}, {"tensor_parallel", 4u},
     {"max_model_len", 4u}, {"reserve_bytes", 4u}, {"outside_bytes", 4u}, {"max_num_seqs", 4u},
     {"seed_claims", 4u},
@@ -324,6 +325,24 @@ static int parse_replace(ppb_yaml *y, yaml_node_t *list, ppb_source_change *c, p
     return PPB_OK;
 }
 
+/* prefill_kernel:, candidate_prefill_kernel: prefix_prefill or unified, on a prefill suite. */
+static int parse_prefill_kernel(ppb_yaml *y, yaml_node_t *root, const char *key, const ppb_proposal *p, int *unified,
+                                ppb_err *err)
+{
+    char text[32] = "";
+    yaml_node_t *v = ppb_yaml_get(y, root, key);
+    int rc = load_string(y, root, key, text, sizeof text, 0, err);
+    if (rc || !v)
+        return rc;
+    if (strcmp(text, "prefix_prefill") != 0 && strcmp(text, "unified") != 0)
+        return ppb_yaml_fail(y, err, v, key, "'%s' is not prefix_prefill or unified", text);
+    if (p->suite_kernel != PPB_PREFIX_PREFILL)
+        return ppb_yaml_fail(y, err, v, key, "applies to a prefill suite, and this one's kernel is %s",
+                             ppb_kernel_name(p->suite_kernel));
+    *unified = strcmp(text, "unified") == 0;
+    return PPB_OK;
+}
+
 static int parse_source_change(ppb_yaml *y, yaml_node_t *root, const char *dir, ppb_proposal *p, ppb_err *err)
 {
     ppb_source_change *c = &p->change;
@@ -338,9 +357,15 @@ static int parse_source_change(ppb_yaml *y, yaml_node_t *root, const char *dir, 
         rc = ppb_yaml_fail(y, err, v, "replace", "give patch or replace, not both");
     if (!rc && v)
         rc = parse_replace(y, v, c, err);
-    if (!rc && !c->patch_path[0] && !c->n_replace && !c->candidate_vllm[0])
-        rc = ppb_yaml_fail(y, err, root, "patch", "required: a patch, a replace list or a candidate_vllm (an "
-                           "upgrade); without one there is no change to judge");
+    if (!rc)
+        rc = parse_prefill_kernel(y, root, "prefill_kernel", p, &c->baseline_unified, err);
+    c->candidate_unified = c->baseline_unified;
+    if (!rc)
+        rc = parse_prefill_kernel(y, root, "candidate_prefill_kernel", p, &c->candidate_unified, err);
+    if (!rc && !c->patch_path[0] && !c->n_replace && !c->candidate_vllm[0] &&
+        c->candidate_unified == c->baseline_unified)
+        rc = ppb_yaml_fail(y, err, root, "patch", "required: a patch, a replace list, a candidate_vllm (an "
+                           "upgrade) or a candidate_prefill_kernel; without one there is no change to judge");
     return rc;
 }
 
@@ -351,7 +376,7 @@ int ppb_proposal_load(const char *path, ppb_proposal *p, ppb_err *err)
                                          "prompt_len", "shape", "config", "model",
                                          "tensor_parallel", "max_model_len", "reserve_bytes", "outside_bytes", "max_num_seqs",
                                          "seed_claims", "kernel", "vllm", "candidate_vllm", "patch", "replace",
-                                         NULL};
+                                         "prefill_kernel", "candidate_prefill_kernel", NULL};
     memset(p, 0, sizeof *p);
     ppb_verdict_rules_default(&p->rules);
     ppb_sampling_default(&p->sampling);

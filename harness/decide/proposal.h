@@ -29,6 +29,10 @@ typedef struct ppb_source_change {
     char patch_path[4096];     /* a unified diff (absolute); "" when none */
     int n_replace;
     ppb_replace replace[PPB_REPLACE_MAX];
+    /* Which of the tree's kernels runs a prefill suite on each side (prefill_kernel:,
+     * candidate_prefill_kernel:): 0 its prefix prefill, 1 its Triton unified attention
+     * (the V1 engine's; kernels/vllm/triton/README.md). */
+    int baseline_unified, candidate_unified;
 } ppb_source_change;
 
 /* 1 when `text` reads as a release version (digits and dots, optional .postN). */

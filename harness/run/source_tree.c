@@ -497,11 +497,11 @@ int ppb_vllm_tree_make(const char *tree, const ppb_source_change *change, ppb_vl
 
 /* ---------------------------------------------------------------- preparing its implementation */
 
-int ppb_vllm_tree_prepare(const ppb_vllm_tree *t, const char *suite_path, const char *plugin_dir, int log_fd,
-                          char *impl_name, size_t len, ppb_err *err)
+int ppb_vllm_tree_prepare(const ppb_vllm_tree *t, const char *suite_path, int unified, const char *plugin_dir,
+                          int log_fd, char *impl_name, size_t len, ppb_err *err)
 {
     char name[64], lib[4400], out[4096], script[4200], self[PATH_MAX];
-    snprintf(name, sizeof name, "vllm-triton@%s", t->label);
+    snprintf(name, sizeof name, "vllm-triton%s@%s", unified ? "-unified" : "", t->label);
     snprintf(lib, sizeof lib, "%s/libppbk_%s.so", plugin_dir, name);
     cache_path("vllm-triton", out, sizeof out);
     snprintf(script, sizeof script, "%s/kernels/vllm/triton/prepare.py", source_dir());
@@ -510,8 +510,9 @@ int ppb_vllm_tree_prepare(const ppb_vllm_tree *t, const char *suite_path, const 
     int rc = ppb_make_dirs(plugin_dir, err);
     if (rc)
         return rc;
-    char *argv[] = {"python3", script, "--from-wrapper", "--name", name, "--vllm", (char *)t->path,
-                    "--lib", lib, "--out", out, "--ppbench", self, (char *)suite_path, NULL};
+    char *argv[] = {"python3", script, "--from-wrapper", "--prefill-kernel", unified ? "unified" : "prefix_prefill",
+                    "--name", name, "--vllm", (char *)t->path, "--lib", lib, "--out", out, "--ppbench", self,
+                    (char *)suite_path, NULL};
     int status = ppb_run_program("python3", argv, NULL, log_fd, 3600, err);
     if (status < 0)
         return status;

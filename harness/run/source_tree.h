@@ -43,8 +43,8 @@ int ppb_vllm_tree_make(const char *tree, const ppb_source_change *change, ppb_vl
  * the tree's own wrapper would), as the library DIR/libppbk_vllm-triton@LABEL.so.
  * impl_name gets "plugin:vllm-triton@LABEL". The preparation's output goes
  * to `log_fd`. */
-int ppb_vllm_tree_prepare(const ppb_vllm_tree *t, const char *suite_path, const char *plugin_dir, int log_fd,
-                          char *impl_name, size_t len, ppb_err *err);
+int ppb_vllm_tree_prepare(const ppb_vllm_tree *t, const char *suite_path, int unified, const char *plugin_dir,
+                          int log_fd, char *impl_name, size_t len, ppb_err *err);
 
 /* The folder prepared libraries go to: the cache's plugins/ folder. */
 void ppb_vllm_plugin_dir(char *buf, size_t len);

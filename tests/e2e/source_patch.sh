@@ -102,7 +102,8 @@ for form in replace diff; do
   grep -q "^        BLOCK = 64$" "$WORK/cache/trees/$cand/vllm/attention/ops/prefix_prefill.py" || fail "$form: not applied"
   cmp -s "$T/vllm/attention/ops/prefix_prefill.py" "$WORK/cache/trees/$base/vllm/attention/ops/prefix_prefill.py" \
     || fail "$form: the baseline copy differs from the tree"
-  [ "$(grep -c -- "--from-wrapper --name vllm-triton@" "$PREPARE_LOG")" = 2 ] || fail "$form: prepare calls: $(cat "$PREPARE_LOG")"
+  [ "$(grep -c -- "--from-wrapper --prefill-kernel prefix_prefill --name vllm-triton@" "$PREPARE_LOG")" = 2 ] \
+    || fail "$form: prepare calls: $(cat "$PREPARE_LOG")"
   grep -q -- "--name vllm-triton@$cand --vllm $WORK/cache/trees/$cand " "$PREPARE_LOG" || fail "$form: candidate not prepared"
   # Nothing was prepared by the stand-in: every case is refused naming the implementation, never run on another.
   grep -q "no plugin named 'vllm-triton@$base'" "$WORK/out" "$WORK/err" || fail "$form: refusal not named: $(cat "$WORK/out")"
@@ -143,6 +144,36 @@ grep -q -- "--name vllm-triton@$dcand .*smoke-decode.yaml" "$PREPARE_LOG" || fai
 # Both sides run the suite's shapes as version-1 cases, the one form the unified attention takes.
 keys=$(sqlite3 "$PPBENCH_DB" "SELECT baseline_key || ' | ' || candidate_key FROM proposal_cases WHERE proposal_id = (SELECT max(id) FROM proposals)")
 [ -n "$keys" ] && ! grep -v " v=1 .* | .* v=1 " <<<"$keys" | grep -q . || fail "decode: not every pair is version 1: $keys"
+
+# Prefill on the V1 engine's kernel: one tree, its prefix prefill against its Triton unified attention (no change
+# needed: the kernel is the change), each side prepared with its kernel under its own name.
+T4="$WORK/tree-v1"
+mkdir -p "$T4/vllm/v1/attention/ops"
+printf 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.34.0\n' >"$T4/PKG-INFO"
+echo "def context_attention_fwd(q): pass" >"$T4/vllm/v1/attention/ops/prefix_prefill.py"
+echo "def unified_attention(q): pass" >"$T4/vllm/v1/attention/ops/triton_unified_attention.py"
+: >"$PREPARE_LOG"
+p="$WORK/v1.yaml"
+printf 'name: v1-prefill\nkind: source_patch\nsuite: %s\nvllm: %s\ncandidate_prefill_kernel: unified\n' \
+  "$SRC/suites/smoke.yaml" "$T4" >"$p"
+set +e; "$PPB" propose "$p" --backend cpu >"$WORK/out" 2>"$WORK/err"; set -e
+grep -q "^source_patch: prefill on the baseline's prefix prefill, on the candidate's unified attention$" "$WORK/err" \
+  || fail "v1 prefill: $(cat "$WORK/err")"
+grep -q -- "--prefill-kernel prefix_prefill --name vllm-triton@0.34.0-[0-9a-f]\{8\} " "$PREPARE_LOG" \
+  && grep -q -- "--prefill-kernel unified --name vllm-triton-unified@0.34.0-[0-9a-f]\{8\} " "$PREPARE_LOG" \
+  || fail "v1 prefill: prepare calls: $(cat "$PREPARE_LOG")"
+keys=$(sqlite3 "$PPBENCH_DB" "SELECT baseline_key || ' | ' || candidate_key FROM proposal_cases WHERE proposal_id = (SELECT max(id) FROM proposals)")
+[ -n "$keys" ] && ! grep -v "impl=plugin:vllm-triton@0.34.0-.* | .*impl=plugin:vllm-triton-unified@0.34.0-" <<<"$keys" | grep -q . \
+  || fail "v1 prefill: the sides do not run their own kernels: $keys"
+# A kernel that is not one, or a decode suite (whose kernel is the unified attention already): refused at the field.
+printf 'name: bad-kernel\nkind: source_patch\nsuite: %s\nvllm: %s\nprefill_kernel: flash\n' "$SRC/suites/smoke.yaml" "$T4" >"$p"
+expect_rc 3 "$PPB" propose "$p"
+grep -q "v1.yaml:5.*prefill_kernel: 'flash' is not prefix_prefill or unified" "$WORK/err" || fail "bad kernel: $(cat "$WORK/err")"
+printf 'name: decode-kernel\nkind: source_patch\nsuite: %s\nvllm: %s\ncandidate_prefill_kernel: unified\n' \
+  "$SRC/suites/smoke-decode.yaml" "$T4" >"$p"
+expect_rc 3 "$PPB" propose "$p"
+grep -q "candidate_prefill_kernel: applies to a prefill suite, and this one's kernel is paged_attention" "$WORK/err" \
+  || fail "decode suite: $(cat "$WORK/err")"
 
 # The same content gives the same labels: replace and diff made the same candidate.
 [ "$(awk '{print $3}' "$WORK/labels" | sort -u | wc -l)" = 1 ] || fail "two spellings of one change: $(cat "$WORK/labels")"
