@@ -108,13 +108,32 @@ static void knobs_text(const ppbk_prefill_config *cfg, char *buf, size_t len)
     PPBK_PREFILL_PARAMS(VT_KEY_TEXT, cfg)
 }
 
+static int facts_match(const ppbk_vt_facts *x, int dtype, int sliding_window, int head_dim, int num_heads,
+                       int num_kv_heads, int page_size)
+{
+    int win = sliding_window > 0 ? sliding_window : 0; /* vLLM: <= 0 means off */
+    return x->dtype == dtype && x->head_dim == head_dim && x->num_heads == num_heads &&
+           x->num_kv_heads == num_kv_heads && x->page_size == page_size && x->sliding_window == win;
+}
+
+/* What each family's refuse checks first: the device, and a config built for the shape. */
+static int refuse_unless_runnable(const ppbk_device *dev, int cfg_head_dim, int cfg_page_size, int cfg_window,
+                                  int head_dim, int page_size, int window, char *why, size_t len)
+{
+    if (dev->backend != PPBK_BACKEND_CUDA)
+        return say(why, len, PPBK_REFUSED, "%s runs on CUDA devices only", ppbk_vt_name);
+    if (cfg_head_dim != head_dim || cfg_page_size != page_size || cfg_window != window)
+        return say(why, len, PPBK_REFUSED, "config and shape disagree (head_dim %d/%d, page %d/%d, window %d/%d)",
+                   cfg_head_dim, head_dim, cfg_page_size, page_size, cfg_window, window);
+    return PPBK_OK;
+}
+
 static int find_variant(const ppbk_prefill_config *cfg, const ppb_prefill_args *s)
 {
-    int win = cfg->sliding_window > 0 ? cfg->sliding_window : 0; /* vLLM: <= 0 means off */
     for (int i = 0; i < ppbk_vt_n_variants; i++) {
         const ppbk_vt_variant *x = &ppbk_vt_variants[i];
-        if (x->dtype == cfg->dtype && x->head_dim == s->head_dim && x->num_heads == s->num_heads &&
-            x->num_kv_heads == s->num_kv_heads && x->page_size == s->page_size && x->sliding_window == win &&
+        if (facts_match(&x->facts, cfg->dtype, cfg->sliding_window, s->head_dim, s->num_heads, s->num_kv_heads,
+                        s->page_size) &&
             x->batch == s->batch && x->max_query_len == s->max_query_len &&
             x->max_blocks_per_seq == s->max_blocks_per_seq && (ppbk_vt_from_wrapper || knobs_match(x, cfg)))
             return i;
@@ -257,13 +276,10 @@ static int prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_
                           const ppb_prefill_args *s, char *why, size_t len)
 {
     const vt_ctx *vt = ctx;
-    if (dev->backend != PPBK_BACKEND_CUDA)
-        return say(why, len, PPBK_REFUSED, "%s runs on CUDA devices only", ppbk_vt_name);
-    if (cfg->head_dim != s->head_dim || cfg->page_size != s->page_size ||
-        cfg->sliding_window != s->sliding_window)
-        return say(why, len, PPBK_REFUSED, "config and shape disagree (head_dim %d/%d, page %d/%d, window %d/%d)",
-                   cfg->head_dim, s->head_dim, cfg->page_size, s->page_size, cfg->sliding_window,
-                   s->sliding_window);
+    int rc = refuse_unless_runnable(dev, cfg->head_dim, cfg->page_size, cfg->sliding_window, s->head_dim,
+                                    s->page_size, s->sliding_window, why, len);
+    if (rc != PPBK_OK)
+        return rc;
     if (s->num_kv_heads <= 0 || s->num_heads % s->num_kv_heads)
         return say(why, len, PPBK_REFUSED, "num_heads %d is not a multiple of num_kv_heads %d", s->num_heads,
                    s->num_kv_heads);
@@ -433,6 +449,28 @@ static int check_launches(const vt_ctx *vt, const ppbk_device *dev, const ppbk_v
     return PPBK_OK;
 }
 
+/* The end of a unified-attention case's refuse, once its variant is found:
+ * refused for the variant's reason (a kernel that did not compile), for a
+ * cache whose element offsets could wrap (they may be int32 in vLLM's kernel:
+ * block number x its stride), or by check_launches; accepted with a note
+ * naming the launches and the case's knobs that do not apply. */
+static int accept_unified(const vt_ctx *vt, const ppbk_device *dev, const char *refusal, long long cache_elems,
+                          const ppbk_vt_launch *launches, int n_launches, int n_scratch, const char *unused_knobs,
+                          char *why, size_t len)
+{
+    if (refusal)
+        return say(why, len, PPBK_REFUSED, "%s", refusal);
+    if (cache_elems > INT32_MAX)
+        return say(why, len, PPBK_REFUSED, "int32 offsets may overflow in vLLM's kernel: %lld cache elements (max %d)",
+                   cache_elems, INT32_MAX);
+    char note[400];
+    int rc = check_launches(vt, dev, launches, n_launches, n_scratch, note, sizeof note, why, len);
+    if (rc != PPBK_OK)
+        return rc;
+    return say(why, len, PPBK_OK, "%s, as the tree's wrapper launches it for vLLM's Triton backend (the case's %s "
+                                  "do not apply)", note, unused_knobs);
+}
+
 /* The first launch's resources (the main kernel's), and the case's scratch
  * (and, for decode, query offsets 0, 1, ..., num_seqs) made on its first
  * prepare, outside timing, as vLLM's caching allocator would hand them over. */
@@ -495,11 +533,10 @@ static int run_launches(const vt_ctx *vt, const ppbk_vt_launch *launches, int n_
 
 static int find_decode_variant(const ppbk_decode_config *cfg, const ppb_decode_args *s)
 {
-    int win = cfg->sliding_window > 0 ? cfg->sliding_window : 0;
     for (int i = 0; i < ppbk_vt_n_decode_variants; i++) {
         const ppbk_vt_decode_variant *x = &ppbk_vt_decode_variants[i];
-        if (x->dtype == cfg->dtype && x->head_dim == s->head_dim && x->num_heads == s->num_heads &&
-            x->num_kv_heads == s->num_kv_heads && x->page_size == s->page_size && x->sliding_window == win &&
+        if (facts_match(&x->facts, cfg->dtype, cfg->sliding_window, s->head_dim, s->num_heads, s->num_kv_heads,
+                        s->page_size) &&
             x->num_seqs == s->num_seqs && x->max_seq_len == s->max_seq_len &&
             x->max_blocks_per_seq == s->max_blocks_per_seq)
             return i;
@@ -511,12 +548,10 @@ static int decode_refuse(void *ctx, const ppbk_device *dev, const ppbk_decode_co
                          char *why, size_t len)
 {
     const vt_ctx *vt = ctx;
-    if (dev->backend != PPBK_BACKEND_CUDA)
-        return say(why, len, PPBK_REFUSED, "%s runs on CUDA devices only", ppbk_vt_name);
-    if (cfg->head_dim != s->head_dim || cfg->page_size != s->page_size || cfg->sliding_window != s->sliding_window)
-        return say(why, len, PPBK_REFUSED, "config and shape disagree (head_dim %d/%d, page %d/%d, window %d/%d)",
-                   cfg->head_dim, s->head_dim, cfg->page_size, s->page_size, cfg->sliding_window,
-                   s->sliding_window);
+    int rc = refuse_unless_runnable(dev, cfg->head_dim, cfg->page_size, cfg->sliding_window, s->head_dim,
+                                    s->page_size, s->sliding_window, why, len);
+    if (rc != PPBK_OK)
+        return rc;
     int i = find_decode_variant(cfg, s);
     if (i < 0)
         return say(why, len, PPBK_REFUSED,
@@ -525,22 +560,10 @@ static int decode_refuse(void *ctx, const ppbk_device *dev, const ppbk_decode_co
                    ppbk_vt_prepare_cmd, s->num_seqs, s->max_seq_len, s->num_heads, s->num_kv_heads, s->head_dim,
                    cfg->dtype == PPB_KDTYPE_FP16 ? "fp16" : "bf16", s->page_size, cfg->sliding_window);
     const ppbk_vt_decode_variant *x = &ppbk_vt_decode_variants[i];
-    if (x->refusal)
-        return say(why, len, PPBK_REFUSED, "%s", x->refusal);
-    /* Element offsets into the cache may be int32 in vLLM's kernel (block number x
-     * its stride): refused where they could wrap, assuming ppbench's allocation of
-     * num_seqs x max_blocks_per_seq + 1 pages. */
-    long long cache_elems = ((long long)s->num_seqs * s->max_blocks_per_seq + 1) * s->num_kv_heads * s->head_dim *
-                            s->page_size;
-    if (cache_elems > INT32_MAX)
-        return say(why, len, PPBK_REFUSED, "int32 offsets may overflow in vLLM's kernel: %lld cache elements (max %d)",
-                   cache_elems, INT32_MAX);
-    char note[400];
-    int rc = check_launches(vt, dev, x->launches, x->n_launches, x->n_scratch, note, sizeof note, why, len);
-    if (rc != PPBK_OK)
-        return rc;
-    return say(why, len, PPBK_OK, "%s, as the tree's wrapper launches it for vLLM's Triton backend (the case's "
-                                  "num_threads and partition_size do not apply)", note);
+    /* ppbench allocates num_seqs x max_blocks_per_seq + 1 pages */
+    long long pages = (long long)s->num_seqs * s->max_blocks_per_seq + 1;
+    return accept_unified(vt, dev, x->refusal, pages * s->num_kv_heads * s->head_dim * s->page_size, x->launches,
+                          x->n_launches, x->n_scratch, "num_threads and partition_size", why, len);
 }
 
 static int decode_prepare(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *s,
@@ -578,11 +601,10 @@ static int decode_launch(void *ctx, const ppbk_device *dev, const ppbk_decode_co
 
 static int find_unified_prefill_variant(const ppbk_prefill_config *cfg, const ppb_prefill_args *s)
 {
-    int win = cfg->sliding_window > 0 ? cfg->sliding_window : 0;
     for (int i = 0; i < ppbk_vt_n_unified_prefill_variants; i++) {
         const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
-        if (x->dtype == cfg->dtype && x->head_dim == s->head_dim && x->num_heads == s->num_heads &&
-            x->num_kv_heads == s->num_kv_heads && x->page_size == s->page_size && x->sliding_window == win &&
+        if (facts_match(&x->facts, cfg->dtype, cfg->sliding_window, s->head_dim, s->num_heads, s->num_kv_heads,
+                        s->page_size) &&
             x->batch == s->batch && x->max_query_len == s->max_query_len && x->num_tokens == s->num_tokens &&
             x->max_blocks_per_seq == s->max_blocks_per_seq)
             return i;
@@ -594,12 +616,10 @@ static int unified_prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_
                                   const ppb_prefill_args *s, char *why, size_t len)
 {
     const vt_ctx *vt = ctx;
-    if (dev->backend != PPBK_BACKEND_CUDA)
-        return say(why, len, PPBK_REFUSED, "%s runs on CUDA devices only", ppbk_vt_name);
-    if (cfg->head_dim != s->head_dim || cfg->page_size != s->page_size || cfg->sliding_window != s->sliding_window)
-        return say(why, len, PPBK_REFUSED, "config and shape disagree (head_dim %d/%d, page %d/%d, window %d/%d)",
-                   cfg->head_dim, s->head_dim, cfg->page_size, s->page_size, cfg->sliding_window,
-                   s->sliding_window);
+    int rc = refuse_unless_runnable(dev, cfg->head_dim, cfg->page_size, cfg->sliding_window, s->head_dim,
+                                    s->page_size, s->sliding_window, why, len);
+    if (rc != PPBK_OK)
+        return rc;
     int i = find_unified_prefill_variant(cfg, s);
     if (i < 0)
         return say(why, len, PPBK_REFUSED,
@@ -608,22 +628,10 @@ static int unified_prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_
                    ppbk_vt_prepare_cmd, s->batch, s->num_tokens, s->max_query_len, s->num_heads, s->num_kv_heads,
                    s->head_dim, cfg->dtype == PPB_KDTYPE_FP16 ? "fp16" : "bf16", s->page_size, cfg->sliding_window);
     const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
-    if (x->refusal)
-        return say(why, len, PPBK_REFUSED, "%s", x->refusal);
-    /* As for decode, on the staged cache: at most ppbench's batch x
-     * max_blocks_per_seq + 1 pages, and batch x staged_blocks_per_seq more. */
-    long long cache_elems = ((long long)s->batch * (s->max_blocks_per_seq + x->staged_blocks_per_seq) + 1) *
-                            s->num_kv_heads * s->head_dim * s->page_size;
-    if (cache_elems > INT32_MAX)
-        return say(why, len, PPBK_REFUSED, "int32 offsets may overflow in vLLM's kernel: %lld cache elements (max %d)",
-                   cache_elems, INT32_MAX);
-    char note[400];
-    int rc = check_launches(vt, dev, x->launches, x->n_launches, x->n_scratch, note, sizeof note, why, len);
-    if (rc != PPBK_OK)
-        return rc;
-    return say(why, len, PPBK_OK, "%s, as the tree's wrapper launches it for vLLM's Triton backend, the new tokens "
-                                  "read from the cache (the case's block_m/block_n/num_warps/num_stages do not apply)",
-               note);
+    /* the staged cache: at most ppbench's batch x max_blocks_per_seq + 1 pages, and batch x staged_blocks_per_seq more */
+    long long pages = (long long)s->batch * (s->max_blocks_per_seq + x->staged_blocks_per_seq) + 1;
+    return accept_unified(vt, dev, x->refusal, pages * s->num_kv_heads * s->head_dim * s->page_size, x->launches,
+                          x->n_launches, x->n_scratch, "block_m/block_n/num_warps/num_stages", why, len);
 }
 
 static int unified_prefill_prepare(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,

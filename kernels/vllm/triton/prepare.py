@@ -429,6 +429,10 @@ def gen_table(key_dir, variants, kernels, info, decode_variants=(), unified_pref
                 slots.append(f"{{PPBK_VT_F32, 0, 0, {float(a['value'])!r}f}}")
         lines.append(f"static const ppbk_vt_param {name}[] = {{{', '.join(slots) or '{0}'}}};")
 
+    def facts(sh):
+        """variants.h's ppbk_vt_facts of a case's shape"""
+        return f"{{{DTYPES[sh['dtype']][1]}, {sh['d']}, {sh['h']}, {sh['kvh']}, {sh['page']}, {max(0, sh['win'])}}}"
+
     vinits = []
     for i, v in enumerate(variants):
         rec, launch = kernels[v["compile_id"]], v["launch"]
@@ -436,8 +440,7 @@ def gen_table(key_dir, variants, kernels, info, decode_variants=(), unified_pref
         sh, c, kn = v["shape"], launch["constexprs"], v["knobs"]
         g = launch["grid"]
         vinits.append(
-            f"    {{{DTYPES[sh['dtype']][1]}, {sh['d']}, {sh['h']}, {sh['kvh']}, {sh['page']}, {max(0, sh['win'])}, "
-            f"{sh['b']}, {sh['q']}, {v['max_blocks_per_seq']}, {{{', '.join(str(kn[k]) for k, _ in KNOBS)}}}, "
+            f"    {{{facts(sh)}, {sh['b']}, {sh['q']}, {v['max_blocks_per_seq']}, {{{', '.join(str(kn[k]) for k, _ in KNOBS)}}}, "
             f"{int(c.get('BLOCK_M', 0) or 0)}, {int(c.get('BLOCK_N', 0) or 0)}, {launch['num_warps']}, "
             f"{launch['num_stages']}, {{{g[0]}, {g[1]}, {g[2]}}}, {kindex[v['compile_id']]}, "
             f"{len(rec['params'])}, ppbk_vt_params_{i}}},")
@@ -460,8 +463,6 @@ def gen_table(key_dir, variants, kernels, info, decode_variants=(), unified_pref
         return (f"{len(launches)}, ppbk_vt_{tag}launches_{i}, {len(v['scratch_bytes'])}, ppbk_vt_{tag}scratch_{i}, "
                 f"{c_string(v['refusal']) if v.get('refusal') else '0'}")
 
-    def facts(sh):
-        return f"{DTYPES[sh['dtype']][1]}, {sh['d']}, {sh['h']}, {sh['kvh']}, {sh['page']}, {max(0, sh['win'])}"
     dinits = []
     for i, v in enumerate(decode_variants):
         tail = launches_of("d", i, v)
@@ -475,12 +476,12 @@ def gen_table(key_dir, variants, kernels, info, decode_variants=(), unified_pref
                       f"{v['staged_blocks_per_seq']}, {tail}}},")
     lines += ["", "const ppbk_vt_kernel ppbk_vt_kernels[] = {"] + kinits + ["};",
               f"const int ppbk_vt_n_kernels = {len(kernels)};",
-              "const ppbk_vt_variant ppbk_vt_variants[] = {"] + (vinits or ["    {0},"]) + ["};",
+              "const ppbk_vt_variant ppbk_vt_variants[] = {"] + (vinits or ["    {.facts = {0}},"]) + ["};",
               f"const int ppbk_vt_n_variants = {len(variants)};",
-              "const ppbk_vt_decode_variant ppbk_vt_decode_variants[] = {"] + (dinits or ["    {0},"]) + ["};",
+              "const ppbk_vt_decode_variant ppbk_vt_decode_variants[] = {"] + (dinits or ["    {.facts = {0}},"]) + ["};",
               f"const int ppbk_vt_n_decode_variants = {len(decode_variants)};",
               "const ppbk_vt_unified_prefill_variant ppbk_vt_unified_prefill_variants[] = {"]
-    lines += (uinits or ["    {0},"]) + ["};",
+    lines += (uinits or ["    {.facts = {0}},"]) + ["};",
               f"const int ppbk_vt_n_unified_prefill_variants = {len(unified_prefill_variants)};",
               f"const int ppbk_vt_prefill_unified = {int(info.get('prefill_unified', False))};",
               f"const int ppbk_vt_from_wrapper = {int(info['from_wrapper'])};",

@@ -42,10 +42,16 @@ typedef struct ppbk_vt_kernel {
     int num_warps;
 } ppbk_vt_kernel;
 
-typedef struct ppbk_vt_variant {
-    /* the case it was recorded for: what ppb_prefill_args and the config carry */
+/* What every variant is compiled and recorded for, matched first (the
+ * config's dtype and window, the shape's heads, head size and page). */
+typedef struct ppbk_vt_facts {
     int dtype;                    /* PPB_KDTYPE_* */
     int head_dim, num_heads, num_kv_heads, page_size, sliding_window;
+} ppbk_vt_facts;
+
+typedef struct ppbk_vt_variant {
+    /* the case it was recorded for: what ppb_prefill_args and the config carry */
+    ppbk_vt_facts facts;
     int batch, max_query_len, max_blocks_per_seq;
     /* the case's kernel parameters in kernels/common/ppb_kernel_params.h's order
      * (prepare.py reads the list; matched unless ppbk_vt_from_wrapper); a
@@ -72,7 +78,7 @@ typedef struct ppbk_vt_launch {
 
 typedef struct ppbk_vt_decode_variant {
     /* the case: what ppb_decode_args and the config carry */
-    int dtype, head_dim, num_heads, num_kv_heads, page_size, sliding_window;
+    ppbk_vt_facts facts;
     int num_seqs, max_seq_len, max_blocks_per_seq;
     int n_launches;
     const ppbk_vt_launch *launches;
@@ -87,7 +93,7 @@ typedef struct ppbk_vt_decode_variant {
  * ones, START_LOC is the query offsets, SEQ_LENS context + new tokens. */
 typedef struct ppbk_vt_unified_prefill_variant {
     /* the case: what ppb_prefill_args and the config carry */
-    int dtype, head_dim, num_heads, num_kv_heads, page_size, sliding_window;
+    ppbk_vt_facts facts;
     int batch, max_query_len, num_tokens, max_blocks_per_seq;
     int staged_blocks_per_seq;    /* the staged block table's row */
     int n_launches;
