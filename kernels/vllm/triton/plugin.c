@@ -44,15 +44,19 @@ typedef struct case_buffers {
 } case_buffers;
 
 /* The staged cache of a unified prefill (kv_append.h), built by `stage` from
- * ppbench's inputs and kept until the next stage or close; `from_*` are the
- * inputs it was built from: a launch on others is refused, never run on stale
- * values. One at a time: cases of one shape share it (their inputs are the same). */
+ * ppbench's inputs and kept until close or until the slot is needed for other
+ * inputs; `from_*` are the inputs it was built from: a launch finds its slot by
+ * them, and one on inputs no stage saw is refused, never run on stale values.
+ * Several slots, since a proposal prepares each side in several sessions, each
+ * on its own inputs, and then alternates their launches without staging again. */
+enum { VT_STAGED_SLOTS = 8 };
 typedef struct staged_cache {
     CUdeviceptr k, v, table;
     size_t k_bytes, v_bytes, table_bytes;
     const void *from_k, *from_k_cache;
     const int32_t *from_table;
     int from_tokens;
+    int variant;                    /* the case shape it was staged for */
 } staged_cache;
 
 /* The context `open` returns: the loaded kernels of one device. */
@@ -64,7 +68,8 @@ typedef struct vt_ctx {
     CUdeviceptr ones;               /* PPBK_VT_ROLE_ONES: float 1.0 */
     case_buffers *dec;              /* one per ppbk_vt_decode_variants entry */
     case_buffers *upf;              /* one per ppbk_vt_unified_prefill_variants entry */
-    staged_cache staged;
+    staged_cache staged[VT_STAGED_SLOTS];
+    int next_slot;                  /* the slot a stage on new inputs takes (round robin) */
 } vt_ctx;
 
 static int say(char *why, size_t len, int rc, const char *fmt, ...)
@@ -211,7 +216,8 @@ static void vt_close(void *ctx)
             free_case_buffers(&vt->dec[i]);
         for (int i = 0; vt->upf && i < ppbk_vt_n_unified_prefill_variants; i++)
             free_case_buffers(&vt->upf[i]);
-        free_staged(&vt->staged);
+        for (int i = 0; i < VT_STAGED_SLOTS; i++)
+            free_staged(&vt->staged[i]);
         CUcontext dummy;
         cuCtxPopCurrent(&dummy);
         cuDevicePrimaryCtxRelease(vt->device);
@@ -700,6 +706,18 @@ static CUresult ensure(CUdeviceptr *p, size_t *have, size_t bytes)
     return r;
 }
 
+/* The slot staged from these inputs, or -1. */
+static int staged_slot(const vt_ctx *vt, const ppb_prefill_args *a)
+{
+    for (int i = 0; i < VT_STAGED_SLOTS; i++) {
+        const staged_cache *st = &vt->staged[i];
+        if (st->k && st->from_k == a->k && st->from_k_cache == a->k_cache && st->from_table == a->block_table &&
+            st->from_tokens == a->num_tokens)
+            return i;
+    }
+    return -1;
+}
+
 /* vLLM's cache write before attention, untimed: ppbench's FLASH-layout cache
  * copied and each sequence's new tokens written after its context
  * (kv_append.h), with the staged block table the recorded launches index. */
@@ -714,10 +732,19 @@ static int unified_prefill_stage(void *ctx, const ppbk_device *dev, const ppbk_p
     if (a->num_blocks < 1)
         return say(why, len, PPBK_FAILED, "%s: stage without the cache's page count (kernel ABI 6)", ppbk_vt_name);
     const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
-    staged_cache *st = &vt->staged;
     CUresult r = cuCtxPushCurrent(vt->ctx);
     if (r != CUDA_SUCCESS)
         return say(why, len, PPBK_FAILED, "%s: %s", ppbk_vt_name, cu_text(r));
+    /* Staged for another shape: a run has moved on from those inputs (a proposal's sessions share one shape). */
+    for (int k = 0; k < VT_STAGED_SLOTS; k++)
+        if (vt->staged[k].k && vt->staged[k].variant != i)
+            free_staged(&vt->staged[k]);
+    int slot = staged_slot(vt, a);
+    if (slot < 0) { /* new inputs: the next slot, round robin */
+        slot = vt->next_slot;
+        vt->next_slot = (vt->next_slot + 1) % VT_STAGED_SLOTS;
+    }
+    staged_cache *st = &vt->staged[slot];
     st->from_k = NULL, st->from_k_cache = NULL, st->from_table = NULL; /* stale until this stage succeeds */
     host_lengths h = {0};
     int rc = PPBK_OK;
@@ -757,7 +784,7 @@ static int unified_prefill_stage(void *ctx, const ppbk_device *dev, const ppbk_p
         free(table);
         if (r == CUDA_SUCCESS)
             st->from_k = a->k, st->from_k_cache = a->k_cache, st->from_table = a->block_table,
-            st->from_tokens = a->num_tokens;
+            st->from_tokens = a->num_tokens, st->variant = i;
         else
             free_staged(st); /* sizes and pointers together, or nothing */
     }
@@ -781,10 +808,10 @@ static int unified_prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_
     if (!vt || i < 0 || !vt->upf[i].ready)
         return say(why, len, PPBK_REFUSED, "%s: launch of a config refuse() did not accept or prepare() did not make "
                    "ready", ppbk_vt_name);
-    const staged_cache *st = &vt->staged;
-    if (!st->k || st->from_k != a->k || st->from_k_cache != a->k_cache || st->from_table != a->block_table ||
-        st->from_tokens != a->num_tokens)
+    int slot = staged_slot(vt, a);
+    if (slot < 0)
         return say(why, len, PPBK_FAILED, "%s: launch on inputs its stage did not see", ppbk_vt_name);
+    const staged_cache *st = &vt->staged[slot];
     const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
     const void *roles[PPBK_VT_NROLES] = {
         [PPBK_VT_ROLE_Q] = a->q, [PPBK_VT_ROLE_K_CACHE] = (const void *)(uintptr_t)st->k,
