@@ -121,7 +121,9 @@ static int facts_match(const ppbk_vt_facts *x, int dtype, int sliding_window, in
            x->num_kv_heads == num_kv_heads && x->page_size == page_size && x->sliding_window == win;
 }
 
-/* What each family's refuse checks first: the device, and a config built for the shape. */
+static const char *dtype_name(int dtype) { return dtype == PPB_KDTYPE_FP16 ? "fp16" : "bf16"; }
+
+/* What each family's refuse checks first: the device, and a config built for the shape (PPBK_OK or PPBK_REFUSED). */
 static int refuse_unless_runnable(const ppbk_device *dev, int cfg_head_dim, int cfg_page_size, int cfg_window,
                                   int head_dim, int page_size, int window, char *why, size_t len)
 {
@@ -282,10 +284,9 @@ static int prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_
                           const ppb_prefill_args *s, char *why, size_t len)
 {
     const vt_ctx *vt = ctx;
-    int rc = refuse_unless_runnable(dev, cfg->head_dim, cfg->page_size, cfg->sliding_window, s->head_dim,
-                                    s->page_size, s->sliding_window, why, len);
-    if (rc != PPBK_OK)
-        return rc;
+    if (refuse_unless_runnable(dev, cfg->head_dim, cfg->page_size, cfg->sliding_window, s->head_dim, s->page_size,
+                               s->sliding_window, why, len))
+        return PPBK_REFUSED;
     if (s->num_kv_heads <= 0 || s->num_heads % s->num_kv_heads)
         return say(why, len, PPBK_REFUSED, "num_heads %d is not a multiple of num_kv_heads %d", s->num_heads,
                    s->num_kv_heads);
@@ -302,7 +303,7 @@ static int prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_
                          "as vLLM 0.6.x does)"
                        : "",
                    ppbk_vt_prepare_cmd, s->batch, s->max_query_len, context, s->num_heads, s->num_kv_heads,
-                   s->head_dim, cfg->dtype == PPB_KDTYPE_FP16 ? "fp16" : "bf16", s->page_size, cfg->sliding_window,
+                   s->head_dim, dtype_name(cfg->dtype), s->page_size, cfg->sliding_window,
                    knobs);
     }
     const ppbk_vt_variant *x = &ppbk_vt_variants[i];
@@ -554,17 +555,16 @@ static int decode_refuse(void *ctx, const ppbk_device *dev, const ppbk_decode_co
                          char *why, size_t len)
 {
     const vt_ctx *vt = ctx;
-    int rc = refuse_unless_runnable(dev, cfg->head_dim, cfg->page_size, cfg->sliding_window, s->head_dim,
-                                    s->page_size, s->sliding_window, why, len);
-    if (rc != PPBK_OK)
-        return rc;
+    if (refuse_unless_runnable(dev, cfg->head_dim, cfg->page_size, cfg->sliding_window, s->head_dim, s->page_size,
+                               s->sliding_window, why, len))
+        return PPBK_REFUSED;
     int i = find_decode_variant(cfg, s);
     if (i < 0)
         return say(why, len, PPBK_REFUSED,
                    "not prepared: run %s --case 'paged_attention b=%d seq=%d h=%d kvh=%d d=%d dtype=%s page=%d win=%d "
                    "v=1' (or give it the suite file)",
                    ppbk_vt_prepare_cmd, s->num_seqs, s->max_seq_len, s->num_heads, s->num_kv_heads, s->head_dim,
-                   cfg->dtype == PPB_KDTYPE_FP16 ? "fp16" : "bf16", s->page_size, cfg->sliding_window);
+                   dtype_name(cfg->dtype), s->page_size, cfg->sliding_window);
     const ppbk_vt_decode_variant *x = &ppbk_vt_decode_variants[i];
     /* ppbench allocates num_seqs x max_blocks_per_seq + 1 pages */
     long long pages = (long long)s->num_seqs * s->max_blocks_per_seq + 1;
@@ -622,17 +622,16 @@ static int unified_prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_
                                   const ppb_prefill_args *s, char *why, size_t len)
 {
     const vt_ctx *vt = ctx;
-    int rc = refuse_unless_runnable(dev, cfg->head_dim, cfg->page_size, cfg->sliding_window, s->head_dim,
-                                    s->page_size, s->sliding_window, why, len);
-    if (rc != PPBK_OK)
-        return rc;
+    if (refuse_unless_runnable(dev, cfg->head_dim, cfg->page_size, cfg->sliding_window, s->head_dim, s->page_size,
+                               s->sliding_window, why, len))
+        return PPBK_REFUSED;
     int i = find_unified_prefill_variant(cfg, s);
     if (i < 0)
         return say(why, len, PPBK_REFUSED,
                    "not prepared: run %s with the suite file of this case (prefill b=%d, %d new tokens, longest query "
                    "%d, h=%d kvh=%d d=%d dtype=%s page=%d win=%d)",
                    ppbk_vt_prepare_cmd, s->batch, s->num_tokens, s->max_query_len, s->num_heads, s->num_kv_heads,
-                   s->head_dim, cfg->dtype == PPB_KDTYPE_FP16 ? "fp16" : "bf16", s->page_size, cfg->sliding_window);
+                   s->head_dim, dtype_name(cfg->dtype), s->page_size, cfg->sliding_window);
     const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
     /* the staged cache: at most ppbench's batch x max_blocks_per_seq + 1 pages, and batch x staged_blocks_per_seq more */
     long long pages = (long long)s->batch * (s->max_blocks_per_seq + x->staged_blocks_per_seq) + 1;
