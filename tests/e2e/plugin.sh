@@ -92,6 +92,11 @@ expect_rc 0 "$PPB" run "$SRC/suites/smoke.yaml" --impl plugin:example-cpu-staged
 grep -q "^$total results:" "$WORK/out" && ! grep "^$total results:" "$WORK/out" | grep -Eq "wrong|error|refused|skipped|crashed" \
   || { cat "$WORK/out"; fail "not every case correct on the staging plugin"; }
 grep -q "^ok .* dec=2 " "$WORK/out" || { cat "$WORK/out"; fail "the mixed batch did not run on the staging plugin"; }
+# In a proposal of three sessions a side, each session's inputs staged once and their launches alternated.
+set +e; "$PPB" propose "$SRC/tests/data/proposals/staged-sessions.yaml" --plugin "$PLUG" --backend cpu --db "$WORK/staged.db" \
+  >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
+case $rc in 0|10|11) ;; *) cat "$WORK/err" "$WORK/out"; fail "propose on the staging plugin exited $rc";; esac
+grep -q "^verdict: " "$WORK/out" || { cat "$WORK/out" "$WORK/err"; fail "no verdict on the staging plugin"; }
 
 # Without the library: refused with the reason, never run on something else.
 expect_rc 1 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/none.db" --impl plugin:example-cpu --backend cpu --no-progress --filter "batch=1,dtype=bf16,head_dim=64,page_size=16,sliding_window=0"

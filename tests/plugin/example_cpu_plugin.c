@@ -193,23 +193,43 @@ static int first_visible(int pos, int window)
  * needs little: the device it was opened for. A GPU plugin keeps its loaded
  * modules and the like here, so that nothing lives at file scope and two
  * opens share nothing. */
+/* STAGES_NEW_TOKENS: a staged cache its `stage` built (kv_append.h) and the
+ * inputs it was built from. One per input set: a proposal prepares each side
+ * in several sessions, each on its own copy of the inputs, then alternates
+ * their launches without staging again; a launch finds its set by the
+ * pointers, and one on inputs no stage saw fails. */
+typedef struct staged {
+    uint16_t *k, *v;
+    int32_t *table;
+    int mbps;
+    const void *from_k, *from_k_cache;
+    const int32_t *from_table;
+} staged;
+enum { STAGED_SETS = 8 };
+
 typedef struct example_ctx {
     ppbk_device dev;
-    /* STAGES_NEW_TOKENS: the staged cache its `stage` built (kv_append.h) and
-     * the inputs it was built from, so that a launch on other inputs fails. */
-    uint16_t *staged_k, *staged_v;
-    int32_t *staged_table;
-    int staged_mbps;
-    const void *staged_from_k, *staged_from_k_cache;
-    const int32_t *staged_from_table;
+    staged sets[STAGED_SETS];
+    int next_set; /* the one a stage on new inputs takes (round robin) */
 } example_ctx;
 
-static void free_staged(example_ctx *x)
+static void free_staged(staged *st)
 {
-    free(x->staged_k), free(x->staged_v), free(x->staged_table);
-    x->staged_k = x->staged_v = NULL, x->staged_table = NULL;
-    x->staged_from_k = x->staged_from_k_cache = NULL, x->staged_from_table = NULL;
+    free(st->k), free(st->v), free(st->table);
+    memset(st, 0, sizeof *st);
 }
+
+#ifdef STAGES_NEW_TOKENS
+/* The set staged from these inputs, or NULL. */
+static const staged *staged_for(const example_ctx *x, const ppb_prefill_args *a)
+{
+    for (int i = 0; i < STAGED_SETS; i++)
+        if (x->sets[i].k && x->sets[i].from_k == a->k && x->sets[i].from_k_cache == a->k_cache &&
+            x->sets[i].from_table == a->block_table)
+            return &x->sets[i];
+    return NULL;
+}
+#endif
 
 static int example_open(const ppbk_device *dev, void **ctx, char *why, size_t why_len)
 {
@@ -226,8 +246,9 @@ static int example_open(const ppbk_device *dev, void **ctx, char *why, size_t wh
 
 static void example_close(void *ctx)
 {
-    if (ctx)
-        free_staged(ctx);
+    example_ctx *x = ctx;
+    for (int i = 0; x && i < STAGED_SETS; i++)
+        free_staged(&x->sets[i]);
     free(ctx);
 }
 
@@ -345,11 +366,10 @@ static int prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_
     int mbps = a->max_blocks_per_seq;
 #ifdef STAGES_NEW_TOKENS
     /* Every key from the cache its stage built: context and new tokens alike. */
-    const example_ctx *x = ctx;
-    if (!x->staged_k || x->staged_from_k != a->k || x->staged_from_k_cache != a->k_cache ||
-        x->staged_from_table != a->block_table)
+    const staged *st = staged_for(ctx, a);
+    if (!st)
         return say(why, why_len, PPBK_FAILED, "%s: launch on inputs its stage did not see", PLUGIN_NAME);
-    k_cache = x->staged_k, v_cache = x->staged_v, table = x->staged_table, mbps = x->staged_mbps;
+    k_cache = st->k, v_cache = st->v, table = st->table, mbps = st->mbps;
 #endif
     float q[MAX_HEAD_DIM], k[MAX_HEAD_DIM], v[MAX_HEAD_DIM];
     softmax_row row;
@@ -399,7 +419,7 @@ static int prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_
  * new tokens written after its context. Built by `stage`, outside timing; the
  * launch reads keys only from here. */
 typedef struct stage_copy {
-    example_ctx *x;
+    staged *st;
     const ppb_prefill_args *a;
     size_t row_bytes;
 } stage_copy;
@@ -408,8 +428,8 @@ static int stage_copy_rows(void *user, int from_new, size_t dst_row, size_t src_
 {
     const stage_copy *c = user;
     const unsigned char *k = from_new ? c->a->k : c->a->k_cache, *v = from_new ? c->a->v : c->a->v_cache;
-    memcpy((unsigned char *)c->x->staged_k + dst_row * c->row_bytes, k + src_row * c->row_bytes, rows * c->row_bytes);
-    memcpy((unsigned char *)c->x->staged_v + dst_row * c->row_bytes, v + src_row * c->row_bytes, rows * c->row_bytes);
+    memcpy((unsigned char *)c->st->k + dst_row * c->row_bytes, k + src_row * c->row_bytes, rows * c->row_bytes);
+    memcpy((unsigned char *)c->st->v + dst_row * c->row_bytes, v + src_row * c->row_bytes, rows * c->row_bytes);
     return 0;
 }
 
@@ -418,27 +438,32 @@ static int prefill_stage(void *ctx, const ppbk_device *dev, const ppbk_prefill_c
 {
     (void)dev, (void)cfg, (void)stream;
     example_ctx *x = ctx;
-    free_staged(x);
+    staged *st = (staged *)staged_for(x, a); /* the same inputs staged again, or the next set */
+    if (!st) {
+        st = &x->sets[x->next_set];
+        x->next_set = (x->next_set + 1) % STAGED_SETS;
+    }
+    free_staged(st);
     if (a->num_blocks < 1)
         return say(why, why_len, PPBK_FAILED, "%s: stage without the cache's page count", PLUGIN_NAME);
     int mbps = ppb_kv_append_blocks_per_seq(a->context_lens, a->query_lens, a->batch, a->page_size);
     long long pages = ppb_kv_append_num_blocks(a->context_lens, a->query_lens, a->batch, a->page_size, a->num_blocks);
     size_t row_bytes = (size_t)a->num_kv_heads * (size_t)a->head_dim * sizeof(uint16_t);
     size_t bytes = (size_t)pages * (size_t)a->page_size * row_bytes;
-    x->staged_k = malloc(bytes), x->staged_v = malloc(bytes);
-    x->staged_table = malloc((size_t)a->batch * (size_t)mbps * sizeof(int32_t));
-    if (!x->staged_k || !x->staged_v || !x->staged_table) {
-        free_staged(x);
+    st->k = malloc(bytes), st->v = malloc(bytes);
+    st->table = malloc((size_t)a->batch * (size_t)mbps * sizeof(int32_t));
+    if (!st->k || !st->v || !st->table) {
+        free_staged(st);
         return say(why, why_len, PPBK_FAILED, "%s: out of memory for a staged cache of %zu B", PLUGIN_NAME,
                    2 * bytes);
     }
-    x->staged_mbps = mbps;
+    st->mbps = mbps;
     ppb_kv_append_block_table(a->block_table, a->max_blocks_per_seq, a->context_lens, a->query_lens, a->batch,
-                              a->page_size, a->num_blocks, mbps, x->staged_table);
-    stage_copy c = {x, a, row_bytes};
-    ppb_kv_append_copies(x->staged_table, mbps, a->context_lens, a->query_lens, a->start_loc, a->batch, a->page_size,
+                              a->page_size, a->num_blocks, mbps, st->table);
+    stage_copy c = {st, a, row_bytes};
+    ppb_kv_append_copies(st->table, mbps, a->context_lens, a->query_lens, a->start_loc, a->batch, a->page_size,
                          a->num_blocks, stage_copy_rows, &c);
-    x->staged_from_k = a->k, x->staged_from_k_cache = a->k_cache, x->staged_from_table = a->block_table;
+    st->from_k = a->k, st->from_k_cache = a->k_cache, st->from_table = a->block_table;
     return PPBK_OK;
 }
 #define PREFILL_STAGE prefill_stage
