@@ -492,10 +492,11 @@ if want vllm_unified; then
     for kernel in unified prefix_prefill; do
       name=vllm-triton-unified@$v
       [ $kernel = prefix_prefill ] && name=vllm-triton@$v
+      suites=("$root/suites/prefill.yaml")
+      [ $kernel = unified ] && suites+=("$root/suites/smoke.yaml")  # the new kernel float64-checked on every smoke case
       run "unified_prepare_${kernel}_$v" "$(limit vllm_unified 600)" python3 "$root/kernels/vllm/triton/prepare.py" \
         --from-wrapper --prefill-kernel $kernel --name "$name" --vllm "$tree" --ppbench "$ppbench" \
-        --out "$out/vllm-triton-cache" --lib "$plugins/libppbk_$name.so" -j "$jobs" \
-        "$root/suites/smoke.yaml" "$root/suites/prefill.yaml" || continue
+        --out "$out/vllm-triton-cache" --lib "$plugins/libppbk_$name.so" -j "$jobs" "${suites[@]}" || continue
       [ $kernel = unified ] && run "unified_smoke_$v" "$(limit vllm_unified 600)" "$ppbench" run \
         "$root/suites/smoke.yaml" --backend cuda --db "$out/unified-prefill.db" --label "smoke-unified-$v" \
         --impl "plugin:$name" --no-progress --filter "block_m=16,block_n=32,num_warps=4"

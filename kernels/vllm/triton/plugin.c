@@ -308,9 +308,11 @@ static int prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_
     }
     const ppbk_vt_variant *x = &ppbk_vt_variants[i];
     /* The kernel computes element offsets in int32 (so does vLLM): beyond 2^31 they
-     * wrap. The cache bound assumes ppbench's allocation of batch x
-     * max_blocks_per_seq + 1 pages (the ABI does not carry num_blocks). */
-    long long rows = (long long)s->batch * s->max_query_len + x->launch_block_m;
+     * wrap. A query row's offset is at most the batch's new tokens (num_tokens,
+     * kernel ABI 6) plus one block past the last; the cache bound assumes
+     * ppbench's allocation of batch x max_blocks_per_seq + 1 pages (refuse comes
+     * before the inputs, and num_blocks with them). */
+    long long rows = (long long)s->num_tokens + x->launch_block_m;
     long long q_elems = rows * s->num_heads * s->head_dim;
     long long cache_elems = ((long long)s->batch * s->max_blocks_per_seq + 1) * s->num_kv_heads * s->head_dim *
                             s->page_size;
