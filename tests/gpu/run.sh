@@ -48,6 +48,10 @@
 #              (float64-checked, the mixed batch included) and suites/prefill.yaml at one config (the kernel has
 #              no knobs), beside the same release's prefix prefill (vllm-triton@VERSION, --from-wrapper) and the
 #              built-in kernel on those prefill.yaml cases, into unified-prefill.db
+#   release_fidelity  after vllm_unified / vllm_decode in the same OUT_DIR: each release's medians at the goal
+#              shapes (prefill q 8192 ctx 90112 and q 512 ctx 16384 at 32/4, the mixed batch; decode b 64 ctx
+#              32768 32/4) against triton.testing.do_bench of the release's own Python wrapper on the same
+#              inputs (tests/gpu/timing_fidelity.py --wrapper), within 3% and float64-checked
 #   vllm_cuda_releases  vllm-cuda@VERSION for each tree of PPB_VLLM_CUDA_TREES (paths, space-separated;
 #              default .deps/vllm-*-cuda from scripts/fetch-vllm.sh --version X --cuda-only), built by the
 #              plugin project alone into build-vllm-cuda/, then suites/smoke-decode.yaml (host_partition_size=0)
@@ -504,6 +508,25 @@ if want vllm_unified; then
         --backend cuda --db "$out/unified-prefill.db" --label "prefill-$kernel-$v" --impl "plugin:$name" \
         --no-progress --filter "$one_config"
     done
+  done
+fi
+
+# ---- each release's time against its own wrapper's, at the goal shapes ------------------------------
+# The databases of vllm_unified and vllm_decode (run before, same OUT_DIR); one fidelity file per run label.
+release_fidelity_prefill="q=8192 ctx=90112 ragged=false h=32 kvh=4 d=128 dtype=bf16|q=512 ctx=16384 ragged=false h=32 kvh=4 d=128 dtype=bf16|dec=64"
+release_fidelity_decode="b=64 seq=32768 ragged=false h=32 kvh=4 d=128 dtype=bf16 page=16"
+if want release_fidelity; then
+  fid=()  # (database, label, filter) triples
+  for v in ${PPB_VLLM_UNIFIED_VERSIONS:-0.10.2 0.34.0}; do
+    for k in unified prefix_prefill; do fid+=(unified-prefill.db "prefill-$k-$v" "$release_fidelity_prefill"); done
+  done
+  for v in ${PPB_VLLM_DECODE_VERSIONS:-0.10.2 0.20.0 0.34.0}; do
+    fid+=(decode-releases.db "decode-$v" "$release_fidelity_decode")
+  done
+  for ((i = 0; i < ${#fid[@]}; i += 3)); do
+    run "release_fidelity_${fid[i+1]}" "$(limit release_fidelity 300)" python3 "$root/tests/gpu/timing_fidelity.py" \
+      --wrapper --ppbench "$ppbench" --db "$out/${fid[i]}" --plugin-dir "$plugins" \
+      --out "$out/fidelity_${fid[i+1]}.json" --cases-from-run "label=${fid[i+1]}" --filter "${fid[i+2]}" --samples 30
   done
 fi
 

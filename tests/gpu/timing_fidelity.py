@@ -11,12 +11,23 @@ ppbench, and checked against the dumped float64 reference rows.
   vllm-cuda (paged_attention): the plugin library libppbk_vllm_cuda.so through
       ctypes (its `launch`, as ppbench calls it), timed with CUDA events around
       each launch after an L2 flush.
+  --wrapper (a plugin prepare.py built --from-wrapper from a vLLM tree:
+      vllm-triton@0.34.0, vllm-triton-decode@0.20.0, vllm-triton-unified@0.10.2,
+      a team's tree): the tree's own Python wrapper (context_attention_fwd or
+      unified_attention, found from the run's impl.NAME.source and checked
+      unchanged), called with real tensors as vLLM calls it (capture.py's
+      argument tables), the new tokens written into the cache first for the
+      unified kernel's prefill; timed with do_bench. Each release's time is so
+      checked against that release's own launch, not against 0.6.3's.
 Both are also timed with the other method (own event loop / do_bench) as a
 second opinion; --timer picks which one the verdict uses.
 
   tests/gpu/timing_fidelity.py --ppbench build-gpu/ppbench --db OUT/ppbench.db \\
       --vllm .deps/vllm-0.6.3 --plugin-dir build-gpu/plugins --out fidelity.json \\
       --cases-from-run latest --filter impl=vllm-
+  tests/gpu/timing_fidelity.py --wrapper --ppbench build-gpu/ppbench --db OUT/unified-prefill.db \
+      --plugin-dir build-gpu/plugins --out f.json --cases-from-run label=prefill-unified-0.34.0 \
+      --filter 'q=8192 ctx=90112 ragged=false h=32 kvh=4|dec=64'
 
 Exit: 0 every case within 3% and correct, 1 otherwise, 2 usage or missing inputs.
 --dry-run does everything but the GPU part (numpy only); --self-test-layout
@@ -148,28 +159,36 @@ def open_db(path):
 
 
 def run_id_of(con, run):
+    if run.startswith("label="):  # the latest run of that label (one database, several steps' runs)
+        row = con.execute("SELECT max(id) FROM runs WHERE label = ?", (run[6:],)).fetchone()
+        if row[0] is None:
+            die(f"the database has no run labelled '{run[6:]}'")
+        return row[0]
     if run == "latest":
         row = con.execute("SELECT max(id) FROM runs").fetchone()
         if row[0] is None:
             die("the database has no runs")
         return row[0]
     if not re.fullmatch(r"\d+", run):
-        die(f"run must be a number or 'latest', not '{run}'")
+        die(f"run must be a number, 'latest' or 'label=LABEL', not '{run}'")
     return int(run)
 
 
-def keys_of_run(con, run, filters):
-    """Production-kernel cases of a run whose key contains every filter."""
+def keys_of_run(con, run, filters, wrapper):
+    """Production-kernel cases of a run whose key contains every filter
+    (with --wrapper: cases of plugins, "plugin:NAME")."""
     rows = con.execute("SELECT c.key, c.impl, r.status FROM results r JOIN cases c ON c.id = r.case_id "
                        "WHERE r.run_id = ? ORDER BY c.id", (run,)).fetchall()
-    hit = [r for r in rows if all(f in r["key"] for f in filters)]
+    hit = [r for r in rows if all(any(alt in r["key"] for alt in f.split("|")) for f in filters)]
     timed = [r for r in hit if r["status"] in ("ok", "noisy")]
     if len(timed) < len(hit):  # refused configs (e.g. BLOCK_M != BLOCK_N on vllm-triton) have no time to compare
         print(f"({len(hit) - len(timed)} matching cases of run {run} left out: not timed by ppbench)")
     hit = timed
-    keys = [r["key"] for r in hit if r["impl"] in ("vllm-triton", "vllm-cuda")]
+    keys = [r["key"] for r in hit if (r["impl"].startswith("plugin:") if wrapper else
+                                      r["impl"] in ("vllm-triton", "vllm-cuda"))]
     if len(keys) < len(hit):
-        print(f"({len(hit) - len(keys)} matching cases of run {run} left out: not vllm-triton / vllm-cuda)")
+        print(f"({len(hit) - len(keys)} matching cases of run {run} left out: "
+              f"{'not a plugin' if wrapper else 'not vllm-triton / vllm-cuda'})")
     return keys
 
 
@@ -322,6 +341,132 @@ def compare_binary(ck, cache_dir):
                                if (int(rec.get("num_warps", 0)), int(rec.get("shared", 0))) == want]}
 
 
+# ---------------------------------------------------------------- a release's own wrapper (--wrapper)
+# An implementation prepare.py built --from-wrapper (vllm-triton@0.34.0, vllm-triton-decode@0.20.0,
+# vllm-triton-unified@0.10.2, a team's tree ...) launches what the tree's Python wrapper would launch.
+# Its independent time is that wrapper itself, called with real tensors the way vLLM calls it
+# (capture.py's argument tables, the stand-in tensors swapped for the dump's arrays by role), so the
+# comparison also covers capture.py's reading of the wrapper.
+
+WRAPPER_FILES = {"prefix_prefill.py": "prefix_prefill", "triton_unified_attention.py": "unified"}
+
+
+def wrapper_source(res):
+    """The kernel file the run's plugin was prepared from (its env row
+    impl.NAME.source, "PATH sha256:HEX"), checked unchanged: (path, family)."""
+    name = res["impl"].removeprefix("plugin:")
+    env = res["env"]
+    src = env.get(f"after.impl.{name}.source") or env.get(f"before.impl.{name}.source")
+    if not src or " sha256:" not in src:
+        raise CaseError(f"the run stored no impl.{name}.source: cannot tell which tree it was prepared from")
+    path, _, sha = src.rpartition(" sha256:")
+    path = Path(path)
+    family = WRAPPER_FILES.get(path.name)
+    if family is None:
+        raise CaseError(f"{path.name} is not a kernel file ppbench calls a wrapper of ({', '.join(WRAPPER_FILES)})")
+    if not path.is_file():
+        raise CaseError(f"{path} (the run's kernel file) is not on this machine")
+    if hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+        raise CaseError(f"{path} changed since the run (sha256 differs from the run's)")
+    return path, family
+
+
+@functools.lru_cache(maxsize=None)
+def wrapper_module(path):
+    """The kernel file with the real torch and Triton; its tree root (the file's own imports come from
+    there), as prepare.py imports it."""
+    from prepare import import_kernel_module
+    import capture
+    rel = next((r for r in capture.PREFIX_PREFILL_FILES + capture.UNIFIED_FILES if str(path).endswith(r)), None)
+    if rel is None:
+        raise CaseError(f"{path} is not at a path vLLM keeps its kernels at")
+    root = Path(str(path)[:-len(rel)])
+    major, minor = torch.cuda.get_device_capability()
+    return import_kernel_module(path, capture.Platform(major * 10 + minor, fp8=torch.float8_e4m3fn), root), root
+
+
+def flash_layout(k_cache, v_cache):
+    """vLLM's x-split K [pages, kvh, D/8, page, 8] and V [pages, kvh, D, page] -> the FLASH layout
+    [pages, page, kvh, D] (kernels/kv_layout.h: the same value at each (page, slot, head, d))."""
+    n, kvh, d8, page, x = k_cache.shape
+    return (k_cache.permute(0, 3, 1, 2, 4).reshape(n, page, kvh, d8 * x).contiguous(),
+            v_cache.permute(0, 3, 1, 2).contiguous())
+
+
+def staged_cache(kf, vf, t, page):
+    """The cache after vLLM's cache write, as kernels/kv_append.h stages it: ppbench's pages whole,
+    then each sequence's new tokens after its context on pages appended in sequence order.
+    Returns (k, v, block table)."""
+    ctx, ql, start = (t[n].tolist() for n in ("context_lens", "query_lens", "start_loc"))
+    table = t["block_table"].tolist()
+    pages = lambda n: -(-n // page)  # noqa: E731
+    staged_mbps = max(1, max(pages(c + q) for c, q in zip(ctx, ql)))
+    rows, nxt = [], kf.shape[0]
+    for b, (c, q) in enumerate(zip(ctx, ql)):
+        extra = pages(c + q) - pages(c)
+        row = table[b][:pages(c)] + list(range(nxt, nxt + extra))
+        nxt += extra
+        rows.append(row + [0] * (staged_mbps - len(row)))
+    k = torch.cat([kf, kf.new_zeros((nxt - kf.shape[0],) + kf.shape[1:])])
+    v = torch.cat([vf, vf.new_zeros((nxt - vf.shape[0],) + vf.shape[1:])])
+    bt = torch.tensor(rows, dtype=torch.int32, device="cuda")
+    for b, (c, q) in enumerate(zip(ctx, ql)):
+        pos = torch.arange(c, c + q, device="cuda")
+        pg = bt[b][pos // page].long()
+        k[pg, pos % page] = t["k"][start[b]:start[b] + q]
+        v[pg, pos % page] = t["v"][start[b]:start[b] + q]
+    return k, v, bt
+
+
+def wrapper_case(res, arrays):
+    """A launch closure calling the tree's wrapper on the dumped inputs, and the output tensor."""
+    import capture
+    from prepare import parse_key
+    path, family = wrapper_source(res)
+    mod, root = wrapper_module(path)
+    s = parse_key(res["key"])
+    t = {n: to_cuda(arrays[n]) for n in ("q", "k", "v", "k_cache", "v_cache", "block_table", "start_loc",
+                                         "query_lens", "context_lens") if n in arrays}  # decode: no k, v
+    out = torch.full_like(t["q"], float("nan"))  # unwritten rows show as errors
+    decode = s["kernel"] == "decode"
+    roles = dict(t, out=out, seq_lens=t["context_lens"] if decode else t["context_lens"] + t["query_lens"])
+    max_q, max_k = int(arrays["query_lens"].max()), int(roles["seq_lens"].max())
+    if family == "prefix_prefill":
+        if decode:
+            raise CaseError("a decode case on a prefix-prefill tree")
+        fakes, _ = capture.prefill_tensors(s)
+        kwargs, _ = capture.prefix_prefill_kwargs(mod.context_attention_fwd, s, fakes, max_k)
+        if "max_input_len" in kwargs:  # the longest query of these inputs (a mixed batch's prefill chunk)
+            kwargs["max_input_len"] = max_q
+    else:
+        roles["k_cache"], roles["v_cache"] = flash_layout(t["k_cache"], t["v_cache"])
+        if decode:
+            roles["query_start"] = torch.arange(len(out) + 1, dtype=torch.int32, device="cuda")
+            fakes, _ = capture.decode_tensors(s)
+        else:
+            roles["k_cache"], roles["v_cache"], roles["block_table"] = staged_cache(
+                roles["k_cache"], roles["v_cache"], t, s["page"])
+            fakes = capture.unified_prefill_tensors(s)[0]
+        kwargs = capture.unified_kwargs(mod.unified_attention, root, s, fakes, max_q, max_k)
+
+    def real(v):
+        if not isinstance(v, capture.FakeTensor):
+            return v
+        if v.role in ("scratch", "ones"):
+            return (torch.empty if v.role == "scratch" else torch.ones)(
+                v.shape, dtype=getattr(torch, v.dtype.name), device="cuda")
+        if v.role not in roles:
+            raise CaseError(f"the wrapper takes a '{v.role}' buffer this check does not make")
+        return roles[v.role]
+    kwargs = {k: real(v) for k, v in kwargs.items()}
+    fn = mod.context_attention_fwd if family == "prefix_prefill" else mod.unified_attention
+
+    def launch():
+        fn(**kwargs)
+    launch.buffers = kwargs
+    return launch, out
+
+
 # ---------------------------------------------------------------- vllm-cuda
 
 @functools.lru_cache(maxsize=None)
@@ -459,7 +604,10 @@ def run_case(a, res, r, workdir, mod):
     r.update(impl=res["impl"], kernel=res["kernel"], run=res["run_id"], status=res["status"],
              ppbench_ms=res["median_ms"], batch_launches=res["batch_launches"], n_samples=res["n_samples"])
     want = {"vllm-triton": "prefix_prefill", "vllm-cuda": "paged_attention"}.get(res["impl"])
-    if want != res["kernel"] and not (a.dry_run and res["impl"] == "builtin"):  # dry run: any inputs
+    if a.wrapper:
+        if not res["impl"].startswith("plugin:"):
+            raise CaseError(f"--wrapper: impl {res['impl']} is not a plugin prepared from a tree")
+    elif want != res["kernel"] and not (a.dry_run and res["impl"] == "builtin"):  # dry run: any inputs
         raise CaseError(f"impl {res['impl']} / {res['kernel']}: only vllm-triton prefill and vllm-cuda "
                         "decode are production kernels here")
     if res["status"] not in ("ok", "noisy") or not res["median_ms"]:
@@ -475,7 +623,10 @@ def run_case(a, res, r, workdir, mod):
         return
 
     env = res["env"]
-    if res["impl"] == "vllm-triton":
+    if a.wrapper:
+        launch, out = wrapper_case(res, arrays)
+        r["wrapper_of"] = str(wrapper_source(res)[0])
+    elif res["impl"] == "vllm-triton":
         # The kernel ppbench ran was compiled from this file with this Triton? (plugin's source/version)
         sha = hashlib.sha256(mod.source_path.read_bytes()).hexdigest()
         src, ver = env.get("after.impl.vllm-triton.source"), env.get("after.impl.vllm-triton.version")
@@ -499,7 +650,7 @@ def run_case(a, res, r, workdir, mod):
 
     compiled = launch()  # compile / first use, then the checked output
     torch.cuda.synchronize()
-    if res["impl"] == "vllm-triton" and a.triton_cache:
+    if res["impl"] == "vllm-triton" and a.triton_cache and not a.wrapper:
         r.update(compare_binary(compiled, a.triton_cache))
     got = out.double().cpu().numpy()
     r.update(check_rows(got, arrays["ref"], arrays["ref_rows"], atol, rtol))
@@ -508,7 +659,7 @@ def run_case(a, res, r, workdir, mod):
     batch = res["batch_launches"] or 1
     r["events_ms"] = time_events(launch, batch, a.samples, a.warmup)
     r["do_bench_ms"] = time_do_bench(launch, batch, a.rep_ms) if triton else None
-    timer = a.timer if a.timer != "auto" else "do_bench" if res["impl"] == "vllm-triton" else "events"
+    timer = a.timer if a.timer != "auto" else "do_bench" if res["impl"] == "vllm-triton" or a.wrapper else "events"
     r["timer"], r["indep_ms"] = timer, r[f"{timer}_ms"]
     r["ratio"] = res["median_ms"] / r["indep_ms"]
     r["within"] = abs(r["ratio"] - 1) <= LIMIT
@@ -527,8 +678,13 @@ def main():
                         "the run's recorded path when it exists, else from here (repeatable)")
     p.add_argument("--out", help="JSON results file")
     p.add_argument("--run", help="take ppbench's median from this run (default: the latest holding each key)")
-    p.add_argument("--cases-from-run", metavar="RUN", help="every vllm-triton/vllm-cuda case of RUN ('latest')")
-    p.add_argument("--filter", action="append", default=[], help="with --cases-from-run: key substring (repeatable)")
+    p.add_argument("--cases-from-run", metavar="RUN",
+                   help="every vllm-triton/vllm-cuda case of RUN (a number, 'latest' or 'label=LABEL')")
+    p.add_argument("--wrapper", action="store_true",
+                   help="the cases' plugins were prepared --from-wrapper: time the tree's own Python wrapper "
+                        "(found from the run's impl.NAME.source), do_bench by default")
+    p.add_argument("--filter", action="append", default=[],
+                   help="with --cases-from-run: key substrings, 'A|B' for either (repeatable: all must match)")
     p.add_argument("--timer", choices=("auto", "do_bench", "events"), default="auto",
                    help="which independent time the verdict uses (auto: do_bench for Triton, events for CUDA)")
     p.add_argument("--samples", type=int, default=200, help="event-loop samples per case")
@@ -558,7 +714,7 @@ def main():
         a.run = run_id_of(con, a.run)
     if a.cases_from_run:
         a.run = run_id_of(con, a.cases_from_run)
-        a.keys = keys_of_run(con, a.run, a.filter)
+        a.keys = keys_of_run(con, a.run, a.filter, a.wrapper)
         if not a.keys:
             die(f"run {a.run} has no vllm-triton / vllm-cuda case matching {a.filter}")
     found = {}  # key -> ppbench's result, or why there is none
@@ -567,8 +723,10 @@ def main():
             found[key] = ppbench_result(con, key, a.run)
         except CaseError as e:
             found[key] = e
-    need_vllm = any(isinstance(f, dict) and f["impl"] == "vllm-triton" for f in found.values())
-    need_triton = need_vllm or a.timer == "do_bench"
+    need_vllm = not a.wrapper and any(isinstance(f, dict) and f["impl"] == "vllm-triton" for f in found.values())
+    need_triton = need_vllm or a.wrapper or a.timer == "do_bench"
+    if a.wrapper:
+        sys.path.insert(0, str(REPO / "kernels" / "vllm" / "triton"))  # capture.py, prepare.py
     mod = None
     if not a.dry_run:
         try:
@@ -620,14 +778,15 @@ def main():
         summary.update(device=props.name, l2_bytes=getattr(props, "L2_cache_size", None), torch=torch.__version__,
                        triton=triton.__version__ if triton else None,
                        within=sum(r["within"] for r in ok), correct=sum(r["correct"] for r in ok))
-        print(f"\n{'impl':<12}{'ppbench ms':>12}{'indep ms':>12}  {'timer':<9}{'ratio':>7}  {'3%':<4}"
+        w = max([12] + [len(r.get("impl", "")) + 1 for r in results])
+        print(f"\n{'impl':<{w}}{'ppbench ms':>12}{'indep ms':>12}  {'timer':<9}{'ratio':>7}  {'3%':<4}"
               f"{'max err':>9}  {'ok':<4}{'batch':>6}  key")
         for r in results:
             if "error" in r:
-                print(f"{r.get('impl', '-'):<12}{'':>12}{'':>12}  {'':<9}{'':>7}  {'no':<4}{'':>9}  {'no':<4}"
+                print(f"{r.get('impl', '-'):<{w}}{'':>12}{'':>12}  {'':<9}{'':>7}  {'no':<4}{'':>9}  {'no':<4}"
                       f"{'':>6}  {r['key']}")
                 continue
-            print(f"{r['impl']:<12}{r['ppbench_ms']:>12.4f}{r['indep_ms']:>12.4f}  {r['timer']:<9}"
+            print(f"{r['impl']:<{w}}{r['ppbench_ms']:>12.4f}{r['indep_ms']:>12.4f}  {r['timer']:<9}"
                   f"{r['ratio']:>7.3f}  {'yes' if r['within'] else 'NO':<4}{r['max_abs_err']:>9.2e}  "
                   f"{'yes' if r['correct'] else 'NO':<4}{r['batch_launches']:>6}  {r['key']}")
         for r in results:

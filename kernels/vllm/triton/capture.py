@@ -401,9 +401,12 @@ def prefill_tensors(s):
     }, mbps
 
 
-def _wrapper_kwargs(fn, s, tensors, max_seq_len):
-    """The wrapper's arguments by name. A parameter this table does not know is
-    left at its default; one without a default is refused, naming it."""
+def prefix_prefill_kwargs(fn, s, tensors, max_seq_len):
+    """context_attention_fwd's arguments by name, as vLLM calls it, for shape
+    s and its buffers `tensors` (prefill_tensors' roles; tests/gpu/
+    timing_fidelity.py swaps each stand-in for the real tensor of its role).
+    A parameter this table does not know is left at its default; one without
+    a default is refused, naming it. Returns (kwargs, the names defaulted)."""
     known = dict(tensors)
     known.update(kv_cache_dtype="auto", max_input_len=s["q"], max_seq_len=max_seq_len,
                  sliding_window=s["win"] if s["win"] > 0 else None)
@@ -433,7 +436,7 @@ def capture_prefix_prefill(src, s, cc):
         if fn is None:
             raise CaptureError(f"{src} defines no context_attention_fwd")
         tensors, mbps = prefill_tensors(s)
-        kwargs, defaulted = _wrapper_kwargs(fn, s, tensors, max_seq_len)
+        kwargs, defaulted = prefix_prefill_kwargs(fn, s, tensors, max_seq_len)
         try:
             fn(**kwargs)
         except CaptureError:
@@ -643,6 +646,29 @@ def unified_prefill_tensors(s):
         max(q for q, _ in lens), max(q + c for q, c in lens)
 
 
+def unified_kwargs(fn, root, s, tensors, max_seqlen_q, max_seqlen_k):
+    """unified_attention's arguments by name, as vLLM's Triton attention
+    backend calls it (tree `root`), for shape s and its buffers `tensors`
+    (decode_tensors' or unified_prefill_tensors' roles; the split-softmax
+    scratch and the one-element scales are stand-ins of roles "scratch" and
+    "ones"). A required parameter this table does not know is refused, naming it."""
+    ones = FakeTensor((1,), DTYPES["float32"], "ones")
+    known = dict(tensors, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, softmax_scale=s["d"] ** -0.5,
+                 causal=True, window_size=(s["win"] - 1, 0) if s["win"] > 0 else (-1, -1), softcap=0.0,
+                 q_descale=None, k_descale=ones, v_descale=ones)
+    params = inspect.signature(fn).parameters
+    if "seq_threshold_3D" in params:
+        known.update(_split_softmax_args(root, s))
+    kwargs = {}
+    for name, p in params.items():
+        if name in known:
+            kwargs[name] = known[name]
+        elif p.default is inspect.Parameter.empty:
+            raise CaptureError(f"unified_attention has a required parameter '{name}' that ppbench does not "
+                               f"know how to fill")
+    return kwargs
+
+
 def _capture_unified(src, root, s, cc, tensors, mbps, max_seqlen_q, max_seqlen_k):
     """The launches `unified_attention` of the file `src` (tree `root`) makes
     for these buffers on a device of compute capability cc, called as vLLM's
@@ -655,20 +681,7 @@ def _capture_unified(src, root, s, cc, tensors, mbps, max_seqlen_q, max_seqlen_k
         fn = getattr(mod, "unified_attention", None)
         if fn is None:
             raise CaptureError(f"{src} defines no unified_attention")
-        ones = FakeTensor((1,), DTYPES["float32"], "ones")
-        known = dict(tensors, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, softmax_scale=s["d"] ** -0.5,
-                     causal=True, window_size=(s["win"] - 1, 0) if s["win"] > 0 else (-1, -1), softcap=0.0,
-                     q_descale=None, k_descale=ones, v_descale=ones)
-        params = inspect.signature(fn).parameters
-        if "seq_threshold_3D" in params:
-            known.update(_split_softmax_args(root, s))
-        kwargs = {}
-        for name, p in params.items():
-            if name in known:
-                kwargs[name] = known[name]
-            elif p.default is inspect.Parameter.empty:
-                raise CaptureError(f"unified_attention has a required parameter '{name}' that ppbench does not "
-                                   f"know how to fill")
+        kwargs = unified_kwargs(fn, root, s, tensors, max_seqlen_q, max_seqlen_k)
         try:
             fn(**kwargs)
         except CaptureError:
