@@ -2,14 +2,19 @@
  * from the cache: each sequence's context, then its new tokens. vLLM writes
  * the new tokens' K/V into the cache in a step of its own before attention
  * (reshape_and_cache_flash); the Triton unified attention kernel (vLLM 0.9.2
- * on) then reads positions 0 .. context + new - 1 through the block table.
+ * on) then reads positions 0 .. context + new - 1 through the block table, and
+ * chunked_prefill_paged_decode's decode kernel (0.8.5 on) a one-token
+ * sequence's new key.
  * ppbench's inputs keep the new tokens apart (k, v), as the prefix-prefill
  * kernel reads them, so such an implementation builds this staged copy in its
  * `stage` (kernel ABI 6, untimed), with the same values at every position: one
  * float64 reference serves both kinds of kernel.
  *
- * The staged cache, in the FLASH layout [pages, page_size, kv_heads, head_dim]
- * (a page is page_size rows of kv_heads x head_dim, and so is a token of k/v):
+ * The staged cache, described in the FLASH layout [pages, page_size, kv_heads,
+ * head_dim] (a page is page_size rows of kv_heads x head_dim, and so is a token
+ * of k/v; a cache in vLLM's paged-attention layout has the same pages, and
+ * its copy function puts each row's elements where kv_layout.h says, as
+ * vllm-triton's chunked_prefill_paged_decode does):
  *   - pages 0 .. num_blocks - 1: ppbench's cache, copied whole, so the context
  *     keeps its page numbers (the seeded permutation, never the identity);
  *   - then, sequence by sequence, the pages its new tokens need beyond its
@@ -23,6 +28,7 @@
 #include <stddef.h>
 
 #include "attention_args.h"
+#include "kv_layout.h"
 
 static inline long long ppb_kv_append_pages(long long tokens, int page_size)
 {
@@ -106,6 +112,23 @@ static inline int ppb_kv_append_copies(const int32_t *staged_table, int staged_m
             rc = copy(user, 1, run_dst, run_src, run_rows);
     }
     return rc;
+}
+
+/* For a staged cache in vLLM's paged-attention layout, where a token's key
+ * and value are spread over its page: `rows` token rows of `src` (k or v, each
+ * row kv_heads x head_dim) written at positions first_pos .. first_pos + rows - 1
+ * of `pages` (whole pages of K (is_k) or V, position p on page p / page_size,
+ * slot p % page_size), each element where kv_layout.h puts it. The copy
+ * function calls this on a host copy of the pages a run of new tokens covers
+ * (they follow one another in the staged cache). */
+static inline void ppb_kv_append_rows_paged(uint16_t *pages, const uint16_t *src, size_t first_pos, size_t rows,
+                                            int is_k, size_t page_size, size_t kv_heads, size_t head_dim)
+{
+    const size_t row = kv_heads * head_dim;
+    for (size_t t = 0; t < rows; t++)
+        for (size_t e = 0; e < row; e++)
+            pages[ppb_kv_flash_to_vllm((first_pos + t) * row + e, is_k, page_size, kv_heads, head_dim)] =
+                src[t * row + e];
 }
 
 #endif

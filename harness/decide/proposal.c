@@ -325,8 +325,11 @@ static int parse_replace(ppb_yaml *y, yaml_node_t *list, ppb_source_change *c, p
     return PPB_OK;
 }
 
-/* prefill_kernel:, candidate_prefill_kernel: prefix_prefill or unified, on a prefill suite. */
-static int parse_prefill_kernel(ppb_yaml *y, yaml_node_t *root, const char *key, const ppb_proposal *p, int *unified,
+const char *const ppb_vllm_prefill_kernel_names[PPB_VLLM_N_PREFILL_KERNELS] = {
+    [PPB_VLLM_PREFIX_PREFILL] = "prefix_prefill", [PPB_VLLM_UNIFIED] = "unified", [PPB_VLLM_CHUNKED] = "chunked"};
+
+/* prefill_kernel:, candidate_prefill_kernel: one of ppb_vllm_prefill_kernel_names, on a prefill suite. */
+static int parse_prefill_kernel(ppb_yaml *y, yaml_node_t *root, const char *key, const ppb_proposal *p, int *kernel,
                                 ppb_err *err)
 {
     char text[32] = "";
@@ -334,12 +337,15 @@ static int parse_prefill_kernel(ppb_yaml *y, yaml_node_t *root, const char *key,
     int rc = load_string(y, root, key, text, sizeof text, 0, err);
     if (rc || !v)
         return rc;
-    if (strcmp(text, "prefix_prefill") != 0 && strcmp(text, "unified") != 0)
-        return ppb_yaml_fail(y, err, v, key, "'%s' is not prefix_prefill or unified", text);
+    int k = 0;
+    while (k < PPB_VLLM_N_PREFILL_KERNELS && strcmp(text, ppb_vllm_prefill_kernel_names[k]) != 0)
+        k++;
+    if (k == PPB_VLLM_N_PREFILL_KERNELS)
+        return ppb_yaml_fail(y, err, v, key, "'%s' is not prefix_prefill, unified or chunked", text);
     if (p->suite_kernel != PPB_PREFIX_PREFILL)
         return ppb_yaml_fail(y, err, v, key, "applies to a prefill suite, and this one's kernel is %s",
                              ppb_kernel_name(p->suite_kernel));
-    *unified = strcmp(text, "unified") == 0;
+    *kernel = k;
     return PPB_OK;
 }
 
@@ -358,12 +364,12 @@ static int parse_source_change(ppb_yaml *y, yaml_node_t *root, const char *dir, 
     if (!rc && v)
         rc = parse_replace(y, v, c, err);
     if (!rc)
-        rc = parse_prefill_kernel(y, root, "prefill_kernel", p, &c->baseline_unified, err);
-    c->candidate_unified = c->baseline_unified;
+        rc = parse_prefill_kernel(y, root, "prefill_kernel", p, &c->baseline_prefill_kernel, err);
+    c->candidate_prefill_kernel = c->baseline_prefill_kernel;
     if (!rc)
-        rc = parse_prefill_kernel(y, root, "candidate_prefill_kernel", p, &c->candidate_unified, err);
+        rc = parse_prefill_kernel(y, root, "candidate_prefill_kernel", p, &c->candidate_prefill_kernel, err);
     if (!rc && !c->patch_path[0] && !c->n_replace && !c->candidate_vllm[0] &&
-        c->candidate_unified == c->baseline_unified)
+        c->candidate_prefill_kernel == c->baseline_prefill_kernel)
         rc = ppb_yaml_fail(y, err, root, "patch", "required: a patch, a replace list, a candidate_vllm (an "
                            "upgrade) or a candidate_prefill_kernel; without one there is no change to judge");
     return rc;

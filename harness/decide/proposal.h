@@ -30,10 +30,16 @@ typedef struct ppb_source_change {
     int n_replace;
     ppb_replace replace[PPB_REPLACE_MAX];
     /* Which of the tree's kernels runs a prefill suite on each side (prefill_kernel:,
-     * candidate_prefill_kernel:): 0 its prefix prefill, 1 its Triton unified attention
-     * (the V1 engine's; kernels/vllm/triton/README.md). */
-    int baseline_unified, candidate_unified;
+     * candidate_prefill_kernel:): a ppb_vllm_prefill_kernel. */
+    int baseline_prefill_kernel, candidate_prefill_kernel;
 } ppb_source_change;
+
+/* The kernels of a vLLM tree a prefill suite can run through, as prepare.py's
+ * --prefill-kernel names them (kernels/vllm/triton/README.md): its prefix
+ * prefill, its Triton unified attention (the V1 engine's, 0.9.2 on), its
+ * chunked_prefill_paged_decode (0.8.5 on). */
+typedef enum { PPB_VLLM_PREFIX_PREFILL, PPB_VLLM_UNIFIED, PPB_VLLM_CHUNKED, PPB_VLLM_N_PREFILL_KERNELS } ppb_vllm_prefill_kernel;
+extern const char *const ppb_vllm_prefill_kernel_names[PPB_VLLM_N_PREFILL_KERNELS];
 
 /* 1 when `text` reads as a release version (digits and dots, optional .postN). */
 int ppb_vllm_is_version(const char *text);

@@ -44,10 +44,10 @@ int ppb_source_patch_sides(ppb_proposal *p, FILE *log, ppb_err *err)
             cand.changed);
     if (cand.not_judged[0])
         fprintf(log, "source_patch: not judged here (no kernel ppbench knows): %s\n", cand.not_judged);
-    if (c->baseline_unified != c->candidate_unified)
-        fprintf(log, "source_patch: prefill on the baseline's %s, on the candidate's %s\n",
-                c->baseline_unified ? "unified attention" : "prefix prefill",
-                c->candidate_unified ? "unified attention" : "prefix prefill");
+    if (c->baseline_prefill_kernel != c->candidate_prefill_kernel)
+        fprintf(log, "source_patch: prefill through the baseline's %s, the candidate's %s\n",
+                ppb_vllm_prefill_kernel_names[c->baseline_prefill_kernel],
+                ppb_vllm_prefill_kernel_names[c->candidate_prefill_kernel]);
     else if (strcmp(base.label, cand.label) == 0)
         fprintf(log, "source_patch: the change leaves every kernel file as it was: both sides are one "
                      "implementation (an A/A comparison)\n");
@@ -56,10 +56,10 @@ int ppb_source_patch_sides(ppb_proposal *p, FILE *log, ppb_err *err)
     ppb_vllm_plugin_dir(dir, sizeof dir);
     ppb_impl_add_search_path(dir);
     int log_fd = fileno(log);
-    rc = ppb_vllm_tree_prepare(&base, p->suite_path, c->baseline_unified, dir, log_fd, base_impl, sizeof base_impl,
-                               err);
+    rc = ppb_vllm_tree_prepare(&base, p->suite_path, c->baseline_prefill_kernel, dir, log_fd, base_impl,
+                               sizeof base_impl, err);
     if (!rc)
-        rc = ppb_vllm_tree_prepare(&cand, p->suite_path, c->candidate_unified, dir, log_fd, cand_impl,
+        rc = ppb_vllm_tree_prepare(&cand, p->suite_path, c->candidate_prefill_kernel, dir, log_fd, cand_impl,
                                    sizeof cand_impl, err);
     if (!rc)
         rc = set_impl(&p->baseline, base_impl, p->suite_kernel, err);

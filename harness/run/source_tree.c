@@ -33,6 +33,8 @@ static const char *const known_kernel_files[] = {
     "vllm/v1/attention/ops/triton_attention_helpers.py", /* the unified kernels' helpers, 0.14 on */
     "vllm/v1/attention/backends/triton_attn.py",         /* the backend's decode split (its constants) */
     "vllm/v1/kv_cache_interface.py",                     /* KVQuantMode, a constexpr of 0.14+'s kernel */
+    "vllm/attention/ops/chunked_prefill_paged_decode.py",    /* chunked prefill + paged decode, 0.8.5 - 0.13 */
+    "vllm/v1/attention/ops/chunked_prefill_paged_decode.py", /* the same, 0.14 on */
 };
 enum { N_KNOWN = sizeof known_kernel_files / sizeof *known_kernel_files, N_KERNEL_FILES = 4 };
 /* How a message names them. */
@@ -497,11 +499,14 @@ int ppb_vllm_tree_make(const char *tree, const ppb_source_change *change, ppb_vl
 
 /* ---------------------------------------------------------------- preparing its implementation */
 
-int ppb_vllm_tree_prepare(const ppb_vllm_tree *t, const char *suite_path, int unified, const char *plugin_dir,
+int ppb_vllm_tree_prepare(const ppb_vllm_tree *t, const char *suite_path, int prefill_kernel, const char *plugin_dir,
                           int log_fd, char *impl_name, size_t len, ppb_err *err)
 {
     char name[64], lib[4400], out[4096], script[4200], self[PATH_MAX];
-    snprintf(name, sizeof name, "vllm-triton%s@%s", unified ? "-unified" : "", t->label);
+    const char *kernel = ppb_vllm_prefill_kernel_names[prefill_kernel];
+    /* vllm-triton@L for its prefix prefill, vllm-triton-unified@L, vllm-triton-chunked@L */
+    snprintf(name, sizeof name, "vllm-triton%s%s@%s", prefill_kernel ? "-" : "", prefill_kernel ? kernel : "",
+             t->label);
     snprintf(lib, sizeof lib, "%s/libppbk_%s.so", plugin_dir, name);
     cache_path("vllm-triton", out, sizeof out);
     snprintf(script, sizeof script, "%s/kernels/vllm/triton/prepare.py", source_dir());
@@ -510,7 +515,7 @@ int ppb_vllm_tree_prepare(const ppb_vllm_tree *t, const char *suite_path, int un
     int rc = ppb_make_dirs(plugin_dir, err);
     if (rc)
         return rc;
-    char *argv[] = {"python3", script, "--from-wrapper", "--prefill-kernel", unified ? "unified" : "prefix_prefill",
+    char *argv[] = {"python3", script, "--from-wrapper", "--prefill-kernel", (char *)kernel,
                     "--name", name, "--vllm", (char *)t->path, "--lib", lib, "--out", out, "--ppbench", self,
                     (char *)suite_path, NULL};
     int status = ppb_run_program("python3", argv, NULL, log_fd, 3600, err);

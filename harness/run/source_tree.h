@@ -40,10 +40,12 @@ int ppb_vllm_tree_make(const char *tree, const ppb_source_change *change, ppb_vl
 
 /* Prepare the vllm-triton implementation of a judged tree for a suite's
  * cases (kernels/vllm/triton/prepare.py --from-wrapper: each case launched as
- * the tree's own wrapper would), as the library DIR/libppbk_vllm-triton@LABEL.so.
- * impl_name gets "plugin:vllm-triton@LABEL". The preparation's output goes
- * to `log_fd`. */
-int ppb_vllm_tree_prepare(const ppb_vllm_tree *t, const char *suite_path, int unified, const char *plugin_dir,
+ * the tree's own wrapper would), prefill through `prefill_kernel` (a
+ * ppb_vllm_prefill_kernel), as the library DIR/libppbk_NAME.so, NAME
+ * vllm-triton@LABEL (prefix prefill), vllm-triton-unified@LABEL or
+ * vllm-triton-chunked@LABEL; impl_name gets "plugin:NAME". The preparation's
+ * output goes to `log_fd`. */
+int ppb_vllm_tree_prepare(const ppb_vllm_tree *t, const char *suite_path, int prefill_kernel, const char *plugin_dir,
                           int log_fd, char *impl_name, size_t len, ppb_err *err);
 
 /* The folder prepared libraries go to: the cache's plugins/ folder. */

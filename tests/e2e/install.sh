@@ -52,7 +52,7 @@ fi
 # Plugin authors: the ABI headers and pkg-config; the example plugin builds against the installed
 # headers alone and the installed program loads it.
 for f in include/ppbench/ppb_kernel_abi.h include/ppbench/attention_args.h include/ppbench/kv_append.h \
-         share/pkgconfig/ppbench-kernel-abi.pc; do
+         include/ppbench/kv_layout.h include/ppbench/ppb_rng.h share/pkgconfig/ppbench-kernel-abi.pc; do
   [ -s "$inst/$f" ] || fail "$f was not installed"
 done
 if command -v pkg-config >/dev/null && command -v cc >/dev/null; then
@@ -65,6 +65,9 @@ if command -v pkg-config >/dev/null && command -v cc >/dev/null; then
   # shellcheck disable=SC2086 # cflags is a list of options
   cc -shared -fPIC $cflags "$SRC/tests/plugin/example_cpu_plugin.c" -o "$WORK/plug/libppbk_example_cpu.so" -lm \
     || fail "the example plugin does not build against the installed headers"
+  # shellcheck disable=SC2086
+  cc -shared -fPIC -DSTAGES_NEW_TOKENS -DPLUGIN_NAME='"example-cpu-staged"' $cflags "$SRC/tests/plugin/example_cpu_plugin.c" -o "$WORK/staged.so" -lm \
+    || fail "the staging example (kv_append.h and what it includes) does not build against the installed headers"
   expect_rc 0 "$inst/bin/ppbench" impls --plugin "$WORK/plug"
   grep -q "example-cpu" "$WORK/out" || fail "the installed program does not list the plugin: $(cat "$WORK/out")"
 fi

@@ -157,7 +157,7 @@ p="$WORK/v1.yaml"
 printf 'name: v1-prefill\nkind: source_patch\nsuite: %s\nvllm: %s\ncandidate_prefill_kernel: unified\n' \
   "$SRC/suites/smoke.yaml" "$T4" >"$p"
 set +e; "$PPB" propose "$p" --backend cpu >"$WORK/out" 2>"$WORK/err"; set -e
-grep -q "^source_patch: prefill on the baseline's prefix prefill, on the candidate's unified attention$" "$WORK/err" \
+grep -q "^source_patch: prefill through the baseline's prefix_prefill, the candidate's unified$" "$WORK/err" \
   || fail "v1 prefill: $(cat "$WORK/err")"
 grep -q -- "--prefill-kernel prefix_prefill --name vllm-triton@0.34.0-[0-9a-f]\{8\} " "$PREPARE_LOG" \
   && grep -q -- "--prefill-kernel unified --name vllm-triton-unified@0.34.0-[0-9a-f]\{8\} " "$PREPARE_LOG" \
@@ -165,10 +165,17 @@ grep -q -- "--prefill-kernel prefix_prefill --name vllm-triton@0.34.0-[0-9a-f]\{
 keys=$(sqlite3 "$PPBENCH_DB" "SELECT baseline_key || ' | ' || candidate_key FROM proposal_cases WHERE proposal_id = (SELECT max(id) FROM proposals)")
 [ -n "$keys" ] && ! grep -v "impl=plugin:vllm-triton@0.34.0-.* | .*impl=plugin:vllm-triton-unified@0.34.0-" <<<"$keys" | grep -q . \
   || fail "v1 prefill: the sides do not run their own kernels: $keys"
+# The same tree's chunked_prefill_paged_decode as the candidate: prepared as vllm-triton-chunked@LABEL.
+sed 's/candidate_prefill_kernel: unified/candidate_prefill_kernel: chunked/' "$p" >"$WORK/chunked.yaml"
+: >"$PREPARE_LOG"
+set +e; "$PPB" propose "$WORK/chunked.yaml" --backend cpu >"$WORK/out" 2>"$WORK/err"; set -e
+grep -q "^source_patch: prefill through the baseline's prefix_prefill, the candidate's chunked$" "$WORK/err" &&
+  grep -q -- "--prefill-kernel chunked --name vllm-triton-chunked@0.34.0-[0-9a-f]\{8\} " "$PREPARE_LOG" \
+  || fail "chunked prefill: $(cat "$WORK/err" "$PREPARE_LOG")"
 # A kernel that is not one, or a decode suite (whose kernel is the unified attention already): refused at the field.
 printf 'name: bad-kernel\nkind: source_patch\nsuite: %s\nvllm: %s\nprefill_kernel: flash\n' "$SRC/suites/smoke.yaml" "$T4" >"$p"
 expect_rc 3 "$PPB" propose "$p"
-grep -q "v1.yaml:5.*prefill_kernel: 'flash' is not prefix_prefill or unified" "$WORK/err" || fail "bad kernel: $(cat "$WORK/err")"
+grep -q "v1.yaml:5.*prefill_kernel: 'flash' is not prefix_prefill, unified or chunked" "$WORK/err" || fail "bad kernel: $(cat "$WORK/err")"
 printf 'name: decode-kernel\nkind: source_patch\nsuite: %s\nvllm: %s\ncandidate_prefill_kernel: unified\n' \
   "$SRC/suites/smoke-decode.yaml" "$T4" >"$p"
 expect_rc 3 "$PPB" propose "$p"

@@ -77,6 +77,60 @@ def unified_attention(q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_s
 '''
 DECODE_SMALL = {"b": 3, "seq": 100, "h": 4, "kvh": 2, "d": 64, "dtype": "bf16", "page": 16, "win": 0}
 
+# chunked_prefill_paged_decode as 0.10.2 shapes it, in small: the prefix prefill of the file beside it (a
+# relative import) for the prompt chunks, then a paged-attention kernel over every sequence that returns early
+# for those longer than one token; ROCm's own kernel asked about inside the function.
+SYNTHETIC_CHUNKED_PREFIX = '''
+from vllm.triton_utils import tl, triton
+
+@triton.jit
+def _fwd_kernel(Q, K, V, K_cache, V_cache, B_Loc, B_Start_Loc, B_Seqlen, stride_k_cache_bs, stride_k_cache_d,
+                stride_b_loc_b, BLOCK_M: tl.constexpr, SKIP_DECODE: tl.constexpr):
+    pass
+
+def context_attention_fwd(q, k, v, o, kv_cache_dtype, k_cache, v_cache, b_loc, b_start_loc, b_seq_len, max_seq_len,
+                          max_input_len, k_scale, v_scale, alibi_slopes=None, sliding_window=None, sm_scale=None,
+                          skip_decode=False):
+    _fwd_kernel[(b_seq_len.shape[0], q.shape[1], triton.cdiv(max_input_len, 64))](
+        q, k, v, k_cache, v_cache, b_loc, b_start_loc, b_seq_len, k_cache.stride(0), k_cache.stride(2),
+        b_loc.stride(0), BLOCK_M=64, SKIP_DECODE=skip_decode, num_warps=4, num_stages=1)
+'''
+SYNTHETIC_CHUNKED = '''
+import torch
+from vllm import _custom_ops as ops
+from vllm.platforms import current_platform
+from vllm.triton_utils import tl, triton
+
+from .prefix_prefill import context_attention_fwd
+
+float8_info = torch.finfo(current_platform.fp8_dtype())
+
+@triton.jit
+def kernel_paged_attention_2d(output_ptr, query_ptr, key_cache_ptr, block_tables_ptr, seq_lens_ptr, scale,
+                              k_scale, block_table_stride: tl.int64, x: tl.constexpr, filter_by_query_len: tl.constexpr,
+                              query_start_len_ptr):
+    pass
+
+def chunked_prefill_paged_decode(query, key, value, output, kv_cache_dtype, key_cache, value_cache, block_table,
+                                 query_start_loc, seq_lens, max_seq_len, max_query_len, k_scale, v_scale,
+                                 alibi_slopes=None, sliding_window=None, sm_scale=None):
+    if sm_scale is None:
+        sm_scale = 1.0 / (query.shape[1] ** 0.5)
+    if max_query_len > 1:
+        context_attention_fwd(q=query, k=key, v=value, o=output, kv_cache_dtype=kv_cache_dtype, k_cache=key_cache,
+                              v_cache=value_cache, b_loc=block_table, b_start_loc=query_start_loc, b_seq_len=seq_lens,
+                              max_seq_len=max_seq_len, max_input_len=max_query_len, k_scale=k_scale,
+                              v_scale=v_scale, sm_scale=sm_scale, skip_decode=True)
+    from vllm.platforms.rocm import use_rocm_custom_paged_attention
+    if use_rocm_custom_paged_attention(query.dtype, query.shape[2]):
+        ops.paged_attention_rocm(output)
+    else:
+        kernel_paged_attention_2d[(len(seq_lens), key.shape[1])](
+            output_ptr=output, query_ptr=query, key_cache_ptr=key_cache, block_tables_ptr=block_table,
+            seq_lens_ptr=seq_lens, scale=sm_scale, k_scale=k_scale, block_table_stride=block_table.stride(0),
+            x=key_cache.shape[4], filter_by_query_len=True, query_start_len_ptr=query_start_loc)
+'''
+
 
 def write(tmp, name, text):
     p = Path(tmp) / name
@@ -191,7 +245,7 @@ def synthetic_unified():
                "bn=32 w=4 path=auto")
         ps = prepare.parse_key(key)
         assert (ps["dec"], ps["rag"]) == (2, 0), ps
-        v, keys = prepare.unified_prefill_variant_of(ps, capture.capture_unified_prefill(prefill_file, root, ps, 90))
+        v, keys = prepare.staged_prefill_variant_of(ps, capture.capture_unified_prefill(prefill_file, root, ps, 90))
         assert v["num_tokens"] == 42 and v["staged_blocks_per_seq"] == 5 and keys[0][0]["family"] == "decode", v
         # without a tree (one file) there is no root, and the 0.14+ backend emulation needs one
         try:
@@ -200,6 +254,49 @@ def synthetic_unified():
         except capture.CaptureError as e:
             assert "no vllm/attention/ops/triton_unified_attention.py" in str(e), e
     print("synthetic unified attention: ok")
+
+
+def synthetic_chunked():
+    """The chunked family on files shaped like 0.10.2's: the sibling prefix prefill loaded through the relative
+    import and launched first (SKIP_DECODE), the paged-attention kernel second, both on the staged cache in
+    vLLM's paged-attention layout, each launch compiled from the file that defines its kernel."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ops = Path(tmp) / "vllm/attention/ops"
+        ops.mkdir(parents=True)
+        write(str(ops), "prefix_prefill.py", SYNTHETIC_CHUNKED_PREFIX)
+        write(str(ops), "chunked_prefill_paged_decode.py", SYNTHETIC_CHUNKED)
+        src, root = capture.find_chunked(tmp)
+        mixed = {"b": 3, "q": 40, "ctx": 37, "dec": 2, "rag": 0, "h": 4, "kvh": 2, "d": 64, "dtype": "bf16",
+                 "page": 16, "win": 0}
+        p = capture.capture_chunked_prefill(src, root, mixed, 90)
+        assert p["num_tokens"] == 42 and p["max_blocks_per_seq"] == 3 and p["staged_blocks_per_seq"] == 5, p
+        fwd, paged = p["launches"]
+        assert (fwd["kernel"], fwd["file"]) == ("_fwd_kernel", "prefix_prefill.py"), fwd
+        assert (paged["kernel"], paged["file"]) == ("kernel_paged_attention_2d", "chunked_prefill_paged_decode.py")
+        assert fwd["grid"] == [3, 4, 1] and fwd["constexprs"] == {"BLOCK_M": 64, "SKIP_DECODE": True}, fwd
+        assert paged["grid"] == [3, 2, 1] and paged["constexprs"] == {"x": 8, "filter_by_query_len": True}, paged
+        a = {x["name"]: x for x in fwd["args"]}
+        assert [a[n]["role"] for n in ("Q", "K", "V", "K_cache", "V_cache", "B_Loc", "B_Start_Loc", "B_Seqlen")] == \
+            ["q", "k", "v", "k_cache", "v_cache", "block_table", "start_loc", "seq_lens"], a
+        # vLLM's paged-attention layout: K [blocks, kvh, d / 8, page, 8]; the staged table's row of 5 pages
+        assert (a["stride_k_cache_bs"]["value"], a["stride_k_cache_d"]["value"]) == (2 * 64 * 16, 16 * 8), a
+        assert a["stride_b_loc_b"]["value"] == 5
+        b = {x["name"]: x for x in paged["args"]}
+        assert b["query_start_len_ptr"]["role"] == "start_loc" and b["k_scale"]["role"] == "ones"
+        assert b["block_table_stride"] == {"name": "block_table_stride", "kind": "i64", "value": 5}
+        assert abs(b["scale"]["value"] - 64 ** -0.5) < 1e-12  # given, as vLLM's backend does: not 1/sqrt(heads)
+        v, keys = prepare.staged_prefill_variant_of(prepare.parse_key(
+            "prefix_prefill b=3 q=40 ctx=37 ragged=false h=4 kvh=2 d=64 dtype=bf16 page=16 win=0 dec=2 path=auto"), p)
+        assert [k[0]["family"] for k in keys] == ["prefill", "chunked"] and v["staged_blocks_per_seq"] == 5, keys
+        # Every sequence a decode step: no prefix-prefill launch at all.
+        d = capture.capture_chunked_prefill(src, root, dict(mixed, q=1, dec=3), 90)
+        assert [x["kernel"] for x in d["launches"]] == ["kernel_paged_attention_2d"], d["launches"]
+        # The relative import leaves nothing behind: the stand-ins and the sibling are gone from sys.modules.
+        assert not [m for m in sys.modules if m.startswith(("ppbk_capture", "vllm"))], \
+            [m for m in sys.modules if m.startswith(("ppbk_capture", "vllm"))]
+        # prepare.py finds the prefix prefill beside the chunked file.
+        assert prepare.find_sources(tmp)["prefill"][0] == ops.resolve() / "prefix_prefill.py"
+    print("synthetic chunked_prefill_paged_decode: ok")
 
 
 def params_list():
@@ -245,7 +342,8 @@ def prepared_table():
             kernels[v["compile_id"]] = {"name": "_fwd_kernel", "shared": 1024, "num_warps": launch["num_warps"],
                                         "params": [a["name"] for a in launch["args"] if a["kind"] != "none"]}
         assert variants[0]["compile_id"] != variants[1]["compile_id"], "num_stages must compile another kernel"
-        info = {"from_wrapper": False, "arch": 90, "warp_size": 32, "name": "vllm-triton", "version": "test",
+        info = {"from_wrapper": False, "prefill_kernel": "prefix_prefill", "arch": 90, "warp_size": 32,
+                "name": "vllm-triton", "version": "test",
                 "source": "test", "prepare_cmd": "prepare.py"}
         prepare.gen_table(Path(tmp), variants, kernels, info)
         # the knobs by name from the ABI config's members, in the list's order, as plugin.c matches them
@@ -355,11 +453,35 @@ def unified(tree, version):
         assert args["block_tables_ptr"]["role"] == "block_table"
     print(f"{version}: {src.relative_to(tree)}: decode b=1 {' + '.join(kernels)}, b=64 {plain}; prefill and a mixed "
           f"batch {plain}: ok")
+    chunked(tree, version)
+
+
+def chunked(tree, version):
+    """chunked_prefill_paged_decode (0.8.5 on) as vLLM's ROCm backend calls it: the mixed batch runs the
+    release's prefix prefill with SKIP_DECODE over batch x heads x query blocks, then the paged-attention
+    kernel over sequences x kv heads, both reading the staged cache in vLLM's paged-attention layout."""
+    src, root = capture.find_chunked(tree)
+    mixed = dict(GOAL, b=65, dec=64, q=8128, ctx=4096)
+    p = capture.capture_chunked_prefill(src, root, mixed, 90)
+    fwd, paged = p["launches"]
+    assert (fwd["kernel"], paged["kernel"]) == ("_fwd_kernel", "kernel_paged_attention_2d"), p["launches"]
+    assert fwd["constexprs"]["SKIP_DECODE"] is True and fwd["grid"] == [65, 32, -(-8128 // 128)], fwd["grid"]
+    assert paged["grid"] == [65, 4, 1] and paged["constexprs"]["filter_by_query_len"] is True, paged["grid"]
+    a = {x["name"]: x for x in fwd["args"]}
+    assert a["K_cache"]["role"] == "k_cache" and a["K"]["role"] == "k" and a["B_Loc"]["role"] == "block_table"
+    b = {x["name"]: x for x in paged["args"]}
+    assert b["block_table_stride"]["value"] == p["staged_blocks_per_seq"] == (4096 + 8128) // 16, b
+    assert b["stride_k_cache_3"]["value"] == 8 and b["stride_k_cache_2"]["value"] == 16 * 8, b  # [.., d/8, page, 8]
+    goal = capture.capture_chunked_prefill(src, root, GOAL, 90)
+    assert [x["grid"] for x in goal["launches"]] == [[1, 32, 64], [1, 4, 1]], goal["launches"]
+    print(f"{version}: {src.relative_to(tree)}: the mixed batch _fwd_kernel grid {fwd['grid']} + "
+          f"kernel_paged_attention_2d grid {paged['grid']}: ok")
 
 
 if __name__ == "__main__":
     synthetic()
     synthetic_unified()
+    synthetic_chunked()
     params_list()
     prepared_table()
     for t in sys.argv[1:]:

@@ -78,4 +78,17 @@ mkdir -p "$WORK/only-unified/vllm/attention/ops"
 expect_rc 1 "$PY" "$SRC/kernels/vllm/triton/prepare.py" --target cuda:90 --print-launches --vllm "$WORK/only-unified" --case "$key"
 [ "$(wc -l <"$WORK/err")" -eq 1 ] && grep -q "the tree has no vllm/attention/ops/prefix_prefill.py" "$WORK/err" \
   || fail "a tree without the prefill file: $(cat "$WORK/err")"
+# chunked_prefill_paged_decode (--prefill-kernel chunked) on a tree shaped like 0.10.2's: the prefix prefill
+# beside it and the paged-attention kernel, recorded in that order for a mixed batch.
+mkdir -p "$WORK/ctree/vllm/attention/ops"
+for f in prefix_prefill:SYNTHETIC_CHUNKED_PREFIX chunked_prefill_paged_decode:SYNTHETIC_CHUNKED; do
+  "$PY" -c "import sys; sys.path.insert(0, sys.argv[1]); import vllm_capture; print(getattr(vllm_capture, sys.argv[2]))" \
+    "$SRC/tests/e2e" "${f#*:}" >"$WORK/ctree/vllm/attention/ops/${f%%:*}.py"
+done
+ckey='prefix_prefill b=3 q=40 ctx=37 ragged=false h=4 kvh=2 d=64 dtype=bf16 page=16 win=0 dec=2 bm=16 bn=32 w=4'
+expect_rc 0 "$PY" "$SRC/kernels/vllm/triton/prepare.py" --target cuda:90 --print-launches --prefill-kernel chunked \
+  --vllm "$WORK/ctree" --case "$ckey"
+"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); k=[x['kernel'] for x in d[0]['launches']]; \
+assert len(d)==1 and k==['_fwd_kernel','kernel_paged_attention_2d'] and d[0]['staged_blocks_per_seq']==5, d" \
+  "$WORK/out" || fail "prepare.py --prefill-kernel chunked: $(cat "$WORK/out")"
 echo "vllm_capture: ok"

@@ -42,9 +42,10 @@
 #              0.34.0; trees in .deps/vllm-X): the release's Triton unified attention for decode, the cache in
 #              the FLASH layout, suites/smoke-decode.yaml (float64-checked) and suites/decode.yaml (v1 cases),
 #              and the built-in v1 decode beside them, into decode-releases.db
-#   vllm_unified  prefill through each release's Triton unified attention (PPB_VLLM_UNIFIED_VERSIONS, default
-#              0.10.2 0.34.0; trees in .deps/vllm-X): vllm-triton-unified@VERSION (prepare.py --prefill-kernel
-#              unified; the plugin stages the new tokens into its cache, untimed) on suites/smoke.yaml
+#   vllm_unified  prefill through each release's Triton unified attention and its chunked_prefill_paged_decode
+#              (PPB_VLLM_UNIFIED_VERSIONS, default 0.10.2 0.34.0; trees in .deps/vllm-X): vllm-triton-unified@VERSION
+#              and vllm-triton-chunked@VERSION (prepare.py --prefill-kernel unified / chunked; the plugin stages
+#              the new tokens into its cache, untimed) on suites/smoke.yaml
 #              (float64-checked, the mixed batch included) and suites/prefill.yaml at one config (the kernel has
 #              no knobs), beside the same release's prefix prefill (vllm-triton@VERSION, --from-wrapper) and the
 #              built-in kernel on those prefill.yaml cases, into unified-prefill.db
@@ -493,16 +494,17 @@ if want vllm_unified; then
   for v in ${PPB_VLLM_UNIFIED_VERSIONS:-0.10.2 0.34.0}; do
     tree=$PPBENCH_TREE_CACHE/vllm/vllm-$v
     [ -d "$tree" ] || { echo "vllm_unified: no tree for vLLM $v in .deps" | tee -a "$summary"; failed=1; continue; }
-    for kernel in unified prefix_prefill; do
-      name=vllm-triton-unified@$v
+    for kernel in unified chunked prefix_prefill; do
+      name=vllm-triton-$kernel@$v
       [ $kernel = prefix_prefill ] && name=vllm-triton@$v
       suites=("$root/suites/prefill.yaml")
-      [ $kernel = unified ] && suites+=("$root/suites/smoke.yaml")  # the new kernel float64-checked on every smoke case
+      # the staged kernels float64-checked on every smoke case
+      [ $kernel != prefix_prefill ] && suites+=("$root/suites/smoke.yaml")
       run "unified_prepare_${kernel}_$v" "$(limit vllm_unified 600)" python3 "$root/kernels/vllm/triton/prepare.py" \
         --from-wrapper --prefill-kernel $kernel --name "$name" --vllm "$tree" --ppbench "$ppbench" \
         --out "$out/vllm-triton-cache" --lib "$plugins/libppbk_$name.so" -j "$jobs" "${suites[@]}" || continue
-      [ $kernel = unified ] && run "unified_smoke_$v" "$(limit vllm_unified 600)" "$ppbench" run \
-        "$root/suites/smoke.yaml" --backend cuda --db "$out/unified-prefill.db" --label "smoke-unified-$v" \
+      [ $kernel != prefix_prefill ] && run "unified_smoke_${kernel}_$v" "$(limit vllm_unified 600)" "$ppbench" run \
+        "$root/suites/smoke.yaml" --backend cuda --db "$out/unified-prefill.db" --label "smoke-$kernel-$v" \
         --impl "plugin:$name" --no-progress --filter "block_m=16,block_n=32,num_warps=4"
       run "unified_prefill_${kernel}_$v" "$(limit vllm_unified 600)" "$ppbench" run "$root/suites/prefill.yaml" \
         --backend cuda --db "$out/unified-prefill.db" --label "prefill-$kernel-$v" --impl "plugin:$name" \
@@ -518,7 +520,7 @@ release_fidelity_decode="b=64 seq=32768 ragged=false h=32 kvh=4 d=128 dtype=bf16
 if want release_fidelity; then
   fid=()  # (database, label, filter) triples
   for v in ${PPB_VLLM_UNIFIED_VERSIONS:-0.10.2 0.34.0}; do
-    for k in unified prefix_prefill; do fid+=(unified-prefill.db "prefill-$k-$v" "$release_fidelity_prefill"); done
+    for k in unified chunked prefix_prefill; do fid+=(unified-prefill.db "prefill-$k-$v" "$release_fidelity_prefill"); done
   done
   for v in ${PPB_VLLM_DECODE_VERSIONS:-0.10.2 0.20.0 0.34.0}; do
     fid+=(decode-releases.db "decode-$v" "$release_fidelity_decode")

@@ -348,7 +348,8 @@ def compare_binary(ck, cache_dir):
 # (capture.py's argument tables, the stand-in tensors swapped for the dump's arrays by role), so the
 # comparison also covers capture.py's reading of the wrapper.
 
-WRAPPER_FILES = {"prefix_prefill.py": "prefix_prefill", "triton_unified_attention.py": "unified"}
+WRAPPER_FILES = {"prefix_prefill.py": "prefix_prefill", "triton_unified_attention.py": "unified",
+                 "chunked_prefill_paged_decode.py": "chunked"}
 
 
 def wrapper_source(res):
@@ -373,16 +374,19 @@ def wrapper_source(res):
 
 @functools.lru_cache(maxsize=None)
 def wrapper_module(path):
-    """The kernel file with the real torch and Triton; its tree root (the file's own imports come from
-    there), as prepare.py imports it."""
+    """The kernel file with the real torch and Triton, as prepare.py imports it; its tree root (the file's
+    own imports come from there); the stand-ins a wrapper that imports in its body needs at call time."""
     from prepare import import_kernel_module
     import capture
-    rel = next((r for r in capture.PREFIX_PREFILL_FILES + capture.UNIFIED_FILES if str(path).endswith(r)), None)
+    rel = next((r for r in capture.PREFIX_PREFILL_FILES + capture.UNIFIED_FILES + capture.CHUNKED_FILES
+                if str(path).endswith(r)), None)
     if rel is None:
         raise CaseError(f"{path} is not at a path vLLM keeps its kernels at")
     root = Path(str(path)[:-len(rel)])
     major, minor = torch.cuda.get_device_capability()
-    return import_kernel_module(path, capture.Platform(major * 10 + minor, fp8=torch.float8_e4m3fn), root), root
+    platform = capture.Platform(major * 10 + minor, fp8=torch.float8_e4m3fn)
+    stubs = capture.vllm_stubs(triton, triton.language, platform, root)
+    return import_kernel_module(path, platform, root), root, stubs
 
 
 def flash_layout(k_cache, v_cache):
@@ -391,6 +395,13 @@ def flash_layout(k_cache, v_cache):
     n, kvh, d8, page, x = k_cache.shape
     return (k_cache.permute(0, 3, 1, 2, 4).reshape(n, page, kvh, d8 * x).contiguous(),
             v_cache.permute(0, 3, 1, 2).contiguous())
+
+
+def paged_layout(kf, vf):
+    """flash_layout's inverse: FLASH [pages, page, kvh, D] -> vLLM's x-split K and V."""
+    n, page, kvh, d = kf.shape
+    return (kf.view(n, page, kvh, d // 8, 8).permute(0, 2, 3, 1, 4).contiguous(),
+            vf.permute(0, 2, 3, 1).contiguous())
 
 
 def staged_cache(kf, vf, t, page):
@@ -423,7 +434,7 @@ def wrapper_case(res, arrays):
     import capture
     from prepare import parse_key
     path, family = wrapper_source(res)
-    mod, root = wrapper_module(path)
+    mod, root, stubs = wrapper_module(path)
     s = parse_key(res["key"])
     t = {n: to_cuda(arrays[n]) for n in ("q", "k", "v", "k_cache", "v_cache", "block_table", "start_loc",
                                          "query_lens", "context_lens") if n in arrays}  # decode: no k, v
@@ -438,6 +449,13 @@ def wrapper_case(res, arrays):
         kwargs, _ = capture.prefix_prefill_kwargs(mod.context_attention_fwd, s, fakes, max_k)
         if "max_input_len" in kwargs:  # the longest query of these inputs (a mixed batch's prefill chunk)
             kwargs["max_input_len"] = max_q
+    elif family == "chunked":
+        if decode:
+            raise CaseError("a decode case on chunked_prefill_paged_decode's plugin")
+        k, v, roles["block_table"] = staged_cache(*flash_layout(t["k_cache"], t["v_cache"]), t, s["page"])
+        roles["k_cache"], roles["v_cache"] = paged_layout(k, v)
+        kwargs = capture.chunked_kwargs(mod.chunked_prefill_paged_decode, s, capture.chunked_tensors(s)[0], max_q,
+                                        max_k)
     else:
         roles["k_cache"], roles["v_cache"] = flash_layout(t["k_cache"], t["v_cache"])
         if decode:
@@ -459,10 +477,12 @@ def wrapper_case(res, arrays):
             raise CaseError(f"the wrapper takes a '{v.role}' buffer this check does not make")
         return roles[v.role]
     kwargs = {k: real(v) for k, v in kwargs.items()}
-    fn = mod.context_attention_fwd if family == "prefix_prefill" else mod.unified_attention
+    fn = {"prefix_prefill": getattr(mod, "context_attention_fwd", None), "unified": getattr(mod, "unified_attention", None),
+          "chunked": getattr(mod, "chunked_prefill_paged_decode", None)}[family]
 
     def launch():
-        fn(**kwargs)
+        with capture.stand_ins(stubs):  # chunked_prefill_paged_decode imports vllm.platforms.rocm when called
+            fn(**kwargs)
     launch.buffers = kwargs
     return launch, out
 

@@ -19,10 +19,14 @@ cannot read is said, never guessed.
 
 Families: prefix prefill (`context_attention_fwd`, vLLM 0.6.3 to 0.34:
 vllm/attention/ops/ or, from 0.14, vllm/v1/attention/ops/;
-capture_prefix_prefill), and decode through the Triton unified attention
-(`unified_attention`, 0.9.2 on, as vLLM's Triton backend calls it, one or two
-launches; capture_unified_decode)."""
+capture_prefix_prefill), the Triton unified attention (`unified_attention`,
+0.9.2 on, as vLLM's Triton backend calls it, one or two launches) for decode
+(capture_unified_decode) and prefill (capture_unified_prefill), and
+`chunked_prefill_paged_decode` (0.8.5 on, as vLLM's ROCm backend calls it: the
+prefix prefill for the prompts' chunks, a paged-attention kernel for the
+one-token sequences; capture_chunked_prefill)."""
 import collections
+import contextlib
 import importlib.util
 import inspect
 import math
@@ -54,13 +58,24 @@ DTYPES = {n: DType(n, s, f) for n, s, f in (
 PPB_DTYPES = {"fp16": DTYPES["float16"], "bf16": DTYPES["bfloat16"]}
 
 
+class Size(tuple):
+    """torch.Size: a tuple whose slices are sizes too, with numel()."""
+
+    def __getitem__(self, k):
+        v = super().__getitem__(k)
+        return Size(v) if isinstance(k, slice) else v
+
+    def numel(self):
+        return math.prod(self)
+
+
 class FakeTensor:
     """Shape, contiguous strides, dtype and a role: all a wrapper reads before
     it launches. A tensor the wrapper derives (another dtype, a new buffer) has
     no role and cannot be bound to one of ppbench's buffers."""
 
     def __init__(self, shape, dtype, role=None):
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = Size(int(s) for s in shape)
         self.dtype = dtype
         self.role = role
         st, acc = [], 1
@@ -139,8 +154,8 @@ def _torch_stub():
 class Launch:
     """One recorded kernel launch."""
 
-    def __init__(self, kernel, grid, bound, options):
-        self.kernel, self.grid, self.bound, self.options = kernel, grid, bound, options
+    def __init__(self, jit, grid, bound, options):
+        self.jit, self.kernel, self.grid, self.bound, self.options = jit, jit.__name__, grid, bound, options
 
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "kpack", "waves_per_eu", "matrix_instr_nonkdim",
@@ -162,7 +177,7 @@ class RecordingKernel:
             except TypeError as e:
                 raise CaptureError(f"the wrapper's call of {self.__name__} does not fit its signature: {e}")
             bound.apply_defaults()
-            self._launches.append(Launch(self.__name__, grid, dict(bound.arguments), options))
+            self._launches.append(Launch(self, grid, dict(bound.arguments), options))
         return launch
 
     def __call__(self, *a, **k):  # a @triton.jit helper called from another kernel: never at capture time
@@ -264,14 +279,36 @@ class Platform:
 def exec_file_with(src, modules, name):
     """Execute the Python file `src` as a module named `name`, with `modules`
     standing in sys.modules while it runs only (restored after), so nothing
-    else ever mistakes a stand-in for the real package."""
+    else ever mistakes a stand-in for the real package. A dotted name
+    (PKG.stem) makes the file's folder the package PKG, so that its relative
+    imports (chunked_prefill_paged_decode.py: `from .prefix_prefill import
+    ...`) load its siblings, with the same stand-ins, gone from sys.modules
+    with it."""
+    package = name.rpartition(".")[0]
+    if package:
+        pkg = types.ModuleType(package)
+        pkg.__path__ = [str(Path(src).resolve().parent)]
+        modules = dict(modules, **{package: pkg})
+    with stand_ins(modules):
+        try:
+            spec = importlib.util.spec_from_file_location(name, src)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            return mod
+        finally:
+            for n in [n for n in sys.modules if package and n.startswith(package + ".")]:
+                sys.modules.pop(n)
+
+
+@contextlib.contextmanager
+def stand_ins(modules):
+    """`modules` (sys.modules names -> modules) in sys.modules for the block
+    only: loading a kernel file, or calling a wrapper that imports inside its
+    body (chunked_prefill_paged_decode's `from vllm.platforms.rocm import`)."""
     saved = {n: sys.modules.get(n) for n in modules}
     sys.modules.update(modules)
     try:
-        spec = importlib.util.spec_from_file_location(name, src)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
+        yield
     finally:
         for n, m in saved.items():
             if m is None:
@@ -326,11 +363,16 @@ def vllm_stubs(triton, tl, platform, root=None):
     vllm.envs, KVQuantMode (from the tree at `root`), and TREE_MODULES from
     the tree itself. sys.modules names -> modules."""
     mods = {n: types.ModuleType(n) for n in ("vllm", "vllm.platforms", "vllm.triton_utils", "vllm.logger",
-                                                "vllm.v1", "vllm.v1.kv_cache_interface")}
+                                                "vllm.v1", "vllm.v1.kv_cache_interface", "vllm._custom_ops",
+                                                "vllm.platforms.rocm")}
     mods["vllm.envs"] = _Envs("vllm.envs")
     mods["vllm.platforms"].current_platform = platform
     mods["vllm.triton_utils"].triton, mods["vllm.triton_utils"].tl = triton, tl
     mods["vllm.logger"].init_logger = lambda name: _NullLogger()
+    # chunked_prefill_paged_decode asks whether ROCm's own paged attention (a C++ op) takes decode: not on
+    # this platform, so its Triton kernel does, as on every GPU but AMD's.
+    mods["vllm.platforms.rocm"].use_rocm_custom_paged_attention = lambda *a, **k: False
+    mods["vllm.platforms.rocm"].on_rdna = lambda *a, **k: False
     for n, m in mods.items():  # each module an attribute of its parent (import a.b binds a)
         parent, _, leaf = n.rpartition(".")
         if parent in mods:
@@ -349,19 +391,19 @@ def vllm_stubs(triton, tl, platform, root=None):
 
 def load_module(src, cc, launches, root=None):
     """Execute the kernel file with the stand-ins (root: the tree it belongs to, for the modules of the
-    tree it imports)."""
+    tree it imports): (the module, the stand-in triton.language, the stand-ins for stand_ins())."""
     triton, tl = _triton_stub(launches)
     stubs = dict(vllm_stubs(triton, tl, Platform(cc), root), torch=_torch_stub(), triton=triton)
     stubs["triton.language"] = tl
     try:
-        mod = exec_file_with(src, stubs, "ppbk_capture_" + Path(src).stem)
+        mod = exec_file_with(src, stubs, "ppbk_capture." + Path(src).stem)
     except CaptureError:
         raise
     except ImportError as e:
         raise CaptureError(f"{src} imports {e.name or e}, which ppbench does not stand in for")
     except Exception as e:
         raise CaptureError(f"{src}: loading it failed: {type(e).__name__}: {e}")
-    return mod, tl
+    return mod, tl, stubs
 
 
 # ---------------------------------------------------------------- the prefix-prefill family
@@ -431,7 +473,7 @@ def capture_prefix_prefill(src, s, cc):
     on a device of compute capability cc: a dict (see _record)."""
     def once(max_seq_len):
         launches = []
-        mod, tl = load_module(src, cc, launches)
+        mod, tl, _ = load_module(src, cc, launches)
         fn = getattr(mod, "context_attention_fwd", None)
         if fn is None:
             raise CaptureError(f"{src} defines no context_attention_fwd")
@@ -446,7 +488,7 @@ def capture_prefix_prefill(src, s, cc):
                                f"{type(e).__name__}: {e}")
         if len(launches) != 1:
             raise CaptureError(f"context_attention_fwd launched {len(launches)} kernels; ppbench expects one")
-        return _record(mod, tl, launches[0], s, mbps, defaulted)
+        return _record(tl, launches[0], s, mbps, defaulted)
 
     def guarded(max_seq_len):  # anything unforeseen is still one line, never a traceback
         try:
@@ -475,13 +517,12 @@ def _plain(v):
     return float(v) if isinstance(v, float) else str(v)
 
 
-def _record(mod, tl, launch, s, mbps, defaulted, scratch=None):
+def _record(tl, launch, s, mbps, defaulted, scratch=None):
     """One launch as a dict. scratch: None where the family has no scratch
     buffers (a tensor the wrapper made is refused), else the list the
     wrapper-made tensors are numbered in (the same tensor, the same number
     across the launches of one call)."""
-    kernel = getattr(mod, launch.kernel)
-    params = kernel.signature.parameters
+    params = launch.jit.signature.parameters
     grid = launch.grid
     constexprs = {n: v for n, v in launch.bound.items() if _constexpr_annotation(params[n], tl)}
     if callable(grid):
@@ -516,7 +557,8 @@ def _record(mod, tl, launch, s, mbps, defaulted, scratch=None):
         else:
             raise CaptureError(f"argument '{name}' of {launch.kernel} is a {type(v).__name__}, which ppbench "
                                f"cannot pass")
-    return {"kernel": launch.kernel, "grid": list(grid), "args": args,
+    return {"kernel": launch.kernel, "file": Path(launch.jit.fn.__code__.co_filename).name,
+            "grid": list(grid), "args": args,
             "constexprs": {k: _plain(v) for k, v in constexprs.items()},
             "num_warps": int(launch.options.get("num_warps", 4)),
             "num_stages": int(launch.options.get("num_stages", 3)),
@@ -623,6 +665,19 @@ def sequence_lengths(s):
     return [(1 if i < s.get("dec", 0) else max(1, ragged(s["q"], i)), ragged(s["ctx"], i)) for i in range(b)]
 
 
+def staged_sizes(s):
+    """A prefill shape's sizes after vLLM's cache write (kernels/kv_append.h):
+    (tokens, ppbench's max_blocks_per_seq, the staged one, the staged cache's
+    pages, the longest query, the longest sequence)."""
+    lens = sequence_lengths(s)
+    page = s["page"]
+    mbps = max(1, max(-(-c // page) for _, c in lens))        # harness/core/kernel_view.c
+    staged_mbps = max(1, max(-(-(q + c) // page) for q, c in lens))  # kv_append.h
+    blocks = sum(-(-c // page) for _, c in lens) + 1 + sum(-(-(q + c) // page) - -(-c // page) for q, c in lens)
+    return (sum(q for q, _ in lens), mbps, staged_mbps, blocks, max(q for q, _ in lens),
+            max(q + c for q, c in lens))
+
+
 def unified_prefill_tensors(s):
     """ppbench's prefill buffers for shape s as the unified wrapper takes them
     after vLLM's cache write: the staged cache of kernels/kv_append.h (FLASH
@@ -632,18 +687,13 @@ def unified_prefill_tensors(s):
     one, the longest query, the longest sequence)."""
     dt, i32 = PPB_DTYPES[s["dtype"]], DTYPES["int32"]
     b, h, kvh, d, page = s["b"], s["h"], s["kvh"], s["d"], s["page"]
-    lens = sequence_lengths(s)
-    tokens = sum(q for q, _ in lens)
-    mbps = max(1, max(-(-c // page) for _, c in lens))        # harness/core/kernel_view.c
-    staged_mbps = max(1, max(-(-(q + c) // page) for q, c in lens))  # kv_append.h
-    blocks = sum(-(-c // page) for _, c in lens) + 1 + sum(-(-(q + c) // page) - -(-c // page) for q, c in lens)
+    tokens, mbps, staged_mbps, blocks, max_q, max_k = staged_sizes(s)
     return {"q": FakeTensor((tokens, h, d), dt, "q"), "out": FakeTensor((tokens, h, d), dt, "out"),
             "k": FakeTensor((blocks, page, kvh, d), dt, "k_cache"),
             "v": FakeTensor((blocks, page, kvh, d), dt, "v_cache"),
             "block_table": FakeTensor((b, staged_mbps), i32, "block_table"),
             "seqused_k": FakeTensor((b,), i32, "seq_lens"),
-            "cu_seqlens_q": FakeTensor((b + 1,), i32, "start_loc")}, mbps, staged_mbps, \
-        max(q for q, _ in lens), max(q + c for q, c in lens)
+            "cu_seqlens_q": FakeTensor((b + 1,), i32, "start_loc")}, mbps, staged_mbps, max_q, max_k
 
 
 def unified_kwargs(fn, root, s, tensors, max_seqlen_q, max_seqlen_k):
@@ -656,16 +706,21 @@ def unified_kwargs(fn, root, s, tensors, max_seqlen_q, max_seqlen_k):
     known = dict(tensors, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k, softmax_scale=s["d"] ** -0.5,
                  causal=True, window_size=(s["win"] - 1, 0) if s["win"] > 0 else (-1, -1), softcap=0.0,
                  q_descale=None, k_descale=ones, v_descale=ones)
-    params = inspect.signature(fn).parameters
-    if "seq_threshold_3D" in params:
+    if "seq_threshold_3D" in inspect.signature(fn).parameters:
         known.update(_split_softmax_args(root, s))
+    return _bind(fn, known)
+
+
+def _bind(fn, known):
+    """fn's arguments by name from `known`; a parameter it does not name is
+    left at its default, one without a default is refused, naming it."""
     kwargs = {}
-    for name, p in params.items():
+    for name, p in inspect.signature(fn).parameters.items():
         if name in known:
             kwargs[name] = known[name]
         elif p.default is inspect.Parameter.empty:
-            raise CaptureError(f"unified_attention has a required parameter '{name}' that ppbench does not "
-                               f"know how to fill")
+            raise CaptureError(f"{fn.__name__} has a required parameter '{name}' that ppbench does not know how "
+                               f"to fill")
     return kwargs
 
 
@@ -677,7 +732,7 @@ def _capture_unified(src, root, s, cc, tensors, mbps, max_seqlen_q, max_seqlen_k
     "scratch_bytes": [bytes of each scratch buffer]}."""
     try:
         launches = []
-        mod, tl = load_module(src, cc, launches, root)
+        mod, tl, _ = load_module(src, cc, launches, root)
         fn = getattr(mod, "unified_attention", None)
         if fn is None:
             raise CaptureError(f"{src} defines no unified_attention")
@@ -692,7 +747,7 @@ def _capture_unified(src, root, s, cc, tensors, mbps, max_seqlen_q, max_seqlen_k
         if not launches:
             raise CaptureError("unified_attention launched no kernel")
         scratch = []
-        recs = [_record(mod, tl, x, s, mbps, [], scratch) for x in launches]
+        recs = [_record(tl, x, s, mbps, [], scratch) for x in launches]
         return {"launches": recs, "max_blocks_per_seq": mbps,
                 "scratch_bytes": [t.numel() * t.element_size() for t in scratch]}
     except CaptureError:
@@ -716,10 +771,102 @@ def capture_unified_prefill(src, root, s, cc):
     context's pages, not each length: a launch that would differ with the
     longest sequence's exact length is refused rather than guessed."""
     tensors, mbps, staged_mbps, max_q, max_k = unified_prefill_tensors(s)
-    rec = _capture_unified(src, root, s, cc, tensors, mbps, max_q, max_k)
-    again = _capture_unified(src, root, s, cc, tensors, mbps, max_q, staged_mbps * s["page"])
+    return _staged_capture(lambda longest: _capture_unified(src, root, s, cc, tensors, mbps, max_q, longest), s)
+
+
+def _staged_capture(capture_once, s):
+    """A staged family's launches (capture_once(longest sequence) -> dict with
+    "launches"), recorded at the shape's longest sequence and at the longest
+    its staged pages allow: the kernel ABI carries the longest query, the
+    token count and the pages, not each length, so a launch that would differ
+    between the two is refused rather than guessed. The dict gains
+    "staged_blocks_per_seq" and "num_tokens"."""
+    tokens, _, staged_mbps, _, _, max_k = staged_sizes(s)
+    rec, again = capture_once(max_k), capture_once(staged_mbps * s["page"])
     if [(x["grid"], x["args"], x["constexprs"]) for x in rec["launches"]] != \
             [(x["grid"], x["args"], x["constexprs"]) for x in again["launches"]]:
         raise CaptureError("the launch depends on the longest sequence's exact length, which ppbench's kernel "
                            "ABI does not carry")
-    return dict(rec, staged_blocks_per_seq=staged_mbps, num_tokens=tensors["q"].shape[0])
+    return dict(rec, staged_blocks_per_seq=staged_mbps, num_tokens=tokens)
+
+
+# ---------------------------------------------------------------- chunked_prefill_paged_decode (0.8.5 on)
+
+CHUNKED_FILES = ("vllm/attention/ops/chunked_prefill_paged_decode.py",
+                 "vllm/v1/attention/ops/chunked_prefill_paged_decode.py")
+
+
+def find_chunked(tree):
+    """The family's file in a tree and the tree's root."""
+    p = Path(tree)
+    for rel in CHUNKED_FILES:
+        if (p / rel).is_file():
+            return (p / rel).resolve(), p.resolve()
+    raise CaptureError(f"no {' or '.join(CHUNKED_FILES)} under {p} (vLLM's chunked_prefill_paged_decode, 0.8.5 on)")
+
+
+def chunked_tensors(s):
+    """ppbench's prefill buffers for shape s as chunked_prefill_paged_decode
+    takes them after vLLM's cache write: the new tokens' q/k/v as ppbench
+    packs them (its prefix-prefill call reads k/v there), the staged cache of
+    kernels/kv_append.h in vLLM's paged-attention layout (its decode kernel
+    reads each one-token sequence's key from the cache), the staged block
+    table, `query_start_loc` = ppbench's start_loc [b + 1], `seq_lens` =
+    context + new. Returns (tensors, ppbench's max_blocks_per_seq, the longest
+    query)."""
+    dt, i32 = PPB_DTYPES[s["dtype"]], DTYPES["int32"]
+    b, h, kvh, d, page = s["b"], s["h"], s["kvh"], s["d"], s["page"]
+    tokens, mbps, staged_mbps, blocks, max_q, _ = staged_sizes(s)
+    return {"query": FakeTensor((tokens, h, d), dt, "q"), "key": FakeTensor((tokens, kvh, d), dt, "k"),
+            "value": FakeTensor((tokens, kvh, d), dt, "v"), "output": FakeTensor((tokens, h, d), dt, "out"),
+            "key_cache": FakeTensor((blocks, kvh, d // 8, page, 8), dt, "k_cache"),
+            "value_cache": FakeTensor((blocks, kvh, d, page), dt, "v_cache"),
+            "block_table": FakeTensor((b, staged_mbps), i32, "block_table"),
+            "query_start_loc": FakeTensor((b + 1,), i32, "start_loc"),
+            "seq_lens": FakeTensor((b,), i32, "seq_lens")}, mbps, max_q
+
+
+def chunked_kwargs(fn, s, tensors, max_query_len, max_seq_len):
+    """chunked_prefill_paged_decode's arguments by name, as vLLM's ROCm
+    attention backend calls it (rocm_attn.py, its caller): the scales as
+    one-element tensors, the window as its full length (0: none), sm_scale
+    given (0.10.2's own default divides by the number of heads)."""
+    ones = FakeTensor((1,), DTYPES["float32"], "ones")
+    known = dict(tensors, kv_cache_dtype="auto", max_seq_len=max_seq_len, max_query_len=max_query_len,
+                 k_scale=ones, v_scale=ones, sliding_window=s["win"] if s["win"] > 0 else None,
+                 sm_scale=s["d"] ** -0.5)
+    return _bind(fn, known)
+
+
+def capture_chunked_prefill(src, root, s, cc):
+    """The launches chunked_prefill_paged_decode of the file `src` (tree
+    `root`) makes for the prefill shape s: the tree's prefix prefill
+    (`_fwd_kernel` with SKIP_DECODE, when a query is longer than one token)
+    for the prefill chunks, then `kernel_paged_attention_2d` for the one-token
+    sequences, both on the staged cache. A dict as capture_unified_prefill's."""
+    tensors, mbps, max_q = chunked_tensors(s)
+
+    def once(longest):
+        try:
+            launches = []
+            mod, tl, stubs = load_module(src, cc, launches, root)
+            fn = getattr(mod, "chunked_prefill_paged_decode", None)
+            if fn is None:
+                raise CaptureError(f"{src} defines no chunked_prefill_paged_decode")
+            try:
+                with stand_ins(stubs):
+                    fn(**chunked_kwargs(fn, s, tensors, max_q, longest))
+            except CaptureError:
+                raise
+            except Exception as e:
+                raise CaptureError(f"{src}: chunked_prefill_paged_decode failed under ppbench's stand-ins: "
+                                   f"{type(e).__name__}: {e}")
+            if not launches:
+                raise CaptureError("chunked_prefill_paged_decode launched no kernel")
+            return {"launches": [_record(tl, x, s, mbps, []) for x in launches], "max_blocks_per_seq": mbps,
+                    "scratch_bytes": []}
+        except CaptureError:
+            raise
+        except Exception as e:  # anything unforeseen is still one line, never a traceback
+            raise CaptureError(f"{src}: {type(e).__name__}: {e}")
+    return _staged_capture(once, s)

@@ -1,9 +1,11 @@
 /* vllm-triton: a vLLM tree's Triton prefix-prefill kernel (`_fwd_kernel` of
  * prefix_prefill.py, vLLM 0.6.3 to 0.34) and its Triton unified attention for
  * decode (0.9.2 on) behind ppbench's kernel ABI; or, prepared with
- * --prefill-kernel unified, the unified attention for prefill too (mixed
- * batches included), reading the new tokens from a cache its stage writes
- * them into first, as vLLM's cache write does (kernels/kv_append.h).
+ * --prefill-kernel unified or chunked, the unified attention or
+ * chunked_prefill_paged_decode (0.8.5 on: prefix prefill for prompt chunks, a
+ * paged-attention kernel for one-token sequences) for prefill (mixed batches
+ * included), reading keys from a cache its stage writes the new tokens into
+ * first, as vLLM's cache write does (kernels/kv_append.h).
  *
  * prepare.py recorded, for each prepared case, the launch the tree's own
  * context_attention_fwd makes (capture.py: grid, warps, every argument by
@@ -43,7 +45,7 @@ typedef struct case_buffers {
     CUdeviceptr query_start;        /* decode: [num_seqs + 1] = 0, 1, ..., num_seqs */
 } case_buffers;
 
-/* The staged cache of a unified prefill (kv_append.h), built by `stage` from
+/* The staged cache of a staged prefill (kv_append.h), built by `stage` from
  * ppbench's inputs and kept until close or until the slot is needed for other
  * inputs; `from_*` are the inputs it was built from: a launch finds its slot by
  * them, and one on inputs no stage saw is refused, never run on stale values.
@@ -67,7 +69,7 @@ typedef struct vt_ctx {
     loaded *fwd;                    /* one per ppbk_vt_kernels entry */
     CUdeviceptr ones;               /* PPBK_VT_ROLE_ONES: float 1.0 */
     case_buffers *dec;              /* one per ppbk_vt_decode_variants entry */
-    case_buffers *upf;              /* one per ppbk_vt_unified_prefill_variants entry */
+    case_buffers *spf;              /* one per ppbk_vt_staged_prefill_variants entry */
     staged_cache staged[VT_STAGED_SLOTS];
     int next_slot;                  /* the slot a stage on new inputs takes (round robin) */
 } vt_ctx;
@@ -216,8 +218,8 @@ static void vt_close(void *ctx)
             cuMemFree(vt->ones);
         for (int i = 0; vt->dec && i < ppbk_vt_n_decode_variants; i++)
             free_case_buffers(&vt->dec[i]);
-        for (int i = 0; vt->upf && i < ppbk_vt_n_unified_prefill_variants; i++)
-            free_case_buffers(&vt->upf[i]);
+        for (int i = 0; vt->spf && i < ppbk_vt_n_staged_prefill_variants; i++)
+            free_case_buffers(&vt->spf[i]);
         for (int i = 0; i < VT_STAGED_SLOTS; i++)
             free_staged(&vt->staged[i]);
         CUcontext dummy;
@@ -226,7 +228,7 @@ static void vt_close(void *ctx)
     }
     free(vt->fwd);
     free(vt->dec);
-    free(vt->upf);
+    free(vt->spf);
     free(vt);
 }
 
@@ -254,8 +256,8 @@ static int vt_open(const ppbk_device *dev, void **ctx, char *why, size_t len)
     vt->retained = 1; /* from here on vt_close undoes what was done */
     vt->fwd = calloc((size_t)ppbk_vt_n_kernels + 1, sizeof *vt->fwd);
     vt->dec = calloc((size_t)ppbk_vt_n_decode_variants + 1, sizeof *vt->dec);
-    vt->upf = calloc((size_t)ppbk_vt_n_unified_prefill_variants + 1, sizeof *vt->upf);
-    if (!vt->fwd || !vt->dec || !vt->upf) {
+    vt->spf = calloc((size_t)ppbk_vt_n_staged_prefill_variants + 1, sizeof *vt->spf);
+    if (!vt->fwd || !vt->dec || !vt->spf) {
         vt_close(vt);
         return say(why, len, PPBK_FAILED, "%s: out of memory", ppbk_vt_name);
     }
@@ -605,12 +607,12 @@ static int decode_launch(void *ctx, const ppbk_device *dev, const ppbk_decode_co
     return run_launches(vt, x->launches, x->n_launches, roles, &vt->dec[i], x->n_scratch, stream, why, len);
 }
 
-/* ------------------------------------------------------------ prefill ops (unified attention) */
+/* ------------------------------------------------------------ prefill ops (the staged families) */
 
-static int find_unified_prefill_variant(const ppbk_prefill_config *cfg, const ppb_prefill_args *s)
+static int find_staged_prefill_variant(const ppbk_prefill_config *cfg, const ppb_prefill_args *s)
 {
-    for (int i = 0; i < ppbk_vt_n_unified_prefill_variants; i++) {
-        const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
+    for (int i = 0; i < ppbk_vt_n_staged_prefill_variants; i++) {
+        const ppbk_vt_staged_prefill_variant *x = &ppbk_vt_staged_prefill_variants[i];
         if (facts_match(&x->facts, cfg->dtype, cfg->sliding_window, s->head_dim, s->num_heads, s->num_kv_heads,
                         s->page_size) &&
             x->batch == s->batch && x->max_query_len == s->max_query_len && x->num_tokens == s->num_tokens &&
@@ -620,40 +622,41 @@ static int find_unified_prefill_variant(const ppbk_prefill_config *cfg, const pp
     return -1;
 }
 
-static int unified_prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+static int staged_prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
                                   const ppb_prefill_args *s, char *why, size_t len)
 {
     const vt_ctx *vt = ctx;
     if (refuse_unless_runnable(dev, cfg->head_dim, cfg->page_size, cfg->sliding_window, s->head_dim, s->page_size,
                                s->sliding_window, why, len))
         return PPBK_REFUSED;
-    int i = find_unified_prefill_variant(cfg, s);
+    int i = find_staged_prefill_variant(cfg, s);
     if (i < 0)
         return say(why, len, PPBK_REFUSED,
                    "not prepared: run %s with the suite file of this case (prefill b=%d, %d new tokens, longest query "
                    "%d, h=%d kvh=%d d=%d dtype=%s page=%d win=%d)",
                    ppbk_vt_prepare_cmd, s->batch, s->num_tokens, s->max_query_len, s->num_heads, s->num_kv_heads,
                    s->head_dim, dtype_name(cfg->dtype), s->page_size, cfg->sliding_window);
-    const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
+    const ppbk_vt_staged_prefill_variant *x = &ppbk_vt_staged_prefill_variants[i];
     /* the staged cache: at most ppbench's batch x max_blocks_per_seq + 1 pages, and batch x staged_blocks_per_seq more */
     long long pages = (long long)s->batch * (s->max_blocks_per_seq + x->staged_blocks_per_seq) + 1;
     return accept_unified(vt, dev, x->refusal, pages * s->num_kv_heads * s->head_dim * s->page_size, x->launches,
                           x->n_launches, x->n_scratch, "block_m/block_n/num_warps/num_stages", why, len);
 }
 
-static int unified_prefill_prepare(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+static int staged_prefill_prepare(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
                                    const ppb_prefill_args *s, ppbk_resources *out, char *why, size_t len)
 {
     vt_ctx *vt = ctx;
     (void)dev;
-    int i = find_unified_prefill_variant(cfg, s);
-    if (i < 0 || !vt || ppbk_vt_unified_prefill_variants[i].refusal)
+    int i = find_staged_prefill_variant(cfg, s);
+    if (i < 0 || !vt || ppbk_vt_staged_prefill_variants[i].refusal)
         return say(why, len, PPBK_REFUSED, "not prepared");
-    const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
-    return prepare_case(vt, &vt->upf[i], &x->launches[0], x->n_scratch, x->scratch_bytes, 0, out, why, len);
+    const ppbk_vt_staged_prefill_variant *x = &ppbk_vt_staged_prefill_variants[i];
+    return prepare_case(vt, &vt->spf[i], &x->launches[0], x->n_scratch, x->scratch_bytes, 0, out, why, len);
 }
 
-/* kv_append.h's copies as device-to-device copies on the stream. */
+/* kv_append.h's copies into the FLASH layout: device-to-device copies on the
+ * stream (a token is a row there, in the cache as in k/v). */
 typedef struct stage_copy {
     const staged_cache *st;
     const ppb_prefill_args *a;
@@ -669,6 +672,47 @@ static int stage_copy_rows(void *user, int from_new, size_t dst_row, size_t src_
     size_t dst = dst_row * c->row_bytes, src = src_row * c->row_bytes, n = rows * c->row_bytes;
     CUresult r = cuMemcpyDtoDAsync(c->st->k + dst, k + src, n, c->stream);
     return r == CUDA_SUCCESS ? (int)cuMemcpyDtoDAsync(c->st->v + dst, v + src, n, c->stream) : (int)r;
+}
+
+/* The same into vLLM's paged-attention layout, where a token's key and value
+ * are spread over its page (kv_layout.h): the whole cache is copied as it is
+ * (a page holds the same elements in both layouts); a run of new tokens,
+ * whose pages follow one another in the staged cache, goes through the host:
+ * those pages and the tokens downloaded, each element put in its place
+ * (ppb_kv_append_rows_paged), the pages uploaded on the stream. Untimed, once
+ * per input set. */
+static int stage_copy_rows_paged(void *user, int from_new, size_t dst_row, size_t src_row, size_t rows)
+{
+    const stage_copy *c = user;
+    if (!from_new)
+        return stage_copy_rows(user, from_new, dst_row, src_row, rows);
+    const size_t P = (size_t)c->a->page_size, kvh = (size_t)c->a->num_kv_heads, D = (size_t)c->a->head_dim;
+    const size_t row = kvh * D, first = dst_row / P, pages = (dst_row + rows - 1) / P - first + 1;
+    const size_t page_bytes = P * row * sizeof(uint16_t), off = first * page_bytes;
+    const size_t new_bytes = rows * row * sizeof(uint16_t), new_off = src_row * row * sizeof(uint16_t);
+    uint16_t *hk = malloc(pages * page_bytes), *hv = malloc(pages * page_bytes);
+    uint16_t *nk = malloc(new_bytes), *nv = malloc(new_bytes);
+    CUresult r = hk && hv && nk && nv ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS)
+        r = cuMemcpyDtoHAsync(hk, c->st->k + off, pages * page_bytes, c->stream);
+    if (r == CUDA_SUCCESS)
+        r = cuMemcpyDtoHAsync(hv, c->st->v + off, pages * page_bytes, c->stream);
+    if (r == CUDA_SUCCESS)
+        r = cuMemcpyDtoHAsync(nk, (CUdeviceptr)(uintptr_t)c->a->k + new_off, new_bytes, c->stream);
+    if (r == CUDA_SUCCESS)
+        r = cuMemcpyDtoHAsync(nv, (CUdeviceptr)(uintptr_t)c->a->v + new_off, new_bytes, c->stream);
+    if (r == CUDA_SUCCESS)
+        r = cuStreamSynchronize(c->stream);
+    if (r == CUDA_SUCCESS) {
+        ppb_kv_append_rows_paged(hk, nk, dst_row - first * P, rows, 1, P, kvh, D);
+        ppb_kv_append_rows_paged(hv, nv, dst_row - first * P, rows, 0, P, kvh, D);
+        /* pageable memory: each call returns once its source is staged, so it may be freed below */
+        r = cuMemcpyHtoDAsync(c->st->k + off, hk, pages * page_bytes, c->stream);
+        if (r == CUDA_SUCCESS)
+            r = cuMemcpyHtoDAsync(c->st->v + off, hv, pages * page_bytes, c->stream);
+    }
+    free(hk), free(hv), free(nk), free(nv);
+    return (int)r;
 }
 
 /* The lengths and block table as ppbench filled them, on the host. */
@@ -719,20 +763,21 @@ static int staged_slot(const vt_ctx *vt, const ppb_prefill_args *a)
     return -1;
 }
 
-/* vLLM's cache write before attention, untimed: ppbench's FLASH-layout cache
- * copied and each sequence's new tokens written after its context
- * (kv_append.h), with the staged block table the recorded launches index. */
-static int unified_prefill_stage(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+/* vLLM's cache write before attention, untimed: ppbench's cache copied and
+ * each sequence's new tokens written after its context (kv_append.h), in the
+ * layout of the prefill ops, with the staged block table the recorded launches
+ * index. */
+static int staged_prefill_stage(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
                                  const ppb_prefill_args *a, void *stream, char *why, size_t len)
 {
     vt_ctx *vt = ctx;
     (void)dev;
-    int i = find_unified_prefill_variant(cfg, a);
+    int i = find_staged_prefill_variant(cfg, a);
     if (!vt || i < 0)
         return say(why, len, PPBK_REFUSED, "%s: stage of a config refuse() did not accept", ppbk_vt_name);
     if (a->num_blocks < 1)
         return say(why, len, PPBK_FAILED, "%s: stage without the cache's page count (kernel ABI 6)", ppbk_vt_name);
-    const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
+    const ppbk_vt_staged_prefill_variant *x = &ppbk_vt_staged_prefill_variants[i];
     CUresult r = cuCtxPushCurrent(vt->ctx);
     if (r != CUDA_SUCCESS)
         return say(why, len, PPBK_FAILED, "%s: %s", ppbk_vt_name, cu_text(r));
@@ -779,8 +824,9 @@ static int unified_prefill_stage(void *ctx, const ppbk_device *dev, const ppbk_p
         }
         if (r == CUDA_SUCCESS) {
             stage_copy c = {st, a, row_bytes, (CUstream)stream};
-            r = (CUresult)ppb_kv_append_copies(table, mbps, h.ctx, h.qlen, h.start, a->batch, a->page_size,
-                                               a->num_blocks, stage_copy_rows, &c);
+            r = (CUresult)ppb_kv_append_copies(
+                table, mbps, h.ctx, h.qlen, h.start, a->batch, a->page_size, a->num_blocks,
+                ppbk_vt_prefill_kernel == PPBK_VT_PREFILL_KERNEL_CHUNKED ? stage_copy_rows_paged : stage_copy_rows, &c);
         }
         free(table);
         if (r == CUDA_SUCCESS)
@@ -800,38 +846,42 @@ static int unified_prefill_stage(void *ctx, const ppbk_device *dev, const ppbk_p
     return rc;
 }
 
-static int unified_prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
+static int staged_prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
                                   const ppb_prefill_args *a, void *stream, char *why, size_t len)
 {
     const vt_ctx *vt = ctx;
     (void)dev;
-    int i = find_unified_prefill_variant(cfg, a);
-    if (!vt || i < 0 || !vt->upf[i].ready)
+    int i = find_staged_prefill_variant(cfg, a);
+    if (!vt || i < 0 || !vt->spf[i].ready)
         return say(why, len, PPBK_REFUSED, "%s: launch of a config refuse() did not accept or prepare() did not make "
                    "ready", ppbk_vt_name);
     int slot = staged_slot(vt, a);
     if (slot < 0)
         return say(why, len, PPBK_FAILED, "%s: launch on inputs its stage did not see", ppbk_vt_name);
     const staged_cache *st = &vt->staged[slot];
-    const ppbk_vt_unified_prefill_variant *x = &ppbk_vt_unified_prefill_variants[i];
+    const ppbk_vt_staged_prefill_variant *x = &ppbk_vt_staged_prefill_variants[i];
     const void *roles[PPBK_VT_NROLES] = {
-        [PPBK_VT_ROLE_Q] = a->q, [PPBK_VT_ROLE_K_CACHE] = (const void *)(uintptr_t)st->k,
-        [PPBK_VT_ROLE_V_CACHE] = (const void *)(uintptr_t)st->v, [PPBK_VT_ROLE_OUT] = a->out,
-        [PPBK_VT_ROLE_BLOCK_TABLE] = (const void *)(uintptr_t)st->table, [PPBK_VT_ROLE_START_LOC] = a->start_loc,
-        [PPBK_VT_ROLE_SEQ_LENS] = a->seq_lens, [PPBK_VT_ROLE_ONES] = (const void *)(uintptr_t)vt->ones,
+        [PPBK_VT_ROLE_Q] = a->q, [PPBK_VT_ROLE_K] = a->k, [PPBK_VT_ROLE_V] = a->v,
+        [PPBK_VT_ROLE_K_CACHE] = (const void *)(uintptr_t)st->k, [PPBK_VT_ROLE_V_CACHE] = (const void *)(uintptr_t)st->v,
+        [PPBK_VT_ROLE_OUT] = a->out, [PPBK_VT_ROLE_BLOCK_TABLE] = (const void *)(uintptr_t)st->table,
+        [PPBK_VT_ROLE_START_LOC] = a->start_loc, [PPBK_VT_ROLE_SEQ_LENS] = a->seq_lens,
+        [PPBK_VT_ROLE_CONTEXT_LENS] = a->context_lens, [PPBK_VT_ROLE_ONES] = (const void *)(uintptr_t)vt->ones,
     };
-    return run_launches(vt, x->launches, x->n_launches, roles, &vt->upf[i], x->n_scratch, stream, why, len);
+    return run_launches(vt, x->launches, x->n_launches, roles, &vt->spf[i], x->n_scratch, stream, why, len);
 }
 
 /* ------------------------------------------------------------ the table */
 
-/* vLLM's prefix prefill reads the paged-attention layout, its unified attention the FLASH one
- * (for prefill, from the cache its stage builds). */
+/* vLLM's prefix prefill and chunked_prefill_paged_decode read the paged-attention layout, its unified
+ * attention the FLASH one (for prefill, the staged families from the cache their stage builds). */
 static const ppbk_prefill_ops prefill_ops = {prefill_refuse, prefill_launch, prefill_prepare, PPB_KV_LAYOUT_VLLM,
                                              NULL};
-static const ppbk_prefill_ops unified_prefill_ops = {unified_prefill_refuse, unified_prefill_launch,
-                                                     unified_prefill_prepare, PPB_KV_LAYOUT_FLASH,
-                                                     unified_prefill_stage};
+static const ppbk_prefill_ops unified_prefill_ops = {staged_prefill_refuse, staged_prefill_launch,
+                                                     staged_prefill_prepare, PPB_KV_LAYOUT_FLASH,
+                                                     staged_prefill_stage};
+static const ppbk_prefill_ops chunked_prefill_ops = {staged_prefill_refuse, staged_prefill_launch,
+                                                     staged_prefill_prepare, PPB_KV_LAYOUT_VLLM,
+                                                     staged_prefill_stage};
 static const ppbk_decode_ops decode_ops = {decode_refuse, decode_launch, decode_prepare, PPB_KV_LAYOUT_FLASH};
 
 /* A library prepared without prefill (or decode) cases provides no such kernel:
@@ -843,14 +893,14 @@ static const ppbk_decode_ops decode_ops = {decode_refuse, decode_launch, decode_
 
 __attribute__((visibility("default"))) const ppbk_impl *ppbk_entry(void)
 {
-    static const ppbk_impl both = VT_IMPL(&prefill_ops, &decode_ops), prefill_only = VT_IMPL(&prefill_ops, NULL),
-                           decode_only = VT_IMPL(NULL, &decode_ops),
-                           unified_both = VT_IMPL(&unified_prefill_ops, &decode_ops),
-                           unified_prefill_only = VT_IMPL(&unified_prefill_ops, NULL);
-    int prefill = ppbk_vt_prefill_unified ? ppbk_vt_n_unified_prefill_variants : ppbk_vt_n_variants;
-    if (!prefill)
+    /* indexed by ppbk_vt_prefill_kernel (variants.h's PPBK_VT_PREFILL_KERNEL_* order) */
+    static const ppbk_impl both[3] = {VT_IMPL(&prefill_ops, &decode_ops), VT_IMPL(&unified_prefill_ops, &decode_ops),
+                                      VT_IMPL(&chunked_prefill_ops, &decode_ops)};
+    static const ppbk_impl prefill_only[3] = {VT_IMPL(&prefill_ops, NULL), VT_IMPL(&unified_prefill_ops, NULL),
+                                              VT_IMPL(&chunked_prefill_ops, NULL)};
+    static const ppbk_impl decode_only = VT_IMPL(NULL, &decode_ops);
+    int k = ppbk_vt_prefill_kernel;
+    if (!(k == PPBK_VT_PREFILL_KERNEL_PREFIX ? ppbk_vt_n_variants : ppbk_vt_n_staged_prefill_variants))
         return &decode_only;
-    if (ppbk_vt_n_decode_variants == 0)
-        return ppbk_vt_prefill_unified ? &unified_prefill_only : &prefill_only;
-    return ppbk_vt_prefill_unified ? &unified_both : &both;
+    return ppbk_vt_n_decode_variants ? &both[k] : &prefill_only[k];
 }

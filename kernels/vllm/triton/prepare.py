@@ -133,11 +133,23 @@ def parse_key(key):
     return s
 
 
-def compile_key(launch, family="prefill"):
+# --prefill-kernel -> the family whose wrapper a prefill case runs through; its index is variants.h's
+# PPBK_VT_PREFILL_KERNEL_*.
+PREFILL_KERNELS = {"prefix_prefill": "prefill", "unified": "decode", "chunked": "chunked"}
+FAMILY_FILES = {"prefill": capture.PREFIX_PREFILL_FILES, "decode": capture.UNIFIED_FILES,
+                "chunked": capture.CHUNKED_FILES}
+# The file a recorded launch's kernel is defined in -> the family whose module compiles it.
+FAMILY_OF_FILE = {"prefix_prefill.py": "prefill", "triton_unified_attention.py": "decode",
+                  "chunked_prefill_paged_decode.py": "chunked"}
+
+
+def compile_key(launch, family=None):
     """A recorded launch -> (compile key, its id). The compile key is what the
-    compiled kernel depends on: the family's file, kernel, constexprs, launch
-    options, the dtypes of its pointers and the class of each integer; launches
-    that share it share one cubin and differ only in argument values and grid."""
+    compiled kernel depends on: the family's file (by default the one that
+    defines the launch's kernel), kernel, constexprs, launch options, the
+    dtypes of its pointers and the class of each integer; launches that share
+    it share one cubin and differ only in argument values and grid."""
+    family = family or FAMILY_OF_FILE[launch["file"]]
     ints = "".join(int_class(a["value"]) for a in launch["args"] if a["kind"] in ("i32", "i64"))
     ck = {"family": family, "kernel": launch["kernel"], "constexprs": launch["constexprs"],
           "num_warps": launch["num_warps"], "num_stages": launch["num_stages"], "options": launch["options"],
@@ -147,7 +159,7 @@ def compile_key(launch, family="prefill"):
 
 def variant_of(s, launch):
     """A prefill case's recorded launch -> (variant, compile key)."""
-    ck, cid = compile_key(launch)
+    ck, cid = compile_key(launch, "prefill")
     v = {"shape": {k: s[k] for k in ("b", "q", "h", "kvh", "d", "dtype", "page", "win")},
          "max_blocks_per_seq": launch["max_blocks_per_seq"], "knobs": {k: s[k] for k, _ in KNOBS},
          "launch": launch, "compile_id": cid}
@@ -157,18 +169,18 @@ def variant_of(s, launch):
 def decode_variant_of(s, rec):
     """A decode case's recorded launches (capture.capture_unified_decode) ->
     (variant, [(compile key, id) per launch])."""
-    keys = [compile_key(x, "decode") for x in rec["launches"]]
+    keys = [compile_key(x) for x in rec["launches"]]
     v = {"shape": {k: s[k] for k in ("b", "seq", "h", "kvh", "d", "dtype", "page", "win")},
          "max_blocks_per_seq": rec["max_blocks_per_seq"], "launches": rec["launches"],
          "compile_ids": [cid for _, cid in keys], "scratch_bytes": rec["scratch_bytes"]}
     return v, keys
 
 
-def unified_prefill_variant_of(s, rec):
-    """A prefill case's recorded unified-attention launches
-    (capture.capture_unified_prefill) -> (variant, [(compile key, id) per
-    launch]). Compiled from the unified file, as decode's are."""
-    keys = [compile_key(x, "decode") for x in rec["launches"]]
+def staged_prefill_variant_of(s, rec):
+    """A prefill case's recorded launches on the staged cache
+    (capture.capture_unified_prefill / capture_chunked_prefill) -> (variant,
+    [(compile key, id) per launch]), each compiled from the file of its kernel."""
+    keys = [compile_key(x) for x in rec["launches"]]
     v = {"shape": {k: s[k] for k in ("b", "q", "h", "kvh", "d", "dtype", "page", "win")},
          "num_tokens": rec["num_tokens"], "max_blocks_per_seq": rec["max_blocks_per_seq"],
          "staged_blocks_per_seq": rec["staged_blocks_per_seq"], "launches": rec["launches"],
@@ -195,22 +207,24 @@ def find_ppbench(given):
 
 def find_sources(path):
     """--vllm: a vLLM source tree, an installed `vllm` package, or the prefix-prefill
-    kernel file itself -> {"prefill": file or None, "decode": (unified attention's
-    file, the tree's root) or None}; at least one."""
+    kernel file itself -> {family: (its file, the tree's root) or None} for
+    "prefill" (prefix_prefill.py), "decode" (triton_unified_attention.py) and
+    "chunked" (chunked_prefill_paged_decode.py); at least one."""
     p = Path(path).expanduser()
-    found = {"prefill": None, "decode": None}
+    found = {"prefill": None, "decode": None, "chunked": None}
+    finders = {"prefill": lambda c: (capture.find_prefix_prefill(c), None), "decode": capture.find_unified,
+               "chunked": capture.find_chunked}
     for c in (p, p.parent) if p.name == "vllm" else (p,):
-        try:
-            found["prefill"] = found["prefill"] or capture.find_prefix_prefill(c)
-        except capture.CaptureError:
-            pass
-        try:
-            found["decode"] = found["decode"] or capture.find_unified(c)
-        except capture.CaptureError:
-            pass
+        for family, find in finders.items():
+            try:
+                found[family] = found[family] or find(c)
+            except capture.CaptureError:
+                pass
     if not any(found.values()):
         die(f"no {' or '.join(capture.PREFIX_PREFILL_FILES + capture.UNIFIED_FILES)} under {p}: fetch vLLM's "
             f"source (scripts/fetch-vllm.sh [--version X] puts it in .deps/vllm-X) or pass --vllm PATH")
+    if found["chunked"]:  # its prefix prefill is the one beside it, whatever else the tree holds
+        found["prefill"] = (found["chunked"][0].parent / "prefix_prefill.py", None)
     return found
 
 
@@ -299,7 +313,7 @@ def import_kernel_module(src, platform, root=None):
     stubs = capture.vllm_stubs(triton, tl, platform, root)
     if importlib.util.find_spec("torch") is None:
         stubs["torch"] = capture._torch_stub()
-    return capture.exec_file_with(src, stubs, "ppbk_vllm_" + Path(src).stem)
+    return capture.exec_file_with(src, stubs, "ppbk_vllm." + Path(src).stem)
 
 
 def _worker_init(srcs, target_spec, cache_dir):
@@ -394,7 +408,7 @@ def c_string(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def gen_table(key_dir, variants, kernels, info, decode_variants=(), unified_prefill_variants=()):
+def gen_table(key_dir, variants, kernels, info, decode_variants=(), staged_prefill_variants=()):
     """The table plugin.c links against (variants.h): the compiled kernels
     (cubins through .incbin, so big binaries cost the C compiler nothing) and,
     per case, the recorded launch: grid and each kernel parameter's value,
@@ -469,7 +483,7 @@ def gen_table(key_dir, variants, kernels, info, decode_variants=(), unified_pref
         sh = v["shape"]
         dinits.append(f"    {{{facts(sh)}, {sh['b']}, {sh['seq']}, {v['max_blocks_per_seq']}, {tail}}},")
     uinits = []
-    for i, v in enumerate(unified_prefill_variants):
+    for i, v in enumerate(staged_prefill_variants):
         tail = launches_of("u", i, v)
         sh = v["shape"]
         uinits.append(f"    {{{facts(sh)}, {sh['b']}, {sh['q']}, {v['num_tokens']}, {v['max_blocks_per_seq']}, "
@@ -480,10 +494,10 @@ def gen_table(key_dir, variants, kernels, info, decode_variants=(), unified_pref
               f"const int ppbk_vt_n_variants = {len(variants)};",
               "const ppbk_vt_decode_variant ppbk_vt_decode_variants[] = {"] + (dinits or ["    {.facts = {0}},"]) + ["};",
               f"const int ppbk_vt_n_decode_variants = {len(decode_variants)};",
-              "const ppbk_vt_unified_prefill_variant ppbk_vt_unified_prefill_variants[] = {"]
+              "const ppbk_vt_staged_prefill_variant ppbk_vt_staged_prefill_variants[] = {"]
     lines += (uinits or ["    {.facts = {0}},"]) + ["};",
-              f"const int ppbk_vt_n_unified_prefill_variants = {len(unified_prefill_variants)};",
-              f"const int ppbk_vt_prefill_unified = {int(info.get('prefill_unified', False))};",
+              f"const int ppbk_vt_n_staged_prefill_variants = {len(staged_prefill_variants)};",
+              f"const int ppbk_vt_prefill_kernel = {list(PREFILL_KERNELS).index(info['prefill_kernel'])};",
               f"const int ppbk_vt_from_wrapper = {int(info['from_wrapper'])};",
               f"const int ppbk_vt_target_arch = {info['arch']};",
               f"const int ppbk_vt_target_warp_size = {info['warp_size']};",
@@ -558,11 +572,13 @@ def main():
                          "warps, stages, grid), ignoring the case's block_m/block_n/num_warps/num_stages; without "
                          "it those knobs replace the wrapper's choice (a knob sweep; num_stages 0 keeps the "
                          "wrapper's)")
-    ap.add_argument("--prefill-kernel", choices=("prefix_prefill", "unified"), default="prefix_prefill",
+    ap.add_argument("--prefill-kernel", choices=tuple(PREFILL_KERNELS), default="prefix_prefill",
                     help="which of the tree's kernels runs the prefill cases: context_attention_fwd's (default), "
-                         "or the Triton unified attention of vLLM's V1 engine (0.9.2 on; as the tree's wrapper "
-                         "launches it, reading the new tokens from a cache staged before the launch, untimed; "
-                         "implies --from-wrapper)")
+                         "the Triton unified attention of vLLM's V1 engine (unified, 0.9.2 on), or "
+                         "chunked_prefill_paged_decode (chunked, 0.8.5 on: the prefix prefill for prompt chunks, "
+                         "a paged-attention kernel for one-token sequences); the last two as the tree's wrapper "
+                         "launches them, reading keys from a cache staged before the launch, untimed (implies "
+                         "--from-wrapper)")
     ap.add_argument("--name", default="vllm-triton",
                     help="the implementation's name in ppbench (default: %(default)s; e.g. vllm-triton@0.10.2)")
     ap.add_argument("--print-launches", action="store_true",
@@ -571,8 +587,8 @@ def main():
     if not a.suites and not a.case:
         ap.error("give suite files and/or --case KEY")
 
-    unified_prefill = a.prefill_kernel == "unified"
-    a.from_wrapper = a.from_wrapper or unified_prefill  # the unified kernel has no knobs ppbench overrides
+    staged = a.prefill_kernel != "prefix_prefill"
+    a.from_wrapper = a.from_wrapper or staged  # the staged families have no knobs ppbench overrides
     if not re.fullmatch(r"[a-z0-9_.@-]{1,40}", a.name):
         die(f"--name {a.name}: 1-40 characters of a-z, 0-9, '_', '.', '-', '@'")
     if not a.lib:
@@ -617,19 +633,19 @@ def main():
         family = s["kernel"]
         if family == "decode" and s["v"] != 1:
             continue  # unified attention has no v2: the split is the backend's choice (README.md)
-        # the source file a case's kernel comes from: "decode" is the unified attention file
-        file_of = "decode" if family == "decode" or unified_prefill else "prefill"
+        # the source file a case's wrapper comes from: "decode" is the unified attention file
+        file_of = "decode" if family == "decode" else PREFILL_KERNELS[a.prefill_kernel]
         if srcs[file_of] is None:
-            skipped.append(f"{k}: the tree has no " + " or ".join(
-                capture.PREFIX_PREFILL_FILES if file_of == "prefill" else capture.UNIFIED_FILES))
+            skipped.append(f"{k}: the tree has no " + " or ".join(FAMILY_FILES[file_of]))
             continue
         try:
-            if file_of == "decode":
-                capture_fn = capture.capture_unified_decode if family == "decode" else capture.capture_unified_prefill
-                rec = capture_fn(*srcs["decode"], s, int(target_spec[1]))
+            if file_of != "prefill":
+                capture_fn = capture.capture_unified_decode if family == "decode" else \
+                    capture.capture_unified_prefill if file_of == "decode" else capture.capture_chunked_prefill
+                rec = capture_fn(*srcs[file_of], s, int(target_spec[1]))
                 launches = rec["launches"]
             else:
-                launch = capture.capture_prefix_prefill(srcs["prefill"], s, int(target_spec[1]))
+                launch = capture.capture_prefix_prefill(srcs["prefill"][0], s, int(target_spec[1]))
                 if not a.from_wrapper:
                     launch = capture.override_knobs(launch, s)
                 launches = [launch]
@@ -637,17 +653,17 @@ def main():
             if not a.from_wrapper and "cannot override" in str(e):
                 skipped.append(f"{k}: {e}")
                 continue
-            die(f"{srcs['prefill'] if file_of == 'prefill' else srcs['decode'][0]}: {e}")
+            die(f"{srcs[file_of][0]}: {e}")
         bad = [x for launch in launches for x in launch["args"] if x["kind"] == "i32" and int_class(x["value"]) == "L"]
         if bad:
             skipped.append(f"{k}: argument {bad[0]['name']} = {bad[0]['value']} does not fit int32")
             continue
-        if file_of == "decode":
+        if file_of != "prefill":
             if family == "decode":
                 v, keys_ = decode_variant_of(s, rec)
                 dvariants.setdefault(json.dumps([v["shape"], v["max_blocks_per_seq"]], sort_keys=True), v)
             else:
-                v, keys_ = unified_prefill_variant_of(s, rec)
+                v, keys_ = staged_prefill_variant_of(s, rec)
                 uvariants.setdefault(json.dumps([v["shape"], v["num_tokens"], v["max_blocks_per_seq"]],
                                                 sort_keys=True), v)
             for (ck, cid), launch in zip(keys_, launches):
@@ -671,17 +687,17 @@ def main():
         print()
         return
     # The files the kernels came from (those of the families with cases), and their one checksum.
-    used = {f: (srcs[f] if f == "prefill" else srcs[f][0])
-            for f, n in (("prefill", variants), ("decode", {**dvariants, **uvariants})) if n}
+    families = {ck["family"] for ck, _ in todo.values()} | ({"chunked"} if a.prefill_kernel == "chunked" else set())
+    used = {f: srcs[f][0] for f in FAMILY_FILES if f in families}
     sha = hashlib.sha256(b"".join(p.read_bytes() for p in used.values())).hexdigest()
-    src = used.get("prefill") or used["decode"]
+    src = next(iter(used.values()))
 
     mode = "wrapper" if a.from_wrapper else "knobs"
     key_dir = Path(a.out).expanduser() / f"{sha[:16]}-triton{triton.__version__}-{tname}"
     key_dir.mkdir(parents=True, exist_ok=True)
     missing = {cid: x for cid, x in todo.items() if not (key_dir / f"{cid}.json").is_file()}
     print(f"prepare.py: {len(variants) + len(uvariants)} prefill cases ("
-          f"{'unified attention, ' if unified_prefill else ''}{mode}: "
+          f"{'' if not staged else a.prefill_kernel + ', '}{mode}: "
           f"{'the launch the tree wrapper makes' if a.from_wrapper else 'the case knobs in place of the wrapper choice'}), "
           f"{len(dvariants)} decode cases (unified attention as the wrapper launches it), "
           f"{len(todo)} kernels, {len(missing)} to compile, {len(skipped)} skipped, Triton {triton.__version__}, "
@@ -689,9 +705,8 @@ def main():
     for line in skipped[:5]:
         print(f"  skipped {line}")
 
-    errors = run_compiles(a.jobs, {f: srcs[f] if f == "decode" else (srcs[f], None) for f in used},
-                          target_spec, key_dir, missing)
-    if any(todo[cid][0]["family"] == "prefill" for cid in errors):
+    errors = run_compiles(a.jobs, {f: srcs[f] for f in used}, target_spec, key_dir, missing)
+    if any(v["compile_id"] in errors for v in variants.values()):
         die(f"{len(errors)} kernel(s) failed to compile (above)")
     # A release's decode kernel that this Triton cannot compile for a shape (0.10.2's 2D kernel at page 8:
     # a tl.dot with K < 16) refuses that case with the reason, and the rest are prepared.
@@ -708,12 +723,12 @@ def main():
                               ("--lib", a.lib, default_lib(a.name))):
         if Path(val).expanduser().resolve() != Path(default).resolve():
             prepare_cmd += f" {opt} {shlex.quote(val)}"
-    if unified_prefill:
-        prepare_cmd += " --prefill-kernel unified"
+    if staged:
+        prepare_cmd += f" --prefill-kernel {a.prefill_kernel}"
     if a.from_wrapper:
         prepare_cmd += f" --from-wrapper --name {shlex.quote(a.name)}"
     info = {"arch": int(target_spec[1]), "warp_size": int(target_spec[2]), "name": a.name,
-            "from_wrapper": a.from_wrapper, "prefill_unified": unified_prefill,
+            "from_wrapper": a.from_wrapper, "prefill_kernel": a.prefill_kernel,
             "version": f"vllm {vllm_version(src)} / triton {triton.__version__}",
             "source": " + ".join(map(str, used.values())) + f" sha256:{sha}", "prepare_cmd": prepare_cmd}
     ordered = sorted(variants.values(), key=lambda v: json.dumps([v["shape"], v["knobs"]], sort_keys=True))
@@ -732,7 +747,7 @@ def main():
                                                  "num_stages": x["num_stages"], "compile_id": cid}
                                                 for x, cid in zip(v["launches"], v["compile_ids"])]}
                                   for v in dordered],
-                    unified_prefill_cases=[{"shape": v["shape"], "num_tokens": v["num_tokens"],
+                    staged_prefill_cases=[{"shape": v["shape"], "num_tokens": v["num_tokens"],
                                             "staged_blocks_per_seq": v["staged_blocks_per_seq"],
                                             "scratch_bytes": v["scratch_bytes"], "refusal": v.get("refusal"),
                                             "launches": [{"kernel": x["kernel"], "grid": x["grid"],

@@ -87,11 +87,13 @@ typedef struct ppbk_vt_decode_variant {
     const char *refusal;          /* why the case cannot run (a kernel did not compile), else NULL */
 } ppbk_vt_decode_variant;
 
-/* Prefill through the unified attention (prepare.py --prefill-kernel unified):
- * the launches read every key from the staged cache (kernels/kv_append.h) the
- * plugin's stage builds; roles K_CACHE, V_CACHE and BLOCK_TABLE are the staged
- * ones, START_LOC is the query offsets, SEQ_LENS context + new tokens. */
-typedef struct ppbk_vt_unified_prefill_variant {
+/* Prefill through a wrapper that reads keys from the cache after vLLM's cache
+ * write (prepare.py --prefill-kernel unified or chunked): the launches read the
+ * staged cache (kernels/kv_append.h) the plugin's stage builds, in the layout
+ * of the prefill ops; roles K_CACHE, V_CACHE and BLOCK_TABLE are the staged
+ * ones, START_LOC is the query offsets, SEQ_LENS context + new tokens, K and V
+ * the new tokens as ppbench packs them (chunked's prefix-prefill launch). */
+typedef struct ppbk_vt_staged_prefill_variant {
     /* the case: what ppb_prefill_args and the config carry */
     ppbk_vt_facts facts;
     int batch, max_query_len, num_tokens, max_blocks_per_seq;
@@ -101,7 +103,7 @@ typedef struct ppbk_vt_unified_prefill_variant {
     int n_scratch;
     const unsigned long long *scratch_bytes;
     const char *refusal;
-} ppbk_vt_unified_prefill_variant;
+} ppbk_vt_staged_prefill_variant;
 
 extern const ppbk_vt_kernel ppbk_vt_kernels[];
 extern const int ppbk_vt_n_kernels;
@@ -109,11 +111,15 @@ extern const ppbk_vt_variant ppbk_vt_variants[];
 extern const int ppbk_vt_n_variants;
 extern const ppbk_vt_decode_variant ppbk_vt_decode_variants[];
 extern const int ppbk_vt_n_decode_variants;
-extern const ppbk_vt_unified_prefill_variant ppbk_vt_unified_prefill_variants[];
-extern const int ppbk_vt_n_unified_prefill_variants;
-/* 1: the library's prefill cases run the unified attention (the variants just
- * above; the prefill ops read the FLASH layout and stage); 0: prefix prefill. */
-extern const int ppbk_vt_prefill_unified;
+extern const ppbk_vt_staged_prefill_variant ppbk_vt_staged_prefill_variants[];
+extern const int ppbk_vt_n_staged_prefill_variants;
+/* Which wrapper the library's prefill cases run through (prepare.py
+ * --prefill-kernel, PREFILL_KERNELS' order): prefix prefill (ppbk_vt_variants),
+ * or one of the staged families (ppbk_vt_staged_prefill_variants): the unified
+ * attention (the FLASH layout) or chunked_prefill_paged_decode (vLLM's
+ * paged-attention layout). */
+enum { PPBK_VT_PREFILL_KERNEL_PREFIX, PPBK_VT_PREFILL_KERNEL_UNIFIED, PPBK_VT_PREFILL_KERNEL_CHUNKED };
+extern const int ppbk_vt_prefill_kernel;
 /* 1: each case launches as the tree's own wrapper would (its blocks, warps and
  * stages; the case's block_m/block_n/num_warps/num_stages are not matched); 0:
  * a knob sweep, the case's knobs in place of the wrapper's choice. */

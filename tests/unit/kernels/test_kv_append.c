@@ -115,6 +115,45 @@ static void test_a_failed_copy_stops(void **state)
     assert_int_equal(log.n, 16);
 }
 
+/* New tokens into pages of vLLM's paged-attention layout, checked against the
+ * layout as vLLM declares it, indexed by hand: key_cache [pages, kv_heads,
+ * head_dim / 8, page_size, 8], value_cache [pages, kv_heads, head_dim,
+ * page_size]. Three rows from position 3 of two pages of 4 (the last slot of
+ * page 0, then slots 0 and 1 of page 1); everything else keeps its value. */
+enum { PP = 4, PKVH = 2, PD = 16, PAGES = 2, PROWS = 3, PFIRST = 3 };
+
+static void test_rows_into_the_paged_layout(void **state)
+{
+    (void)state;
+    const size_t page_elems = (size_t)PP * PKVH * PD;
+    uint16_t src[PROWS * PKVH * PD], k[PAGES * PP * PKVH * PD], v[PAGES * PP * PKVH * PD];
+    for (size_t i = 0; i < sizeof src / sizeof src[0]; i++)
+        src[i] = (uint16_t)(1000 + i);
+    memset(k, 0xee, sizeof k), memset(v, 0xee, sizeof v);
+    ppb_kv_append_rows_paged(k, src, PFIRST, PROWS, 1, PP, PKVH, PD);
+    ppb_kv_append_rows_paged(v, src, PFIRST, PROWS, 0, PP, PKVH, PD);
+    int written_k = 0, written_v = 0;
+    for (size_t page = 0; page < PAGES; page++)
+        for (size_t head = 0; head < PKVH; head++)
+            for (size_t d = 0; d < PD; d++)
+                for (size_t slot = 0; slot < PP; slot++) {
+                    size_t pos = page * PP + slot;
+                    size_t ki = page * page_elems + ((head * (PD / 8) + d / 8) * PP + slot) * 8 + d % 8;
+                    size_t vi = page * page_elems + (head * PD + d) * PP + slot;
+                    if (pos >= PFIRST && pos < PFIRST + PROWS) {
+                        uint16_t want = src[(pos - PFIRST) * PKVH * PD + head * PD + d];
+                        assert_int_equal(k[ki], want);
+                        assert_int_equal(v[vi], want);
+                        written_k++, written_v++;
+                    } else {
+                        assert_int_equal(k[ki], 0xeeee);
+                        assert_int_equal(v[vi], 0xeeee);
+                    }
+                }
+    assert_int_equal(written_k, PROWS * PKVH * PD);
+    assert_int_equal(written_v, PROWS * PKVH * PD);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -122,6 +161,7 @@ int main(void)
         cmocka_unit_test(test_copies_are_the_fewest_runs),
         cmocka_unit_test(test_every_position_holds_its_row),
         cmocka_unit_test(test_a_failed_copy_stops),
+        cmocka_unit_test(test_rows_into_the_paged_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
