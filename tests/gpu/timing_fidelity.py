@@ -353,23 +353,33 @@ WRAPPER_FILES = {"prefix_prefill.py": "prefix_prefill", "triton_unified_attentio
 
 
 def wrapper_source(res):
-    """The kernel file the run's plugin was prepared from (its env row
-    impl.NAME.source, "PATH sha256:HEX"), checked unchanged: (path, family)."""
+    """The kernel file whose wrapper the run's plugin launches as, checked
+    unchanged: (path, family). The plugin's env row impl.NAME.source is
+    "PATH [+ PATH ...] sha256:HEX", every file prepare.py compiled from
+    (chunked_prefill_paged_decode.py with the prefix_prefill.py beside it) and
+    the sha256 of their bytes together; a decode case's wrapper is the unified
+    attention's, a prefill case's the chunked file's where it was used, else
+    the one prefill file."""
     name = res["impl"].removeprefix("plugin:")
     env = res["env"]
     src = env.get(f"after.impl.{name}.source") or env.get(f"before.impl.{name}.source")
     if not src or " sha256:" not in src:
         raise CaseError(f"the run stored no impl.{name}.source: cannot tell which tree it was prepared from")
-    path, _, sha = src.rpartition(" sha256:")
-    path = Path(path)
-    family = WRAPPER_FILES.get(path.name)
+    paths, _, sha = src.rpartition(" sha256:")
+    paths = [Path(x) for x in paths.split(" + ")]
+    for path in paths:
+        if path.name not in WRAPPER_FILES:
+            raise CaseError(f"{path.name} is not a kernel file ppbench calls a wrapper of ({', '.join(WRAPPER_FILES)})")
+        if not path.is_file():
+            raise CaseError(f"{path} (the run's kernel file) is not on this machine")
+    if hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest() != sha:
+        raise CaseError(f"{' + '.join(map(str, paths))} changed since the run (sha256 differs from the run's)")
+    families = {WRAPPER_FILES[p.name]: p for p in paths}
+    want = ("unified",) if res["kernel"] == "paged_attention" else ("chunked", "prefix_prefill", "unified")
+    family = next((f for f in want if f in families), None)
     if family is None:
-        raise CaseError(f"{path.name} is not a kernel file ppbench calls a wrapper of ({', '.join(WRAPPER_FILES)})")
-    if not path.is_file():
-        raise CaseError(f"{path} (the run's kernel file) is not on this machine")
-    if hashlib.sha256(path.read_bytes()).hexdigest() != sha:
-        raise CaseError(f"{path} changed since the run (sha256 differs from the run's)")
-    return path, family
+        raise CaseError(f"no wrapper for a {res['kernel']} case among {' + '.join(map(str, paths))}")
+    return families[family], family
 
 
 @functools.lru_cache(maxsize=None)
