@@ -533,8 +533,7 @@ int cmd_check(int argc, char **argv)
                                              {"filter", required_argument, NULL, 'f'},
                                              {"format", required_argument, NULL, 'F'},
                                              {"json", required_argument, NULL, 'j'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+                                             PPB_CLI_OPT_HELP_END};
     check_options o = {0};
     int c;
     optind = 1;

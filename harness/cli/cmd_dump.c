@@ -225,10 +225,9 @@ end:
 
 int cmd_dump(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
+    static const struct option longopts[] = {PPB_CLI_OPT_DB,
                                              {"output", required_argument, NULL, 'o'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+                                             PPB_CLI_OPT_HELP_END};
     const char *db = NULL, *dir = NULL;
     int c;
     optind = 1;

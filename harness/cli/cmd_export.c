@@ -14,11 +14,10 @@ static void usage(FILE *out)
 
 int cmd_export(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
+    static const struct option longopts[] = {PPB_CLI_OPT_DB,
                                              {"format", required_argument, NULL, 'F'},
                                              {"output", required_argument, NULL, 'o'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+                                             PPB_CLI_OPT_HELP_END};
     const char *db = NULL, *format = "csv", *output = NULL;
     int c;
     optind = 1;

@@ -31,8 +31,7 @@ int cmd_list_kernels(int argc, char **argv)
     static const struct option longopts[] = {{"target", required_argument, NULL, 't'},
                                              {"arch", required_argument, NULL, 'a'},
                                              {"aot", no_argument, NULL, 'o'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+                                             PPB_CLI_OPT_HELP_END};
     const char *target_name = NULL;
     int cc = 0, aot = 0, c;
     optind = 1;

@@ -32,8 +32,7 @@ static int same_file(const char *a, const char *b)
 int cmd_merge(int argc, char **argv)
 {
     static const struct option longopts[] = {{"output", required_argument, NULL, 'o'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+                                             PPB_CLI_OPT_HELP_END};
     const char *output = NULL;
     int c;
     optind = 1;

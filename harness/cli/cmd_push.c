@@ -92,8 +92,7 @@ int cmd_push(int argc, char **argv)
         {"flush", no_argument, NULL, O_FLUSH},
         {"list", no_argument, NULL, O_LIST},
         {"drop", required_argument, NULL, O_DROP},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        PPB_CLI_OPT_HELP_END};
     const char *db = NULL, *to = NULL, *format = NULL, *token_env = "PPBENCH_PUSH_TOKEN";
     int queue = 1, flush = 0, list = 0;
     long drop = 0, v = 0;

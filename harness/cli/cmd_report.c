@@ -75,14 +75,10 @@ static void print_summary(const ppb_report_request *req, const ppb_report_outcom
 
 int cmd_report(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
-                                             {"output", required_argument, NULL, 'o'},
-                                             {"proposal", required_argument, NULL, 'p'},
-                                             {"trend", required_argument, NULL, 't'},
-                                             {"since", required_argument, NULL, 's'},
-                                             {"window", required_argument, NULL, 'w'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        PPB_CLI_OPT_DB, {"output", required_argument, NULL, 'o'}, {"proposal", required_argument, NULL, 'p'},
+        {"trend", required_argument, NULL, 't'}, {"since", required_argument, NULL, 's'},
+        {"window", required_argument, NULL, 'w'}, PPB_CLI_OPT_HELP_END};
     const char *db = NULL, *out = NULL, *proposal = NULL, *trend = NULL, *since = NULL;
     int window = 0, c;
     optind = 1;

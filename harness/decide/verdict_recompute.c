@@ -3,6 +3,7 @@
 #include "verdict_recompute.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,33 +351,54 @@ static void check_reasons(ppb_verdict_recheck *out, const char *stored, const ch
     }
 }
 
+/* What a recomputed case must reproduce, in the order a difference is
+ * reported: what its interval used, then what it is. */
+typedef struct case_field {
+    const char *what;
+    size_t offset;                 /* in ppb_proposal_case */
+    enum { FIELD_REAL, FIELD_INT, FIELD_TEXT } kind;
+    int since_rule;                /* compared from this rule version on */
+} case_field;
+
+#define CASE_FIELD(what, member, kind, since) {what, offsetof(ppb_proposal_case, member), kind, since}
+static const case_field case_fields[] = {
+    CASE_FIELD("weight", weight, FIELD_REAL, 0), CASE_FIELD("state", state, FIELD_TEXT, 0),
+    CASE_FIELD("sessions", sessions, FIELD_INT, 0), CASE_FIELD("looks planned", looks_planned, FIELD_INT, 0),
+    CASE_FIELD("looks taken", looks_taken, FIELD_INT, 0),
+    CASE_FIELD("stopping rule's alpha", stop_alpha, FIELD_REAL, 0),
+    /* version 1 stored none: it spent alpha / looks planned */
+    CASE_FIELD("share of it the stopping look spent", look_share, FIELD_REAL, 2),
+    CASE_FIELD("between-session sd", between_sd, FIELD_REAL, 0), CASE_FIELD("run-to-run noise", noise, FIELD_REAL, 0),
+    CASE_FIELD("runs of history", history, FIELD_INT, 0), CASE_FIELD("alpha its interval spent", alpha, FIELD_REAL, 0),
+    CASE_FIELD("ratio", ratio, FIELD_REAL, 0), CASE_FIELD("interval's lower end", ratio_lo, FIELD_REAL, 0),
+    CASE_FIELD("interval's upper end", ratio_hi, FIELD_REAL, 0), CASE_FIELD("class", cls, FIELD_TEXT, 0),
+    CASE_FIELD("Holm-adjusted p", p_holm, FIELD_REAL, 0),
+};
+#undef CASE_FIELD
+
+static void check_field(ppb_verdict_recheck *out, const char *where, const case_field *f, const ppb_proposal_case *a,
+                        const ppb_proposal_case *b)
+{
+    const char *x = (const char *)a + f->offset, *y = (const char *)b + f->offset;
+    if (f->kind == FIELD_REAL)
+        check_real(out, where, f->what, *(const double *)(const void *)x, *(const double *)(const void *)y);
+    else if (f->kind == FIELD_INT)
+        check_int(out, where, f->what, *(const int *)(const void *)x, *(const int *)(const void *)y);
+    else
+        check_text(out, where, f->what, x, y);
+}
+
 static void compare_records(const ppb_stored_verdict *sv, const ppb_proposal_record *rec,
                             const ppb_proposal_case *pcs, ppb_verdict_recheck *out)
 {
     const ppb_proposal_record *st = sv->rec;
     /* the cases first: a difference there is what changes the mean and the verdict */
     for (int i = 0; i < sv->n_cases && out->agree; i++) {
-        const ppb_proposal_case *a = &sv->pcs[i], *b = &pcs[i];
         char where[PPB_CASE_KEY_MAX + 32];
-        snprintf(where, sizeof where, "case %d (%s): ", i, a->candidate_key);
-        /* what the interval used, then what it is */
-        check_real(out, where, "weight", a->weight, b->weight);
-        check_text(out, where, "state", a->state, b->state);
-        check_int(out, where, "sessions", a->sessions, b->sessions);
-        check_int(out, where, "looks planned", a->looks_planned, b->looks_planned);
-        check_int(out, where, "looks taken", a->looks_taken, b->looks_taken);
-        check_real(out, where, "stopping rule's alpha", a->stop_alpha, b->stop_alpha);
-        if (st->rule_version >= 2) /* version 1 stored none: it spent alpha / looks planned */
-            check_real(out, where, "share of it the stopping look spent", a->look_share, b->look_share);
-        check_real(out, where, "between-session sd", a->between_sd, b->between_sd);
-        check_real(out, where, "run-to-run noise", a->noise, b->noise);
-        check_int(out, where, "runs of history", a->history, b->history);
-        check_real(out, where, "alpha its interval spent", a->alpha, b->alpha);
-        check_real(out, where, "ratio", a->ratio, b->ratio);
-        check_real(out, where, "interval's lower end", a->ratio_lo, b->ratio_lo);
-        check_real(out, where, "interval's upper end", a->ratio_hi, b->ratio_hi);
-        check_text(out, where, "class", a->cls, b->cls);
-        check_real(out, where, "Holm-adjusted p", a->p_holm, b->p_holm);
+        snprintf(where, sizeof where, "case %d (%s): ", i, sv->pcs[i].candidate_key);
+        for (size_t f = 0; f < sizeof case_fields / sizeof *case_fields; f++)
+            if (st->rule_version >= case_fields[f].since_rule)
+                check_field(out, where, &case_fields[f], &sv->pcs[i], &pcs[i]);
     }
     check_real(out, "", "weighted mean", st->geomean_ratio, rec->geomean_ratio);
     check_real(out, "", "weighted mean's lower end", st->geomean_lo, rec->geomean_lo);

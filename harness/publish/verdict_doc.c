@@ -21,6 +21,19 @@ static void json_run_id(FILE *out, int64_t id)
         fputs("null", out); /* a proposal that ran nothing, a run of another database */
 }
 
+/* One member of an object: `first` (what comes before it: "," or "{"), its name, its value. */
+static void json_member_number(FILE *out, const char *first, const char *name, double v)
+{
+    fprintf(out, "%s\"%s\":", first, name);
+    ppb_json_number(out, v);
+}
+
+static void json_member_text(FILE *out, const char *first, const char *name, const char *v)
+{
+    fprintf(out, "%s\"%s\":", first, name);
+    ppb_json_string(out, v);
+}
+
 /* What was measured, from the candidate's run, so a verdict from a CPU job never
  * reads like one from a GPU; null when the verdict has no run here. */
 static int measured_json(ppb_store *s, int64_t run_id, FILE *out, ppb_err *err)
@@ -36,16 +49,12 @@ static int measured_json(ppb_store *s, int64_t run_id, FILE *out, ppb_err *err)
         fputs("null", out);
         return PPB_OK;
     }
-    fputs("{\"backend\":", out);
-    ppb_json_string(out, run->backend);
-    fputs(",\"device\":", out);
-    ppb_json_string(out, run->device);
-    fprintf(out, ",\"cpu_timings\":%s,\"host\":", strcmp(run->backend, "cpu") == 0 ? "true" : "false");
-    ppb_json_string(out, run->host);
-    fputs(",\"git_commit\":", out);
-    ppb_json_string(out, run->git_commit);
-    fputs(",\"suite\":", out);
-    ppb_json_string(out, run->suite_name);
+    json_member_text(out, "{", "backend", run->backend);
+    json_member_text(out, ",", "device", run->device);
+    fprintf(out, ",\"cpu_timings\":%s", strcmp(run->backend, "cpu") == 0 ? "true" : "false");
+    json_member_text(out, ",", "host", run->host);
+    json_member_text(out, ",", "git_commit", run->git_commit);
+    json_member_text(out, ",", "suite", run->suite_name);
     fputs(",\"device_details\":", out);
     rc = ppb_run_device_json(s, run, out, err);
     /* the machine's load as the candidate run ended: above its cores, timings were disturbed */
@@ -142,11 +151,6 @@ static int impl_facts_json(ppb_store *s, int64_t run_id, FILE *out, ppb_err *err
     return rc;
 }
 
-static void json_member_number(FILE *out, const char *first, const char *name, double v)
-{
-    fprintf(out, "%s\"%s\":", first, name);
-    ppb_json_number(out, v);
-}
 
 /* Each stored line of the reasons, in order, the empty ones left out. */
 static int reasons_json(const char *reasons, FILE *out, ppb_err *err)
@@ -180,12 +184,9 @@ int ppb_verdict_json(ppb_store *s, const ppb_proposal_record *rec, const ppb_pro
         const char *name, *value;
     } text[] = {{"name", rec->name}, {"path", rec->path}, {"kind", rec->kind}, {"target", rec->target},
                 {"created_at", rec->created_at}};
-    for (size_t i = 0; i < sizeof text / sizeof *text; i++) {
-        fprintf(out, ",\"%s\":", text[i].name);
-        ppb_json_string(out, text[i].value);
-    }
-    fputs("},\"verdict\":", out);
-    ppb_json_string(out, rec->verdict);
+    for (size_t i = 0; i < sizeof text / sizeof *text; i++)
+        json_member_text(out, ",", text[i].name, text[i].value);
+    json_member_text(out, "},", "verdict", rec->verdict);
     fputs(",\"baseline_run\":", out);
     json_run_id(out, rec->baseline_run);
     fputs(",\"candidate_run\":", out);
@@ -231,15 +232,11 @@ int ppb_verdict_json(ppb_store *s, const ppb_proposal_record *rec, const ppb_pro
     fputs(",\"cases\":[", out);
     for (int i = 0; i < n_cases; i++) {
         const ppb_proposal_case *c = &cases[i];
-        fputs(i ? ",{\"baseline_key\":" : "{\"baseline_key\":", out);
-        ppb_json_string(out, c->baseline_key);
-        fputs(",\"candidate_key\":", out);
-        ppb_json_string(out, c->candidate_key);
+        json_member_text(out, i ? ",{" : "{", "baseline_key", c->baseline_key);
+        json_member_text(out, ",", "candidate_key", c->candidate_key);
         json_member_number(out, ",", "weight", c->weight);
-        fputs(",\"state\":", out);
-        ppb_json_string(out, c->state);
-        fputs(",\"class\":", out);
-        ppb_json_string(out, c->cls);
+        json_member_text(out, ",", "state", c->state);
+        json_member_text(out, ",", "class", c->cls);
         json_member_number(out, ",", "ratio", c->ratio);
         json_member_number(out, ",", "ratio_lo", c->ratio_lo);
         json_member_number(out, ",", "ratio_hi", c->ratio_hi);

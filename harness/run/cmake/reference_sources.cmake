@@ -3,11 +3,8 @@
 # defines the inputs and computes the float64 reference. The reference cache
 # (harness/run/reference_cache.h) keys its rows with it, so editing any of
 # them makes every cached row a miss.
-if(NOT OUT OR NOT FILES)
-  message(FATAL_ERROR "reference_sources.cmake: need -DOUT=... -DFILES=...")
-endif()
-string(REPLACE "|" ";" FILES "${FILES}")
-list(SORT FILES)
+include("${CMAKE_CURRENT_LIST_DIR}/../../../kernels/runtime/cmake/script_files.cmake")
+ppb_script_files(reference_sources.cmake)
 set(all "")
 foreach(f IN LISTS FILES)
   get_filename_component(name "${f}" NAME)
