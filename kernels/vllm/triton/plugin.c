@@ -460,14 +460,15 @@ static int check_launches(const vt_ctx *vt, const ppbk_device *dev, const ppbk_v
     return PPBK_OK;
 }
 
-/* The end of a unified-attention case's refuse, once its variant is found:
+/* The end of the refuse of a case recorded as a list of launches (decode, the
+ * staged prefill families), once its variant is found:
  * refused for the variant's reason (a kernel that did not compile), for a
  * cache whose element offsets could wrap (they may be int32 in vLLM's kernel:
  * block number x its stride), or by check_launches; accepted with a note
  * naming the launches and the case's knobs that do not apply. */
-static int accept_unified(const vt_ctx *vt, const ppbk_device *dev, const char *refusal, long long cache_elems,
-                          const ppbk_vt_launch *launches, int n_launches, int n_scratch, const char *unused_knobs,
-                          char *why, size_t len)
+static int accept_launches(const vt_ctx *vt, const ppbk_device *dev, const char *refusal, long long cache_elems,
+                           const ppbk_vt_launch *launches, int n_launches, int n_scratch, const char *unused_knobs,
+                           char *why, size_t len)
 {
     if (refusal)
         return say(why, len, PPBK_REFUSED, "%s", refusal);
@@ -572,8 +573,8 @@ static int decode_refuse(void *ctx, const ppbk_device *dev, const ppbk_decode_co
     const ppbk_vt_decode_variant *x = &ppbk_vt_decode_variants[i];
     /* ppbench allocates num_seqs x max_blocks_per_seq + 1 pages */
     long long pages = (long long)s->num_seqs * s->max_blocks_per_seq + 1;
-    return accept_unified(vt, dev, x->refusal, pages * s->num_kv_heads * s->head_dim * s->page_size, x->launches,
-                          x->n_launches, x->n_scratch, "num_threads and partition_size", why, len);
+    return accept_launches(vt, dev, x->refusal, pages * s->num_kv_heads * s->head_dim * s->page_size, x->launches,
+                           x->n_launches, x->n_scratch, "num_threads and partition_size", why, len);
 }
 
 static int decode_prepare(void *ctx, const ppbk_device *dev, const ppbk_decode_config *cfg, const ppb_decode_args *s,
@@ -623,7 +624,7 @@ static int find_staged_prefill_variant(const ppbk_prefill_config *cfg, const ppb
 }
 
 static int staged_prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
-                                  const ppb_prefill_args *s, char *why, size_t len)
+                                 const ppb_prefill_args *s, char *why, size_t len)
 {
     const vt_ctx *vt = ctx;
     if (refuse_unless_runnable(dev, cfg->head_dim, cfg->page_size, cfg->sliding_window, s->head_dim, s->page_size,
@@ -639,12 +640,12 @@ static int staged_prefill_refuse(void *ctx, const ppbk_device *dev, const ppbk_p
     const ppbk_vt_staged_prefill_variant *x = &ppbk_vt_staged_prefill_variants[i];
     /* the staged cache: at most ppbench's batch x max_blocks_per_seq + 1 pages, and batch x staged_blocks_per_seq more */
     long long pages = (long long)s->batch * (s->max_blocks_per_seq + x->staged_blocks_per_seq) + 1;
-    return accept_unified(vt, dev, x->refusal, pages * s->num_kv_heads * s->head_dim * s->page_size, x->launches,
-                          x->n_launches, x->n_scratch, "block_m/block_n/num_warps/num_stages", why, len);
+    return accept_launches(vt, dev, x->refusal, pages * s->num_kv_heads * s->head_dim * s->page_size, x->launches,
+                           x->n_launches, x->n_scratch, "block_m/block_n/num_warps/num_stages", why, len);
 }
 
 static int staged_prefill_prepare(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
-                                   const ppb_prefill_args *s, ppbk_resources *out, char *why, size_t len)
+                                  const ppb_prefill_args *s, ppbk_resources *out, char *why, size_t len)
 {
     vt_ctx *vt = ctx;
     (void)dev;
@@ -768,7 +769,7 @@ static int staged_slot(const vt_ctx *vt, const ppb_prefill_args *a)
  * layout of the prefill ops, with the staged block table the recorded launches
  * index. */
 static int staged_prefill_stage(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
-                                 const ppb_prefill_args *a, void *stream, char *why, size_t len)
+                                const ppb_prefill_args *a, void *stream, char *why, size_t len)
 {
     vt_ctx *vt = ctx;
     (void)dev;
@@ -847,7 +848,7 @@ static int staged_prefill_stage(void *ctx, const ppbk_device *dev, const ppbk_pr
 }
 
 static int staged_prefill_launch(void *ctx, const ppbk_device *dev, const ppbk_prefill_config *cfg,
-                                  const ppb_prefill_args *a, void *stream, char *why, size_t len)
+                                 const ppb_prefill_args *a, void *stream, char *why, size_t len)
 {
     const vt_ctx *vt = ctx;
     (void)dev;

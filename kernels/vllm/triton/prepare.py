@@ -640,8 +640,8 @@ def main():
             continue
         try:
             if file_of != "prefill":
-                capture_fn = capture.capture_unified_decode if family == "decode" else \
-                    capture.capture_unified_prefill if file_of == "decode" else capture.capture_chunked_prefill
+                capture_fn = capture.capture_unified_decode if family == "decode" else {
+                    "decode": capture.capture_unified_prefill, "chunked": capture.capture_chunked_prefill}[file_of]
                 rec = capture_fn(*srcs[file_of], s, int(target_spec[1]))
                 launches = rec["launches"]
             else:
