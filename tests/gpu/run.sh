@@ -49,7 +49,8 @@
 #              (float64-checked, the mixed batch included) and suites/prefill.yaml at one config (the kernel has
 #              no knobs), beside the same release's prefix prefill (vllm-triton@VERSION, --from-wrapper) and the
 #              built-in kernel on those prefill.yaml cases, into unified-prefill.db
-#   release_fidelity  after vllm_unified / vllm_decode in the same OUT_DIR: each release's medians at the goal
+#   release_fidelity  after vllm_unified / vllm_decode (and source_patch's release runs, when in the same call)
+#              in the same OUT_DIR: each release's medians at the goal
 #              shapes (prefill q 8192 ctx 90112 and q 512 ctx 16384 at 32/4, the mixed batch; decode b 64 ctx
 #              32768 32/4) against triton.testing.do_bench of the release's own Python wrapper on the same
 #              inputs (tests/gpu/timing_fidelity.py --wrapper), within 3% and float64-checked
@@ -525,6 +526,11 @@ if want release_fidelity; then
   for v in ${PPB_VLLM_DECODE_VERSIONS:-0.10.2 0.20.0 0.34.0}; do
     fid+=(decode-releases.db "decode-$v" "$release_fidelity_decode")
   done
+  if [ -f "$out/releases.db" ] && want source_patch; then  # each release's prefill.yaml run of that step
+    for v in ${PPB_VLLM_VERSIONS:-0.6.3 0.10.2 0.20.0 0.34.0}; do
+      fid+=(releases.db "release-$v" "$release_fidelity_prefill")
+    done
+  fi
   for ((i = 0; i < ${#fid[@]}; i += 3)); do
     run "release_fidelity_${fid[i+1]}" "$(limit release_fidelity 300)" python3 "$root/tests/gpu/timing_fidelity.py" \
       --wrapper --ppbench "$ppbench" --db "$out/${fid[i]}" --plugin-dir "$plugins" \
