@@ -21,6 +21,9 @@
 #                    PPB_VLLM_IMPL (default vllm-triton@deployed) from night to night, so a change to
 #                    the tree shows as a step in the trend; the tree's checksum is in each run's
 #                    environment (ppbench show RUN).
+#   PPB_VLLM_PREFILL_KERNEL  which of that tree's kernels runs prefill: prefix_prefill (default),
+#                    unified (the V1 engine's Triton unified attention) or chunked
+#                    (chunked_prefill_paged_decode): the one the deployment serves with
 #   PPB_DB           the results database. Trend needs the earlier nights: keep it on
 #                    the runner (default ${PPB_STATE_DIR:-$HOME/.ppbench}/nightly-<mode>.db)
 #   PPBENCH_KERNEL_CACHE  compiled kernels and float64 reference rows, reused night to
@@ -94,8 +97,15 @@ if [ -n "${PPB_VLLM_TREE:-}" ]; then
   impl=${PPB_VLLM_IMPL:-vllm-triton@deployed}
   plugins=${PPB_STATE_DIR:-$HOME/.ppbench}/plugins
   mkdir -p "$plugins"
-  if python3 "$root/kernels/vllm/triton/prepare.py" --from-wrapper --name "$impl" --vllm "$PPB_VLLM_TREE" \
-       --ppbench "$ppb" --lib "$plugins/libppbk_$impl.so" "${suites[@]}" >"$report/prepare.log" 2>&1; then
+  kernel=${PPB_VLLM_PREFILL_KERNEL:-prefix_prefill}
+  case $kernel in
+    prefix_prefill | unified | chunked) ;;
+    *) say "PPB_VLLM_PREFILL_KERNEL=$kernel: give prefix_prefill, unified or chunked"; exit 4 ;;
+  esac
+  prepare=(python3 "$root/kernels/vllm/triton/prepare.py" --from-wrapper --prefill-kernel "$kernel" --name "$impl"
+           --vllm "$PPB_VLLM_TREE" --ppbench "$ppb" --lib "$plugins/libppbk_$impl.so" "${suites[@]}")
+  echo "${prepare[*]}" >"$report/prepare.log" # what ran, then what it said
+  if "${prepare[@]}" >>"$report/prepare.log" 2>&1; then
     say "prepare: $impl from $PPB_VLLM_TREE ($(tail -1 "$report/prepare.log"))"
     impl_args=(--plugin "$plugins/libppbk_$impl.so" --impl "plugin:$impl")
   else

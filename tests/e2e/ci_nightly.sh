@@ -35,6 +35,15 @@ if ! command -v nvidia-smi >/dev/null; then
     || fail "deployed tree: the suite ran anyway"
   [ ! -e "$WORK/deployed.db" ] || [ "$(sqlite3 "$WORK/deployed.db" "SELECT count(*) FROM runs")" = 0 ] \
     || fail "deployed tree: a run was stored"
+  # The deployment's prefill kernel is passed on; a kernel that is none of them stops the night at once.
+  PPB_VLLM_PREFILL_KERNEL=chunked PPB_VLLM_TREE="$WORK/tree" PPB_DB="$WORK/deployed.db" PPB_STATE_DIR="$WORK/state" \
+    night 0 4
+  head -1 "$WORK/report-0/prepare.log" | grep -q -- "--from-wrapper --prefill-kernel chunked --name vllm-triton@deployed " \
+    || fail "deployed tree: the prefill kernel was not passed: $(head -1 "$WORK/report-0/prepare.log")"
+  PPB_VLLM_PREFILL_KERNEL=flash PPB_VLLM_TREE="$WORK/tree" PPB_DB="$WORK/deployed.db" PPB_STATE_DIR="$WORK/state" \
+    night 0 4
+  grep -q "PPB_VLLM_PREFILL_KERNEL=flash: give prefix_prefill, unified or chunked" "$WORK/report-0/summary.txt" \
+    || fail "a bad prefill kernel: $(cat "$WORK/report-0/summary.txt")"
 fi
 
 night 1 0
