@@ -69,7 +69,7 @@ else
 fi
 # A tree without the kernel file: one line naming what was looked for.
 expect_rc 1 "$PY" "$SRC/kernels/vllm/triton/prepare.py" --target cuda:90 --print-launches --vllm "$WORK" --case "$key"
-[ "$(wc -l <"$WORK/err")" -eq 1 ] && grep -q "no vllm/attention/ops/prefix_prefill.py or vllm/v1/attention/ops/prefix_prefill.py or vllm/attention/ops/triton_unified_attention.py or vllm/v1/attention/ops/triton_unified_attention.py under" "$WORK/err" \
+[ "$(wc -l <"$WORK/err")" -eq 1 ] && grep -q "no vllm/attention/ops/prefix_prefill.py or vllm/v1/attention/ops/prefix_prefill.py or vllm/attention/ops/triton_unified_attention.py or vllm/v1/attention/ops/triton_unified_attention.py or vllm/attention/ops/chunked_prefill_paged_decode.py or vllm/v1/attention/ops/chunked_prefill_paged_decode.py under" "$WORK/err" \
   || fail "missing tree: $(cat "$WORK/err")"
 # A tree with one family asked for the other's case: one line naming the file it lacks.
 mkdir -p "$WORK/only-unified/vllm/attention/ops"

@@ -221,7 +221,7 @@ def find_sources(path):
             except capture.CaptureError:
                 pass
     if not any(found.values()):
-        die(f"no {' or '.join(capture.PREFIX_PREFILL_FILES + capture.UNIFIED_FILES)} under {p}: fetch vLLM's "
+        die(f"no {' or '.join(f for files in FAMILY_FILES.values() for f in files)} under {p}: fetch vLLM's "
             f"source (scripts/fetch-vllm.sh [--version X] puts it in .deps/vllm-X) or pass --vllm PATH")
     if found["chunked"]:  # its prefix prefill is the one beside it, whatever else the tree holds
         found["prefill"] = (found["chunked"][0].parent / "prefix_prefill.py", None)
