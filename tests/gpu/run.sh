@@ -23,7 +23,9 @@
 #   bench      ppbench run suites/prefill.yaml and suites/decode.yaml (PPB_BENCH_FILTER_<SUITE> narrows them)
 #   proposals  ppbench propose for each of suites/proposals/seed-*.yaml (PPB_PROPOSALS: a subset)
 #   multigpu   ppbench run --devices all of suites/decode.yaml (v2) and suites/nightly.yaml: one worker per GPU
-#   calibrate  ppbench calibrate on 2 decode cases (>= 200 A/A pairs, known effects, repeatability)
+#   calibrate  ppbench calibrate on 2 decode cases (>= 200 A/A pairs, known effects, repeatability), then the
+#              same with the effects as real GPU work (--work-impl vllm-cuda-work: vLLM's kernels launched again
+#              over 2% / 3% of the sequences)
 #   noise      scripts/noise-study.sh on them: A/A and +3% by separate proposals, compare, trend on quiet nights
 # The production implementations (docs/KERNEL-ABI.md; need .deps/vllm-0.6.3 from scripts/fetch-vllm.sh,
 # which also makes the build step build the vllm-cuda plugin, and python3 with Triton):
@@ -611,6 +613,18 @@ if want calibrate; then
   run calibrate_decode "$(limit calibrate 540)" "$ppbench" calibrate "$root/suites/decode.yaml" --backend cuda \
     --db "$out/calibrate.db" --filter "${PPB_CALIBRATE_FILTER_DECODE:-version=2,partition_size=512,dtype=bf16,num_heads=8,seq_len<=32768}" \
     --pairs "${PPB_CALIBRATE_PAIRS:-200}" --effect-pairs 40 --effects 0.02,0.03
+  # The same effects as real GPU work: vLLM 0.6.3's paged attention launched again over 2% / 3% of the
+  # sequences (vllm-cuda-workN, built beside the vllm-cuda plugin), against its work0 build.
+  if [ -f "$plugins/libppbk_vllm_cuda_work0.so" ]; then
+    run calibrate_decode_work "$(limit calibrate 540)" "$ppbench" calibrate "$root/suites/decode.yaml" \
+      --backend cuda --db "$out/calibrate.db" --work-impl vllm-cuda-work \
+      --filter "${PPB_CALIBRATE_FILTER_DECODE:-version=2,partition_size=512,dtype=bf16,num_heads=8,seq_len<=32768}" \
+      --pairs "${PPB_CALIBRATE_PAIRS:-200}" --effect-pairs 40 --effects 0.02,0.03
+  else
+    echo "calibrate_decode_work: no vllm-cuda-work plugins in $plugins (the build step builds them with .deps/vllm-0.6.3)" |
+      tee -a "$summary"
+    failed=1
+  fi
 fi
 # The same claims measured without calibrate, and trend on quiet plain nights (scripts/noise-study.sh).
 if want noise; then
