@@ -468,40 +468,62 @@ def prefix_prefill_kwargs(fn, s, tensors, max_seq_len):
     return out, defaulted
 
 
+def _one_line(src, fn, *args):
+    """fn(*args), with anything unforeseen turned into one CaptureError line
+    naming `src`, never a traceback."""
+    try:
+        return fn(*args)
+    except CaptureError:
+        raise
+    except Exception as e:
+        raise CaptureError(f"{src}: {type(e).__name__}: {e}")
+
+
+def _call_wrapper(src, root, cc, name, kwargs_of):
+    """Load the file `src` (tree `root`) with the recording stand-ins and call
+    its wrapper `name` with kwargs_of(the function), under the stand-ins (a
+    wrapper may import in its body): (the stand-in triton.language, the
+    launches it made, at least one). What the stand-ins cannot follow is one
+    CaptureError line."""
+    launches = []
+    mod, tl, stubs = load_module(src, cc, launches, root)
+    fn = getattr(mod, name, None)
+    if fn is None:
+        raise CaptureError(f"{src} defines no {name}")
+    kwargs = kwargs_of(fn)
+    try:
+        with stand_ins(stubs):
+            fn(**kwargs)
+    except CaptureError:
+        raise
+    except Exception as e:
+        raise CaptureError(f"{src}: {name} failed under ppbench's stand-ins: {type(e).__name__}: {e}")
+    if not launches:
+        raise CaptureError(f"{name} launched no kernel")
+    return tl, launches
+
+
 def capture_prefix_prefill(src, s, cc):
     """The launch `context_attention_fwd` of the file `src` makes for shape s
     on a device of compute capability cc: a dict (see _record)."""
+    tensors, mbps = prefill_tensors(s)
+
     def once(max_seq_len):
-        launches = []
-        mod, tl, _ = load_module(src, cc, launches)
-        fn = getattr(mod, "context_attention_fwd", None)
-        if fn is None:
-            raise CaptureError(f"{src} defines no context_attention_fwd")
-        tensors, mbps = prefill_tensors(s)
-        kwargs, defaulted = prefix_prefill_kwargs(fn, s, tensors, max_seq_len)
-        try:
-            fn(**kwargs)
-        except CaptureError:
-            raise
-        except Exception as e:
-            raise CaptureError(f"{src}: context_attention_fwd failed under ppbench's stand-ins: "
-                               f"{type(e).__name__}: {e}")
+        defaulted = []
+
+        def kwargs_of(fn):
+            kwargs, names = prefix_prefill_kwargs(fn, s, tensors, max_seq_len)
+            defaulted.extend(names)
+            return kwargs
+        tl, launches = _call_wrapper(src, None, cc, "context_attention_fwd", kwargs_of)
         if len(launches) != 1:
             raise CaptureError(f"context_attention_fwd launched {len(launches)} kernels; ppbench expects one")
         return _record(tl, launches[0], s, mbps, defaulted)
 
-    def guarded(max_seq_len):  # anything unforeseen is still one line, never a traceback
-        try:
-            return once(max_seq_len)
-        except CaptureError:
-            raise
-        except Exception as e:
-            raise CaptureError(f"{src}: {type(e).__name__}: {e}")
-
     # The kernel ABI carries max_blocks_per_seq, not the longest sequence: a
     # launch that would differ between the two is refused rather than guessed.
-    r1 = guarded(s["ctx"] + s["q"])
-    r2 = guarded(r1["max_blocks_per_seq"] * s["page"] + s["q"] + 1)
+    r1 = _one_line(src, once, s["ctx"] + s["q"])
+    r2 = _one_line(src, once, r1["max_blocks_per_seq"] * s["page"] + s["q"] + 1)
     if r1["grid"] != r2["grid"] or r1["args"] != r2["args"] or r1["constexprs"] != r2["constexprs"]:
         raise CaptureError("the launch depends on the longest sequence's exact length, which ppbench's kernel "
                            "ABI does not carry")
@@ -596,13 +618,18 @@ UNIFIED_FILES = ("vllm/attention/ops/triton_unified_attention.py",
 TRITON_BACKEND_FILE = "vllm/v1/attention/backends/triton_attn.py"
 
 
-def find_unified(tree):
-    """The family's file in a tree and the tree's root (its own imports come from there)."""
+def find_in_tree(tree, files, what):
+    """The first of a family's `files` (paths a release keeps it at) in a tree,
+    and the tree's root (the file's own imports come from there)."""
     p = Path(tree)
-    for rel in UNIFIED_FILES:
+    for rel in files:
         if (p / rel).is_file():
             return (p / rel).resolve(), p.resolve()
-    raise CaptureError(f"no {' or '.join(UNIFIED_FILES)} under {p} (vLLM's Triton unified attention, 0.9.2 on)")
+    raise CaptureError(f"no {' or '.join(files)} under {p} ({what})")
+
+
+def find_unified(tree):
+    return find_in_tree(tree, UNIFIED_FILES, "vLLM's Triton unified attention, 0.9.2 on")
 
 
 def decode_tensors(s):
@@ -730,30 +757,14 @@ def _capture_unified(src, root, s, cc, tensors, mbps, max_seqlen_q, max_seqlen_k
     Triton attention backend calls it: {"launches": [one dict per kernel
     launch, in order (see _record)], "max_blocks_per_seq": mbps,
     "scratch_bytes": [bytes of each scratch buffer]}."""
-    try:
-        launches = []
-        mod, tl, _ = load_module(src, cc, launches, root)
-        fn = getattr(mod, "unified_attention", None)
-        if fn is None:
-            raise CaptureError(f"{src} defines no unified_attention")
-        kwargs = unified_kwargs(fn, root, s, tensors, max_seqlen_q, max_seqlen_k)
-        try:
-            fn(**kwargs)
-        except CaptureError:
-            raise
-        except Exception as e:
-            raise CaptureError(f"{src}: unified_attention failed under ppbench's stand-ins: "
-                               f"{type(e).__name__}: {e}")
-        if not launches:
-            raise CaptureError("unified_attention launched no kernel")
+    def once():
+        tl, launches = _call_wrapper(src, root, cc, "unified_attention", lambda fn: unified_kwargs(
+            fn, root, s, tensors, max_seqlen_q, max_seqlen_k))
         scratch = []
         recs = [_record(tl, x, s, mbps, [], scratch) for x in launches]
         return {"launches": recs, "max_blocks_per_seq": mbps,
                 "scratch_bytes": [t.numel() * t.element_size() for t in scratch]}
-    except CaptureError:
-        raise
-    except Exception as e:  # anything unforeseen is still one line, never a traceback
-        raise CaptureError(f"{src}: {type(e).__name__}: {e}")
+    return _one_line(src, once)
 
 
 def capture_unified_decode(src, root, s, cc):
@@ -797,12 +808,7 @@ CHUNKED_FILES = ("vllm/attention/ops/chunked_prefill_paged_decode.py",
 
 
 def find_chunked(tree):
-    """The family's file in a tree and the tree's root."""
-    p = Path(tree)
-    for rel in CHUNKED_FILES:
-        if (p / rel).is_file():
-            return (p / rel).resolve(), p.resolve()
-    raise CaptureError(f"no {' or '.join(CHUNKED_FILES)} under {p} (vLLM's chunked_prefill_paged_decode, 0.8.5 on)")
+    return find_in_tree(tree, CHUNKED_FILES, "vLLM's chunked_prefill_paged_decode, 0.8.5 on")
 
 
 def chunked_tensors(s):
@@ -847,26 +853,8 @@ def capture_chunked_prefill(src, root, s, cc):
     tensors, mbps, max_q = chunked_tensors(s)
 
     def once(longest):
-        try:
-            launches = []
-            mod, tl, stubs = load_module(src, cc, launches, root)
-            fn = getattr(mod, "chunked_prefill_paged_decode", None)
-            if fn is None:
-                raise CaptureError(f"{src} defines no chunked_prefill_paged_decode")
-            try:
-                with stand_ins(stubs):
-                    fn(**chunked_kwargs(fn, s, tensors, max_q, longest))
-            except CaptureError:
-                raise
-            except Exception as e:
-                raise CaptureError(f"{src}: chunked_prefill_paged_decode failed under ppbench's stand-ins: "
-                                   f"{type(e).__name__}: {e}")
-            if not launches:
-                raise CaptureError("chunked_prefill_paged_decode launched no kernel")
-            return {"launches": [_record(tl, x, s, mbps, []) for x in launches], "max_blocks_per_seq": mbps,
-                    "scratch_bytes": []}
-        except CaptureError:
-            raise
-        except Exception as e:  # anything unforeseen is still one line, never a traceback
-            raise CaptureError(f"{src}: {type(e).__name__}: {e}")
-    return _staged_capture(once, s)
+        tl, launches = _call_wrapper(src, root, cc, "chunked_prefill_paged_decode",
+                                     lambda fn: chunked_kwargs(fn, s, tensors, max_q, longest))
+        return {"launches": [_record(tl, x, s, mbps, []) for x in launches], "max_blocks_per_seq": mbps,
+                "scratch_bytes": []}
+    return _staged_capture(lambda longest: _one_line(src, once, longest), s)
