@@ -13,11 +13,11 @@ ppbench, and checked against the dumped float64 reference rows.
       each launch after an L2 flush.
   --wrapper (a plugin prepare.py built --from-wrapper from a vLLM tree:
       vllm-triton@0.34.0, vllm-triton-decode@0.20.0, vllm-triton-unified@0.10.2,
-      a team's tree): the tree's own Python wrapper (context_attention_fwd or
-      unified_attention, found from the run's impl.NAME.source and checked
-      unchanged), called with real tensors as vLLM calls it (capture.py's
-      argument tables), the new tokens written into the cache first for the
-      unified kernel's prefill; timed with do_bench. Each release's time is so
+      a team's tree): the tree's own Python wrapper (context_attention_fwd,
+      unified_attention or chunked_prefill_paged_decode, found from the run's
+      impl.NAME.source and checked unchanged), called with real tensors as vLLM
+      calls it (capture.py's argument tables), the new tokens written into the
+      cache first for the staged families' prefill; timed with do_bench. Each release's time is so
       checked against that release's own launch, not against 0.6.3's.
 Both are also timed with the other method (own event loop / do_bench) as a
 second opinion; --timer picks which one the verdict uses.
@@ -452,16 +452,12 @@ def wrapper_case(res, arrays):
     decode = s["kernel"] == "decode"
     roles = dict(t, out=out, seq_lens=t["context_lens"] if decode else t["context_lens"] + t["query_lens"])
     max_q, max_k = int(arrays["query_lens"].max()), int(roles["seq_lens"].max())
-    if family == "prefix_prefill":
-        if decode:
-            raise CaseError("a decode case on a prefix-prefill tree")
+    if family == "prefix_prefill":  # wrapper_source gives decode cases the unified attention
         fakes, _ = capture.prefill_tensors(s)
         kwargs, _ = capture.prefix_prefill_kwargs(mod.context_attention_fwd, s, fakes, max_k)
         if "max_input_len" in kwargs:  # the longest query of these inputs (a mixed batch's prefill chunk)
             kwargs["max_input_len"] = max_q
     elif family == "chunked":
-        if decode:
-            raise CaseError("a decode case on chunked_prefill_paged_decode's plugin")
         k, v, roles["block_table"] = staged_cache(*flash_layout(t["k_cache"], t["v_cache"]), t, s["page"])
         roles["k_cache"], roles["v_cache"] = paged_layout(k, v)
         kwargs = capture.chunked_kwargs(mod.chunked_prefill_paged_decode, s, capture.chunked_tensors(s)[0], max_q,
