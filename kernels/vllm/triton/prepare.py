@@ -687,7 +687,7 @@ def main():
         print()
         return
     # The files the kernels came from (those of the families with cases), and their one checksum.
-    families = {ck["family"] for ck, _ in todo.values()} | ({"chunked"} if a.prefill_kernel == "chunked" else set())
+    families = {ck["family"] for ck, _ in todo.values()}
     used = {f: srcs[f][0] for f in FAMILY_FILES if f in families}
     sha = hashlib.sha256(b"".join(p.read_bytes() for p in used.values())).hexdigest()
     src = next(iter(used.values()))
