@@ -13,18 +13,23 @@
 #   trend        `ppbench trend` over those plain nights (alerts on noise), then on copies of the database
 #                whose last one and two nights have every median x1.03 or x1.10 (a sustained step): the
 #                cases' alerts and the pooled ones (each kernel's cases night by night) apart
-#   work         a known effect of real work (not in the default steps: it needs the test plugins of a
-#                build with tests, PLUGINS): WORK_PROPOSALS separate proposals of the example CPU plugin
-#                against its build doing WORK_PERCENT% more arithmetic per launch, each way round
-#                (candidate slower: share REJECTed; candidate faster: share ACCEPTed), at the default
-#                rules and sampling budget, over WORK_FILTER's cases
+#   work         a known effect of real work (not in the default steps: it needs plugins built in
+#                pairs, PLUGINS): WORK_PROPOSALS separate proposals of plugin:WORK_IMPL0 against
+#                plugin:WORK_IMPL<WORK_PERCENT>, the same plugin doing WORK_PERCENT% more work per
+#                launch, each way round (candidate slower: share REJECTed; candidate faster: share
+#                ACCEPTed), at the default rules and sampling budget, over WORK_FILTER's cases.
+#                On the CPU the example plugin's extra arithmetic (example-cpu-work, the default); on a
+#                GPU vLLM's paged attention launched again over that share of the sequences
+#                (vllm-cuda-work, WORK_KNOBS="version: 2, partition_size: 512")
 #
 # Environment: PPB (the binary, default build/ppbench), BACKEND (cpu), SUITE (suites/smoke.yaml),
 # FILTER (5 cases of it), KNOBS (the A/A proposal's config, both sides), RUN_FILTER (the plain runs'
 # cases), PAIRS (500), PROPOSALS (100), KNOWN (30), RUNS (16), LOAD (busy processes running beside
 # the study, default 1), EFFECTS and EFFECT_PAIRS (calibrate's known effects). Writes OUT_DIR/summary.txt
-# and the database. For `work`: PLUGINS (default build/tests/plugins), WORK_PERCENT (10; a
-# libppbk_example_cpu_workN.so must exist: tests/plugin/CMakeLists.txt builds 0 3 10 50),
+# and the database. For `work`: PLUGINS (default build/tests/plugins), WORK_IMPL (example-cpu-work),
+# WORK_PERCENT (10; libppbk_<WORK_IMPL with _ for ->N.so must exist for N = 0 and WORK_PERCENT:
+# tests/plugin/CMakeLists.txt builds example-cpu-work 0 3 10 50, kernels/vllm/cuda vllm-cuda-work 0 2 3 10),
+# WORK_KNOBS (both sides' config, default the example plugin's block_m 16, block_n 32, 4 warps),
 # WORK_PROPOSALS (20), WORK_FILTER (2 of the study's cases).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,6 +48,7 @@ RUN_FILTER=${RUN_FILTER:-$FILTER,block_n=32}
 EFFECTS=${EFFECTS:-0.01,0.02,0.03,0.05} EFFECT_PAIRS=${EFFECT_PAIRS:-100}
 PAIRS=${PAIRS:-500} PROPOSALS=${PROPOSALS:-100} KNOWN=${KNOWN:-30} RUNS=${RUNS:-16} LOAD=${LOAD:-1}
 PLUGINS=${PLUGINS:-$root/build/tests/plugins} WORK_PERCENT=${WORK_PERCENT:-10} WORK_PROPOSALS=${WORK_PROPOSALS:-20}
+WORK_IMPL=${WORK_IMPL:-example-cpu-work} WORK_KNOBS=${WORK_KNOBS:-"block_m: 16, block_n: 32, num_warps: 4"}
 WORK_FILTER=${WORK_FILTER:-$FILTER,block_n=32,context_len=37,ragged=false}
 db=$out/study.db
 summary=$out/summary.txt
@@ -154,8 +160,10 @@ for step in "${steps[@]}"; do
     done
     ;;
   work)
-    [ -f "$PLUGINS/libppbk_example_cpu_work$WORK_PERCENT.so" ] \
-      || { echo "noise-study: no libppbk_example_cpu_work$WORK_PERCENT.so in $PLUGINS" >&2; exit 2; }
+    for percent in 0 "$WORK_PERCENT"; do
+      lib=$PLUGINS/libppbk_${WORK_IMPL//-/_}$percent.so
+      [ -f "$lib" ] || { echo "noise-study: no $lib" >&2; exit 2; }
+    done
     for way in slower faster; do
       base=0 cand=$WORK_PERCENT want=REJECT
       [ $way = faster ] && base=$WORK_PERCENT cand=0 want=ACCEPT
@@ -165,8 +173,8 @@ name: $name
 kind: kernel_config
 suite: $SUITE
 filter: "$WORK_FILTER"
-baseline: {impl: "plugin:example-cpu-work$base", block_m: 16, block_n: 32, num_warps: 4}
-candidate: {impl: "plugin:example-cpu-work$cand", block_m: 16, block_n: 32, num_warps: 4}
+baseline: {impl: "plugin:$WORK_IMPL$base", $WORK_KNOBS}
+candidate: {impl: "plugin:$WORK_IMPL$cand", $WORK_KNOBS}
 EOF
       for _ in $(seq 1 "$WORK_PROPOSALS"); do
         "$PPB" propose "$out/$name.yaml" --db "$db" --backend "$BACKEND" --plugin "$PLUGINS" >/dev/null 2>&1 || true
@@ -174,7 +182,7 @@ EOF
       read -r n hit acc rej ratios < <(sql "SELECT count(*), sum(verdict = '$want'), sum(verdict = 'ACCEPT'),
           sum(verdict = 'REJECT'), group_concat(printf('%.3f', geomean_ratio), ' ') FROM proposals WHERE name = '$name'" |
         tr '|' ' ')
-      say "real work, candidate $WORK_PERCENT% $way (example-cpu-work$WORK_PERCENT on that side): $hit of $n $want" \
+      say "real work, candidate $WORK_PERCENT% $way ($WORK_IMPL$WORK_PERCENT on that side): $hit of $n $want" \
           "($acc ACCEPT, $rej REJECT in all); weighted means: $ratios"
     done
     ;;

@@ -26,7 +26,9 @@
 #   calibrate  ppbench calibrate on 2 decode cases (>= 200 A/A pairs, known effects, repeatability), then the
 #              same with the effects as real GPU work (--work-impl vllm-cuda-work: vLLM's kernels launched again
 #              over 2% / 3% of the sequences)
-#   noise      scripts/noise-study.sh on them: A/A and +3% by separate proposals, compare, trend on quiet nights
+#   noise      scripts/noise-study.sh on them: A/A and +3% by separate proposals, compare, trend on quiet nights,
+#              and 3% of real GPU work each way round (vllm-cuda-work0 against -work3); PPB_NOISE_STEPS
+#              chooses among those (default: all four), PPB_NOISE_{PROPOSALS,KNOWN,RUNS,WORK_PROPOSALS} size them
 # The production implementations (docs/KERNEL-ABI.md; need .deps/vllm-0.6.3 from scripts/fetch-vllm.sh,
 # which also makes the build step build the vllm-cuda plugin, and python3 with Triton):
 #   vllm       prepare vllm-triton (Triton AOT) for the smoke suite (and suites/prefill.yaml when vllm_bench,
@@ -45,7 +47,8 @@
 #              the FLASH layout, suites/smoke-decode.yaml (float64-checked) and suites/decode.yaml (v1 cases),
 #              and the built-in v1 decode beside them, into decode-releases.db
 #   vllm_unified  prefill through each release's Triton unified attention and its chunked_prefill_paged_decode
-#              (PPB_VLLM_UNIFIED_VERSIONS, default 0.10.2 0.34.0; trees in .deps/vllm-X): vllm-triton-unified@VERSION
+#              (PPB_VLLM_UNIFIED_VERSIONS, default 0.10.2 0.34.0; trees in .deps/vllm-X; PPB_VLLM_UNIFIED_KERNELS,
+#              default "unified chunked prefix_prefill", a subset of them): vllm-triton-unified@VERSION
 #              and vllm-triton-chunked@VERSION (prepare.py --prefill-kernel unified / chunked; the plugin stages
 #              the new tokens into its cache, untimed) on suites/smoke.yaml
 #              (float64-checked, the mixed batch included) and suites/prefill.yaml at one config (the kernel has
@@ -497,7 +500,7 @@ if want vllm_unified; then
   for v in ${PPB_VLLM_UNIFIED_VERSIONS:-0.10.2 0.34.0}; do
     tree=$PPBENCH_TREE_CACHE/vllm/vllm-$v
     [ -d "$tree" ] || { echo "vllm_unified: no tree for vLLM $v in .deps" | tee -a "$summary"; failed=1; continue; }
-    for kernel in unified chunked prefix_prefill; do
+    for kernel in ${PPB_VLLM_UNIFIED_KERNELS:-unified chunked prefix_prefill}; do
       name=vllm-triton-$kernel@$v
       [ $kernel = prefix_prefill ] && name=vllm-triton@$v
       suites=("$root/suites/prefill.yaml")
@@ -523,7 +526,7 @@ release_fidelity_decode="b=64 seq=32768 ragged=false h=32 kvh=4 d=128 dtype=bf16
 if want release_fidelity; then
   fid=()  # (database, label, filter) triples
   for v in ${PPB_VLLM_UNIFIED_VERSIONS:-0.10.2 0.34.0}; do
-    for k in unified chunked prefix_prefill; do fid+=(unified-prefill.db "prefill-$k-$v" "$release_fidelity_prefill"); done
+    for k in ${PPB_VLLM_UNIFIED_KERNELS:-unified chunked prefix_prefill}; do fid+=(unified-prefill.db "prefill-$k-$v" "$release_fidelity_prefill"); done
   done
   for v in ${PPB_VLLM_DECODE_VERSIONS:-0.10.2 0.20.0 0.34.0}; do
     fid+=(decode-releases.db "decode-$v" "$release_fidelity_decode")
@@ -626,13 +629,18 @@ if want calibrate; then
     failed=1
   fi
 fi
-# The same claims measured without calibrate, and trend on quiet plain nights (scripts/noise-study.sh).
+# The same claims measured without calibrate (separate proposals, A/A and a scaled +3%), compare and trend
+# on quiet plain nights, and a known effect of real GPU work each way round (scripts/noise-study.sh).
 if want noise; then
+  noise_filter="version=2,partition_size=512,dtype=bf16,num_heads=8,seq_len<=32768"
+  # shellcheck disable=SC2086
   run noise "$(limit noise 400)" env PPB="$ppbench" BACKEND=cuda SUITE="$root/suites/decode.yaml" \
-    FILTER="${PPB_CALIBRATE_FILTER_DECODE:-version=2,partition_size=512,dtype=bf16,num_heads=8,seq_len<=32768}" \
-    KNOBS="{partition_size: 512}" RUN_FILTER="version=2,partition_size=512,dtype=bf16,num_heads=8,seq_len<=32768" \
+    FILTER="${PPB_CALIBRATE_FILTER_DECODE:-$noise_filter}" KNOBS="{partition_size: 512}" RUN_FILTER="$noise_filter" \
     PROPOSALS="${PPB_NOISE_PROPOSALS:-20}" KNOWN="${PPB_NOISE_KNOWN:-10}" RUNS="${PPB_NOISE_RUNS:-12}" LOAD=0 \
-    "$root/scripts/noise-study.sh" "$out/noise" independent compare trend
+    PLUGINS="$plugins" WORK_IMPL=vllm-cuda-work WORK_PERCENT="${PPB_NOISE_WORK_PERCENT:-3}" \
+    WORK_PROPOSALS="${PPB_NOISE_WORK_PROPOSALS:-10}" WORK_FILTER="$noise_filter" \
+    WORK_KNOBS="version: 2, partition_size: 512" \
+    "$root/scripts/noise-study.sh" "$out/noise" ${PPB_NOISE_STEPS:-independent compare trend work}
 fi
 
 echo "---- summary ($(( $(date +%s) - t_all )) s; logs and $db in $out)" >>"$summary"
