@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ab_cases.h"
+#include "impl.h"
 #include "abtest.h"
 #include "matrix.h"
 #include "measure.h"
@@ -437,6 +438,25 @@ static int check_all_refused(ab_ctx *x, FILE *log, ppb_err *err)
     return PPB_OK;
 }
 
+/* A side that names an implementation this machine does not have is a mistake
+ * in the proposal (or a missing --plugin), said before anything runs, not a
+ * proposal whose every case is left out. (A source_patch's sides run the
+ * plugins prepared from its trees just before: a missing one is refused case
+ * by case, naming it.) */
+static int require_side_impls(const ppb_proposal *p, ppb_err *err)
+{
+    const ppb_side *sides[2] = {&p->baseline, &p->candidate};
+    if (p->kind == PPB_PROPOSAL_SOURCE_PATCH)
+        return PPB_OK;
+    for (int s = 0; s < 2; s++) {
+        if (!(sides[s]->given & (1u << PPB_F_IMPL)) || ppb_impl_require(sides[s]->value[PPB_F_IMPL], err) == PPB_OK)
+            continue;
+        ppb_err_prefix(err, "%s: %s.impl: ", p->path, s ? "candidate" : "baseline");
+        return PPB_EINPUT;
+    }
+    return PPB_OK;
+}
+
 int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_propose_outcome *out, ppb_err *err)
 {
     ab_ctx x;
@@ -446,7 +466,9 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
     x.o = o;
     const double started_ms = o->started_ms > 0 ? o->started_ms : ppb_monotonic_ms();
     FILE *log = o->log ? o->log : stderr;
-    int rc = ppb_suite_load(p->suite_path, &x.suite, err);
+    int rc = require_side_impls(p, err);
+    if (!rc)
+        rc = ppb_suite_load(p->suite_path, &x.suite, err);
     if (!rc)
         rc = p->kind == PPB_PROPOSAL_CHUNKED_PREFILL ? build_chunked_pairs(&x, err)
                                                      : build_kernel_config_pairs(&x, err);

@@ -576,6 +576,15 @@ static loaded *find_library(const char *name)
 /* Why no library of that name was found: say where we looked and what to do. */
 static int missing(const char *impl, const char *name, ppb_err *err)
 {
+    char looked[1024] = "";
+    path_list *entries = malloc(sizeof *entries);
+    if (entries) {
+        search_entries(entries);
+        size_t at = 0;
+        for (int i = 0; i < entries->n && at < sizeof looked; i++)
+            at += (size_t)snprintf(looked + at, sizeof looked - at, "%s%s", i ? ", " : "", entries->items[i]);
+        free(entries);
+    }
     const char *hint = "pass --plugin PATH or add its folder to PPBENCH_PLUGIN_PATH";
     if (strcmp(name, "vllm-triton") == 0)
         hint = "build it with kernels/vllm/triton/prepare.py (docs/KERNEL-ABI.md), then pass --plugin";
@@ -590,8 +599,8 @@ static int missing(const char *impl, const char *name, ppb_err *err)
         if (!libraries[i].info.usable && strstr(libraries[i].info.path, file))
             return ppb_fail(err, PPB_EREFUSED, "impl %s: %s: %s", impl, libraries[i].info.path,
                             libraries[i].info.error);
-    return ppb_fail(err, PPB_EREFUSED, "impl %s: no plugin named '%s' on the search path (%d libraries looked at): %s",
-                    impl, name, n_libraries, hint);
+    return ppb_fail(err, PPB_EREFUSED, "impl %s: no plugin named '%s' on the search path (%s): %s", impl, name,
+                    looked[0] ? looked : "empty", hint);
 }
 
 /* ---- crash reports ------------------------------------------------------------------ */
@@ -768,6 +777,17 @@ static int find_implementation(const ppb_case *c, loaded **out, ppb_err *err)
                                            "leave it at auto for a plugin", impl);
     *out = find_library(name);
     return *out ? PPB_OK : missing(impl, name, err);
+}
+
+int ppb_impl_require(int impl, ppb_err *err)
+{
+    const char *name = ppb_impl_library_name(impl);
+    if (impl == PPB_IMPL_BUILTIN || !name)
+        return PPB_OK;
+    if (find_library(name))
+        return PPB_OK;
+    missing(ppb_impl_name(impl), name, err); /* its reason; for the caller, the input was wrong */
+    return PPB_EINPUT;
 }
 
 static const ppbk_decode_ops *decode_ops(const ppb_impl_call *call)

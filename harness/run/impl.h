@@ -71,6 +71,13 @@ int ppb_impl_scan(ppb_impl_info **out, int *n, ppb_err *err);
 void ppb_impl_backends_text(unsigned backends, char *buf, size_t len);
 void ppb_impl_kernels_text(int prefill, int v1, int v2, char *buf, size_t len);
 
+/* An implementation a user asked for by name (--impl, a proposal side's impl:)
+ * must exist before anything runs: PPB_OK for builtin or a plugin library of
+ * that name that loads on the search path (loaded once, as ppb_impl_bind
+ * would); else PPB_EINPUT saying where it looked, for the caller to name the
+ * option or field. */
+int ppb_impl_require(int impl, ppb_err *err);
+
 /* A case bound to one plugin kernel on one device: the table, the config and
  * the shape part of the argument struct. The backend fills the pointers of
  * `prefill` / `decode` and then launches. */

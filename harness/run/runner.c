@@ -280,7 +280,9 @@ static int prepare_cases(run_ctx *x, const char *impl, const char *filter, int s
                          ppb_err *err)
 {
     int rc = ppb_matrix_expand(&x->suite, &x->cases, err);
-    if (!rc && impl && impl[0] && (rc = ppb_matrix_override(&x->cases, "impl", impl, err)))
+    if (!rc && impl && impl[0] &&
+        ((rc = ppb_matrix_override(&x->cases, "impl", impl, err)) ||
+         (x->cases.n > 0 && (rc = ppb_impl_require(x->cases.items[0].config.impl, err)))))
         ppb_err_prefix(err, "--impl: ");
     /* path= picks among the built-in kernels' code paths; a plugin has its own (ppb_impl_bind):
      * its cases all run at auto, so a suite's simt and mma configs become one. */

@@ -98,10 +98,24 @@ set +e; "$PPB" propose "$SRC/tests/data/proposals/staged-sessions.yaml" --plugin
 case $rc in 0|10|11) ;; *) cat "$WORK/err" "$WORK/out"; fail "propose on the staging plugin exited $rc";; esac
 grep -q "^verdict: " "$WORK/out" || { cat "$WORK/out" "$WORK/err"; fail "no verdict on the staging plugin"; }
 
-# Without the library: refused with the reason, never run on something else.
-expect_rc 1 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/none.db" --impl plugin:example-cpu --backend cpu --no-progress --filter "batch=1,dtype=bf16,head_dim=64,page_size=16,sliding_window=0"
-grep -q "no plugin named 'example-cpu'" "$WORK/out" || { cat "$WORK/out"; fail "missing plugin not named"; }
-grep -q " ok " "$WORK/out" && fail "a case ran without its plugin"
+# Without the library: an input error naming it and where it was looked for, before anything runs (exit 3),
+# from --impl and from a proposal's side alike.
+expect_rc 3 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/none.db" --impl plugin:example-cpu --backend cpu --no-progress --filter "batch=1,dtype=bf16,head_dim=64,page_size=16,sliding_window=0"
+grep -q "^ppbench run: --impl: impl plugin:example-cpu: no plugin named 'example-cpu' on the search path (.*/plugins" "$WORK/err" \
+  || { cat "$WORK/err"; fail "missing plugin not named"; }
+[ -s "$WORK/out" ] && { cat "$WORK/out"; fail "a run without its plugin printed results"; }
+[ -e "$WORK/none.db" ] && fail "a run without its plugin stored something"
+cat >"$WORK/missing-side.yaml" <<EOF
+name: missing-side
+kind: kernel_config
+suite: $SRC/suites/smoke.yaml
+filter: "batch=1,dtype=bf16,head_dim=64,page_size=16,sliding_window=0"
+baseline: {block_m: 16, block_n: 32, num_warps: 4}
+candidate: {impl: "plugin:example-cpu", block_m: 16, block_n: 32, num_warps: 4}
+EOF
+expect_rc 3 "$PPB" propose "$WORK/missing-side.yaml" --db "$WORK/none.db" --backend cpu
+grep -q "^ppbench propose: $WORK/missing-side.yaml: candidate.impl: impl plugin:example-cpu: no plugin named 'example-cpu'" \
+  "$WORK/err" || { cat "$WORK/err"; fail "a proposal's missing plugin not named with its field"; }
 
 # propose builtin vs the plugin, then its report.
 set +e; "$PPB" propose "$SRC/tests/data/proposals/plugin-vs-builtin.yaml" --plugin "$PLUG" --backend cpu --json "$WORK/pv.json" >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
@@ -161,12 +175,12 @@ one=(run "$SRC/suites/smoke.yaml" --db "$WORK/one.db" --impl plugin:example-cpu 
 expect_rc 0 "$PPB" "${one[@]}" --plugin "$WORK/pdir"
 [ ! -e "$WORK/constructor-ran" ] || fail "another library's constructor ran"
 chmod g+w "$WORK/pdir"
-expect_rc 1 "$PPB" "${one[@]}" --plugin "$WORK/pdir"
-grep -q "not loaded: $WORK/pdir is writable by its group (chmod go-w it)" "$WORK/out" || { cat "$WORK/out"; fail "group-writable folder loaded"; }
+expect_rc 3 "$PPB" "${one[@]}" --plugin "$WORK/pdir"
+grep -q "not loaded: $WORK/pdir is writable by its group (chmod go-w it)" "$WORK/err" || { cat "$WORK/err"; fail "group-writable folder loaded"; }
 PPBENCH_TRUST_PLUGINS=1 expect_rc 0 "$PPB" "${one[@]}" --plugin "$WORK/pdir"
 chmod g-w "$WORK/pdir"; chmod o+w "$WORK/pdir/libppbk_example_cpu.so"
-expect_rc 1 "$PPB" "${one[@]}" --plugin "$WORK/pdir"
-grep -q "libppbk_example_cpu.so is writable by everyone" "$WORK/out" || { cat "$WORK/out"; fail "world-writable library loaded"; }
+expect_rc 3 "$PPB" "${one[@]}" --plugin "$WORK/pdir"
+grep -q "libppbk_example_cpu.so is writable by everyone" "$WORK/err" || { cat "$WORK/err"; fail "world-writable library loaded"; }
 [ ! -e "$WORK/constructor-ran" ] || fail "another library's constructor ran"
 
 # A plugin that never returns: Ctrl-C still ends the run (exit 130), naming it, without --devices.

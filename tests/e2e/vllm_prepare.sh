@@ -19,9 +19,9 @@ one_line fetch-vllm
 grep -q "refusing it" "$WORK/err" || fail "wrong archive not refused"
 [ ! -e "$WORK/deps/vllm-0.6.3" ] || fail "a refused archive was extracted"
 
-# ppbench without the libraries: every case refused with what to do, nothing run on something else.
-expect_rc 1 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/r.db" --backend cpu --impl vllm-triton --no-progress --filter "batch=1,query_len=17,context_len=0,dtype=bf16,block_m=64"
-grep -q "impl vllm-triton: no plugin named 'vllm-triton'.*kernels/vllm/triton/prepare.py" "$WORK/out" || { cat "$WORK/out"; fail "vllm-triton missing: no hint"; }
-expect_rc 1 "$PPB" run "$SRC/suites/smoke-decode.yaml" --db "$WORK/r.db" --backend cpu --impl vllm-cuda --no-progress --filter "batch=1,seq_len=100,version=1"
-grep -q "impl vllm-cuda: no plugin named 'vllm-cuda'.*PPB_VLLM_SOURCE" "$WORK/out" || { cat "$WORK/out"; fail "vllm-cuda missing: no hint"; }
+# ppbench without the libraries: --impl names what is missing and what to do (exit 3), nothing run.
+expect_rc 3 "$PPB" run "$SRC/suites/smoke.yaml" --db "$WORK/r.db" --backend cpu --impl vllm-triton --no-progress --filter "batch=1,query_len=17,context_len=0,dtype=bf16,block_m=64"
+grep -q "^ppbench run: --impl: impl vllm-triton: no plugin named 'vllm-triton'.*kernels/vllm/triton/prepare.py" "$WORK/err" || { cat "$WORK/err"; fail "vllm-triton missing: no hint"; }
+expect_rc 3 "$PPB" run "$SRC/suites/smoke-decode.yaml" --db "$WORK/r.db" --backend cpu --impl vllm-cuda --no-progress --filter "batch=1,seq_len=100,version=1"
+grep -q "impl vllm-cuda: no plugin named 'vllm-cuda'.*PPB_VLLM_SOURCE" "$WORK/err" || { cat "$WORK/err"; fail "vllm-cuda missing: no hint"; }
 echo "vllm_prepare: ok"

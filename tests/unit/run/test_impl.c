@@ -318,6 +318,13 @@ static void test_bind_refuses_with_the_reason(void **state)
     c.config.path = PPB_PATH_AUTO;
     assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "no plugin named 'nobody'"));
+    /* Asked for by name (--impl, a proposal's side), a missing one is bad input, said with where it was looked
+     * for; builtin and a plugin that loads are there. */
+    assert_int_equal(ppb_impl_require(v, &err), PPB_EINPUT);
+    assert_non_null(strstr(err.msg, "no plugin named 'nobody' on the search path ("));
+    assert_int_equal(ppb_impl_require(PPB_IMPL_BUILTIN, &err), PPB_OK);
+    assert_int_equal(ppb_field_parse_value(PPB_F_IMPL, "plugin:example-cpu", &v, &err), PPB_OK);
+    assert_int_equal(ppb_impl_require(v, &err), PPB_OK);
     c.config.impl = PPB_IMPL_VLLM_CUDA;
     assert_int_equal(ppb_impl_bind(&call, &c, &cpu, NULL, &err), PPB_EREFUSED);
     assert_non_null(strstr(err.msg, "PPB_VLLM_SOURCE"));
