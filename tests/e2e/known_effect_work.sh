@@ -23,4 +23,15 @@ sed 's/example-cpu-work50/example-cpu-work0/; s/^name: .*/name: known-effect-wor
 sed -i "s#^suite: .*#suite: $SRC/suites/smoke.yaml#" "$WORK/aa.yaml"
 set +e; "$PPB" propose "$WORK/aa.yaml" --plugin "$PLUG" --backend cpu >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
 [ "$rc" -eq 11 ] || { cat "$WORK/out" "$WORK/err"; fail "A/A of the work0 build: exit $rc, expected 11 (INCONCLUSIVE: no difference)"; }
-echo "ok: 50% more work measured x$ratio and rejected; its A/A exit $rc"
+
+# scripts/noise-study.sh's work step (what the GPU run's noise step drives with vllm-cuda-work): one proposal each
+# way round, counted from its database; a build that does not exist stops it, naming the library.
+study() { env PPB="$PPB" PLUGINS="$PLUG" LOAD=0 WORK_PROPOSALS=1 "$@" "$SRC/scripts/noise-study.sh" "$WORK/study" work; }
+study WORK_PERCENT=50 >"$WORK/study.out" 2>&1 || { cat "$WORK/study.out"; fail "noise-study work exited $?"; }
+grep -q "^real work, candidate 50% slower (example-cpu-work50 on that side): 1 of 1 REJECT" "$WORK/study/summary.txt" \
+  && grep -q "^real work, candidate 50% faster (example-cpu-work50 on that side): 1 of 1 ACCEPT" "$WORK/study/summary.txt" \
+  || { cat "$WORK/study/summary.txt"; fail "noise-study work: 50% not found each way round"; }
+set +e; study WORK_PERCENT=7 >"$WORK/study.out" 2>&1; src=$?; set -e
+[ $src -eq 2 ] && grep -q "noise-study: no $PLUG/libppbk_example_cpu_work7.so" "$WORK/study.out" \
+  || { cat "$WORK/study.out"; fail "noise-study work without a work7 build: exit $src"; }
+echo "ok: 50% more work measured x$ratio and rejected; its A/A exit $rc; noise-study's work step each way round"
