@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "ab_cases.h"
-#include "impl.h"
 #include "abtest.h"
+#include "impl.h"
 #include "matrix.h"
 #include "measure.h"
 #include "provenance.h"

@@ -576,15 +576,6 @@ static loaded *find_library(const char *name)
 /* Why no library of that name was found: say where we looked and what to do. */
 static int missing(const char *impl, const char *name, ppb_err *err)
 {
-    char looked[1024] = "";
-    path_list *entries = malloc(sizeof *entries);
-    if (entries) {
-        search_entries(entries);
-        size_t at = 0;
-        for (int i = 0; i < entries->n && at < sizeof looked; i++)
-            at += (size_t)snprintf(looked + at, sizeof looked - at, "%s%s", i ? ", " : "", entries->items[i]);
-        free(entries);
-    }
     const char *hint = "pass --plugin PATH or add its folder to PPBENCH_PLUGIN_PATH";
     if (strcmp(name, "vllm-triton") == 0)
         hint = "build it with kernels/vllm/triton/prepare.py (docs/KERNEL-ABI.md), then pass --plugin";
@@ -599,6 +590,15 @@ static int missing(const char *impl, const char *name, ppb_err *err)
         if (!libraries[i].info.usable && strstr(libraries[i].info.path, file))
             return ppb_fail(err, PPB_EREFUSED, "impl %s: %s: %s", impl, libraries[i].info.path,
                             libraries[i].info.error);
+    char looked[1024] = "";
+    path_list *entries = malloc(sizeof *entries);
+    if (entries) {
+        search_entries(entries);
+        size_t at = 0;
+        for (int i = 0; i < entries->n && at < sizeof looked; i++)
+            at += (size_t)snprintf(looked + at, sizeof looked - at, "%s%s", i ? ", " : "", entries->items[i]);
+        free(entries);
+    }
     return ppb_fail(err, PPB_EREFUSED, "impl %s: no plugin named '%s' on the search path (%s): %s", impl, name,
                     looked[0] ? looked : "empty", hint);
 }
