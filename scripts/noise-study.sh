@@ -27,7 +27,7 @@
 # cases), PAIRS (500), PROPOSALS (100), KNOWN (30), RUNS (16), LOAD (busy processes running beside
 # the study, default 1), EFFECTS and EFFECT_PAIRS (calibrate's known effects). Writes OUT_DIR/summary.txt
 # and the database. For `work`: PLUGINS (default build/tests/plugins), WORK_IMPL (example-cpu-work),
-# WORK_PERCENT (10; libppbk_<WORK_IMPL with _ for ->N.so must exist for N = 0 and WORK_PERCENT:
+# WORK_PERCENT (10; libppbk_<WORK_IMPL, each - as _>N.so must exist for N = 0 and WORK_PERCENT:
 # tests/plugin/CMakeLists.txt builds example-cpu-work 0 3 10 50, kernels/vllm/cuda vllm-cuda-work 0 2 3 10),
 # WORK_KNOBS (both sides' config, default the example plugin's block_m 16, block_n 32, 4 warps),
 # WORK_PROPOSALS (20), WORK_FILTER (2 of the study's cases).

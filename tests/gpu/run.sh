@@ -634,7 +634,7 @@ fi
 if want noise; then
   noise_filter="version=2,partition_size=512,dtype=bf16,num_heads=8,seq_len<=32768"
   # shellcheck disable=SC2086
-  run noise "$(limit noise 400)" env PPB="$ppbench" BACKEND=cuda SUITE="$root/suites/decode.yaml" \
+  run noise "$(limit noise 600)" env PPB="$ppbench" BACKEND=cuda SUITE="$root/suites/decode.yaml" \
     FILTER="${PPB_CALIBRATE_FILTER_DECODE:-$noise_filter}" KNOBS="{partition_size: 512}" RUN_FILTER="$noise_filter" \
     PROPOSALS="${PPB_NOISE_PROPOSALS:-20}" KNOWN="${PPB_NOISE_KNOWN:-10}" RUNS="${PPB_NOISE_RUNS:-12}" LOAD=0 \
     PLUGINS="$plugins" WORK_IMPL=vllm-cuda-work WORK_PERCENT="${PPB_NOISE_WORK_PERCENT:-3}" \
