@@ -612,16 +612,18 @@ if want multigpu; then
 fi
 
 # ---- calibration ------------------------------------------------------------------------
+# calibrate's and the noise study's decode cases: 2 of decode.yaml's v2 / PARTITION_SIZE 512 configs, one kv head
+study_filter="version=2,partition_size=512,dtype=bf16,num_heads=8,seq_len<=32768"
 if want calibrate; then
   run calibrate_decode "$(limit calibrate 540)" "$ppbench" calibrate "$root/suites/decode.yaml" --backend cuda \
-    --db "$out/calibrate.db" --filter "${PPB_CALIBRATE_FILTER_DECODE:-version=2,partition_size=512,dtype=bf16,num_heads=8,seq_len<=32768}" \
+    --db "$out/calibrate.db" --filter "${PPB_CALIBRATE_FILTER_DECODE:-$study_filter}" \
     --pairs "${PPB_CALIBRATE_PAIRS:-200}" --effect-pairs 40 --effects 0.02,0.03
   # The same effects as real GPU work: vLLM 0.6.3's paged attention launched again over 2% / 3% of the
   # sequences (vllm-cuda-workN, built beside the vllm-cuda plugin), against its work0 build.
   if [ -f "$plugins/libppbk_vllm_cuda_work0.so" ]; then
     run calibrate_decode_work "$(limit calibrate 540)" "$ppbench" calibrate "$root/suites/decode.yaml" \
       --backend cuda --db "$out/calibrate.db" --work-impl vllm-cuda-work \
-      --filter "${PPB_CALIBRATE_FILTER_DECODE:-version=2,partition_size=512,dtype=bf16,num_heads=8,seq_len<=32768}" \
+      --filter "${PPB_CALIBRATE_FILTER_DECODE:-$study_filter}" \
       --pairs "${PPB_CALIBRATE_PAIRS:-200}" --effect-pairs 40 --effects 0.02,0.03
   else
     echo "calibrate_decode_work: no vllm-cuda-work plugins in $plugins (the build step builds them with .deps/vllm-0.6.3)" |
@@ -632,13 +634,12 @@ fi
 # The same claims measured without calibrate (separate proposals, A/A and a scaled +3%), compare and trend
 # on quiet plain nights, and a known effect of real GPU work each way round (scripts/noise-study.sh).
 if want noise; then
-  noise_filter="version=2,partition_size=512,dtype=bf16,num_heads=8,seq_len<=32768"
   # shellcheck disable=SC2086
   run noise "$(limit noise 600)" env PPB="$ppbench" BACKEND=cuda SUITE="$root/suites/decode.yaml" \
-    FILTER="${PPB_CALIBRATE_FILTER_DECODE:-$noise_filter}" KNOBS="{partition_size: 512}" RUN_FILTER="$noise_filter" \
+    FILTER="${PPB_CALIBRATE_FILTER_DECODE:-$study_filter}" KNOBS="{partition_size: 512}" RUN_FILTER="$study_filter" \
     PROPOSALS="${PPB_NOISE_PROPOSALS:-20}" KNOWN="${PPB_NOISE_KNOWN:-10}" RUNS="${PPB_NOISE_RUNS:-12}" LOAD=0 \
     PLUGINS="$plugins" WORK_IMPL=vllm-cuda-work WORK_PERCENT="${PPB_NOISE_WORK_PERCENT:-3}" \
-    WORK_PROPOSALS="${PPB_NOISE_WORK_PROPOSALS:-10}" WORK_FILTER="$noise_filter" \
+    WORK_PROPOSALS="${PPB_NOISE_WORK_PROPOSALS:-10}" WORK_FILTER="$study_filter" \
     WORK_KNOBS="version: 2, partition_size: 512" \
     "$root/scripts/noise-study.sh" "$out/noise" ${PPB_NOISE_STEPS:-independent compare trend work}
 fi
