@@ -2,7 +2,7 @@
 # How honest are the verdicts on this (loaded) machine? The measurements behind
 # docs/BENCHMARKS.md "Verdicts under load" (docs/STATISTICS.md has the design):
 #
-#   scripts/noise-study.sh OUT_DIR [STEP...]     STEPs: calibrate independent compare (default: all)
+#   scripts/noise-study.sh OUT_DIR [STEP...]     STEPs below (default: calibrate independent compare trend)
 #
 #   calibrate    ppbench calibrate: A/A false flags over >= PAIRS pairs, known effects, repeatability
 #   independent  the same claims measured without calibrate: PROPOSALS separate `ppbench propose`
@@ -11,8 +11,8 @@
 #   compare      RUNS separate `ppbench run` processes of the same suite (A/A), then `ppbench compare`
 #                of each later run against the one before it: the share of ACCEPT/REJECT
 #   trend        `ppbench trend` over those plain nights (alerts on noise), then on copies of the database
-#                whose last one and two nights have every median x1.03 or x1.10 (a sustained step): the
-#                cases' alerts and the pooled ones (each kernel's cases night by night) apart
+#                whose last one and two nights have every median x1.03, x1.05 or x1.10 (a sustained step):
+#                the cases' alerts and the pooled ones (each kernel's cases night by night) apart
 #   work         a known effect of real work (not in the default steps: it needs plugins built in
 #                pairs, PLUGINS): WORK_PROPOSALS separate proposals of plugin:WORK_IMPL0 against
 #                plugin:WORK_IMPL<WORK_PERCENT>, the same plugin doing WORK_PERCENT% more work per
@@ -21,6 +21,10 @@
 #                On the CPU the example plugin's extra arithmetic (example-cpu-work, the default); on a
 #                GPU vLLM's paged attention launched again over that share of the sequences
 #                (vllm-cuda-work, WORK_KNOBS="version: 2, partition_size: 512")
+#   compare-work the same known effect seen by `compare` of separate runs: RUNS plain runs of each build,
+#                alternating, each compared with the run of the other build before it (compare pairs the
+#                two implementations' cases by shape): the share REJECTed (slower) and ACCEPTed (faster)
+#   recompute    `ppbench verdict --recompute` of every verdict the study stored: how many agree
 #
 # Environment: PPB (the binary, default build/ppbench), BACKEND (cpu), SUITE (suites/smoke.yaml),
 # FILTER (5 cases of it), KNOBS (the A/A proposal's config, both sides), RUN_FILTER (the plain runs'
@@ -83,6 +87,13 @@ for row in c.execute(sys.argv[2]): print("|".join("" if v is None else str(v) fo
 c.commit()' "$1" "$2"
 }
 sql() { sqlf "$db" "$1"; }
+# The work and compare-work steps need both builds of WORK_IMPL.
+need_work_builds() {
+  for percent in 0 "$WORK_PERCENT"; do
+    lib=$PLUGINS/libppbk_${WORK_IMPL//-/_}$percent.so
+    [ -f "$lib" ] || { echo "noise-study: no $lib" >&2; exit 2; }
+  done
+}
 
 for step in "${steps[@]}"; do
   case $step in
@@ -145,7 +156,7 @@ for step in "${steps[@]}"; do
     alerts() { echo "$(grep -E "^$1 " "$2" | grep -vc 'cases pooled$' || true) case(s); pooled:" \
                     "$(grep -E 'cases pooled$' "$2" | tr -s ' ' | tr '\n' ';')"; }
     say "trend over ${#ids[@]} plain nights: exit $rc, alerts: $(alerts '(regression|improvement)' "$out/trend-plain.txt")"
-    for pct in 3 10; do
+    for pct in 3 5 10; do
       for nights in 1 2; do
         f=$out/step$pct-$nights
         cp "$db" "$f.db"
@@ -160,10 +171,7 @@ for step in "${steps[@]}"; do
     done
     ;;
   work)
-    for percent in 0 "$WORK_PERCENT"; do
-      lib=$PLUGINS/libppbk_${WORK_IMPL//-/_}$percent.so
-      [ -f "$lib" ] || { echo "noise-study: no $lib" >&2; exit 2; }
-    done
+    need_work_builds
     for way in slower faster; do
       base=0 cand=$WORK_PERCENT want=REJECT
       [ $way = faster ] && base=$WORK_PERCENT cand=0 want=ACCEPT
@@ -185,6 +193,46 @@ EOF
       say "real work, candidate $WORK_PERCENT% $way ($WORK_IMPL$WORK_PERCENT on that side): $hit of $n $want" \
           "($acc ACCEPT, $rej REJECT in all); weighted means: $ratios"
     done
+    ;;
+  compare-work)
+    need_work_builds
+    # RUNS plain runs of each build, alternating, then compare (paired by shape across the two
+    # implementations): each work<N> run against the work0 run before it (slower: REJECT wanted) and each
+    # work0 run against the work<N> run before it (faster: ACCEPT wanted).
+    first=$(sql "SELECT coalesce(max(id), 0) FROM runs" 2>/dev/null || echo 0)
+    for _ in $(seq 1 "$RUNS"); do
+      for percent in 0 "$WORK_PERCENT"; do
+        "$PPB" run "$SUITE" --db "$db" --backend "$BACKEND" --filter "$WORK_FILTER" --no-progress \
+          --impl "plugin:$WORK_IMPL$percent" --plugin "$PLUGINS" --label noise-study-work >/dev/null 2>&1 || true
+      done
+    done
+    mapfile -t ids < <(sql "SELECT id FROM runs WHERE id > $first AND label = 'noise-study-work' ORDER BY id")
+    declare -A got=([slower]="0 0 0" [faster]="0 0 0")  # ACCEPT REJECT INCONCLUSIVE
+    for ((i = 1; i < ${#ids[@]}; i++)); do
+      way=faster; [ $((i % 2)) -eq 1 ] && way=slower  # odd positions: work<N> after work0
+      set +e
+      "$PPB" compare "${ids[i - 1]}" "${ids[i]}" --db "$db" >"$out/compare-work-${ids[i]}.txt" 2>&1
+      rc=$?
+      set -e
+      read -r a r n <<<"${got[$way]}"
+      case $rc in 0) a=$((a + 1));; 10) r=$((r + 1));; 11) n=$((n + 1));;
+                  *) say "compare ${ids[i - 1]} ${ids[i]} exited $rc"; cat "$out/compare-work-${ids[i]}.txt";; esac
+      got[$way]="$a $r $n"
+    done
+    for way in slower faster; do
+      read -r a r n <<<"${got[$way]}"
+      say "compare of separate runs, real work: candidate $WORK_PERCENT% $way ($WORK_IMPL$WORK_PERCENT on that" \
+          "side), $((a + r + n)) comparisons: $a ACCEPT, $r REJECT, $n INCONCLUSIVE"
+    done
+    ;;
+  recompute)
+    # every stored verdict of the study decided again from the store (`ppbench verdict --recompute`)
+    agree=0 differ=0
+    for id in $(sql "SELECT id FROM proposals ORDER BY id"); do
+      if "$PPB" verdict --recompute "$id" --db "$db" >"$out/recompute.txt" 2>&1; then agree=$((agree + 1))
+      else differ=$((differ + 1)); say "recompute $id: $(tail -n 1 "$out/recompute.txt")"; fi
+    done
+    say "verdict --recompute of the study's $((agree + differ)) stored verdicts: $agree agree, $differ differ"
     ;;
   *) echo "unknown step $step" >&2; exit 2;;
   esac

@@ -164,28 +164,85 @@ static int compare_opt(void *ctx, int opt, char *arg)
     }
 }
 
-/* The cases with a key in both runs, A as baseline, B as candidate, with each
- * case's history of plain runs from `src`; each stored case row gets the key
- * on both sides. */
-static int join_cases(const run_results rr[2], const ppb_run_compare_source *src, int n_src, int max_history,
-                      ppb_run_compare_case *rcs, ppb_proposal_case *pcs, int *n_out, ppb_err *err)
+/* A case's implementation as a case key names it ("builtin", "plugin:NAME"). */
+static const char *impl_of(const ppb_case *c)
 {
-    int n = 0, rc = PPB_OK;
-    for (int i = 0; i < rr[0].n && !rc; i++)
-        for (int j = 0; j < rr[1].n; j++) {
-            if (strcmp(rr[0].cases[i].key, rr[1].cases[j].key) != 0)
-                continue;
-            ppb_run_compare_case *c = &rcs[n];
-            ppb_run_compare_case_of(&rr[0].cases[i], &rr[0].results[i], &rr[1].results[j], c);
-            double *h = NULL;
-            rc = ppb_run_compare_history(src, n_src, c->key, max_history, &h, &c->n_history, err);
-            c->history = h;
-            snprintf(pcs[n].baseline_key, sizeof pcs[n].baseline_key, "%s", c->key);
-            snprintf(pcs[n].candidate_key, sizeof pcs[n].candidate_key, "%s", c->key);
-            n++;
-            break;
+    const char *name = ppb_impl_name(ppb_case_get(c, PPB_F_IMPL));
+    return name ? name : "?";
+}
+
+/* One paired case: its own history and, when the two sides are different
+ * implementations, each side's history one after the other (run_compare.h's
+ * history_split). */
+static int pair_case(const run_results rr[2], int i, int j, int across, const ppb_run_compare_source *src,
+                     int n_src, int max_history, ppb_run_compare_case *c, ppb_proposal_case *pc, ppb_err *err)
+{
+    ppb_run_compare_case_of(&rr[0].cases[i], &rr[0].results[i], &rr[1].results[j], c);
+    snprintf(pc->baseline_key, sizeof pc->baseline_key, "%s", rr[0].cases[i].key);
+    snprintf(pc->candidate_key, sizeof pc->candidate_key, "%s", rr[1].cases[j].key);
+    double *h[2] = {NULL, NULL};
+    int nh[2] = {0, 0};
+    int rc = ppb_run_compare_history(src, n_src, pc->baseline_key, max_history, &h[0], &nh[0], err);
+    if (!rc && across)
+        rc = ppb_run_compare_history(src, n_src, pc->candidate_key, max_history, &h[1], &nh[1], err);
+    if (!rc && nh[1] > 0) {
+        double *both = realloc(h[0], sizeof *both * (size_t)(nh[0] + nh[1]));
+        if (!both)
+            rc = ppb_fail(err, PPB_ENOMEM, "out of memory for a case's history");
+        else {
+            memcpy(both + nh[0], h[1], sizeof *both * (size_t)nh[1]);
+            h[0] = both;
         }
+    }
+    free(h[1]);
+    c->history = h[0];
+    c->n_history = nh[0] + nh[1];
+    c->history_split = across ? nh[0] : 0;
+    return rc;
+}
+
+/* The cases of run A paired with run B's, A as baseline, B as candidate: by
+ * key, or, when no key is in both, by the key the case would have on the
+ * built-in kernels: two implementations of the same cases (a release against
+ * another, a plugin against the built-in kernels), each case then judged
+ * against the noise of both implementations' own plain runs. A case of A
+ * with more than one implementation in B is refused: which to pair is a
+ * guess. */
+static int join_cases(const run_results rr[2], const ppb_run_compare_source *src, int n_src, int max_history,
+                      ppb_run_compare_case *rcs, ppb_proposal_case *pcs, int *n_out, int *across_out, ppb_err *err)
+{
+    int n = 0, rc = PPB_OK, across = 0;
+    for (;;) {
+        for (int i = 0; i < rr[0].n && !rc; i++) {
+            char ka[PPB_CASE_KEY_MAX], kb[PPB_CASE_KEY_MAX];
+            int match = -1;
+            if (across)
+                ppb_case_key_builtin(&rr[0].cases[i], ka, sizeof ka);
+            for (int j = 0; j < rr[1].n && !rc; j++) {
+                if (across)
+                    ppb_case_key_builtin(&rr[1].cases[j], kb, sizeof kb);
+                if (strcmp(across ? ka : rr[0].cases[i].key, across ? kb : rr[1].cases[j].key) != 0)
+                    continue;
+                if (match >= 0)
+                    rc = ppb_fail(err, PPB_EINPUT,
+                                  "case '%s' of the baseline run is in the candidate run on two implementations "
+                                  "('%s' and '%s'): compare runs of one implementation each",
+                                  rr[0].cases[i].key, rr[1].cases[match].key, rr[1].cases[j].key);
+                match = j;
+                if (!across)
+                    break; /* a key is in a run once */
+            }
+            if (match >= 0 && !rc) {
+                rc = pair_case(rr, i, match, across, src, n_src, max_history, &rcs[n], &pcs[n], err);
+                n++;
+            }
+        }
+        if (n > 0 || rc || across)
+            break;
+        across = 1; /* no key in common: the same cases on two implementations? */
+    }
     *n_out = n;
+    *across_out = across;
     return rc;
 }
 
@@ -302,15 +359,20 @@ int cmd_compare(int argc, char **argv)
     }
     ppb_run_compare_source src[4];
     char names[2][128];
-    int n_src = 0, n = 0;
+    int n_src = 0, n = 0, across = 0;
     if ((rc = history_sources(sa, id[0], s, id[1], src, names, &n_src, &err)) ||
-        (rc = join_cases(rr, src, n_src, co.rules.max_history, rcs, pcs, &n, &err)))
+        (rc = join_cases(rr, src, n_src, co.rules.max_history, rcs, pcs, &n, &across, &err)))
         goto end;
     if (n == 0) {
-        rc = ppb_fail(&err, PPB_EINPUT, "runs %lld and %lld have no case key in common",
-                      (long long)id[0], (long long)id[1]);
+        rc = ppb_fail(&err, PPB_EINPUT, "runs %lld and %lld have no case in common (by key, or by shape and "
+                      "config on two implementations)", (long long)id[0], (long long)id[1]);
         goto end;
     }
+    if (across)
+        fprintf(stderr,
+                "ppbench compare: two implementations: run %lld's cases on %s against run %lld's on %s, each "
+                "case's noise pooled over both implementations' own plain runs\n",
+                (long long)id[0], impl_of(&rr[0].cases[0]), (long long)id[1], impl_of(&rr[1].cases[0]));
     if (n < rr[0].n || n < rr[1].n)
         fprintf(stderr, "ppbench compare: %d cases in common (run %lld has %d, run %lld has %d)\n",
                 n, (long long)id[0], rr[0].n, (long long)id[1], rr[1].n);

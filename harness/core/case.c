@@ -236,6 +236,14 @@ void ppb_case_make_key(ppb_case *c)
     }
 }
 
+void ppb_case_key_builtin(const ppb_case *c, char *buf, size_t len)
+{
+    ppb_case t = *c;
+    ppb_case_set(&t, PPB_F_IMPL, PPB_IMPL_BUILTIN);
+    ppb_case_make_key(&t);
+    snprintf(buf, len, "%s", t.key);
+}
+
 void ppb_case_shape_key(const ppb_case *c, char *buf, size_t len)
 {
     size_t n = (size_t)snprintf(buf, len, "%s", ppb_kernel_name(c->kernel));

@@ -116,6 +116,9 @@ void ppb_field_format_value(ppb_field f, int value, char *buf, size_t len);
 #define PPB_IMPL_VLLM_CUDA 2
 #define PPB_IMPL_MAX 32
 const char *ppb_impl_name(int impl);   /* NULL when no such value */
+/* The key c would have on the built-in kernels: what two implementations of
+ * one case (same shape, same config) share. */
+void ppb_case_key_builtin(const ppb_case *c, char *buf, size_t len);
 /* A plugin's name, as its table and a case key carry it: 1-40 characters of
  * a-z, 0-9, '_', '.', '-', '@', and not "builtin". */
 int ppb_impl_name_valid(const char *name);

@@ -96,6 +96,9 @@ static int check_input(const ppb_run_compare_case *cases, int n, const ppb_run_c
             return ppb_fail(err, PPB_EINPUT, "case %d has no key", i);
         if (!(cases[i].weight >= 0) || !isfinite(cases[i].weight))
             return ppb_fail(err, PPB_EINPUT, "case '%s' has weight %g", cases[i].key, cases[i].weight);
+        if (cases[i].history_split < 0 || cases[i].history_split > cases[i].n_history)
+            return ppb_fail(err, PPB_EINPUT, "case '%s': history split at %d of %d runs", cases[i].key,
+                            cases[i].history_split, cases[i].n_history);
         if (cases[i].noise_given && (!(cases[i].noise >= 0) || !isfinite(cases[i].noise) || cases[i].history))
             return ppb_fail(err, PPB_EINPUT, "case '%s': a given noise of %g (with%s a history)", cases[i].key,
                             cases[i].noise, cases[i].history ? "" : "out");
@@ -113,10 +116,12 @@ static int check_input(const ppb_run_compare_case *cases, int n, const ppb_run_c
 static int judge_case(const ppb_run_compare_case *c, int h, double alpha, ppb_ab_interval *x, double *sigma,
                       double *crit, ppb_err *err)
 {
-    *sigma = c->noise_given ? c->noise : ppb_trend_night_noise(c->history + (c->n_history - h), h);
+    *sigma = c->noise_given     ? c->noise
+             : c->history_split ? ppb_trend_night_noise_split(c->history, c->n_history, c->history_split)
+                                : ppb_trend_night_noise(c->history + (c->n_history - h), h);
     if (isnan(*sigma))
         return ppb_fail(err, PPB_ENOMEM, "out of memory for a case's noise");
-    int df = (int)floor(MAD_EFFICIENCY * (h - 1));
+    int df = (int)floor(MAD_EFFICIENCY * (h - 1 - (c->history_split > 0))); /* a level per implementation */
     *crit = ppb_student_t_quantile(alpha, df < 1 ? 1 : df);
     double d = log(c->candidate_ms) - log(c->baseline_ms), half = *crit * sqrt(2.0) * *sigma;
     memset(x, 0, sizeof *x);
@@ -201,10 +206,12 @@ int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_r
     int judged = 0;
     for (int i = 0; i < n; i++) {
         const ppb_run_compare_case *c = &cases[i];
-        out->n_history[i] = c->n_history < rules->max_history ? c->n_history : rules->max_history;
+        out->n_history[i] = c->history_split || c->n_history < rules->max_history ? c->n_history : rules->max_history;
         int usable = c->baseline_feasible && c->candidate_feasible && timed(c) &&
                      !(rules->verdict.require_correct && (!c->baseline_correct || !c->candidate_correct));
-        if (usable && out->n_history[i] < rules->min_history) {
+        /* two implementations: each needs two runs of its own for a spread about its level */
+        int split_short = c->history_split && (c->history_split < 2 || c->n_history - c->history_split < 2);
+        if (usable && (out->n_history[i] < rules->min_history || split_short)) {
             out->short_history[i] = 1;
             out->n_short++;
         }
@@ -224,11 +231,18 @@ int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_r
                             : !(c->baseline_ms > 0)                         ? "was not timed in the baseline run"
                                                                             : "was not timed in the candidate run";
         else if (out->short_history[i])
-            vc[i].untimed = untimed;
+            vc[i].untimed = out->n_history[i] < rules->min_history
+                                ? untimed
+                                : "has fewer than 2 plain runs of one of its two implementations: its run-to-run noise "
+                                  "is unknown, so it is not judged on time";
         else if (!(rc = judge_case(c, out->n_history[i], alpha, &iv[i], &out->noise[i], &out->crit[i], err))) {
             vc[i].interval = &iv[i];
-            snprintf(basis[i], sizeof basis[i], "run-to-run noise %.2f%% from %d plain runs", 100 * out->noise[i],
-                     out->n_history[i]);
+            if (c->history_split)
+                snprintf(basis[i], sizeof basis[i], "run-to-run noise %.2f%% from %d + %d plain runs of the two implementations",
+                         100 * out->noise[i], c->history_split, c->n_history - c->history_split);
+            else
+                snprintf(basis[i], sizeof basis[i], "run-to-run noise %.2f%% from %d plain runs", 100 * out->noise[i],
+                         out->n_history[i]);
             vc[i].basis = basis[i];
         }
     }
@@ -357,6 +371,7 @@ int ppb_run_compare_record(const ppb_run_compare_report *rep, const ppb_run_comp
             snprintf(pcs[i].state, sizeof pcs[i].state, "no-history");
         pcs[i].noise = rep->noise[i];
         pcs[i].history = rep->n_history[i];
+        pcs[i].history_split = cases[i].history_split;
         pcs[i].looks_taken = pcs[i].looks_planned = 0;
         pcs[i].stop_alpha = pcs[i].look_share = NAN;
     }

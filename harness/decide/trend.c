@@ -103,16 +103,21 @@ static double night_noise(const double *v, int from, int to, int split, double *
     return by_diff > by_level ? by_diff : by_level;
 }
 
-double ppb_trend_night_noise(const double *values, int n)
+double ppb_trend_night_noise_split(const double *values, int n, int split)
 {
     if (n < 2)
         return NAN;
     double *d = malloc(sizeof *d * 2 * (size_t)n);
     if (!d)
         return NAN;
-    double noise = night_noise(values, 0, n, -1, d);
+    double noise = night_noise(values, 0, n, split, d);
     free(d);
     return noise;
+}
+
+double ppb_trend_night_noise(const double *values, int n)
+{
+    return ppb_trend_night_noise_split(values, n, -1);
 }
 
 /* Median, floored robust scale, night-to-night noise and the relative

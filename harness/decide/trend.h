@@ -69,6 +69,10 @@ typedef struct ppb_trend_result {
  * log differences and the robust spread of the log values (docs/STATISTICS.md
  * "Trend"). NAN with fewer than 2 values (or no memory). */
 double ppb_trend_night_noise(const double *values, int n);
+/* The same over two series in one array, values[0, split) and [split, n), each
+ * about its own level (the runs of two implementations of one case): no
+ * difference across the split, each part's spread about its own median. */
+double ppb_trend_night_noise_split(const double *values, int n, int split);
 
 /* A case the latest run did not time: status NOT_TIMED, the run's status and
  * reason as the reason ("not timed in the latest run: refused: ..."). */

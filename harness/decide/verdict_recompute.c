@@ -284,6 +284,7 @@ static int compare_cases(const ppb_stored_verdict *sv, ppb_run_compare_case *rcs
                                 s ? pc->candidate_key : pc->baseline_key);
         ppb_run_compare_case_of(&r[0]->c, &r[0]->r, &r[1]->r, &rcs[i]);
         rcs[i].n_history = pc->history;
+        rcs[i].history_split = pc->history_split;
         rcs[i].noise_given = 1;
         rcs[i].noise = isfinite(pc->noise) ? pc->noise : 0;
     }

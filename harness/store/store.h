@@ -218,6 +218,7 @@ typedef struct ppb_proposal_case {
     double look_share;             /* what its stopping look spent of stop_alpha (schema 15); NaN: none */
     double noise;                  /* compare: the run-to-run noise (relative sd); NaN: none */
     int history;                   /* compare: the plain runs that noise came from */
+    int history_split;             /* compare of two implementations: the baseline's share of them (schema 19) */
 } ppb_proposal_case;
 
 /* One transaction: the proposal row (fills rec->id and rec->created_at) and its cases. */

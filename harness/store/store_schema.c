@@ -308,6 +308,12 @@ static const char schema_v18[] = "ALTER TABLE proposals ADD COLUMN wall_ms REAL;
                                  "ALTER TABLE proposals ADD COLUMN fixed_kernel_ms REAL;"
                                  "ALTER TABLE proposals ADD COLUMN fixed_samples INTEGER;";
 
+/* Version 19: a comparison of two implementations' runs (`ppbench compare`
+ * joining cases by shape) pools each case's noise over both implementations'
+ * plain runs; how many were the baseline's (run_compare.h's history_split).
+ * NULL or 0: one implementation. */
+static const char schema_v19[] = "ALTER TABLE proposal_cases ADD COLUMN history_split INTEGER;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -327,6 +333,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {16, "the prefill kernels' num_stages", schema_v16},
     {17, "each result's judgement on the target profile", schema_v17},
     {18, "what each proposal's verdict cost", schema_v18},
+    {19, "the split of a compared case's history between two implementations", schema_v19},
 };
 
 const int ppb_store_migration_count =

@@ -24,14 +24,43 @@ sed -i "s#^suite: .*#suite: $SRC/suites/smoke.yaml#" "$WORK/aa.yaml"
 set +e; "$PPB" propose "$WORK/aa.yaml" --plugin "$PLUG" --backend cpu >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
 [ "$rc" -eq 11 ] || { cat "$WORK/out" "$WORK/err"; fail "A/A of the work0 build: exit $rc, expected 11 (INCONCLUSIVE: no difference)"; }
 
-# scripts/noise-study.sh's work step (what the GPU run's noise step drives with vllm-cuda-work): one proposal each
-# way round, counted from its database; a build that does not exist stops it, naming the library.
-study() { env PPB="$PPB" PLUGINS="$PLUG" LOAD=0 WORK_PROPOSALS=1 "$@" "$SRC/scripts/noise-study.sh" "$WORK/study" work; }
+# compare of separate runs on two implementations (a release against another, a plugin against the built-in
+# kernels): plain runs of work0 and of work50, the latest of each compared. No key is in both, so the cases are
+# paired by shape and config, each judged against both implementations' own run-to-run noise (5 plain runs of
+# each); never ACCEPTed, and re-derivable from the store. (One run's median on this loaded CPU can be 1.1x where
+# the work is 1.5x: the ratio is the noise study's to measure, not this test's.)
+export PPBENCH_DB="$WORK/c.db"
+for _ in 1 2 3 4 5 6; do
+  for n in 0 50; do
+    "$PPB" run "$SRC/suites/smoke.yaml" --backend cpu --impl "plugin:example-cpu-work$n" --plugin "$PLUG" \
+      --filter "dtype=bf16,head_dim=64,page_size=16,batch=2,block_m=16,block_n=32,context_len=37,ragged=false" \
+      --no-progress >/dev/null 2>>"$WORK/runs.err" || { cat "$WORK/runs.err"; fail "run of work$n failed"; }
+  done
+done
+set +e; "$PPB" compare 11 12 >"$WORK/out" 2>"$WORK/err"; crc=$?; set -e
+{ [ "$crc" -eq 10 ] || [ "$crc" -eq 11 ]; } && grep -q "two implementations: run 11's cases on plugin:example-cpu-work0 against run 12's on plugin:example-cpu-work50" "$WORK/err" \
+  || { cat "$WORK/out" "$WORK/err"; fail "compare of work0 and work50 runs: exit $crc"; }
+cratio=$(sqlite3 "$PPBENCH_DB" "SELECT geomean_ratio FROM proposals ORDER BY id DESC LIMIT 1")
+split=$(sqlite3 "$PPBENCH_DB" "SELECT min(history_split) || ' ' || max(history) FROM proposal_cases")
+[ "$split" = "5 10" ] || { cat "$WORK/out"; fail "compare of work0 and work50: history split/size $split (want 5 10)"; }
+"$PPB" verdict --recompute latest >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "the two-implementation compare does not recompute"; }
+
+# scripts/noise-study.sh's work, compare-work and recompute steps (what the GPU run's noise step drives with
+# vllm-cuda-work): one proposal each way round, counted from its database; 3 runs of each build, compared
+# alternately (5 comparisons, too little history to judge: no ACCEPT or REJECT); every stored verdict
+# recomputed; a build that does not exist stops it, naming the library.
+study() { env PPB="$PPB" PLUGINS="$PLUG" LOAD=0 WORK_PROPOSALS=1 RUNS=3 "$@" "$SRC/scripts/noise-study.sh" "$WORK/study" \
+            work compare-work recompute; }
 study WORK_PERCENT=50 >"$WORK/study.out" 2>&1 || { cat "$WORK/study.out"; fail "noise-study work exited $?"; }
-grep -q "^real work, candidate 50% slower (example-cpu-work50 on that side): 1 of 1 REJECT" "$WORK/study/summary.txt" \
-  && grep -q "^real work, candidate 50% faster (example-cpu-work50 on that side): 1 of 1 ACCEPT" "$WORK/study/summary.txt" \
-  || { cat "$WORK/study/summary.txt"; fail "noise-study work: 50% not found each way round"; }
+sum=$WORK/study/summary.txt
+grep -q "^real work, candidate 50% slower (example-cpu-work50 on that side): 1 of 1 REJECT" "$sum" \
+  && grep -q "^real work, candidate 50% faster (example-cpu-work50 on that side): 1 of 1 ACCEPT" "$sum" \
+  || { cat "$sum"; fail "noise-study work: 50% not found each way round"; }
+grep -q "^compare of separate runs, real work: candidate 50% slower (example-cpu-work50 on that side), 3 comparisons: 0 ACCEPT, 0 REJECT, 3 INCONCLUSIVE" "$sum" \
+  && grep -q "^compare of separate runs, real work: candidate 50% faster .*, 2 comparisons: 0 ACCEPT, 0 REJECT, 2 INCONCLUSIVE" "$sum" \
+  && grep -q "^verdict --recompute of the study's 7 stored verdicts: 7 agree, 0 differ" "$sum" \
+  || { cat "$sum"; fail "noise-study compare-work / recompute"; }
 set +e; study WORK_PERCENT=7 >"$WORK/study.out" 2>&1; src=$?; set -e
 [ $src -eq 2 ] && grep -q "noise-study: no $PLUG/libppbk_example_cpu_work7.so" "$WORK/study.out" \
   || { cat "$WORK/study.out"; fail "noise-study work without a work7 build: exit $src"; }
-echo "ok: 50% more work measured x$ratio and rejected; its A/A exit $rc; noise-study's work step each way round"
+echo "ok: 50% more work measured x$ratio and rejected, x$cratio by compare of separate runs; its A/A exit $rc; noise-study's work, compare-work and recompute steps"

@@ -27,8 +27,9 @@
 #              same with the effects as real GPU work (--work-impl vllm-cuda-work: vLLM's kernels launched again
 #              over 2% / 3% of the sequences)
 #   noise      scripts/noise-study.sh on them: A/A and +3% by separate proposals, compare, trend on quiet nights,
-#              and 3% of real GPU work each way round (vllm-cuda-work0 against -work3); PPB_NOISE_STEPS
-#              chooses among those (default: all four), PPB_NOISE_{PROPOSALS,KNOWN,RUNS,WORK_PROPOSALS} size them
+#              and 3% of real GPU work each way round (vllm-cuda-work0 against -work3) by proposals and by
+#              compare of separate runs, every stored verdict recomputed; PPB_NOISE_STEPS
+#              chooses among those (default: all), PPB_NOISE_{PROPOSALS,KNOWN,RUNS,WORK_PROPOSALS} size them
 # The production implementations (docs/KERNEL-ABI.md; need .deps/vllm-0.6.3 from scripts/fetch-vllm.sh,
 # which also makes the build step build the vllm-cuda plugin, and python3 with Triton):
 #   vllm       prepare vllm-triton (Triton AOT) for the smoke suite (and suites/prefill.yaml when vllm_bench,
@@ -641,7 +642,7 @@ if want noise; then
     PLUGINS="$plugins" WORK_IMPL=vllm-cuda-work WORK_PERCENT="${PPB_NOISE_WORK_PERCENT:-3}" \
     WORK_PROPOSALS="${PPB_NOISE_WORK_PROPOSALS:-10}" WORK_FILTER="$study_filter" \
     WORK_KNOBS="version: 2, partition_size: 512" \
-    "$root/scripts/noise-study.sh" "$out/noise" ${PPB_NOISE_STEPS:-independent compare trend work}
+    "$root/scripts/noise-study.sh" "$out/noise" ${PPB_NOISE_STEPS:-independent compare trend work compare-work recompute}
 fi
 
 echo "---- summary ($(( $(date +%s) - t_all )) s; logs and $db in $out)" >>"$summary"

@@ -219,6 +219,65 @@ static void test_step_beyond_noise_is_flagged(void **state)
     ppb_run_compare_report_free(&r);
 }
 
+/* Two implementations of each case (compare pairing runs of two kernels by
+ * shape): the history is the baseline implementation's plain runs, then the
+ * candidate's, each at its own level. The noise is pooled about each level, so
+ * a candidate implementation 30% slower on runs that vary 0.3% is REJECTed
+ * (mutation: the split ignored: the two levels read as noise of over 5% and
+ * nothing is rejected); the second level costs a degree of freedom
+ * (floor(0.37 (h - 2))); an implementation with fewer than 2 runs of its own
+ * leaves its case unjudged. */
+static void test_two_implementations(void **state)
+{
+    (void)state;
+    sim s;
+    make_sim(&s, 4, 12, 0.003, 1.30, 5);
+    for (int i = 0; i < s.n; i++) {
+        for (int k = 6; k < 12; k++)
+            s.hist[i][k] *= 1.30; /* the candidate implementation's own runs */
+        s.c[i].history_split = 6;
+    }
+    ppb_run_compare_report r = decide(&s, NULL);
+    assert_int_equal(r.v.verdict, PPB_VERDICT_REJECT);
+    for (int i = 0; i < s.n; i++) {
+        assert_int_equal(r.v.cases[i].cls, PPB_AB_SLOWER);
+        assert_true(r.noise[i] < 0.01);
+        assert_true(fabs(r.noise[i] - ppb_trend_night_noise_split(s.hist[i], 12, 6)) < 1e-15);
+        assert_true(fabs(r.crit[i] - ppb_student_t_quantile(0.05 / 5, 3)) < 1e-9); /* not t(4): 11 runs' */
+        assert_int_equal(r.n_history[i], 12);
+    }
+    assert_true(has_reason(&r, "slower"));
+    ppb_run_compare_report_free(&r);
+
+    for (int i = 0; i < s.n; i++)
+        s.c[i].history_split = 0; /* the same runs read as one implementation's */
+    r = decide(&s, NULL);
+    assert_int_not_equal(r.v.verdict, PPB_VERDICT_REJECT);
+    assert_true(r.noise[0] > 0.05);
+    ppb_run_compare_report_free(&r);
+
+    for (int i = 0; i < s.n; i++)
+        s.c[i].history_split = i ? 6 : 11; /* case 0's candidate implementation has one run of its own */
+    r = decide(&s, NULL);
+    assert_int_equal(r.short_history[0], 1);
+    assert_int_equal(r.short_history[1], 0);
+    ppb_run_compare_report_free(&r);
+    for (int i = 0; i < s.n; i++)
+        s.c[i].history_split = 1; /* every baseline implementation has one */
+    r = decide(&s, NULL);
+    assert_int_equal(r.v.verdict, PPB_VERDICT_INCONCLUSIVE);
+    assert_true(has_reason(&r, "fewer than 2 plain runs of one of its two implementations"));
+    ppb_run_compare_report_free(&r);
+
+    s.c[0].history_split = 13; /* past the history: refused */
+    ppb_run_compare_rules rules;
+    ppb_run_compare_rules_default(&rules);
+    ppb_run_compare_report bad;
+    ppb_err err;
+    assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, &bad, &err), PPB_EINPUT);
+    ppb_run_compare_report_free(&bad);
+}
+
 /* Correctness and feasibility come first, as in the verdict; a case not timed
  * in one run is open; bad input is refused. */
 static void test_states_and_errors(void **state)
@@ -387,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_interval_formula),
         cmocka_unit_test(test_degrees_of_freedom_follow_the_history),
         cmocka_unit_test(test_step_beyond_noise_is_flagged),
+        cmocka_unit_test(test_two_implementations),
         cmocka_unit_test(test_states_and_errors),
         cmocka_unit_test(test_history_reader),
         cmocka_unit_test(test_an_unusual_run_is_seen_as_a_whole),

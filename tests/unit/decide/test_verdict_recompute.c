@@ -607,6 +607,10 @@ static void test_a_compare_verdict_is_re_derived(void **state)
     assert_differs(&sv, "case 0 (");
     assert_differs(&sv, "ratio");
     sv.run[1].items[0].r.median_ms /= 1.1;
+    sv.pcs[0].history_split = 7; /* as if two implementations, the second with one run: not judged */
+    assert_differs(&sv, "state");
+    sv.pcs[0].history_split = 0;
+    assert_true(recheck(&sv).agree);
     sv.pcs[0].history = 4; /* below min_history now: not judged on time */
     assert_differs(&sv, "state");
     ppb_stored_verdict_free(&sv);
