@@ -100,8 +100,16 @@ M decide/run_compare.c 's#out->shift = ppb_midmean(shift, k);#out->shift = ppb_m
   "run level: a plain mean over the cases, which one case moving the other way pulls"
 M decide/run_compare.c 's#out->unusual = !rc && k >= 3 &&#out->unusual = !rc \&\& k >= 1 \&\&#' \
   "run level: one or two cases called a whole run unusual"
-M decide/run_compare.c 's#int df = (int)floor(MAD_EFFICIENCY \* (h - 1));#int df = (int)floor(MAD_EFFICIENCY * h);#' \
+M decide/run_compare.c 's#(h - 1 - (c->history_split > 0)));#(h - (c->history_split > 0)));#' \
   "the noise's degrees of freedom: off by one"
+M decide/run_compare.c 's#(h - 1 - (c->history_split > 0)));#(h - 1));#' \
+  "two implementations: the second level costs no degree of freedom"
+M decide/run_compare.c 's#    int split = c->history_split;#    int split = 0;#' \
+  "two implementations: the gap between their levels read as noise"
+M decide/run_compare.c 's#int split_short = c->history_split \&\& #int split_short = 0 \&\& #' \
+  "two implementations: one with a single run of its own judged"
+M decide/run_compare.c 's#return plain > robust ? plain : robust;#return robust;#' \
+  "compare's noise: rare whole-run slowdowns read as outliers"
 M decide/run_compare.c 's#half = \*crit \* sqrt(2.0) \* \*sigma;#half = *crit * *sigma;#' \
   "a difference of two runs with one run's noise"
 M decide/run_compare.c 's#ppb_bonferroni_alpha(rules->verdict.alpha, judged + 1);#ppb_bonferroni_alpha(rules->verdict.alpha, judged);#' \
