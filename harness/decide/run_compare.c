@@ -134,7 +134,7 @@ static double log_sd(const double *v, int n, int split)
  * runs a whole run slow as outliers: on the loaded 2-core runner 5 of 30 plain
  * runs were 35-70% slow and the rest within 1%, the robust noise came out at
  * 5%, and 6 of 29 A/A compares were REJECTed. The plain deviation counts those
- * runs; on a quiet history the two agree. */
+ * runs; on a quiet history the two are close. */
 static double history_noise(const ppb_run_compare_case *c, int h)
 {
     const double *v = c->history + (c->n_history - h);
