@@ -67,6 +67,9 @@
 #   clang_aot  ci/build-bi-v100.sh with clang's CUDA front end (the CoreX compiler model) for this GPU
 #              (PPB_CLANG, default clang++-16 with the CUDA 11.8 tree of scripts/fetch-clang-cuda.sh
 #              when .deps has it, else clang++ with the machine's toolkit), then the nightly suites with that build
+#   anchor     tests/gpu/sdpa_anchor.py: torch's FlashAttention and memory-efficient attention on prefill.yaml's
+#              shapes (contiguous K/V, each backend's bottom-right causal mask checked first), a lower anchor for
+#              the prefill TFLOP/s, into OUT_DIR/sdpa.json
 # Default: env build kernels backend suites paths sanitizer aot bench vllm crosscheck -- every GPU path
 # at least once (the vLLM plugins and their cross-check included: without .deps/vllm-0.6.3 those fail,
 # naming what is missing). Every step runs under `timeout`; one call may be split in two on the same
@@ -604,6 +607,11 @@ if want clang_aot; then
         --target none --db "$out/clang-aot.db" --label clang-aot --no-progress
     done
   }
+fi
+
+# ---- a lower anchor for prefill: torch's own attention kernels on the same shapes -------------
+if want anchor; then
+  run sdpa_anchor "$(limit anchor 300)" python3 "$root/tests/gpu/sdpa_anchor.py" --json "$out/sdpa.json"
 fi
 
 # ---- several GPUs in one host ---------------------------------------------------------------
