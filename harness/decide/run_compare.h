@@ -27,8 +27,7 @@ typedef struct ppb_run_compare_case {
     /* Two implementations of one shape compared (runs of different kernels):
      * history[0, history_split) are the baseline implementation's plain runs,
      * the rest the candidate's, each about its own level, and the noise is
-     * pooled over both (ppb_trend_night_noise_split); each part is the caller's
-     * to cap at max_history. 0: one history, the case's own. Kept with a
+     * pooled over both; each part is the caller's to cap at max_history. 0: one history, the case's own. Kept with a
      * given noise too: the split sets the degrees of freedom. */
     int history_split;
     /* A stored comparison recomputed (verdict_recompute.h): its noise as
