@@ -206,10 +206,14 @@ EOF
           --impl "plugin:$WORK_IMPL$percent" --plugin "$PLUGINS" --label noise-study-work >/dev/null 2>&1 || true
       done
     done
+    # each run with its implementation (a run that failed leaves none: the pairs around it are skipped)
     mapfile -t ids < <(sql "SELECT id FROM runs WHERE id > $first AND label = 'noise-study-work' ORDER BY id")
+    mapfile -t impls < <(sql "SELECT (SELECT min(c.impl) FROM results r JOIN cases c ON c.id = r.case_id
+        WHERE r.run_id = runs.id) FROM runs WHERE id > $first AND label = 'noise-study-work' ORDER BY id")
     declare -A got=([slower]="0 0 0" [faster]="0 0 0")  # ACCEPT REJECT INCONCLUSIVE
     for ((i = 1; i < ${#ids[@]}; i++)); do
-      way=faster; [ $((i % 2)) -eq 1 ] && way=slower  # odd positions: work<N> after work0
+      [ -n "${impls[i]}" ] && [ -n "${impls[i - 1]}" ] && [ "${impls[i]}" != "${impls[i - 1]}" ] || continue
+      way=faster; [ "${impls[i]}" = "plugin:$WORK_IMPL$WORK_PERCENT" ] && way=slower
       set +e
       "$PPB" compare "${ids[i - 1]}" "${ids[i]}" --db "$db" >"$out/compare-work-${ids[i]}.txt" 2>&1
       rc=$?
