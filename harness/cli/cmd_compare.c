@@ -212,16 +212,13 @@ static int join_cases(const run_results rr[2], const ppb_run_compare_source *src
                       ppb_run_compare_case *rcs, ppb_proposal_case *pcs, int *n_out, int *across_out, ppb_err *err)
 {
     int n = 0, rc = PPB_OK, across = 0;
+    char (*builtin[2])[PPB_CASE_KEY_MAX] = {NULL, NULL}; /* across: each case's key on the built-in kernels */
     for (;;) {
         for (int i = 0; i < rr[0].n && !rc; i++) {
-            char ka[PPB_CASE_KEY_MAX], kb[PPB_CASE_KEY_MAX];
+            const char *ka = across ? builtin[0][i] : rr[0].cases[i].key;
             int match = -1;
-            if (across)
-                ppb_case_key_builtin(&rr[0].cases[i], ka, sizeof ka);
             for (int j = 0; j < rr[1].n && !rc; j++) {
-                if (across)
-                    ppb_case_key_builtin(&rr[1].cases[j], kb, sizeof kb);
-                if (strcmp(across ? ka : rr[0].cases[i].key, across ? kb : rr[1].cases[j].key) != 0)
+                if (strcmp(ka, across ? builtin[1][j] : rr[1].cases[j].key) != 0)
                     continue;
                 if (match >= 0)
                     rc = ppb_fail(err, PPB_EINPUT,
@@ -240,7 +237,18 @@ static int join_cases(const run_results rr[2], const ppb_run_compare_source *src
         if (n > 0 || rc || across)
             break;
         across = 1; /* no key in common: the same cases on two implementations? */
+        for (int s = 0; s < 2 && !rc; s++) {
+            builtin[s] = malloc(sizeof *builtin[s] * (size_t)(rr[s].n + 1));
+            if (!builtin[s])
+                rc = ppb_fail(err, PPB_ENOMEM, "out of memory pairing the runs' cases");
+            for (int i = 0; i < rr[s].n && !rc; i++)
+                ppb_case_key_builtin(&rr[s].cases[i], builtin[s][i], sizeof builtin[s][i]);
+        }
+        if (rc)
+            break;
     }
+    free(builtin[0]);
+    free(builtin[1]);
     *n_out = n;
     *across_out = across;
     return rc;
