@@ -28,7 +28,8 @@
 #
 # Environment: PPB (the binary, default build/ppbench), BACKEND (cpu), SUITE (suites/smoke.yaml),
 # FILTER (5 cases of it), KNOBS (the A/A proposal's config, both sides), RUN_FILTER (the plain runs'
-# cases), PAIRS (500), PROPOSALS (100), KNOWN (30), RUNS (16), LOAD (busy processes running beside
+# cases), PAIRS (500), PROPOSALS (100; the A/A tally is said every TALLY_EVERY = 10 of them, so a study
+# cut short keeps a count), KNOWN (30), RUNS (16), LOAD (busy processes running beside
 # the study, default 1), EFFECTS and EFFECT_PAIRS (calibrate's known effects). Writes OUT_DIR/summary.txt
 # and the database. For `work`: PLUGINS (default build/tests/plugins), WORK_IMPL (example-cpu-work),
 # WORK_PERCENT (10; libppbk_<WORK_IMPL, each - as _>N.so must exist for N = 0 and WORK_PERCENT:
@@ -50,7 +51,7 @@ FILTER=${FILTER:-dtype=bf16,head_dim=64,page_size=16,batch=2,block_m=16}
 KNOBS=${KNOBS:-"{block_m: 16, block_n: 32, num_warps: 4}"}
 RUN_FILTER=${RUN_FILTER:-$FILTER,block_n=32}
 EFFECTS=${EFFECTS:-0.01,0.02,0.03,0.05} EFFECT_PAIRS=${EFFECT_PAIRS:-100}
-PAIRS=${PAIRS:-500} PROPOSALS=${PROPOSALS:-100} KNOWN=${KNOWN:-30} RUNS=${RUNS:-16} LOAD=${LOAD:-1}
+PAIRS=${PAIRS:-500} PROPOSALS=${PROPOSALS:-100} TALLY_EVERY=${TALLY_EVERY:-10} KNOWN=${KNOWN:-30} RUNS=${RUNS:-16} LOAD=${LOAD:-1}
 PLUGINS=${PLUGINS:-$root/build/tests/plugins} WORK_PERCENT=${WORK_PERCENT:-10} WORK_PROPOSALS=${WORK_PROPOSALS:-20}
 WORK_IMPL=${WORK_IMPL:-example-cpu-work} WORK_KNOBS=${WORK_KNOBS:-"block_m: 16, block_n: 32, num_warps: 4"}
 WORK_FILTER=${WORK_FILTER:-$FILTER,block_n=32,context_len=37,ragged=false}
@@ -104,25 +105,32 @@ for step in "${steps[@]}"; do
     ;;
   independent)
     first=$(sql "SELECT coalesce(max(id), 0) FROM proposals" 2>/dev/null || echo 0)
-    for _ in $(seq 1 "$PROPOSALS"); do
+    # The tally is said every TALLY_EVERY proposals as well as at the end, so a
+    # study cut by a time limit (a GPU call's) still leaves its count in the summary.
+    aa_tally() {
+      read -r stored pairs flags accept reject < <(sql "SELECT
+          (SELECT count(*) FROM proposals WHERE id > $first AND name = 'noise-study-aa'),
+          (SELECT count(*) FROM proposal_cases c JOIN proposals p ON p.id = c.proposal_id
+            WHERE p.id > $first AND p.name = 'noise-study-aa' AND c.state = 'compared'),
+          (SELECT count(*) FROM proposal_cases c JOIN proposals p ON p.id = c.proposal_id
+            WHERE p.id > $first AND p.name = 'noise-study-aa' AND c.class IN ('faster', 'slower')),
+          (SELECT count(*) FROM proposals WHERE id > $first AND name = 'noise-study-aa' AND verdict = 'ACCEPT'),
+          (SELECT count(*) FROM proposals WHERE id > $first AND name = 'noise-study-aa' AND verdict = 'REJECT')" |
+        tr '|' ' ')
+      say "independent A/A$1: $stored separate propose processes stored, $pairs pairs: $flags flagged" \
+          "($(awk -v f="$flags" -v p="$pairs" 'BEGIN { printf "%.2f", p ? 100 * f / p : 0 }')%);" \
+          "verdicts $accept ACCEPT, $reject REJECT"
+    }
+    for i in $(seq 1 "$PROPOSALS"); do
       "$PPB" propose "$aa" --db "$db" --backend "$BACKEND" >/dev/null 2>&1 || true
+      if [ $((i % TALLY_EVERY)) -eq 0 ] && [ "$i" -lt "$PROPOSALS" ]; then aa_tally " (so far, $i of $PROPOSALS run)"; fi
     done
-    read -r pairs flags accept reject < <(sql "SELECT
-        (SELECT count(*) FROM proposal_cases c JOIN proposals p ON p.id = c.proposal_id
-          WHERE p.id > $first AND p.name = 'noise-study-aa' AND c.state = 'compared'),
-        (SELECT count(*) FROM proposal_cases c JOIN proposals p ON p.id = c.proposal_id
-          WHERE p.id > $first AND p.name = 'noise-study-aa' AND c.class IN ('faster', 'slower')),
-        (SELECT count(*) FROM proposals WHERE id > $first AND name = 'noise-study-aa' AND verdict = 'ACCEPT'),
-        (SELECT count(*) FROM proposals WHERE id > $first AND name = 'noise-study-aa' AND verdict = 'REJECT')" |
-      tr '|' ' ')
-    say "independent A/A: $PROPOSALS separate propose processes, $pairs pairs: $flags flagged" \
-        "($(awk -v f="$flags" -v p="$pairs" 'BEGIN { printf "%.2f", p ? 100 * f / p : 0 }')%);" \
-        "verdicts $accept ACCEPT, $reject REJECT"
+    aa_tally ""
     first=$(sql "SELECT coalesce(max(id), 0) FROM proposals" 2>/dev/null || echo 0)
     for _ in $(seq 1 "$KNOWN"); do
       "$PPB" propose "$aa" --db "$db" --backend "$BACKEND" --scale-candidate 1.03 >/dev/null 2>&1 || true
     done
-    read -r n rej < <(sql "SELECT count(*), sum(verdict = 'REJECT') FROM proposals
+    read -r n rej < <(sql "SELECT count(*), coalesce(sum(verdict = 'REJECT'), 0) FROM proposals
         WHERE id > $first AND name = 'noise-study-aa'" | tr '|' ' ')
     say "independent +3%: $KNOWN separate propose processes (candidate times x1.03): $rej of $n REJECT"
     ;;

@@ -60,7 +60,16 @@ grep -q "^compare of separate runs, real work: candidate 50% slower (example-cpu
   && grep -q "^compare of separate runs, real work: candidate 50% faster .*, 2 comparisons: 0 ACCEPT, 0 REJECT, 2 INCONCLUSIVE" "$sum" \
   && grep -q "^verdict --recompute of the study's 7 stored verdicts: 7 agree, 0 differ" "$sum" \
   || { cat "$sum"; fail "noise-study compare-work / recompute"; }
+# Its independent step says the A/A tally as it goes (TALLY_EVERY), so a study cut by a time limit keeps a count.
+one_case="dtype=bf16,head_dim=64,page_size=16,batch=2,block_m=16,block_n=32,context_len=37,ragged=false"
+env PPB="$PPB" LOAD=0 PROPOSALS=2 TALLY_EVERY=1 KNOWN=0 FILTER="$one_case" "$SRC/scripts/noise-study.sh" "$WORK/aa" \
+  independent >"$WORK/aa.out" 2>&1 || { cat "$WORK/aa.out"; fail "noise-study independent exited $?"; }
+aa_sum=$WORK/aa/summary.txt
+grep -q "^independent A/A (so far, 1 of 2 run): 1 separate propose processes stored, 2 pairs: " "$aa_sum" \
+  && grep -Eq "^independent A/A: 2 separate propose processes stored, 4 pairs: .*verdicts [0-9]+ ACCEPT, [0-9]+ REJECT$" "$aa_sum" \
+  && grep -q "^independent +3%: 0 separate propose processes (candidate times x1.03): 0 of 0 REJECT" "$aa_sum" \
+  || { cat "$aa_sum"; fail "noise-study independent: the running and final A/A tallies"; }
 set +e; study WORK_PERCENT=7 >"$WORK/study.out" 2>&1; src=$?; set -e
 [ $src -eq 2 ] && grep -q "noise-study: no $PLUG/libppbk_example_cpu_work7.so" "$WORK/study.out" \
   || { cat "$WORK/study.out"; fail "noise-study work without a work7 build: exit $src"; }
-echo "ok: 50% more work measured x$ratio and rejected, x$cratio by compare of separate runs; its A/A exit $rc; noise-study's work, compare-work and recompute steps"
+echo "ok: 50% more work measured x$ratio and rejected, x$cratio by compare of separate runs; its A/A exit $rc; noise-study's work, compare-work, recompute and independent steps"
