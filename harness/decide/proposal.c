@@ -121,13 +121,13 @@ static int parse_rules(ppb_yaml *y, yaml_node_t *n, ppb_verdict_rules *r, ppb_er
 void ppb_sampling_default(ppb_sampling *s)
 {
     *s = (ppb_sampling){.samples_per_round = 5, .min_rounds = 4, .max_rounds = 160, .budget_ms = 20000,
-                        .sessions = 3, .max_sessions = PPB_SEQ_MAX_SESSIONS};
+                        .sessions = 3, .max_sessions = PPB_SEQ_MAX_SESSIONS, .stop_when_settled = 1};
 }
 
 static int parse_sampling(ppb_yaml *y, yaml_node_t *n, ppb_sampling *s, ppb_err *err)
 {
     static const char *const keys[] = {"samples_per_round", "min_rounds", "max_rounds",
-                                       "budget_ms", "sessions", "max_sessions", NULL};
+                                       "budget_ms", "sessions", "max_sessions", "stop_when_settled", NULL};
     int rc = ppb_yaml_check_keys(y, n, "sampling", keys, err);
     yaml_node_t *v;
     long l;
@@ -153,6 +153,8 @@ static int parse_sampling(ppb_yaml *y, yaml_node_t *n, ppb_sampling *s, ppb_err 
         rc = ppb_yaml_fail(y, err, n, "sampling", "max_sessions %d < sessions %d", s->max_sessions, s->sessions);
     if (!rc && (v = ppb_yaml_get(y, n, "budget_ms")))
         rc = ppb_yaml_double(y, v, "sampling.budget_ms", 1, 3.6e6, &s->budget_ms, err);
+    if (!rc && (v = ppb_yaml_get(y, n, "stop_when_settled")))
+        rc = ppb_yaml_bool(y, v, "sampling.stop_when_settled", &s->stop_when_settled, err);
     if (!rc && s->min_rounds > s->max_rounds)
         rc = ppb_yaml_fail(y, err, n, "sampling", "min_rounds %d > max_rounds %d", s->min_rounds,
                            s->max_rounds);

@@ -648,6 +648,30 @@ done:
     return rc;
 }
 
+int ppb_verdict_case_settles_reject(const ppb_verdict_case *c, const ppb_verdict_rules *rules, int cases_most)
+{
+    ppb_verdict_outcome o;
+    ppb_verdict_report one = {.cases = &o, .n_cases = 1, .n_compared = 1};
+    line_list reject = {0}, unresolved = {0}, notes = {0};
+    ppb_err err;
+    memset(&o, 0, sizeof o);
+    if (cases_most < 1 || check_rules(rules, &err) || classify_states(c, 1, rules, &one, &reject, &unresolved,
+                                                                       &notes, &err)) {
+        o.state = PPB_CASE_NO_SAMPLES; /* an error settles nothing */
+    } else if (o.state == PPB_CASE_COMPARED) {
+        one.interval_alpha = ppb_bonferroni_alpha(rules->alpha, cases_most + 1); /* as ppb_verdict_decide's family */
+        if (compare_cases(c, 1, rules, &one, &err))
+            o.state = PPB_CASE_NO_SAMPLES;
+    }
+    free_lines(&reject);
+    free_lines(&unresolved);
+    free_lines(&notes);
+    if (o.state == PPB_CASE_INFEASIBLE || o.state == PPB_CASE_WRONG)
+        return 1;
+    return o.state == PPB_CASE_COMPARED && o.interval.bounded &&
+           o.interval.ratio_lo > 1 + ppb_verdict_tolerance(rules);
+}
+
 void ppb_verdict_report_free(ppb_verdict_report *report)
 {
     if (!report)

@@ -151,6 +151,16 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
                        ppb_verdict_report *out, ppb_err *err);
 void ppb_verdict_report_free(ppb_verdict_report *report);
 
+/* 1 when case c alone makes ppb_verdict_decide REJECT, whatever the other
+ * cases of its verdict show: the candidate cannot run on the target, an output
+ * is wrong while correctness is required, or its interval lies wholly above
+ * the tolerated regression at the level it would have in a verdict of
+ * `cases_most` compared cases (the most the verdict can have, so its strictest
+ * level: fewer cases only narrow the interval). 0 otherwise, or on an error.
+ * propose stops sampling the pairs after such a case at their first look
+ * (sampling.stop_when_settled): nothing they could show changes the word. */
+int ppb_verdict_case_settles_reject(const ppb_verdict_case *c, const ppb_verdict_rules *rules, int cases_most);
+
 /* The report's reasons, one per line, into buf: whole, or PPB_EINPUT saying how
  * much room they need (a verdict is never stored with its reasons cut). */
 int ppb_verdict_reasons_text(const ppb_verdict_report *rep, char *buf, size_t len, ppb_err *err);

@@ -412,6 +412,8 @@ static void compare_records(const ppb_stored_verdict *sv, const ppb_proposal_rec
             check_real(out, "", "the fixed design's kernel time", st->cost.fixed_kernel_ms, rec->cost.fixed_kernel_ms);
             check_int(out, "", "the fixed design's samples", st->cost.fixed_samples, rec->cost.fixed_samples);
         }
+        if (st->cost.settled_by_pair > 0)
+            check_int(out, "", "the pair that settled the REJECT", st->cost.settled_by_pair, rec->cost.settled_by_pair);
     }
     check_text(out, "", "verdict", st->verdict, rec->verdict);
     if (out->agree)
@@ -467,6 +469,11 @@ int ppb_verdict_recompute(const ppb_stored_verdict *sv, ppb_verdict_recheck *out
             ppb_ab_sampling_cost(views, n_pairs, &cost);
             rec->cost.kernel_ms = cost.kernel_ms, rec->cost.fixed_kernel_ms = cost.fixed_kernel_ms;
             rec->cost.fixed_samples = cost.fixed_samples;
+            /* the first case that settled a REJECT alone, by the rule propose applied after each pair
+             * (stored only where sampling.stop_when_settled was on and a pair came after it) */
+            for (int i = 0; i < n && st->cost.settled_by_pair > 0 && !rec->cost.settled_by_pair; i++)
+                if (ppb_verdict_case_settles_reject(&vcs[i], &rules, n))
+                    rec->cost.settled_by_pair = i + 1;
         }
         out->n_compared = vrep.n_compared;
     }

@@ -223,7 +223,9 @@ int ppb_verdict_json(ppb_store *s, const ppb_proposal_record *rec, const ppb_pro
                     {"fixed_kernel_ms", cost->fixed_kernel_ms}};
         for (size_t i = 0; i < sizeof part / sizeof *part; i++)
             json_member_number(out, ",", part[i].name, part[i].v);
-        fprintf(out, ",\"fixed_samples\":%d}", cost->fixed_samples);
+        fprintf(out, ",\"fixed_samples\":%d", cost->fixed_samples);
+        /* 0: none; else the pair (1-based) after which sampling stopped at the first look */
+        fprintf(out, ",\"settled_by_pair\":%d}", cost->settled_by_pair);
     } else
         fputs(",\"cost\":null", out);
     fputs(",\"reasons\":", out);

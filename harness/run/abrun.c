@@ -223,6 +223,8 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
             ps.launches = launches > ps.launches ? launches : ps.launches;
         }
     ppb_seq_design d = ppb_ab_pair_design(x->p, x->n_pairs, sessions, ppb_case_input_seed(m->seed, pr->shape_key));
+    if (x->cost.settled_by_pair)
+        d.max_looks = 1; /* the verdict is settled: this pair's class cannot change it */
     ppb_seq_result r;
     double t1 = ppb_monotonic_ms();
     int rc = ppb_seq_run(&d, sample_unit, &ps, &r, err);
@@ -335,6 +337,24 @@ static ppb_ab_pair_view pair_view(const ab_pair *pr)
                               .sessions = pr->sessions, .look_share = pr->look_share, .between_sd = pr->between_sd,
                               .looks_taken = pr->looks_taken, .looks_planned = pr->looks_planned,
                               .stop_alpha = pr->stop_alpha};
+}
+
+/* After pair i: when its case alone settles a REJECT (verdict.h), the pairs
+ * after it need only their first look (sampling.stop_when_settled); the log
+ * and the verdict's cost say so. A chunk is not a case: chunked prompts go on. */
+static void note_settled(ab_ctx *x, int i, FILE *log)
+{
+    if (x->cost.settled_by_pair || !x->p->sampling.stop_when_settled || x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL ||
+        i + 1 >= x->n_pairs)
+        return;
+    ppb_ab_pair_view view = pair_view(&x->pairs[i]);
+    ppb_verdict_case vc;
+    ppb_ab_pair_case(&view, &vc);
+    if (!ppb_verdict_case_settles_reject(&vc, &x->p->rules, x->n_pairs))
+        return;
+    x->cost.settled_by_pair = i + 1;
+    fprintf(log, "  the verdict is REJECT whatever the other pairs show (pair %d); pairs %d-%d stop at their first "
+            "look\n", i + 1, i + 2, x->n_pairs);
 }
 
 static int decide_and_store(ab_ctx *x, double started_ms, ppb_propose_outcome *out, ppb_err *err)
@@ -508,6 +528,8 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
         fprintf(log, "  [%d/%d] %s: baseline %s, candidate %s\n", i + 1, x.n_pairs,
                 pr->shape_key[0] ? pr->shape_key : pr->side[0].key,
                 ppb_status_name(pr->res[0].status), ppb_status_name(pr->res[1].status));
+        if (!rc)
+            note_settled(&x, i, log);
     }
     if (!rc)
         rc = decide_and_store(&x, started_ms, out, err);

@@ -216,6 +216,7 @@ int ppb_calibrate(const ppb_calibrate_options *co, ppb_propose_options *o, ppb_c
     ppb_sampling_default(&p.sampling);   /* the regime every proposal measures in */
     if (co->budget_ms > 0)               /* a proposal may set its own budget: calibrate at that one */
         p.sampling.budget_ms = co->budget_ms;
+    p.sampling.stop_when_settled = 0;    /* every pair is counted: each one sampled to its own end */
     /* A suite this backend cannot run at all (a GPU suite on the CPU) is said
      * before the first proposal, not found after it. */
     int fail_if_all_refused = o->fail_if_all_refused;

@@ -314,6 +314,11 @@ static const char schema_v18[] = "ALTER TABLE proposals ADD COLUMN wall_ms REAL;
  * NULL or 0: one implementation. */
 static const char schema_v19[] = "ALTER TABLE proposal_cases ADD COLUMN history_split INTEGER;";
 
+/* Version 20: a proposal whose pair settled a REJECT alone stopped the pairs
+ * after it at their first look (sampling.stop_when_settled): which pair
+ * (1-based; NULL or 0: none). */
+static const char schema_v20[] = "ALTER TABLE proposals ADD COLUMN settled_by_pair INTEGER;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -334,6 +339,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {17, "each result's judgement on the target profile", schema_v17},
     {18, "what each proposal's verdict cost", schema_v18},
     {19, "the split of a compared case's history between two implementations", schema_v19},
+    {20, "the pair that settled a proposal's REJECT, after which sampling was cut short", schema_v20},
 };
 
 const int ppb_store_migration_count =

@@ -127,6 +127,15 @@ M decide/trend_pool.c 's#^    double level = ppb_median(v, n);#    double level 
   "pooled trend: each case against its first night, not its usual level"
 M run/calibrate.c 's#const double z = 1.6448536269514722,#const double z = 1.959963984540054,#' \
   "Wilson bound: two-sided 95% z for a one-sided bound"
+# a REJECT settled by one pair cuts the later pairs short
+M decide/verdict.c 's#one.interval_alpha = ppb_bonferroni_alpha(rules->alpha, cases_most + 1);#one.interval_alpha = rules->alpha;#' \
+  "ppb_verdict_case_settles_reject: the case judged at alpha, not at the verdict's strictest family level"
+M decide/verdict.c 's#           o.interval.ratio_lo > 1 + ppb_verdict_tolerance(rules);#           o.interval.ratio > 1 + ppb_verdict_tolerance(rules);#' \
+  "ppb_verdict_case_settles_reject: the estimate past the tolerance, not the whole interval"
+M decide/sequential.c 's#if (d->max_looks > 0 \&\& out->looks_taken >= d->max_looks) {#if (0) {#' \
+  "ppb_seq_run: max_looks ignored"
+M run/abrun.c 's#        d.max_looks = 1; /\* the verdict is settled#        d.max_looks = 0; /* the verdict is settled#' \
+  "measure_pair: a settled verdict does not cut the later pairs short (the call site)"
 # verdict_recompute: the check of a stored verdict
 M decide/verdict_recompute.c 's#return fabs(a - b) <= PPB_RECOMPUTE_TOLERANCE \* fmax(fabs(a), fabs(b));#return 1;#' \
   "recompute: every real agrees"

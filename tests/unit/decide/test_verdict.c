@@ -397,6 +397,64 @@ static void test_infeasible_candidate_rejects_first(void **state)
     ppb_verdict_report_free(&r);
 }
 
+/* A case that settles a REJECT alone (propose then cuts the later pairs
+ * short) must make the verdict REJECT whatever the other cases are: over
+ * proposals with that case first and random others, at cases_most = the
+ * proposal's case count. Fewer cases only narrow the interval: settled at many
+ * is settled at few, and some case near the tolerance is settled at few and
+ * not at many. Correctness and feasibility settle too; a left-out baseline,
+ * a case within the tolerance, or no room for a case settle nothing. */
+static void test_a_case_that_settles_reject_rejects_the_verdict(void **state)
+{
+    (void)state;
+    static proposal p;
+    ppb_verdict_rules rules;
+    ppb_verdict_rules_default(&rules);
+    int settled = 0, not_settled = 0, stricter_at_many = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        proposal_init(&p, 1000 + (uint64_t)trial);
+        double ratio = 1.04 + 0.0005 * (trial % 160); /* around the 5% tolerance and past it */
+        add_case(&p, ratio, 0.02, 12 + trial % 20, 1.0);
+        int others = 1 + trial % 4;
+        for (int k = 0; k < others; k++)
+            add_case(&p, 0.7 + 0.15 * (double)((trial + k) % 5), 0.02, 20, 1.0);
+        int at_few = ppb_verdict_case_settles_reject(&p.cases[0], &rules, p.n);
+        int at_many = ppb_verdict_case_settles_reject(&p.cases[0], &rules, 50);
+        if (at_many && !at_few)
+            fail_msg("trial %d: settled among 50 cases, not among %d", trial, p.n);
+        stricter_at_many += at_few && !at_many;
+        if (!at_few) {
+            not_settled++;
+            continue;
+        }
+        settled++;
+        ppb_verdict_report r;
+        assert_int_equal(decide(&p, &rules, &r), 0);
+        if (r.verdict != PPB_VERDICT_REJECT)
+            fail_msg("trial %d: case 0 (x%.4f) settled a REJECT, the verdict is %s", trial, ratio,
+                     ppb_verdict_name(r.verdict));
+        assert_true(has_reason(&r, "REJECT: case 'kernel=test;case=0' is ", "tolerated regression"));
+        ppb_verdict_report_free(&r);
+    }
+    assert_true(settled > 20 && not_settled > 20 && stricter_at_many > 0);
+
+    proposal_init(&p, 5);
+    add_case(&p, 1.0, 0.01, 30, 1.0);
+    assert_int_equal(ppb_verdict_case_settles_reject(&p.cases[0], &rules, 3), 0);   /* within the tolerance */
+    assert_int_equal(ppb_verdict_case_settles_reject(&p.cases[0], &rules, 0), 0);   /* no room for a case */
+    p.cases[0].candidate_correct = 0;
+    assert_int_equal(ppb_verdict_case_settles_reject(&p.cases[0], &rules, 3), 1);   /* wrong, correctness required */
+    rules.require_correct = 0;
+    assert_int_equal(ppb_verdict_case_settles_reject(&p.cases[0], &rules, 3), 0);
+    rules.require_correct = 1;
+    p.cases[0].candidate_correct = 1;
+    p.cases[0].candidate_feasible = 0, p.cases[0].n_candidate = 0;
+    assert_int_equal(ppb_verdict_case_settles_reject(&p.cases[0], &rules, 3), 1);   /* cannot run on the target */
+    p.cases[0].candidate_feasible = 1, p.cases[0].n_candidate = 30;
+    p.cases[0].baseline_feasible = 0, p.cases[0].n_baseline = 0;
+    assert_int_equal(ppb_verdict_case_settles_reject(&p.cases[0], &rules, 3), 0);   /* left out: decides nothing */
+}
+
 static void test_unresolved_cases_are_inconclusive(void **state)
 {
     (void)state;
@@ -759,6 +817,7 @@ int main(void)
         cmocka_unit_test(test_weights_decide_the_mean),
         cmocka_unit_test(test_correctness_failures_reject),
         cmocka_unit_test(test_infeasible_candidate_rejects_first),
+        cmocka_unit_test(test_a_case_that_settles_reject_rejects_the_verdict),
         cmocka_unit_test(test_unresolved_cases_are_inconclusive),
         cmocka_unit_test(test_untimed_alike_are_one_line),
         cmocka_unit_test(test_bad_input),

@@ -126,12 +126,22 @@ static void test_cost_is_said_where_measured(void **state)
                                    .fixed_kernel_ms = 15000, .fixed_samples = 60};
     json = document(f, DOC_JSON, &rec, NULL, 0);
     assert_non_null(strstr(json, ",\"cost\":{\"wall_ms\":20000,\"setup_ms\":2000,\"inputs_ms\":3000,"));
-    assert_non_null(strstr(json, "\"kernel_ms\":10000,\"fixed_kernel_ms\":15000,\"fixed_samples\":60},"));
+    assert_non_null(strstr(json, "\"kernel_ms\":10000,\"fixed_kernel_ms\":15000,\"fixed_samples\":60,"
+                                 "\"settled_by_pair\":0},"));
     free(json);
     char *md = document(f, DOC_MARKDOWN, &rec, NULL, 0);
     assert_non_null(strstr(md, "Cost: wall 20.0 s = setup 2.0 + inputs 3.0 + check 1.0 + warm-up 1.0 + sampling 12.5"
                                " + other 0.5 s; kernels 10.00 s in the samples; a fixed-sample design at the same"
                                " resolution: 60 samples a side in every pair, kernels 15.00 s (1.50x).\n"));
+    free(md);
+    /* a REJECT settled by one pair says why the pairs after it have wider intervals */
+    rec.cost.settled_by_pair = 3;
+    json = document(f, DOC_JSON, &rec, NULL, 0);
+    assert_non_null(strstr(json, "\"fixed_samples\":60,\"settled_by_pair\":3},"));
+    free(json);
+    md = document(f, DOC_MARKDOWN, &rec, NULL, 0);
+    assert_non_null(strstr(md, "kernels 15.00 s (1.50x); pair 3 settled the REJECT alone, so the pairs after it"
+                               " stopped at their first look.\n"));
     free(md);
 }
 

@@ -217,7 +217,8 @@ static void test_a_proposal_carries_its_design_into_the_verdict(void **state)
             "filter: \"dtype=bf16,head_dim=64,page_size=16,sliding_window=0,batch=1,context_len=0\"\n"
             "baseline: {block_m: 16, block_n: 32, num_warps: 4}\ncandidate: {block_m: 32, block_n: 16, num_warps: 4}\n"
             "rules: {min_gain: 0.0, max_regression: 0.5, threshold: 0.01, alpha: 0.05}\n"
-            "sampling: {samples_per_round: 3, min_rounds: 2, max_rounds: 16, sessions: 3, budget_ms: 60000}\n",
+            "sampling: {samples_per_round: 3, min_rounds: 2, max_rounds: 16, sessions: 3, budget_ms: 60000,"
+            " stop_when_settled: false}\n", /* each pair to its own end: the design is what is pinned here */
             source_dir());
     fclose(f);
     ppb_proposal *p = calloc(1, sizeof *p);
@@ -287,6 +288,83 @@ static void test_a_proposal_carries_its_design_into_the_verdict(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* A proposal whose first pair settles a REJECT alone (the candidate x10, past
+ * the 50% tolerance) stops the pairs after it at their first look
+ * (sampling.stop_when_settled, the default): one sample a side per round, so a
+ * first look has too few samples to settle anything itself, and only the cut
+ * ends the second pair there. The verdict's cost names the pair; the store
+ * decides the same again. Turned off, the second pair samples on. */
+static void run_settling(int stop_when_settled, ppb_proposal_record *rec, ppb_proposal_case cases[2])
+{
+    char dir[] = "/tmp/ppb-settle-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char yaml[256], db[256], cache[256];
+    snprintf(yaml, sizeof yaml, "%s/p.yaml", dir);
+    snprintf(db, sizeof db, "%s/p.db", dir);
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    setenv("PPBENCH_KERNEL_CACHE", cache, 1);
+    setenv("PPBENCH_REFERENCE_CACHE", "off", 1);
+    FILE *f = fopen(yaml, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "name: settle\nkind: kernel_config\nsuite: %s/suites/smoke.yaml\n"
+            "filter: \"dtype=bf16,head_dim=64,page_size=16,sliding_window=0,batch=1,context_len=0\"\n"
+            "baseline: {block_m: 16, block_n: 32, num_warps: 4}\ncandidate: {block_m: 32, block_n: 16, num_warps: 4}\n"
+            "rules: {min_gain: 0.0, max_regression: 0.5, threshold: 0.01, alpha: 0.05}\n"
+            "sampling: {samples_per_round: 1, min_rounds: 1, max_rounds: 16, sessions: 1, budget_ms: 60000,"
+            " stop_when_settled: %s}\n",
+            source_dir(), stop_when_settled ? "true" : "false");
+    fclose(f);
+    ppb_proposal *p = calloc(1, sizeof *p);
+    ppb_err err = {{0}};
+    if (ppb_proposal_load(yaml, p, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(p->sampling.stop_when_settled, stop_when_settled);
+    FILE *log = fopen("/dev/null", "w");
+    ppb_propose_options o = {.db_path = db, .backend = "cpu", .log = log, .candidate_slowdown = 9};
+    ppb_propose_outcome *out = calloc(1, sizeof *out);
+    if (ppb_propose_run(p, &o, out, &err))
+        fail_msg("propose: %s", err.msg);
+    fclose(log);
+    assert_int_equal(out->n_cases, 2);
+    ppb_store *s = NULL;
+    assert_int_equal(ppb_store_open_readonly(&s, db, &err), PPB_OK);
+    assert_int_equal(ppb_store_get_proposal(s, out->rec.id, rec, &err), PPB_OK); /* as stored */
+    memcpy(cases, out->cases, 2 * sizeof *cases);
+    ppb_stored_verdict sv;
+    ppb_verdict_recheck check;
+    assert_int_equal(ppb_stored_verdict_load(s, rec->id, &sv, &err), PPB_OK);
+    assert_int_equal(ppb_verdict_recompute(&sv, &check, &err), PPB_OK);
+    if (!check.agree)
+        fail_msg("recomputed: %s", check.difference);
+    ppb_stored_verdict_free(&sv);
+    ppb_store_close(s);
+    ppb_propose_outcome_free(out);
+    free(out);
+    free(p);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_a_settled_reject_cuts_the_later_pairs_short(void **state)
+{
+    (void)state;
+    static ppb_proposal_record rec;
+    ppb_proposal_case c[2];
+    run_settling(1, &rec, c);
+    assert_string_equal(rec.verdict, "REJECT");
+    assert_int_equal(rec.cost.settled_by_pair, 1);
+    assert_true(c[0].looks_taken > 1);           /* the first look could not settle it */
+    assert_string_equal(c[0].cls, "slower");
+    assert_int_equal(c[1].looks_taken, 1);       /* cut at its first look */
+    assert_int_equal(c[1].looks_planned, c[0].looks_planned);
+    run_settling(0, &rec, c);
+    assert_string_equal(rec.verdict, "REJECT");
+    assert_int_equal(rec.cost.settled_by_pair, 0);
+    assert_true(c[1].looks_taken > 1);           /* sampled to its own end */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_a_pair_becomes_a_case),
         cmocka_unit_test(test_chunks_become_one_case),
         cmocka_unit_test(test_a_proposal_carries_its_design_into_the_verdict),
+        cmocka_unit_test(test_a_settled_reject_cuts_the_later_pairs_short),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

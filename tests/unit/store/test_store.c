@@ -454,7 +454,7 @@ static void test_proposal_cost_round_trips(void **state)
     snprintf(rec.kind, sizeof rec.kind, "kernel_config");
     snprintf(rec.verdict, sizeof rec.verdict, "ACCEPT");
     rec.geomean_ratio = rec.geomean_lo = rec.geomean_hi = NAN;
-    rec.cost = (ppb_proposal_cost){1000, 10, 20, 30, 40, 800, 700, 900, 33};
+    rec.cost = (ppb_proposal_cost){1000, 10, 20, 30, 40, 800, 700, 900, 33, 2};
     ppb_err err;
     assert_int_equal(ppb_store_put_proposal(s, &rec, NULL, 0, &err), PPB_OK);
     assert_int_equal(ppb_store_get_proposal(s, rec.id, &got, &err), PPB_OK);
@@ -465,6 +465,7 @@ static void test_proposal_cost_round_trips(void **state)
     assert_int_equal(ppb_store_get_proposal(s, rec.id, &got, &err), PPB_OK);
     assert_true(isnan(got.cost.wall_ms) && isnan(got.cost.kernel_ms) && isnan(got.cost.fixed_kernel_ms));
     assert_int_equal(got.cost.fixed_samples, 0);
+    assert_int_equal(got.cost.settled_by_pair, 0);
     ppb_store_close(s);
 }
 
