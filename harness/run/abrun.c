@@ -353,8 +353,11 @@ static void note_settled(ab_ctx *x, int i, FILE *log)
     if (!ppb_verdict_case_settles_reject(&vc, &x->p->rules, x->n_pairs))
         return;
     x->cost.settled_by_pair = i + 1;
-    fprintf(log, "  the verdict is REJECT whatever the other pairs show (pair %d); pairs %d-%d stop at their first "
-            "look\n", i + 1, i + 2, x->n_pairs);
+    fprintf(log, "  the verdict is REJECT whatever the other pairs show (pair %d); ", i + 1);
+    if (i + 2 == x->n_pairs)
+        fprintf(log, "pair %d stops at its first look\n", i + 2);
+    else
+        fprintf(log, "pairs %d-%d stop at their first look\n", i + 2, x->n_pairs);
 }
 
 static int decide_and_store(ab_ctx *x, double started_ms, ppb_propose_outcome *out, ppb_err *err)

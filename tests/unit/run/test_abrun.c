@@ -193,6 +193,83 @@ static int keep_case(void *ctx, const ppb_proposal_case *c)
     return 0;
 }
 
+/* A two-pair proposal on the CPU backend in a scratch folder: smoke.yaml's
+ * prefill shapes at batch 1 without context, 16/32 against 32/16 with the
+ * candidate's times x10, under `sampling` (a YAML flow map). The caller reads
+ * the store and the log in dir, then calls scratch_done. */
+typedef struct scratch {
+    char dir[64], db[256], log[256];
+    ppb_proposal *p;
+    ppb_propose_outcome *out;
+} scratch;
+
+static void propose_two_pairs(scratch *x, const char *sampling)
+{
+    snprintf(x->dir, sizeof x->dir, "/tmp/ppb-abrun-XXXXXX");
+    assert_non_null(mkdtemp(x->dir));
+    char yaml[256], cache[256];
+    snprintf(yaml, sizeof yaml, "%s/p.yaml", x->dir);
+    snprintf(x->db, sizeof x->db, "%s/p.db", x->dir);
+    snprintf(x->log, sizeof x->log, "%s/log.txt", x->dir);
+    snprintf(cache, sizeof cache, "%s/cache", x->dir);
+    setenv("PPBENCH_KERNEL_CACHE", cache, 1);
+    setenv("PPBENCH_REFERENCE_CACHE", "off", 1);
+    FILE *f = fopen(yaml, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "name: design-glue\nkind: kernel_config\nsuite: %s/suites/smoke.yaml\n"
+            "filter: \"dtype=bf16,head_dim=64,page_size=16,sliding_window=0,batch=1,context_len=0\"\n"
+            "baseline: {block_m: 16, block_n: 32, num_warps: 4}\ncandidate: {block_m: 32, block_n: 16, num_warps: 4}\n"
+            "rules: {min_gain: 0.0, max_regression: 0.5, threshold: 0.01, alpha: 0.05}\nsampling: %s\n",
+            source_dir(), sampling);
+    fclose(f);
+    x->p = calloc(1, sizeof *x->p);
+    ppb_err err = {{0}};
+    if (ppb_proposal_load(yaml, x->p, &err))
+        fail_msg("%s", err.msg);
+    FILE *log = fopen(x->log, "w");
+    ppb_propose_options o = {.db_path = x->db, .backend = "cpu", .log = log, .candidate_slowdown = 9};
+    x->out = calloc(1, sizeof *x->out);
+    if (ppb_propose_run(x->p, &o, x->out, &err))
+        fail_msg("propose: %s", err.msg);
+    fclose(log);
+}
+
+/* 1 when the propose log has the line */
+static int logged(const scratch *x, const char *line)
+{
+    char buf[4096];
+    FILE *f = fopen(x->log, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, line) != NULL;
+}
+
+/* The stored verdict is what the store's samples decide again. */
+static void assert_recomputes(ppb_store *s, int64_t id)
+{
+    ppb_stored_verdict sv;
+    ppb_verdict_recheck check;
+    ppb_err err;
+    assert_int_equal(ppb_stored_verdict_load(s, id, &sv, &err), PPB_OK);
+    assert_int_equal(ppb_verdict_recompute(&sv, &check, &err), PPB_OK);
+    if (!check.agree)
+        fail_msg("recomputed: %s", check.difference);
+    ppb_stored_verdict_free(&sv);
+}
+
+static void scratch_done(scratch *x)
+{
+    ppb_propose_outcome_free(x->out);
+    free(x->out);
+    free(x->p);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", x->dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* Two pairs on the CPU backend, the candidate's times x10 (a known effect: the
  * first look resolves), looks planned at rounds 2, 4, 8 and 16. Each pair's
  * stopping rule ran at alpha / 3 (2 cases and the mean); each interval spent
@@ -202,42 +279,19 @@ static int keep_case(void *ctx, const ppb_proposal_case *c)
 static void test_a_proposal_carries_its_design_into_the_verdict(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/ppb-abrun-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char yaml[256], db[256], cache[256];
-    snprintf(yaml, sizeof yaml, "%s/p.yaml", dir);
-    snprintf(db, sizeof db, "%s/p.db", dir);
-    snprintf(cache, sizeof cache, "%s/cache", dir);
-    setenv("PPBENCH_KERNEL_CACHE", cache, 1);
-    setenv("PPBENCH_REFERENCE_CACHE", "off", 1);
-    FILE *f = fopen(yaml, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "name: design-glue\nkind: kernel_config\nsuite: %s/suites/smoke.yaml\n"
-            "filter: \"dtype=bf16,head_dim=64,page_size=16,sliding_window=0,batch=1,context_len=0\"\n"
-            "baseline: {block_m: 16, block_n: 32, num_warps: 4}\ncandidate: {block_m: 32, block_n: 16, num_warps: 4}\n"
-            "rules: {min_gain: 0.0, max_regression: 0.5, threshold: 0.01, alpha: 0.05}\n"
-            "sampling: {samples_per_round: 3, min_rounds: 2, max_rounds: 16, sessions: 3, budget_ms: 60000,"
-            " stop_when_settled: false}\n", /* each pair to its own end: the design is what is pinned here */
-            source_dir());
-    fclose(f);
-    ppb_proposal *p = calloc(1, sizeof *p);
-    ppb_err err = {{0}};
-    if (ppb_proposal_load(yaml, p, &err))
-        fail_msg("%s", err.msg);
-    FILE *log = fopen("/dev/null", "w");
-    ppb_propose_options o = {.db_path = db, .backend = "cpu", .log = log, .candidate_slowdown = 9};
-    ppb_propose_outcome *out = calloc(1, sizeof *out);
-    if (ppb_propose_run(p, &o, out, &err))
-        fail_msg("propose: %s", err.msg);
-    fclose(log);
+    scratch x;
+    /* each pair to its own end: the design is what is pinned here */
+    propose_two_pairs(&x, "{samples_per_round: 3, min_rounds: 2, max_rounds: 16, sessions: 3, budget_ms: 60000,"
+                          " stop_when_settled: false}");
+    const ppb_propose_outcome *out = x.out;
     const ppb_proposal_record *rec = &out->rec;
     const ppb_verdict_report rep = out->report;
     assert_int_equal(rep.n_cases, 2);
     assert_int_equal(rep.n_compared, 2);
     assert_non_null(out->store); /* handed over open, for the documents */
     ppb_store *s = NULL;
-    assert_int_equal(ppb_store_open_readonly(&s, db, &err), PPB_OK);
+    ppb_err err;
+    assert_int_equal(ppb_store_open_readonly(&s, x.db, &err), PPB_OK);
     case_list got = {.n = 0};
     assert_int_equal(ppb_store_each_proposal_case(s, rec->id, keep_case, &got, &err), PPB_OK);
     assert_int_equal(got.n, 2);
@@ -271,21 +325,9 @@ static void test_a_proposal_carries_its_design_into_the_verdict(void **state)
     }
     assert_true(stopped_early > 0); /* so the planned looks differ from the taken */
     assert_string_equal(rec->verdict, "REJECT");
-    /* what the store holds decides the same */
-    ppb_stored_verdict sv;
-    ppb_verdict_recheck check;
-    assert_int_equal(ppb_stored_verdict_load(s, rec->id, &sv, &err), PPB_OK);
-    assert_int_equal(ppb_verdict_recompute(&sv, &check, &err), PPB_OK);
-    if (!check.agree)
-        fail_msg("recomputed: %s", check.difference);
-    ppb_stored_verdict_free(&sv);
+    assert_recomputes(s, rec->id);
     ppb_store_close(s);
-    ppb_propose_outcome_free(out);
-    free(out);
-    free(p);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    scratch_done(&x);
 }
 
 /* A proposal whose first pair settles a REJECT alone (the candidate x10, past
@@ -296,55 +338,25 @@ static void test_a_proposal_carries_its_design_into_the_verdict(void **state)
  * decides the same again. Turned off, the second pair samples on. */
 static void run_settling(int stop_when_settled, ppb_proposal_record *rec, ppb_proposal_case cases[2])
 {
-    char dir[] = "/tmp/ppb-settle-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char yaml[256], db[256], cache[256];
-    snprintf(yaml, sizeof yaml, "%s/p.yaml", dir);
-    snprintf(db, sizeof db, "%s/p.db", dir);
-    snprintf(cache, sizeof cache, "%s/cache", dir);
-    setenv("PPBENCH_KERNEL_CACHE", cache, 1);
-    setenv("PPBENCH_REFERENCE_CACHE", "off", 1);
-    FILE *f = fopen(yaml, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "name: settle\nkind: kernel_config\nsuite: %s/suites/smoke.yaml\n"
-            "filter: \"dtype=bf16,head_dim=64,page_size=16,sliding_window=0,batch=1,context_len=0\"\n"
-            "baseline: {block_m: 16, block_n: 32, num_warps: 4}\ncandidate: {block_m: 32, block_n: 16, num_warps: 4}\n"
-            "rules: {min_gain: 0.0, max_regression: 0.5, threshold: 0.01, alpha: 0.05}\n"
-            "sampling: {samples_per_round: 1, min_rounds: 1, max_rounds: 16, sessions: 1, budget_ms: 60000,"
-            " stop_when_settled: %s}\n",
-            source_dir(), stop_when_settled ? "true" : "false");
-    fclose(f);
-    ppb_proposal *p = calloc(1, sizeof *p);
-    ppb_err err = {{0}};
-    if (ppb_proposal_load(yaml, p, &err))
-        fail_msg("%s", err.msg);
-    assert_int_equal(p->sampling.stop_when_settled, stop_when_settled);
-    FILE *log = fopen("/dev/null", "w");
-    ppb_propose_options o = {.db_path = db, .backend = "cpu", .log = log, .candidate_slowdown = 9};
-    ppb_propose_outcome *out = calloc(1, sizeof *out);
-    if (ppb_propose_run(p, &o, out, &err))
-        fail_msg("propose: %s", err.msg);
-    fclose(log);
-    assert_int_equal(out->n_cases, 2);
+    scratch x;
+    char sampling[200];
+    snprintf(sampling, sizeof sampling,
+             "{samples_per_round: 1, min_rounds: 1, max_rounds: 16, sessions: 1, budget_ms: 60000,"
+             " stop_when_settled: %s}", stop_when_settled ? "true" : "false");
+    propose_two_pairs(&x, sampling);
+    assert_int_equal(x.p->sampling.stop_when_settled, stop_when_settled);
+    assert_int_equal(logged(&x, "  the verdict is REJECT whatever the other pairs show (pair 1); pair 2 stops at its "
+                                "first look\n"),
+                     stop_when_settled);
+    assert_int_equal(x.out->n_cases, 2);
     ppb_store *s = NULL;
-    assert_int_equal(ppb_store_open_readonly(&s, db, &err), PPB_OK);
-    assert_int_equal(ppb_store_get_proposal(s, out->rec.id, rec, &err), PPB_OK); /* as stored */
-    memcpy(cases, out->cases, 2 * sizeof *cases);
-    ppb_stored_verdict sv;
-    ppb_verdict_recheck check;
-    assert_int_equal(ppb_stored_verdict_load(s, rec->id, &sv, &err), PPB_OK);
-    assert_int_equal(ppb_verdict_recompute(&sv, &check, &err), PPB_OK);
-    if (!check.agree)
-        fail_msg("recomputed: %s", check.difference);
-    ppb_stored_verdict_free(&sv);
+    ppb_err err;
+    assert_int_equal(ppb_store_open_readonly(&s, x.db, &err), PPB_OK);
+    assert_int_equal(ppb_store_get_proposal(s, x.out->rec.id, rec, &err), PPB_OK); /* as stored */
+    memcpy(cases, x.out->cases, 2 * sizeof *cases);
+    assert_recomputes(s, rec->id);
     ppb_store_close(s);
-    ppb_propose_outcome_free(out);
-    free(out);
-    free(p);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    scratch_done(&x);
 }
 
 static void test_a_settled_reject_cuts_the_later_pairs_short(void **state)
