@@ -136,6 +136,14 @@ ppb_seq_design ppb_ab_pair_design(const ppb_proposal *p, int n_pairs, int sessio
                             .tolerance = ppb_verdict_tolerance(&p->rules), .seed = seed};
 }
 
+int ppb_ab_samples_per_round(const ppb_sampling *sp, double slot_ms)
+{
+    if (!(slot_ms > 0) || sp->samples_per_round <= 1 || sp->min_rounds < 1)
+        return sp->samples_per_round;
+    double fit = floor(sp->budget_ms / (sp->min_rounds * slot_ms));
+    return fit >= sp->samples_per_round ? sp->samples_per_round : fit < 1 ? 1 : (int)fit;
+}
+
 double ppb_ab_case_look_share(const ppb_seq_result *r, const ppb_seq_design *d) { return r->look_alpha / d->alpha; }
 
 /* The kernel time of a side's samples: each sample is a time per launch. */

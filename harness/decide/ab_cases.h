@@ -57,6 +57,15 @@ void ppb_ab_case_design(const ppb_ab_pair_view *pairs, int n, ppb_proposal_case 
  * because `propose` samples by it and `verdict --recompute` re-derives it. */
 ppb_seq_design ppb_ab_pair_design(const ppb_proposal *p, int n_pairs, int sessions, uint64_t seed);
 
+/* Samples per round for a pair: the proposal's, or fewer (at least 1) where
+ * its min_rounds rounds would not fit its budget_ms, which would otherwise be
+ * spent before the first look is allowed. `slot_ms` is the measured time of one
+ * sample of every unit (both sides, every session at the start); unknown (<= 0
+ * or NaN): the proposal's. A kernel of 0.45 s a launch in 3 sessions a side,
+ * at 5 samples a round and 3 rounds before the first look, took 40 s of a 15 s
+ * budget. */
+int ppb_ab_samples_per_round(const ppb_sampling *sp, double slot_ms);
+
 /* The share of the design's alpha a case's interval spends: what the look
  * that stopped its sampling spent (alpha spending, sequential.h), so the
  * verdict's interval is the one the stopping rule paid for. */

@@ -225,6 +225,11 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
     ppb_seq_design d = ppb_ab_pair_design(x->p, x->n_pairs, sessions, ppb_case_input_seed(m->seed, pr->shape_key));
     if (x->cost.settled_by_pair)
         d.max_looks = 1; /* the verdict is settled: this pair's class cannot change it */
+    /* a slow pair's rounds shrink so that the rounds before its first look fit its budget */
+    double slot_ms = 0;
+    for (int side = 0; side < 2; side++)
+        slot_ms += d.sessions * ps.launches * pr->res[side].checked_launch_ms;
+    d.samples_per_round = ppb_ab_samples_per_round(&x->p->sampling, slot_ms);
     ppb_seq_result r;
     double t1 = ppb_monotonic_ms();
     int rc = ppb_seq_run(&d, sample_unit, &ps, &r, err);

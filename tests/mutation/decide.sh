@@ -136,6 +136,11 @@ M decide/sequential.c 's#if (d->max_looks > 0 \&\& out->looks_taken >= d->max_lo
   "ppb_seq_run: max_looks ignored"
 M run/abrun.c 's#        d.max_looks = 1; /\* the verdict is settled#        d.max_looks = 0; /* the verdict is settled#' \
   "measure_pair: a settled verdict does not cut the later pairs short (the call site)"
+# a slow pair's rounds fit its budget
+M run/abrun.c 's#    d.samples_per_round = ppb_ab_samples_per_round(&x->p->sampling, slot_ms);#    (void)slot_ms;#' \
+  "measure_pair: a slow pair keeps the proposal's samples per round (the call site)"
+M decide/ab_cases.c 's#    double fit = floor(sp->budget_ms / (sp->min_rounds \* slot_ms));#    double fit = floor(sp->budget_ms / slot_ms);#' \
+  "ppb_ab_samples_per_round: one round, not the rounds before the first look, fitted to the budget"
 # verdict_recompute: the check of a stored verdict
 M decide/verdict_recompute.c 's#return fabs(a - b) <= PPB_RECOMPUTE_TOLERANCE \* fmax(fabs(a), fabs(b));#return 1;#' \
   "recompute: every real agrees"

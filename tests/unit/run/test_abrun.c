@@ -377,6 +377,45 @@ static void test_a_settled_reject_cuts_the_later_pairs_short(void **state)
     assert_true(c[1].looks_taken > 1);           /* sampled to its own end */
 }
 
+/* A slow pair's rounds shrink so that the rounds before its first look fit
+ * its budget: the proposal's samples per round, or as many as fit (at least 1). */
+static void test_slow_pairs_take_fewer_samples_a_round(void **state)
+{
+    (void)state;
+    ppb_sampling sp;
+    ppb_sampling_default(&sp);
+    sp.samples_per_round = 5, sp.min_rounds = 3, sp.budget_ms = 15000;
+    assert_int_equal(ppb_ab_samples_per_round(&sp, 500), 5);    /* 3 rounds of 5: 7.5 s */
+    assert_int_equal(ppb_ab_samples_per_round(&sp, 1000), 5);   /* exactly the budget */
+    assert_int_equal(ppb_ab_samples_per_round(&sp, 1200), 4);
+    assert_int_equal(ppb_ab_samples_per_round(&sp, 2700), 1);   /* 0.45 s x 6 units: 40 s at 5 a round */
+    assert_int_equal(ppb_ab_samples_per_round(&sp, 1e6), 1);    /* never none */
+    assert_int_equal(ppb_ab_samples_per_round(&sp, 0), 5);      /* unknown: the proposal's */
+    assert_int_equal(ppb_ab_samples_per_round(&sp, NAN), 5);
+
+    /* at the call site: a 1 ms budget leaves every pair one sample a unit per round */
+    scratch x;
+    propose_two_pairs(&x, "{samples_per_round: 4, min_rounds: 2, max_rounds: 16, sessions: 1, budget_ms: 1,"
+                          " stop_when_settled: false}");
+    ppb_store *s = NULL;
+    ppb_err err;
+    assert_int_equal(ppb_store_open_readonly(&s, x.db, &err), PPB_OK);
+    ppb_stored_verdict sv;
+    assert_int_equal(ppb_stored_verdict_load(s, x.out->rec.id, &sv, &err), PPB_OK);
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < sv.run[side].n; i++) {
+            const ppb_stored_result *r = &sv.run[side].items[i];
+            int rounds = 0;
+            for (int k = 0; k < r->r.n_samples; k++)
+                rounds = r->round[k] > rounds ? r->round[k] : rounds;
+            assert_true(rounds >= 2);
+            assert_int_equal(r->r.n_samples, rounds); /* one session, one sample a round */
+        }
+    ppb_stored_verdict_free(&sv);
+    ppb_store_close(s);
+    scratch_done(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -386,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_chunks_become_one_case),
         cmocka_unit_test(test_a_proposal_carries_its_design_into_the_verdict),
         cmocka_unit_test(test_a_settled_reject_cuts_the_later_pairs_short),
+        cmocka_unit_test(test_slow_pairs_take_fewer_samples_a_round),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
