@@ -413,6 +413,7 @@ static void test_slow_pairs_take_fewer_samples_a_round(void **state)
             assert_int_equal(r->r.n_samples, rounds); /* one session, one sample a round */
         }
     ppb_stored_verdict_free(&sv);
+    assert_recomputes(s, x.out->rec.id); /* the store's samples decide the same, whatever a round held */
     ppb_store_close(s);
     scratch_done(&x);
 }
