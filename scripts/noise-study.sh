@@ -88,6 +88,15 @@ for row in c.execute(sys.argv[2]): print("|".join("" if v is None else str(v) fo
 c.commit()' "$1" "$2"
 }
 sql() { sqlf "$db" "$1"; }
+# What the proposals named $1 with id > $2 cost on average (store schema 18): the
+# study's own time, so a call can be sized from the last one.
+cost() {
+  say "  $1: $(sql "SELECT count(*) || ' proposals, mean wall ' || printf('%.1f', avg(wall_ms) / 1000) ||
+      ' s = setup ' || printf('%.1f', avg(setup_ms) / 1000) || ' + check ' || printf('%.1f', avg(check_ms) / 1000) ||
+      ' + warm-up ' || printf('%.1f', avg(warmup_ms) / 1000) || ' + sampling ' || printf('%.1f', avg(sampling_ms) / 1000) ||
+      ' s (kernels ' || printf('%.1f', avg(kernel_ms) / 1000) || ' s)' FROM proposals WHERE name = '$1' AND id > $2");" \
+      "$((SECONDS - step_t0)) s since the step began (processes' start included)"
+}
 # The work and compare-work steps need both builds of WORK_IMPL.
 need_work_builds() {
   for percent in 0 "$WORK_PERCENT"; do
@@ -97,6 +106,7 @@ need_work_builds() {
 }
 
 for step in "${steps[@]}"; do
+  step_t0=$SECONDS
   case $step in
   calibrate)
     "$PPB" calibrate "$SUITE" --db "$db" --backend "$BACKEND" --filter "$FILTER" --pairs "$PAIRS" \
@@ -126,6 +136,7 @@ for step in "${steps[@]}"; do
       if [ $((i % TALLY_EVERY)) -eq 0 ] && [ "$i" -lt "$PROPOSALS" ]; then aa_tally " (so far, $i of $PROPOSALS run)"; fi
     done
     aa_tally ""
+    cost noise-study-aa "$first"
     first=$(sql "SELECT coalesce(max(id), 0) FROM proposals" 2>/dev/null || echo 0)
     for _ in $(seq 1 "$KNOWN"); do
       "$PPB" propose "$aa" --db "$db" --backend "$BACKEND" --scale-candidate 1.03 >/dev/null 2>&1 || true
@@ -200,6 +211,7 @@ EOF
         tr '|' ' ')
       say "real work, candidate $WORK_PERCENT% $way ($WORK_IMPL$WORK_PERCENT on that side): $hit of $n $want" \
           "($acc ACCEPT, $rej REJECT in all); weighted means: $ratios"
+      cost "$name" 0
     done
     ;;
   compare-work)
