@@ -22,6 +22,8 @@ void ppb_ab_pair_case(const ppb_ab_pair_view *pr, ppb_verdict_case *vc)
     vc->weight = pr->weight;
     if (pr->sessions > 0)
         fill_sampling(vc, pr);
+    if (pr->untimed_settled)
+        vc->untimed = PPB_AB_UNTIMED_SETTLED, vc->in_family = 1;
     for (int s = 0; s < 2; s++) {
         const ppb_result *r = pr->res[s];
         int feasible = r->status != PPB_STATUS_REFUSED, correct = r->status != PPB_STATUS_WRONG;
@@ -140,7 +142,9 @@ int ppb_ab_samples_per_round(const ppb_sampling *sp, double slot_ms)
 {
     if (!(slot_ms > 0) || sp->samples_per_round <= 1 || sp->min_rounds < 1)
         return sp->samples_per_round;
-    double fit = floor(sp->budget_ms / (sp->min_rounds * slot_ms));
+    int looks[PPB_SEQ_MAX_LOOKS];
+    int k = ppb_seq_looks(sp->min_rounds, sp->max_rounds, looks);
+    double fit = floor(sp->budget_ms / (looks[k < 3 ? k - 1 : 2] * slot_ms));
     return fit >= sp->samples_per_round ? sp->samples_per_round : fit < 1 ? 1 : (int)fit;
 }
 

@@ -18,6 +18,7 @@ typedef struct ppb_ab_pair_view {
     int present[2];             /* chunked_prefill: the side with fewer chunks lacks the last ones */
     const ppb_result *res[2];   /* 0 baseline, 1 candidate: status, reason, samples */
     int sessions;               /* per side as sampled; 0: not sampled as a pair (a side not timed) */
+    int untimed_settled;        /* checked, not timed: an earlier pair had settled a REJECT (stop_when_settled) */
     double look_share;          /* what its stopping look spent of the design's alpha (ppb_ab_case_look_share) */
     double between_sd;          /* the sessions' spread at the last look */
     /* Of its design, what the stored case keeps beside (not used by the verdict): */
@@ -25,9 +26,15 @@ typedef struct ppb_ab_pair_view {
     double stop_alpha;          /* the stopping rule's alpha, before its looks */
 } ppb_ab_pair_view;
 
+/* Why a pair after the one that settled a REJECT has no samples: the case's
+ * INCONCLUSIVE line, were the verdict not REJECT (it cannot be). */
+#define PPB_AB_UNTIMED_SETTLED \
+    "was checked but not timed: an earlier pair had settled the REJECT (sampling.stop_when_settled)"
+
 /* kernel_config: one pair, one case. A side is feasible unless refused,
- * correct unless wrong, and gives its samples when ok or noisy. vc borrows
- * from pr. */
+ * correct unless wrong, and gives its samples when ok or noisy; a pair left
+ * untimed by a settled REJECT says so and stays in the verdict's family of
+ * intervals (verdict.h's in_family). vc borrows from pr. */
 void ppb_ab_pair_case(const ppb_ab_pair_view *pr, ppb_verdict_case *vc);
 
 /* chunked_prefill: the prompt's one case (key, weight 1) from its n chunk
@@ -58,12 +65,14 @@ void ppb_ab_case_design(const ppb_ab_pair_view *pairs, int n, ppb_proposal_case 
 ppb_seq_design ppb_ab_pair_design(const ppb_proposal *p, int n_pairs, int sessions, uint64_t seed);
 
 /* Samples per round for a pair: the proposal's, or fewer (at least 1) where
- * its min_rounds rounds would not fit its budget_ms, which would otherwise be
- * spent before the first look is allowed. `slot_ms` is the measured time of one
- * sample of every unit (both sides, every session at the start); unknown (<= 0
- * or NaN): the proposal's. A kernel of 0.45 s a launch in 3 sessions a side,
- * at 5 samples a round and 3 rounds before the first look, took 40 s of a 15 s
- * budget. */
+ * the rounds of its first three scheduled looks (min_rounds, twice and four
+ * times that, sequential.h; fewer when max_rounds comes first) would not fit
+ * its budget_ms. A slow pair then still has looks to stop at early: fitting
+ * only the first look's rounds left it one look, its whole budget, whatever
+ * its effect (the seed's goal shape, 33% slower on an H100, sampled 20 s of
+ * kernels for a class its first few samples showed). `slot_ms` is the measured
+ * time of one sample of every unit (both sides, every session at the start);
+ * unknown (<= 0 or NaN): the proposal's. */
 int ppb_ab_samples_per_round(const ppb_sampling *sp, double slot_ms);
 
 /* The share of the design's alpha a case's interval spends: what the look

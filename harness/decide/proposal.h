@@ -77,8 +77,8 @@ typedef struct ppb_sampling {
     int sessions;            /* separately prepared sessions per side (sequential.h) */
     int max_sessions;        /* the most it may grow to where the sessions' spread dominates (>= sessions) */
     /* 1: once a pair's case settles a REJECT alone (ppb_verdict_case_settles_reject),
-     * the pairs after it stop at their first look: their classes cannot change
-     * the word, only narrow their own intervals. 0: every pair to its own end. */
+     * the pairs after it are checked (a wrong output is still a cause) but not
+     * timed: their times cannot change the word. 0: every pair timed to its own end. */
     int stop_when_settled;
 } ppb_sampling;
 

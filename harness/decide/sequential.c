@@ -164,9 +164,8 @@ static int check_design(const ppb_seq_design *d, ppb_err *err)
         return ppb_fail(err, PPB_EINPUT, "sampling: max_sessions %d is outside %d..%d", d->max_sessions, d->sessions,
                         PPB_SEQ_MAX_SESSIONS);
     if (!(d->alpha > 0 && d->alpha < 1) || !(d->threshold >= 0) || !(d->budget_ms > 0) || !(d->min_gain >= 0) ||
-        !(d->tolerance >= 0) || d->max_looks < 0)
-        return ppb_fail(err, PPB_EINPUT, "sampling: alpha, threshold, min_gain, tolerance, budget or max_looks out of "
-                                         "range");
+        !(d->tolerance >= 0))
+        return ppb_fail(err, PPB_EINPUT, "sampling: alpha, threshold, min_gain, tolerance or budget out of range");
     return PPB_OK;
 }
 
@@ -264,10 +263,6 @@ int ppb_seq_run(const ppb_seq_design *d, ppb_seq_sample_fn sample, void *ctx, pp
         }
         if (broke) {
             out->stop = PPB_SEQ_STOP_BUDGET;
-            return PPB_OK;
-        }
-        if (d->max_looks > 0 && out->looks_taken >= d->max_looks) {
-            out->stop = PPB_SEQ_STOP_MAX_LOOKS;
             return PPB_OK;
         }
         /* the sessions' spread outweighs the samples' own: another session, not more rounds, narrows it

@@ -51,11 +51,6 @@ typedef struct ppb_seq_design {
     double min_gain;         /* the verdict's boundaries (verdict.h): the gain needed (>= threshold) and */
     double tolerance;        /* the tolerated regression (>= threshold); sampling stops once none is inside */
     uint64_t seed;           /* sample order */
-    /* 0: every planned look; n > 0: stop after n looks whatever they show, the
-     * alpha of the looks not taken unspent (propose: the verdict was settled by
-     * another pair, so this one's class cannot change it). Decided before this
-     * pair's first sample, so its interval keeps its level. */
-    int max_looks;
 } ppb_seq_design;
 
 /* The scheduled looks (round numbers, ascending) for min_rounds..max_rounds;
@@ -107,7 +102,6 @@ typedef enum {
     PPB_SEQ_STOP_RESOLVED = 0,   /* the interval was settled at a look */
     PPB_SEQ_STOP_BUDGET = 1,     /* the time budget ran out */
     PPB_SEQ_STOP_MAX_ROUNDS = 2, /* the last scheduled look left it unresolved */
-    PPB_SEQ_STOP_MAX_LOOKS = 3,  /* the design's max_looks were taken */
 } ppb_seq_stop;
 
 typedef struct ppb_seq_result {

@@ -478,9 +478,12 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
 
     if ((rc = classify_states(cases, n, rules, out, &reject, &unresolved, &notes, err)))
         goto done;
-    for (int i = 0; i < n; i++)
+    int untimed_in_family = 0;
+    for (int i = 0; i < n; i++) {
         out->n_compared += out->cases[i].state == PPB_CASE_COMPARED;
-    out->family_size = out->n_compared + 1;
+        untimed_in_family += out->cases[i].state == PPB_CASE_NO_SAMPLES && cases[i].in_family;
+    }
+    out->family_size = out->n_compared + untimed_in_family + 1;
     out->interval_alpha = ppb_bonferroni_alpha(rules->alpha, out->family_size);
     if ((rc = compare_cases(cases, n, rules, out, err)) || (rc = weighted_mean(cases, n, out, err)))
         goto done;

@@ -64,6 +64,11 @@ typedef struct ppb_verdict_case {
     const ppb_ab_interval *interval;
     const char *basis;                 /* where that interval comes from, said in the case's lines */
     const char *untimed;               /* no samples and no interval: why (NULL: the sample counts) */
+    /* Untimed, yet one of the verdict's family of intervals: its sampling was
+     * skipped because another case had already settled a REJECT (propose's
+     * sampling.stop_when_settled), so the other intervals keep the level the
+     * sampling design stopped them at, as if it had been timed. */
+    int in_family;
 } ppb_verdict_case;
 
 typedef struct ppb_verdict_rules {
@@ -127,7 +132,7 @@ typedef struct ppb_verdict_report {
     int n_cases;
     ppb_verdict_outcome *cases;      /* one per input case, same order */
     int n_compared;
-    int family_size;                 /* intervals sharing alpha: compared cases + the mean */
+    int family_size;                 /* intervals sharing alpha: compared cases (and untimed in_family ones) + the mean */
     double interval_alpha;           /* alpha / family_size; a case's interval has level 1 - this x its look share */
     double regression_tolerance;     /* max(max_regression, threshold) */
     int have_geomean;
@@ -157,7 +162,7 @@ void ppb_verdict_report_free(ppb_verdict_report *report);
  * the tolerated regression at the level it would have in a verdict of
  * `cases_most` compared cases (the most the verdict can have, so its strictest
  * level: fewer cases only narrow the interval). 0 otherwise, or on an error.
- * propose stops sampling the pairs after such a case at their first look
+ * propose checks the pairs after such a case but does not time them
  * (sampling.stop_when_settled): nothing they could show changes the word. */
 int ppb_verdict_case_settles_reject(const ppb_verdict_case *c, const ppb_verdict_rules *rules, int cases_most);
 

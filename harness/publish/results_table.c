@@ -181,10 +181,10 @@ int ppb_format_proposal_cost(const ppb_proposal_cost *c, char *buf, size_t len)
         n += snprintf(buf + n, len - (size_t)n,
                       "; a fixed-sample design at the same resolution: %d samples a side in every pair, kernels %.2f s"
                       " (%.2fx)", c->fixed_samples, c->fixed_kernel_ms / 1e3, c->fixed_kernel_ms / c->kernel_ms);
-    /* why the later pairs' intervals are wider than their budget would have made them */
+    /* why the later pairs have no times */
     if (c->settled_by_pair > 0 && n > 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n,
-                 "; pair %d settled the REJECT alone, so the pairs after it stopped at their first look",
+                 "; pair %d settled the REJECT alone, so the pairs after it were checked, not timed",
                  c->settled_by_pair);
     return 1;
 }

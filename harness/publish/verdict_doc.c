@@ -224,7 +224,7 @@ int ppb_verdict_json(ppb_store *s, const ppb_proposal_record *rec, const ppb_pro
         for (size_t i = 0; i < sizeof part / sizeof *part; i++)
             json_member_number(out, ",", part[i].name, part[i].v);
         fprintf(out, ",\"fixed_samples\":%d", cost->fixed_samples);
-        /* 0: none; else the pair (1-based) after which sampling stopped at the first look */
+        /* 0: none; else the pair (1-based) after which the pairs were checked, not timed */
         fprintf(out, ",\"settled_by_pair\":%d}", cost->settled_by_pair);
     } else
         fputs(",\"cost\":null", out);

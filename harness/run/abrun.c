@@ -24,6 +24,7 @@ typedef struct ab_pair {
     unsigned char *session[2]; /* each sample's session and round, as the design took it */
     int *round[2];
     int sessions;              /* as measured by the design (sequential.h); 0: not measured as a pair */
+    int untimed_settled;       /* checked, not timed: an earlier pair had settled the REJECT */
     double look_share;         /* what the stopping look spent of the design's alpha */
     int looks_taken, looks_planned;
     double between_sd;         /* the sessions' spread at the last look */
@@ -223,9 +224,7 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
             ps.launches = launches > ps.launches ? launches : ps.launches;
         }
     ppb_seq_design d = ppb_ab_pair_design(x->p, x->n_pairs, sessions, ppb_case_input_seed(m->seed, pr->shape_key));
-    if (x->cost.settled_by_pair)
-        d.max_looks = 1; /* the verdict is settled: this pair's class cannot change it */
-    /* a slow pair's rounds shrink so that the rounds before its first look fit its budget */
+    /* a slow pair's rounds shrink so that the rounds of its first looks fit its budget */
     double slot_ms = 0;
     for (int side = 0; side < 2; side++)
         slot_ms += d.sessions * ps.launches * pr->res[side].checked_launch_ms;
@@ -310,7 +309,15 @@ static int run_pair(ab_ctx *x, ab_pair *pr, ppb_err *err)
         if (rc)
             goto end;
     }
-    if (pr->res[0].status == PPB_STATUS_OK && pr->res[1].status == PPB_STATUS_OK) {
+    if (pr->res[0].status == PPB_STATUS_OK && pr->res[1].status == PPB_STATUS_OK && x->cost.settled_by_pair) {
+        /* the verdict is settled: what this pair's times show cannot change it, its check could */
+        pr->untimed_settled = 1;
+        for (int s = 0; s < 2; s++) {
+            pr->res[s].status = PPB_STATUS_SKIPPED;
+            snprintf(pr->res[s].reason, sizeof pr->res[s].reason,
+                     "checked, not timed: pair %d had settled the proposal's REJECT", x->cost.settled_by_pair);
+        }
+    } else if (pr->res[0].status == PPB_STATUS_OK && pr->res[1].status == PPB_STATUS_OK) {
         const ppb_workload *ws[2] = {&w[0], &w[distinct ? 1 : 0]};
         double t0 = ppb_monotonic_ms();
         int sessions = prepare_more_sessions(x, pr, ws, more);
@@ -339,13 +346,14 @@ static ppb_ab_pair_view pair_view(const ab_pair *pr)
 {
     return (ppb_ab_pair_view){.key = pr->shape_key, .weight = pr->side[0].weight,
                               .present = {pr->present[0], pr->present[1]}, .res = {&pr->res[0], &pr->res[1]},
-                              .sessions = pr->sessions, .look_share = pr->look_share, .between_sd = pr->between_sd,
+                              .sessions = pr->sessions, .untimed_settled = pr->untimed_settled,
+                              .look_share = pr->look_share, .between_sd = pr->between_sd,
                               .looks_taken = pr->looks_taken, .looks_planned = pr->looks_planned,
                               .stop_alpha = pr->stop_alpha};
 }
 
 /* After pair i: when its case alone settles a REJECT (verdict.h), the pairs
- * after it need only their first look (sampling.stop_when_settled); the log
+ * after it are checked but not timed (sampling.stop_when_settled); the log
  * and the verdict's cost say so. A chunk is not a case: chunked prompts go on. */
 static void note_settled(ab_ctx *x, int i, FILE *log)
 {
@@ -360,9 +368,9 @@ static void note_settled(ab_ctx *x, int i, FILE *log)
     x->cost.settled_by_pair = i + 1;
     fprintf(log, "  the verdict is REJECT whatever the other pairs show (pair %d); ", i + 1);
     if (i + 2 == x->n_pairs)
-        fprintf(log, "pair %d stops at its first look\n", i + 2);
+        fprintf(log, "pair %d is checked, not timed\n", i + 2);
     else
-        fprintf(log, "pairs %d-%d stop at their first look\n", i + 2, x->n_pairs);
+        fprintf(log, "pairs %d-%d are checked, not timed\n", i + 2, x->n_pairs);
 }
 
 static int decide_and_store(ab_ctx *x, double started_ms, ppb_propose_outcome *out, ppb_err *err)
@@ -533,9 +541,12 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
                 rc = ppb_store_put_tagged_result(x.store, x.run[s].id, &pr->side[s], &pr->res[s],
                                                  pr->session[s] ? &tags : NULL, err);
             }
-        fprintf(log, "  [%d/%d] %s: baseline %s, candidate %s\n", i + 1, x.n_pairs,
-                pr->shape_key[0] ? pr->shape_key : pr->side[0].key,
-                ppb_status_name(pr->res[0].status), ppb_status_name(pr->res[1].status));
+        const char *key = pr->shape_key[0] ? pr->shape_key : pr->side[0].key;
+        if (pr->untimed_settled)
+            fprintf(log, "  [%d/%d] %s: both sides checked ok, not timed\n", i + 1, x.n_pairs, key);
+        else
+            fprintf(log, "  [%d/%d] %s: baseline %s, candidate %s\n", i + 1, x.n_pairs, key,
+                    ppb_status_name(pr->res[0].status), ppb_status_name(pr->res[1].status));
         if (!rc)
             note_settled(&x, i, log);
     }

@@ -168,7 +168,7 @@ typedef struct ppb_proposal_cost {
     double fixed_kernel_ms;  /* what a plain fixed-sample design at the same resolution would take */
     int fixed_samples;       /* its samples per side and pair */
     /* the pair (1-based) whose case settled a REJECT alone, after which the
-     * pairs stopped at their first look (sampling.stop_when_settled); 0: none */
+     * pairs were checked, not timed (sampling.stop_when_settled); 0: none */
     int settled_by_pair;
 } ppb_proposal_cost;
 

@@ -314,9 +314,10 @@ static const char schema_v18[] = "ALTER TABLE proposals ADD COLUMN wall_ms REAL;
  * NULL or 0: one implementation. */
 static const char schema_v19[] = "ALTER TABLE proposal_cases ADD COLUMN history_split INTEGER;";
 
-/* Version 20: a proposal whose pair settled a REJECT alone stopped the pairs
- * after it at their first look (sampling.stop_when_settled): which pair
- * (1-based; NULL or 0: none). */
+/* Version 20: a proposal whose pair settled a REJECT alone cut the pairs after
+ * it short (sampling.stop_when_settled; at first they stopped at their first
+ * look, since 2026-12-07's second change they are checked and not timed, their
+ * results stored as skipped): which pair (1-based; NULL or 0: none). */
 static const char schema_v20[] = "ALTER TABLE proposals ADD COLUMN settled_by_pair INTEGER;";
 
 const ppb_store_migration ppb_store_migrations[] = {

@@ -49,7 +49,7 @@ M decide/ab_cases.c 's#const double \*samples = r->status == PPB_STATUS_OK || r-
 # verdict: the rules
 M decide/verdict.c 's#return c->look_share > 0 \&\& c->look_share < 1 ? out->interval_alpha \* c->look_share : out->interval_alpha;#return out->interval_alpha;#' \
   "case_alpha: the earlier looks spent nothing (alpha, not its stopping look's share)"
-M decide/verdict.c 's#out->family_size = out->n_compared + 1;#out->family_size = out->n_compared;#' \
+M decide/verdict.c 's#out->family_size = out->n_compared + untimed_in_family + 1;#out->family_size = out->n_compared + untimed_in_family;#' \
   "the family leaves the weighted mean out (off by one)"
 M decide/verdict.c 's#} else if (iv->ratio_lo > 1 + tol) {#} else if (iv->ratio_hi > 1 + tol) {#' \
   "a case is rejected when its upper end, not its lower, is past the tolerance"
@@ -132,15 +132,19 @@ M decide/verdict.c 's#one.interval_alpha = ppb_bonferroni_alpha(rules->alpha, ca
   "ppb_verdict_case_settles_reject: the case judged at alpha, not at the verdict's strictest family level"
 M decide/verdict.c 's#           o.interval.ratio_lo > 1 + ppb_verdict_tolerance(rules);#           o.interval.ratio > 1 + ppb_verdict_tolerance(rules);#' \
   "ppb_verdict_case_settles_reject: the estimate past the tolerance, not the whole interval"
-M decide/sequential.c 's#if (d->max_looks > 0 \&\& out->looks_taken >= d->max_looks) {#if (0) {#' \
-  "ppb_seq_run: max_looks ignored"
-M run/abrun.c 's#        d.max_looks = 1; /\* the verdict is settled#        d.max_looks = 0; /* the verdict is settled#' \
-  "measure_pair: a settled verdict does not cut the later pairs short (the call site)"
+M run/abrun.c 's#PPB_STATUS_OK \&\& x->cost.settled_by_pair) {#PPB_STATUS_OK \&\& 0) {#' \
+  "run_pair: a settled verdict does not leave the later pairs untimed (the call site)"
+M decide/ab_cases.c 's#vc->untimed = PPB_AB_UNTIMED_SETTLED, vc->in_family = 1;#vc->untimed = PPB_AB_UNTIMED_SETTLED;#' \
+  "ppb_ab_pair_case: a pair left untimed by a settled REJECT drops out of the family of intervals"
+M decide/verdict.c 's#out->family_size = out->n_compared + untimed_in_family + 1;#out->family_size = out->n_compared + 1;#' \
+  "ppb_verdict_decide: untimed in_family cases not counted in the family"
+M decide/verdict_recompute.c 's#int untimed = rec->cost.settled_by_pair > 0 \&\&#int untimed = 0 \&\&#' \
+  "recompute: the pairs a settled REJECT left untimed are not known as such"
 # a slow pair's rounds fit its budget
 M run/abrun.c 's#    d.samples_per_round = ppb_ab_samples_per_round(&x->p->sampling, slot_ms);#    (void)slot_ms;#' \
   "measure_pair: a slow pair keeps the proposal's samples per round (the call site)"
-M decide/ab_cases.c 's#    double fit = floor(sp->budget_ms / (sp->min_rounds \* slot_ms));#    double fit = floor(sp->budget_ms / slot_ms);#' \
-  "ppb_ab_samples_per_round: one round, not the rounds before the first look, fitted to the budget"
+M decide/ab_cases.c 's#looks\[k < 3 ? k - 1 : 2\] \* slot_ms#looks[0] * slot_ms#' \
+  "ppb_ab_samples_per_round: the first look's rounds, not the first three looks', fitted to the budget"
 # verdict_recompute: the check of a stored verdict
 M decide/verdict_recompute.c 's#return fabs(a - b) <= PPB_RECOMPUTE_TOLERANCE \* fmax(fabs(a), fabs(b));#return 1;#' \
   "recompute: every real agrees"

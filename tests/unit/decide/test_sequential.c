@@ -239,38 +239,6 @@ static void test_stops_only_at_scheduled_looks(void **state)
     }
 }
 
-/* max_looks: the design cut short from outside (propose, once another pair
- * settled the verdict) stops after that many looks, unresolved or not, with
- * the alpha of the looks not taken unspent; 0 takes every planned look. */
-static void test_max_looks_stops_after_that_many_looks(void **state)
-{
-    (void)state;
-    noise_model m = {.ratio = 1.003, .sigma = 0.02}; /* near the threshold: it would sample on */
-    for (int cap = 0; cap <= 2; cap++) {
-        sim_pair p;
-        sim_init(&p, &m, 11);
-        ppb_seq_design d = design(1, 0.05, 0.01);
-        d.max_looks = cap;
-        ppb_seq_result r;
-        ppb_err err;
-        assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_OK);
-        if (cap == 0) {
-            assert_true(r.looks_taken > 2); /* so the caps below are what stopped it */
-            assert_true(r.stop != PPB_SEQ_STOP_MAX_LOOKS);
-        } else {
-            int schedule[PPB_SEQ_MAX_LOOKS];
-            ppb_seq_looks(d.min_rounds, d.max_rounds, schedule);
-            assert_int_equal(r.looks_taken, cap);
-            assert_int_equal(r.stop, PPB_SEQ_STOP_MAX_LOOKS);
-            assert_int_equal(r.rounds, schedule[cap - 1]);
-            assert_int_equal(r.cls, PPB_AB_UNRESOLVED);
-            assert_true(r.alpha_spent < 0.05); /* the looks not taken keep theirs */
-            assert_true(fabs(r.interval.level - (1 - r.look_alpha)) < 1e-12);
-        }
-        ppb_seq_result_free(&r);
-    }
-}
-
 /* The budget: looked at once when it runs out (after min_rounds), then sampling stops. */
 static void test_budget_look_replaces_the_next_one(void **state)
 {
@@ -674,10 +642,6 @@ static void test_design_is_checked(void **state)
     assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_EINPUT);
     d = design(1, 0, 0.01);
     assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_EINPUT);
-    d = design(1, 0.05, 0.01);
-    d.max_looks = -1;
-    assert_int_equal(ppb_seq_run(&d, sim_sample, &p, &r, &err), PPB_EINPUT);
-    assert_non_null(strstr(err.msg, "max_looks"));
     ppb_seq_result_free(&r);
 }
 
@@ -724,7 +688,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_looks_double_from_min_rounds_and_end_at_max),
-        cmocka_unit_test(test_max_looks_stops_after_that_many_looks),
         cmocka_unit_test(test_alpha_spent_grows_with_the_square_of_information),
         cmocka_unit_test(test_settled_means_no_boundary_inside),
         cmocka_unit_test(test_looks_spend_by_information_and_the_last_spends_the_rest),

@@ -521,6 +521,35 @@ static void test_untimed_alike_are_one_line(void **state)
     ppb_verdict_report_free(&r);
 }
 
+/* A case left untimed because another had settled a REJECT (in_family) still
+ * counts in the family of intervals, so the timed cases keep the level their
+ * sampling stopped at; an untimed case without it does not count. */
+static void test_untimed_in_family_keeps_the_family(void **state)
+{
+    (void)state;
+    static proposal p;
+    for (int in_family = 0; in_family <= 1; in_family++) {
+        proposal_init(&p, 21);
+        add_case(&p, 1.5, 0.01, 30, 1.0);   /* settles the REJECT */
+        for (int i = 0; i < 3; i++) {
+            add_case(&p, 1.0, 0.01, 30, 1.0);
+            p.cases[p.n - 1].n_baseline = p.cases[p.n - 1].n_candidate = 0;
+            p.cases[p.n - 1].untimed = "was checked but not timed";
+            p.cases[p.n - 1].in_family = in_family;
+        }
+        ppb_verdict_rules rules;
+        ppb_verdict_rules_default(&rules);
+        ppb_verdict_report r;
+        assert_int_equal(decide(&p, &rules, &r), 0);
+        assert_int_equal(r.n_compared, 1);
+        assert_int_equal(r.family_size, in_family ? 5 : 2);
+        assert_true(fabs(r.interval_alpha - rules.alpha / r.family_size) < 1e-15);
+        assert_int_equal(r.cases[2].state, PPB_CASE_NO_SAMPLES);
+        assert_int_equal(r.verdict, PPB_VERDICT_REJECT);
+        ppb_verdict_report_free(&r);
+    }
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -820,6 +849,7 @@ int main(void)
         cmocka_unit_test(test_a_case_that_settles_reject_rejects_the_verdict),
         cmocka_unit_test(test_unresolved_cases_are_inconclusive),
         cmocka_unit_test(test_untimed_alike_are_one_line),
+        cmocka_unit_test(test_untimed_in_family_keeps_the_family),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_looks_and_sessions_shape_the_case_interval),
         cmocka_unit_test(test_accept_needs_the_whole_mean_past_the_threshold),

@@ -331,12 +331,14 @@ static void test_a_proposal_carries_its_design_into_the_verdict(void **state)
 }
 
 /* A proposal whose first pair settles a REJECT alone (the candidate x10, past
- * the 50% tolerance) stops the pairs after it at their first look
- * (sampling.stop_when_settled, the default): one sample a side per round, so a
- * first look has too few samples to settle anything itself, and only the cut
- * ends the second pair there. The verdict's cost names the pair; the store
- * decides the same again. Turned off, the second pair samples on. */
-static void run_settling(int stop_when_settled, ppb_proposal_record *rec, ppb_proposal_case cases[2])
+ * the 50% tolerance) checks the pair after it but does not time it
+ * (sampling.stop_when_settled, the default). The verdict's cost names the
+ * pair, the untimed pair's results are stored as skipped saying why, it stays
+ * in the verdict's family of intervals (the first pair's interval has the
+ * level of a two-case verdict, as its stopping rule had), and the store
+ * decides the same again. Turned off, the second pair is sampled. */
+static void run_settling(int stop_when_settled, ppb_proposal_record *rec, ppb_proposal_case cases[2],
+                         ppb_stored_verdict *sv)
 {
     scratch x;
     char sampling[200];
@@ -345,9 +347,13 @@ static void run_settling(int stop_when_settled, ppb_proposal_record *rec, ppb_pr
              " stop_when_settled: %s}", stop_when_settled ? "true" : "false");
     propose_two_pairs(&x, sampling);
     assert_int_equal(x.p->sampling.stop_when_settled, stop_when_settled);
-    assert_int_equal(logged(&x, "  the verdict is REJECT whatever the other pairs show (pair 1); pair 2 stops at its "
-                                "first look\n"),
+    assert_int_equal(logged(&x, "  the verdict is REJECT whatever the other pairs show (pair 1); pair 2 is checked, "
+                                "not timed\n"),
                      stop_when_settled);
+    assert_int_equal(logged(&x, "  [2/2] prefix_prefill b=1 q=40 ctx=0 ragged=false h=4 kvh=2 d=64 dtype=bf16 page=16"
+                                " win=0: both sides checked ok, not timed\n"),
+                     stop_when_settled);
+    assert_int_equal(x.out->report.family_size, 3); /* 2 cases and the mean, timed or not */
     assert_int_equal(x.out->n_cases, 2);
     ppb_store *s = NULL;
     ppb_err err;
@@ -355,8 +361,20 @@ static void run_settling(int stop_when_settled, ppb_proposal_record *rec, ppb_pr
     assert_int_equal(ppb_store_get_proposal(s, x.out->rec.id, rec, &err), PPB_OK); /* as stored */
     memcpy(cases, x.out->cases, 2 * sizeof *cases);
     assert_recomputes(s, rec->id);
+    assert_int_equal(ppb_stored_verdict_load(s, rec->id, sv, &err), PPB_OK);
     ppb_store_close(s);
     scratch_done(&x);
+}
+
+/* The stored result of a case's side (0 baseline, 1 candidate). */
+static const ppb_stored_result *find_stored(const ppb_stored_verdict *sv, int side, const ppb_proposal_case *pc)
+{
+    const char *key = side ? pc->candidate_key : pc->baseline_key;
+    for (int i = 0; i < sv->run[side].n; i++)
+        if (strcmp(sv->run[side].items[i].c.key, key) == 0)
+            return &sv->run[side].items[i];
+    fail_msg("no stored result for '%s'", key);
+    return NULL;
 }
 
 static void test_a_settled_reject_cuts_the_later_pairs_short(void **state)
@@ -364,36 +382,55 @@ static void test_a_settled_reject_cuts_the_later_pairs_short(void **state)
     (void)state;
     static ppb_proposal_record rec;
     ppb_proposal_case c[2];
-    run_settling(1, &rec, c);
+    ppb_stored_verdict sv;
+    run_settling(1, &rec, c, &sv);
     assert_string_equal(rec.verdict, "REJECT");
     assert_int_equal(rec.cost.settled_by_pair, 1);
-    assert_true(c[0].looks_taken > 1);           /* the first look could not settle it */
     assert_string_equal(c[0].cls, "slower");
-    assert_int_equal(c[1].looks_taken, 1);       /* cut at its first look */
-    assert_int_equal(c[1].looks_planned, c[0].looks_planned);
-    run_settling(0, &rec, c);
+    assert_string_equal(c[1].state, "no-samples");
+    assert_int_equal(c[1].looks_taken, 0);
+    for (int side = 0; side < 2; side++) {   /* stored as skipped, saying why; checked first */
+        const ppb_stored_result *r = find_stored(&sv, side, &c[1]);
+        assert_int_equal(r->r.status, PPB_STATUS_SKIPPED);
+        assert_int_equal(r->r.n_samples, 0);
+        assert_string_equal(r->r.reason, "checked, not timed: pair 1 had settled the proposal's REJECT");
+        assert_true(r->r.check.checked && r->r.check.pass);
+    }
+    ppb_stored_verdict_free(&sv);
+    run_settling(0, &rec, c, &sv);
     assert_string_equal(rec.verdict, "REJECT");
     assert_int_equal(rec.cost.settled_by_pair, 0);
-    assert_true(c[1].looks_taken > 1);           /* sampled to its own end */
+    assert_string_equal(c[1].state, "compared"); /* sampled */
+    assert_true(c[1].looks_taken >= 1);
+    ppb_stored_verdict_free(&sv);
 }
 
-/* A slow pair's rounds shrink so that the rounds before its first look fit
+/* A slow pair's rounds shrink so that the rounds of its first three looks fit
  * its budget: the proposal's samples per round, or as many as fit (at least 1). */
 static void test_slow_pairs_take_fewer_samples_a_round(void **state)
 {
     (void)state;
     ppb_sampling sp;
     ppb_sampling_default(&sp);
-    sp.samples_per_round = 5, sp.min_rounds = 3, sp.budget_ms = 15000;
-    assert_int_equal(ppb_ab_samples_per_round(&sp, 500), 5);    /* 3 rounds of 5: 7.5 s */
-    assert_int_equal(ppb_ab_samples_per_round(&sp, 1000), 5);   /* exactly the budget */
-    assert_int_equal(ppb_ab_samples_per_round(&sp, 1200), 4);
+    sp.samples_per_round = 5, sp.min_rounds = 3, sp.max_rounds = 160, sp.budget_ms = 15000;
+    /* looks at rounds 3, 6, 12, ...: 12 rounds must fit */
+    assert_int_equal(ppb_ab_samples_per_round(&sp, 100), 5);    /* 12 rounds of 5: 6 s */
+    assert_int_equal(ppb_ab_samples_per_round(&sp, 250), 5);    /* exactly the budget */
+    assert_int_equal(ppb_ab_samples_per_round(&sp, 300), 4);
+    assert_int_equal(ppb_ab_samples_per_round(&sp, 1000), 1);   /* 1.25 a round would fit */
     assert_int_equal(ppb_ab_samples_per_round(&sp, 2700), 1);   /* 0.45 s x 6 units: 40 s at 5 a round */
     assert_int_equal(ppb_ab_samples_per_round(&sp, 1e6), 1);    /* never none */
     assert_int_equal(ppb_ab_samples_per_round(&sp, 0), 5);      /* unknown: the proposal's */
     assert_int_equal(ppb_ab_samples_per_round(&sp, NAN), 5);
+    /* fewer looks planned (3 and 5): the rounds up to the last must fit */
+    sp.max_rounds = 5;
+    assert_int_equal(ppb_ab_samples_per_round(&sp, 500), 5);    /* 15000 / (5 x 500) = 6 */
+    assert_int_equal(ppb_ab_samples_per_round(&sp, 1000), 3);
+    sp.max_rounds = 3;                                          /* one look */
+    assert_int_equal(ppb_ab_samples_per_round(&sp, 1000), 5);
+    assert_int_equal(ppb_ab_samples_per_round(&sp, 1200), 4);
 
-    /* at the call site: 500 rounds before the first look cannot fit a 1 ms budget for any kernel slower than
+    /* at the call site: 500 rounds (one look) cannot fit a 1 ms budget for any kernel slower than
      * 2 us a slot, so every pair takes one sample a unit per round, and stops at that look (the budget spent) */
     scratch x;
     propose_two_pairs(&x, "{samples_per_round: 4, min_rounds: 500, max_rounds: 500, sessions: 1, budget_ms: 1,"
