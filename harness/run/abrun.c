@@ -534,6 +534,7 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
             x.session[0].device.is_gpu ? "" : " (CPU timings)");
     for (int i = 0; i < x.n_pairs && !rc; i++) {
         ab_pair *pr = &x.pairs[i];
+        const ppb_proposal_cost before = x.cost;
         rc = run_pair(&x, pr, err);
         for (int s = 0; s < 2 && !rc; s++)
             if (pr->present[s]) {
@@ -543,10 +544,16 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
             }
         const char *key = pr->shape_key[0] ? pr->shape_key : pr->side[0].key;
         if (pr->untimed_settled)
-            fprintf(log, "  [%d/%d] %s: both sides checked ok, not timed\n", i + 1, x.n_pairs, key);
+            fprintf(log, "  [%d/%d] %s: both sides checked ok, not timed", i + 1, x.n_pairs, key);
         else
-            fprintf(log, "  [%d/%d] %s: baseline %s, candidate %s\n", i + 1, x.n_pairs, key,
+            fprintf(log, "  [%d/%d] %s: baseline %s, candidate %s", i + 1, x.n_pairs, key,
                     ppb_status_name(pr->res[0].status), ppb_status_name(pr->res[1].status));
+        /* where this pair's time went: which pairs a verdict's wall time is spent on */
+        fprintf(log, " (%.2f s: check %.2f, warm-up %.2f, sampling %.2f)\n",
+                (x.cost.inputs_ms + x.cost.check_ms + x.cost.warmup_ms + x.cost.sampling_ms - before.inputs_ms -
+                 before.check_ms - before.warmup_ms - before.sampling_ms) / 1e3,
+                (x.cost.inputs_ms + x.cost.check_ms - before.inputs_ms - before.check_ms) / 1e3,
+                (x.cost.warmup_ms - before.warmup_ms) / 1e3, (x.cost.sampling_ms - before.sampling_ms) / 1e3);
         if (!rc)
             note_settled(&x, i, log);
     }

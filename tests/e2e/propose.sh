@@ -46,7 +46,7 @@ grep -Eq "^REJECT: the weighted geometric mean over [0-9]+ cases? is .* slower .
   fail "x3 not rejected"
 grep -Eq "^cost: .*; pair [0-9]+ settled the REJECT alone, so the pairs after it were checked, not timed$" "$WORK/out" ||
   fail "x3's settled REJECT not said in its cost"
-grep -Eq "^  \[11/11\] .*: both sides checked ok, not timed$" "$WORK/err" || fail "x3's last pair was timed after all"
+grep -Eq "^  \[11/11\] .*: both sides checked ok, not timed \([0-9.]+ s: check [0-9.]+, warm-up [0-9.]+, sampling 0.00\)$" "$WORK/err" || fail "x3's last pair was timed after all"
 expect_rc 0 "$PPB" propose "$P/aa-smoke.yaml" --scale-candidate 0.3
 grep -q "^ACCEPT: the weighted geometric mean over 11 cases is .* faster" "$WORK/out" || fail "x0.3 not accepted"
 [ "$(sqlite3 "$PPBENCH_DB" "SELECT count(*) FROM runs WHERE kind='calibrate' AND label LIKE 'proposal aa-smoke:%'")" = 4 ] \

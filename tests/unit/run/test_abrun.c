@@ -351,7 +351,7 @@ static void run_settling(int stop_when_settled, ppb_proposal_record *rec, ppb_pr
                                 "not timed\n"),
                      stop_when_settled);
     assert_int_equal(logged(&x, "  [2/2] prefix_prefill b=1 q=40 ctx=0 ragged=false h=4 kvh=2 d=64 dtype=bf16 page=16"
-                                " win=0: both sides checked ok, not timed\n"),
+                                " win=0: both sides checked ok, not timed ("),
                      stop_when_settled);
     assert_int_equal(x.out->report.family_size, 3); /* 2 cases and the mean, timed or not */
     assert_int_equal(x.out->n_cases, 2);
