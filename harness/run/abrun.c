@@ -224,7 +224,7 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
             ps.launches = launches > ps.launches ? launches : ps.launches;
         }
     ppb_seq_design d = ppb_ab_pair_design(x->p, x->n_pairs, sessions, ppb_case_input_seed(m->seed, pr->shape_key));
-    /* a slow pair's rounds shrink so that the rounds of its first looks fit its budget */
+    /* a slow pair's rounds shrink so that the rounds of its first three looks fit its budget */
     double slot_ms = 0;
     for (int side = 0; side < 2; side++)
         slot_ms += d.sessions * ps.launches * pr->res[side].checked_launch_ms;
