@@ -77,8 +77,9 @@ typedef struct ppb_sampling {
     int sessions;            /* separately prepared sessions per side (sequential.h) */
     int max_sessions;        /* the most it may grow to where the sessions' spread dominates (>= sessions) */
     /* 1: once a pair's case settles a REJECT alone (ppb_verdict_case_settles_reject),
-     * the pairs after it are checked (a wrong output is still a cause) but not
-     * timed: their times cannot change the word. 0: every pair timed to its own end. */
+     * the pairs not timed by then are checked only (every pair is checked
+     * before any is timed): their times cannot change the word. 0: every pair
+     * timed to its own end. */
     int stop_when_settled;
 } ppb_sampling;
 

@@ -256,9 +256,11 @@ static int propose_cases(const ppb_stored_verdict *sv, ppb_verdict_case *vcs, pp
         if (rc)
             break;
         ppb_case_shape_key(&r[0]->c, keys[i], PPB_CASE_KEY_MAX);
-        /* after the pair that settled a REJECT, a pair whose sides were both skipped was left untimed */
-        int untimed = rec->cost.settled_by_pair > 0 && i >= rec->cost.settled_by_pair &&
-                      r[0]->r.status == PPB_STATUS_SKIPPED && r[1]->r.status == PPB_STATUS_SKIPPED;
+        /* once a pair had settled a REJECT, a pair whose sides both passed their check and were then
+         * skipped was left untimed (abrun; a side skipped for memory was never checked) */
+        int untimed = rec->cost.settled_by_pair > 0;
+        for (int s = 0; s < 2; s++)
+            untimed = untimed && r[s]->r.status == PPB_STATUS_SKIPPED && r[s]->r.check.checked && r[s]->r.check.pass;
         views[i] = (ppb_ab_pair_view){.key = keys[i], .weight = r[0]->c.weight, .present = {1, 1},
                                       .res = {&r[0]->r, &r[1]->r}, .untimed_settled = untimed};
         if (!(rc = pair_sampling(sv, r, n_pairs, pc->look_share, &views[i], design, err))) {

@@ -184,7 +184,7 @@ int ppb_format_proposal_cost(const ppb_proposal_cost *c, char *buf, size_t len)
     /* why the later pairs have no times */
     if (c->settled_by_pair > 0 && n > 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n,
-                 "; pair %d settled the REJECT alone, so the pairs after it were checked, not timed",
+                 "; pair %d settled the REJECT alone, so the pairs not timed by then were checked only",
                  c->settled_by_pair);
     return 1;
 }

@@ -43,7 +43,7 @@ const char *ppb_format_case_detectable(const ppb_proposal_case *c, char *buf, si
  * setup A + inputs B + check C + warm-up D + sampling E + other F s; kernels K s
  * in the samples; a fixed-sample design at the same resolution: N samples a
  * side in every pair, kernels X s (R x)[; pair P settled the REJECT alone, so
- * the pairs after it were checked, not timed]". Returns 0 (buf "") when the cost was
+ * the pairs not timed by then were checked only]". Returns 0 (buf "") when the cost was
  * not measured. The terminal prints it after "cost: ", the Markdown verdict
  * and the report as a fact. */
 int ppb_format_proposal_cost(const ppb_proposal_cost *c, char *buf, size_t len);

@@ -217,8 +217,8 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
     for (int side = 0; side < 2; side++)
         for (int k = 0; k < sessions; k++) {
             ppb_session *ss = session_of(x, side, k);
-            /* session 0 of each side made the checked launch; the others have not launched */
-            int launches, rc = ppb_measure_warmup(ss->ops, ss->backend, m, 0, k ? 2 : 1, NULL, &launches, err);
+            /* every session was prepared afresh (the check's was released): none has launched */
+            int launches, rc = ppb_measure_warmup(ss->ops, ss->backend, m, 0, 2, NULL, &launches, err);
             if (rc)
                 return rc;
             ps.launches = launches > ps.launches ? launches : ps.launches;
@@ -251,12 +251,12 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
     return rc;
 }
 
-/* Prepare sessions 1.. of both sides on the inputs session 0 was checked on.
- * Returns how many sessions per side are ready; one that cannot be prepared
- * (e.g. no room for a second copy) ends the list, said on the log. */
-static int prepare_more_sessions(ab_ctx *x, ab_pair *pr, const ppb_workload *w[2], int prepared[2][PPB_SEQ_MAX_SESSIONS])
+/* Prepare sessions 0.. of both sides on the inputs. Returns how many
+ * sessions per side are ready (0: not even the first); one that cannot be
+ * prepared (e.g. no room for another copy) ends the list, said on the log. */
+static int prepare_sessions(ab_ctx *x, ab_pair *pr, const ppb_workload *w[2], int prepared[2][PPB_SEQ_MAX_SESSIONS])
 {
-    int k = 1;
+    int k = 0;
     for (; k <= x->n_extra; k++) {
         int ok = 1;
         for (int s = 0; s < 2 && ok; s++) {
@@ -278,23 +278,28 @@ static int prepare_more_sessions(ab_ctx *x, ab_pair *pr, const ppb_workload *w[2
     return k;
 }
 
-/* Check both sides of a pair and, when both can be timed, measure them. */
-static int run_pair(ab_ctx *x, ab_pair *pr, ppb_err *err)
+/* A pair's inputs: one set for both sides of a kernel_config pair (built by
+ * the first side the backend does not refuse from its shape), one per side
+ * for chunks. With `ref`, the check's reference rows (ppb_session_workload);
+ * res gets the status (refused, skipped for memory) and its reason. */
+static int distinct_inputs(const ab_ctx *x) { return x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL; }
+
+/* Check both sides of a pair against the float64 reference, each prepared,
+ * launched once and released: whether the pair can be timed, and the checked
+ * launches' times (the order of timing and a slow pair's rounds use them). */
+static int check_pair(ab_ctx *x, ab_pair *pr, ppb_err *err)
 {
     ppb_workload w[2];
     ppb_reference_rows ref[2] = {{0}};   /* of w[i]: both sides of a kernel_config pair check against one */
-    int prepared[2] = {0, 0}, rc = PPB_OK, distinct = x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL;
-    int more[2][PPB_SEQ_MAX_SESSIONS] = {{0}};   /* sessions 1.. prepared */
+    int prepared[2] = {0, 0}, rc = PPB_OK;
     memset(w, 0, sizeof w);
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; s < 2 && !rc; s++) {
         ppb_result_init(&pr->res[s]);
         if (!pr->present[s]) {
             pr->res[s].status = PPB_STATUS_SKIPPED;
             continue;
         }
-        /* kernel_config sides share one input set (built by the first side
-         * that is not refused from its shape); chunks differ per side */
-        int wi = distinct ? s : 0;
+        int wi = distinct_inputs(x) ? s : 0;
         uint64_t seed = ppb_case_seed(x->suite.measure.seed, &pr->side[s]);
         double t0 = ppb_monotonic_ms();
         if (!w[wi].c)
@@ -306,39 +311,76 @@ static int run_pair(ab_ctx *x, ab_pair *pr, ppb_err *err)
                                    &pr->res[s], &prepared[s]);
         x->cost.inputs_ms += t1 - t0;
         x->cost.check_ms += ppb_monotonic_ms() - t1;
-        if (rc)
-            goto end;
     }
-    if (pr->res[0].status == PPB_STATUS_OK && pr->res[1].status == PPB_STATUS_OK && x->cost.settled_by_pair) {
-        /* the verdict is settled: what this pair's times show cannot change it, its check could */
-        pr->untimed_settled = 1;
-        for (int s = 0; s < 2; s++) {
-            pr->res[s].status = PPB_STATUS_SKIPPED;
-            snprintf(pr->res[s].reason, sizeof pr->res[s].reason,
-                     "checked, not timed: pair %d had settled the proposal's REJECT", x->cost.settled_by_pair);
-        }
-    } else if (pr->res[0].status == PPB_STATUS_OK && pr->res[1].status == PPB_STATUS_OK) {
-        const ppb_workload *ws[2] = {&w[0], &w[distinct ? 1 : 0]};
-        double t0 = ppb_monotonic_ms();
-        int sessions = prepare_more_sessions(x, pr, ws, more);
-        x->cost.check_ms += ppb_monotonic_ms() - t0;
-        rc = measure_pair(x, pr, sessions, err);
-    } else if (x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL)
-        for (int s = 0; s < 2 && !rc; s++) /* a chunk only one side has is timed alone */
-            if (pr->res[s].status == PPB_STATUS_OK)
-                rc = ppb_measure_case(x->session[s].ops, x->session[s].backend, &x->suite.measure,
-                                      NULL, &pr->res[s], err);
-end:
     for (int s = 0; s < 2; s++) {
         if (pr->present[s])
             ppb_session_judge(&x->session[s], &pr->side[s], &pr->res[s]);
         ppb_session_release(&x->session[s], prepared[s], 0);
-        for (int k = 1; k <= x->n_extra; k++)
-            ppb_session_release(session_of(x, s, k), more[s][k], 0);
+        ppb_reference_rows_free(&ref[s]);
+        ppb_workload_free(&w[s]);
+    }
+    return rc ? ppb_fail(err, rc, "interrupted") : PPB_OK;
+}
+
+/* Time a checked pair: its inputs again (the same seed, so the same inputs),
+ * every session of both sides prepared afresh, then sampled by the design; a
+ * chunk only one side has is timed alone. */
+static int time_pair(ab_ctx *x, ab_pair *pr, ppb_err *err)
+{
+    ppb_workload w[2];
+    ppb_reference_rows ref[2] = {{0}};
+    int prepared[2][PPB_SEQ_MAX_SESSIONS] = {{0}}, rc = PPB_OK, timable[2];
+    memset(w, 0, sizeof w);
+    double t0 = ppb_monotonic_ms();
+    for (int s = 0; s < 2; s++) {
+        timable[s] = pr->res[s].status == PPB_STATUS_OK;
+        int wi = distinct_inputs(x) ? s : 0;
+        if (timable[s] && !w[wi].c) {
+            ppb_result scratch;
+            ppb_result_init(&scratch);
+            ppb_session_workload(&x->session[s], &pr->side[s], ppb_case_seed(x->suite.measure.seed, &pr->side[s]),
+                                 &x->suite.check, NULL, &ref[wi], &w[wi], &scratch);
+            if (scratch.status != PPB_STATUS_OK) /* it was built for the check: only memory taken since */
+                rc = ppb_fail(err, PPB_EINPUT, "%s: the inputs built for its check cannot be built again: %s",
+                              pr->shape_key, scratch.reason);
+            ppb_result_free(&scratch);
+        }
+    }
+    const ppb_workload *ws[2] = {&w[0], &w[distinct_inputs(x) ? 1 : 0]};
+    double t1 = ppb_monotonic_ms();
+    int sessions = rc ? 0 : prepare_sessions(x, pr, ws, prepared);
+    x->cost.inputs_ms += t1 - t0;
+    x->cost.warmup_ms += ppb_monotonic_ms() - t1; /* getting the timing sessions ready */
+    if (!rc && timable[0] && timable[1]) {
+        rc = sessions > 0 ? measure_pair(x, pr, sessions, err)
+                          : ppb_fail(err, PPB_EINPUT, "%s: its sessions cannot be prepared again", pr->shape_key);
+    } else if (!rc) { /* a chunk only one side has */
+        for (int s = 0; s < 2 && !rc; s++)
+            if (timable[s] && prepared[s][0]) {
+                pr->res[s].checked_launch_ms = 0; /* prepared afresh: its warm-up starts from nothing */
+                rc = ppb_measure_case(x->session[s].ops, x->session[s].backend, &x->suite.measure, NULL,
+                                      &pr->res[s], err);
+            }
+    }
+    for (int s = 0; s < 2; s++) {
+        for (int k = 0; k <= x->n_extra; k++)
+            ppb_session_release(session_of(x, s, k), prepared[s][k], 0);
         ppb_reference_rows_free(&ref[s]);
         ppb_workload_free(&w[s]);
     }
     return rc;
+}
+
+/* A checked pair the verdict no longer needs timed (note_settled): stored as
+ * skipped, saying which pair settled it. */
+static void leave_untimed(ab_ctx *x, ab_pair *pr)
+{
+    pr->untimed_settled = 1;
+    for (int s = 0; s < 2; s++) {
+        pr->res[s].status = PPB_STATUS_SKIPPED;
+        snprintf(pr->res[s].reason, sizeof pr->res[s].reason,
+                 "checked, not timed: pair %d had settled the proposal's REJECT", x->cost.settled_by_pair);
+    }
 }
 
 /* The pair as the verdict takes it (ab_cases.h). */
@@ -352,13 +394,14 @@ static ppb_ab_pair_view pair_view(const ab_pair *pr)
                               .stop_alpha = pr->stop_alpha};
 }
 
-/* After pair i: when its case alone settles a REJECT (verdict.h), the pairs
- * after it are checked but not timed (sampling.stop_when_settled); the log
- * and the verdict's cost say so. A chunk is not a case: chunked prompts go on. */
-static void note_settled(ab_ctx *x, int i, FILE *log)
+/* After pair i (checked, or timed): when its case alone settles a REJECT
+ * (verdict.h) and `left` pairs could still be timed, none of them will be
+ * (sampling.stop_when_settled); the log and the verdict's cost say so. A
+ * chunk is not a case: chunked prompts go on. */
+static void note_settled(ab_ctx *x, int i, int left, FILE *log)
 {
     if (x->cost.settled_by_pair || !x->p->sampling.stop_when_settled || x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL ||
-        i + 1 >= x->n_pairs)
+        left < 1)
         return;
     ppb_ab_pair_view view = pair_view(&x->pairs[i]);
     ppb_verdict_case vc;
@@ -366,11 +409,116 @@ static void note_settled(ab_ctx *x, int i, FILE *log)
     if (!ppb_verdict_case_settles_reject(&vc, &x->p->rules, x->n_pairs))
         return;
     x->cost.settled_by_pair = i + 1;
-    fprintf(log, "  the verdict is REJECT whatever the other pairs show (pair %d); ", i + 1);
-    if (i + 2 == x->n_pairs)
-        fprintf(log, "pair %d is checked, not timed\n", i + 2);
+    fprintf(log, "  the verdict is REJECT whatever the other pairs show (pair %d): ", i + 1);
+    if (left == 1)
+        fprintf(log, "the pair left is checked, not timed\n");
     else
-        fprintf(log, "pairs %d-%d are checked, not timed\n", i + 2, x->n_pairs);
+        fprintf(log, "the %d pairs left are checked, not timed\n", left);
+}
+
+/* The order pairs are timed in: the largest difference their checked launches
+ * showed first (|log(candidate / baseline)|; suite order among equals), so a
+ * pair that settles a REJECT alone most likely comes first and the others need
+ * no timing. One launch a side is no measurement, only a guess at where to look:
+ * the order is fixed before any sample, so no interval depends on it. Chunks
+ * keep their order. Returns how many pairs are to be timed. */
+typedef struct timing_slot {
+    int pair;
+    double apparent;   /* |log ratio| of the checked launches; 0 when either is unknown */
+} timing_slot;
+
+static int by_apparent_difference(const void *a, const void *b)
+{
+    const timing_slot *x = a, *y = b;
+    if (x->apparent != y->apparent)
+        return x->apparent < y->apparent ? 1 : -1;
+    return (x->pair > y->pair) - (x->pair < y->pair);
+}
+
+/* Both sides checked ok (a chunk: either side: one only one side has is timed alone). */
+static int timable(const ab_ctx *x, const ab_pair *pr)
+{
+    int ok0 = pr->res[0].status == PPB_STATUS_OK, ok1 = pr->res[1].status == PPB_STATUS_OK;
+    return distinct_inputs(x) ? ok0 || ok1 : ok0 && ok1;
+}
+
+static int timing_order(const ab_ctx *x, timing_slot *order)
+{
+    int n = 0;
+    for (int i = 0; i < x->n_pairs; i++) {
+        const ppb_result *r = x->pairs[i].res;
+        if (!timable(x, &x->pairs[i]))
+            continue;
+        double b = r[0].checked_launch_ms, c = r[1].checked_launch_ms;
+        order[n++] = (timing_slot){i, b > 0 && c > 0 ? fabs(log(c / b)) : 0};
+    }
+    if (!distinct_inputs(x))
+        qsort(order, (size_t)n, sizeof *order, by_apparent_difference);
+    return n;
+}
+
+static int store_pair(ab_ctx *x, ab_pair *pr, ppb_err *err)
+{
+    int rc = PPB_OK;
+    for (int s = 0; s < 2 && !rc; s++)
+        if (pr->present[s]) {
+            ppb_sample_tags tags = {pr->session[s], pr->round[s]};
+            rc = ppb_store_put_tagged_result(x->store, x->run[s].id, &pr->side[s], &pr->res[s],
+                                             pr->session[s] ? &tags : NULL, err);
+        }
+    return rc;
+}
+
+static const char *pair_key(const ab_pair *pr) { return pr->shape_key[0] ? pr->shape_key : pr->side[0].key; }
+
+/* Every pair checked, then the timable ones timed in timing_order; each pair
+ * stored once its last state is known. */
+static int check_then_time(ab_ctx *x, FILE *log, ppb_err *err)
+{
+    int rc = PPB_OK;
+    for (int i = 0; i < x->n_pairs && !rc; i++) {
+        ab_pair *pr = &x->pairs[i];
+        double t0 = ppb_monotonic_ms();
+        rc = check_pair(x, pr, err);
+        fprintf(log, "  [%d/%d] %s: baseline %s, candidate %s (checked in %.2f s", i + 1, x->n_pairs, pair_key(pr),
+                ppb_status_name(pr->res[0].status), ppb_status_name(pr->res[1].status),
+                (ppb_monotonic_ms() - t0) / 1e3);
+        double b = pr->res[0].checked_launch_ms, c = pr->res[1].checked_launch_ms;
+        if (b > 0 && c > 0) /* one launch each: where to look first, not a measurement */
+            fprintf(log, "; one launch each: candidate x%.3f", c / b);
+        fprintf(log, ")\n");
+        if (!rc && !timable(x, pr))
+            rc = store_pair(x, pr, err); /* nothing to time: its state is final */
+        if (!rc)
+            note_settled(x, i, x->n_pairs - 1, log);
+    }
+    timing_slot *order = rc ? NULL : calloc((size_t)(x->n_pairs > 0 ? x->n_pairs : 1), sizeof *order);
+    if (!rc && !order)
+        return ppb_fail(err, PPB_ENOMEM, "out of memory");
+    int n = rc ? 0 : timing_order(x, order);
+    if (n > 0 && !x->cost.settled_by_pair)
+        fprintf(log, "  timing %d pair%s, %s\n", n, n == 1 ? "" : "s",
+                distinct_inputs(x) ? "chunk by chunk" : "the largest difference the checked launches showed first");
+    for (int k = 0; k < n && !rc; k++) {
+        ab_pair *pr = &x->pairs[order[k].pair];
+        if (x->cost.settled_by_pair && pr->res[0].status == PPB_STATUS_OK && pr->res[1].status == PPB_STATUS_OK) {
+            leave_untimed(x, pr);
+        } else {
+            const ppb_proposal_cost before = x->cost;
+            rc = time_pair(x, pr, err);
+            fprintf(log, "  [%d/%d] %s: timed (%.2f s: warm-up %.2f, sampling %.2f)\n", k + 1, n, pair_key(pr),
+                    (x->cost.inputs_ms + x->cost.warmup_ms + x->cost.sampling_ms - before.inputs_ms -
+                     before.warmup_ms - before.sampling_ms) / 1e3,
+                    (x->cost.inputs_ms + x->cost.warmup_ms - before.inputs_ms - before.warmup_ms) / 1e3,
+                    (x->cost.sampling_ms - before.sampling_ms) / 1e3);
+        }
+        if (!rc)
+            rc = store_pair(x, pr, err);
+        if (!rc)
+            note_settled(x, order[k].pair, n - k - 1, log);
+    }
+    free(order);
+    return rc;
 }
 
 static int decide_and_store(ab_ctx *x, double started_ms, ppb_propose_outcome *out, ppb_err *err)
@@ -532,31 +680,7 @@ int ppb_propose_run(const ppb_proposal *p, const ppb_propose_options *o, ppb_pro
     fprintf(log, "ppbench propose %s: %d pairs, %s backend on %s%s\n", p->name, x.n_pairs,
             x.session[0].ops->name, x.session[0].device.name,
             x.session[0].device.is_gpu ? "" : " (CPU timings)");
-    for (int i = 0; i < x.n_pairs && !rc; i++) {
-        ab_pair *pr = &x.pairs[i];
-        const ppb_proposal_cost before = x.cost;
-        rc = run_pair(&x, pr, err);
-        for (int s = 0; s < 2 && !rc; s++)
-            if (pr->present[s]) {
-                ppb_sample_tags tags = {pr->session[s], pr->round[s]};
-                rc = ppb_store_put_tagged_result(x.store, x.run[s].id, &pr->side[s], &pr->res[s],
-                                                 pr->session[s] ? &tags : NULL, err);
-            }
-        const char *key = pr->shape_key[0] ? pr->shape_key : pr->side[0].key;
-        if (pr->untimed_settled)
-            fprintf(log, "  [%d/%d] %s: both sides checked ok, not timed", i + 1, x.n_pairs, key);
-        else
-            fprintf(log, "  [%d/%d] %s: baseline %s, candidate %s", i + 1, x.n_pairs, key,
-                    ppb_status_name(pr->res[0].status), ppb_status_name(pr->res[1].status));
-        /* where this pair's time went: which pairs a verdict's wall time is spent on */
-        fprintf(log, " (%.2f s: check %.2f, warm-up %.2f, sampling %.2f)\n",
-                (x.cost.inputs_ms + x.cost.check_ms + x.cost.warmup_ms + x.cost.sampling_ms - before.inputs_ms -
-                 before.check_ms - before.warmup_ms - before.sampling_ms) / 1e3,
-                (x.cost.inputs_ms + x.cost.check_ms - before.inputs_ms - before.check_ms) / 1e3,
-                (x.cost.warmup_ms - before.warmup_ms) / 1e3, (x.cost.sampling_ms - before.sampling_ms) / 1e3);
-        if (!rc)
-            note_settled(&x, i, log);
-    }
+    rc = check_then_time(&x, log, err);
     if (!rc)
         rc = decide_and_store(&x, started_ms, out, err);
     for (int s = 0; s < 2; s++)

@@ -132,13 +132,15 @@ M decide/verdict.c 's#one.interval_alpha = ppb_bonferroni_alpha(rules->alpha, ca
   "ppb_verdict_case_settles_reject: the case judged at alpha, not at the verdict's strictest family level"
 M decide/verdict.c 's#           o.interval.ratio_lo > 1 + ppb_verdict_tolerance(rules);#           o.interval.ratio > 1 + ppb_verdict_tolerance(rules);#' \
   "ppb_verdict_case_settles_reject: the estimate past the tolerance, not the whole interval"
-M run/abrun.c 's#PPB_STATUS_OK \&\& x->cost.settled_by_pair) {#PPB_STATUS_OK \&\& 0) {#' \
-  "run_pair: a settled verdict does not leave the later pairs untimed (the call site)"
+M run/abrun.c 's#        if (x->cost.settled_by_pair \&\& pr->res\[0\].status == PPB_STATUS_OK#        if (0 \&\& pr->res[0].status == PPB_STATUS_OK#' \
+  "check_then_time: a settled verdict does not leave the pairs not yet timed untimed (the call site)"
+M run/abrun.c 's#        return x->apparent < y->apparent ? 1 : -1;#        return x->apparent < y->apparent ? -1 : 1;#' \
+  "timing_order: the smallest apparent difference timed first"
 M decide/ab_cases.c 's#vc->untimed = PPB_AB_UNTIMED_SETTLED, vc->in_family = 1;#vc->untimed = PPB_AB_UNTIMED_SETTLED;#' \
   "ppb_ab_pair_case: a pair left untimed by a settled REJECT drops out of the family of intervals"
 M decide/verdict.c 's#out->family_size = out->n_compared + untimed_in_family + 1;#out->family_size = out->n_compared + 1;#' \
   "ppb_verdict_decide: untimed in_family cases not counted in the family"
-M decide/verdict_recompute.c 's#int untimed = rec->cost.settled_by_pair > 0 \&\&#int untimed = 0 \&\&#' \
+M decide/verdict_recompute.c 's#int untimed = rec->cost.settled_by_pair > 0;#int untimed = 0;#' \
   "recompute: the pairs a settled REJECT left untimed are not known as such"
 # a slow pair's rounds fit its budget
 M run/abrun.c 's#    d.samples_per_round = ppb_ab_samples_per_round(&x->p->sampling, slot_ms);#    (void)slot_ms;#' \

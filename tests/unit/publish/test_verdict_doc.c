@@ -134,14 +134,14 @@ static void test_cost_is_said_where_measured(void **state)
                                " + other 0.5 s; kernels 10.00 s in the samples; a fixed-sample design at the same"
                                " resolution: 60 samples a side in every pair, kernels 15.00 s (1.50x).\n"));
     free(md);
-    /* a REJECT settled by one pair says why the pairs after it have no times */
+    /* a REJECT settled by one pair says why the other pairs have no times */
     rec.cost.settled_by_pair = 3;
     json = document(f, DOC_JSON, &rec, NULL, 0);
     assert_non_null(strstr(json, "\"fixed_samples\":60,\"settled_by_pair\":3},"));
     free(json);
     md = document(f, DOC_MARKDOWN, &rec, NULL, 0);
-    assert_non_null(strstr(md, "kernels 15.00 s (1.50x); pair 3 settled the REJECT alone, so the pairs after it"
-                               " were checked, not timed.\n"));
+    assert_non_null(strstr(md, "kernels 15.00 s (1.50x); pair 3 settled the REJECT alone, so the pairs not timed by"
+                               " then were checked only.\n"));
     free(md);
 }
 

@@ -235,16 +235,57 @@ static void propose_two_pairs(scratch *x, const char *sampling)
     fclose(log);
 }
 
-/* 1 when the propose log has the line */
-static int logged(const scratch *x, const char *line)
+/* How many times the propose log has the text */
+static int logged_times(const scratch *x, const char *text)
 {
-    char buf[4096];
+    char buf[8192];
     FILE *f = fopen(x->log, "r");
     assert_non_null(f);
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = '\0';
-    return strstr(buf, line) != NULL;
+    int times = 0;
+    for (const char *p = strstr(buf, text); p; p = strstr(p + 1, text))
+        times++;
+    return times;
+}
+
+static int logged(const scratch *x, const char *line) { return logged_times(x, line) > 0; }
+
+/* The pairs were timed in the order of the difference their checked launches
+ * showed, largest first: each "KEY: timed" line's key, looked up among the
+ * check lines ("KEY: ... one launch each: candidate xR)"), has |log R| no
+ * larger than the one timed before it. */
+static void assert_timed_by_apparent_difference(const scratch *x)
+{
+    FILE *f = fopen(x->log, "r");
+    assert_non_null(f);
+    char line[1024], keys[8][256];
+    double ratio[8];
+    int n = 0;
+    double last = INFINITY;
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strstr(line, ": ");
+        const char *r = strstr(line, "one launch each: candidate x");
+        if (!colon || strncmp(line, "  [", 3) != 0)
+            continue;
+        *colon = '\0';
+        const char *key = strchr(line, ']') + 2;
+        if (r && n < 8) {
+            snprintf(keys[n], sizeof keys[n], "%s", key);
+            ratio[n++] = strtod(r + strlen("one launch each: candidate x"), NULL);
+        } else if (strncmp(colon + 2, "timed (", 7) == 0) {
+            int k = 0;
+            while (k < n && strcmp(keys[k], key) != 0)
+                k++;
+            if (k == n)
+                fail_msg("'%s' was timed without a checked launch ratio", key);
+            assert_true(fabs(log(ratio[k])) <= last);
+            last = fabs(log(ratio[k]));
+        }
+    }
+    fclose(f);
+    assert_true(n > 0);
 }
 
 /* The stored verdict is what the store's samples decide again. */
@@ -330,13 +371,15 @@ static void test_a_proposal_carries_its_design_into_the_verdict(void **state)
     scratch_done(&x);
 }
 
-/* A proposal whose first pair settles a REJECT alone (the candidate x10, past
- * the 50% tolerance) checks the pair after it but does not time it
- * (sampling.stop_when_settled, the default). The verdict's cost names the
+/* A proposal whose pairs each settle a REJECT alone (the candidate x10, past
+ * the 50% tolerance): both are checked, then the one timed first settles it
+ * and the other is not timed (sampling.stop_when_settled, the default). Which
+ * comes first is the checked launches' guess (unscaled: the known effect
+ * scales samples only), so the test takes either. The verdict's cost names the
  * pair, the untimed pair's results are stored as skipped saying why, it stays
- * in the verdict's family of intervals (the first pair's interval has the
+ * in the verdict's family of intervals (the timed pair's interval has the
  * level of a two-case verdict, as its stopping rule had), and the store
- * decides the same again. Turned off, the second pair is sampled. */
+ * decides the same again. Turned off, both pairs are sampled. */
 static void run_settling(int stop_when_settled, ppb_proposal_record *rec, ppb_proposal_case cases[2],
                          ppb_stored_verdict *sv)
 {
@@ -347,12 +390,13 @@ static void run_settling(int stop_when_settled, ppb_proposal_record *rec, ppb_pr
              " stop_when_settled: %s}", stop_when_settled ? "true" : "false");
     propose_two_pairs(&x, sampling);
     assert_int_equal(x.p->sampling.stop_when_settled, stop_when_settled);
-    assert_int_equal(logged(&x, "  the verdict is REJECT whatever the other pairs show (pair 1); pair 2 is checked, "
-                                "not timed\n"),
-                     stop_when_settled);
-    assert_int_equal(logged(&x, "  [2/2] prefix_prefill b=1 q=40 ctx=0 ragged=false h=4 kvh=2 d=64 dtype=bf16 page=16"
-                                " win=0: both sides checked ok, not timed ("),
-                     stop_when_settled);
+    assert_int_equal(logged(&x, "  timing 2 pairs, the largest difference the checked launches showed first\n"), 1);
+    char line[200];
+    snprintf(line, sizeof line, "  the verdict is REJECT whatever the other pairs show (pair %d): the pair left is "
+             "checked, not timed\n", x.out->rec.cost.settled_by_pair);
+    assert_int_equal(logged(&x, line), stop_when_settled);
+    assert_int_equal(logged_times(&x, ": timed ("), stop_when_settled ? 1 : 2);
+    assert_timed_by_apparent_difference(&x);
     assert_int_equal(x.out->report.family_size, 3); /* 2 cases and the mean, timed or not */
     assert_int_equal(x.out->n_cases, 2);
     ppb_store *s = NULL;
@@ -385,23 +429,28 @@ static void test_a_settled_reject_cuts_the_later_pairs_short(void **state)
     ppb_stored_verdict sv;
     run_settling(1, &rec, c, &sv);
     assert_string_equal(rec.verdict, "REJECT");
-    assert_int_equal(rec.cost.settled_by_pair, 1);
-    assert_string_equal(c[0].cls, "slower");
-    assert_string_equal(c[1].state, "no-samples");
-    assert_int_equal(c[1].looks_taken, 0);
+    int settled = rec.cost.settled_by_pair - 1, other = 1 - settled;
+    assert_true(settled == 0 || settled == 1);
+    assert_string_equal(c[settled].cls, "slower");
+    assert_string_equal(c[other].state, "no-samples");
+    assert_int_equal(c[other].looks_taken, 0);
+    char why[100];
+    snprintf(why, sizeof why, "checked, not timed: pair %d had settled the proposal's REJECT", settled + 1);
     for (int side = 0; side < 2; side++) {   /* stored as skipped, saying why; checked first */
-        const ppb_stored_result *r = find_stored(&sv, side, &c[1]);
+        const ppb_stored_result *r = find_stored(&sv, side, &c[other]);
         assert_int_equal(r->r.status, PPB_STATUS_SKIPPED);
         assert_int_equal(r->r.n_samples, 0);
-        assert_string_equal(r->r.reason, "checked, not timed: pair 1 had settled the proposal's REJECT");
+        assert_string_equal(r->r.reason, why);
         assert_true(r->r.check.checked && r->r.check.pass);
     }
     ppb_stored_verdict_free(&sv);
     run_settling(0, &rec, c, &sv);
     assert_string_equal(rec.verdict, "REJECT");
     assert_int_equal(rec.cost.settled_by_pair, 0);
-    assert_string_equal(c[1].state, "compared"); /* sampled */
-    assert_true(c[1].looks_taken >= 1);
+    for (int i = 0; i < 2; i++) {                /* both sampled */
+        assert_string_equal(c[i].state, "compared");
+        assert_true(c[i].looks_taken >= 1);
+    }
     ppb_stored_verdict_free(&sv);
 }
 
