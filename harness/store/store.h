@@ -162,7 +162,7 @@ typedef struct ppb_proposal_cost {
     double setup_ms;         /* before the first pair: trees, suite, sessions, device, plugins */
     double inputs_ms;        /* the pairs' inputs and float64 references */
     double check_ms;         /* preparing each side's session and checking its output */
-    double warmup_ms;        /* the untimed launches before sampling */
+    double warmup_ms;        /* preparing the timing sessions, and their untimed launches before sampling */
     double sampling_ms;      /* the sequential design's samples */
     double kernel_ms;        /* the kernels' own time in those samples, both sides */
     double fixed_kernel_ms;  /* what a plain fixed-sample design at the same resolution would take */
