@@ -278,10 +278,9 @@ static int prepare_sessions(ab_ctx *x, ab_pair *pr, const ppb_workload *w[2], in
     return k;
 }
 
-/* A pair's inputs: one set for both sides of a kernel_config pair (built by
- * the first side the backend does not refuse from its shape), one per side
- * for chunks. With `ref`, the check's reference rows (ppb_session_workload);
- * res gets the status (refused, skipped for memory) and its reason. */
+/* 1: each side has its own inputs (a chunked prompt's chunks differ per side);
+ * 0: both sides of a pair share one set, built by the first side the backend
+ * does not refuse from its shape, so they are timed on the same data. */
 static int distinct_inputs(const ab_ctx *x) { return x->p->kind == PPB_PROPOSAL_CHUNKED_PREFILL; }
 
 /* Check both sides of a pair against the float64 reference, each prepared,
