@@ -251,6 +251,17 @@ static int measure_pair(ab_ctx *x, ab_pair *pr, int sessions, ppb_err *err)
     return rc;
 }
 
+/* Prepare session k of side s on w: 1 when it is ready, else 0 with why. */
+static int prepare_session(ab_ctx *x, ab_pair *pr, int s, int k, const ppb_workload *w, ppb_err *why)
+{
+    ppb_session *ss = session_of(x, s, k);
+    ppb_result scratch;
+    ppb_result_init(&scratch);
+    int ok = ss->ops->prepare(ss->backend, &pr->side[s], w, &scratch, why) == PPB_OK;
+    ppb_result_free(&scratch);
+    return ok;
+}
+
 /* Prepare sessions 0.. of both sides on the inputs. Returns how many
  * sessions per side are ready (0: not even the first); one that cannot be
  * prepared (e.g. no room for another copy) ends the list, said on the log. */
@@ -260,13 +271,8 @@ static int prepare_sessions(ab_ctx *x, ab_pair *pr, const ppb_workload *w[2], in
     for (; k <= x->n_extra; k++) {
         int ok = 1;
         for (int s = 0; s < 2 && ok; s++) {
-            ppb_session *ss = session_of(x, s, k);
-            ppb_result scratch;
             ppb_err why;
-            ppb_result_init(&scratch);
-            ok = ss->ops->prepare(ss->backend, &pr->side[s], w[s], &scratch, &why) == PPB_OK;
-            prepared[s][k] = ok;
-            ppb_result_free(&scratch);
+            ok = prepared[s][k] = prepare_session(x, pr, s, k, w[s], &why);
             if (!ok)
                 fprintf(x->o->log ? x->o->log : stderr, "  %s: session %d of the %s cannot be prepared (%s): %d "
                         "session%s per side\n", pr->shape_key, k + 1, s ? "candidate" : "baseline", why.msg, k,
@@ -347,19 +353,27 @@ static int time_pair(ab_ctx *x, ab_pair *pr, ppb_err *err)
     }
     const ppb_workload *ws[2] = {&w[0], &w[distinct_inputs(x) ? 1 : 0]};
     double t1 = ppb_monotonic_ms();
-    int sessions = rc ? 0 : prepare_sessions(x, pr, ws, prepared);
     x->cost.inputs_ms += t1 - t0;
-    x->cost.warmup_ms += ppb_monotonic_ms() - t1; /* getting the timing sessions ready */
     if (!rc && timable[0] && timable[1]) {
+        int sessions = prepare_sessions(x, pr, ws, prepared);
+        x->cost.warmup_ms += ppb_monotonic_ms() - t1; /* getting the timing sessions ready */
         rc = sessions > 0 ? measure_pair(x, pr, sessions, err)
                           : ppb_fail(err, PPB_EINPUT, "%s: its sessions cannot be prepared again", pr->shape_key);
-    } else if (!rc) { /* a chunk only one side has */
-        for (int s = 0; s < 2 && !rc; s++)
-            if (timable[s] && prepared[s][0]) {
-                pr->res[s].checked_launch_ms = 0; /* prepared afresh: its warm-up starts from nothing */
-                rc = ppb_measure_case(x->session[s].ops, x->session[s].backend, &x->suite.measure, NULL,
-                                      &pr->res[s], err);
+    } else if (!rc) { /* a chunk only one side has: that side alone, in its session 0 */
+        for (int s = 0; s < 2 && !rc; s++) {
+            ppb_err why;
+            if (!timable[s])
+                continue;
+            if (!(prepared[s][0] = prepare_session(x, pr, s, 0, ws[s], &why))) {
+                rc = ppb_fail(err, PPB_EINPUT, "%s: the %s cannot be prepared again: %s", pr->shape_key,
+                              s ? "candidate" : "baseline", why.msg);
+                break;
             }
+            x->cost.warmup_ms += ppb_monotonic_ms() - t1;
+            pr->res[s].checked_launch_ms = 0; /* prepared afresh: its warm-up starts from nothing */
+            rc = ppb_measure_case(x->session[s].ops, x->session[s].backend, &x->suite.measure, NULL,
+                                  &pr->res[s], err);
+        }
     }
     for (int s = 0; s < 2; s++) {
         for (int k = 0; k <= x->n_extra; k++)
@@ -415,12 +429,14 @@ static void note_settled(ab_ctx *x, int i, int left, FILE *log)
         fprintf(log, "the %d pairs left are checked, not timed\n", left);
 }
 
-/* The order pairs are timed in: the largest difference their checked launches
- * showed first (|log(candidate / baseline)|; suite order among equals), so a
- * pair that settles a REJECT alone most likely comes first and the others need
- * no timing. One launch a side is no measurement, only a guess at where to look:
- * the order is fixed before any sample, so no interval depends on it. Chunks
- * keep their order. Returns how many pairs are to be timed. */
+/* candidate / baseline of the checked launches, one each: where to look first,
+ * not a measurement; 0 when either is unknown. */
+static double checked_ratio(const ab_pair *pr)
+{
+    double b = pr->res[0].checked_launch_ms, c = pr->res[1].checked_launch_ms;
+    return b > 0 && c > 0 ? c / b : 0;
+}
+
 typedef struct timing_slot {
     int pair;
     double apparent;   /* |log ratio| of the checked launches; 0 when either is unknown */
@@ -434,22 +450,27 @@ static int by_apparent_difference(const void *a, const void *b)
     return (x->pair > y->pair) - (x->pair < y->pair);
 }
 
-/* Both sides checked ok (a chunk: either side: one only one side has is timed alone). */
+/* Both sides checked ok; for a chunk, either side (one only one side has is timed alone). */
 static int timable(const ab_ctx *x, const ab_pair *pr)
 {
     int ok0 = pr->res[0].status == PPB_STATUS_OK, ok1 = pr->res[1].status == PPB_STATUS_OK;
     return distinct_inputs(x) ? ok0 || ok1 : ok0 && ok1;
 }
 
+/* The order pairs are timed in: the largest difference their checked launches
+ * showed first (|log(candidate / baseline)|; suite order among equals), so a
+ * pair that settles a REJECT alone most likely comes first and the others need
+ * no timing. One launch a side is no measurement, only a guess at where to look:
+ * the order is fixed before any sample, so no interval depends on it. Chunks
+ * keep their order. Returns how many pairs are to be timed. */
 static int timing_order(const ab_ctx *x, timing_slot *order)
 {
     int n = 0;
     for (int i = 0; i < x->n_pairs; i++) {
-        const ppb_result *r = x->pairs[i].res;
         if (!timable(x, &x->pairs[i]))
             continue;
-        double b = r[0].checked_launch_ms, c = r[1].checked_launch_ms;
-        order[n++] = (timing_slot){i, b > 0 && c > 0 ? fabs(log(c / b)) : 0};
+        double ratio = checked_ratio(&x->pairs[i]);
+        order[n++] = (timing_slot){i, ratio > 0 ? fabs(log(ratio)) : 0};
     }
     if (!distinct_inputs(x))
         qsort(order, (size_t)n, sizeof *order, by_apparent_difference);
@@ -482,9 +503,8 @@ static int check_then_time(ab_ctx *x, FILE *log, ppb_err *err)
         fprintf(log, "  [%d/%d] %s: baseline %s, candidate %s (checked in %.2f s", i + 1, x->n_pairs, pair_key(pr),
                 ppb_status_name(pr->res[0].status), ppb_status_name(pr->res[1].status),
                 (ppb_monotonic_ms() - t0) / 1e3);
-        double b = pr->res[0].checked_launch_ms, c = pr->res[1].checked_launch_ms;
-        if (b > 0 && c > 0) /* one launch each: where to look first, not a measurement */
-            fprintf(log, "; one launch each: candidate x%.3f", c / b);
+        if (checked_ratio(pr) > 0)
+            fprintf(log, "; one launch each: candidate x%.3f", checked_ratio(pr));
         fprintf(log, ")\n");
         if (!rc && !timable(x, pr))
             rc = store_pair(x, pr, err); /* nothing to time: its state is final */
@@ -500,7 +520,7 @@ static int check_then_time(ab_ctx *x, FILE *log, ppb_err *err)
                 distinct_inputs(x) ? "chunk by chunk" : "the largest difference the checked launches showed first");
     for (int k = 0; k < n && !rc; k++) {
         ab_pair *pr = &x->pairs[order[k].pair];
-        if (x->cost.settled_by_pair && pr->res[0].status == PPB_STATUS_OK && pr->res[1].status == PPB_STATUS_OK) {
+        if (x->cost.settled_by_pair) { /* never for chunks: a prompt is one case (note_settled) */
             leave_untimed(x, pr);
         } else {
             const ppb_proposal_cost before = x->cost;

@@ -36,6 +36,16 @@ for p in ab-smoke chunked-smoke; do
   grep -q "^verdict: " "$WORK/out" || fail "$p printed no verdict"
   grep -q "baseline run [0-9]*, candidate run [0-9]*" "$WORK/out" || fail "$p runs not stored"
 done
+# A chunk only one side has is timed alone, whichever side has it: every chunk checked ok has samples.
+for p in chunked-smoke chunked-smoke-finer-candidate; do
+  set +e; "$PPB" propose "$P/$p.yaml" >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
+  case $rc in 0|10|11) ;; *) cat "$WORK/err"; fail "propose $p exited $rc";; esac
+  id=$(sqlite3 "$PPBENCH_DB" "SELECT max(id) FROM proposals WHERE name = '$p'")
+  [ "$(sqlite3 "$PPBENCH_DB" "SELECT count(*) FROM results r JOIN proposals p ON r.run_id IN (p.baseline_run, p.candidate_run)
+      WHERE p.id = $id AND r.status = 'ok' AND NOT EXISTS (SELECT 1 FROM samples s WHERE s.result_id = r.id)")" = 0 ] ||
+    { cat "$WORK/err"; fail "$p: a chunk checked ok was not timed"; }
+  grep -q "cannot be prepared" "$WORK/err" && { cat "$WORK/err"; fail "$p: a missing chunk was prepared"; }
+done
 
 # Known effects decide the verdict: an A/A proposal with the candidate's times x3 is REJECTed
 # (slower overall), x0.3 ACCEPTed (a 50% case tolerance: wide intervals on a loaded machine stay inside it); the scaled runs are stored as kind calibrate (no trend sees them).

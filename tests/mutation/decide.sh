@@ -132,7 +132,7 @@ M decide/verdict.c 's#one.interval_alpha = ppb_bonferroni_alpha(rules->alpha, ca
   "ppb_verdict_case_settles_reject: the case judged at alpha, not at the verdict's strictest family level"
 M decide/verdict.c 's#           o.interval.ratio_lo > 1 + ppb_verdict_tolerance(rules);#           o.interval.ratio > 1 + ppb_verdict_tolerance(rules);#' \
   "ppb_verdict_case_settles_reject: the estimate past the tolerance, not the whole interval"
-M run/abrun.c 's#        if (x->cost.settled_by_pair \&\& pr->res\[0\].status == PPB_STATUS_OK#        if (0 \&\& pr->res[0].status == PPB_STATUS_OK#' \
+M run/abrun.c 's#        if (x->cost.settled_by_pair) { /\* never for chunks#        if (0) { /* never for chunks#' \
   "check_then_time: a settled verdict does not leave the pairs not yet timed untimed (the call site)"
 M run/abrun.c 's#        return x->apparent < y->apparent ? 1 : -1;#        return x->apparent < y->apparent ? -1 : 1;#' \
   "timing_order: the smallest apparent difference timed first"
