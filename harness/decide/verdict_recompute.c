@@ -474,8 +474,9 @@ int ppb_verdict_recompute(const ppb_stored_verdict *sv, ppb_verdict_recheck *out
             ppb_ab_sampling_cost(views, n_pairs, &cost);
             rec->cost.kernel_ms = cost.kernel_ms, rec->cost.fixed_kernel_ms = cost.fixed_kernel_ms;
             rec->cost.fixed_samples = cost.fixed_samples;
-            /* the first case that settled a REJECT alone, by the rule propose applied after each pair
-             * (stored only where sampling.stop_when_settled was on and a pair came after it) */
+            /* the case that settled a REJECT alone, by the rule propose applied after each pair (stored
+             * only where sampling.stop_when_settled was on and pairs were left to time): the pairs timed
+             * before it did not settle and those after it were not timed, so it is the only one */
             for (int i = 0; i < n && st->cost.settled_by_pair > 0 && !rec->cost.settled_by_pair; i++)
                 if (ppb_verdict_case_settles_reject(&vcs[i], &rules, n))
                     rec->cost.settled_by_pair = i + 1;
