@@ -38,7 +38,12 @@ typedef struct worker_arg {
 static _Thread_local int current_worker = -1;
 static _Thread_local int thread_limit; /* ppb_parallel_limit_this_thread; 0: none */
 
-void ppb_parallel_limit_this_thread(int max_threads) { thread_limit = max_threads > 0 ? max_threads : 0; }
+int ppb_parallel_limit_this_thread(int max_threads)
+{
+    int before = thread_limit;
+    thread_limit = max_threads > 0 ? max_threads : 0;
+    return before;
+}
 
 static void drain(parallel_job *job, int worker)
 {

@@ -19,8 +19,10 @@ int ppb_thread_count(void);
 
 /* Parallel-fors started from the calling thread use at most max_threads (0:
  * ppb_thread_count()): work in the background leaves cores to a thread that
- * must stay responsive (the one launching timed kernels). */
-void ppb_parallel_limit_this_thread(int max_threads);
+ * must stay responsive (the one launching timed kernels), and a timed CPU
+ * kernel keeps to the threads its backend was told to use. Returns the limit
+ * it replaces, for the caller to put back. */
+int ppb_parallel_limit_this_thread(int max_threads);
 
 /* Run fn for every item in [0, n_items) and return when all are done. If a
  * thread cannot be started the remaining workers (at least the caller) do its

@@ -3,6 +3,16 @@
  * tested on a machine without a GPU. Its timings are CPU timings and are marked
  * so (res->timing_is_cpu); they say nothing about a GPU.
  *
+ * A built-in kernel runs on one thread unless PPBENCH_CPU_KERNEL_THREADS says
+ * otherwise (a count, or `all`: every thread of PPBENCH_THREADS or the cores).
+ * Split over the cores, a launch waits for its slowest thread, and on a machine
+ * where anything else runs (a CI runner) one of them shares its core now and
+ * then: on this repository's 2-core runner with one busy process beside it a
+ * case's samples spread 35-39% (IQR / median) and its medians 7-10% from run to
+ * run, against 0.3-0.6% and 0.2-0.7% on one thread (docs/STATISTICS.md "CPU
+ * timings on one thread"). The reference check and the inputs still use every
+ * core: their speed matters, not their timing. A plugin runs its own code.
+ *
  * Environment: PPBENCH_MISMATCH_PACKED=1 puts the v2 scratch buffers back to back
  * without guard zones, so a PARTITION_SIZE mismatch overrun corrupts the
  * neighbouring buffer (as it can on a GPU) instead of landing in a guard. */
@@ -52,6 +62,7 @@ enum { N_INPUTS = 10 };
 struct ppb_backend {
     ppb_backend_options opt;
     ppb_device_info info;
+    int kernel_threads;         /* a built-in launch's threads (0: all), PPBENCH_CPU_KERNEL_THREADS */
     ppb_case c;                 /* the prepared case (copied: stable for cpu_attn) */
     const ppb_workload *w;
     cpu_attn *attn;             /* builtin: the kernels' algorithms */
@@ -177,11 +188,38 @@ static void compiler_text(char *buf, size_t len)
 
 /* ---- interface ------------------------------------------------------------------------ */
 
+#define KERNEL_THREADS_ENV "PPBENCH_CPU_KERNEL_THREADS"
+
+/* The built-in kernels' threads from the environment: 1 unless set; `all` is 0. */
+static int kernel_threads_from_env(int *threads, ppb_err *err)
+{
+    const char *env = getenv(KERNEL_THREADS_ENV);
+    *threads = 1;
+    if (!env || !*env)
+        return PPB_OK;
+    if (strcmp(env, "all") == 0) {
+        *threads = 0;
+        return PPB_OK;
+    }
+    char *end = NULL;
+    long v = strtol(env, &end, 10);
+    if (end == env || *end != '\0' || v < 1 || v > PPB_THREADS_MAX)
+        return ppb_fail(err, PPB_EINPUT, "%s='%.32s': not a thread count (1 .. %d, or all)", KERNEL_THREADS_ENV, env,
+                        PPB_THREADS_MAX);
+    *threads = (int)v;
+    return PPB_OK;
+}
+
 static int cpu_open(ppb_backend **out, const ppb_backend_options *opt, ppb_err *err)
 {
+    int kernel_threads;
+    int rc = kernel_threads_from_env(&kernel_threads, err);
+    if (rc)
+        return rc;
     ppb_backend *b = calloc(1, sizeof *b);
     if (!b)
         return ppb_fail(err, PPB_ENOMEM, "cpu backend: out of host memory");
+    b->kernel_threads = kernel_threads;
     if (opt)
         b->opt = *opt;
     ppb_device_info *d = &b->info;
@@ -237,6 +275,11 @@ static void cpu_environment(ppb_backend *b, ppb_env_sink sink, void *ctx)
     sink(ctx, "cpu_cores", buf);
     snprintf(buf, sizeof buf, "%d", ppb_thread_count());
     sink(ctx, "cpu_threads", buf);
+    if (b->kernel_threads > 0)
+        snprintf(buf, sizeof buf, "%d", b->kernel_threads < ppb_thread_count() ? b->kernel_threads : ppb_thread_count());
+    else
+        snprintf(buf, sizeof buf, "all (%d)", ppb_thread_count());
+    sink(ctx, "cpu_kernel_threads", buf);
     double mhz = cpu_mhz();
     if (mhz > 0) {
         snprintf(buf, sizeof buf, "%.0f", mhz);
@@ -522,7 +565,7 @@ static int cpu_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w,
         goto fail;
     }
     rc = c->config.impl != PPB_IMPL_BUILTIN ? plugin_prepare(b, w, res, err)
-                                            : cpu_attn_create(&b->attn, &b->c, w, packed_requested(), err);
+                                            : cpu_attn_create(&b->attn, &b->c, w, packed_requested(), b->kernel_threads, err);
     if (rc)
         goto fail;
     return PPB_OK;

@@ -19,8 +19,10 @@ enum { BUF_TMP_OUT = 0, BUF_EXP_SUMS = 1, BUF_MAX_LOGITS = 2, N_BUFS = 3 };
 struct cpu_attn {
     const ppb_workload *w;
     const ppb_case *c;
+    int threads;               /* the most threads a launch runs on (0: every thread of ppb_thread_count) */
     int n_workers;
     float *scratch;            /* n_workers x scratch_floats */
+    atomic_int top_worker;     /* the highest worker index that took scratch in the last launch */
     size_t scratch_floats;
     int max_seq_len;
     /* decode v2 */
@@ -48,9 +50,22 @@ static inline uint16_t to_storage(float f, int dtype)
 /* The round trip through the storage dtype (probabilities before P x V). */
 static inline float round_storage(float f, int dtype) { return to_f32(to_storage(f, dtype), dtype); }
 
+/* Every item takes its worker's scratch, so this is also where a launch learns
+ * which threads it ran on (cpu_attn_threads_used). */
 static float *worker_scratch(cpu_attn *a, int worker)
 {
+    int top = atomic_load_explicit(&a->top_worker, memory_order_relaxed);
+    while (worker > top && !atomic_compare_exchange_weak_explicit(&a->top_worker, &top, worker,
+                                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
     return a->scratch + (size_t)worker * a->scratch_floats;
+}
+
+/* Workers a launch of `a` runs on now (PPBENCH_THREADS can change between launches). */
+static int launch_workers(const cpu_attn *a)
+{
+    int all = ppb_thread_count();
+    return a->threads > 0 && a->threads < all ? a->threads : all;
 }
 
 /* K / V row of cached token `pos` of sequence `seq`, converted to fp32. */
@@ -625,7 +640,7 @@ static int plan_v2_scratch(cpu_attn *a, ppb_err *err)
     return PPB_OK;
 }
 
-int cpu_attn_create(cpu_attn **out, const ppb_case *c, const ppb_workload *w, int packed_scratch,
+int cpu_attn_create(cpu_attn **out, const ppb_case *c, const ppb_workload *w, int packed_scratch, int threads,
                     ppb_err *err)
 {
     *out = NULL;
@@ -642,7 +657,8 @@ int cpu_attn_create(cpu_attn **out, const ppb_case *c, const ppb_workload *w, in
         return ppb_fail(err, PPB_ENOMEM, "cpu attention: out of host memory");
     a->w = w;
     a->c = c;
-    a->n_workers = ppb_thread_count();
+    a->threads = threads > 0 ? threads : 0;
+    a->n_workers = launch_workers(a);
     for (int b = 0; b < w->batch; b++)
         if (w->context_lens[b] > a->max_seq_len)
             a->max_seq_len = w->context_lens[b];
@@ -687,7 +703,7 @@ void cpu_attn_destroy(cpu_attn *a)
 int cpu_attn_run(cpu_attn *a, uint16_t *out, ppb_err *err)
 {
     /* PPBENCH_THREADS may have grown since create: every worker index needs scratch */
-    int workers = ppb_thread_count();
+    int workers = launch_workers(a);
     if (workers > a->n_workers) {
         float *more = realloc(a->scratch, sizeof(float) * a->scratch_floats * (size_t)workers);
         if (!more)
@@ -695,10 +711,14 @@ int cpu_attn_run(cpu_attn *a, uint16_t *out, ppb_err *err)
         a->scratch = more;
         a->n_workers = workers;
     }
-    if (a->c->kernel == PPB_PREFIX_PREFILL)
-        return run_prefill(a, out, err);
-    return run_decode(a, out, err);
+    atomic_store(&a->top_worker, 0);
+    int before = ppb_parallel_limit_this_thread(workers);
+    int rc = a->c->kernel == PPB_PREFIX_PREFILL ? run_prefill(a, out, err) : run_decode(a, out, err);
+    ppb_parallel_limit_this_thread(before);
+    return rc;
 }
+
+int cpu_attn_threads_used(const cpu_attn *a) { return atomic_load(&((cpu_attn *)a)->top_worker) + 1; }
 
 void cpu_attn_reset_scratch(cpu_attn *a)
 {

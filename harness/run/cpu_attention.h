@@ -48,8 +48,10 @@ typedef struct cpu_scratch_info {
 /* Plan case `c` (its config; its shape must be the workload's: A/B runs share
  * one workload between configs): per-worker scratch and, for v2, the guarded
  * region. `c` and `w` (with tensors) must stay alive until cpu_attn_destroy.
- * packed_scratch selects the packed v2 layout. */
-int cpu_attn_create(cpu_attn **out, const ppb_case *c, const ppb_workload *w, int packed_scratch,
+ * packed_scratch selects the packed v2 layout. A launch runs its items on at
+ * most `threads` threads (0: every thread of ppb_thread_count()), the calling
+ * one first: the backend's timing choice (backend_cpu.c says why one). */
+int cpu_attn_create(cpu_attn **out, const ppb_case *c, const ppb_workload *w, int packed_scratch, int threads,
                     ppb_err *err);
 void cpu_attn_destroy(cpu_attn *a);
 
@@ -57,6 +59,10 @@ void cpu_attn_destroy(cpu_attn *a);
  * storage dtype). Fails only if a scratch access would leave the allocation
  * (a guard sized too small: a bug, reported rather than done). */
 int cpu_attn_run(cpu_attn *a, uint16_t *out, ppb_err *err);
+
+/* The threads the last cpu_attn_run's items ran on (1 + the highest worker
+ * index among them): what the timing measured, for tests. */
+int cpu_attn_threads_used(const cpu_attn *a);
 
 /* v2: fill the scratch buffers and guard zones with the canary and forget the
  * recorded write extents (before a checked run). No-op otherwise. */

@@ -108,10 +108,14 @@ static void test_limit_this_thread(void **state)
     (void)state;
     setenv("PPBENCH_THREADS", "8", 1);
     atomic_int most = 0;
-    ppb_parallel_limit_this_thread(3);
+    assert_int_equal(ppb_parallel_limit_this_thread(3), 0); /* none before */
     ppb_parallel_for(400, max_worker, &most);
     assert_true(atomic_load(&most) <= 2);
-    ppb_parallel_limit_this_thread(0);
+    assert_int_equal(ppb_parallel_limit_this_thread(1), 3); /* the limit replaced, to put back */
+    atomic_store(&most, 0);
+    ppb_parallel_for(400, max_worker, &most);
+    assert_int_equal(atomic_load(&most), 0); /* one thread: the caller alone */
+    assert_int_equal(ppb_parallel_limit_this_thread(0), 1);
     atomic_store(&most, 0);
     for (int tries = 0; tries < 20 && atomic_load(&most) <= 2; tries++) /* the workers race: some get items */
         ppb_parallel_for(400, max_worker, &most);

@@ -465,7 +465,7 @@ static void test_scratch_layout(void **state)
     ppb_err err = {{0}};
     assert_int_equal(ppb_workload_create(&w, &c, 1, 1, &err), 0);
     cpu_attn *a = NULL;
-    assert_int_equal(cpu_attn_create(&a, &c, &w, 0, &err), 0);
+    assert_int_equal(cpu_attn_create(&a, &c, &w, 0, 0, &err), 0);
     cpu_scratch_info si;
     cpu_attn_scratch_info(a, &si);
     assert_true(si.used);
@@ -479,8 +479,98 @@ static void test_scratch_layout(void **state)
     /* a workload of another shape is refused */
     ppb_case other = c;
     other.shape.num_heads = 4;
-    assert_int_equal(cpu_attn_create(&a, &other, &w, 0, &err), PPB_EINPUT);
+    assert_int_equal(cpu_attn_create(&a, &other, &w, 0, 0, &err), PPB_EINPUT);
     ppb_workload_free(&w);
+}
+
+/* A launch keeps to the threads it was given (the calling one alone by default in
+ * the backend), every count computing the same bits. */
+static void test_kernel_threads(void **state)
+{
+    (void)state;
+    setenv("PPBENCH_THREADS", "4", 1);
+    ppb_case c = prefill(2, 64, 40, 4, 2, 64, 16, 16, 16, PPB_BF16); /* 32 items */
+    ppb_workload w;
+    ppb_err err = {{0}};
+    assert_int_equal(ppb_workload_create(&w, &c, 7, 1, &err), 0);
+    uint16_t *one = calloc(w.out_elems, sizeof *one), *many = calloc(w.out_elems, sizeof *many);
+    cpu_attn *a = NULL;
+    assert_int_equal(cpu_attn_create(&a, &c, &w, 0, 1, &err), 0);
+    for (int launch = 0; launch < 20; launch++) { /* as often as the race below needs to show a second thread */
+        assert_int_equal(cpu_attn_run(a, one, &err), 0);
+        assert_int_equal(cpu_attn_threads_used(a), 1);
+    }
+    cpu_attn_destroy(a);
+    assert_int_equal(cpu_attn_create(&a, &c, &w, 0, 2, &err), 0);
+    assert_int_equal(cpu_attn_run(a, many, &err), 0);
+    assert_true(cpu_attn_threads_used(a) <= 2);
+    cpu_attn_destroy(a);
+    assert_int_equal(cpu_attn_create(&a, &c, &w, 0, 0, &err), 0); /* every thread */
+    int used = 0;
+    for (int tries = 0; tries < 50 && used < 2; tries++) { /* the threads race for items: some get them */
+        assert_int_equal(cpu_attn_run(a, many, &err), 0);
+        used = cpu_attn_threads_used(a);
+    }
+    assert_true(used >= 2 && used <= 4);
+    cpu_attn_destroy(a);
+    assert_memory_equal(one, many, w.out_elems * sizeof *one);
+    free(one);
+    free(many);
+    ppb_workload_free(&w);
+    unsetenv("PPBENCH_THREADS");
+}
+
+typedef struct kernel_threads_seen {
+    char value[64];
+} kernel_threads_seen;
+
+static void kernel_threads_sink(void *ctx, const char *key, const char *value)
+{
+    if (strcmp(key, "cpu_kernel_threads") == 0)
+        snprintf(((kernel_threads_seen *)ctx)->value, sizeof((kernel_threads_seen *)ctx)->value, "%s", value);
+}
+
+/* What the environment record says, and a setting that is not a count refused by name. */
+static void expect_kernel_threads(const char *env, const char *recorded)
+{
+    if (env)
+        setenv("PPBENCH_CPU_KERNEL_THREADS", env, 1);
+    else
+        unsetenv("PPBENCH_CPU_KERNEL_THREADS");
+    ppb_backend *b = NULL;
+    ppb_err err = {{0}};
+    ppb_backend_options opt = {0};
+    int rc = ppb_backend_cpu.open(&b, &opt, &err);
+    if (!recorded) {
+        assert_int_equal(rc, PPB_EINPUT);
+        assert_null(b);
+        assert_non_null(strstr(err.msg, "PPBENCH_CPU_KERNEL_THREADS"));
+        assert_non_null(strstr(err.msg, env));
+    } else {
+        assert_int_equal(rc, 0);
+        kernel_threads_seen seen = {{0}};
+        ppb_backend_cpu.environment(b, kernel_threads_sink, &seen);
+        assert_string_equal(seen.value, recorded);
+        ppb_backend_cpu.close(b);
+    }
+    unsetenv("PPBENCH_CPU_KERNEL_THREADS");
+}
+
+static void test_kernel_threads_setting(void **state)
+{
+    (void)state;
+    setenv("PPBENCH_THREADS", "4", 1);
+    expect_kernel_threads(NULL, "1");
+    expect_kernel_threads("", "1");
+    expect_kernel_threads("3", "3");
+    expect_kernel_threads("9", "4"); /* no more than the threads there are */
+    expect_kernel_threads("all", "all (4)");
+    expect_kernel_threads("0", NULL);
+    expect_kernel_threads("-2", NULL);
+    expect_kernel_threads("two", NULL);
+    expect_kernel_threads("2x", NULL);
+    expect_kernel_threads("100000", NULL);
+    unsetenv("PPBENCH_THREADS");
 }
 
 /* ---- the rest of the interface ---------------------------------------------------- */
@@ -571,6 +661,8 @@ int main(void)
         cmocka_unit_test(test_mismatch_other_direction_wastes_memory),
         cmocka_unit_test(test_mismatch_packed_corrupts),
         cmocka_unit_test(test_scratch_layout),
+        cmocka_unit_test(test_kernel_threads),
+        cmocka_unit_test(test_kernel_threads_setting),
         cmocka_unit_test(test_info_environment_and_timing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
