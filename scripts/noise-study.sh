@@ -27,8 +27,11 @@
 #   recompute    `ppbench verdict --recompute` of every verdict the study stored: how many agree
 #
 # Environment: PPB (the binary, default build/ppbench), BACKEND (cpu), SUITE (suites/smoke.yaml),
-# FILTER (5 cases of it), KNOBS (the A/A proposal's config, both sides), RUN_FILTER (the plain runs'
-# cases), PAIRS (500), PROPOSALS (100; the A/A tally is said every TALLY_EVERY = 10 of them, so a study
+# FILTER (5 cases of it), KNOBS (the A/A proposal's config, both sides), RUN_SUITE (the plain runs'
+# suite, for compare, trend and compare-work; default SUITE. On the CPU give it a suite that measures for
+# timing, suites/cpu-nightly.yaml: smoke.yaml samples each case for 5 ms, which tells a run's medians
+# apart by tens of percent on a loaded runner), RUN_FILTER (the plain runs' cases), WORK_RUN_FILTER
+# (compare-work's cases of RUN_SUITE, default WORK_FILTER), PAIRS (500), PROPOSALS (100; the A/A tally is said every TALLY_EVERY = 10 of them, so a study
 # cut short keeps a count), KNOWN (30), RUNS (16), LOAD (busy processes running beside
 # the study, default 1), EFFECTS and EFFECT_PAIRS (calibrate's known effects). Writes OUT_DIR/summary.txt
 # and the database. For `work`: PLUGINS (default build/tests/plugins), WORK_IMPL (example-cpu-work),
@@ -47,6 +50,7 @@ out=$(cd "$out" && pwd)
 PPB=${PPB:-$root/build/ppbench}
 BACKEND=${BACKEND:-cpu}
 SUITE=${SUITE:-$root/suites/smoke.yaml}
+RUN_SUITE=${RUN_SUITE:-$SUITE}
 FILTER=${FILTER:-dtype=bf16,head_dim=64,page_size=16,batch=2,block_m=16}
 KNOBS=${KNOBS:-"{block_m: 16, block_n: 32, num_warps: 4}"}
 RUN_FILTER=${RUN_FILTER:-$FILTER,block_n=32}
@@ -55,6 +59,7 @@ PAIRS=${PAIRS:-500} PROPOSALS=${PROPOSALS:-100} TALLY_EVERY=${TALLY_EVERY:-10} K
 PLUGINS=${PLUGINS:-$root/build/tests/plugins} WORK_PERCENT=${WORK_PERCENT:-10} WORK_PROPOSALS=${WORK_PROPOSALS:-20}
 WORK_IMPL=${WORK_IMPL:-example-cpu-work} WORK_KNOBS=${WORK_KNOBS:-"block_m: 16, block_n: 32, num_warps: 4"}
 WORK_FILTER=${WORK_FILTER:-$FILTER,block_n=32,context_len=37,ragged=false}
+WORK_RUN_FILTER=${WORK_RUN_FILTER:-$WORK_FILTER}
 db=$out/study.db
 summary=$out/summary.txt
 
@@ -65,7 +70,8 @@ for _ in $(seq 1 "$LOAD"); do (while :; do :; done) & load_pids+=($!); done
 
 say() { echo "$*" | tee -a "$summary"; }
 say "noise study $(date -u +%FT%TZ), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
-    "$(nproc) cores, $LOAD busy process(es) beside it, backend $BACKEND, suite $(basename "$SUITE") filter '$FILTER'"
+    "$(nproc) cores, $LOAD busy process(es) beside it, backend $BACKEND, suite $(basename "$SUITE") filter '$FILTER'," \
+    "plain runs: $(basename "$RUN_SUITE") filter '$RUN_FILTER'"
 
 # An A/A proposal over the filtered cases: both sides the same config.
 aa=$out/aa.yaml
@@ -148,7 +154,7 @@ for step in "${steps[@]}"; do
   compare)
     first=$(sql "SELECT coalesce(max(id), 0) FROM runs" 2>/dev/null || echo 0)
     for _ in $(seq 1 "$RUNS"); do
-      "$PPB" run "$SUITE" --db "$db" --backend "$BACKEND" --filter "$RUN_FILTER" --no-progress \
+      "$PPB" run "$RUN_SUITE" --db "$db" --backend "$BACKEND" --filter "$RUN_FILTER" --no-progress \
         --label noise-study >/dev/null 2>&1 || true
     done
     mapfile -t ids < <(sql "SELECT id FROM runs WHERE id > $first AND label = 'noise-study' ORDER BY id")
@@ -168,7 +174,7 @@ for step in "${steps[@]}"; do
   trend)
     mapfile -t ids < <(sql "SELECT id FROM runs WHERE label = 'noise-study' AND kind = 'run' ORDER BY id")
     set +e
-    "$PPB" trend "$SUITE" --db "$db" >"$out/trend-plain.txt" 2>&1
+    "$PPB" trend "$RUN_SUITE" --db "$db" >"$out/trend-plain.txt" 2>&1
     rc=$?
     set -e
     # Per-case alerts, then each pooled line (status change score threshold sees>= step@ kernel: N cases pooled).
@@ -182,7 +188,7 @@ for step in "${steps[@]}"; do
         last=$(IFS=,; echo "${ids[*]: -$nights}")
         sqlf "$f.db" "UPDATE results SET row_check = NULL, median_ms = median_ms * (1 + $pct / 100.0) WHERE run_id IN ($last)"
         set +e
-        "$PPB" trend "$SUITE" --db "$f.db" >"$f.txt" 2>&1
+        "$PPB" trend "$RUN_SUITE" --db "$f.db" >"$f.txt" 2>&1
         rc=$?
         set -e
         say "trend with a $pct% step in the last $nights night(s): exit $rc, regressions: $(alerts regression "$f.txt")"
@@ -222,7 +228,7 @@ EOF
     first=$(sql "SELECT coalesce(max(id), 0) FROM runs" 2>/dev/null || echo 0)
     for _ in $(seq 1 "$RUNS"); do
       for percent in 0 "$WORK_PERCENT"; do
-        "$PPB" run "$SUITE" --db "$db" --backend "$BACKEND" --filter "$WORK_FILTER" --no-progress \
+        "$PPB" run "$RUN_SUITE" --db "$db" --backend "$BACKEND" --filter "$WORK_RUN_FILTER" --no-progress \
           --impl "plugin:$WORK_IMPL$percent" --plugin "$PLUGINS" --label noise-study-work >/dev/null 2>&1 || true
       done
     done
