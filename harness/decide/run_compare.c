@@ -79,6 +79,7 @@ void ppb_run_compare_report_free(ppb_run_compare_report *r)
     free(r->n_history);
     free(r->short_history);
     free(r->crit);
+    free(r->sd);
     memset(r, 0, sizeof *r);
 }
 
@@ -144,18 +145,32 @@ static double history_noise(const ppb_run_compare_case *c, int h)
     return plain > robust ? plain : robust;
 }
 
-/* Each judged case's interval: d = log(candidate / baseline) +- c sqrt(2) sigma,
- * sigma its run-to-run noise over its latest plain runs, c Student's t at the
+/* The SD of a run's median that the run's own samples allow when it could not
+ * measure the case to its noise target: the samples' SD (IQR / 1.349 for a
+ * normal spread), not divided by sqrt(n). The samples of such a run are not
+ * independent draws: on the loaded 2-core runner the outlier runs of a case
+ * (9-17% from its level, against 0.3% run-to-run noise) were runs where load
+ * came and went during its sampling, its samples spread 11-30% where a plain
+ * run's spread 0.2-2% (docs/STATISTICS.md "Comparing separate runs"). A run
+ * that met its target adds nothing: its own spread is part of what the
+ * history's noise measures. */
+static double own_sd(double spread) { return spread > 0 && isfinite(spread) ? spread / 1.349 : 0; }
+
+/* Each judged case's interval: d = log(candidate / baseline) +- c s,
+ * s = sqrt(2 sigma^2 + own_a^2 + own_b^2), sigma its run-to-run noise over its
+ * latest plain runs, own the noisy runs' own SD (own_sd), c Student's t at the
  * family level with the noise estimate's degrees of freedom. */
 static int judge_case(const ppb_run_compare_case *c, int h, double alpha, ppb_ab_interval *x, double *sigma,
-                      double *crit, ppb_err *err)
+                      double *sd, double *crit, ppb_err *err)
 {
     *sigma = c->noise_given ? c->noise : history_noise(c, h);
     if (isnan(*sigma))
         return ppb_fail(err, PPB_ENOMEM, "out of memory for a case's noise");
     int df = (int)floor(MAD_EFFICIENCY * (h - 1 - (c->history_split > 0))); /* a level per implementation */
     *crit = ppb_student_t_quantile(alpha, df < 1 ? 1 : df);
-    double d = log(c->candidate_ms) - log(c->baseline_ms), half = *crit * sqrt(2.0) * *sigma;
+    double own_a = own_sd(c->baseline_spread), own_b = own_sd(c->candidate_spread);
+    *sd = sqrt(2.0 * *sigma * *sigma + own_a * own_a + own_b * own_b);
+    double d = log(c->candidate_ms) - log(c->baseline_ms), half = *crit * *sd;
     memset(x, 0, sizeof *x);
     x->shift = d;
     x->shift_lo = d - half;
@@ -189,6 +204,8 @@ void ppb_run_compare_case_of(const ppb_case *ca, const ppb_result *ra, const ppb
     c->candidate_feasible = rb->status != PPB_STATUS_REFUSED;
     c->baseline_reason = ra->reason;
     c->candidate_reason = rb->reason;
+    c->baseline_spread = ra->status == PPB_STATUS_NOISY ? ra->rel_noise : 0;
+    c->candidate_spread = rb->status == PPB_STATUS_NOISY ? rb->rel_noise : 0;
 }
 
 static int timed(const ppb_run_compare_case *c)
@@ -221,13 +238,14 @@ int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_r
         return rc;
     out->noise = calloc((size_t)n, sizeof *out->noise);
     out->crit = calloc((size_t)n, sizeof *out->crit);
+    out->sd = calloc((size_t)n, sizeof *out->sd);
     out->n_history = calloc((size_t)n, sizeof *out->n_history);
     out->short_history = calloc((size_t)n, sizeof *out->short_history);
     ppb_verdict_case *vc = calloc((size_t)n, sizeof *vc);
     ppb_ab_interval *iv = calloc((size_t)n, sizeof *iv);
-    char (*basis)[96] = calloc((size_t)n, sizeof *basis);
+    char (*basis)[192] = calloc((size_t)n, sizeof *basis);
     char untimed[160];
-    if (!out->noise || !out->crit || !out->n_history || !out->short_history || !vc || !iv || !basis) {
+    if (!out->noise || !out->crit || !out->sd || !out->n_history || !out->short_history || !vc || !iv || !basis) {
         rc = ppb_fail(err, PPB_ENOMEM, "out of memory comparing %d cases", n);
         goto done;
     }
@@ -252,7 +270,7 @@ int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_r
     const double alpha = ppb_bonferroni_alpha(rules->verdict.alpha, judged + 1);
     for (int i = 0; i < n && !rc; i++) {
         const ppb_run_compare_case *c = &cases[i];
-        out->noise[i] = out->crit[i] = NAN;
+        out->noise[i] = out->crit[i] = out->sd[i] = NAN;
         vc[i] = (ppb_verdict_case){.key = c->key, .weight = c->weight, .baseline_correct = c->baseline_correct,
                                    .candidate_correct = c->candidate_correct,
                                    .baseline_feasible = c->baseline_feasible,
@@ -267,24 +285,32 @@ int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_r
                                 ? untimed
                                 : "has fewer than 2 plain runs of one of its two implementations: its run-to-run noise "
                                   "is unknown, so it is not judged on time";
-        else if (!(rc = judge_case(c, out->n_history[i], alpha, &iv[i], &out->noise[i], &out->crit[i], err))) {
+        else if (!(rc = judge_case(c, out->n_history[i], alpha, &iv[i], &out->noise[i], &out->sd[i], &out->crit[i],
+                                   err))) {
             vc[i].interval = &iv[i];
-            if (c->history_split)
-                snprintf(basis[i], sizeof basis[i], "run-to-run noise %.2f%% from %d + %d plain runs of the two implementations",
-                         100 * out->noise[i], c->history_split, c->n_history - c->history_split);
-            else
-                snprintf(basis[i], sizeof basis[i], "run-to-run noise %.2f%% from %d plain runs", 100 * out->noise[i],
-                         out->n_history[i]);
+            int at = c->history_split
+                         ? snprintf(basis[i], sizeof basis[i],
+                                    "run-to-run noise %.2f%% from %d + %d plain runs of the two implementations",
+                                    100 * out->noise[i], c->history_split, c->n_history - c->history_split)
+                         : snprintf(basis[i], sizeof basis[i], "run-to-run noise %.2f%% from %d plain runs",
+                                    100 * out->noise[i], out->n_history[i]);
+            const char *side[2] = {"baseline", "candidate"};
+            double spread[2] = {c->baseline_spread, c->candidate_spread};
+            for (int s = 0; s < 2; s++)
+                if (own_sd(spread[s]) > 0 && at > 0 && (size_t)at < sizeof basis[i])
+                    at += snprintf(basis[i] + at, sizeof basis[i] - (size_t)at,
+                                   "; the %s run's samples spread %.1f%% (noisy)", side[s], 100 * spread[s]);
             vc[i].basis = basis[i];
         }
     }
     if (!rc)
         rc = ppb_verdict_decide(vc, n, &rules->verdict, &out->v, err);
     if (!rc) {
-        char note[200];
+        char note[256];
         snprintf(note, sizeof note,
                  "note: separate runs: each case's interval comes from its run-to-run noise over its plain runs "
-                 "(at least %d), not from the runs' samples",
+                 "(at least %d), and from a run's own samples only where that run could not measure the case to "
+                 "its noise target (noisy)",
                  rules->min_history);
         if (add_note(&out->v, note))
             rc = ppb_fail(err, PPB_ENOMEM, "out of memory for the comparison's reasons");

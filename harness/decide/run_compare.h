@@ -19,6 +19,10 @@ typedef struct ppb_run_compare_case {
     const char *key;
     double weight;                      /* >= 0 */
     double baseline_ms, candidate_ms;   /* the runs' medians; not > 0 (or NaN): not timed */
+    /* A run that could not measure the case to its suite's noise target (status
+     * noisy): its samples' spread, (q3 - q1) / median, which widens the case's
+     * interval (judge_case says why); 0 for a run that could. */
+    double baseline_spread, candidate_spread;
     int baseline_correct, candidate_correct;
     int baseline_feasible, candidate_feasible;
     const char *baseline_reason, *candidate_reason;
@@ -38,8 +42,8 @@ typedef struct ppb_run_compare_case {
 
 /* A case of the two runs from their results (the baseline case's key and
  * weight; each side timed when ok or noisy with a median, correct unless
- * wrong, feasible unless refused). c borrows from ca, ra and rb; history is
- * left empty. */
+ * wrong, feasible unless refused, its spread when noisy). c borrows from ca,
+ * ra and rb; history is left empty. */
 void ppb_run_compare_case_of(const ppb_case *ca, const ppb_result *ra, const ppb_result *rb,
                              ppb_run_compare_case *c);
 
@@ -59,6 +63,7 @@ typedef struct ppb_run_compare_report {
     int *short_history;          /* per case: 1 when it had fewer than min_history */
     int n_short;
     double *crit;                /* per case: the critical value (Student t) of its interval */
+    double *sd;                  /* per case: the SD of its log change, the history's and the runs' own */
 } ppb_run_compare_report;
 
 /* Decide (no I/O). Fills `out`: free it with ppb_run_compare_report_free, also

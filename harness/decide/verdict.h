@@ -16,7 +16,7 @@
  * Bump it whenever a change makes the same inputs decide or read differently:
  * `ppbench verdict --recompute` then tells a verdict decided under other rules
  * from one whose data changed. */
-#define PPB_VERDICT_RULE_VERSION 2
+#define PPB_VERDICT_RULE_VERSION 3 /* 3: compare widens a case by a noisy run's own spread (run_compare.c) */
 
 typedef enum {
     PPB_VERDICT_ACCEPT = 0,

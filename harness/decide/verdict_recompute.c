@@ -288,6 +288,8 @@ static int compare_cases(const ppb_stored_verdict *sv, ppb_run_compare_case *rcs
                                 (long long)(s ? sv->rec->candidate_run : sv->rec->baseline_run),
                                 s ? pc->candidate_key : pc->baseline_key);
         ppb_run_compare_case_of(&r[0]->c, &r[0]->r, &r[1]->r, &rcs[i]);
+        if (sv->rec->rule_version < 3) /* before rule 3 a noisy run's own spread did not count */
+            rcs[i].baseline_spread = rcs[i].candidate_spread = 0;
         rcs[i].n_history = pc->history;
         rcs[i].history_split = pc->history_split;
         rcs[i].noise_given = 1;

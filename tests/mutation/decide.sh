@@ -110,8 +110,16 @@ M decide/run_compare.c 's#int split_short = c->history_split \&\& #int split_sho
   "two implementations: one with a single run of its own judged"
 M decide/run_compare.c 's#return plain > robust ? plain : robust;#return robust;#' \
   "compare's noise: rare whole-run slowdowns read as outliers"
-M decide/run_compare.c 's#half = \*crit \* sqrt(2.0) \* \*sigma;#half = *crit * *sigma;#' \
+M decide/run_compare.c 's#\*sd = sqrt(2.0 \* \*sigma \* \*sigma + #*sd = sqrt(*sigma * *sigma + #' \
   "a difference of two runs with one run's noise"
+M decide/run_compare.c 's#return spread > 0 \&\& isfinite(spread) ? spread / 1.349 : 0;#return 0;#' \
+  "compare: a noisy run's own spread ignored (the loaded runner's outlier runs REJECTed)"
+M decide/run_compare.c 's#c->baseline_spread = ra->status == PPB_STATUS_NOISY ? ra->rel_noise : 0;#c->baseline_spread = ra->rel_noise;#' \
+  "compare: a run measured to its target widens the case too"
+M decide/run_compare.c 's#\*sd = sqrt(2.0 \* \*sigma \* \*sigma + own_a \* own_a + own_b \* own_b);#*sd = sqrt(2.0 * *sigma * *sigma + own_b * own_b);#' \
+  "compare: only the candidate run's spread counts"
+M decide/verdict_recompute.c 's#if (sv->rec->rule_version < 3) /\* before rule 3#if (0) /* before rule 3#' \
+  "recompute: a rule-2 compare decided again with rule 3's spread"
 M decide/run_compare.c 's#ppb_bonferroni_alpha(rules->verdict.alpha, judged + 1);#ppb_bonferroni_alpha(rules->verdict.alpha, judged);#' \
   "compare's family leaves the mean out"
 # trend, calibrate

@@ -477,6 +477,64 @@ static void test_an_unusual_run_is_seen_as_a_whole(void **state)
     ppb_run_compare_report_free(&rep);
 }
 
+/* A run that could not measure a case to its noise target (noisy) carries its
+ * own spread into the case's interval: s = sqrt(2 sigma^2 + (spread_a / 1.349)^2
+ * + (spread_b / 1.349)^2). The loaded runner's outlier runs: a case 17% slower
+ * than its level, its samples spread 30%, against 0.3% run-to-run noise, is not
+ * REJECTed; the same 17% measured by a run that met its target is (mutations:
+ * the spread dropped, taken from one side only, divided by sqrt(n), or counted
+ * for a run that was not noisy). */
+static void test_a_noisy_run_widens_its_case(void **state)
+{
+    (void)state;
+    for (int side = 0; side < 2; side++) {
+        sim s;
+        make_sim(&s, 4, 20, 0.003, 1.0, 31 + (uint64_t)side);
+        if (side)
+            s.c[0].candidate_ms *= 1.17;
+        else
+            s.c[0].baseline_ms /= 1.17;
+        ppb_run_compare_report r = decide(&s, NULL); /* measured to target: REJECTed */
+        assert_int_equal(r.v.verdict, PPB_VERDICT_REJECT);
+        assert_int_equal(r.v.cases[0].cls, PPB_AB_SLOWER);
+        ppb_run_compare_report_free(&r);
+        double *spread = side ? &s.c[0].candidate_spread : &s.c[0].baseline_spread;
+        *spread = 0.30;
+        r = decide(&s, NULL);
+        assert_int_not_equal(r.v.verdict, PPB_VERDICT_REJECT);
+        assert_int_equal(r.v.cases[0].cls, PPB_AB_UNRESOLVED);
+        double own = 0.30 / 1.349, sd = sqrt(2 * r.noise[0] * r.noise[0] + own * own);
+        assert_true(fabs(r.sd[0] - sd) < 1e-12);
+        const ppb_ab_interval *iv = &r.v.cases[0].interval;
+        assert_true(fabs(iv->shift_hi - iv->shift - r.crit[0] * sd) < 1e-12);
+        /* the other cases, measured to target, keep the history's noise alone */
+        assert_true(fabs(r.sd[1] - sqrt(2.0) * r.noise[1]) < 1e-15);
+        ppb_run_compare_report_free(&r);
+        /* a noisy run whose spread leaves the step clear: still REJECTed, the reason saying the spread counted */
+        *spread = 0.01;
+        r = decide(&s, NULL);
+        assert_int_equal(r.v.verdict, PPB_VERDICT_REJECT);
+        assert_true(has_reason(&r, side ? "; the candidate run's samples spread 1.0% (noisy))"
+                                        : "; the baseline run's samples spread 1.0% (noisy))"));
+        ppb_run_compare_report_free(&r);
+    }
+    /* where the spread comes from: a noisy result's (q3 - q1) / median, nothing from an ok one */
+    ppb_case c;
+    ppb_case_init(&c, PPB_PREFIX_PREFILL);
+    ppb_result ra, rb;
+    ppb_result_init(&ra);
+    ppb_result_init(&rb);
+    ra.status = PPB_STATUS_OK, rb.status = PPB_STATUS_NOISY;
+    ra.median_ms = rb.median_ms = 1.0;
+    ra.rel_noise = 0.01, rb.rel_noise = 0.12;
+    ppb_run_compare_case cc;
+    ppb_run_compare_case_of(&c, &ra, &rb, &cc);
+    assert_true(cc.baseline_spread == 0 && cc.candidate_spread == 0.12);
+    ra.status = PPB_STATUS_NOISY, rb.status = PPB_STATUS_OK;
+    ppb_run_compare_case_of(&c, &ra, &rb, &cc);
+    assert_true(cc.baseline_spread == 0.01 && cc.candidate_spread == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_states_and_errors),
         cmocka_unit_test(test_history_reader),
         cmocka_unit_test(test_an_unusual_run_is_seen_as_a_whole),
+        cmocka_unit_test(test_a_noisy_run_widens_its_case),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

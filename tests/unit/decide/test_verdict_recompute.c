@@ -607,6 +607,18 @@ static void test_a_compare_verdict_is_re_derived(void **state)
     assert_differs(&sv, "case 0 (");
     assert_differs(&sv, "ratio");
     sv.run[1].items[0].r.median_ms /= 1.1;
+    /* a noisy run's own spread (rule 3) is re-derived from its result; a verdict stored under rule 2
+     * did not count it and is decided again without it */
+    sv.run[1].items[0].r.status = PPB_STATUS_NOISY;
+    sv.run[1].items[0].r.rel_noise = 0.25;
+    assert_differs(&sv, "case 0 (");
+    sv.run[1].items[0].r.status = PPB_STATUS_OK;
+    assert_true(recheck(&sv).agree);
+    sv.rec->rule_version = 2;
+    sv.run[1].items[0].r.status = PPB_STATUS_NOISY;
+    assert_true(recheck(&sv).agree);
+    sv.run[1].items[0].r.status = PPB_STATUS_OK;
+    sv.rec->rule_version = PPB_VERDICT_RULE_VERSION;
     sv.pcs[0].history_split = 7; /* as if two implementations, the second with one run: not judged */
     assert_differs(&sv, "state");
     sv.pcs[0].history_split = 0;
