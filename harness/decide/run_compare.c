@@ -149,7 +149,7 @@ static double history_noise(const ppb_run_compare_case *c, int h)
  * measure the case to its noise target: the samples' SD (IQR / 1.349 for a
  * normal spread), not divided by sqrt(n). The samples of such a run are not
  * independent draws: on the loaded 2-core runner the outlier runs of a case
- * (9-17% from its level, against 0.3% run-to-run noise) were runs where load
+ * (5-17% from its level, against 0.3% run-to-run noise) were runs where load
  * came and went during its sampling, its samples spread 11-30% where a plain
  * run's spread 0.2-2% (docs/STATISTICS.md "Comparing separate runs"). A run
  * that met its target adds nothing: its own spread is part of what the

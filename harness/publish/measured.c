@@ -6,7 +6,8 @@
 
 #include "doc_text.h"
 
-void ppb_measured_of(const ppb_run_info *run, const char *loadavg, const char *cpu_cores, ppb_measured *m)
+void ppb_measured_of(const ppb_run_info *run, const char *loadavg, const char *cpu_cores, const char *kernel_threads,
+                     ppb_measured *m)
 {
     memset(m, 0, sizeof *m);
     m->run_id = run->id;
@@ -15,6 +16,7 @@ void ppb_measured_of(const ppb_run_info *run, const char *loadavg, const char *c
     /* "L1 L5 L15": the first, the load as the run ended */
     m->load_average = loadavg ? atof(loadavg) : NAN;
     m->cpu_cores = cpu_cores ? (int)strtol(cpu_cores, NULL, 10) : 0;
+    snprintf(m->kernel_threads, sizeof m->kernel_threads, "%s", kernel_threads ? kernel_threads : "");
 }
 
 int ppb_measured_read(ppb_store *s, int64_t run_id, ppb_measured *m, ppb_err *err)
@@ -22,14 +24,16 @@ int ppb_measured_read(ppb_store *s, int64_t run_id, ppb_measured *m, ppb_err *er
     ppb_run_info *run = malloc(sizeof *run);
     if (!run)
         return ppb_fail(err, PPB_ENOMEM, "out of memory");
-    char load[128], cores[32];
-    int rc = ppb_store_get_run(s, run_id, run, err), has_load = 0, has_cores = 0;
+    char load[128], cores[32], threads[24];
+    int rc = ppb_store_get_run(s, run_id, run, err), has_load = 0, has_cores = 0, has_threads = 0;
     if (!rc && (has_load = ppb_store_get_env(s, run_id, "after.loadavg", load, sizeof load, err)) < 0)
         rc = has_load;
     if (!rc && (has_cores = ppb_store_get_env(s, run_id, "after.cpu_cores", cores, sizeof cores, err)) < 0)
         rc = has_cores;
+    if (!rc && (has_threads = ppb_store_get_env(s, run_id, "after.cpu_kernel_threads", threads, sizeof threads, err)) < 0)
+        rc = has_threads;
     if (!rc)
-        ppb_measured_of(run, has_load ? load : NULL, has_cores ? cores : NULL, m);
+        ppb_measured_of(run, has_load ? load : NULL, has_cores ? cores : NULL, has_threads ? threads : NULL, m);
     free(run);
     return rc;
 }
@@ -46,7 +50,10 @@ int ppb_measured_load_warning(const ppb_measured *m)
 
 void ppb_measured_cpu_note(const ppb_measured *m, char *buf, size_t len)
 {
-    if (ppb_measured_cpu_timings(m))
+    if (ppb_measured_cpu_timings(m) && m->kernel_threads[0])
+        snprintf(buf, len, "CPU backend on %s, each launch on %s thread%s: these are CPU timings and say nothing about a GPU",
+                 m->device, m->kernel_threads, strcmp(m->kernel_threads, "1") == 0 ? "" : "s");
+    else if (ppb_measured_cpu_timings(m))
         snprintf(buf, len, "CPU backend on %s: these are CPU timings and say nothing about a GPU", m->device);
     else if (len)
         buf[0] = '\0';

@@ -20,11 +20,13 @@ typedef struct ppb_measured {
     char device[128];
     double load_average;       /* 1-minute load average as the run ended (env after.loadavg); NAN: not recorded */
     int cpu_cores;             /* env after.cpu_cores; 0: not recorded */
+    char kernel_threads[24];   /* env after.cpu_kernel_threads ("1", "all (2)"); "": not recorded */
 } ppb_measured;
 
-/* From a stored run and its environment's after.loadavg and after.cpu_cores
- * values (NULL: not recorded). */
-void ppb_measured_of(const ppb_run_info *run, const char *loadavg, const char *cpu_cores, ppb_measured *m);
+/* From a stored run and its environment's after.loadavg, after.cpu_cores and
+ * after.cpu_kernel_threads values (NULL: not recorded). */
+void ppb_measured_of(const ppb_run_info *run, const char *loadavg, const char *cpu_cores, const char *kernel_threads,
+                     ppb_measured *m);
 /* The same, the run and its environment read from the store. */
 int ppb_measured_read(ppb_store *s, int64_t run_id, ppb_measured *m, ppb_err *err);
 

@@ -685,7 +685,8 @@ static void add_measurement_notes(rp_report *r)
 {
     ppb_measured m;
     ppb_measured_of(&r->run, env_value(r->env, r->n_env, "after.loadavg"),
-                    env_value(r->env, r->n_env, "after.cpu_cores"), &m);
+                    env_value(r->env, r->n_env, "after.cpu_cores"),
+                    env_value(r->env, r->n_env, "after.cpu_kernel_threads"), &m);
     char note[PPB_MEASURED_NOTE_MAX];
     ppb_measured_cpu_note(&m, note, sizeof note);
     if (note[0])

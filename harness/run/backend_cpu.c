@@ -8,8 +8,8 @@
  * Split over the cores, a launch waits for its slowest thread, and on a machine
  * where anything else runs (a CI runner) one of them shares its core now and
  * then: on this repository's 2-core runner with one busy process beside it a
- * case's samples spread 35-39% (IQR / median) and its medians 7-10% from run to
- * run, against 0.3-0.6% and 0.2-0.7% on one thread (docs/STATISTICS.md "CPU
+ * case's samples spread 35-39% (IQR / median) and its medians 8-11% from run to
+ * run, against 0.3-0.7% and 0.2-0.7% on one thread (docs/STATISTICS.md "CPU
  * timings on one thread"). The reference check and the inputs still use every
  * core: their speed matters, not their timing. A plugin runs its own code.
  *

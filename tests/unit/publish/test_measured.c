@@ -22,7 +22,7 @@ static ppb_measured measured(const char *backend, const char *loadavg, const cha
     snprintf(run.backend, sizeof run.backend, "%s", backend);
     snprintf(run.device, sizeof run.device, "Some CPU");
     ppb_measured m;
-    ppb_measured_of(&run, loadavg, cores, &m);
+    ppb_measured_of(&run, loadavg, cores, NULL, &m);
     return m;
 }
 
@@ -69,6 +69,18 @@ static void test_cpu_note_on_the_cpu_backend_only(void **state)
     assert_string_equal(note, "CPU backend on Some CPU: these are CPU timings and say nothing about a GPU");
     ppb_measured_cpu_note(&gpu, note, sizeof note);
     assert_string_equal(note, "");
+    /* the threads a launch ran on, where the run recorded them (PPBENCH_CPU_KERNEL_THREADS) */
+    ppb_run_info run;
+    memset(&run, 0, sizeof run);
+    snprintf(run.backend, sizeof run.backend, "cpu");
+    snprintf(run.device, sizeof run.device, "Some CPU");
+    ppb_measured_of(&run, NULL, NULL, "1", &cpu);
+    ppb_measured_cpu_note(&cpu, note, sizeof note);
+    assert_string_equal(note, "CPU backend on Some CPU, each launch on 1 thread: these are CPU timings and say nothing "
+                              "about a GPU");
+    ppb_measured_of(&run, NULL, NULL, "all (2)", &cpu);
+    ppb_measured_cpu_note(&cpu, note, sizeof note);
+    assert_non_null(strstr(note, "each launch on all (2) threads: "));
 }
 
 static void test_json_says_the_load_and_both_notes(void **state)

@@ -41,7 +41,7 @@ static void refused_night(ppb_trend_doc *d, const char *loadavg, const char *cpu
     run.id = d->latest_run;
     snprintf(run.backend, sizeof run.backend, "cpu");
     snprintf(run.device, sizeof run.device, "Some CPU");
-    ppb_measured_of(&run, loadavg, cpu_cores, &d->measured);
+    ppb_measured_of(&run, loadavg, cpu_cores, NULL, &d->measured);
     ppb_trend_result res;
     ppb_trend_not_timed("refused", "too large", &res);
     assert_int_equal(ppb_trend_doc_add(d, "prefix_prefill b=1", &res), PPB_OK);
