@@ -100,7 +100,7 @@ static int check_comparable(ppb_store *sa, int64_t a, ppb_store *sb, int64_t b, 
     static const struct {
         const char *key;
         int hard;
-    } facts[] = {{"timings", 1}, {"device.name", 1}, {"device.driver", 0},
+    } facts[] = {{"timings", 1}, {"device.name", 1}, {PPB_ENV_KERNEL_THREADS, 1}, {"device.driver", 0},
                  {"device.runtime", 0}, {"before.sm_clock_mhz", 0}, {"before.mem_clock_mhz", 0},
                  {"before.nvml.sm_clock_mhz", 0}, {"before.nvml.mem_clock_mhz", 0}};
     for (size_t i = 0; i < sizeof facts / sizeof *facts; i++) {
@@ -116,7 +116,8 @@ static int check_comparable(ppb_store *sa, int64_t a, ppb_store *sb, int64_t b, 
             return ppb_fail(err, PPB_EINPUT,
                             "runs %lld and %lld differ in %s ('%s' vs '%s'): their timings are not "
                             "comparable (--allow-different-devices to compare anyway)",
-                            (long long)a, (long long)b, facts[i].key, ea.value, eb.value);
+                            (long long)a, (long long)b, facts[i].key, ea.value[0] ? ea.value : "not recorded",
+                            eb.value[0] ? eb.value : "not recorded");
         fprintf(stderr, "ppbench compare: warning: %s differs: run %lld '%s', run %lld '%s'\n",
                 facts[i].key, (long long)a, ea.value, (long long)b, eb.value);
     }
@@ -255,9 +256,10 @@ static int join_cases(const run_results rr[2], const ppb_run_compare_source *src
 }
 
 /* Where the noise comes from: the plain runs of both runs' suites in both
- * databases, the compared runs left out. */
+ * databases timed as the compared runs were (`timing`, check_comparable having
+ * refused two runs timed apart), the compared runs left out. */
 static int history_sources(ppb_store *sa, int64_t a, ppb_store *s, int64_t b, ppb_run_compare_source src[4],
-                           char names[2][128], int *n_src, ppb_err *err)
+                           char names[2][128], char timing[32], int *n_src, ppb_err *err)
 {
     ppb_run_info *run = malloc(sizeof *run);
     if (!run)
@@ -268,12 +270,14 @@ static int history_sources(ppb_store *sa, int64_t a, ppb_store *s, int64_t b, pp
     if (!rc && !(rc = ppb_store_get_run(s, b, run, err)))
         snprintf(names[1], 128, "%s", run->suite_name);
     free(run);
+    if (!rc)
+        rc = ppb_store_run_timing(s, b, timing, 32, err);
     if (rc)
         return rc;
     int n = 0, n_names = strcmp(names[0], names[1]) ? 2 : 1;
     for (int d = 0; d < (sa == s ? 1 : 2); d++)
         for (int k = 0; k < n_names; k++)
-            src[n++] = (ppb_run_compare_source){d ? sa : s, names[k], {d || sa == s ? a : 0, d ? 0 : b}};
+            src[n++] = (ppb_run_compare_source){d ? sa : s, names[k], {d || sa == s ? a : 0, d ? 0 : b}, timing};
     *n_src = n;
     return PPB_OK;
 }
@@ -366,9 +370,9 @@ int cmd_compare(int argc, char **argv)
         goto end;
     }
     ppb_run_compare_source src[4];
-    char names[2][128];
+    char names[2][128], timing[32];
     int n_src = 0, n = 0, across = 0;
-    if ((rc = history_sources(sa, id[0], s, id[1], src, names, &n_src, &err)) ||
+    if ((rc = history_sources(sa, id[0], s, id[1], src, names, timing, &n_src, &err)) ||
         (rc = join_cases(rr, src, n_src, co.rules.max_history, rcs, pcs, &n, &across, &err)))
         goto end;
     if (n == 0) {

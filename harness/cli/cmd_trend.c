@@ -45,6 +45,10 @@ typedef struct history {
     char (*ids)[24];
     char (*when)[32];
     const char *prefix;     /* "base:" for runs of the baseline database */
+    ppb_store *s;           /* the database being read */
+    const char *timing;     /* the latest run's (ppb_store_run_timing): runs timed otherwise are left out */
+    int left_out;           /* runs left out for that */
+    ppb_err *err;
     int n, cap;
 } history;
 
@@ -54,6 +58,14 @@ static int add_point(void *ctx, const ppb_history_point *p)
     if (!(strcmp(p->status, "ok") == 0 || strcmp(p->status, "noisy") == 0) ||
         !(p->median_ms > 0))
         return 0; /* only timed results have a time to follow */
+    char timing[32];
+    int rc = ppb_store_run_timing(h->s, p->run_id, timing, sizeof timing, h->err);
+    if (rc)
+        return rc;
+    if (strcmp(timing, h->timing) != 0) {
+        h->left_out++;
+        return 0;
+    }
     if (h->n == h->cap) {
         int cap = h->cap ? h->cap * 2 : 32;
         ppb_trend_point *pts = realloc(h->pts, sizeof *pts * (size_t)cap);
@@ -86,6 +98,8 @@ typedef struct trend_ctx {
     ppb_trend_options opt;
     ppb_trend_doc doc;      /* every judged case, for --json / --markdown */
     ppb_trend_pools pools;  /* each kernel's cases, pooled night by night */
+    char timing[32];        /* how the latest run was timed (ppb_store_run_timing) */
+    int left_out;           /* the most runs one case's history left out for being timed otherwise */
     FILE *human;
     int rc;
     ppb_err *err;
@@ -122,14 +136,20 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
     int timed = (r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY) && r->median_ms > 0;
     if (!timed)
         ppb_trend_not_timed(ppb_status_name(r->status), r->reason, &res);
+    h.timing = t->timing;
+    h.err = t->err;
     if (timed && t->baseline) {
         h.prefix = "base:";
+        h.s = t->baseline;
         rc = ppb_store_case_history(t->baseline, t->suite, c->key, t->since, t->kinds, add_point, &h, t->err);
     }
     h.prefix = "";
+    h.s = t->s;
     int n_base = h.n;
     if (timed && !rc)
         rc = ppb_store_case_history(t->s, t->suite, c->key, t->since, t->kinds, add_point, &h, t->err);
+    if (h.left_out > t->left_out)
+        t->left_out = h.left_out;
     ppb_trend_options opt = t->opt;
     if (t->suite_file) {
         ppb_trend_settings ts;
@@ -307,7 +327,8 @@ int cmd_trend(int argc, char **argv)
     if (latest <= 0) {
         rc = ppb_fail(&err, latest < 0 ? PPB_EIO : PPB_EINPUT, "no %s run of suite '%s' in the database",
                       t.kinds ? t.kinds : "plain", name);
-    } else if (!(rc = ppb_measured_read(t.s, latest, &t.doc.measured, &err))) {
+    } else if (!(rc = ppb_measured_read(t.s, latest, &t.doc.measured, &err)) &&
+               !(rc = ppb_store_run_timing(t.s, latest, t.timing, sizeof t.timing, &err))) {
         t.doc.latest_run = latest;
         fprintf(t.human, "suite %s: latest run %lld against its history (window %d, runs of kind %s)\n", name,
                 (long long)latest, t.opt.window, t.kinds ? t.kinds : "run");
@@ -324,6 +345,11 @@ int cmd_trend(int argc, char **argv)
                 t.doc.counts[PPB_TREND_OK], t.doc.counts[PPB_TREND_REGRESSION], t.doc.counts[PPB_TREND_IMPROVEMENT],
                 t.doc.counts[PPB_TREND_OUTLIER], t.doc.counts[PPB_TREND_INSUFFICIENT_HISTORY],
                 t.doc.counts[PPB_TREND_NOT_TIMED]);
+    if (!rc && t.left_out)
+        fprintf(t.human,
+                "note: up to %d earlier runs of a case left out: their kernels were timed on other threads per launch "
+                "than the latest run's (%s '%s'), and one thread against every core is not one history\n",
+                t.left_out, PPB_ENV_KERNEL_THREADS, t.timing[0] ? t.timing : "not recorded");
     if (!rc)
         ppb_cli_load_note(t.s, t.doc.latest_run, t.human);
     ppb_cli_close_stores(&st);

@@ -334,17 +334,26 @@ typedef struct hist_point {
 typedef struct hist_walk {
     hist_point *p;
     int n, cap;
-    const int64_t *skip;
+    const ppb_run_compare_source *src;
+    ppb_err *err;
 } hist_walk;
 
 static int hist_add(void *ctx, const ppb_history_point *p)
 {
     hist_walk *h = ctx;
-    int skip = p->run_id == h->skip[0] || p->run_id == h->skip[1];
+    int skip = p->run_id == h->src->skip[0] || p->run_id == h->src->skip[1];
     int timed = (strcmp(p->status, "ok") == 0 || strcmp(p->status, "noisy") == 0) && p->median_ms > 0 &&
                 isfinite(p->median_ms);
     if (!skip && !timed)
         return 0;
+    if (!skip && h->src->timing) {
+        char timing[32];
+        int rc = ppb_store_run_timing(h->src->s, p->run_id, timing, sizeof timing, h->err);
+        if (rc)
+            return rc;
+        if (strcmp(timing, h->src->timing) != 0)
+            return 0; /* timed another way: not this history */
+    }
     if (ppb_grow((void **)&h->p, &h->cap, h->n, sizeof *h->p, 32) != PPB_OK)
         return PPB_ENOMEM;
     hist_point *q = &h->p[h->n++];
@@ -366,12 +375,12 @@ static int by_start(const void *a, const void *b)
 int ppb_run_compare_history(const ppb_run_compare_source *src, int n_src, const char *key, int max_n,
                             double **out, int *n, ppb_err *err)
 {
-    hist_walk h = {NULL, 0, 0, NULL};
+    hist_walk h = {NULL, 0, 0, NULL, err};
     int rc = PPB_OK;
     *out = NULL;
     *n = 0;
     for (int i = 0; i < n_src && !rc; i++) {
-        h.skip = src[i].skip;
+        h.src = &src[i];
         rc = ppb_store_case_history(src[i].s, src[i].suite, key, "", "run", hist_add, &h, err);
     }
     if (rc == PPB_ENOMEM)

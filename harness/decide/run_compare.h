@@ -74,11 +74,14 @@ void ppb_run_compare_report_free(ppb_run_compare_report *r);
 
 
 /* Where a case's history comes from: the plain runs of `suite` in `s`, without
- * runs skip[0] and skip[1] (0: none), which are the compared runs. */
+ * runs skip[0] and skip[1] (0: none), which are the compared runs, and without
+ * runs timed otherwise than `timing` says (ppb_store_run_timing; NULL: every
+ * run). */
 typedef struct ppb_run_compare_source {
     ppb_store *s;
     const char *suite;
     int64_t skip[2];
+    const char *timing;
 } ppb_run_compare_source;
 
 /* The case's timed medians (status ok or noisy) over the sources, oldest first,

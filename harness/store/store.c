@@ -1673,6 +1673,12 @@ int ppb_store_get_env(ppb_store *s, int64_t run_id, const char *key, char *value
     return rc == NO_ROW ? 0 : rc == PPB_OK ? 1 : rc;
 }
 
+int ppb_store_run_timing(ppb_store *s, int64_t run_id, char *timing, size_t len, ppb_err *err)
+{
+    int rc = ppb_store_get_env(s, run_id, PPB_ENV_KERNEL_THREADS, timing, len, err);
+    return rc < 0 ? rc : PPB_OK;
+}
+
 /* ---- proposal verdicts ----------------------------------------------------- */
 
 static int insert_proposal_case(ppb_store *s, int64_t proposal_id, int idx,

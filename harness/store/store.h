@@ -135,6 +135,14 @@ int ppb_store_each_env(ppb_store *s, int64_t run_id, ppb_env_visitor fn, void *c
 /* One environment entry's value into value (len bytes): 1 when the run has it, 0
  * when not (value ""), negative PPB_E* if the query fails. */
 int ppb_store_get_env(ppb_store *s, int64_t run_id, const char *key, char *value, size_t len, ppb_err *err);
+/* How a run's kernels were timed beyond its device: the CPU backend's threads per
+ * launch (PPBENCH_CPU_KERNEL_THREADS), as its environment recorded them. Runs
+ * that differ in it (one thread against every core: about 2x apart) are not one
+ * history: trend and compare leave the others out. `timing` gets the run's value
+ * ("" when not recorded: a GPU run, or a CPU run from before it was recorded).
+ * Returns 0 or a negative PPB_E*. */
+#define PPB_ENV_KERNEL_THREADS "before.cpu_kernel_threads"
+int ppb_store_run_timing(ppb_store *s, int64_t run_id, char *timing, size_t len, ppb_err *err);
 /* A run's results counted by status (ppb_status; 0 for a status none has). */
 int ppb_store_run_status_counts(ppb_store *s, int64_t run_id, int counts[PPB_STATUS_COUNT], ppb_err *err);
 /* The implementations a run's cases ran ("builtin", "plugin:NAME", ...), each

@@ -89,4 +89,21 @@ grep -q "REJECT: case .*(run-to-run noise" "$WORK/out" || { cat "$WORK/out"; fai
 cp "$PPBENCH_DB" "$WORK/base.db"
 expect_rc 10 "$PPB" compare 11 12 --baseline-db "$WORK/base.db"
 grep -q "from 8 plain runs" "$WORK/out" || { cat "$WORK/out"; fail "a copied baseline database doubled the history"; }
+
+# the CPU kernel on every core (run 13) against runs on one thread (the default): compare refuses the pair,
+# trend leaves the one-thread runs out of the latest run's history and says so; a bad setting is refused by name
+# before anything is stored
+PPBENCH_CPU_KERNEL_THREADS=all run
+[ "$(sqlite3 "$PPBENCH_DB" "SELECT value FROM env WHERE run_id = 13 AND key = 'before.cpu_kernel_threads'")" != 1 ] \
+  || fail "run 13 did not record its kernel threads"
+expect_rc 3 "$PPB" compare 12 13
+grep -q "differ in before.cpu_kernel_threads ('1' vs 'all (" "$WORK/err" || { cat "$WORK/err"; fail "compare across kernel threads"; }
+expect_rc 0 "$PPB" trend "$SRC/suites/smoke.yaml"
+grep -q "latest run 13 against" "$WORK/out" || { cat "$WORK/out"; fail "trend's latest run"; }
+grep -q "note: up to 10 earlier runs of a case left out: their kernels were timed on other threads" "$WORK/out" \
+  || { cat "$WORK/out"; fail "trend did not leave out the runs timed on one thread"; }
+grep -qE "^(regression|improvement|outlier) " "$WORK/out" && { cat "$WORK/out"; fail "trend judged across kernel threads"; }
+expect_rc 3 env PPBENCH_CPU_KERNEL_THREADS=lots "$PPB" run "$SRC/suites/smoke.yaml" --filter "$F" --no-progress
+grep -q "PPBENCH_CPU_KERNEL_THREADS='lots': not a thread count" "$WORK/err" || { cat "$WORK/err"; fail "bad kernel threads"; }
+[ "$(sqlite3 "$PPBENCH_DB" "SELECT count(*) FROM runs")" -eq 13 ] || fail "a refused setting stored a run"
 echo "run_kinds: ok"

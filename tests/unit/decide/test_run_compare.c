@@ -410,7 +410,8 @@ static void test_history_reader(void **state)
         fail_msg("put: %s", err.msg);
     ppb_result_free(&r);
     /* the first database twice: its runs count once; day 4 skipped in one source is skipped in both */
-    ppb_run_compare_source src[3] = {{s, "nightly", {0, 0}}, {s2, "nightly", {0, 0}}, {s, "nightly", {id[4], 0}}};
+    ppb_run_compare_source src[3] = {
+        {s, "nightly", {0, 0}, NULL}, {s2, "nightly", {0, 0}, NULL}, {s, "nightly", {id[4], 0}, NULL}};
     double *h = NULL;
     int n = 0;
     assert_int_equal(ppb_run_compare_history(src, 3, c.key, 0, &h, &n, &err), PPB_OK);
@@ -426,6 +427,22 @@ static void test_history_reader(void **state)
     assert_int_equal(ppb_run_compare_history(src, 1, "prefix_prefill b=99", 0, &h, &n, &err), PPB_OK);
     assert_int_equal(n, 0);
     free(h);
+    /* runs timed another way (the CPU kernel's threads per launch) are another history: days 2 and 3 on one
+     * thread, the rest not recorded */
+    for (int i = 2; i <= 3; i++)
+        assert_int_equal(ppb_store_put_env(s, id[i], PPB_ENV_KERNEL_THREADS, "1", &err), PPB_OK);
+    const char *timing[2] = {"", "1"};
+    const double want_timed[2][3] = {{1, 1.5, 5}, {2, 3, 0}};
+    const int n_timed[2] = {3, 2};
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 3; i++)
+            src[i].timing = timing[k];
+        assert_int_equal(ppb_run_compare_history(src, 3, c.key, 0, &h, &n, &err), PPB_OK);
+        assert_int_equal(n, n_timed[k]);
+        for (int i = 0; i < n; i++)
+            assert_true(h[i] == want_timed[k][i]);
+        free(h);
+    }
     ppb_store_close(s2);
     unlink(path2);
     ppb_store_close(s);
