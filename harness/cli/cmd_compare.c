@@ -176,16 +176,19 @@ static const char *impl_of(const ppb_case *c)
  * implementations, each side's history one after the other (run_compare.h's
  * history_split). */
 static int pair_case(const run_results rr[2], int i, int j, int across, const ppb_run_compare_source *src,
-                     int n_src, int max_history, ppb_run_compare_case *c, ppb_proposal_case *pc, ppb_err *err)
+                     int n_src, const ppb_run_compare_rules *rules, ppb_run_compare_case *c, ppb_proposal_case *pc,
+                     ppb_err *err)
 {
     ppb_run_compare_case_of(&rr[0].cases[i], &rr[0].results[i], &rr[1].results[j], c);
     snprintf(pc->baseline_key, sizeof pc->baseline_key, "%s", rr[0].cases[i].key);
     snprintf(pc->candidate_key, sizeof pc->candidate_key, "%s", rr[1].cases[j].key);
     double *h[2] = {NULL, NULL};
     int nh[2] = {0, 0};
-    int rc = ppb_run_compare_history(src, n_src, pc->baseline_key, max_history, &h[0], &nh[0], err);
+    int rc = ppb_run_compare_history(src, n_src, pc->baseline_key, rules->max_history, rules->min_history, &h[0],
+                                     &nh[0], err);
     if (!rc && across)
-        rc = ppb_run_compare_history(src, n_src, pc->candidate_key, max_history, &h[1], &nh[1], err);
+        rc = ppb_run_compare_history(src, n_src, pc->candidate_key, rules->max_history, rules->min_history, &h[1],
+                                     &nh[1], err);
     if (!rc && nh[1] > 0) {
         double *both = realloc(h[0], sizeof *both * (size_t)(nh[0] + nh[1]));
         if (!both)
@@ -209,8 +212,9 @@ static int pair_case(const run_results rr[2], int i, int j, int across, const pp
  * against the noise of both implementations' own plain runs. A case of A
  * with more than one implementation in B is refused: which to pair is a
  * guess. */
-static int join_cases(const run_results rr[2], const ppb_run_compare_source *src, int n_src, int max_history,
-                      ppb_run_compare_case *rcs, ppb_proposal_case *pcs, int *n_out, int *across_out, ppb_err *err)
+static int join_cases(const run_results rr[2], const ppb_run_compare_source *src, int n_src,
+                      const ppb_run_compare_rules *rules, ppb_run_compare_case *rcs, ppb_proposal_case *pcs,
+                      int *n_out, int *across_out, ppb_err *err)
 {
     int n = 0, rc = PPB_OK, across = 0;
     char (*builtin[2])[PPB_CASE_KEY_MAX] = {NULL, NULL}; /* across: each case's key on the built-in kernels */
@@ -231,7 +235,7 @@ static int join_cases(const run_results rr[2], const ppb_run_compare_source *src
                     break; /* a key is in a run once */
             }
             if (match >= 0 && !rc) {
-                rc = pair_case(rr, i, match, across, src, n_src, max_history, &rcs[n], &pcs[n], err);
+                rc = pair_case(rr, i, match, across, src, n_src, rules, &rcs[n], &pcs[n], err);
                 n++;
             }
         }
@@ -373,7 +377,7 @@ int cmd_compare(int argc, char **argv)
     char names[2][128], timing[32];
     int n_src = 0, n = 0, across = 0;
     if ((rc = history_sources(sa, id[0], s, id[1], src, names, timing, &n_src, &err)) ||
-        (rc = join_cases(rr, src, n_src, co.rules.max_history, rcs, pcs, &n, &across, &err)))
+        (rc = join_cases(rr, src, n_src, &co.rules, rcs, pcs, &n, &across, &err)))
         goto end;
     if (n == 0) {
         rc = ppb_fail(&err, PPB_EINPUT, "runs %lld and %lld have no case in common (by key, or by shape and "

@@ -329,6 +329,7 @@ typedef struct hist_point {
     char started_at[32];
     double ms;
     int skip, seq;   /* seq: the order read, for runs started in the same second */
+    int noisy;       /* status noisy: the run did not measure the case to its target */
 } hist_point;
 
 typedef struct hist_walk {
@@ -361,6 +362,7 @@ static int hist_add(void *ctx, const ppb_history_point *p)
     snprintf(q->started_at, sizeof q->started_at, "%s", p->started_at);
     q->ms = p->median_ms;
     q->skip = skip;
+    q->noisy = strcmp(p->status, "noisy") == 0;
     q->seq = h->n - 1;
     return 0;
 }
@@ -373,7 +375,7 @@ static int by_start(const void *a, const void *b)
 }
 
 int ppb_run_compare_history(const ppb_run_compare_source *src, int n_src, const char *key, int max_n,
-                            double **out, int *n, ppb_err *err)
+                            int min_measured, double **out, int *n, ppb_err *err)
 {
     hist_walk h = {NULL, 0, 0, NULL, err};
     int rc = PPB_OK;
@@ -397,8 +399,11 @@ int ppb_run_compare_history(const ppb_run_compare_source *src, int n_src, const 
             if (j != i && strcmp(h.p[i].uid, h.p[j].uid) == 0 && (h.p[j].skip || j < i))
                 drop[i] = 1;
     }
+    int measured = 0;
     for (int i = 0; i < h.n && !rc; i++)
-        if (!drop[i])
+        measured += !drop[i] && !h.p[i].noisy;
+    for (int i = 0; i < h.n && !rc; i++)
+        if (!drop[i] && !(h.p[i].noisy && min_measured > 0 && measured >= min_measured))
             h.p[m++] = h.p[i];
     free(drop);
     if (!rc && m > 0) {

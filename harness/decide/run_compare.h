@@ -84,12 +84,17 @@ typedef struct ppb_run_compare_source {
     const char *timing;
 } ppb_run_compare_source;
 
-/* The case's timed medians (status ok or noisy) over the sources, oldest first,
- * each run once (by uid: a database and its copy are one history), a run
- * skipped in any source skipped in all, the latest `max_n` kept. *out is
+/* The case's timed medians over the sources, oldest first, each run once (by
+ * uid: a database and its copy are one history), a run skipped in any source
+ * skipped in all, the latest `max_n` kept. The runs that measured the case to
+ * their noise target (ok) when at least `min_measured` did, else the noisy ones
+ * too: a compared run that could not brings its own spread (judge_case), so
+ * the history's noise is that of runs that could, and one disturbed run does
+ * not widen every interval for the next max_n compares; a case that seldom
+ * meets its target is judged on all its runs (min_measured 0: always). *out is
  * malloc'd (free it); *n may be 0. */
 int ppb_run_compare_history(const ppb_run_compare_source *src, int n_src, const char *key, int max_n,
-                            double **out, int *n, ppb_err *err);
+                            int min_measured, double **out, int *n, ppb_err *err);
 
 /* Is one of the compared runs unusual as a whole against the cases'
  * histories? Two runs made apart can differ by the machine's state, which

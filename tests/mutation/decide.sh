@@ -118,6 +118,8 @@ M decide/run_compare.c 's#c->baseline_spread = ra->status == PPB_STATUS_NOISY ? 
   "compare: a run measured to its target widens the case too"
 M decide/run_compare.c 's#\*sd = sqrt(2.0 \* \*sigma \* \*sigma + own_a \* own_a + own_b \* own_b);#*sd = sqrt(2.0 * *sigma * *sigma + own_b * own_b);#' \
   "compare: only the candidate run's spread counts"
+M decide/run_compare.c 's#if (!drop\[i\] \&\& !(h.p\[i\].noisy \&\& min_measured > 0 \&\& measured >= min_measured))#if (!drop[i])#' \
+  "compare's history: the noisy runs kept when enough runs met their target"
 M decide/verdict_recompute.c 's#if (sv->rec->rule_version < 3) /\* before rule 3#if (0) /* before rule 3#' \
   "recompute: a rule-2 compare decided again with rule 3's spread"
 M decide/run_compare.c 's#ppb_bonferroni_alpha(rules->verdict.alpha, judged + 1);#ppb_bonferroni_alpha(rules->verdict.alpha, judged);#' \
