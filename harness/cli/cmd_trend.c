@@ -46,7 +46,7 @@ typedef struct history {
     char (*when)[32];
     const char *prefix;     /* "base:" for runs of the baseline database */
     ppb_store *s;           /* the database being read */
-    const char *timing;     /* the latest run's (ppb_store_run_timing): runs timed otherwise are left out */
+    const char *timing;     /* the latest run's (trend_doc's timing): runs timed otherwise are left out */
     int left_out;           /* runs left out for that */
     ppb_err *err;
     int n, cap;
@@ -98,8 +98,6 @@ typedef struct trend_ctx {
     ppb_trend_options opt;
     ppb_trend_doc doc;      /* every judged case, for --json / --markdown */
     ppb_trend_pools pools;  /* each kernel's cases, pooled night by night */
-    char timing[32];        /* how the latest run was timed (ppb_store_run_timing) */
-    int left_out;           /* the most runs one case's history left out for being timed otherwise */
     FILE *human;
     int rc;
     ppb_err *err;
@@ -136,7 +134,7 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
     int timed = (r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY) && r->median_ms > 0;
     if (!timed)
         ppb_trend_not_timed(ppb_status_name(r->status), r->reason, &res);
-    h.timing = t->timing;
+    h.timing = t->doc.timing;
     h.err = t->err;
     if (timed && t->baseline) {
         h.prefix = "base:";
@@ -148,8 +146,8 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
     int n_base = h.n;
     if (timed && !rc)
         rc = ppb_store_case_history(t->s, t->suite, c->key, t->since, t->kinds, add_point, &h, t->err);
-    if (h.left_out > t->left_out)
-        t->left_out = h.left_out;
+    if (h.left_out > t->doc.history_left_out)
+        t->doc.history_left_out = h.left_out;
     ppb_trend_options opt = t->opt;
     if (t->suite_file) {
         ppb_trend_settings ts;
@@ -328,7 +326,7 @@ int cmd_trend(int argc, char **argv)
         rc = ppb_fail(&err, latest < 0 ? PPB_EIO : PPB_EINPUT, "no %s run of suite '%s' in the database",
                       t.kinds ? t.kinds : "plain", name);
     } else if (!(rc = ppb_measured_read(t.s, latest, &t.doc.measured, &err)) &&
-               !(rc = ppb_store_run_timing(t.s, latest, t.timing, sizeof t.timing, &err))) {
+               !(rc = ppb_store_run_timing(t.s, latest, t.doc.timing, sizeof t.doc.timing, &err))) {
         t.doc.latest_run = latest;
         fprintf(t.human, "suite %s: latest run %lld against its history (window %d, runs of kind %s)\n", name,
                 (long long)latest, t.opt.window, t.kinds ? t.kinds : "run");
@@ -345,11 +343,10 @@ int cmd_trend(int argc, char **argv)
                 t.doc.counts[PPB_TREND_OK], t.doc.counts[PPB_TREND_REGRESSION], t.doc.counts[PPB_TREND_IMPROVEMENT],
                 t.doc.counts[PPB_TREND_OUTLIER], t.doc.counts[PPB_TREND_INSUFFICIENT_HISTORY],
                 t.doc.counts[PPB_TREND_NOT_TIMED]);
-    if (!rc && t.left_out)
-        fprintf(t.human,
-                "note: up to %d earlier runs of a case left out: their kernels were timed on other threads per launch "
-                "than the latest run's (%s '%s'), and one thread against every core is not one history\n",
-                t.left_out, PPB_ENV_KERNEL_THREADS, t.timing[0] ? t.timing : "not recorded");
+    char note[320];
+    ppb_trend_doc_left_out_note(&t.doc, note, sizeof note);
+    if (!rc && note[0])
+        fprintf(t.human, "note: %s\n", note);
     if (!rc)
         ppb_cli_load_note(t.s, t.doc.latest_run, t.human);
     ppb_cli_close_stores(&st);

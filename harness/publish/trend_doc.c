@@ -71,13 +71,26 @@ static void result_json(const ppb_trend_result *r, FILE *out)
     ppb_json_string(out, r->reason);
 }
 
+void ppb_trend_doc_left_out_note(const ppb_trend_doc *d, char *buf, size_t len)
+{
+    if (d->history_left_out > 0)
+        snprintf(buf, len,
+                 "up to %d earlier runs of a case left out of its history: their kernels were timed on other threads "
+                 "per launch than the latest run's (cpu_kernel_threads %s), and one thread against every core is "
+                 "not one history",
+                 d->history_left_out, d->timing[0] ? d->timing : "not recorded");
+    else if (len)
+        buf[0] = '\0';
+}
+
 void ppb_trend_doc_json(const ppb_trend_doc *d, int exit_code, FILE *out)
 {
     fprintf(out, "{\"schema\":\"" PPB_TREND_SCHEMA "\",\"command\":\"trend\",\"exit_code\":%d,\"suite\":", exit_code);
     ppb_json_string(out, d->suite);
     /* The one word a CI step reads, as the Markdown headline says it. */
     fprintf(out, ",\"verdict\":\"%s\"", ppb_trend_doc_verdict(d));
-    fprintf(out, ",\"latest_run\":%lld,\"window\":%d,\"counts\":{", (long long)d->latest_run, d->window);
+    fprintf(out, ",\"latest_run\":%lld,\"window\":%d,\"history_left_out\":%d,\"counts\":{", (long long)d->latest_run,
+            d->window, d->history_left_out);
     for (int s = 0; s < PPB_TREND_STATUS_COUNT; s++)
         fprintf(out, "%s\"%s\":%d", s ? "," : "", ppb_trend_status_name(s), d->counts[s]);
     fputs("},\"measured\":", out);
@@ -110,6 +123,13 @@ void ppb_trend_doc_markdown(const ppb_trend_doc *d, FILE *out)
         fprintf(out, "%s%d %s", s ? ", " : "", d->counts[s], ppb_trend_status_name(s));
     fputs(".\n", out);
     ppb_measured_markdown(&d->measured, 1, out);
+    char note[320];
+    ppb_trend_doc_left_out_note(d, note, sizeof note);
+    if (note[0]) {
+        fputs("\n**Note:** ", out);
+        ppb_md_text(out, note);
+        fputs(".\n", out);
+    }
     if (strcmp(ppb_trend_doc_verdict(d), "NOT TIMED") == 0) {
         fputs("\nThe latest run timed no case: nothing to follow. The first: ", out);
         ppb_md_text(out, d->rows[0].res.reason);

@@ -25,6 +25,8 @@ typedef struct ppb_trend_doc {
     int64_t latest_run;
     ppb_measured measured;                /* how the latest run was measured (CPU timings, the load) */
     int window;
+    int history_left_out;                 /* the most earlier runs one case's history left out: timed another way */
+    char timing[32];                      /* how the latest run was timed (ppb_store_run_timing; "": not recorded) */
     int counts[PPB_TREND_STATUS_COUNT];   /* by ppb_trend_status */
     ppb_trend_row *rows;
     int n, cap;
@@ -36,6 +38,10 @@ typedef struct ppb_trend_doc {
  * when the latest run timed no case (a night that measured nothing is never a
  * pass), else "no regression". The JSON, the Markdown and the exit code follow it. */
 const char *ppb_trend_doc_verdict(const ppb_trend_doc *d);
+
+/* The note on runs left out of the histories (history_left_out > 0), in every
+ * document's words; "" when none was. */
+void ppb_trend_doc_left_out_note(const ppb_trend_doc *d, char *buf, size_t len);
 
 /* Append a judged case (and count it); PPB_ENOMEM when the list cannot grow. */
 int ppb_trend_doc_add(ppb_trend_doc *d, const char *key, const ppb_trend_result *res);

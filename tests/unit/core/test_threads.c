@@ -117,7 +117,7 @@ static void test_limit_this_thread(void **state)
     assert_int_equal(atomic_load(&most), 0); /* one thread: the caller alone */
     assert_int_equal(ppb_parallel_limit_this_thread(0), 1);
     atomic_store(&most, 0);
-    for (int tries = 0; tries < 20 && atomic_load(&most) <= 2; tries++) /* the workers race: some get items */
+    for (int tries = 0; tries < 100 && atomic_load(&most) <= 2; tries++) /* the workers race: some get items */
         ppb_parallel_for(400, max_worker, &most);
     assert_true(atomic_load(&most) > 2);
     run_and_check(100, 1);
