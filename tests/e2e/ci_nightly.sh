@@ -85,6 +85,8 @@ for night in range(8):
         new = cur.lastrowid
         con.execute("UPDATE runs SET started_at = ? WHERE id = ?", (f"2000-01-{night + 1:02d}T00:00:00Z", new))
         con.execute(f"INSERT INTO results(run_id, {','.join(rcols)}) SELECT ?, {','.join(rcols)} FROM results WHERE run_id = ?", (new, suite_run))
+        # the environment too: trend follows runs timed as the latest was (cpu_kernel_threads)
+        con.execute("INSERT INTO env(run_id, key, value) SELECT ?, key, value FROM env WHERE run_id = ?", (new, suite_run))
         con.execute("UPDATE results SET row_check = NULL, median_ms = median_ms * (0.1 + 0.001 * ?) WHERE run_id = ?", (night, new))
 con.commit()
 PY

@@ -20,7 +20,7 @@ done
 ab=$(q "SELECT id FROM proposals WHERE name = 'ab-smoke'")
 ch=$(q "SELECT id FROM proposals WHERE name = 'chunked-smoke'")
 expect_rc 0 "$PPB" verdict --recompute "$ab"
-grep -q "^proposal $ab (ab-smoke, kernel_config): stored [A-Z]*; decided again .*(rule version 2)" "$WORK/out" \
+grep -q "^proposal $ab (ab-smoke, kernel_config): stored [A-Z]*; decided again .*(rule version 3)" "$WORK/out" \
   || { cat "$WORK/out"; fail "recompute's first line"; }
 grep -q "^the same: verdict, weighted mean, 11 cases (11 compared) and reasons agree" "$WORK/out" \
   || { cat "$WORK/out"; fail "ab-smoke not the same"; }
@@ -36,7 +36,7 @@ runs=$(q "SELECT baseline_run || ',' || candidate_run FROM proposals WHERE id = 
 n_sessions=$(q "SELECT count(DISTINCT session) FROM samples WHERE result_id IN (SELECT id FROM results WHERE run_id IN ($runs))")
 [ "$n_sessions" = 3 ] || [ "$n_sessions" = 4 ] || fail "$n_sessions sessions in the tags, not the default 3 (or 4)"
 [ "$(q "SELECT rule_version, alpha, require_correct, method, bootstrap_reps, samples_per_round, min_rounds, max_rounds,
-        sessions FROM proposals WHERE id = $ab")" = "2|0.05|1|hodges_lehmann|2000|5|2|4|3" ] || fail "rules or design not stored"
+        sessions FROM proposals WHERE id = $ab")" = "3|0.05|1|hodges_lehmann|2000|5|2|4|3" ] || fail "rules or design not stored"
 [ "$(q "SELECT count(*) FROM proposal_cases WHERE proposal_id = $ab AND looks_planned = 2 AND looks_taken BETWEEN 1 AND 2
         AND sessions BETWEEN 3 AND 4 AND look_share > 0 AND look_share <= 1 AND abs(alpha - 0.05 / 12 * look_share) < 1e-15
         AND abs(stop_alpha - 0.05 / 12) < 1e-15")" = 11 ] \
