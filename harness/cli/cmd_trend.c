@@ -45,10 +45,6 @@ typedef struct history {
     char (*ids)[24];
     char (*when)[32];
     const char *prefix;     /* "base:" for runs of the baseline database */
-    ppb_store *s;           /* the database being read */
-    const char *timing;     /* the latest run's (trend_doc's timing): runs timed otherwise are left out */
-    int left_out;           /* runs left out for that */
-    ppb_err *err;
     int n, cap;
 } history;
 
@@ -58,14 +54,6 @@ static int add_point(void *ctx, const ppb_history_point *p)
     if (!(strcmp(p->status, "ok") == 0 || strcmp(p->status, "noisy") == 0) ||
         !(p->median_ms > 0))
         return 0; /* only timed results have a time to follow */
-    char timing[32];
-    int rc = ppb_store_run_timing(h->s, p->run_id, timing, sizeof timing, h->err);
-    if (rc)
-        return rc;
-    if (strcmp(timing, h->timing) != 0) {
-        h->left_out++;
-        return 0;
-    }
     if (h->n == h->cap) {
         int cap = h->cap ? h->cap * 2 : 32;
         ppb_trend_point *pts = realloc(h->pts, sizeof *pts * (size_t)cap);
@@ -134,20 +122,15 @@ static int judge_case(void *ctx, const ppb_case *c, const ppb_result *r)
     int timed = (r->status == PPB_STATUS_OK || r->status == PPB_STATUS_NOISY) && r->median_ms > 0;
     if (!timed)
         ppb_trend_not_timed(ppb_status_name(r->status), r->reason, &res);
-    h.timing = t->doc.timing;
-    h.err = t->err;
     if (timed && t->baseline) {
         h.prefix = "base:";
-        h.s = t->baseline;
-        rc = ppb_store_case_history(t->baseline, t->suite, c->key, t->since, t->kinds, add_point, &h, t->err);
+        rc = ppb_store_case_history(t->baseline, t->suite, c->key, t->since, t->kinds, t->doc.timing, add_point, &h,
+                                    t->err);
     }
     h.prefix = "";
-    h.s = t->s;
     int n_base = h.n;
     if (timed && !rc)
-        rc = ppb_store_case_history(t->s, t->suite, c->key, t->since, t->kinds, add_point, &h, t->err);
-    if (h.left_out > t->doc.history_left_out)
-        t->doc.history_left_out = h.left_out;
+        rc = ppb_store_case_history(t->s, t->suite, c->key, t->since, t->kinds, t->doc.timing, add_point, &h, t->err);
     ppb_trend_options opt = t->opt;
     if (t->suite_file) {
         ppb_trend_settings ts;
@@ -335,6 +318,12 @@ int cmd_trend(int argc, char **argv)
         rc = ppb_store_each_result(t.s, latest, judge_case, &t, &err);
         if (!rc)
             rc = judge_pools(&t);
+        int left_out[2] = {0, 0};   /* here and in the baseline database */
+        if (!rc)
+            rc = ppb_store_runs_timed_otherwise(t.s, name, t.since, t.kinds, t.doc.timing, &left_out[0], &err);
+        if (!rc && t.baseline)
+            rc = ppb_store_runs_timed_otherwise(t.baseline, name, t.since, t.kinds, t.doc.timing, &left_out[1], &err);
+        t.doc.history_left_out = left_out[0] + left_out[1];
     }
     if (rc)
         fprintf(stderr, "ppbench trend: %s\n", err.msg);

@@ -336,7 +336,6 @@ typedef struct hist_walk {
     hist_point *p;
     int n, cap;
     const ppb_run_compare_source *src;
-    ppb_err *err;
 } hist_walk;
 
 static int hist_add(void *ctx, const ppb_history_point *p)
@@ -347,14 +346,6 @@ static int hist_add(void *ctx, const ppb_history_point *p)
                 isfinite(p->median_ms);
     if (!skip && !timed)
         return 0;
-    if (!skip && h->src->timing) {
-        char timing[32];
-        int rc = ppb_store_run_timing(h->src->s, p->run_id, timing, sizeof timing, h->err);
-        if (rc)
-            return rc;
-        if (strcmp(timing, h->src->timing) != 0)
-            return 0; /* timed another way: not this history */
-    }
     if (ppb_grow((void **)&h->p, &h->cap, h->n, sizeof *h->p, 32) != PPB_OK)
         return PPB_ENOMEM;
     hist_point *q = &h->p[h->n++];
@@ -377,13 +368,13 @@ static int by_start(const void *a, const void *b)
 int ppb_run_compare_history(const ppb_run_compare_source *src, int n_src, const char *key, int max_n,
                             int min_measured, double **out, int *n, ppb_err *err)
 {
-    hist_walk h = {NULL, 0, 0, NULL, err};
+    hist_walk h = {NULL, 0, 0, NULL};
     int rc = PPB_OK;
     *out = NULL;
     *n = 0;
     for (int i = 0; i < n_src && !rc; i++) {
         h.src = &src[i];
-        rc = ppb_store_case_history(src[i].s, src[i].suite, key, "", "run", hist_add, &h, err);
+        rc = ppb_store_case_history(src[i].s, src[i].suite, key, "", "run", src[i].timing, hist_add, &h, err);
     }
     if (rc == PPB_ENOMEM)
         ppb_fail(err, rc, "out of memory reading a case's history");

@@ -329,6 +329,8 @@ static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
     if (latest == 0)
         return ppb_fail(err, PPB_EINPUT, "the database holds no run of suite '%s'", req->suite);
     int rc = load_run(s, latest, &r->run, &r->env, &r->n_env, err);
+    if (!rc) /* the nights followed are those timed as the latest was, as `ppbench trend` follows them */
+        rc = ppb_store_run_timing(s, latest, r->timing, sizeof r->timing, err);
     if (rc)
         return rc;
     r->have_run = 1;
@@ -353,7 +355,7 @@ static int gather_trend(ppb_store *s, rp_report *r, ppb_err *err)
         t->chart = -1;
         snprintf(t->key, sizeof t->key, "%s", keys.keys[i]);
         history_sink hk = {t, 0, err};
-        rc = ppb_store_case_history(s, req->suite, t->key, req->since, NULL, collect_point, &hk, err);
+        rc = ppb_store_case_history(s, req->suite, t->key, req->since, NULL, r->timing, collect_point, &hk, err);
         if (rc)
             break;
         ppb_trend_point *pts = calloc((size_t)t->n_points + 1, sizeof *pts);

@@ -107,6 +107,7 @@ typedef struct rp_report {
 
     ppb_run_info run;           /* the run; proposal: the candidate run; trend: the latest run */
     int have_run;
+    char timing[32];            /* trend: how the latest run was timed (ppb_store_run_timing) */
     ppb_run_time run_time;      /* a run report: where its time went */
     int have_run_time;
     ppb_run_info base_run;      /* proposal: the baseline run */

@@ -75,9 +75,9 @@ void ppb_trend_doc_left_out_note(const ppb_trend_doc *d, char *buf, size_t len)
 {
     if (d->history_left_out > 0)
         snprintf(buf, len,
-                 "up to %d earlier runs of a case left out of its history: their kernels were timed on other threads "
-                 "per launch than the latest run's (cpu_kernel_threads %s), and one thread against every core is "
-                 "not one history",
+                 "%d runs of the suite left out of the histories: their kernels were timed on other threads per "
+                 "launch than the latest run's (cpu_kernel_threads %s), and one thread against every core is not one "
+                 "history",
                  d->history_left_out, d->timing[0] ? d->timing : "not recorded");
     else if (len)
         buf[0] = '\0';

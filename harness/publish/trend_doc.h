@@ -25,7 +25,7 @@ typedef struct ppb_trend_doc {
     int64_t latest_run;
     ppb_measured measured;                /* how the latest run was measured (CPU timings, the load) */
     int window;
-    int history_left_out;                 /* the most earlier runs one case's history left out: timed another way */
+    int history_left_out;                 /* the suite's runs the histories left out: timed another way */
     char timing[32];                      /* how the latest run was timed (ppb_store_run_timing; "": not recorded) */
     int counts[PPB_TREND_STATUS_COUNT];   /* by ppb_trend_status */
     ppb_trend_row *rows;

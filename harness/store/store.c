@@ -1957,13 +1957,19 @@ static int history_row(sqlite3_stmt *stmt, void *arg)
     return w->fn(w->ctx, &p);
 }
 
+/* A run u timed as :timing says (:any_timing 1: every run), the one definition of
+ * ppb_store_run_timing's rule for the history readers. */
+#define TIMED_AS                                                                                                \
+    " (:any_timing OR COALESCE((SELECT e.value FROM env e WHERE e.run_id = u.id AND e.key = '"                  \
+    PPB_ENV_KERNEL_THREADS "'), '') = :timing)"
+
 int ppb_store_case_history(ppb_store *s, const char *suite_name, const char *case_key, const char *since,
-                           const char *kinds, ppb_history_visitor fn, void *ctx, ppb_err *err)
+                           const char *kinds, const char *timing, ppb_history_visitor fn, void *ctx, ppb_err *err)
 {
     static const char sql[] =
         "SELECT u.id, u.started_at, r.status, r.median_ms, COALESCE(u.uid, '') FROM results r"
         " JOIN runs u ON u.id = r.run_id JOIN cases c ON c.id = r.case_id"
-        " WHERE u.suite_name = :suite AND c.key = :key AND u.started_at >= :since AND" KIND_IN_LIST
+        " WHERE u.suite_name = :suite AND c.key = :key AND u.started_at >= :since AND" KIND_IN_LIST " AND" TIMED_AS
         " ORDER BY u.started_at, u.id";
     if (kinds && *kinds) {
         int rc = ppb_store_run_kinds_check(kinds, err);
@@ -1973,8 +1979,31 @@ int ppb_store_case_history(ppb_store *s, const char *suite_name, const char *cas
     history_walk w = {fn, ctx};
     return each_row(s, sql,
                     PARAMS(P_TEXT(":suite", suite_name), P_TEXT(":key", case_key),
-                           P_TEXT(":since", since ? since : ""), P_TEXT(":kinds", kinds ? kinds : "")),
+                           P_TEXT(":since", since ? since : ""), P_TEXT(":kinds", kinds ? kinds : ""),
+                           P_INT(":any_timing", timing == NULL), P_TEXT(":timing", timing ? timing : "")),
                     history_row, &w, "reading a case's history", err);
+}
+
+int ppb_store_runs_timed_otherwise(ppb_store *s, const char *suite_name, const char *since, const char *kinds,
+                                   const char *timing, int *count, ppb_err *err)
+{
+    *count = 0;
+    if (!timing)
+        return PPB_OK;
+    if (kinds && *kinds) {
+        int rc = ppb_store_run_kinds_check(kinds, err);
+        if (rc)
+            return rc;
+    }
+    long long n = 0;
+    int rc = one_row(s,
+                     "SELECT count(*) FROM runs u WHERE u.suite_name = :suite AND u.started_at >= :since AND"
+                     KIND_IN_LIST " AND NOT" TIMED_AS,
+                     PARAMS(P_TEXT(":suite", suite_name), P_TEXT(":since", since ? since : ""),
+                            P_TEXT(":kinds", kinds ? kinds : ""), P_INT(":any_timing", 0), P_TEXT(":timing", timing)),
+                     read_int64, &n, "counting a suite's runs timed otherwise", err);
+    *count = (int)n;
+    return rc;
 }
 
 int64_t ppb_store_latest_run_of_suite(ppb_store *s, const char *suite_name, const char *kinds)

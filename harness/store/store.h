@@ -135,14 +135,6 @@ int ppb_store_each_env(ppb_store *s, int64_t run_id, ppb_env_visitor fn, void *c
 /* One environment entry's value into value (len bytes): 1 when the run has it, 0
  * when not (value ""), negative PPB_E* if the query fails. */
 int ppb_store_get_env(ppb_store *s, int64_t run_id, const char *key, char *value, size_t len, ppb_err *err);
-/* How a run's kernels were timed beyond its device: the CPU backend's threads per
- * launch (PPBENCH_CPU_KERNEL_THREADS), as its environment recorded them. Runs
- * that differ in it (one thread against every core: about 2x apart) are not one
- * history: trend and compare leave the others out. `timing` gets the run's value
- * ("" when not recorded: a GPU run, or a CPU run from before it was recorded).
- * Returns 0 or a negative PPB_E*. */
-#define PPB_ENV_KERNEL_THREADS "before.cpu_kernel_threads"
-int ppb_store_run_timing(ppb_store *s, int64_t run_id, char *timing, size_t len, ppb_err *err);
 /* A run's results counted by status (ppb_status; 0 for a status none has). */
 int ppb_store_run_status_counts(ppb_store *s, int64_t run_id, int counts[PPB_STATUS_COUNT], ppb_err *err);
 /* The implementations a run's cases ran ("builtin", "plugin:NAME", ...), each
@@ -263,6 +255,15 @@ int ppb_store_add_run_wall(ppb_store *s, int64_t run_id, const ppb_run_wall *w, 
 
 /* ---- history (trend) ----------------------------------------------------- */
 
+/* How a run's kernels were timed beyond its device: the CPU backend's threads per
+ * launch (PPBENCH_CPU_KERNEL_THREADS), as its environment recorded them. Runs
+ * that differ in it (one thread against every core: about 2x apart) are not one
+ * history: the history readers below keep the runs timed as the one judged.
+ * `timing` gets the run's value ("" when not recorded: a GPU run, or a CPU run
+ * from before it was recorded). Returns 0 or a negative PPB_E*. */
+#define PPB_ENV_KERNEL_THREADS "before.cpu_kernel_threads"
+int ppb_store_run_timing(ppb_store *s, int64_t run_id, char *timing, size_t len, ppb_err *err);
+
 typedef struct ppb_history_point {
     int64_t run_id;
     char uid[33];              /* the run's stable id: the same run in two databases */
@@ -272,12 +273,17 @@ typedef struct ppb_history_point {
 } ppb_history_point;
 
 /* Results of one case key across the runs of one suite (by suite name),
- * oldest first, limited to runs started at or after `since` ("" = all) and to
+ * oldest first, limited to runs started at or after `since` ("" = all), to
  * runs of the `kinds` (a list as ppb_store_run_kinds_check takes; NULL or "":
- * plain runs only, "run"). */
+ * plain runs only, "run") and to runs timed as `timing` says
+ * (ppb_store_run_timing's value; NULL: every run). */
 typedef int (*ppb_history_visitor)(void *ctx, const ppb_history_point *p);
 int ppb_store_case_history(ppb_store *s, const char *suite_name, const char *case_key, const char *since,
-                           const char *kinds, ppb_history_visitor fn, void *ctx, ppb_err *err);
+                           const char *kinds, const char *timing, ppb_history_visitor fn, void *ctx, ppb_err *err);
+/* The runs of the suite (since, kinds as above) that the history leaves out for
+ * being timed otherwise than `timing`: what a trend says it did not follow. */
+int ppb_store_runs_timed_otherwise(ppb_store *s, const char *suite_name, const char *since, const char *kinds,
+                                   const char *timing, int *count, ppb_err *err);
 /* Latest run of a suite (complete or not) of the `kinds` (as above), 0 when none. */
 int64_t ppb_store_latest_run_of_suite(ppb_store *s, const char *suite_name, const char *kinds);
 

@@ -100,13 +100,13 @@ expect_rc 3 "$PPB" compare 12 13
 grep -q "differ in before.cpu_kernel_threads ('1' vs 'all (" "$WORK/err" || { cat "$WORK/err"; fail "compare across kernel threads"; }
 expect_rc 0 "$PPB" trend "$SRC/suites/smoke.yaml"
 grep -q "latest run 13 against" "$WORK/out" || { cat "$WORK/out"; fail "trend's latest run"; }
-grep -q "note: up to 10 earlier runs of a case left out of its history: their kernels were timed on other threads" "$WORK/out" \
+grep -q "note: 10 runs of the suite left out of the histories: their kernels were timed on other threads" "$WORK/out" \
   || { cat "$WORK/out"; fail "trend did not leave out the runs timed on one thread"; }
 grep -qE "^(regression|improvement|outlier) " "$WORK/out" && { cat "$WORK/out"; fail "trend judged across kernel threads"; }
 "$PPB" trend "$SRC/suites/smoke.yaml" --json "$WORK/t.json" --markdown "$WORK/t.md" >/dev/null
 python3 -c "import json, sys; d = json.load(open(sys.argv[1])); assert d['history_left_out'] == 10, d['history_left_out']" \
   "$WORK/t.json" || fail "trend JSON: history_left_out"
-grep -q "^\*\*Note:\*\* up to 10 earlier runs of a case left out of its history" "$WORK/t.md" || { cat "$WORK/t.md"; fail "trend Markdown note"; }
+grep -q "^\*\*Note:\*\* 10 runs of the suite left out of the histories" "$WORK/t.md" || { cat "$WORK/t.md"; fail "trend Markdown note"; }
 expect_rc 3 env PPBENCH_CPU_KERNEL_THREADS=lots "$PPB" run "$SRC/suites/smoke.yaml" --filter "$F" --no-progress
 grep -q "PPBENCH_CPU_KERNEL_THREADS='lots': not a thread count" "$WORK/err" || { cat "$WORK/err"; fail "bad kernel threads"; }
 [ "$(sqlite3 "$PPBENCH_DB" "SELECT count(*) FROM runs")" -eq 13 ] || fail "a refused setting stored a run"

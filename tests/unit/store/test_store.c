@@ -1057,12 +1057,22 @@ static int collect_history(void *ctx, const ppb_history_point *p)
     return 0;
 }
 
+static history_seen history_timed(ppb_store *s, const char *key, const char *kinds, const char *timing)
+{
+    history_seen h;
+    memset(&h, 0, sizeof h);
+    ppb_err err = {{0}};
+    if (ppb_store_case_history(s, "nightly", key, "", kinds, timing, collect_history, &h, &err))
+        fail_msg("history: %s", err.msg);
+    return h;
+}
+
 static history_seen history_of(ppb_store *s, const char *key, const char *kinds)
 {
     history_seen h;
     memset(&h, 0, sizeof h);
     ppb_err err = {{0}};
-    if (ppb_store_case_history(s, "nightly", key, "", kinds, collect_history, &h, &err))
+    if (ppb_store_case_history(s, "nightly", key, "", kinds, NULL, collect_history, &h, &err))
         fail_msg("history: %s", err.msg);
     return h;
 }
@@ -1120,9 +1130,28 @@ static void test_run_kinds_and_history(void **state)
     assert_int_equal(ppb_store_run_kinds_check("", &err), PPB_EINPUT);
     assert_int_equal(ppb_store_run_kinds_check("proposal,calibrate", &err), PPB_OK);
     history_seen none = {0};
-    assert_int_equal(ppb_store_case_history(s, "nightly", c.key, "", "runs", collect_history, &none, &err),
+    assert_int_equal(ppb_store_case_history(s, "nightly", c.key, "", "runs", NULL, collect_history, &none, &err),
                      PPB_EINPUT);
     assert_int_equal(none.n, 0);
+
+    /* runs timed another way (the CPU kernel's threads per launch) are another history, and are counted */
+    assert_int_equal(ppb_store_put_env(s, id[1], PPB_ENV_KERNEL_THREADS, "1", &err), PPB_OK);
+    char timing[32];
+    assert_int_equal(ppb_store_run_timing(s, id[1], timing, sizeof timing, &err), PPB_OK);
+    assert_string_equal(timing, "1");
+    assert_int_equal(ppb_store_run_timing(s, id[0], timing, sizeof timing, &err), PPB_OK);
+    assert_string_equal(timing, "");
+    h = history_timed(s, c.key, NULL, "1");
+    assert_true(h.n == 1 && h.ids[0] == id[1]);
+    h = history_timed(s, c.key, NULL, "");
+    assert_true(h.n == 2 && h.ids[0] == id[0] && h.ids[1] == id[4]);
+    int left_out = -1;
+    assert_int_equal(ppb_store_runs_timed_otherwise(s, "nightly", "", NULL, "", &left_out, &err), PPB_OK);
+    assert_int_equal(left_out, 1);
+    assert_int_equal(ppb_store_runs_timed_otherwise(s, "nightly", "", "all", "1", &left_out, &err), PPB_OK);
+    assert_int_equal(left_out, 4);
+    assert_int_equal(ppb_store_runs_timed_otherwise(s, "nightly", "", NULL, NULL, &left_out, &err), PPB_OK);
+    assert_int_equal(left_out, 0);
     ppb_result_free(&r);
     ppb_store_close(s);
 }
