@@ -1069,12 +1069,7 @@ static history_seen history_timed(ppb_store *s, const char *key, const char *kin
 
 static history_seen history_of(ppb_store *s, const char *key, const char *kinds)
 {
-    history_seen h;
-    memset(&h, 0, sizeof h);
-    ppb_err err = {{0}};
-    if (ppb_store_case_history(s, "nightly", key, "", kinds, NULL, collect_history, &h, &err))
-        fail_msg("history: %s", err.msg);
-    return h;
+    return history_timed(s, key, kinds, NULL);
 }
 
 /* A run has a kind (run, proposal, calibrate; "" = run); history and the latest
