@@ -275,10 +275,7 @@ static void cpu_environment(ppb_backend *b, ppb_env_sink sink, void *ctx)
     sink(ctx, "cpu_cores", buf);
     snprintf(buf, sizeof buf, "%d", ppb_thread_count());
     sink(ctx, "cpu_threads", buf);
-    if (b->kernel_threads > 0)
-        snprintf(buf, sizeof buf, "%d", b->kernel_threads < ppb_thread_count() ? b->kernel_threads : ppb_thread_count());
-    else
-        snprintf(buf, sizeof buf, "all (%d)", ppb_thread_count());
+    snprintf(buf, sizeof buf, b->kernel_threads > 0 ? "%d" : "all (%d)", cpu_attn_launch_threads(b->kernel_threads));
     sink(ctx, "cpu_kernel_threads", buf);
     double mhz = cpu_mhz();
     if (mhz > 0) {

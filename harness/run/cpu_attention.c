@@ -61,11 +61,10 @@ static float *worker_scratch(cpu_attn *a, int worker)
     return a->scratch + (size_t)worker * a->scratch_floats;
 }
 
-/* Workers a launch of `a` runs on now (PPBENCH_THREADS can change between launches). */
-static int launch_workers(const cpu_attn *a)
+int cpu_attn_launch_threads(int threads)
 {
     int all = ppb_thread_count();
-    return a->threads > 0 && a->threads < all ? a->threads : all;
+    return threads > 0 && threads < all ? threads : all;
 }
 
 /* K / V row of cached token `pos` of sequence `seq`, converted to fp32. */
@@ -658,7 +657,7 @@ int cpu_attn_create(cpu_attn **out, const ppb_case *c, const ppb_workload *w, in
     a->w = w;
     a->c = c;
     a->threads = threads > 0 ? threads : 0;
-    a->n_workers = launch_workers(a);
+    a->n_workers = cpu_attn_launch_threads(a->threads);
     for (int b = 0; b < w->batch; b++)
         if (w->context_lens[b] > a->max_seq_len)
             a->max_seq_len = w->context_lens[b];
@@ -703,7 +702,7 @@ void cpu_attn_destroy(cpu_attn *a)
 int cpu_attn_run(cpu_attn *a, uint16_t *out, ppb_err *err)
 {
     /* PPBENCH_THREADS may have grown since create: every worker index needs scratch */
-    int workers = launch_workers(a);
+    int workers = cpu_attn_launch_threads(a->threads);
     if (workers > a->n_workers) {
         float *more = realloc(a->scratch, sizeof(float) * a->scratch_floats * (size_t)workers);
         if (!more)

@@ -60,6 +60,10 @@ void cpu_attn_destroy(cpu_attn *a);
  * (a guard sized too small: a bug, reported rather than done). */
 int cpu_attn_run(cpu_attn *a, uint16_t *out, ppb_err *err);
 
+/* The threads a launch asked for `threads` (cpu_attn_create's) runs on now: at
+ * most ppb_thread_count(), which PPBENCH_THREADS can change between launches. */
+int cpu_attn_launch_threads(int threads);
+
 /* The threads the last cpu_attn_run's items ran on (1 + the highest worker
  * index among them): what the timing measured, for tests. */
 int cpu_attn_threads_used(const cpu_attn *a);
