@@ -306,25 +306,6 @@ static void say_history_short(const ppb_run_compare_report *rep, int n, const pp
             rules->min_history - most == 1 ? "" : "s");
 }
 
-/* A baseline run unusual as a whole (ppb_run_compare_run_level): the machine
- * may have changed between the runs, and every case's verdict with it. */
-static int say_unusual_baseline(const ppb_run_compare_case *rcs, int n, const ppb_run_compare_report *rep,
-                                long long a, FILE *out, ppb_err *err)
-{
-    ppb_run_level lv;
-    int rc = ppb_run_compare_run_level(rcs, n, rep, 0, &lv, err);
-    if (!rc && lv.unusual) {
-        char what[64];
-        ppb_verdict_describe_change(what, sizeof what, exp(lv.shift));
-        fprintf(out,
-                "note: the baseline run %lld is unusual as a whole: its %d judged cases are together %s than their "
-                "history's usual level, against run-to-run noise of %.2f%%: the machine's state may have changed "
-                "between the runs, and that may be what this comparison sees; compare against a typical run\n",
-                a, lv.cases, what, 100 * lv.noise);
-    }
-    return rc;
-}
-
 int cmd_compare(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -401,8 +382,6 @@ int cmd_compare(int argc, char **argv)
         rc = ppb_print_proposal(&rec, pcs, n, ppb_cli_human(&o), &err);
     if (!rc)
         say_history_short(&rep, n, &co.rules, names[1], (long long)id[0], (long long)id[1]);
-    if (!rc)
-        rc = say_unusual_baseline(rcs, n, &rep, (long long)id[0], ppb_cli_human(&o), &err);
     docs_rc = rc ? 0
                  : ppb_cli_verdict_docs("compare", s, &rec, pcs, n, ppb_cli_verdict_exit(rec.verdict), o.json, o.md);
 end:

@@ -801,7 +801,7 @@ double ppb_bonferroni_alpha(double alpha, int family_size)
     return family_size > 1 ? alpha / family_size : alpha;
 }
 
-int ppb_weighted_geomean(const ppb_ab_interval *cases, const double *weights, int k, double alpha,
+int ppb_weighted_geomean(const ppb_ab_interval *cases, const double *weights, int k, double alpha, double shared_sd,
                          ppb_geomean *out, ppb_err *err)
 {
     int rc;
@@ -809,8 +809,10 @@ int ppb_weighted_geomean(const ppb_ab_interval *cases, const double *weights, in
         return rc;
     if (k < 1 || !cases || !weights)
         return ppb_fail(err, PPB_EINPUT, "no cases for a geometric mean");
+    if (!(shared_sd >= 0) || !isfinite(shared_sd))
+        return ppb_fail(err, PPB_EINPUT, "a shared SD of %g for a geometric mean", shared_sd);
     memset(out, 0, sizeof *out);
-    double sum_w = 0, sum_ws = 0, sum_w2v = 0, sum_w2v_lo = 0, sum_w2v_hi = 0;
+    double sum_w = 0, sum_w2 = 0, sum_ws = 0, sum_w2v = 0, sum_w2v_lo = 0, sum_w2v_hi = 0;
     int bounded = 1;
     for (int i = 0; i < k; i++) {
         double w = weights[i];
@@ -822,6 +824,7 @@ int ppb_weighted_geomean(const ppb_ab_interval *cases, const double *weights, in
         if (!isfinite(c->shift))
             return ppb_fail(err, PPB_EINPUT, "case %d has no estimate", i);
         sum_w += w;
+        sum_w2 += w * w;
         sum_ws += w * c->shift;
         out->n_cases++;
         if (!c->bounded) {
@@ -848,10 +851,12 @@ int ppb_weighted_geomean(const ppb_ab_interval *cases, const double *weights, in
     out->ratio = exp(out->log_ratio);
     out->bounded = bounded;
     if (bounded) {
-        out->log_se = sqrt(sum_w2v) / sum_w;
+        /* the cases hold shared^2 sum w^2 / W^2 of it between them; the mean holds it whole */
+        double shared = shared_sd * shared_sd * (1.0 - sum_w2 / (sum_w * sum_w));
+        out->log_se = sqrt(sum_w2v / (sum_w * sum_w) + shared);
         double q = ppb_normal_quantile(1.0 - alpha / 2.0);
-        out->ratio_lo = exp(out->log_ratio - q * sqrt(sum_w2v_lo) / sum_w);
-        out->ratio_hi = exp(out->log_ratio + q * sqrt(sum_w2v_hi) / sum_w);
+        out->ratio_lo = exp(out->log_ratio - q * sqrt(sum_w2v_lo / (sum_w * sum_w) + shared));
+        out->ratio_hi = exp(out->log_ratio + q * sqrt(sum_w2v_hi / (sum_w * sum_w) + shared));
     } else {
         out->log_se = INFINITY;
         out->ratio_lo = 0.0;

@@ -143,8 +143,14 @@ typedef struct ppb_geomean {
  * of the mean (every case clearly slower once gave a mean reaching -10%).
  * log_se is the symmetric figure, (shift_hi - shift_lo) / (2 z_i) per case.
  * An unbounded case interval (with weight > 0) makes the mean's interval
- * unbounded. */
-int ppb_weighted_geomean(const ppb_ab_interval *cases, const double *weights, int k, double alpha,
+ * unbounded.
+ *
+ * shared_sd: a part of every case's SD (log scale) that is one draw for all of
+ * them, not independent (compare's baseline run off as a whole: run_compare.h),
+ * and already inside each case's interval. Averaging does not shrink it: the
+ * mean's variance gets shared_sd^2 (1 - sum w_i^2 / (sum w_i)^2) more, so that
+ * it holds shared_sd^2 whole. 0: the cases are independent. */
+int ppb_weighted_geomean(const ppb_ab_interval *cases, const double *weights, int k, double alpha, double shared_sd,
                          ppb_geomean *out, ppb_err *err);
 
 #endif

@@ -56,6 +56,23 @@ typedef struct ppb_run_compare_rules {
 /* verdict rules as ppb_verdict_rules_default but min_gain 0; history 5 and 20. */
 void ppb_run_compare_rules_default(ppb_run_compare_rules *rules);
 
+/* Is a compared run off as a whole against the cases' histories? Two runs made
+ * apart can differ by the machine's state, which moves every case at once (a
+ * loaded CPU once made a run's 5 cases 0.62-0.73x the time of the run before,
+ * nothing changed: docs/STATISTICS.md). `shift` is the 25%-trimmed mean over
+ * the judged cases of log(the run's median / the median of the case's history,
+ * of its implementation's part with two), `noise` the median of those cases'
+ * run-to-run noise (rep->noise); `unusual` when at least 3 cases were judged
+ * and |shift| exceeds PPB_RUN_COMPARE_UNUSUAL x noise (about 3 in 1000 plain
+ * runs if the run-level part is normal). A baseline so off widens every case
+ * by its shift (rule 4, ppb_run_compare_decide); for the candidate it is what
+ * a change of every case looks like. */
+#define PPB_RUN_COMPARE_UNUSUAL 3.0
+typedef struct ppb_run_level {
+    double shift, noise;
+    int cases, unusual;
+} ppb_run_level;
+
 typedef struct ppb_run_compare_report {
     ppb_verdict_report v;        /* verdict, states, intervals, classes, mean, reasons */
     double *noise;               /* per case: relative run-to-run SD used (NaN: not judged) */
@@ -64,12 +81,23 @@ typedef struct ppb_run_compare_report {
     int n_short;
     double *crit;                /* per case: the critical value (Student t) of its interval */
     double *sd;                  /* per case: the SD of its log change, the history's and the runs' own */
+    /* The baseline run as a whole (shift NaN: no case judged). Off as a whole
+     * (unusual): every case's interval is widened by |shift|, and the weighted
+     * mean keeps it whole. */
+    ppb_run_level baseline_level;
 } ppb_run_compare_report;
 
-/* Decide (no I/O). Fills `out`: free it with ppb_run_compare_report_free, also
- * after an error. */
+/* Decide (no I/O). The baseline's run level is measured on the cases'
+ * histories, or given (`baseline_shift`, not NULL: a stored comparison
+ * recomputed, its cases' noise given; NaN: none measured). Fills `out`: free
+ * it with ppb_run_compare_report_free, also after an error. */
 int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_run_compare_rules *rules,
-                           ppb_run_compare_report *out, ppb_err *err);
+                           const double *baseline_shift, ppb_run_compare_report *out, ppb_err *err);
+
+/* The run level of a decided comparison's side (0 baseline, 1 candidate), as
+ * decide measures the baseline's. */
+int ppb_run_compare_run_level(const ppb_run_compare_case *cases, int n, const ppb_run_compare_report *rep,
+                              int side, ppb_run_level *out, ppb_err *err);
 void ppb_run_compare_report_free(ppb_run_compare_report *r);
 
 
@@ -96,29 +124,11 @@ typedef struct ppb_run_compare_source {
 int ppb_run_compare_history(const ppb_run_compare_source *src, int n_src, const char *key, int max_n,
                             int min_measured, double **out, int *n, ppb_err *err);
 
-/* Is one of the compared runs unusual as a whole against the cases'
- * histories? Two runs made apart can differ by the machine's state, which
- * moves every case at once (a loaded CPU once made a run's 5 cases 0.62-0.73x
- * the time of the run before, nothing changed: docs/STATISTICS.md). `shift` is
- * the 25%-trimmed mean over the judged cases of log(the run's median / the
- * median of the case's history), `noise` the median of those cases' run-to-run
- * noise (rep->noise); `unusual` when at least 3 cases were judged and |shift|
- * exceeds PPB_RUN_COMPARE_UNUSUAL x noise (about 3 in 1000 plain runs if the
- * run-level part is normal). For the baseline (side 0) that is a reason to
- * distrust the comparison; for the candidate it is what a change of every
- * case looks like. Not part of the verdict: the stored record cannot re-derive
- * it (it keeps the noise, not the histories), so `compare` says it as a note. */
-#define PPB_RUN_COMPARE_UNUSUAL 3.0
-typedef struct ppb_run_level {
-    double shift, noise;
-    int cases, unusual;
-} ppb_run_level;
-int ppb_run_compare_run_level(const ppb_run_compare_case *cases, int n, const ppb_run_compare_report *rep,
-                              int side, ppb_run_level *out, ppb_err *err);
 
 /* Fill the record of a decided comparison as ppb_verdict_record does, and
  * what a comparison adds: the cases with too little history get state
- * "no-history", each case its noise and history, rec the history rules. */
+ * "no-history", each case its noise and history, rec the history rules and
+ * the baseline run's shift. */
 int ppb_run_compare_record(const ppb_run_compare_report *rep, const ppb_run_compare_case *cases, int n,
                            const ppb_run_compare_rules *rules, ppb_proposal_record *rec, ppb_proposal_case *pcs,
                            ppb_err *err);

@@ -366,7 +366,8 @@ done:
     return rc;
 }
 
-static int weighted_mean(const ppb_verdict_case *cases, int n, ppb_verdict_report *out, ppb_err *err)
+static int weighted_mean(const ppb_verdict_case *cases, int n, const ppb_verdict_rules *rules, ppb_verdict_report *out,
+                         ppb_err *err)
 {
     int k = 0, rc = 0;
     double weight = 0;
@@ -387,7 +388,7 @@ static int weighted_mean(const ppb_verdict_case *cases, int n, ppb_verdict_repor
             mean_alpha = a < mean_alpha ? a : mean_alpha;
         }
     if (k > 0 && weight > 0) {
-        if ((rc = ppb_weighted_geomean(iv, w, k, mean_alpha, &out->geomean, err)))
+        if ((rc = ppb_weighted_geomean(iv, w, k, mean_alpha, rules->shared_sd, &out->geomean, err)))
             goto done;
         out->have_geomean = 1;
     }
@@ -485,7 +486,7 @@ int ppb_verdict_decide(const ppb_verdict_case *cases, int n, const ppb_verdict_r
     }
     out->family_size = out->n_compared + untimed_in_family + 1;
     out->interval_alpha = ppb_bonferroni_alpha(rules->alpha, out->family_size);
-    if ((rc = compare_cases(cases, n, rules, out, err)) || (rc = weighted_mean(cases, n, out, err)))
+    if ((rc = compare_cases(cases, n, rules, out, err)) || (rc = weighted_mean(cases, n, rules, out, err)))
         goto done;
 
     /* Per-case regressions beyond the tolerance, and cases that might be.

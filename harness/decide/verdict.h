@@ -16,7 +16,9 @@
  * Bump it whenever a change makes the same inputs decide or read differently:
  * `ppbench verdict --recompute` then tells a verdict decided under other rules
  * from one whose data changed. */
-#define PPB_VERDICT_RULE_VERSION 3 /* 3: compare widens a case by a noisy run's own spread (run_compare.c) */
+/* 3: compare widens a case by a noisy run's own spread; 4: and every case by a
+ * baseline run off as a whole, which the mean keeps whole (run_compare.c) */
+#define PPB_VERDICT_RULE_VERSION 4
 
 typedef enum {
     PPB_VERDICT_ACCEPT = 0,
@@ -84,6 +86,11 @@ typedef struct ppb_verdict_rules {
      * sampling.budget_ms), so an INCONCLUSIVE mean's note can name the budget
      * that would likely settle it; 0 when the samples came otherwise. */
     double budget_ms;
+    /* Nor this: a part of every compared case's SD (log scale) that is one
+     * draw for all of them, already inside each case's interval (compare's
+     * baseline run off as a whole: run_compare.h). The weighted mean keeps it
+     * whole (ppb_weighted_geomean). 0: the cases are independent. */
+    double shared_sd;
 } ppb_verdict_rules;
 
 /* min_gain 0.02, max_regression 0.05, require_correct 1, threshold 0.01,

@@ -203,6 +203,10 @@ typedef struct ppb_proposal_record {
     double budget_ms;
     /* compare: the history a case needs and the most it uses; 0 for propose */
     int min_history, max_history;
+    /* compare: the baseline run as a whole against its cases' histories, log
+     * (run / usual level) (run_compare.h's run level; schema 21): off beyond
+     * the noise, it widened every case (rule 4). NaN: not measured. */
+    double baseline_shift;
     ppb_proposal_cost cost;
 } ppb_proposal_record;
 

@@ -11,6 +11,9 @@ P="$SRC/tests/data/proposals"
 F="dtype=bf16,head_dim=64,batch=1,page_size=16,sliding_window=0"
 q() { sqlite3 "$PPBENCH_DB" "$@"; }
 verdict_rc() { case $1 in 0|10|11) ;; *) cat "$WORK/err"; fail "$2 exited $1";; esac; }
+# the rules' version this build decides under (verdict.h)
+RV=$(sed -n 's/^#define PPB_VERDICT_RULE_VERSION \([0-9][0-9]*\).*/\1/p' "$SRC/harness/decide/verdict.h")
+[ -n "$RV" ] || fail "no PPB_VERDICT_RULE_VERSION in verdict.h"
 
 # propose: the CPU-sized A/B proposal and a chunked one
 for p in ab-smoke chunked-smoke; do
@@ -20,7 +23,7 @@ done
 ab=$(q "SELECT id FROM proposals WHERE name = 'ab-smoke'")
 ch=$(q "SELECT id FROM proposals WHERE name = 'chunked-smoke'")
 expect_rc 0 "$PPB" verdict --recompute "$ab"
-grep -q "^proposal $ab (ab-smoke, kernel_config): stored [A-Z]*; decided again .*(rule version 3)" "$WORK/out" \
+grep -q "^proposal $ab (ab-smoke, kernel_config): stored [A-Z]*; decided again .*(rule version $RV)" "$WORK/out" \
   || { cat "$WORK/out"; fail "recompute's first line"; }
 grep -q "^the same: verdict, weighted mean, 11 cases (11 compared) and reasons agree" "$WORK/out" \
   || { cat "$WORK/out"; fail "ab-smoke not the same"; }
@@ -36,7 +39,7 @@ runs=$(q "SELECT baseline_run || ',' || candidate_run FROM proposals WHERE id = 
 n_sessions=$(q "SELECT count(DISTINCT session) FROM samples WHERE result_id IN (SELECT id FROM results WHERE run_id IN ($runs))")
 [ "$n_sessions" = 3 ] || [ "$n_sessions" = 4 ] || fail "$n_sessions sessions in the tags, not the default 3 (or 4)"
 [ "$(q "SELECT rule_version, alpha, require_correct, method, bootstrap_reps, samples_per_round, min_rounds, max_rounds,
-        sessions FROM proposals WHERE id = $ab")" = "3|0.05|1|hodges_lehmann|2000|5|2|4|3" ] || fail "rules or design not stored"
+        sessions FROM proposals WHERE id = $ab")" = "$RV|0.05|1|hodges_lehmann|2000|5|2|4|3" ] || fail "rules or design not stored"
 [ "$(q "SELECT count(*) FROM proposal_cases WHERE proposal_id = $ab AND looks_planned = 2 AND looks_taken BETWEEN 1 AND 2
         AND sessions BETWEEN 3 AND 4 AND look_share > 0 AND look_share <= 1 AND abs(alpha - 0.05 / 12 * look_share) < 1e-15
         AND abs(stop_alpha - 0.05 / 12) < 1e-15")" = 11 ] \
@@ -50,6 +53,9 @@ set +e; "$PPB" compare "$a" "$b" >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
 verdict_rc "$rc" "compare"
 cmp=$(q "SELECT max(id) FROM proposals")
 [ "$(q "SELECT min_history, max_history FROM proposals WHERE id = $cmp")" = "5|20" ] || fail "compare's history rules"
+# the baseline run's shift against its history (rule 4) is stored; propose has none
+[ "$(q "SELECT typeof(baseline_shift) FROM proposals WHERE id = $cmp")" = real ] || fail "compare's baseline shift"
+[ "$(q "SELECT typeof(baseline_shift) FROM proposals WHERE id = $ab")" = null ] || fail "propose with a baseline shift"
 [ "$(q "SELECT count(*) FROM proposal_cases WHERE proposal_id = $cmp AND noise > 0 AND history = 6")" -gt 0 ] \
   || fail "compare's noise not stored"
 expect_rc 0 "$PPB" verdict --recompute latest

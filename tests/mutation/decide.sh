@@ -108,6 +108,18 @@ M decide/run_compare.c 's#    int split = c->history_split;#    int split = 0;#'
   "two implementations: the gap between their levels read as noise"
 M decide/run_compare.c 's#int split_short = c->history_split \&\& #int split_short = 0 \&\& #' \
   "two implementations: one with a single run of its own judged"
+M decide/run_compare.c 's#{ return lv->unusual ? fabs(lv->shift) : 0; }#{ return 0 * lv->unusual; }#' \
+  "rule 4: a baseline run off as a whole widens nothing"
+M decide/run_compare.c 's#    vrules.shared_sd = offset;#    vrules.shared_sd = 0;#' \
+  "rule 4: the mean averages the baseline's offset down over the cases"
+M decide/abtest.c 's#(1.0 - sum_w2 / (sum_w \* sum_w));#(sum_w2 / (sum_w * sum_w));#' \
+  "weighted mean: a shared SD counted once more as if independent, not held whole"
+M decide/run_compare.c 's#    return side ? ppb_median(c->history + c->history_split#    return 0 ? ppb_median(c->history + c->history_split#' \
+  "run level of two implementations: the candidate's side measured against the baseline's level"
+M decide/run_compare.c 's#    if (!c->history_split)$#    if (1)#' \
+  "run level of two implementations: against the median of both levels"
+M decide/verdict_recompute.c 's#double shift = st->rule_version >= 4 ? st->baseline_shift : NAN;#double shift = st->baseline_shift;#' \
+  "recompute: a rule-3 compare decided with rule 4's widening"
 M decide/run_compare.c 's#return plain > robust ? plain : robust;#return robust;#' \
   "compare's noise: rare whole-run slowdowns read as outliers"
 M decide/run_compare.c 's#\*sd = sqrt(2.0 \* \*sigma \* \*sigma + #*sd = sqrt(*sigma * *sigma + #' \

@@ -428,7 +428,7 @@ static void test_weighted_geomean(void **state)
     double w[3] = { 1, 2, 1 };
     ppb_geomean g;
     ppb_err err;
-    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, &g, &err), 0);
+    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, 0, &g, &err), 0);
     double expect = exp((log(1.1) + 2 * log(0.9)) / 4);
     assert_close(g.ratio, expect, 1e-14);
     /* se = sqrt(1 * 0.01^2 + 4 * 0.02^2 + 1 * 0.04^2) / 4; each case's se
@@ -441,25 +441,52 @@ static void test_weighted_geomean(void **state)
     /* Equal weights over ratios 2 and 0.5: geometric mean exactly 1. */
     ppb_ab_interval d[2] = { made_interval(2.0, 0.01, 0.05), made_interval(0.5, 0.01, 0.05) };
     double eq[2] = { 1, 1 };
-    assert_int_equal(ppb_weighted_geomean(d, eq, 2, 0.05, &g, &err), 0);
+    assert_int_equal(ppb_weighted_geomean(d, eq, 2, 0.05, 0, &g, &err), 0);
     assert_close(g.ratio, 1.0, 1e-15);
     /* A zero weight drops the case, even an unbounded one. */
     c[2].bounded = 0;
     c[2].shift_lo = -INFINITY;
     c[2].shift_hi = INFINITY;
     w[2] = 0;
-    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, &g, &err), 0);
+    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, 0, &g, &err), 0);
     assert_close(g.ratio, exp((log(1.1) + 2 * log(0.9)) / 3), 1e-14);
     assert_int_equal(g.bounded, 1);
     assert_int_equal(g.n_cases, 2);
     w[2] = 1;   /* ... but with weight it makes the mean's interval unbounded */
-    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, &g, &err), 0);
+    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, 0, &g, &err), 0);
     assert_int_equal(g.bounded, 0);
     assert_true(isinf(g.ratio_hi));
     w[0] = -1;
-    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, &g, &err), PPB_EINPUT);
+    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, 0, &g, &err), PPB_EINPUT);
     double zero[3] = { 0, 0, 0 };
-    assert_int_equal(ppb_weighted_geomean(c, zero, 3, 0.05, &g, &err), PPB_EINPUT);
+    assert_int_equal(ppb_weighted_geomean(c, zero, 3, 0.05, 0, &g, &err), PPB_EINPUT);
+}
+
+/* A part of every case's SD that is one draw for all of them (shared_sd) is
+ * not averaged down: with weights 1, 2, 1 the mean's variance is the cases'
+ * independent sum plus shared^2 (1 - 6/16), so that shared^2 is held whole;
+ * its interval is wider than without; a negative or NaN shared SD is refused. */
+static void test_weighted_geomean_keeps_a_shared_part_whole(void **state)
+{
+    (void)state;
+    ppb_ab_interval c[3] = {made_interval(1.1, 0.03, 0.05), made_interval(0.9, 0.03, 0.001),
+                            made_interval(1.0, 0.04, 0.05)};
+    double w[3] = {1, 2, 1}, shared = 0.03;
+    ppb_geomean g, g0;
+    ppb_err err;
+    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, 0, &g0, &err), 0);
+    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, shared, &g, &err), 0);
+    double v = (0.0009 + 4 * 0.0009 + 0.0016) / 16 + shared * shared * (1 - 6.0 / 16);
+    assert_close(g.log_se, sqrt(v), 1e-14);
+    assert_close(g.ratio, g0.ratio, 1e-15);
+    assert_close(g.ratio_lo, g.ratio * exp(-1.959963984540054 * sqrt(v)), 1e-12);
+    assert_close(g.ratio_hi, g.ratio * exp(1.959963984540054 * sqrt(v)), 1e-12);
+    assert_true(g.log_se > shared && g0.log_se < shared);
+    /* one case: the mean is the case, nothing to add */
+    assert_int_equal(ppb_weighted_geomean(c, w, 1, 0.05, shared, &g, &err), 0);
+    assert_close(g.log_se, 0.03, 1e-14);
+    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, -0.01, &g, &err), PPB_EINPUT);
+    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, NAN, &g, &err), PPB_EINPUT);
 }
 
 /* Skewed case intervals, every one above 1 with a long upper side: each side
@@ -478,7 +505,7 @@ static void test_weighted_geomean_keeps_each_side(void **state)
     double w[3] = {1, 1, 1};
     ppb_geomean g;
     ppb_err err;
-    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, &g, &err), 0);
+    assert_int_equal(ppb_weighted_geomean(c, w, 3, 0.05, 0, &g, &err), 0);
     double z = 1.959963984540054, s = log(1.3);
     assert_close(g.ratio, 1.3, 1e-14);
     assert_close(g.ratio_lo, exp(s - z * sqrt(3 * pow((s - log(1.02)) / z, 2)) / 3), 1e-12);
@@ -616,6 +643,7 @@ int main(void)
         cmocka_unit_test(test_p_adjust_matches_r),
         cmocka_unit_test(test_weighted_geomean),
         cmocka_unit_test(test_weighted_geomean_keeps_each_side),
+        cmocka_unit_test(test_weighted_geomean_keeps_a_shared_part_whole),
         cmocka_unit_test(test_samples_to_resolve),
         cmocka_unit_test(test_aa_simulation_false_alarms),
         cmocka_unit_test(test_known_effect_detected),

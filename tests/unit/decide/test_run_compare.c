@@ -60,7 +60,7 @@ static ppb_run_compare_report decide(const sim *s, const ppb_run_compare_rules *
     }
     ppb_run_compare_report rep;
     ppb_err err;
-    if (ppb_run_compare_decide(s->c, s->n, rules, &rep, &err))
+    if (ppb_run_compare_decide(s->c, s->n, rules, NULL, &rep, &err))
         fail_msg("decide: %s", err.msg);
     return rep;
 }
@@ -314,7 +314,7 @@ static void test_two_implementations(void **state)
     ppb_run_compare_rules_default(&rules);
     ppb_run_compare_report bad;
     ppb_err err;
-    assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, &bad, &err), PPB_EINPUT);
+    assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, NULL, &bad, &err), PPB_EINPUT);
     ppb_run_compare_report_free(&bad);
 }
 
@@ -342,11 +342,11 @@ static void test_states_and_errors(void **state)
     assert_true(rules.verdict.min_gain == 0 && rules.min_history == 5 && rules.max_history == 20);
     ppb_err err;
     rules.min_history = 2;
-    assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, &r, &err), PPB_EINPUT);
+    assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, NULL, &r, &err), PPB_EINPUT);
     ppb_run_compare_report_free(&r);
     ppb_run_compare_rules_default(&rules);
     s.hist[0][3] = -1;
-    assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, &r, &err), PPB_EINPUT);
+    assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, NULL, &r, &err), PPB_EINPUT);
     ppb_run_compare_report_free(&r);
 }
 
@@ -562,6 +562,104 @@ static void test_a_noisy_run_widens_its_case(void **state)
     assert_true(cc.baseline_spread == 0.01 && cc.candidate_spread == 0);
 }
 
+/* A baseline run off as a whole (rule 4). On the loaded runner, 2 plain runs in
+ * 100 had every case 2-4% slow with tight samples against 0.25% run-to-run
+ * noise; as the baseline each made an A/A compare ACCEPT. Such a baseline
+ * widens every case by its shift, s = sqrt(2 sigma^2 + shift^2), and the
+ * weighted mean keeps the shift whole: the A/A compare is INCONCLUSIVE, with a
+ * note; given no shift (as a rule-3 recompute) the same runs ACCEPT; a given
+ * shift decides as the measured one. A candidate off as a whole (a real
+ * change of every case) is not widened and is REJECTed. */
+static void test_a_baseline_off_as_a_whole_widens_every_case(void **state)
+{
+    (void)state;
+    sim s;
+    make_sim(&s, 4, 20, 0.0025, 1.0, 91);
+    for (int i = 0; i < s.n; i++)
+        s.c[i].baseline_ms *= 1.03;
+    ppb_run_compare_report r = decide(&s, NULL);
+    const ppb_run_level *lv = &r.baseline_level;
+    assert_true(lv->unusual);
+    assert_int_equal(lv->cases, 4);
+    assert_true(fabs(lv->shift - log(1.03)) < 0.004);
+    assert_int_equal(r.v.verdict, PPB_VERDICT_INCONCLUSIVE);
+    for (int i = 0; i < s.n; i++)
+        assert_true(fabs(r.sd[i] - sqrt(2 * r.noise[i] * r.noise[i] + lv->shift * lv->shift)) < 1e-15);
+    assert_true(r.v.geomean.log_se >= lv->shift); /* the mean holds the shift whole */
+    assert_true(r.v.geomean.ratio_hi > 1);
+    assert_true(has_reason(&r, "note: the baseline run is off as a whole: its 4 judged cases are together"));
+    assert_true(has_reason(&r, "; the baseline run off as a whole by 3.0%"));
+    double measured = lv->shift, hi = r.v.geomean.ratio_hi;
+    ppb_run_compare_report_free(&r);
+
+    ppb_run_compare_rules rules;
+    ppb_run_compare_rules_default(&rules);
+    const double none[2] = {0, NAN};
+    ppb_err err;
+    for (int k = 0; k < 2; k++) { /* no shift given: the false ACCEPT the rule prevents */
+        assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, &none[k], &r, &err), PPB_OK);
+        assert_false(r.baseline_level.unusual);
+        assert_int_equal(r.v.verdict, PPB_VERDICT_ACCEPT);
+        assert_true(fabs(r.sd[0] - sqrt(2.0) * r.noise[0]) < 1e-15);
+        ppb_run_compare_report_free(&r);
+    }
+    assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, &measured, &r, &err), PPB_OK);
+    assert_true(r.baseline_level.unusual && r.baseline_level.shift == measured);
+    assert_int_equal(r.v.verdict, PPB_VERDICT_INCONCLUSIVE);
+    assert_true(r.v.geomean.ratio_hi == hi);
+    ppb_run_compare_report_free(&r);
+
+    /* the candidate off as a whole: a real change, not widened */
+    make_sim(&s, 4, 20, 0.0025, 1.10, 92);
+    r = decide(&s, NULL);
+    assert_false(r.baseline_level.unusual);
+    assert_int_equal(r.v.verdict, PPB_VERDICT_REJECT);
+    assert_true(fabs(r.sd[0] - sqrt(2.0) * r.noise[0]) < 1e-15);
+    ppb_run_compare_report_free(&r);
+}
+
+/* In simulation: 200 A/A compares whose baseline is off as a whole by 2-5%
+ * (each case 0.25% noise), none ACCEPT or REJECT; a real 10% slowdown against a
+ * usual baseline is still REJECTed 200 of 200 times; two implementations at
+ * levels 30% apart each judged about its own part of the history (the whole
+ * history's median would call a baseline at its own level 13% off). */
+static void test_whole_run_offsets_in_simulation(void **state)
+{
+    (void)state;
+    sim s;
+    int wrong = 0, found = 0;
+    for (int k = 0; k < 200; k++) {
+        make_sim(&s, 4, 20, 0.0025, 1.0, 1000 + (uint64_t)k);
+        double off = 1 + (k % 2 ? 1 : -1) * (0.02 + 0.03 * (k % 7) / 6.0);
+        for (int i = 0; i < s.n; i++)
+            s.c[i].baseline_ms *= off;
+        ppb_run_compare_report r = decide(&s, NULL);
+        wrong += r.v.verdict != PPB_VERDICT_INCONCLUSIVE;
+        ppb_run_compare_report_free(&r);
+        make_sim(&s, 4, 20, 0.0025, 1.10, 2000 + (uint64_t)k);
+        r = decide(&s, NULL);
+        found += r.v.verdict == PPB_VERDICT_REJECT;
+        ppb_run_compare_report_free(&r);
+    }
+    if (wrong > 0 || found < 200)
+        fail_msg("baselines off as a whole: %d of 200 decided; real 10%%: REJECT %d of 200", wrong, found);
+
+    make_sim(&s, 4, 20, 0.0025, 1.3, 3000);
+    for (int i = 0; i < s.n; i++) {
+        s.c[i].history_split = 10;
+        for (int h = 10; h < 20; h++)
+            s.hist[i][h] *= 1.3;
+    }
+    ppb_run_compare_report r = decide(&s, NULL);
+    assert_false(r.baseline_level.unusual);
+    assert_true(fabs(r.baseline_level.shift) < 0.01);
+    ppb_run_level cand;
+    ppb_err err;
+    assert_int_equal(ppb_run_compare_run_level(s.c, s.n, &r, 1, &cand, &err), PPB_OK);
+    assert_true(fabs(cand.shift) < 0.01);
+    ppb_run_compare_report_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -577,6 +675,8 @@ int main(void)
         cmocka_unit_test(test_history_reader),
         cmocka_unit_test(test_an_unusual_run_is_seen_as_a_whole),
         cmocka_unit_test(test_a_noisy_run_widens_its_case),
+        cmocka_unit_test(test_a_baseline_off_as_a_whole_widens_every_case),
+        cmocka_unit_test(test_whole_run_offsets_in_simulation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -577,7 +577,7 @@ static void test_a_compare_verdict_is_re_derived(void **state)
     memset(&sv, 0, sizeof sv);
     sv.rec = calloc(1, sizeof *sv.rec);
     sv.pcs = calloc(N, sizeof *sv.pcs);
-    assert_int_equal(ppb_run_compare_decide(rcs, N, &rules, &rep, &err), PPB_OK);
+    assert_int_equal(ppb_run_compare_decide(rcs, N, &rules, NULL, &rep, &err), PPB_OK);
     assert_int_equal(ppb_run_compare_record(&rep, rcs, N, &rules, sv.rec, sv.pcs, &err), PPB_OK);
     ppb_run_compare_report_free(&rep);
     sv.n_cases = sv.cap_cases = N;
@@ -625,6 +625,69 @@ static void test_a_compare_verdict_is_re_derived(void **state)
     assert_true(recheck(&sv).agree);
     sv.pcs[0].history = 4; /* below min_history now: not judged on time */
     assert_differs(&sv, "state");
+    ppb_stored_verdict_free(&sv);
+}
+
+/* compare with a baseline run off as a whole (rule 4): every case 3% slow
+ * against 0.25% noise widened each case and the mean. Recompute has no
+ * histories: it takes the shift as stored and agrees; with another stored
+ * shift, or decided under rule 3 (nothing widened: the A/A pair ACCEPTs), it
+ * differs. */
+static void test_a_compare_off_baseline_is_re_derived(void **state)
+{
+    (void)state;
+    enum { N = 4, H = 20 };
+    ppb_run_compare_rules rules;
+    ppb_run_compare_rules_default(&rules);
+    ppb_case c[N][2];
+    ppb_result r[N][2];
+    double hist[N][H];
+    ppb_run_compare_case rcs[N];
+    sim_rng rng = {11};
+    for (int i = 0; i < N; i++) {
+        sim_lognormal(&rng, 1 + i, 0.0025, hist[i], H);
+        for (int s = 0; s < 2; s++) {
+            c[i][s] = prefill_case(i, 0, 37);
+            ppb_result_init(&r[i][s]);
+            r[i][s].status = PPB_STATUS_OK;
+            r[i][s].median_ms = (1 + i) * (s ? 1.0 : 1.03);
+        }
+        ppb_run_compare_case_of(&c[i][0], &r[i][0], &r[i][1], &rcs[i]);
+        rcs[i].history = hist[i];
+        rcs[i].n_history = H;
+    }
+    ppb_run_compare_report rep;
+    ppb_err err = {{0}};
+    ppb_stored_verdict sv;
+    memset(&sv, 0, sizeof sv);
+    sv.rec = calloc(1, sizeof *sv.rec);
+    sv.pcs = calloc(N, sizeof *sv.pcs);
+    assert_int_equal(ppb_run_compare_decide(rcs, N, &rules, NULL, &rep, &err), PPB_OK);
+    assert_true(rep.baseline_level.unusual);
+    assert_int_equal(ppb_run_compare_record(&rep, rcs, N, &rules, sv.rec, sv.pcs, &err), PPB_OK);
+    ppb_run_compare_report_free(&rep);
+    assert_true(fabs(sv.rec->baseline_shift - log(1.03)) < 0.004);
+    assert_string_equal(sv.rec->verdict, "INCONCLUSIVE");
+    sv.n_cases = sv.cap_cases = N;
+    snprintf(sv.rec->kind, sizeof sv.rec->kind, "compare");
+    sv.rec->baseline_run = 1, sv.rec->candidate_run = 2;
+    for (int i = 0; i < N; i++) {
+        snprintf(sv.pcs[i].baseline_key, sizeof sv.pcs[i].baseline_key, "%s", c[i][0].key);
+        snprintf(sv.pcs[i].candidate_key, sizeof sv.pcs[i].candidate_key, "%s", c[i][0].key);
+        for (int s = 0; s < 2; s++)
+            assert_int_equal(ppb_stored_run_add(&sv.run[s], &c[i][s], &r[i][s], NULL), PPB_OK);
+    }
+    ppb_verdict_recheck out = recheck(&sv);
+    if (!out.agree)
+        fail_msg("%s", out.difference);
+    double shift = sv.rec->baseline_shift;
+    sv.rec->baseline_shift = 0.02;
+    assert_differs(&sv, "case 0 (");
+    sv.rec->baseline_shift = NAN; /* not measured: nothing widened */
+    assert_differs(&sv, "case 0 (");
+    sv.rec->baseline_shift = shift;
+    sv.rec->rule_version = 3;
+    assert_differs(&sv, "case 0 (");
     ppb_stored_verdict_free(&sv);
 }
 
@@ -768,6 +831,7 @@ int main(void)
         cmocka_unit_test(test_a_bootstrap_verdict_is_re_derived),
         cmocka_unit_test(test_a_chunked_verdict_is_re_derived),
         cmocka_unit_test(test_a_compare_verdict_is_re_derived),
+        cmocka_unit_test(test_a_compare_off_baseline_is_re_derived),
         cmocka_unit_test(test_the_samples_cost_is_re_derived),
         cmocka_unit_test(test_a_stored_proposal_round_trips),
     };
