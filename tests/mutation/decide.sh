@@ -72,7 +72,7 @@ M decide/abtest.c 's#out->rank_hi = nm + 1 - k;#out->rank_hi = nm - k;#' \
   "Moses upper rank: off by one"
 M decide/abtest.c 's#if (ratio_lo > up)#if (ratio_hi > up)#' \
   "classify: SLOWER on the upper end"
-M decide/abtest.c 's#out->ratio_lo = exp(out->log_ratio - q \* sqrt(sum_w2v_lo) / sum_w);#out->ratio_lo = exp(out->log_ratio - q * sqrt(sum_w2v_hi) / sum_w);#' \
+M decide/abtest.c 's#out->ratio_lo = exp(out->log_ratio - q \* sqrt(sum_w2v_lo / (sum_w \* sum_w) + shared));#out->ratio_lo = exp(out->log_ratio - q * sqrt(sum_w2v_hi / (sum_w * sum_w) + shared));#' \
   "weighted mean: the lower end from the cases' upper sides"
 # sequential: looks, spread, widening
 M decide/sequential.c 's#double look_alpha = ppb_seq_alpha_spent(d->alpha, t) - out->alpha_spent;#double look_alpha = d->alpha + 0 * t;#' \
@@ -96,7 +96,7 @@ M decide/sequential.c 's#double w = ppb_student_t_quantile(alpha, 2 \* (sessions
 M decide/sequential.c 's#return sqrt(2 \* ((vb + vc) / 2) / sessions);#return sqrt(((vb + vc) / 2) / sessions);#' \
   "between_sd: one side's tau^2 in the ratio, not both"
 # run_compare: separate runs
-M decide/run_compare.c 's#out->shift = ppb_midmean(shift, k);#out->shift = ppb_mean(shift, k);#' \
+M decide/run_compare.c 's#out->shift = given ? \*given : ppb_midmean(shift, k);#out->shift = given ? *given : ppb_mean(shift, k);#' \
   "run level: a plain mean over the cases, which one case moving the other way pulls"
 M decide/run_compare.c 's#out->unusual = !rc && k >= 3 &&#out->unusual = !rc \&\& k >= 1 \&\&#' \
   "run level: one or two cases called a whole run unusual"
@@ -122,13 +122,13 @@ M decide/verdict_recompute.c 's#double shift = st->rule_version >= 4 ? st->basel
   "recompute: a rule-3 compare decided with rule 4's widening"
 M decide/run_compare.c 's#return plain > robust ? plain : robust;#return robust;#' \
   "compare's noise: rare whole-run slowdowns read as outliers"
-M decide/run_compare.c 's#\*sd = sqrt(2.0 \* \*sigma \* \*sigma + #*sd = sqrt(*sigma * *sigma + #' \
+M decide/run_compare.c 's#\*sd = sqrt(2.0 \* sigma \* sigma + #*sd = sqrt(sigma * sigma + #' \
   "a difference of two runs with one run's noise"
 M decide/run_compare.c 's#return spread > 0 \&\& isfinite(spread) ? spread / 1.349 : 0;#return 0;#' \
   "compare: a noisy run's own spread ignored (the loaded runner's outlier runs REJECTed)"
 M decide/run_compare.c 's#c->baseline_spread = ra->status == PPB_STATUS_NOISY ? ra->rel_noise : 0;#c->baseline_spread = ra->rel_noise;#' \
   "compare: a run measured to its target widens the case too"
-M decide/run_compare.c 's#\*sd = sqrt(2.0 \* \*sigma \* \*sigma + own_a \* own_a + own_b \* own_b);#*sd = sqrt(2.0 * *sigma * *sigma + own_b * own_b);#' \
+M decide/run_compare.c 's#\*sd = sqrt(2.0 \* sigma \* sigma + own_a \* own_a + own_b \* own_b + offset \* offset);#*sd = sqrt(2.0 * sigma * sigma + own_b * own_b + offset * offset);#' \
   "compare: only the candidate run's spread counts"
 M decide/run_compare.c 's#if (!drop\[i\] \&\& !(h.p\[i\].noisy \&\& min_measured > 0 \&\& measured >= min_measured))#if (!drop[i])#' \
   "compare's history: the noisy runs kept when enough runs met their target"
