@@ -63,10 +63,12 @@ void ppb_run_compare_rules_default(ppb_run_compare_rules *rules);
  * the judged cases of log(the run's median / the median of the case's history,
  * of its implementation's part with two), `noise` the median of those cases'
  * run-to-run noise (rep->noise); `unusual` when at least 3 cases were judged
- * and |shift| exceeds PPB_RUN_COMPARE_UNUSUAL x noise (about 3 in 1000 plain
- * runs if the run-level part is normal). A baseline so off widens every case
- * by its shift (rule 4, ppb_run_compare_decide); for the candidate it is what
- * a change of every case looks like. */
+ * and |shift| exceeds PPB_RUN_COMPARE_UNUSUAL x noise (3 in 1000 plain runs if
+ * the run-level part were normal; on the loaded 2-core runner, where the
+ * machine drifts and jumps, 17 of 99 in one study and 0 of 99 in another:
+ * docs/STATISTICS.md). A baseline so off widens every case by its shift (rule
+ * 4, ppb_run_compare_decide); for the candidate it is what a change of every
+ * case looks like. */
 #define PPB_RUN_COMPARE_UNUSUAL 3.0
 typedef struct ppb_run_level {
     double shift, noise;
