@@ -547,6 +547,31 @@ static void test_a_chunked_verdict_is_re_derived(void **state)
     free(sp);
 }
 
+/* A comparison of the n cases' results r[i][0] (baseline) and r[i][1]
+ * (candidate) decided and recorded as `compare` stores it, and read back with
+ * its two runs' results (sv: free with ppb_stored_verdict_free). */
+static void stored_compare(const ppb_run_compare_case *rcs, int n, ppb_case (*c)[2], ppb_result (*r)[2],
+                           const ppb_run_compare_rules *rules, ppb_stored_verdict *sv)
+{
+    ppb_run_compare_report rep;
+    ppb_err err = {{0}};
+    memset(sv, 0, sizeof *sv);
+    sv->rec = calloc(1, sizeof *sv->rec);
+    sv->pcs = calloc((size_t)n, sizeof *sv->pcs);
+    assert_int_equal(ppb_run_compare_decide(rcs, n, rules, NULL, &rep, &err), PPB_OK);
+    assert_int_equal(ppb_run_compare_record(&rep, rcs, n, rules, sv->rec, sv->pcs, &err), PPB_OK);
+    ppb_run_compare_report_free(&rep);
+    sv->n_cases = sv->cap_cases = n;
+    snprintf(sv->rec->kind, sizeof sv->rec->kind, "compare");
+    sv->rec->baseline_run = 1, sv->rec->candidate_run = 2;
+    for (int i = 0; i < n; i++) {
+        snprintf(sv->pcs[i].baseline_key, sizeof sv->pcs[i].baseline_key, "%s", c[i][0].key);
+        snprintf(sv->pcs[i].candidate_key, sizeof sv->pcs[i].candidate_key, "%s", c[i][0].key);
+        for (int s = 0; s < 2; s++)
+            assert_int_equal(ppb_stored_run_add(&sv->run[s], &c[i][s], &r[i][s], NULL), PPB_OK);
+    }
+}
+
 /* compare: medians from the runs, each case's interval from its stored noise. */
 static void test_a_compare_verdict_is_re_derived(void **state)
 {
@@ -571,24 +596,8 @@ static void test_a_compare_verdict_is_re_derived(void **state)
         rcs[i].history = hist[i];
         rcs[i].n_history = i == 2 ? 3 : 8; /* case 2: too little history */
     }
-    ppb_run_compare_report rep;
-    ppb_err err = {{0}};
     ppb_stored_verdict sv;
-    memset(&sv, 0, sizeof sv);
-    sv.rec = calloc(1, sizeof *sv.rec);
-    sv.pcs = calloc(N, sizeof *sv.pcs);
-    assert_int_equal(ppb_run_compare_decide(rcs, N, &rules, NULL, &rep, &err), PPB_OK);
-    assert_int_equal(ppb_run_compare_record(&rep, rcs, N, &rules, sv.rec, sv.pcs, &err), PPB_OK);
-    ppb_run_compare_report_free(&rep);
-    sv.n_cases = sv.cap_cases = N;
-    snprintf(sv.rec->kind, sizeof sv.rec->kind, "compare");
-    sv.rec->baseline_run = 1, sv.rec->candidate_run = 2;
-    for (int i = 0; i < N; i++) {
-        snprintf(sv.pcs[i].baseline_key, sizeof sv.pcs[i].baseline_key, "%s", c[i][0].key);
-        snprintf(sv.pcs[i].candidate_key, sizeof sv.pcs[i].candidate_key, "%s", c[i][0].key);
-        for (int s = 0; s < 2; s++)
-            assert_int_equal(ppb_stored_run_add(&sv.run[s], &c[i][s], &r[i][s], NULL), PPB_OK);
-    }
+    stored_compare(rcs, N, c, r, &rules, &sv);
     assert_int_equal(sv.rec->min_history, 5);
     assert_int_equal(sv.rec->max_history, 20);
     assert_string_equal(sv.pcs[2].state, "no-history");
@@ -656,27 +665,11 @@ static void test_a_compare_off_baseline_is_re_derived(void **state)
         rcs[i].history = hist[i];
         rcs[i].n_history = H;
     }
-    ppb_run_compare_report rep;
-    ppb_err err = {{0}};
     ppb_stored_verdict sv;
-    memset(&sv, 0, sizeof sv);
-    sv.rec = calloc(1, sizeof *sv.rec);
-    sv.pcs = calloc(N, sizeof *sv.pcs);
-    assert_int_equal(ppb_run_compare_decide(rcs, N, &rules, NULL, &rep, &err), PPB_OK);
-    assert_true(rep.baseline_level.unusual);
-    assert_int_equal(ppb_run_compare_record(&rep, rcs, N, &rules, sv.rec, sv.pcs, &err), PPB_OK);
-    ppb_run_compare_report_free(&rep);
+    stored_compare(rcs, N, c, r, &rules, &sv);
     assert_true(fabs(sv.rec->baseline_shift - log(1.03)) < 0.004);
+    assert_true(sv.rec->baseline_shift > PPB_RUN_COMPARE_UNUSUAL * sv.pcs[0].noise); /* off as a whole */
     assert_string_equal(sv.rec->verdict, "INCONCLUSIVE");
-    sv.n_cases = sv.cap_cases = N;
-    snprintf(sv.rec->kind, sizeof sv.rec->kind, "compare");
-    sv.rec->baseline_run = 1, sv.rec->candidate_run = 2;
-    for (int i = 0; i < N; i++) {
-        snprintf(sv.pcs[i].baseline_key, sizeof sv.pcs[i].baseline_key, "%s", c[i][0].key);
-        snprintf(sv.pcs[i].candidate_key, sizeof sv.pcs[i].candidate_key, "%s", c[i][0].key);
-        for (int s = 0; s < 2; s++)
-            assert_int_equal(ppb_stored_run_add(&sv.run[s], &c[i][s], &r[i][s], NULL), PPB_OK);
-    }
     ppb_verdict_recheck out = recheck(&sv);
     if (!out.agree)
         fail_msg("%s", out.difference);
