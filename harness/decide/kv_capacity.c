@@ -51,7 +51,7 @@ int ppb_kv_capacity_decide(const ppb_proposal *p, const ppb_target *t, const ppb
     snprintf(rec->target, sizeof rec->target, "%s", t->name);
     rec->geomean_ratio = rec->geomean_lo = rec->geomean_hi = NAN;
     rec->min_gain = rec->max_regression = rec->threshold = NAN;   /* no A/B rules: arithmetic */
-    rec->baseline_shift = NAN;
+    rec->baseline_shift = rec->candidate_shift = NAN;
 
     const ppb_kv_side *b = &sides[0], *c = &sides[1];
     if (c->kv_bytes <= 0) {

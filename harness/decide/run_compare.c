@@ -257,29 +257,35 @@ static int add_note(ppb_verdict_report *v, const char *line)
     return PPB_OK;
 }
 
-/* The reason line of a baseline off as a whole (rule 4): from what the store
- * keeps (the shift, each case's noise), so that recompute says it alike. */
-static int note_offset(ppb_verdict_report *v, const ppb_run_level *lv)
+/* The reason line of a run off as a whole (rule 4): from what the store keeps
+ * (the shift, each case's noise), so that recompute says it alike. */
+static int note_run_level(ppb_verdict_report *v, const ppb_run_level *lv, int side)
 {
     char what[64], note[512];
     ppb_verdict_describe_change(what, sizeof what, exp(lv->shift));
-    snprintf(note, sizeof note,
-             "note: the baseline run is off as a whole: its %d judged cases are together %s than their usual level, "
-             "beyond %.0fx their run-to-run noise (%.2f%%): the machine's state may have changed between the runs, "
-             "so every case's interval is widened by that %.1f%% and the weighted mean keeps it whole; compare "
-             "against a typical run to see smaller changes",
-             lv->cases, what, PPB_RUN_COMPARE_UNUSUAL, 100 * lv->noise, 100 * fabs(lv->shift));
+    int at = snprintf(note, sizeof note,
+                      "note: the %s run is off as a whole: its %d judged cases are together %s than their usual "
+                      "level, beyond %.0fx their run-to-run noise (%.2f%%): ",
+                      side ? "candidate" : "baseline", lv->cases, what, PPB_RUN_COMPARE_UNUSUAL, 100 * lv->noise);
+    if (side)
+        snprintf(note + at, sizeof note - (size_t)at, "a change that moves every case alike, of the code or of the "
+                 "machine's state; a second candidate run tells them apart");
+    else
+        snprintf(note + at, sizeof note - (size_t)at, "the machine's state may have changed between the runs, so "
+                 "every case's interval is widened by that %.1f%% and the weighted mean keeps it whole; compare "
+                 "against a typical run to see smaller changes", 100 * fabs(lv->shift));
     return add_note(v, note);
 }
 
 /* The verdict's rules (ppb_verdict_decide) on run-to-run intervals: the timing
  * decision has one home. A case with too little history is untimed. */
 int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_run_compare_rules *rules,
-                           const double *baseline_shift, ppb_run_compare_report *out, ppb_err *err)
+                           const double stored_shift[2], ppb_run_compare_report *out, ppb_err *err)
 {
     memset(out, 0, sizeof *out);
     out->v.verdict = PPB_VERDICT_INCONCLUSIVE;
     out->baseline_level.shift = out->baseline_level.noise = NAN;
+    out->candidate_level = out->baseline_level;
     int rc = check_input(cases, n, rules, err);
     if (rc)
         return rc;
@@ -322,8 +328,10 @@ int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_r
                 rc = ppb_fail(err, PPB_ENOMEM, "out of memory for a case's noise");
         }
     }
-    if (!rc)
-        rc = run_level(cases, n, out->noise, out->n_history, 0, baseline_shift, &out->baseline_level, err);
+    ppb_run_level *level[2] = {&out->baseline_level, &out->candidate_level};
+    for (int side = 0; side < 2 && !rc; side++)
+        rc = run_level(cases, n, out->noise, out->n_history, side, stored_shift ? &stored_shift[side] : NULL,
+                       level[side], err);
     const double alpha = ppb_bonferroni_alpha(rules->verdict.alpha, judged + 1);
     const double offset = baseline_offset(&out->baseline_level);
     for (int i = 0; i < n && !rc; i++) {
@@ -374,7 +382,11 @@ int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_r
                  "(at least %d), and from a run's own samples only where that run could not measure the case to "
                  "its noise target (noisy)",
                  rules->min_history);
-        if (add_note(&out->v, note) || (offset > 0 && note_offset(&out->v, &out->baseline_level)))
+        rc = add_note(&out->v, note);
+        for (int side = 0; side < 2 && !rc; side++)
+            if (level[side]->unusual)
+                rc = note_run_level(&out->v, level[side], side);
+        if (rc)
             rc = ppb_fail(err, PPB_ENOMEM, "out of memory for the comparison's reasons");
     }
 done:
@@ -492,6 +504,7 @@ int ppb_run_compare_record(const ppb_run_compare_report *rep, const ppb_run_comp
     rec->min_history = rules->min_history;
     rec->max_history = rules->max_history;
     rec->baseline_shift = rep->baseline_level.shift;
+    rec->candidate_shift = rep->candidate_level.shift;
     for (int i = 0; !rc && i < n; i++) {
         if (rep->short_history[i])
             snprintf(pcs[i].state, sizeof pcs[i].state, "no-history");

@@ -68,7 +68,7 @@ void ppb_run_compare_rules_default(ppb_run_compare_rules *rules);
  * machine drifts and jumps, 17 of 99 in one study and 0 of 99 in another:
  * docs/STATISTICS.md). A baseline so off widens every case by its shift (rule
  * 4, ppb_run_compare_decide); for the candidate it is what a change of every
- * case looks like. */
+ * case looks like, of the code or of the machine, and a note says so. */
 #define PPB_RUN_COMPARE_UNUSUAL 3.0
 typedef struct ppb_run_level {
     double shift, noise;
@@ -83,21 +83,21 @@ typedef struct ppb_run_compare_report {
     int n_short;
     double *crit;                /* per case: the critical value (Student t) of its interval */
     double *sd;                  /* per case: the SD of its log change, the history's and the runs' own */
-    /* The baseline run as a whole (shift NaN: no case judged). Off as a whole
+    /* Each run as a whole (shift NaN: not measured). A baseline off as a whole
      * (unusual): every case's interval is widened by |shift|, and the weighted
-     * mean keeps it whole. */
-    ppb_run_level baseline_level;
+     * mean keeps it whole. A candidate moved as a whole: a note. */
+    ppb_run_level baseline_level, candidate_level;
 } ppb_run_compare_report;
 
-/* Decide (no I/O). The baseline's run level is measured on the cases'
- * histories, or given (`baseline_shift`, not NULL: a stored comparison
- * recomputed, its cases' noise given; NaN: none measured). Fills `out`: free
- * it with ppb_run_compare_report_free, also after an error. */
+/* Decide (no I/O). The runs' levels are measured on the cases' histories, or
+ * given (`stored_shift`, not NULL: the baseline's and the candidate's shift of
+ * a stored comparison recomputed, its cases' noise given; NaN: not measured).
+ * Fills `out`: free it with ppb_run_compare_report_free, also after an error. */
 int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_run_compare_rules *rules,
-                           const double *baseline_shift, ppb_run_compare_report *out, ppb_err *err);
+                           const double stored_shift[2], ppb_run_compare_report *out, ppb_err *err);
 
 /* The run level of a decided comparison's side (0 baseline, 1 candidate), as
- * decide measures the baseline's. */
+ * decide measures it (for a report decided from histories). */
 int ppb_run_compare_run_level(const ppb_run_compare_case *cases, int n, const ppb_run_compare_report *rep,
                               int side, ppb_run_level *out, ppb_err *err);
 void ppb_run_compare_report_free(ppb_run_compare_report *r);
@@ -130,7 +130,7 @@ int ppb_run_compare_history(const ppb_run_compare_source *src, int n_src, const 
 /* Fill the record of a decided comparison as ppb_verdict_record does, and
  * what a comparison adds: the cases with too little history get state
  * "no-history", each case its noise and history, rec the history rules and
- * the baseline run's shift. */
+ * the two runs' shifts. */
 int ppb_run_compare_record(const ppb_run_compare_report *rep, const ppb_run_compare_case *cases, int n,
                            const ppb_run_compare_rules *rules, ppb_proposal_record *rec, ppb_proposal_case *pcs,
                            ppb_err *err);

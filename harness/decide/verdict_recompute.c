@@ -463,9 +463,11 @@ int ppb_verdict_recompute(const ppb_stored_verdict *sv, ppb_verdict_recheck *out
     if (is_compare) {
         ppb_run_compare_rules crules = {.verdict = rules, .min_history = st->min_history,
                                         .max_history = st->max_history};
-        /* the baseline's run level as stored: before rule 4 it widened nothing */
-        double shift = st->rule_version >= 4 ? st->baseline_shift : NAN;
-        if (!(rc = compare_cases(sv, rcs, err)) && !(rc = ppb_run_compare_decide(rcs, n, &crules, &shift, &crep, err)))
+        /* the runs' levels as stored: before rule 4 they widened nothing and said nothing */
+        double shift[2] = {NAN, NAN};
+        if (st->rule_version >= 4)
+            shift[0] = st->baseline_shift, shift[1] = st->candidate_shift;
+        if (!(rc = compare_cases(sv, rcs, err)) && !(rc = ppb_run_compare_decide(rcs, n, &crules, shift, &crep, err)))
             rc = ppb_run_compare_record(&crep, rcs, n, &crules, rec, pcs, err);
         out->n_compared = crep.v.n_compared;
     } else {

@@ -21,7 +21,7 @@ int ppb_verdict_record(const ppb_verdict_report *rep, const ppb_verdict_case *ca
     rec->geomean_lo = rep->have_geomean ? rep->geomean.ratio_lo : NAN;
     rec->geomean_hi = rep->have_geomean ? rep->geomean.ratio_hi : NAN;
     rec->detectable = rep->detectable > 0 ? rep->detectable : NAN;
-    rec->baseline_shift = NAN; /* a comparison's (run_compare.h) */
+    rec->baseline_shift = rec->candidate_shift = NAN; /* a comparison's (run_compare.h) */
     int rc = ppb_verdict_reasons_text(rep, rec->reasons, sizeof rec->reasons, err);
     if (rc)
         return rc;

@@ -1718,13 +1718,14 @@ int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_pro
         " geomean_ratio, geomean_lo, geomean_hi, reasons, min_gain, max_regression, threshold, detectable,"
         " rule_version, alpha, require_correct, method, bootstrap_reps, seed, samples_per_round, min_rounds,"
         " max_rounds, sessions, budget_ms, min_history, max_history, wall_ms, setup_ms, inputs_ms, check_ms,"
-        " warmup_ms, sampling_ms, kernel_ms, fixed_kernel_ms, fixed_samples, settled_by_pair, baseline_shift)"
+        " warmup_ms, sampling_ms, kernel_ms, fixed_kernel_ms, fixed_samples, settled_by_pair, baseline_shift,"
+        " candidate_shift)"
         " VALUES(:name, :path, :kind, :target, :brun, :crun, :verdict, :g, :glo, :ghi, :reasons, :mg, :mr, :t, :det,"
         " :rv, CASE WHEN :rv IS NULL THEN NULL ELSE :alpha END, CASE WHEN :rv IS NULL THEN NULL ELSE :rc END,"
         " CASE WHEN :rv IS NULL THEN NULL ELSE :method END,"
         " CASE WHEN :rv IS NULL THEN NULL ELSE :reps END, CASE WHEN :rv IS NULL THEN NULL ELSE :seed END,"
         " :spr, :minr, :maxr, :ss, CASE WHEN :spr IS NULL THEN NULL ELSE :budget END, :minh, :maxh,"
-        " :wall, :setup, :inputs, :check, :warmup, :sampling, :kernel, :fixed, :fixedn, :settled, :bshift)";
+        " :wall, :setup, :inputs, :check, :warmup, :sampling, :kernel, :fixed, :fixedn, :settled, :bshift, :cshift)";
     /* a cost without a wall time was not measured (compare, kv_capacity): NULL, not zeros */
     static const ppb_proposal_cost unmeasured = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 0, 0};
     const ppb_proposal_cost *c = rec->cost.wall_ms > 0 ? &rec->cost : &unmeasured;
@@ -1751,7 +1752,7 @@ int ppb_store_put_proposal(ppb_store *s, ppb_proposal_record *rec, const ppb_pro
                                P_REAL(":warmup", c->warmup_ms), P_REAL(":sampling", c->sampling_ms),
                                P_REAL(":kernel", c->kernel_ms), P_REAL(":fixed", c->fixed_kernel_ms),
                                P_INT0(":fixedn", c->fixed_samples), P_INT0(":settled", c->settled_by_pair),
-                               P_REAL(":bshift", rec->baseline_shift)),
+                               P_REAL(":bshift", rec->baseline_shift), P_REAL(":cshift", rec->candidate_shift)),
                         "storing a proposal", err)))
         goto fail;
     rec->id = sqlite3_last_insert_rowid(s->db);
@@ -1823,6 +1824,7 @@ static int proposal_row(sqlite3_stmt *stmt, void *arg)
     read_INT(stmt, 38, &c->fixed_samples);
     read_INT(stmt, 39, &c->settled_by_pair);
     read_REAL(stmt, 40, &rec->baseline_shift);
+    read_REAL(stmt, 41, &rec->candidate_shift);
     return PPB_OK;
 }
 
@@ -1834,7 +1836,8 @@ int ppb_store_get_proposal(ppb_store *s, int64_t id, ppb_proposal_record *rec, p
         " created_at, min_gain, max_regression, threshold, detectable, rule_version, alpha, require_correct,"
         " method, bootstrap_reps, seed, samples_per_round, min_rounds, max_rounds, sessions, budget_ms,"
         " min_history, max_history, wall_ms, setup_ms, inputs_ms, check_ms, warmup_ms, sampling_ms, kernel_ms,"
-        " fixed_kernel_ms, fixed_samples, settled_by_pair, baseline_shift FROM proposals WHERE id = :id";
+        " fixed_kernel_ms, fixed_samples, settled_by_pair, baseline_shift, candidate_shift FROM proposals"
+        " WHERE id = :id";
     proposal_read p = {s, id, rec, err};
     int rc = one_row(s, sql, PARAMS(P_INT(":id", id)), proposal_row, &p, "reading a proposal", err);
     if (rc == NO_ROW)

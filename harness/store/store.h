@@ -203,10 +203,11 @@ typedef struct ppb_proposal_record {
     double budget_ms;
     /* compare: the history a case needs and the most it uses; 0 for propose */
     int min_history, max_history;
-    /* compare: the baseline run as a whole against its cases' histories, log
-     * (run / usual level) (run_compare.h's run level; schema 21): off beyond
-     * the noise, it widened every case (rule 4). NaN: not measured. */
-    double baseline_shift;
+    /* compare: each run as a whole against its cases' histories, log(run /
+     * usual level) (run_compare.h's run level; schema 21): a baseline off
+     * beyond the noise widened every case, a candidate that far moved is said
+     * in a note (rule 4). NaN: not measured. */
+    double baseline_shift, candidate_shift;
     ppb_proposal_cost cost;
 } ppb_proposal_record;
 

@@ -320,11 +320,12 @@ static const char schema_v19[] = "ALTER TABLE proposal_cases ADD COLUMN history_
  * results stored as skipped): which pair (1-based; NULL or 0: none). */
 static const char schema_v20[] = "ALTER TABLE proposals ADD COLUMN settled_by_pair INTEGER;";
 
-/* Version 21: a comparison's baseline run as a whole, log(run / its cases'
- * usual level), which widened every case when it was off beyond the noise
- * (rule 4): `verdict --recompute` has no histories to measure it again. NULL:
- * not measured (propose, or stored before). */
-static const char schema_v21[] = "ALTER TABLE proposals ADD COLUMN baseline_shift REAL;";
+/* Version 21: a comparison's two runs as a whole, log(run / its cases' usual
+ * level): a baseline off beyond the noise widened every case, a candidate so
+ * far moved is said in a note (rule 4); `verdict --recompute` has no histories
+ * to measure them again. NULL: not measured (propose, or stored before). */
+static const char schema_v21[] = "ALTER TABLE proposals ADD COLUMN baseline_shift REAL;"
+                                 "ALTER TABLE proposals ADD COLUMN candidate_shift REAL;";
 
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
@@ -347,7 +348,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {18, "what each proposal's verdict cost", schema_v18},
     {19, "the split of a compared case's history between two implementations", schema_v19},
     {20, "the pair that settled a proposal's REJECT, after which sampling was cut short", schema_v20},
-    {21, "a comparison's baseline run as a whole against its history", schema_v21},
+    {21, "a comparison's two runs as a whole against their history", schema_v21},
 };
 
 const int ppb_store_migration_count =

@@ -53,9 +53,11 @@ set +e; "$PPB" compare "$a" "$b" >"$WORK/out" 2>"$WORK/err"; rc=$?; set -e
 verdict_rc "$rc" "compare"
 cmp=$(q "SELECT max(id) FROM proposals")
 [ "$(q "SELECT min_history, max_history FROM proposals WHERE id = $cmp")" = "5|20" ] || fail "compare's history rules"
-# the baseline run's shift against its history (rule 4) is stored; propose has none
-[ "$(q "SELECT typeof(baseline_shift) FROM proposals WHERE id = $cmp")" = real ] || fail "compare's baseline shift"
-[ "$(q "SELECT typeof(baseline_shift) FROM proposals WHERE id = $ab")" = null ] || fail "propose with a baseline shift"
+# the runs' shifts against their history (rule 4) are stored; propose has none
+[ "$(q "SELECT typeof(baseline_shift), typeof(candidate_shift) FROM proposals WHERE id = $cmp")" = "real|real" ] \
+  || fail "compare's run shifts"
+[ "$(q "SELECT typeof(baseline_shift), typeof(candidate_shift) FROM proposals WHERE id = $ab")" = "null|null" ] \
+  || fail "propose with run shifts"
 [ "$(q "SELECT count(*) FROM proposal_cases WHERE proposal_id = $cmp AND noise > 0 AND history = 6")" -gt 0 ] \
   || fail "compare's noise not stored"
 expect_rc 0 "$PPB" verdict --recompute latest

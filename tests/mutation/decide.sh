@@ -110,6 +110,8 @@ M decide/run_compare.c 's#int split_short = c->history_split \&\& #int split_sho
   "two implementations: one with a single run of its own judged"
 M decide/run_compare.c 's#{ return lv->unusual ? fabs(lv->shift) : 0; }#{ return 0 * lv->unusual; }#' \
   "rule 4: a baseline run off as a whole widens nothing"
+M decide/run_compare.c 's#            if (level\[side\]->unusual)#            if (side == 0 \&\& level[side]->unusual)#' \
+  "rule 4: a candidate run moved as a whole goes unsaid"
 M decide/run_compare.c 's#    vrules.shared_sd = offset;#    vrules.shared_sd = 0;#' \
   "rule 4: the mean averages the baseline's offset down over the cases"
 M decide/abtest.c 's#(1.0 - sum_w2 / (sum_w \* sum_w));#(sum_w2 / (sum_w * sum_w));#' \

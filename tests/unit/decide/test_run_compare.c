@@ -594,27 +594,38 @@ static void test_a_baseline_off_as_a_whole_widens_every_case(void **state)
 
     ppb_run_compare_rules rules;
     ppb_run_compare_rules_default(&rules);
-    const double none[2] = {0, NAN};
+    const double none[2][2] = {{0, 0}, {NAN, NAN}};
     ppb_err err;
     for (int k = 0; k < 2; k++) { /* no shift given: the false ACCEPT the rule prevents */
-        assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, &none[k], &r, &err), PPB_OK);
+        assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, none[k], &r, &err), PPB_OK);
         assert_false(r.baseline_level.unusual);
         assert_int_equal(r.v.verdict, PPB_VERDICT_ACCEPT);
         assert_true(fabs(r.sd[0] - sqrt(2.0) * r.noise[0]) < 1e-15);
         ppb_run_compare_report_free(&r);
     }
-    assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, &measured, &r, &err), PPB_OK);
+    const double given[2] = {measured, 0};
+    assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, given, &r, &err), PPB_OK);
     assert_true(r.baseline_level.unusual && r.baseline_level.shift == measured);
     assert_int_equal(r.v.verdict, PPB_VERDICT_INCONCLUSIVE);
     assert_true(r.v.geomean.ratio_hi == hi);
     ppb_run_compare_report_free(&r);
 
-    /* the candidate off as a whole: a real change, not widened */
+    /* the candidate off as a whole: a real change, or the machine's; not widened, said in a note */
     make_sim(&s, 4, 20, 0.0025, 1.10, 92);
     r = decide(&s, NULL);
     assert_false(r.baseline_level.unusual);
+    assert_true(r.candidate_level.unusual && fabs(r.candidate_level.shift - log(1.10)) < 0.004);
     assert_int_equal(r.v.verdict, PPB_VERDICT_REJECT);
     assert_true(fabs(r.sd[0] - sqrt(2.0) * r.noise[0]) < 1e-15);
+    assert_true(has_reason(&r, "note: the candidate run is off as a whole: its 4 judged cases are together"));
+    assert_true(has_reason(&r, "a second candidate run tells them apart"));
+    assert_false(has_reason(&r, "note: the baseline run is off as a whole"));
+    ppb_run_compare_report_free(&r);
+    /* a candidate as usual: no note */
+    make_sim(&s, 4, 20, 0.0025, 1.0, 93);
+    r = decide(&s, NULL);
+    assert_false(r.candidate_level.unusual);
+    assert_false(has_reason(&r, "off as a whole"));
     ppb_run_compare_report_free(&r);
 }
 

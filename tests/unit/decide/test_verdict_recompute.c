@@ -679,6 +679,12 @@ static void test_a_compare_off_baseline_is_re_derived(void **state)
     sv.rec->baseline_shift = NAN; /* not measured: nothing widened */
     assert_differs(&sv, "case 0 (");
     sv.rec->baseline_shift = shift;
+    assert_true(isnan(sv.rec->candidate_shift) == 0 && fabs(sv.rec->candidate_shift) < 0.004); /* as usual */
+    double cshift = sv.rec->candidate_shift;
+    sv.rec->candidate_shift = 0.05; /* stored as moved as a whole: a note the verdict did not have */
+    assert_differs(&sv, "reasons");
+    sv.rec->candidate_shift = cshift;
+    assert_true(recheck(&sv).agree);
     sv.rec->rule_version = 3;
     assert_differs(&sv, "case 0 (");
     ppb_stored_verdict_free(&sv);

@@ -466,16 +466,16 @@ static void test_proposal_cost_round_trips(void **state)
     assert_true(isnan(got.cost.wall_ms) && isnan(got.cost.kernel_ms) && isnan(got.cost.fixed_kernel_ms));
     assert_int_equal(got.cost.fixed_samples, 0);
     assert_int_equal(got.cost.settled_by_pair, 0);
-    /* a comparison's baseline shift (schema 21) reads back as stored, none as NaN */
-    assert_true(rec.baseline_shift == 0 && got.baseline_shift == 0);
-    rec.baseline_shift = -0.0296;
+    /* a comparison's runs' shifts (schema 21) read back as stored, none as NaN */
+    assert_true(rec.baseline_shift == 0 && got.baseline_shift == 0 && got.candidate_shift == 0);
+    rec.baseline_shift = -0.0296, rec.candidate_shift = 0.0871;
     assert_int_equal(ppb_store_put_proposal(s, &rec, NULL, 0, &err), PPB_OK);
     assert_int_equal(ppb_store_get_proposal(s, rec.id, &got, &err), PPB_OK);
-    assert_true(got.baseline_shift == -0.0296);
-    rec.baseline_shift = NAN;
+    assert_true(got.baseline_shift == -0.0296 && got.candidate_shift == 0.0871);
+    rec.baseline_shift = rec.candidate_shift = NAN;
     assert_int_equal(ppb_store_put_proposal(s, &rec, NULL, 0, &err), PPB_OK);
     assert_int_equal(ppb_store_get_proposal(s, rec.id, &got, &err), PPB_OK);
-    assert_true(isnan(got.baseline_shift));
+    assert_true(isnan(got.baseline_shift) && isnan(got.candidate_shift));
     ppb_store_close(s);
 }
 
