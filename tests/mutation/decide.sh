@@ -120,7 +120,7 @@ M decide/run_compare.c 's#    return side ? ppb_median(c->history + c->history_s
   "run level of two implementations: the candidate's side measured against the baseline's level"
 M decide/run_compare.c 's#    if (!c->history_split)$#    if (1)#' \
   "run level of two implementations: against the median of both levels"
-M decide/verdict_recompute.c 's#double shift = st->rule_version >= 4 ? st->baseline_shift : NAN;#double shift = st->baseline_shift;#' \
+M decide/verdict_recompute.c 's#        if (st->rule_version >= 4)$#        if (1)#' \
   "recompute: a rule-3 compare decided with rule 4's widening"
 M decide/run_compare.c 's#return plain > robust ? plain : robust;#return robust;#' \
   "compare's noise: rare whole-run slowdowns read as outliers"
