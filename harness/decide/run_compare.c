@@ -82,12 +82,6 @@ static int run_level(const ppb_run_compare_case *cases, int n, const double *noi
     return rc;
 }
 
-int ppb_run_compare_run_level(const ppb_run_compare_case *cases, int n, const ppb_run_compare_report *rep,
-                              int side, ppb_run_level *out, ppb_err *err)
-{
-    return run_level(cases, n, rep->noise, rep->n_history, side, NULL, out, err);
-}
-
 /* ---- the decision ---------------------------------------------------------- */
 
 void ppb_run_compare_report_free(ppb_run_compare_report *r)

@@ -96,10 +96,6 @@ typedef struct ppb_run_compare_report {
 int ppb_run_compare_decide(const ppb_run_compare_case *cases, int n, const ppb_run_compare_rules *rules,
                            const double stored_shift[2], ppb_run_compare_report *out, ppb_err *err);
 
-/* The run level of a decided comparison's side (0 baseline, 1 candidate), as
- * decide measures it (for a report decided from histories). */
-int ppb_run_compare_run_level(const ppb_run_compare_case *cases, int n, const ppb_run_compare_report *rep,
-                              int side, ppb_run_level *out, ppb_err *err);
 void ppb_run_compare_report_free(ppb_run_compare_report *r);
 
 
