@@ -85,6 +85,14 @@ typedef struct ppb_fill_args {
      * of the vLLM-layout element at its place (kv_layout.h; slot_shift 3: the
      * k_cache's, 0: the v_cache's). PPB_KV_LAYOUT_VLLM: element i is index i. */
     int layout, num_kv_heads, head_dim;
+    /* Non-NULL: read, not write. The checksum of the n 16-bit elements at
+     * `data` (input_sum in input_fill.cuh) is added to *sum, and every other
+     * field is ignored: how a plugin's inputs are shown unchanged without
+     * copying gigabytes of KV cache to the host. */
+    unsigned long long *sum;
 } ppb_fill_args;
+
+/* The input generator's block size: its checksum reduces a block in shared memory. */
+#define PPB_FILL_THREADS 256
 
 #endif

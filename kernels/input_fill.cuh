@@ -32,6 +32,32 @@ __device__ __forceinline__ unsigned long long input_fill_page(const ppb_fill_arg
     return narrow ? (unsigned long long)((unsigned)i / (unsigned)a.page_elems) : i / a.page_elems;
 }
 
+/* The checksum of a.n 16-bit elements: the sum, mod 2^64, of a bijective mix
+ * of each element with its index. Two buffers that differ in one element
+ * always differ in it (the terms differ, one for one); more changes cancel
+ * with a chance of 2^-64. A sum does not depend on the order the blocks add
+ * in, so one atomic add per block is enough. The reduction is over the
+ * block's threads in shared memory: no warp size assumed; blockDim.x is
+ * PPB_FILL_THREADS, a power of two. */
+__device__ void input_sum(const ppb_fill_args &a)
+{
+    __shared__ unsigned long long part[PPB_FILL_THREADS];
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    const uint16_t *in = (const uint16_t *)a.data;
+    unsigned long long s = 0;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += stride)
+        s += ppb_rng_mix64((i << 16 | in[i]) + 0x9E3779B97F4A7C15ull); /* i < 2^48: (i, value) one for one */
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half)
+            part[threadIdx.x] += part[threadIdx.x + half];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        atomicAdd(a.sum, part[0]);
+}
+
 /* DTYPE: PPB_KDTYPE_FP16 or PPB_KDTYPE_BF16. A grid-stride loop: any grid covers
  * any n. Eight consecutive elements per step: one 16-byte store (a.data is a
  * cudaMalloc base, so aligned) and, when pages are whole groups of eight, one
@@ -39,6 +65,10 @@ __device__ __forceinline__ unsigned long long input_fill_page(const ppb_fill_arg
 template <int DTYPE>
 __global__ void input_fill_kernel(const ppb_fill_args a)
 {
+    if (a.sum) { /* the same kernel, so the catalog and the AOT table have one entry for both */
+        input_sum(a);
+        return;
+    }
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     const unsigned long long first = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned long long groups = a.n / 8;

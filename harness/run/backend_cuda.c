@@ -247,7 +247,7 @@ struct ppb_backend {
     guarded tmp_out, exp_sums, max_logits;
     size_t kernel_tmp_bytes, kernel_es_bytes, kernel_ml_bytes;  /* what the kernel's count spans */
     int host_parts, kernel_parts;
-    unsigned char *sum_buf;      /* host staging for input checksums (SUM_CHUNK), allocated on first use */
+    unsigned long long *sums;    /* the input checksums on the device (N_INPUTS): cudaMalloc on first use */
 };
 
 static int is_sticky(cudaError_t e)
@@ -485,7 +485,8 @@ static void cuda_close(ppb_backend *b)
     destroy_events(b);
     cudaStreamDestroy(b->stream);
     nvml_close(&b->nvml);
-    free(b->sum_buf);
+    if (b->sums)
+        cudaFree(b->sums);
     free(b);
 }
 
@@ -841,6 +842,13 @@ static void cuda_prefetch(ppb_backend *b, const ppb_case *c)
         ppb_builtin_prefetch(b->builtin_ctx, PPB_KSPEC_DECODE, &call.dev, &call.decode_cfg, &call.decode);
 }
 
+/* The input generator's grid over n elements: grid-stride beyond 16 blocks an SM. */
+static ppb_launch_plan fill_plan(const ppb_backend *b, size_t n)
+{
+    size_t blocks = (n + PPB_FILL_THREADS - 1) / PPB_FILL_THREADS, most = (size_t)b->info.sm_count * 16;
+    return (ppb_launch_plan){{(unsigned)(blocks < most ? blocks : most), 1, 1}, {PPB_FILL_THREADS, 1, 1}, 0};
+}
+
 /* One tensor generated on the device (kernels/input_fill.cuh), bit for bit
  * what ppb_workload_fill makes on the host; a paged cache (valid set) in the
  * bound kernel's layout, the same values at the same places. */
@@ -864,9 +872,7 @@ static int fill_tensor(ppb_backend *b, guarded *dst, size_t n, uint32_t tensor, 
                        .page_size = s->page_size, .slot_shift = slot_shift,
                        .layout = valid ? b->call.kv_layout : PPB_KV_LAYOUT_VLLM, .num_kv_heads = s->num_kv_heads,
                        .head_dim = s->head_dim};
-    const unsigned threads = 256;
-    size_t blocks = (n + threads - 1) / threads, most = (size_t)b->info.sm_count * 16; /* grid-stride beyond */
-    ppb_launch_plan plan = {{(unsigned)(blocks < most ? blocks : most), 1, 1}, {threads, 1, 1}, 0};
+    const ppb_launch_plan plan = fill_plan(b, n);
     return ppb_kernels_launch(fill, &plan, &a, sizeof a, b->stream, err);
 }
 
@@ -916,41 +922,49 @@ end:
 
 static int is_plugin(const ppb_backend *b) { return !b->call.builtin; }
 
-/* A change-detecting checksum of 64-bit words (FNV-1a's step on words: fast
- * enough for gigabytes of KV cache; not a defence against a plugin built to
- * collide, only against one that writes where it should not). */
-static uint64_t sum_words(uint64_t h, const unsigned char *p, size_t n)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, sizeof w);
-        h = (h ^ w) * 0x100000001b3ull;
-    }
-    for (; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
-
-#define SUM_CHUNK ((size_t)64 << 20) /* read back in pieces: bounded host memory */
-
-/* Every loaded input's checksum into sum[] (0 for an input the case has none of). */
+/* Every loaded input's checksum into sum[] (0 for an input the case has none
+ * of), computed on the device by the input generator's kernel in its sum mode
+ * (input_fill.cuh): a change-detecting sum, not a defence against a plugin
+ * built to collide, only against one that writes where it should not. On the
+ * device, because reading gigabytes of KV cache back to the host took most of
+ * a plugin proposal's time (0.3 s a GiB, twice per checked session and once
+ * per timing session). */
 static int sum_inputs(ppb_backend *b, uint64_t sum[N_INPUTS], ppb_err *err)
 {
-    if (!b->sum_buf && !(b->sum_buf = malloc(SUM_CHUNK)))
-        return ppb_fail(err, PPB_ENOMEM, "out of host memory for the input checksums");
-    cudaError_t e = cudaStreamSynchronize(b->stream);
-    for (int k = 0; k < N_INPUTS && e == cudaSuccess; k++) {
-        const guarded *g = &b->in.t[k];
-        uint64_t h = 0xcbf29ce484222325ull;
-        for (size_t off = 0; g->ptr && off < g->bytes && e == cudaSuccess; off += SUM_CHUNK) {
-            size_t n = g->bytes - off < SUM_CHUNK ? g->bytes - off : SUM_CHUNK;
-            if ((e = cudaMemcpy(b->sum_buf, g->ptr + off, n, cudaMemcpyDeviceToHost)) == cudaSuccess)
-                h = sum_words(h, b->sum_buf, n);
-        }
-        sum[k] = g->ptr ? h : 0;
+    cudaError_t e = cudaSuccess;
+    if (!b->sums && (e = cudaMalloc((void **)&b->sums, sizeof(unsigned long long) * N_INPUTS)) != cudaSuccess) {
+        cudaGetLastError();
+        b->sums = NULL;
+        return ppb_fail(err, PPB_ENOMEM, "allocating the input checksums: %s", cudaGetErrorString(e));
     }
-    return e == cudaSuccess ? PPB_OK : run_fail(b, err, e, "reading the inputs back");
+    ppb_kernel_spec spec = fill_spec(&b->c);
+    ppb_kernel *fill;
+    ppbk_resources kres;
+    int rc = ppb_kernels_get(b->kernels, &spec, &fill, &kres, err);
+    if (rc) {
+        ppb_err_prefix(err, "the input checksum: ");
+        return rc;
+    }
+    if ((e = cudaMemsetAsync(b->sums, 0, sizeof(unsigned long long) * N_INPUTS, b->stream)) != cudaSuccess)
+        return run_fail(b, err, e, "clearing the input checksums");
+    for (int k = 0; k < N_INPUTS && !rc; k++) {
+        const guarded *g = &b->in.t[k];
+        if (!g->ptr || g->bytes < 2)
+            continue;
+        ppb_fill_args a = {.data = g->ptr, .n = g->bytes / 2, .sum = b->sums + k}; /* every input is 16/32-bit */
+        const ppb_launch_plan plan = fill_plan(b, a.n);
+        rc = ppb_kernels_launch(fill, &plan, &a, sizeof a, b->stream, err);
+    }
+    unsigned long long host[N_INPUTS];
+    if (!rc && (e = cudaMemcpyAsync(host, b->sums, sizeof host, cudaMemcpyDeviceToHost, b->stream)) == cudaSuccess)
+        e = cudaStreamSynchronize(b->stream);
+    if (rc)
+        return rc;
+    if (e != cudaSuccess)
+        return run_fail(b, err, e, "summing the inputs");
+    for (int k = 0; k < N_INPUTS; k++)
+        sum[k] = b->in.t[k].ptr ? host[k] : 0;
+    return PPB_OK;
 }
 
 static int cuda_prepare(ppb_backend *b, const ppb_case *c, const ppb_workload *w, ppb_result *res,
