@@ -30,7 +30,7 @@ static const char *const top_level_keys[] = {"name",    "description", "kernel",
                                              "trend",   "expect_wrong", NULL};
 static const char *const measure_keys[] = {"cold_l2",     "warmup_ms", "min_samples",
                                            "max_samples", "min_time_ms", "budget_ms",
-                                           "target_noise", "seed",     NULL};
+                                           "target_noise", "windows",  "seed",     NULL};
 static const char *const check_keys[] = {"fp16", "bf16", "full_check_max_rows", "sample_rows",
                                          NULL};
 static const char *const tolerance_keys[] = {"atol", "rtol", NULL};
@@ -549,6 +549,11 @@ static int parse_measure(ppb_yaml *y, yaml_node_t *root, ppb_measure_settings *m
     if ((n = ppb_yaml_get(y, node, "target_noise")) &&
         (rc = ppb_yaml_double(y, n, "measure.target_noise", 0, 1, &m->target_noise, err)))
         return rc;
+    if ((n = ppb_yaml_get(y, node, "windows"))) {
+        if ((rc = ppb_yaml_int(y, n, "measure.windows", 1, 2, &v, err)))
+            return rc;
+        m->windows = (int)v;
+    }
     if ((n = ppb_yaml_get(y, node, "seed")) &&
         (rc = parse_seed(y, n, "measure.seed", &m->seed, err)))
         return rc;
@@ -694,6 +699,7 @@ void ppb_suite_defaults(ppb_suite *suite)
     m->min_time_ms = 100;
     m->budget_ms = 5000;
     m->target_noise = 0.01;
+    m->windows = 1;
     m->seed = 20261129;
     /* Outputs are fp32-accumulated and rounded once to the storage type; see
      * docs/SUITES.md "check" for why these bounds hold with room to spare. */

@@ -34,6 +34,7 @@ typedef struct ppb_measure_settings {
     double min_time_ms;     /* minimum total measured time per case */
     double budget_ms;       /* per-case time budget; past it the case is marked noisy */
     double target_noise;    /* stop when (q3-q1)/median falls under this */
+    int windows;            /* sampling windows a case may take while it misses target_noise (<= 1: one) */
     uint64_t seed;          /* input generation and row sampling */
 } ppb_measure_settings;
 

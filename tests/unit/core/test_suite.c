@@ -377,6 +377,7 @@ static void test_full_example_values_land_in_axis_sets(void **state)
     assert_true(s.measure.min_time_ms == 100);
     assert_true(s.measure.budget_ms == 3000);
     assert_true(s.measure.target_noise == 0.02);
+    assert_int_equal(s.measure.windows, 2);
     assert_true(s.measure.seed == UINT64_MAX);
     assert_true(s.check.atol[PPB_FP16] == 1e-3);
     assert_true(s.check.rtol[PPB_FP16] == 2e-2);
@@ -487,6 +488,7 @@ static void test_defaults(void **state)
     assert_true(d.measure.min_time_ms == 100);
     assert_true(d.measure.budget_ms == 5000);
     assert_true(d.measure.target_noise == 0.01);
+    assert_int_equal(d.measure.windows, 1);
     assert_true(d.measure.seed == 20261129u);
     assert_true(d.check.atol[PPB_FP16] == 2e-3 && d.check.rtol[PPB_FP16] == 1e-2);
     assert_true(d.check.atol[PPB_BF16] == 1.6e-2 && d.check.rtol[PPB_BF16] == 5e-2);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -19,6 +20,8 @@ typedef struct fake {
     int calls, last_launches;
     int sleep_us;           /* wall time a call takes */
     int step_after;         /* > 0: launches take 4x as long after this many calls */
+    int change_after;       /* > 0: the jitter is jitter_after after this many calls */
+    double jitter_after;
 } fake;
 
 static fake the_fake;
@@ -31,7 +34,9 @@ static int fake_time_sample(ppb_backend *b, int launches, int cold, double *ms, 
     the_fake.calls++;
     the_fake.last_launches = launches;
     double sign = (the_fake.calls % 2) ? 1 : -1;
-    *ms = the_fake.per_launch_ms * (1 + sign * the_fake.jitter * (the_fake.calls % 7) / 7.0);
+    double jitter = the_fake.change_after > 0 && the_fake.calls > the_fake.change_after ? the_fake.jitter_after
+                                                                                         : the_fake.jitter;
+    *ms = the_fake.per_launch_ms * (1 + sign * jitter * (the_fake.calls % 7) / 7.0);
     if (the_fake.step_after > 0 && the_fake.calls > the_fake.step_after)
         *ms *= 4; /* longer than the batching's guess: the replay must drop what it over-took */
     return PPB_OK;
@@ -273,6 +278,64 @@ static void test_noisy_case_runs_to_max_and_is_marked(void **state)
     ppb_result_free(&r);
 }
 
+/* measure.windows 2: a case that misses its target in its first window gets
+ * a second, and keeps the one with the smaller spread, saying so; a case that
+ * meets it takes one window. The first window here: 1 warm-up call and 37
+ * samples (max_samples), all at jitter 0.5. */
+static void test_second_window_keeps_the_quieter(void **state)
+{
+    (void)state;
+    ppb_measure_settings m = settings();
+    m.max_samples = 37;
+    m.windows = 2;
+    ppb_err err;
+    ppb_result r;
+    /* the disturbance passes: the second window is quiet and ends at min_samples */
+    the_fake = (fake){.per_launch_ms = 1.0, .jitter = 0.5, .change_after = 38, .jitter_after = 0};
+    ppb_result_init(&r);
+    assert_int_equal(ppb_measure_case(&fake_ops, NULL, &m, NULL, &r, &err), PPB_OK);
+    assert_int_equal(r.status, PPB_STATUS_OK);
+    assert_int_equal(the_fake.calls, 38 + 10);
+    assert_int_equal(r.n_samples, 10);
+    for (int i = 0; i < r.n_samples; i++)
+        assert_true(r.samples_ms[i] == 1.0);
+    assert_non_null(strstr(r.reason, "sampled twice: spread "));
+    assert_non_null(strstr(r.reason, "the second kept"));
+    ppb_result_free(&r);
+
+    /* still disturbed, more so: the first window stays, and the case is noisy */
+    the_fake = (fake){.per_launch_ms = 1.0, .jitter = 0.3, .change_after = 38, .jitter_after = 0.6};
+    ppb_result_init(&r);
+    snprintf(r.reason, sizeof r.reason, "a backend's note");
+    assert_int_equal(ppb_measure_case(&fake_ops, NULL, &m, NULL, &r, &err), PPB_OK);
+    assert_int_equal(r.status, PPB_STATUS_NOISY);
+    assert_int_equal(the_fake.calls, 38 + 37);
+    assert_int_equal(r.n_samples, 37);
+    for (int i = 0; i < r.n_samples; i++)
+        assert_true(fabs(r.samples_ms[i] - 1.0) <= 0.3 + 1e-12);
+    assert_non_null(strstr(r.reason, "a backend's note; sampled twice"));
+    assert_non_null(strstr(r.reason, "the first kept"));
+    ppb_result_free(&r);
+
+    /* quiet from the start: one window, no note */
+    the_fake = (fake){.per_launch_ms = 1.0};
+    ppb_result_init(&r);
+    assert_int_equal(ppb_measure_case(&fake_ops, NULL, &m, NULL, &r, &err), PPB_OK);
+    assert_int_equal(r.status, PPB_STATUS_OK);
+    assert_int_equal(the_fake.calls, 1 + 10);
+    assert_string_equal(r.reason, "");
+    ppb_result_free(&r);
+
+    /* one window (the default): noisy, as before */
+    m.windows = 1;
+    the_fake = (fake){.per_launch_ms = 1.0, .jitter = 0.5, .change_after = 38, .jitter_after = 0};
+    ppb_result_init(&r);
+    assert_int_equal(ppb_measure_case(&fake_ops, NULL, &m, NULL, &r, &err), PPB_OK);
+    assert_int_equal(r.status, PPB_STATUS_NOISY);
+    assert_int_equal(the_fake.calls, 38);
+    ppb_result_free(&r);
+}
+
 /* Out of samples before min_time_ms: a quiet case is ok, only a spread above
  * the target is noisy (any case that ran out of samples was marked noisy, so
  * 6%-spread cases read "noisy" beside 49%-spread ones that were "ok"). */
@@ -324,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_short_launches_are_batched),
         cmocka_unit_test(test_noisy_case_runs_to_max_and_is_marked),
         cmocka_unit_test(test_out_of_samples_is_noisy_only_when_spread),
+        cmocka_unit_test(test_second_window_keeps_the_quieter),
         cmocka_unit_test(test_stop_flag_interrupts),
         cmocka_unit_test(test_cold_samples_flush_unless_the_case_reads_enough),
     };
