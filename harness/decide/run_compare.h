@@ -35,9 +35,10 @@ typedef struct ppb_run_compare_case {
      * given noise too: the split sets the degrees of freedom. */
     int history_split;
     /* A stored comparison recomputed (verdict_recompute.h): its noise as
-     * stored, from n_history runs, in place of a history (NULL). */
+     * stored, from n_history runs, in place of a history (NULL), and the
+     * baseline's offset from its usual level as stored (0: none). */
     int noise_given;
-    double noise;
+    double noise, baseline_offset;
 } ppb_run_compare_case;
 
 /* A case of the two runs from their results (the baseline case's key and
@@ -83,6 +84,11 @@ typedef struct ppb_run_compare_report {
     int n_short;
     double *crit;                /* per case: the critical value (Student t) of its interval */
     double *sd;                  /* per case: the SD of its log change, the history's and the runs' own */
+    /* per case: the baseline's |log(median / usual level)| when beyond its
+     * interval's reach of the history's noise, which widens the case (rule 5);
+     * 0: like its history; NaN: not judged */
+    double *baseline_offset;
+    int n_baseline_off;          /* the cases so widened */
     /* Each run as a whole (shift NaN: not measured). A baseline off as a whole
      * (unusual): every case's interval is widened by |shift|, and the weighted
      * mean keeps it whole. A candidate moved as a whole: a note. */

@@ -17,8 +17,9 @@
  * `ppbench verdict --recompute` then tells a verdict decided under other rules
  * from one whose data changed. */
 /* 3: compare widens a case by a noisy run's own spread; 4: and every case by a
- * baseline run off as a whole, which the mean keeps whole (run_compare.c) */
-#define PPB_VERDICT_RULE_VERSION 4
+ * baseline run off as a whole, which the mean keeps whole; 5: and a case by its
+ * baseline's offset when that case alone lies off its usual level (run_compare.c) */
+#define PPB_VERDICT_RULE_VERSION 5
 
 typedef enum {
     PPB_VERDICT_ACCEPT = 0,

@@ -294,6 +294,8 @@ static int compare_cases(const ppb_stored_verdict *sv, ppb_run_compare_case *rcs
         rcs[i].history_split = pc->history_split;
         rcs[i].noise_given = 1;
         rcs[i].noise = isfinite(pc->noise) ? pc->noise : 0;
+        /* before rule 5 a baseline case off its level widened nothing */
+        rcs[i].baseline_offset = sv->rec->rule_version >= 5 && isfinite(pc->baseline_offset) ? pc->baseline_offset : 0;
     }
     return PPB_OK;
 }
@@ -381,6 +383,7 @@ static const case_field case_fields[] = {
     CASE_FIELD("ratio", ratio, FIELD_REAL, 0), CASE_FIELD("interval's lower end", ratio_lo, FIELD_REAL, 0),
     CASE_FIELD("interval's upper end", ratio_hi, FIELD_REAL, 0), CASE_FIELD("class", cls, FIELD_TEXT, 0),
     CASE_FIELD("Holm-adjusted p", p_holm, FIELD_REAL, 0),
+    CASE_FIELD("baseline's offset from its usual level", baseline_offset, FIELD_REAL, 5),
 };
 #undef CASE_FIELD
 
@@ -458,7 +461,7 @@ int ppb_verdict_recompute(const ppb_stored_verdict *sv, ppb_verdict_recheck *out
     for (int i = 0; i < n; i++) {
         memcpy(pcs[i].baseline_key, sv->pcs[i].baseline_key, sizeof pcs[i].baseline_key);
         memcpy(pcs[i].candidate_key, sv->pcs[i].candidate_key, sizeof pcs[i].candidate_key);
-        pcs[i].noise = NAN;
+        pcs[i].noise = pcs[i].baseline_offset = NAN;
     }
     if (is_compare) {
         ppb_run_compare_rules crules = {.verdict = rules, .min_history = st->min_history,

@@ -556,7 +556,7 @@ static int decide_and_store(ab_ctx *x, double started_ms, ppb_propose_outcome *o
     for (int i = 0; i < x->n_pairs; i++)
         views[i] = pair_view(&x->pairs[i]);
     for (int i = 0; i < n_cases; i++)
-        pcs[i].noise = NAN;
+        pcs[i].noise = pcs[i].baseline_offset = NAN;
     if (chunked) {
         if (ppb_ab_chunked_case(views, x->n_pairs, x->p->name, totals, &vcs[0])) {
             rc = ppb_fail(err, PPB_ENOMEM, "out of memory");

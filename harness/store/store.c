@@ -1687,8 +1687,9 @@ static int insert_proposal_case(ppb_store *s, int64_t proposal_id, int idx,
     static const char sql[] =
         "INSERT INTO proposal_cases(proposal_id, idx, baseline_key, candidate_key, weight, state,"
         " class, ratio, ratio_lo, ratio_hi, p_holm, looks_taken, looks_planned, sessions, between_sd, alpha,"
-        " stop_alpha, look_share, noise, history, history_split) VALUES(:pid, :idx, :bk, :ck, :w, :state, :cls,"
-        " :ratio, :lo, :hi, :p, :lt, :lp, :ss, :bsd, :alpha, :salpha, :share, :noise, :hist, :split)";
+        " stop_alpha, look_share, noise, history, history_split, baseline_offset) VALUES(:pid, :idx, :bk, :ck, :w,"
+        " :state, :cls, :ratio, :lo, :hi, :p, :lt, :lp, :ss, :bsd, :alpha, :salpha, :share, :noise, :hist, :split,"
+        " :boff)";
     return exec_stmt(s, sql,
                      PARAMS(P_INT(":pid", proposal_id), P_INT(":idx", idx), P_TEXTN(":bk", c->baseline_key),
                             P_TEXTN(":ck", c->candidate_key), P_REAL(":w", c->weight),
@@ -1698,7 +1699,8 @@ static int insert_proposal_case(ppb_store *s, int64_t proposal_id, int idx,
                             P_INT(":ss", c->sessions), P_REAL(":bsd", c->between_sd), P_REAL(":alpha", c->alpha),
                             P_REAL(":salpha", c->stop_alpha), P_REAL(":share", c->look_share),
                             P_REAL(":noise", c->noise),
-                            P_INT(":hist", c->history), P_INT0(":split", c->history_split)),
+                            P_INT(":hist", c->history), P_INT0(":split", c->history_split),
+                            P_REAL(":boff", c->baseline_offset)),
                      "storing a proposal case", err);
 }
 
@@ -1879,6 +1881,7 @@ static int proposal_case_row(sqlite3_stmt *stmt, void *arg)
     read_INT(stmt, 16, &c.history);
     read_REAL(stmt, 17, &c.look_share);
     read_INT(stmt, 18, &c.history_split);
+    read_REAL(stmt, 19, &c.baseline_offset);
     return w->fn(w->ctx, &c);
 }
 
@@ -1888,7 +1891,7 @@ int ppb_store_each_proposal_case(ppb_store *s, int64_t id, ppb_proposal_case_vis
     static const char sql[] =
         "SELECT baseline_key, candidate_key, weight, state, class, ratio, ratio_lo, ratio_hi,"
         " p_holm, looks_taken, looks_planned, sessions, between_sd, alpha, stop_alpha, noise, history, look_share,"
-        " history_split FROM proposal_cases WHERE proposal_id = :id ORDER BY idx";
+        " history_split, baseline_offset FROM proposal_cases WHERE proposal_id = :id ORDER BY idx";
     proposal_case_walk w = {fn, ctx};
     return each_row(s, sql, PARAMS(P_INT(":id", id)), proposal_case_row, &w, "reading proposal cases", err);
 }

@@ -227,6 +227,8 @@ typedef struct ppb_proposal_case {
     double noise;                  /* compare: the run-to-run noise (relative sd); NaN: none */
     int history;                   /* compare: the plain runs that noise came from */
     int history_split;             /* compare of two implementations: the baseline's share of them (schema 19) */
+    double baseline_offset;        /* compare: the baseline's |log(median / usual level)| that widened the case
+                                    * (rule 5, schema 22); 0: the baseline was like its history; NaN: not judged */
 } ppb_proposal_case;
 
 /* One transaction: the proposal row (fills rec->id and rec->created_at) and its cases. */

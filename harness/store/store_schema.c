@@ -327,6 +327,11 @@ static const char schema_v20[] = "ALTER TABLE proposals ADD COLUMN settled_by_pa
 static const char schema_v21[] = "ALTER TABLE proposals ADD COLUMN baseline_shift REAL;"
                                  "ALTER TABLE proposals ADD COLUMN candidate_shift REAL;";
 
+/* Version 22: a compared case whose baseline run lay off its usual level
+ * beyond its noise: that offset, which widened the case (rule 5); `verdict
+ * --recompute` has no histories to measure it again. NULL: not measured. */
+static const char schema_v22[] = "ALTER TABLE proposal_cases ADD COLUMN baseline_offset REAL;";
+
 const ppb_store_migration ppb_store_migrations[] = {
     {1, "runs, cases, results, samples, env", schema_v1},
     {2, "overrun and kernel resource columns", schema_v2},
@@ -349,6 +354,7 @@ const ppb_store_migration ppb_store_migrations[] = {
     {19, "the split of a compared case's history between two implementations", schema_v19},
     {20, "the pair that settled a proposal's REJECT, after which sampling was cut short", schema_v20},
     {21, "a comparison's two runs as a whole against their history", schema_v21},
+    {22, "a compared case's baseline off its usual level", schema_v22},
 };
 
 const int ppb_store_migration_count =

@@ -114,6 +114,14 @@ M decide/run_compare.c 's#            if (level\[side\]->unusual)#            if
   "rule 4: a candidate run moved as a whole goes unsaid"
 M decide/run_compare.c 's#    vrules.shared_sd = offset;#    vrules.shared_sd = 0;#' \
   "rule 4: the mean averages the baseline's offset down over the cases"
+M decide/run_compare.c 's#    return off > crit \* sqrt(sigma \* sigma + own \* own) ? off : 0;#    return 0 * off;#' \
+  "rule 5: a baseline case off its usual level widens nothing"
+M decide/run_compare.c 's#    return off > crit \* sqrt(sigma \* sigma + own \* own) ? off : 0;#    return off > sqrt(sigma * sigma + own * own) ? off : 0;#' \
+  "rule 5: a baseline case called off at one SD, not at its interval's reach"
+M decide/run_compare.c 's#            double widen = fmax(offset, out->baseline_offset\[i\]);#            double widen = offset;#' \
+  "rule 5: a baseline case's offset found but not carried into its interval"
+M decide/verdict_recompute.c 's#rcs\[i\].baseline_offset = sv->rec->rule_version >= 5 \&\& #rcs[i].baseline_offset = sv->rec->rule_version >= 4 \&\& #' \
+  "recompute: a rule-4 compare decided with rule 5's case offsets"
 M decide/abtest.c 's#(1.0 - sum_w2 / (sum_w \* sum_w));#(sum_w2 / (sum_w * sum_w));#' \
   "weighted mean: a shared SD counted once more as if independent, not held whole"
 M decide/run_compare.c 's#    return side ? ppb_median(c->history + c->history_split#    return 0 ? ppb_median(c->history + c->history_split#' \

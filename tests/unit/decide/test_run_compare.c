@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "run_compare.h"
+#include "stats.h"
 #include "stats_sim.h"
 #include "trend.h"
 
@@ -500,6 +501,73 @@ static void test_an_unusual_run_is_seen_as_a_whole(void **state)
     ppb_run_compare_report_free(&rep);
 }
 
+/* Rule 5: a baseline case alone off its usual level beyond its interval's
+ * reach of one run's noise, its samples tight, widens that case by its
+ * offset, with a note; the candidate's case so far off is a change, not
+ * widened. The loaded runner's false A/A ACCEPT: one case 7.7% off against
+ * 0.3% noise (mutations: the guard dropped, applied to the candidate too, the
+ * threshold without crit, the offset not carried into the sd). */
+static void test_a_baseline_case_off_its_level_widens_it(void **state)
+{
+    (void)state;
+    sim s;
+    make_sim(&s, 4, 20, 0.003, 1.0, 41);
+    s.c[2].baseline_ms *= 1.077;
+    ppb_run_compare_report r = decide(&s, NULL);
+    assert_false(r.baseline_level.unusual);
+    assert_int_equal(r.n_baseline_off, 1);
+    assert_true(fabs(r.baseline_offset[2] - log(s.c[2].baseline_ms / ppb_median(s.hist[2], 20))) < 1e-12);
+    for (int i = 0; i < s.n; i++) {
+        double off = i == 2 ? r.baseline_offset[2] : 0;
+        assert_true(i == 2 || r.baseline_offset[i] == 0);
+        assert_true(fabs(r.sd[i] - sqrt(2 * r.noise[i] * r.noise[i] + off * off)) < 1e-15);
+    }
+    assert_int_equal(r.v.verdict, PPB_VERDICT_INCONCLUSIVE);
+    assert_true(has_reason(&r, "note: 1 case of the baseline run lies off its usual level beyond its run-to-run "
+                               "noise (by up to 7."));
+    ppb_run_compare_report_free(&r);
+
+    /* just inside its reach: not widened (the threshold is crit x one run's SD) */
+    make_sim(&s, 4, 20, 0.003, 1.0, 41);
+    r = decide(&s, NULL);
+    double usual = ppb_median(s.hist[2], 20), reach = r.crit[2] * r.noise[2];
+    ppb_run_compare_report_free(&r);
+    s.c[2].baseline_ms = usual * exp(0.95 * reach);
+    r = decide(&s, NULL);
+    assert_int_equal(r.n_baseline_off, 0);
+    ppb_run_compare_report_free(&r);
+    s.c[2].baseline_ms = usual * exp(1.05 * reach);
+    r = decide(&s, NULL);
+    assert_int_equal(r.n_baseline_off, 1);
+    ppb_run_compare_report_free(&r);
+
+    /* the candidate's case as far off: a change of one shape, REJECTed, not widened */
+    make_sim(&s, 4, 20, 0.003, 1.0, 41);
+    s.c[2].candidate_ms *= 1.077;
+    r = decide(&s, NULL);
+    assert_int_equal(r.n_baseline_off, 0);
+    assert_int_equal(r.v.verdict, PPB_VERDICT_REJECT);
+    assert_true(fabs(r.sd[2] - sqrt(2.0) * r.noise[2]) < 1e-15);
+    ppb_run_compare_report_free(&r);
+
+    /* In simulation: 200 A/A compares, one baseline case 5-15% off (tight), 0 ACCEPT or REJECT; a real 10%
+     * slowdown of every case against a usual baseline is still REJECTed every time. */
+    int decided = 0, rejected = 0;
+    for (uint64_t k = 0; k < 200; k++) {
+        make_sim(&s, 4, 20, 0.003, 1.0, 1000 + k);
+        s.c[k % 4].baseline_ms *= 1.05 + 0.10 * (double)(k % 11) / 10;
+        r = decide(&s, NULL);
+        decided += r.v.verdict != PPB_VERDICT_INCONCLUSIVE;
+        ppb_run_compare_report_free(&r);
+        make_sim(&s, 4, 20, 0.003, 1.10, 5000 + k);
+        r = decide(&s, NULL);
+        rejected += r.v.verdict == PPB_VERDICT_REJECT;
+        ppb_run_compare_report_free(&r);
+    }
+    assert_int_equal(decided, 0);
+    assert_int_equal(rejected, 200);
+}
+
 /* A run that could not measure a case to its noise target (noisy) carries its
  * own spread into the case's interval: s = sqrt(2 sigma^2 + (spread_a / 1.349)^2
  * + (spread_b / 1.349)^2). The loaded runner's outlier runs: a case 17% slower
@@ -513,10 +581,7 @@ static void test_a_noisy_run_widens_its_case(void **state)
     for (int side = 0; side < 2; side++) {
         sim s;
         make_sim(&s, 4, 20, 0.003, 1.0, 31 + (uint64_t)side);
-        if (side)
-            s.c[0].candidate_ms *= 1.17;
-        else
-            s.c[0].baseline_ms /= 1.17;
+        s.c[0].candidate_ms *= 1.17; /* the baseline at its level: a baseline off it is widened anyway (rule 5) */
         ppb_run_compare_report r = decide(&s, NULL); /* measured to target: REJECTed */
         assert_int_equal(r.v.verdict, PPB_VERDICT_REJECT);
         assert_int_equal(r.v.cases[0].cls, PPB_AB_SLOWER);
@@ -592,11 +657,17 @@ static void test_a_baseline_off_as_a_whole_widens_every_case(void **state)
     ppb_run_compare_rules_default(&rules);
     const double none[2][2] = {{0, 0}, {NAN, NAN}};
     ppb_err err;
-    for (int k = 0; k < 2; k++) { /* no shift given: the false ACCEPT the rule prevents */
+    for (int k = 0; k < 2; k++) { /* no shift given: each case is caught alone (rule 5), by its own offset */
         assert_int_equal(ppb_run_compare_decide(s.c, s.n, &rules, none[k], &r, &err), PPB_OK);
         assert_false(r.baseline_level.unusual);
-        assert_int_equal(r.v.verdict, PPB_VERDICT_ACCEPT);
-        assert_true(fabs(r.sd[0] - sqrt(2.0) * r.noise[0]) < 1e-15);
+        assert_int_equal(r.n_baseline_off, 4);
+        assert_int_equal(r.v.verdict, PPB_VERDICT_INCONCLUSIVE);
+        for (int i = 0; i < s.n; i++) {
+            assert_true(fabs(r.baseline_offset[i] - log(1.03)) < 0.01);
+            double want = sqrt(2 * r.noise[i] * r.noise[i] + r.baseline_offset[i] * r.baseline_offset[i]);
+            assert_true(fabs(r.sd[i] - want) < 1e-15);
+        }
+        assert_true(has_reason(&r, "note: 4 cases of the baseline run lie off their usual level beyond their"));
         ppb_run_compare_report_free(&r);
     }
     const double given[2] = {measured, 0};
@@ -680,6 +751,7 @@ int main(void)
         cmocka_unit_test(test_history_reader),
         cmocka_unit_test(test_an_unusual_run_is_seen_as_a_whole),
         cmocka_unit_test(test_a_noisy_run_widens_its_case),
+        cmocka_unit_test(test_a_baseline_case_off_its_level_widens_it),
         cmocka_unit_test(test_a_baseline_off_as_a_whole_widens_every_case),
         cmocka_unit_test(test_whole_run_offsets_in_simulation),
     };

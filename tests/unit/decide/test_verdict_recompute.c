@@ -193,7 +193,7 @@ static void make_kernel_config(sim_proposal *sp, int n, const double *ratio, dou
             v[i].look_share = 1.0 / v[i].looks_planned;
         ppb_ab_pair_case(&v[i], &vcs[i]);
         ppb_ab_case_design(&v[i], 1, &pcs[i]);
-        pcs[i].noise = NAN;
+        pcs[i].noise = pcs[i].baseline_offset = NAN;
         snprintf(pcs[i].baseline_key, sizeof pcs[i].baseline_key, "%s", sp->side[i][0].key);
         snprintf(pcs[i].candidate_key, sizeof pcs[i].candidate_key, "%s", sp->side[i][1].key);
     }
@@ -473,7 +473,7 @@ static void test_a_bootstrap_verdict_is_re_derived(void **state)
         v[i] = view_of(sp, i, sp->shape_key[i]);
         ppb_ab_pair_case(&v[i], &vcs[i]);
         ppb_ab_case_design(&v[i], 1, &pcs[i]);
-        pcs[i].noise = NAN;
+        pcs[i].noise = pcs[i].baseline_offset = NAN;
         snprintf(pcs[i].baseline_key, sizeof pcs[i].baseline_key, "%s", sp->side[i][0].key);
         snprintf(pcs[i].candidate_key, sizeof pcs[i].candidate_key, "%s", sp->side[i][1].key);
     }
@@ -522,7 +522,7 @@ static void test_a_chunked_verdict_is_re_derived(void **state)
     double *totals[2];
     assert_int_equal(ppb_ab_chunked_case(v, 3, sp->p->name, totals, &vc), PPB_OK);
     ppb_ab_case_design(v, 3, &pc);
-    pc.noise = NAN;
+    pc.noise = pc.baseline_offset = NAN;
     snprintf(pc.baseline_key, sizeof pc.baseline_key, "(all baseline chunks)");
     snprintf(pc.candidate_key, sizeof pc.candidate_key, "(all candidate chunks)");
     store_sim(sp, &vc, &pc, 1, "chunked_prefill");
@@ -690,6 +690,52 @@ static void test_a_compare_off_baseline_is_re_derived(void **state)
     ppb_stored_verdict_free(&sv);
 }
 
+/* Rule 5: a baseline case off its usual level, stored with its offset
+ * (schema 22), decides again alike from the offset as stored; another offset,
+ * none, or the verdict taken as rule 4 decide otherwise. */
+static void test_a_compare_off_baseline_case_is_re_derived(void **state)
+{
+    (void)state;
+    enum { N = 4, H = 20 };
+    ppb_run_compare_rules rules;
+    ppb_run_compare_rules_default(&rules);
+    ppb_case c[N][2];
+    ppb_result r[N][2];
+    double hist[N][H];
+    ppb_run_compare_case rcs[N];
+    sim_rng rng = {12};
+    for (int i = 0; i < N; i++) {
+        sim_lognormal(&rng, 1 + i, 0.0025, hist[i], H);
+        for (int s = 0; s < 2; s++) {
+            c[i][s] = prefill_case(i, 0, 37);
+            ppb_result_init(&r[i][s]);
+            r[i][s].status = PPB_STATUS_OK;
+            r[i][s].median_ms = (1 + i) * (i == 1 && !s ? 1.08 : 1.0);
+        }
+        ppb_run_compare_case_of(&c[i][0], &r[i][0], &r[i][1], &rcs[i]);
+        rcs[i].history = hist[i];
+        rcs[i].n_history = H;
+    }
+    ppb_stored_verdict sv;
+    stored_compare(rcs, N, c, r, &rules, &sv);
+    assert_true(fabs(sv.pcs[1].baseline_offset - log(1.08)) < 0.01);
+    assert_true(sv.pcs[0].baseline_offset == 0 && sv.pcs[2].baseline_offset == 0);
+    assert_string_equal(sv.rec->verdict, "INCONCLUSIVE");
+    ppb_verdict_recheck out = recheck(&sv);
+    if (!out.agree)
+        fail_msg("%s", out.difference);
+    double off = sv.pcs[1].baseline_offset;
+    sv.pcs[1].baseline_offset = 0.02;
+    assert_differs(&sv, "case 1 (");
+    sv.pcs[1].baseline_offset = NAN; /* not measured: nothing widened */
+    assert_differs(&sv, "case 1 (");
+    sv.pcs[1].baseline_offset = off;
+    assert_true(recheck(&sv).agree);
+    sv.rec->rule_version = 4;
+    assert_differs(&sv, "case 1 (");
+    ppb_stored_verdict_free(&sv);
+}
+
 /* ---- through a database ------------------------------------------------------ */
 
 static int64_t begin_run(ppb_store *s, const char *label)
@@ -831,6 +877,7 @@ int main(void)
         cmocka_unit_test(test_a_chunked_verdict_is_re_derived),
         cmocka_unit_test(test_a_compare_verdict_is_re_derived),
         cmocka_unit_test(test_a_compare_off_baseline_is_re_derived),
+        cmocka_unit_test(test_a_compare_off_baseline_case_is_re_derived),
         cmocka_unit_test(test_the_samples_cost_is_re_derived),
         cmocka_unit_test(test_a_stored_proposal_round_trips),
     };

@@ -442,6 +442,20 @@ static void test_long_reasons_read_back_whole(void **state)
     ppb_store_close(s);
 }
 
+typedef struct offsets_read {
+    int n;
+    double v[2];
+} offsets_read;
+
+static int read_offset(void *ctx, const ppb_proposal_case *c)
+{
+    offsets_read *o = ctx;
+    if (o->n < 2)
+        o->v[o->n] = c->baseline_offset;
+    o->n++;
+    return 0;
+}
+
 /* What a verdict cost reads back as stored; one whose cost was not measured
  * (no wall time: compare, kv_capacity) reads back as NaN, not as zeros. */
 static void test_proposal_cost_round_trips(void **state)
@@ -476,6 +490,18 @@ static void test_proposal_cost_round_trips(void **state)
     assert_int_equal(ppb_store_put_proposal(s, &rec, NULL, 0, &err), PPB_OK);
     assert_int_equal(ppb_store_get_proposal(s, rec.id, &got, &err), PPB_OK);
     assert_true(isnan(got.baseline_shift) && isnan(got.candidate_shift));
+    /* a compared case's baseline offset (schema 22) reads back as stored, none as NaN */
+    static ppb_proposal_case pcs[2];
+    memset(pcs, 0, sizeof pcs);
+    pcs[0].baseline_offset = 0.0742;
+    pcs[1].baseline_offset = NAN;
+    for (int i = 0; i < 2; i++)
+        pcs[i].noise = pcs[i].between_sd = pcs[i].alpha = pcs[i].stop_alpha = pcs[i].look_share = NAN;
+    assert_int_equal(ppb_store_put_proposal(s, &rec, pcs, 2, &err), PPB_OK);
+    offsets_read got_offsets = {0, {0, 0}};
+    assert_int_equal(ppb_store_each_proposal_case(s, rec.id, read_offset, &got_offsets, &err), PPB_OK);
+    assert_int_equal(got_offsets.n, 2);
+    assert_true(got_offsets.v[0] == 0.0742 && isnan(got_offsets.v[1]));
     ppb_store_close(s);
 }
 
