@@ -637,6 +637,34 @@ static void test_a_compare_verdict_is_re_derived(void **state)
     ppb_stored_verdict_free(&sv);
 }
 
+/* A stored comparison of 4 cases, each with 20 plain runs of 0.25% noise
+ * about its level (1 + i ms), the baseline's medians at base[i] x that level
+ * and the candidate's at it. */
+static void stored_off_baseline(uint64_t seed, const double base[4], ppb_stored_verdict *sv)
+{
+    enum { N = 4, H = 20 };
+    ppb_run_compare_rules rules;
+    ppb_run_compare_rules_default(&rules);
+    ppb_case c[N][2];
+    ppb_result r[N][2];
+    double hist[N][H];
+    ppb_run_compare_case rcs[N];
+    sim_rng rng = {seed};
+    for (int i = 0; i < N; i++) {
+        sim_lognormal(&rng, 1 + i, 0.0025, hist[i], H);
+        for (int s = 0; s < 2; s++) {
+            c[i][s] = prefill_case(i, 0, 37);
+            ppb_result_init(&r[i][s]);
+            r[i][s].status = PPB_STATUS_OK;
+            r[i][s].median_ms = (1 + i) * (s ? 1.0 : base[i]);
+        }
+        ppb_run_compare_case_of(&c[i][0], &r[i][0], &r[i][1], &rcs[i]);
+        rcs[i].history = hist[i];
+        rcs[i].n_history = H;
+    }
+    stored_compare(rcs, N, c, r, &rules, sv);
+}
+
 /* compare with a baseline run off as a whole (rule 4): every case 3% slow
  * against 0.25% noise widened each case and the mean. Recompute has no
  * histories: it takes the shift as stored and agrees; with another stored
@@ -645,28 +673,8 @@ static void test_a_compare_verdict_is_re_derived(void **state)
 static void test_a_compare_off_baseline_is_re_derived(void **state)
 {
     (void)state;
-    enum { N = 4, H = 20 };
-    ppb_run_compare_rules rules;
-    ppb_run_compare_rules_default(&rules);
-    ppb_case c[N][2];
-    ppb_result r[N][2];
-    double hist[N][H];
-    ppb_run_compare_case rcs[N];
-    sim_rng rng = {11};
-    for (int i = 0; i < N; i++) {
-        sim_lognormal(&rng, 1 + i, 0.0025, hist[i], H);
-        for (int s = 0; s < 2; s++) {
-            c[i][s] = prefill_case(i, 0, 37);
-            ppb_result_init(&r[i][s]);
-            r[i][s].status = PPB_STATUS_OK;
-            r[i][s].median_ms = (1 + i) * (s ? 1.0 : 1.03);
-        }
-        ppb_run_compare_case_of(&c[i][0], &r[i][0], &r[i][1], &rcs[i]);
-        rcs[i].history = hist[i];
-        rcs[i].n_history = H;
-    }
     ppb_stored_verdict sv;
-    stored_compare(rcs, N, c, r, &rules, &sv);
+    stored_off_baseline(11, (const double[4]){1.03, 1.03, 1.03, 1.03}, &sv);
     assert_true(fabs(sv.rec->baseline_shift - log(1.03)) < 0.004);
     assert_true(sv.rec->baseline_shift > PPB_RUN_COMPARE_UNUSUAL * sv.pcs[0].noise); /* off as a whole */
     assert_string_equal(sv.rec->verdict, "INCONCLUSIVE");
@@ -696,28 +704,8 @@ static void test_a_compare_off_baseline_is_re_derived(void **state)
 static void test_a_compare_off_baseline_case_is_re_derived(void **state)
 {
     (void)state;
-    enum { N = 4, H = 20 };
-    ppb_run_compare_rules rules;
-    ppb_run_compare_rules_default(&rules);
-    ppb_case c[N][2];
-    ppb_result r[N][2];
-    double hist[N][H];
-    ppb_run_compare_case rcs[N];
-    sim_rng rng = {12};
-    for (int i = 0; i < N; i++) {
-        sim_lognormal(&rng, 1 + i, 0.0025, hist[i], H);
-        for (int s = 0; s < 2; s++) {
-            c[i][s] = prefill_case(i, 0, 37);
-            ppb_result_init(&r[i][s]);
-            r[i][s].status = PPB_STATUS_OK;
-            r[i][s].median_ms = (1 + i) * (i == 1 && !s ? 1.08 : 1.0);
-        }
-        ppb_run_compare_case_of(&c[i][0], &r[i][0], &r[i][1], &rcs[i]);
-        rcs[i].history = hist[i];
-        rcs[i].n_history = H;
-    }
     ppb_stored_verdict sv;
-    stored_compare(rcs, N, c, r, &rules, &sv);
+    stored_off_baseline(12, (const double[4]){1.0, 1.08, 1.0, 1.0}, &sv);
     assert_true(fabs(sv.pcs[1].baseline_offset - log(1.08)) < 0.01);
     assert_true(sv.pcs[0].baseline_offset == 0 && sv.pcs[2].baseline_offset == 0);
     assert_string_equal(sv.rec->verdict, "INCONCLUSIVE");
