@@ -926,9 +926,10 @@ static int is_plugin(const ppb_backend *b) { return !b->call.builtin; }
  * of), computed on the device by the input generator's kernel in its sum mode
  * (input_fill.cuh): a change-detecting sum, not a defence against a plugin
  * built to collide, only against one that writes where it should not. On the
- * device, because reading gigabytes of KV cache back to the host took most of
- * a plugin proposal's time (0.3 s a GiB, twice per checked session and once
- * per timing session). */
+ * device, because before it the inputs were read back to the host and summed
+ * there in every session a plugin proposal prepares, and a plugin decode
+ * proposal on an H100 spent 7.4 of its 8.2 s in its check and warm-up, 1 GiB
+ * of KV cache a case (docs/BENCHMARKS.md "The harness's own cost"). */
 static int sum_inputs(ppb_backend *b, uint64_t sum[N_INPUTS], ppb_err *err)
 {
     cudaError_t e = cudaSuccess;
