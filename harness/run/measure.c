@@ -127,16 +127,40 @@ static int sample_window(const ppb_backend_ops *ops, ppb_backend *b, const ppb_m
     return PPB_OK;
 }
 
-/* The note a case measured in a second window carries (appended to any note
- * it has): each window's median and spread, and which one it keeps. */
-static void note_second_window(ppb_result *res, const ppb_result *second, int kept)
+/* A second window for a case that missed its target: the machine's load
+ * mostly disturbs a window in part (docs/STATISTICS.md "A second window"), so
+ * a fresh one is often quiet. The window with the lower median is kept, with
+ * its own status (*noise_met), and the reason says both (appended to any note
+ * it has): load only ever slows a kernel, and a window it slowed throughout
+ * can be as tight as a quiet one (a second window chosen by its spread kept
+ * one 50% slow at 1.7%). */
+static int second_window(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
+                         volatile sig_atomic_t *stop, int launches, int cap, ppb_result *res, int *noise_met,
+                         ppb_err *err)
 {
-    size_t len = strlen(res->reason);
-    snprintf(res->reason + len, sizeof res->reason - len,
-             "%ssampled twice: first window median %.4g ms, spread %.1f%%; second %.4g ms, %.1f%%; the %s kept",
-             len ? "; " : "", ppb_median(res->samples_ms, res->n_samples),
-             100 * robust_noise(res->samples_ms, res->n_samples), ppb_median(second->samples_ms, second->n_samples),
-             100 * robust_noise(second->samples_ms, second->n_samples), kept ? "second" : "first");
+    ppb_result second = {.samples_ms = malloc(sizeof *res->samples_ms * (size_t)cap)};
+    if (!second.samples_ms)
+        return ppb_fail(err, PPB_ENOMEM, "out of memory for %d samples", cap);
+    int second_met;
+    int rc = sample_window(ops, b, m, stop, launches, cap, &second, &second_met, err);
+    if (!rc) {
+        const double med[2] = {ppb_median(res->samples_ms, res->n_samples),
+                               ppb_median(second.samples_ms, second.n_samples)};
+        const int keep_second = med[1] < med[0];
+        size_t len = strlen(res->reason);
+        snprintf(res->reason + len, sizeof res->reason - len,
+                 "%ssampled twice: first window median %.4g ms, spread %.1f%%; second %.4g ms, %.1f%%; the %s kept",
+                 len ? "; " : "", med[0], 100 * robust_noise(res->samples_ms, res->n_samples), med[1],
+                 100 * robust_noise(second.samples_ms, second.n_samples), keep_second ? "second" : "first");
+        if (keep_second) {
+            double *swap = res->samples_ms;
+            res->samples_ms = second.samples_ms, res->n_samples = second.n_samples;
+            second.samples_ms = swap;
+            *noise_met = second_met;
+        }
+    }
+    free(second.samples_ms);
+    return rc;
 }
 
 int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measure_settings *m,
@@ -158,31 +182,8 @@ int ppb_measure_case(const ppb_backend_ops *ops, ppb_backend *b, const ppb_measu
     double sampling_start = ppb_monotonic_ms();
     int noise_met;
     rc = sample_window(ops, b, m, stop, launches, cap, res, &noise_met, err);
-    /* A second window for a case that missed its target: the machine's load
-     * mostly disturbs a window in part (docs/STATISTICS.md "A second
-     * window"), so a fresh one is often quiet. The window with the lower
-     * median is kept, with its own status: load only ever slows a kernel, and
-     * a window it slowed throughout can be as tight as a quiet one (a second
-     * window chosen by its spread kept one 50% slow at 1.7%). */
-    if (!rc && !noise_met && m->windows > 1) {
-        ppb_result second = {.samples_ms = malloc(sizeof *res->samples_ms * (size_t)cap)};
-        if (!second.samples_ms)
-            return ppb_fail(err, PPB_ENOMEM, "out of memory for %d samples", cap);
-        int second_met;
-        rc = sample_window(ops, b, m, stop, launches, cap, &second, &second_met, err);
-        if (!rc) {
-            int keep_second = ppb_median(second.samples_ms, second.n_samples) <
-                              ppb_median(res->samples_ms, res->n_samples);
-            note_second_window(res, &second, keep_second);
-            if (keep_second) {
-                double *swap = res->samples_ms;
-                res->samples_ms = second.samples_ms, res->n_samples = second.n_samples;
-                second.samples_ms = swap;
-                noise_met = second_met;
-            }
-        }
-        free(second.samples_ms);
-    }
+    if (!rc && !noise_met && m->windows > 1)
+        rc = second_window(ops, b, m, stop, launches, cap, res, &noise_met, err);
     res->phases.sampling_ms = ppb_monotonic_ms() - sampling_start;
     if (rc)
         return rc;
